@@ -1,0 +1,163 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-lsp/agent-lsp/agent/message"
+	"github.com/agent-lsp/agent-lsp/store"
+)
+
+var kilobyte = strings.Repeat("x", 1000)
+
+// w1Graph is workload W1: an agent/tools loop of turns tool turns and a final answer.
+func w1Graph(b testing.TB, msgs Messages, turns int) *Graph {
+	g, err := New(msgs.ch.schemaOf()).
+		Node("agent", func(ctx context.Context, s State) (Patch, error) {
+			i := (len(msgs.Get(s)) + 1) / 2 // input, then an AI and a tool message per turn
+			if i > turns {
+				return NewPatch(msgs.Append(message.NewAI(kilobyte))), nil
+			}
+			return NewPatch(msgs.Append(message.NewAI(kilobyte, message.ToolCall{ID: fmt.Sprintf("call_%d", i), Name: "echo", Args: fmt.Sprintf(`{"i": %d}`, i)}))), nil
+		}).
+		Node("tools", func(ctx context.Context, s State) (Patch, error) {
+			all := msgs.Get(s)
+			call := all[len(all)-1].ToolCalls[0]
+			return NewPatch(msgs.Append(message.NewTool(call.ID, kilobyte))), nil
+		}).
+		Edge(Start, "agent").
+		Branch("agent", func(s State) []Route {
+			all := msgs.Get(s)
+			if len(all[len(all)-1].ToolCalls) > 0 {
+				return []Route{To("tools")}
+			}
+			return []Route{To(End)}
+		}).
+		Edge("tools", "agent").Compile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
+// stepTimer records the wall time of each step through the event callback.
+type stepTimer struct {
+	last  time.Time
+	times []time.Duration
+}
+
+func (st *stepTimer) event(e Event) {
+	switch e.Type {
+	case StepStart:
+		st.last = time.Now()
+	case StepEnd:
+		if !st.last.IsZero() {
+			st.times = append(st.times, time.Since(st.last))
+		}
+	}
+}
+
+// lateEarly is the mean of the last 10% of step times over the first 10%.
+func lateEarly(times []time.Duration) float64 {
+	n := len(times) / 10
+	if n == 0 {
+		return 1
+	}
+	var early, late time.Duration
+	for _, d := range times[:n] {
+		early += d
+	}
+	for _, d := range times[len(times)-n:] {
+		late += d
+	}
+	return float64(late) / float64(early)
+}
+
+func BenchmarkAgentLoop(b *testing.B) {
+	for _, turns := range []int{10, 100, 1000} {
+		for _, kind := range []string{"none", "memory", "bbolt"} {
+			b.Run(fmt.Sprintf("turns=%d/store=%s", turns, kind), func(b *testing.B) {
+				s := NewSchema()
+				msgs := NewMessages(s, "messages")
+				g := w1Graph(b, msgs, turns)
+				var cp store.Checkpointer
+				var path string
+				switch kind {
+				case "memory":
+					cp = store.NewMemory()
+				case "bbolt":
+					path = b.TempDir() + "/w1.db"
+					db, err := store.Open(path)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer db.Close()
+					cp = db
+				}
+				var steps int
+				var ratio float64
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					timer := &stepTimer{}
+					res, err := g.Invoke(context.Background(), Config{Thread: fmt.Sprintf("w1-%d", i), Checkpointer: cp, StepLimit: 2*turns + 2, Events: timer.event},
+						NewPatch(msgs.Append(message.NewHuman("go"))))
+					if err != nil || res.Status != StatusDone {
+						b.Fatalf("%s %v", res.Status, err)
+					}
+					steps += res.Steps
+					ratio += lateEarly(timer.times)
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(steps), "ns/step")
+				b.ReportMetric(ratio/float64(b.N), "late/early")
+				if path != "" {
+					fi, _ := os.Stat(path)
+					b.ReportMetric(float64(fi.Size())/float64(b.N*(2*turns+2)), "bytes/message")
+				}
+			})
+		}
+	}
+}
+
+func BenchmarkFanOut(b *testing.B) {
+	for _, kind := range []string{"memory", "bbolt"} {
+		b.Run("store="+kind, func(b *testing.B) {
+			ts := newTestSchema()
+			g := fanOutGraph(b, ts, 100, nil)
+			var cp store.Checkpointer = store.NewMemory()
+			if kind == "bbolt" {
+				db, err := store.Open(b.TempDir() + "/w2.db")
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer db.Close()
+				cp = db
+			}
+			for i := 0; i < b.N; i++ {
+				res, err := g.Invoke(context.Background(), Config{Thread: fmt.Sprint(i), Checkpointer: cp}, NewPatch())
+				if err != nil || len(ts.items.Get(res.State)) != 100 {
+					b.Fatal(res.Status, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCommitFloor is the cost of one empty durable bbolt commit on the
+// same kind of file: the floor under a durable checkpoint.
+func BenchmarkCommitFloor(b *testing.B) {
+	db, err := store.Open(b.TempDir() + "/floor.db")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	for i := 0; i < b.N; i++ {
+		if err := db.Put(context.Background(), store.Checkpoint{Thread: "floor", Step: i}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,506 @@
+package graph
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/agent-lsp/agent-lsp/store"
+)
+
+// Start and End are the pseudo-nodes where a run enters and leaves the graph.
+const (
+	Start = "__start__"
+	End   = "__end__"
+)
+
+// Node is one unit of work. It reads the state and returns exactly one patch.
+// It must return promptly once ctx is cancelled.
+type Node func(ctx context.Context, s State) (Patch, error)
+
+// Route is a target chosen by a Router: a node to trigger, or a Send task.
+type Route struct {
+	node string
+	arg  any
+	send bool
+}
+
+// To routes to a node (or End).
+func To(node string) Route { return Route{node: node} }
+
+// Send routes to a new task of node with its own argument; several Sends to one
+// node run as parallel tasks in the same step.
+func Send(node string, arg any) Route { return Route{node: node, arg: arg, send: true} }
+
+// Router chooses the next targets from the state after a step.
+type Router func(s State) []Route
+
+// Builder assembles a Graph.
+type Builder struct {
+	schema  *Schema
+	nodes   map[string]Node
+	edges   map[string][]string
+	routers map[string]Router
+	err     error
+}
+
+// New starts a graph over the given schema.
+func New(schema *Schema) *Builder {
+	return &Builder{schema: schema, nodes: map[string]Node{}, edges: map[string][]string{}, routers: map[string]Router{}}
+}
+
+// Node adds a node.
+func (b *Builder) Node(name string, fn Node) *Builder {
+	if name == Start || name == End || name == "" {
+		b.fail(fmt.Errorf("node name %q is reserved", name))
+	} else if _, dup := b.nodes[name]; dup {
+		b.fail(fmt.Errorf("node %q added twice", name))
+	}
+	b.nodes[name] = fn
+	return b
+}
+
+// Edge always routes from one node to another after from runs.
+func (b *Builder) Edge(from, to string) *Builder {
+	b.edges[from] = append(b.edges[from], to)
+	return b
+}
+
+// Branch adds a conditional edge: after from runs, r chooses the targets.
+func (b *Builder) Branch(from string, r Router) *Builder {
+	if _, dup := b.routers[from]; dup {
+		b.fail(fmt.Errorf("node %q has two routers", from))
+	}
+	b.routers[from] = r
+	return b
+}
+
+func (b *Builder) fail(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+}
+
+// Compile checks the graph and returns it.
+func (b *Builder) Compile() (*Graph, error) {
+	if b.err != nil {
+		return nil, fmt.Errorf("compile graph: %w", b.err)
+	}
+	for from, tos := range b.edges {
+		if _, ok := b.nodes[from]; !ok && from != Start {
+			return nil, fmt.Errorf("compile graph: edge from unknown node %q", from)
+		}
+		for _, to := range tos {
+			if _, ok := b.nodes[to]; !ok && to != End {
+				return nil, fmt.Errorf("compile graph: edge to unknown node %q", to)
+			}
+		}
+	}
+	for from := range b.routers {
+		if _, ok := b.nodes[from]; !ok && from != Start {
+			return nil, fmt.Errorf("compile graph: router on unknown node %q", from)
+		}
+	}
+	if len(b.edges[Start]) == 0 && b.routers[Start] == nil {
+		return nil, fmt.Errorf("compile graph: nothing follows %s", Start)
+	}
+	return &Graph{schema: b.schema, nodes: b.nodes, edges: b.edges, routers: b.routers}, nil
+}
+
+// Graph is a compiled graph; it is safe for concurrent runs on different threads.
+type Graph struct {
+	schema  *Schema
+	nodes   map[string]Node
+	edges   map[string][]string
+	routers map[string]Router
+}
+
+// Run statuses.
+const (
+	StatusRunning   = "running"
+	StatusDone      = "done"
+	StatusCancelled = "cancelled"
+	StatusFailed    = "failed"
+	StatusLimit     = "limit"
+)
+
+// DefaultStepLimit is the step limit of a run whose Config sets none.
+const DefaultStepLimit = 25
+
+// EventType names what an Event reports.
+type EventType string
+
+// Event types.
+const (
+	StepStart    EventType = "step.start"
+	NodeStart    EventType = "node.start"
+	NodeEnd      EventType = "node.end"
+	PatchApplied EventType = "patch.applied"
+	StepEnd      EventType = "step.end"
+)
+
+// Event reports progress of a run.
+type Event struct {
+	Type   EventType
+	Step   int
+	Node   string
+	TaskID string
+	Err    error
+}
+
+// Config says where a run's state lives and how it may run.
+type Config struct {
+	Thread       string
+	Namespace    string
+	Checkpointer store.Checkpointer // nil: no persistence
+	StepLimit    int                // steps per invocation; 0 means DefaultStepLimit
+	Concurrency  int                // parallel tasks per step; 0 means 16
+	Events       func(Event)        // called synchronously; may be nil
+	// OnCheckpoint may decorate a checkpoint before it is stored, for example
+	// with the session index entry. It runs at the barrier.
+	OnCheckpoint func(cp *store.Checkpoint, s State)
+}
+
+// Result is how a run ended.
+type Result struct {
+	Status string
+	State  State
+	Steps  int // steps executed by this invocation
+	Err    error
+}
+
+type task struct {
+	store.Task
+	seq int
+}
+
+type runner struct {
+	g     *Graph
+	cfg   Config
+	vals  map[string]any
+	step    int    // newest stored step
+	steps   int    // steps run by this invocation
+	written string // status of the newest stored checkpoint
+}
+
+// Invoke applies input as a new step (entering at Start) and runs until the
+// graph ends, the step limit is hit, the context is cancelled or a node fails.
+// It continues the thread's stored state when there is one. Input messages whose
+// IDs are already stored replace themselves, so re-delivering an input is a no-op.
+func (g *Graph) Invoke(ctx context.Context, cfg Config, input Patch) (Result, error) {
+	r, err := g.open(ctx, cfg)
+	if err != nil {
+		return Result{Status: StatusFailed, Err: err}, err
+	}
+	next, err := r.barrier(ctx, []task{{Task: store.Task{Node: Start}}}, []Patch{input})
+	if err != nil {
+		res := Result{Status: StatusFailed, State: State{vals: r.vals}, Err: err}
+		return res, err
+	}
+	return r.loop(ctx, next, nil)
+}
+
+// Resume continues the thread from its newest checkpoint without new input: the
+// tasks that checkpoint planned run again, except those whose writes were kept
+// as pending writes. A thread that had ended returns its state unchanged.
+func (g *Graph) Resume(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.Checkpointer == nil {
+		err := errors.New("resume needs a checkpointer")
+		return Result{Status: StatusFailed, Err: err}, err
+	}
+	st, err := cfg.Checkpointer.Load(ctx, cfg.Thread, cfg.Namespace)
+	if err != nil {
+		return Result{Status: StatusFailed, Err: err}, err
+	}
+	r, err := g.fromState(cfg, st)
+	if err != nil {
+		return Result{Status: StatusFailed, Err: err}, err
+	}
+	if len(st.Next) == 0 {
+		return Result{Status: st.Status, State: State{vals: r.vals}}, nil
+	}
+	next := make([]task, len(st.Next))
+	for i, t := range st.Next {
+		next[i] = task{Task: t, seq: i}
+	}
+	pending := map[string]Patch{}
+	for id, raw := range st.Pending {
+		p, err := g.schema.decodePatch(raw)
+		if err != nil {
+			return r.end(ctx, StatusFailed, next, err)
+		}
+		pending[id] = p
+	}
+	return r.loop(ctx, next, pending)
+}
+
+func (g *Graph) open(ctx context.Context, cfg Config) (*runner, error) {
+	if cfg.Checkpointer == nil {
+		return &runner{g: g, cfg: cfg, vals: map[string]any{}, step: -1}, nil
+	}
+	st, err := cfg.Checkpointer.Load(ctx, cfg.Thread, cfg.Namespace)
+	if errors.Is(err, store.ErrNotFound) {
+		return &runner{g: g, cfg: cfg, vals: map[string]any{}, step: -1}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return g.fromState(cfg, st)
+}
+
+func (g *Graph) fromState(cfg Config, st *store.State) (*runner, error) {
+	vals, err := g.schema.load(st)
+	if err != nil {
+		return nil, fmt.Errorf("load thread %s/%s: %w", cfg.Thread, cfg.Namespace, err)
+	}
+	return &runner{g: g, cfg: cfg, vals: vals, step: st.Step, written: st.Status}, nil
+}
+
+func (r *runner) emit(e Event) {
+	if r.cfg.Events != nil {
+		r.cfg.Events(e)
+	}
+}
+
+func (r *runner) limit() int {
+	if r.cfg.StepLimit > 0 {
+		return r.cfg.StepLimit
+	}
+	return DefaultStepLimit
+}
+
+// loop runs planned steps until there is nothing left to do.
+func (r *runner) loop(ctx context.Context, next []task, pending map[string]Patch) (Result, error) {
+	for len(next) > 0 {
+		if ctx.Err() != nil {
+			return r.end(ctx, StatusCancelled, next, nil)
+		}
+		if r.steps >= r.limit() {
+			return r.end(ctx, StatusLimit, next, nil)
+		}
+		patches, err := r.runTasks(ctx, next, pending)
+		pending = nil
+		if err != nil {
+			if ctx.Err() != nil {
+				return r.end(ctx, StatusCancelled, next, nil)
+			}
+			return r.end(ctx, StatusFailed, next, err)
+		}
+		r.steps++
+		planned, err := r.barrier(ctx, next, patches)
+		if err != nil {
+			return r.end(ctx, StatusFailed, next, err)
+		}
+		next = planned
+	}
+	return r.end(ctx, StatusDone, nil, nil)
+}
+
+// end records the run's final status on the newest checkpoint.
+func (r *runner) end(ctx context.Context, status string, next []task, err error) (Result, error) {
+	res := Result{Status: status, State: State{vals: r.vals}, Steps: r.steps, Err: err}
+	if r.cfg.Checkpointer != nil && r.step >= 0 && !(status == StatusDone && r.written == StatusDone) {
+		cp := store.Checkpoint{Thread: r.cfg.Thread, Namespace: r.cfg.Namespace, Step: r.step, Status: status, Next: storeTasks(next)}
+		if r.cfg.OnCheckpoint != nil {
+			r.cfg.OnCheckpoint(&cp, res.State)
+		}
+		if perr := r.cfg.Checkpointer.Put(context.WithoutCancel(ctx), cp); perr != nil && err == nil {
+			res.Status, res.Err = StatusFailed, perr
+		}
+	}
+	return res, res.Err
+}
+
+func storeTasks(ts []task) []store.Task {
+	if len(ts) == 0 {
+		return nil
+	}
+	out := make([]store.Task, len(ts))
+	for i, t := range ts {
+		out[i] = t.Task
+	}
+	return out
+}
+
+type taskResult struct {
+	patch Patch
+	err   error
+}
+
+// runTasks runs one step's tasks, in parallel when there are several, and
+// returns their patches in task order. Finished tasks of a step that does not
+// complete are kept as pending writes.
+func (r *runner) runTasks(ctx context.Context, tasks []task, pending map[string]Patch) ([]Patch, error) {
+	step := r.step + 1
+	r.emit(Event{Type: StepStart, Step: step})
+	state := State{vals: r.vals}
+	results := make([]taskResult, len(tasks))
+	run := func(i int) {
+		t := tasks[i]
+		if p, ok := pending[t.ID]; ok {
+			results[i] = taskResult{patch: p}
+			return
+		}
+		r.emit(Event{Type: NodeStart, Step: step, Node: t.Node, TaskID: t.ID})
+		p, err := r.call(ctx, t, state)
+		results[i] = taskResult{patch: p, err: err}
+		r.emit(Event{Type: NodeEnd, Step: step, Node: t.Node, TaskID: t.ID, Err: err})
+		if err == nil && len(tasks) > 1 {
+			results[i].err = r.keep(ctx, t, p)
+		}
+	}
+	if len(tasks) == 1 {
+		run(0)
+	} else {
+		p := pool.New().WithMaxGoroutines(r.concurrency())
+		for i := range tasks {
+			p.Go(func() { run(i) })
+		}
+		p.Wait()
+	}
+	patches := make([]Patch, len(tasks))
+	var firstErr error
+	for i, res := range results {
+		if res.err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("node %s: %w", tasks[i].Node, res.err)
+		}
+		patches[i] = res.patch
+	}
+	return patches, firstErr
+}
+
+func (r *runner) concurrency() int {
+	if r.cfg.Concurrency > 0 {
+		return r.cfg.Concurrency
+	}
+	return 16
+}
+
+// keep stores a finished task's patch as a pending write.
+func (r *runner) keep(ctx context.Context, t task, p Patch) error {
+	if r.cfg.Checkpointer == nil {
+		return nil
+	}
+	raw, err := r.g.schema.encodePatch(p)
+	if err != nil {
+		return err
+	}
+	return r.cfg.Checkpointer.PutWrite(context.WithoutCancel(ctx), r.cfg.Thread, r.cfg.Namespace, t.ID, raw)
+}
+
+// call runs one node, turning a panic into an error.
+func (r *runner) call(ctx context.Context, t task, s State) (p Patch, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
+		}
+	}()
+	fn := r.g.nodes[t.Node]
+	if fn == nil {
+		return Patch{}, fmt.Errorf("unknown node %q", t.Node)
+	}
+	s.arg = t.Arg
+	return fn(ctx, s)
+}
+
+// barrier applies a step's patches in task order, plans the next step and
+// writes the checkpoint. The runner moves to the new step only once the
+// checkpoint is stored.
+func (r *runner) barrier(ctx context.Context, tasks []task, patches []Patch) ([]task, error) {
+	step := r.step + 1
+	vals, d, err := r.g.schema.apply(r.vals, patches)
+	if err != nil {
+		return nil, fmt.Errorf("step %d: %w", step, err)
+	}
+	r.emit(Event{Type: PatchApplied, Step: step})
+	next, err := r.plan(step, State{vals: vals}, tasks)
+	if err != nil {
+		return nil, fmt.Errorf("step %d: %w", step, err)
+	}
+	status := StatusRunning
+	if len(next) == 0 {
+		status = StatusDone
+	}
+	if r.cfg.Checkpointer != nil {
+		cp := store.Checkpoint{Thread: r.cfg.Thread, Namespace: r.cfg.Namespace, Step: step, Status: status,
+			Values: d.values, Lists: d.lists, Next: storeTasks(next)}
+		if r.cfg.OnCheckpoint != nil {
+			r.cfg.OnCheckpoint(&cp, State{vals: vals})
+		}
+		if err := r.cfg.Checkpointer.Put(context.WithoutCancel(ctx), cp); err != nil {
+			return nil, err
+		}
+	}
+	r.vals, r.step, r.written = vals, step, status
+	r.emit(Event{Type: StepEnd, Step: step})
+	return next, nil
+}
+
+// plan lists the tasks triggered by the nodes that just ran. A node triggered
+// by several predecessors runs once; every Send is its own task.
+func (r *runner) plan(step int, s State, ran []task) ([]task, error) {
+	var next []task
+	seen := map[string]bool{}
+	add := func(rt Route) error {
+		if rt.node == End {
+			return nil
+		}
+		if _, ok := r.g.nodes[rt.node]; !ok {
+			return fmt.Errorf("route to unknown node %q", rt.node)
+		}
+		t := task{seq: len(next)}
+		t.Node = rt.node
+		if rt.send {
+			b, err := json.Marshal(rt.arg)
+			if err != nil {
+				return fmt.Errorf("send to %s: %w", rt.node, err)
+			}
+			t.Arg = b
+		} else {
+			if seen[rt.node] {
+				return nil
+			}
+			seen[rt.node] = true
+		}
+		t.ID = r.taskID(step, t)
+		next = append(next, t)
+		return nil
+	}
+	done := map[string]bool{}
+	for _, t := range ran {
+		if done[t.Node] {
+			continue
+		}
+		done[t.Node] = true
+		for _, to := range r.g.edges[t.Node] {
+			if err := add(To(to)); err != nil {
+				return nil, err
+			}
+		}
+		if rt := r.g.routers[t.Node]; rt != nil {
+			for _, route := range rt(s) {
+				if err := add(route); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return next, nil
+}
+
+// taskID is deterministic in (thread, namespace, step, node, trigger).
+func (r *runner) taskID(step int, t task) string {
+	h := sha256.New()
+	for _, part := range []string{r.cfg.Thread, r.cfg.Namespace, strconv.Itoa(step), t.Node, strconv.Itoa(t.seq), string(t.Arg)} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}

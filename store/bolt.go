@@ -1,0 +1,402 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// LockTimeout is how long Open waits for another process to release the store file.
+const LockTimeout = time.Second
+
+// ErrLocked is returned by Open when another process holds the store file.
+var ErrLocked = errors.New("store is in use by another agent-lsp process")
+
+var (
+	bSessions = []byte("sessions")
+	bThreads  = []byte("threads")
+	bValues   = []byte("values")
+	bLists    = []byte("lists")
+	bPending  = []byte("pending")
+	bItems    = []byte("items")
+	bIDs      = []byte("ids")
+	kHead     = []byte("head")
+)
+
+// Bolt is a Store in one bbolt file.
+//
+// bbolt holds an exclusive file lock, so one file serves one process at a time: a
+// second process's Open fails with ErrLocked after LockTimeout instead of hanging.
+type Bolt struct {
+	db   *bolt.DB
+	path string
+	now  func() time.Time
+}
+
+// Open opens or creates the store file at path, creating its directory.
+func Open(path string) (*Bolt, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: LockTimeout})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("open store %s: %w (waited %s)", path, ErrLocked, LockTimeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bSessions, bThreads} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return &Bolt{db: db, path: path, now: time.Now}, nil
+}
+
+// Path returns the store file's path.
+func (b *Bolt) Path() string { return b.path }
+
+// Close closes the file.
+func (b *Bolt) Close() error { return b.db.Close() }
+
+type head struct {
+	Step    int       `json:"step"`
+	Status  string    `json:"status"`
+	Next    []Task    `json:"next,omitempty"`
+	Updated time.Time `json:"updated"`
+}
+
+func nsKey(ns string) []byte { return []byte("ns:" + ns) }
+
+// nsBucket returns the bucket of (thread, ns), creating it when create is set.
+func nsBucket(tx *bolt.Tx, thread, ns string, create bool) (*bolt.Bucket, error) {
+	threads := tx.Bucket(bThreads)
+	if !create {
+		t := threads.Bucket([]byte(thread))
+		if t == nil {
+			return nil, nil
+		}
+		return t.Bucket(nsKey(ns)), nil
+	}
+	t, err := threads.CreateBucketIfNotExists([]byte(thread))
+	if err != nil {
+		return nil, err
+	}
+	n, err := t.CreateBucketIfNotExists(nsKey(ns))
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range [][]byte{bValues, bLists, bPending} {
+		if _, err := n.CreateBucketIfNotExists(name); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+func u64(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}
+
+// encodeItem stores an item as uvarint(len(id)) id body.
+func encodeItem(id string, body []byte) []byte {
+	out := binary.AppendUvarint(make([]byte, 0, len(id)+len(body)+2), uint64(len(id)))
+	out = append(out, id...)
+	return append(out, body...)
+}
+
+func decodeItem(v []byte) (Item, error) {
+	n, k := binary.Uvarint(v)
+	if k <= 0 || uint64(len(v)-k) < n {
+		return Item{}, fmt.Errorf("corrupt list item")
+	}
+	return Item{ID: string(v[k : k+int(n)]), Body: json.RawMessage(bytes.Clone(v[k+int(n):]))}, nil
+}
+
+func applyOps(lists *bolt.Bucket, name string, ops []Op) error {
+	l, err := lists.CreateBucketIfNotExists([]byte(name))
+	if err != nil {
+		return err
+	}
+	items, err := l.CreateBucketIfNotExists(bItems)
+	if err != nil {
+		return err
+	}
+	ids, err := l.CreateBucketIfNotExists(bIDs)
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		switch op.Kind {
+		case OpReset:
+			for _, sub := range [][]byte{bItems, bIDs} {
+				if err := l.DeleteBucket(sub); err != nil {
+					return err
+				}
+			}
+			if items, err = l.CreateBucket(bItems); err != nil {
+				return err
+			}
+			if ids, err = l.CreateBucket(bIDs); err != nil {
+				return err
+			}
+		case OpRemove:
+			seq := ids.Get([]byte(op.ID))
+			if seq == nil {
+				continue
+			}
+			if err := items.Delete(seq); err != nil {
+				return err
+			}
+			if err := ids.Delete([]byte(op.ID)); err != nil {
+				return err
+			}
+		case OpUpsert:
+			var key []byte
+			if op.ID != "" {
+				key = bytes.Clone(ids.Get([]byte(op.ID)))
+			}
+			if key == nil {
+				seq, err := l.NextSequence()
+				if err != nil {
+					return err
+				}
+				key = u64(seq)
+				if op.ID != "" {
+					if err := ids.Put([]byte(op.ID), key); err != nil {
+						return err
+					}
+				}
+			}
+			if err := items.Put(key, encodeItem(op.ID, op.Body)); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("unknown list op %d", op.Kind)
+		}
+	}
+	return nil
+}
+
+func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
+	n, err := nsBucket(tx, cp.Thread, cp.Namespace, true)
+	if err != nil {
+		return err
+	}
+	var old head
+	if v := n.Get(kHead); v != nil {
+		if err := json.Unmarshal(v, &old); err != nil {
+			return fmt.Errorf("corrupt checkpoint head: %w", err)
+		}
+		if old.Step != cp.Step {
+			if err := n.DeleteBucket(bPending); err != nil {
+				return err
+			}
+			if _, err := n.CreateBucket(bPending); err != nil {
+				return err
+			}
+		}
+	}
+	h, err := json.Marshal(head{Step: cp.Step, Status: cp.Status, Next: cp.Next, Updated: b.now()})
+	if err != nil {
+		return err
+	}
+	if err := n.Put(kHead, h); err != nil {
+		return err
+	}
+	values := n.Bucket(bValues)
+	for k, v := range cp.Values {
+		if err := values.Put([]byte(k), v); err != nil {
+			return err
+		}
+	}
+	lists := n.Bucket(bLists)
+	for name, ops := range cp.Lists {
+		if err := applyOps(lists, name, ops); err != nil {
+			return fmt.Errorf("list %s: %w", name, err)
+		}
+	}
+	if cp.Session != nil {
+		return putSession(tx, *cp.Session)
+	}
+	return nil
+}
+
+// Put implements Checkpointer; the checkpoint is durable when it returns.
+func (b *Bolt) Put(ctx context.Context, cp Checkpoint) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := b.db.Update(func(tx *bolt.Tx) error { return b.putTx(tx, cp) }); err != nil {
+		return fmt.Errorf("put checkpoint %s/%s step %d: %w", cp.Thread, cp.Namespace, cp.Step, err)
+	}
+	return nil
+}
+
+// PutWrite implements Checkpointer.
+func (b *Bolt) PutWrite(ctx context.Context, thread, ns, taskID string, w json.RawMessage) error {
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		n, err := nsBucket(tx, thread, ns, true)
+		if err != nil {
+			return err
+		}
+		p := n.Bucket(bPending)
+		if p.Get([]byte(taskID)) != nil {
+			return nil
+		}
+		return p.Put([]byte(taskID), w)
+	})
+	if err != nil {
+		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, err)
+	}
+	return nil
+}
+
+// Load implements Checkpointer.
+func (b *Bolt) Load(ctx context.Context, thread, ns string) (*State, error) {
+	var s *State
+	err := b.db.View(func(tx *bolt.Tx) error {
+		n, _ := nsBucket(tx, thread, ns, false)
+		if n == nil || n.Get(kHead) == nil {
+			return ErrNotFound
+		}
+		var h head
+		if err := json.Unmarshal(n.Get(kHead), &h); err != nil {
+			return fmt.Errorf("corrupt checkpoint head: %w", err)
+		}
+		s = &State{Step: h.Step, Status: h.Status, Next: h.Next, Updated: h.Updated,
+			Values: map[string]json.RawMessage{}, Lists: map[string][]Item{}, Pending: map[string]json.RawMessage{}}
+		n.Bucket(bValues).ForEach(func(k, v []byte) error {
+			s.Values[string(k)] = bytes.Clone(v)
+			return nil
+		})
+		n.Bucket(bPending).ForEach(func(k, v []byte) error {
+			s.Pending[string(k)] = bytes.Clone(v)
+			return nil
+		})
+		return n.Bucket(bLists).ForEachBucket(func(name []byte) error {
+			items := n.Bucket(bLists).Bucket(name).Bucket(bItems)
+			var list []Item
+			err := items.ForEach(func(_, v []byte) error {
+				it, err := decodeItem(v)
+				list = append(list, it)
+				return err
+			})
+			s.Lists[string(name)] = list
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint %s/%s: %w", thread, ns, err)
+	}
+	return s, nil
+}
+
+func putSession(tx *bolt.Tx, s Session) error {
+	v, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bSessions).Put([]byte(s.ID), v)
+}
+
+// PutSession implements Sessions.
+func (b *Bolt) PutSession(ctx context.Context, s Session) error {
+	if err := b.db.Update(func(tx *bolt.Tx) error { return putSession(tx, s) }); err != nil {
+		return fmt.Errorf("put session %s: %w", s.ID, err)
+	}
+	return nil
+}
+
+// Session implements Sessions.
+func (b *Bolt) Session(ctx context.Context, id string) (Session, error) {
+	var s Session
+	err := b.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bSessions).Get([]byte(id))
+		if v == nil {
+			return ErrNotFound
+		}
+		return json.Unmarshal(v, &s)
+	})
+	if err != nil {
+		return Session{}, fmt.Errorf("session %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// Sessions implements Sessions.
+func (b *Bolt) Sessions(ctx context.Context, project string) ([]Session, error) {
+	var out []Session
+	err := b.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bSessions).ForEach(func(k, v []byte) error {
+			var s Session
+			if err := json.Unmarshal(v, &s); err != nil {
+				return fmt.Errorf("session %s: %w", k, err)
+			}
+			if project == "" || s.Project == project {
+				out = append(out, s)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	sortSessions(out)
+	return out, nil
+}
+
+// DeleteSession implements Sessions.
+func (b *Bolt) DeleteSession(ctx context.Context, id string) (bool, error) {
+	var existed bool
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		existed = tx.Bucket(bSessions).Get([]byte(id)) != nil
+		if err := tx.Bucket(bSessions).Delete([]byte(id)); err != nil {
+			return err
+		}
+		if tx.Bucket(bThreads).Bucket([]byte(id)) != nil {
+			return tx.Bucket(bThreads).DeleteBucket([]byte(id))
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("delete session %s: %w", id, err)
+	}
+	return existed, nil
+}
+
+// DeleteOlderThan implements Sessions.
+func (b *Bolt) DeleteOlderThan(ctx context.Context, t time.Time) (int, error) {
+	all, err := b.Sessions(ctx, "")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range all {
+		if s.Updated.Before(t) {
+			if _, err := b.DeleteSession(ctx, s.ID); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}

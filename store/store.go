@@ -1,0 +1,122 @@
+// Package store persists agent sessions: checkpoints of graph runs, pending
+// writes of interrupted steps, the per-channel item logs, and the session index.
+//
+// A checkpoint carries only what its step changed (last-value channels that were
+// written, list operations, the tasks planned next), so writing one costs the
+// same at message 20 as at message 20,000. Lists are materialized item by item,
+// so loading the newest checkpoint replays no deltas at all.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned for an unknown session or checkpoint.
+var ErrNotFound = errors.New("not found")
+
+// OpKind is the kind of one list operation.
+type OpKind uint8
+
+// List operation kinds.
+const (
+	// OpUpsert appends Body, or replaces the item with the same non-empty ID in place.
+	OpUpsert OpKind = iota
+	// OpRemove deletes the item with ID.
+	OpRemove
+	// OpReset deletes every item.
+	OpReset
+)
+
+// Op is one operation on a list channel.
+type Op struct {
+	Kind OpKind          `json:"k"`
+	ID   string          `json:"id,omitempty"`
+	Body json.RawMessage `json:"b,omitempty"`
+}
+
+// Item is one element of a stored list.
+type Item struct {
+	ID   string
+	Body json.RawMessage
+}
+
+// Task is a unit of work planned for the next step.
+type Task struct {
+	ID   string          `json:"id"`
+	Node string          `json:"node"`
+	Arg  json.RawMessage `json:"arg,omitempty"`
+}
+
+// Checkpoint is what one super-step changed, plus the control values needed to
+// go on from it. Putting it applies the change atomically.
+type Checkpoint struct {
+	Thread    string
+	Namespace string
+	Step      int
+	Status    string
+	// Values holds the new values of the last-value channels written in this step.
+	Values map[string]json.RawMessage
+	// Lists holds, per list channel, the operations of this step in order.
+	Lists map[string][]Op
+	// Next is the tasks planned for the following step; empty when the run ended.
+	Next []Task
+	// Session, when set, is upserted into the session index in the same transaction.
+	Session *Session
+}
+
+// State is a thread's newest checkpoint, materialized.
+type State struct {
+	Step    int
+	Status  string
+	Values  map[string]json.RawMessage
+	Lists   map[string][]Item
+	Next    []Task
+	Pending map[string]json.RawMessage // task ID -> writes of a finished task of step Step+1
+	Updated time.Time
+}
+
+// Session is one entry of the session index.
+type Session struct {
+	ID       string    `json:"session"`
+	Project  string    `json:"project"`
+	Title    string    `json:"title"`
+	Status   string    `json:"status"`
+	Created  time.Time `json:"created"`
+	Updated  time.Time `json:"updated"`
+	Messages int       `json:"messages"`
+}
+
+// Checkpointer saves and loads graph checkpoints.
+type Checkpointer interface {
+	// Put applies cp atomically. Pending writes of earlier steps are dropped.
+	Put(ctx context.Context, cp Checkpoint) error
+	// PutWrite records the writes of a finished task of the step after the newest
+	// checkpoint. It is insert-if-absent: a second write under one task ID is ignored.
+	PutWrite(ctx context.Context, thread, namespace, taskID string, writes json.RawMessage) error
+	// Load returns the newest checkpoint of (thread, namespace), or ErrNotFound.
+	Load(ctx context.Context, thread, namespace string) (*State, error)
+}
+
+// Sessions is the session index.
+type Sessions interface {
+	PutSession(ctx context.Context, s Session) error
+	// Session returns one session, or an error wrapping ErrNotFound.
+	Session(ctx context.Context, id string) (Session, error)
+	// Sessions lists sessions newest first; project "" lists all.
+	Sessions(ctx context.Context, project string) ([]Session, error)
+	// DeleteSession removes a session with all its threads' checkpoints; it
+	// reports whether the session existed.
+	DeleteSession(ctx context.Context, id string) (bool, error)
+	// DeleteOlderThan removes the sessions last updated before t and returns how many.
+	DeleteOlderThan(ctx context.Context, t time.Time) (int, error)
+}
+
+// Store is a complete persistence backend.
+type Store interface {
+	Checkpointer
+	Sessions
+	Close() error
+}
