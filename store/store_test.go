@@ -42,7 +42,7 @@ func TestCheckpointer(t *testing.T) {
 			steps := []Checkpoint{
 				{Step: 0, Status: "running", Values: map[string]json.RawMessage{"n": raw("1")},
 					Lists: map[string][]Op{"m": {{Kind: OpUpsert, ID: "a", Body: raw(`"A"`)}, {Kind: OpUpsert, ID: "b", Body: raw(`"B"`)}}, "x": {{Body: raw("1")}, {Body: raw("2")}}},
-					Next: []Task{{ID: "t1", Node: "agent"}}},
+					Next:  []Task{{ID: "t1", Node: "agent"}}},
 				{Step: 1, Status: "running", Values: map[string]json.RawMessage{"n": raw("2")},
 					Lists: map[string][]Op{"m": {{Kind: OpUpsert, ID: "a", Body: raw(`"A2"`)}, {Kind: OpUpsert, ID: "c", Body: raw(`"C"`)}, {Kind: OpRemove, ID: "b"}}}},
 				{Step: 2, Status: "done", Lists: map[string][]Op{"x": {{Kind: OpReset}, {Body: raw("3")}}}},

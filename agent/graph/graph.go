@@ -182,9 +182,9 @@ type task struct {
 }
 
 type runner struct {
-	g     *Graph
-	cfg   Config
-	vals  map[string]any
+	g       *Graph
+	cfg     Config
+	vals    map[string]any
 	step    int    // newest stored step
 	steps   int    // steps run by this invocation
 	written string // status of the newest stored checkpoint
