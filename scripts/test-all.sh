@@ -10,4 +10,6 @@ go vet ./...
 echo "== go test -race"
 go test -race -count=1 ./...
 echo "== fuzz (short runs over the seed corpus and beyond)"
-go test -run '^$' -fuzz '^FuzzMessages$' -fuzztime 10s ./agent/message/
+fuzz() { go test -run '^$' -fuzz "^$1\$" -fuzztime "${FUZZTIME:-10s}" "$2"; }
+fuzz FuzzMessages ./agent/message/
+fuzz FuzzResolve ./workspace/

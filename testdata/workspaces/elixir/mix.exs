@@ -1,0 +1,2 @@
+defmodule E.MixProject do
+end

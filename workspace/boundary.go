@@ -1,0 +1,95 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// BoundaryError is returned when a path leaves its project.
+type BoundaryError struct {
+	Project string
+	Path    string
+	Reason  string
+}
+
+func (e *BoundaryError) Error() string {
+	return fmt.Sprintf("path %q is outside project %q: %s", e.Path, e.Project, e.Reason)
+}
+
+// within reports whether path is root or below it; both must be clean.
+func within(root, path string) bool {
+	if path == root {
+		return true
+	}
+	if root == string(filepath.Separator) {
+		return strings.HasPrefix(path, root)
+	}
+	return strings.HasPrefix(path, root+string(filepath.Separator))
+}
+
+// Resolve returns the absolute path of path inside the project. It takes paths
+// relative to the root and absolute paths inside it, and refuses `..` escapes,
+// absolute paths outside, and symlinks at any component whose target leaves the
+// root. A path that does not exist yet is checked through its nearest existing
+// parent.
+func (p *Project) Resolve(path string) (string, error) {
+	name := p.Name()
+	refuse := func(reason string) (string, error) {
+		return "", &BoundaryError{Project: name, Path: path, Reason: reason}
+	}
+	if path == "" {
+		return refuse("empty path")
+	}
+	if strings.ContainsRune(path, 0) {
+		return refuse("path contains a NUL byte")
+	}
+	var abs string
+	if filepath.IsAbs(path) {
+		abs = filepath.Clean(path)
+		if !within(p.root, abs) && !within(p.realRoot, abs) {
+			return refuse("absolute path outside the project root " + p.root)
+		}
+	} else {
+		abs = filepath.Join(p.root, path)
+		if !within(p.root, abs) {
+			return refuse("it climbs out of the project with ..")
+		}
+	}
+	// Find the nearest existing ancestor (or the path itself) and resolve its links.
+	existing, rest := abs, ""
+	for {
+		if _, err := os.Lstat(existing); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return refuse(err.Error())
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			return refuse("no existing parent")
+		}
+		rest = filepath.Join(filepath.Base(existing), rest)
+		existing = parent
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return refuse("cannot resolve symlink: " + err.Error())
+	}
+	if !within(p.realRoot, real) {
+		return refuse("a symlink points outside the project root")
+	}
+	return filepath.Join(existing, rest), nil
+}
+
+// Rel returns path relative to the project root, with forward slashes.
+func (p *Project) Rel(path string) string {
+	r, err := filepath.Rel(p.root, path)
+	if err != nil {
+		return path
+	}
+	return filepath.ToSlash(r)
+}

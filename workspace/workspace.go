@@ -1,0 +1,284 @@
+// Package workspace holds the business state an agent reads: the projects of
+// an editor window, their borders, what the editor has open, and how each
+// project's builds and tests went. It imports neither agent nor server.
+package workspace
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+)
+
+// Project is one workspace folder.
+type Project struct {
+	root     string // clean absolute path as the editor gave it
+	realRoot string // root with symlinks resolved
+
+	mu      sync.Mutex
+	name    string
+	info    Info
+	ctx     runtimeContext
+	version uint64
+	snap    *Snapshot
+}
+
+// Name returns the project's unique name.
+func (p *Project) Name() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.name
+}
+
+// Root returns the project's root folder.
+func (p *Project) Root() string { return p.root }
+
+// Info returns what detection found.
+func (p *Project) Info() Info {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.info
+}
+
+// update changes the runtime context under the lock and bumps the version.
+func (p *Project) update(f func(c *runtimeContext)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f(&p.ctx)
+	p.version++
+}
+
+// Refresh re-reads the manifests and git HEAD: a handful of small file reads.
+func (p *Project) Refresh() {
+	info := Detect(p.root)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if info.GitBranch != p.info.GitBranch || info.Type != p.info.Type || fmt.Sprint(info.TechStack) != fmt.Sprint(p.info.TechStack) {
+		p.info = info
+		p.version++
+	}
+}
+
+// Workspace is the registry of projects and the editor's open buffers.
+type Workspace struct {
+	mu       sync.RWMutex
+	projects []*Project // in the order they were added
+	docs     map[string]*Document
+	enc      Encoding
+}
+
+// New returns an empty workspace whose buffers use the given position encoding.
+func New(enc Encoding) *Workspace {
+	if enc == "" {
+		enc = UTF16
+	}
+	return &Workspace{docs: map[string]*Document{}, enc: enc}
+}
+
+// Encoding returns the position encoding of the buffers.
+func (w *Workspace) Encoding() Encoding { return w.enc }
+
+// Add registers the folder root as a project. A name already taken gets a
+// suffix ("web-2"). It detects the project's type, stack and branch.
+func (w *Workspace) Add(name, root string) (*Project, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("add project %s: %w", name, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("add project %s: %w", name, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("add project %s: %s is not a folder", name, abs)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("add project %s: %w", name, err)
+	}
+	if name == "" {
+		name = filepath.Base(abs)
+	}
+	p := &Project{root: abs, realRoot: real, info: Detect(abs), ctx: newRuntimeContext()}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p.name = w.uniqueLocked(name, nil)
+	for path := range w.docs {
+		if within(abs, path) {
+			p.ctx.open[path] = true
+		}
+	}
+	w.projects = append(w.projects, p)
+	return p, nil
+}
+
+func (w *Workspace) uniqueLocked(name string, self *Project) string {
+	taken := func(n string) bool {
+		for _, p := range w.projects {
+			if p != self && p.Name() == n {
+				return true
+			}
+		}
+		return false
+	}
+	if !taken(name) {
+		return name
+	}
+	for i := 2; ; i++ {
+		if n := name + "-" + strconv.Itoa(i); !taken(n) {
+			return n
+		}
+	}
+}
+
+// Remove unregisters a project by name and reports whether it existed.
+func (w *Workspace) Remove(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, p := range w.projects {
+		if p.Name() == name {
+			w.projects = append(w.projects[:i:i], w.projects[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// RemoveRoot unregisters the project with the given root folder.
+func (w *Workspace) RemoveRoot(root string) bool {
+	abs, _ := filepath.Abs(root)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, p := range w.projects {
+		if p.root == abs {
+			w.projects = append(w.projects[:i:i], w.projects[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// Rename gives a project a new name (made unique) and returns it.
+func (w *Workspace) Rename(old, name string) (string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.projects {
+		if p.Name() == old {
+			n := w.uniqueLocked(name, p)
+			p.mu.Lock()
+			p.name = n
+			p.version++
+			p.mu.Unlock()
+			return n, nil
+		}
+	}
+	return "", fmt.Errorf("rename project: unknown project %q", old)
+}
+
+// Project returns the project with the given name.
+func (w *Workspace) Project(name string) (*Project, bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	for _, p := range w.projects {
+		if p.Name() == name {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// ProjectFor returns the project holding path; with nested folders the
+// longest root wins.
+func (w *Workspace) ProjectFor(path string) (*Project, bool) {
+	path = filepath.Clean(path)
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	var best *Project
+	for _, p := range w.projects {
+		if (within(p.root, path) || within(p.realRoot, path)) && (best == nil || len(p.root) > len(best.root)) {
+			best = p
+		}
+	}
+	return best, best != nil
+}
+
+// Projects returns every project in the order they were added.
+func (w *Workspace) Projects() []*Project {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return append([]*Project(nil), w.projects...)
+}
+
+// Names returns the projects' names, sorted.
+func (w *Workspace) Names() []string {
+	var out []string
+	for _, p := range w.Projects() {
+		out = append(out, p.Name())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Open records a document the editor opened.
+func (w *Workspace) Open(path string, version int32, text string) {
+	path = filepath.Clean(path)
+	w.mu.Lock()
+	w.docs[path] = &Document{Path: path, Version: version, Text: text}
+	w.mu.Unlock()
+	if p, ok := w.ProjectFor(path); ok {
+		p.setOpen(path, true)
+	}
+}
+
+// Change applies a didChange to an open document.
+func (w *Workspace) Change(path string, version int32, changes []Change) error {
+	path = filepath.Clean(path)
+	w.mu.Lock()
+	d, ok := w.docs[path]
+	if !ok {
+		w.mu.Unlock()
+		return fmt.Errorf("change %s: document is not open", path)
+	}
+	text, err := ApplyChanges(d.Text, changes, w.enc)
+	if err == nil {
+		w.docs[path] = &Document{Path: path, Version: version, Text: text}
+	}
+	w.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("change %s: %w", path, err)
+	}
+	return nil
+}
+
+// Close forgets an open document.
+func (w *Workspace) Close(path string) {
+	path = filepath.Clean(path)
+	w.mu.Lock()
+	delete(w.docs, path)
+	w.mu.Unlock()
+	if p, ok := w.ProjectFor(path); ok {
+		p.setOpen(path, false)
+	}
+}
+
+// Document returns an open document.
+func (w *Workspace) Document(path string) (Document, bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	d, ok := w.docs[filepath.Clean(path)]
+	if !ok {
+		return Document{}, false
+	}
+	return *d, true
+}
+
+// ReadFile returns a file's content as the editor sees it: the unsaved buffer
+// when the document is open, else the file on disk.
+func (w *Workspace) ReadFile(path string) ([]byte, error) {
+	if d, ok := w.Document(path); ok {
+		return []byte(d.Text), nil
+	}
+	return os.ReadFile(path)
+}
