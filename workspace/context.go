@@ -29,11 +29,11 @@ const MaxRecentErrors = 20
 
 // Context is a project's runtime context, as a snapshot sees it.
 type Context struct {
-	OpenFiles      []string  `json:"openFiles"`
-	PendingChanges []string  `json:"pendingChanges"`
-	LastBuild      Outcome   `json:"lastBuild"`
-	LastTest       Outcome   `json:"lastTest"`
-	RecentErrors   []string  `json:"recentErrors"`
+	OpenFiles      []string `json:"openFiles"`
+	PendingChanges []string `json:"pendingChanges"`
+	LastBuild      Outcome  `json:"lastBuild"`
+	LastTest       Outcome  `json:"lastTest"`
+	RecentErrors   []string `json:"recentErrors"`
 }
 
 // runtimeContext is the mutable state behind Context; guarded by Project.mu.
