@@ -1,0 +1,50 @@
+// Package model is the agent's port to a chat model, and its implementation
+// over the OpenAI chat-completions protocol (OpenAI, Ollama, vLLM, llama.cpp,
+// or the scripted test double).
+package model
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/agent-lsp/agent-lsp/agent/message"
+)
+
+// ToolSpec describes a tool the model may call.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"` // a JSON schema
+}
+
+// Request is one chat call.
+type Request struct {
+	Messages []message.Message
+	Tools    []ToolSpec
+}
+
+// Usage counts tokens.
+type Usage struct {
+	PromptTokens     int `json:"promptTokens"`
+	CompletionTokens int `json:"completionTokens"`
+	TotalTokens      int `json:"totalTokens"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{u.PromptTokens + o.PromptTokens, u.CompletionTokens + o.CompletionTokens, u.TotalTokens + o.TotalTokens}
+}
+
+// Response is the model's answer: content and tool calls (ID and role are left
+// to the caller), plus usage.
+type Response struct {
+	Content   string
+	ToolCalls []message.ToolCall
+	Usage     Usage
+}
+
+// Model is a chat model. Chat streams text deltas to onDelta (which may be nil)
+// as they arrive and returns the complete answer.
+type Model interface {
+	Chat(ctx context.Context, req Request, onDelta func(text string)) (Response, error)
+}

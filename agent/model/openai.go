@@ -1,0 +1,277 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/agent-lsp/agent-lsp/agent/message"
+)
+
+// Config configures an OpenAI-compatible endpoint.
+type Config struct {
+	BaseURL string        // e.g. https://api.openai.com/v1 or http://localhost:11434/v1
+	Model   string        // model name
+	APIKey  string        // never logged or echoed
+	Timeout time.Duration // per request (whole stream); default 120s
+	Retries int           // retries after the first attempt; default 4
+	// Backoff is the first retry delay, doubled per attempt with jitter; default 500ms.
+	Backoff time.Duration
+}
+
+// OpenAI is a Model over go-openai's streaming chat completions.
+type OpenAI struct {
+	client *openai.Client
+	cfg    Config
+}
+
+// NewOpenAI returns a model for cfg.
+func NewOpenAI(cfg Config) *OpenAI {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 120 * time.Second
+	}
+	if cfg.Retries < 0 {
+		cfg.Retries = 0
+	} else if cfg.Retries == 0 {
+		cfg.Retries = 4
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 500 * time.Millisecond
+	}
+	oc := openai.DefaultConfig(cfg.APIKey)
+	if cfg.BaseURL != "" {
+		oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	}
+	oc.HTTPClient = &http.Client{Transport: retryAfterTransport{http.DefaultTransport}}
+	return &OpenAI{client: openai.NewClientWithConfig(oc), cfg: cfg}
+}
+
+// retryAfterTransport records the Retry-After header of a refused request in
+// the request's context, since go-openai's errors do not carry headers.
+type retryAfterTransport struct{ next http.RoundTripper }
+
+type retryHintKey struct{}
+
+func (t retryAfterTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err == nil && resp.StatusCode >= 400 {
+		if hint, ok := req.Context().Value(retryHintKey{}).(*time.Duration); ok {
+			*hint = parseRetryAfter(resp.Header.Get("Retry-After"))
+		}
+	}
+	return resp, err
+}
+
+func parseRetryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return time.Until(t)
+	}
+	return 0
+}
+
+// Error is a model call that failed for good.
+type Error struct {
+	Status   int // HTTP status, 0 for transport errors
+	Attempts int
+	Err      error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("model call failed after %d attempt(s): %v", e.Attempts, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// retryable reports whether err is worth another attempt: 429, 5xx, a dropped
+// connection or a timed-out attempt; never another 4xx.
+func retryable(err error) (int, bool) {
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.HTTPStatusCode, apiErr.HTTPStatusCode == 429 || apiErr.HTTPStatusCode >= 500
+	}
+	var reqErr *openai.RequestError
+	if errors.As(err, &reqErr) {
+		return reqErr.HTTPStatusCode, reqErr.HTTPStatusCode == 429 || reqErr.HTTPStatusCode >= 500
+	}
+	var netErr net.Error
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errStreamCut) || errors.As(err, &netErr) ||
+		errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "connection reset") {
+		return 0, true
+	}
+	return 0, false
+}
+
+var errStreamCut = errors.New("stream ended before the model finished")
+
+// Chat implements Model with retries and a timeout per attempt.
+func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (Response, error) {
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		var hint time.Duration
+		actx := context.WithValue(ctx, retryHintKey{}, &hint)
+		resp, err := m.once(actx, req, onDelta)
+		if err == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return Response{}, ctx.Err()
+		}
+		status, retry := retryable(err)
+		lastErr = redact(err, m.cfg.APIKey)
+		if !retry || attempt >= m.cfg.Retries {
+			return Response{}, &Error{Status: status, Attempts: attempt + 1, Err: lastErr}
+		}
+		delay := m.cfg.Backoff << attempt
+		delay = delay/2 + rand.N(delay/2+1) // jitter: [d/2, d]
+		if hint > delay {
+			delay = hint
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return Response{}, ctx.Err()
+		}
+	}
+}
+
+// redact removes the API key from an error's text, in case a server echoes it.
+func redact(err error, key string) error {
+	if key == "" || !strings.Contains(err.Error(), key) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), key, "[redacted]"))
+}
+
+func (m *OpenAI) once(ctx context.Context, req Request, onDelta func(string)) (Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
+	defer cancel()
+	creq := openai.ChatCompletionRequest{
+		Model:         m.cfg.Model,
+		Messages:      toOpenAI(req.Messages),
+		Stream:        true,
+		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
+	}
+	for _, t := range req.Tools {
+		creq.Tools = append(creq.Tools, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+			Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+	}
+	stream, err := m.client.CreateChatCompletionStream(ctx, creq)
+	if err != nil {
+		return Response{}, err
+	}
+	defer stream.Close()
+	var (
+		resp     Response
+		text     strings.Builder
+		acc      callAccumulator
+		finished bool
+	)
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return Response{}, err
+		}
+		if chunk.Usage != nil {
+			resp.Usage = Usage{chunk.Usage.PromptTokens, chunk.Usage.CompletionTokens, chunk.Usage.TotalTokens}
+		}
+		for _, ch := range chunk.Choices {
+			if ch.Delta.Content != "" {
+				text.WriteString(ch.Delta.Content)
+				if onDelta != nil {
+					onDelta(ch.Delta.Content)
+				}
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				acc.add(tc)
+			}
+			if ch.FinishReason != "" {
+				finished = true
+			}
+		}
+	}
+	if !finished {
+		return Response{}, errStreamCut
+	}
+	resp.Content = text.String()
+	resp.ToolCalls = acc.calls
+	return resp, nil
+}
+
+// callAccumulator assembles streamed tool-call deltas. Deltas carry an Index;
+// some servers send none, and then a delta continues the last call unless it
+// starts a new ID.
+type callAccumulator struct {
+	calls []message.ToolCall
+	byIdx map[int]int
+}
+
+func (a *callAccumulator) add(tc openai.ToolCall) {
+	if a.byIdx == nil {
+		a.byIdx = map[int]int{}
+	}
+	i := -1
+	if tc.Index != nil {
+		if j, ok := a.byIdx[*tc.Index]; ok {
+			i = j
+		}
+	} else if len(a.calls) > 0 && (tc.ID == "" || tc.ID == a.calls[len(a.calls)-1].ID) {
+		i = len(a.calls) - 1
+	}
+	if i < 0 {
+		a.calls = append(a.calls, message.ToolCall{})
+		i = len(a.calls) - 1
+		if tc.Index != nil {
+			a.byIdx[*tc.Index] = i
+		}
+	}
+	c := &a.calls[i]
+	if tc.ID != "" {
+		c.ID = tc.ID
+	}
+	if tc.Function.Name != "" {
+		c.Name += tc.Function.Name
+	}
+	c.Args += tc.Function.Arguments
+}
+
+func toOpenAI(msgs []message.Message) []openai.ChatCompletionMessage {
+	out := make([]openai.ChatCompletionMessage, 0, len(msgs))
+	for _, m := range msgs {
+		om := openai.ChatCompletionMessage{Content: m.Content}
+		switch m.Role {
+		case message.System:
+			om.Role = openai.ChatMessageRoleSystem
+		case message.Human:
+			om.Role = openai.ChatMessageRoleUser
+		case message.AI:
+			om.Role = openai.ChatMessageRoleAssistant
+			for _, c := range m.ToolCalls {
+				om.ToolCalls = append(om.ToolCalls, openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction,
+					Function: openai.FunctionCall{Name: c.Name, Arguments: c.Args}})
+			}
+		case message.Tool:
+			om.Role = openai.ChatMessageRoleTool
+			om.ToolCallID = m.ToolCallID
+		}
+		out = append(out, om)
+	}
+	return out
+}

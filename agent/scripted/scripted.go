@@ -1,0 +1,300 @@
+// Package scripted is a test double of an OpenAI-compatible chat server. It is
+// not a model: it replays scripted turns over real HTTP (/v1/chat/completions
+// with SSE streaming and tool-call deltas) so tests and the demo can drive the
+// agent end to end without a real LLM.
+package scripted
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Script is a list of conversations. A request belongs to the first
+// conversation whose Match occurs in the request's first user message ("" matches
+// any); each request consumes that conversation's next turn.
+type Script struct {
+	Turns         []Turn         `json:"turns,omitempty"` // shorthand for one conversation matching anything
+	Conversations []Conversation `json:"conversations,omitempty"`
+}
+
+// Conversation is a sequence of turns for requests whose first user message
+// contains Match.
+type Conversation struct {
+	Match string `json:"match"`
+	Turns []Turn `json:"turns"`
+}
+
+// Turn is one scripted answer.
+type Turn struct {
+	Text      string     `json:"text,omitempty"`      // streamed in chunks
+	Chunk     int        `json:"chunk,omitempty"`     // bytes per text chunk; default 8
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"` // streamed as deltas
+	NoIndex   bool       `json:"noIndex,omitempty"`   // omit tool-call delta indexes, like some servers
+	Error     *HTTPError `json:"error,omitempty"`     // answer with an HTTP error instead
+	Delay     Duration   `json:"delay,omitempty"`     // wait before answering
+	ChunkWait Duration   `json:"chunkWait,omitempty"` // wait between chunks
+	Cut       bool       `json:"cut,omitempty"`       // drop the connection after half the stream
+	Usage     *Usage     `json:"usage,omitempty"`
+}
+
+// ToolCall is a scripted tool call. Args is any JSON value; ArgsRaw, when set,
+// is sent verbatim (for malformed arguments).
+type ToolCall struct {
+	ID      string          `json:"id,omitempty"`
+	Name    string          `json:"name"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	ArgsRaw *string         `json:"argsRaw,omitempty"`
+}
+
+// HTTPError is a scripted HTTP failure.
+type HTTPError struct {
+	Status     int    `json:"status"`
+	Message    string `json:"message,omitempty"`
+	RetryAfter string `json:"retryAfter,omitempty"`
+}
+
+// Usage is scripted token usage.
+type Usage struct {
+	Prompt     int `json:"prompt"`
+	Completion int `json:"completion"`
+}
+
+// Duration is a time.Duration written as "200ms" in JSON.
+type Duration time.Duration
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"200ms\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
+}
+
+// Load reads a script file.
+func Load(path string) (Script, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Script{}, fmt.Errorf("load script: %w", err)
+	}
+	var s Script
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Script{}, fmt.Errorf("load script %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Server serves a script over HTTP and records every request.
+type Server struct {
+	URL string // base URL to give a client, ending in /v1
+
+	mu       sync.Mutex
+	convs    []Conversation
+	cursor   []int
+	requests []openai.ChatCompletionRequest
+	srv      *http.Server
+	ln       net.Listener
+}
+
+// Start serves script on addr ("127.0.0.1:0" picks a free port).
+func Start(addr string, script Script) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("scripted model: %w", err)
+	}
+	s := &Server{ln: ln, URL: "http://" + ln.Addr().String() + "/v1"}
+	s.SetScript(script)
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.handle)
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"scripted","object":"model","owned_by":"agent-lsp test double"}]}`)
+	})
+	s.srv = &http.Server{Handler: mux}
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
+// SetScript replaces the script and rewinds every conversation.
+func (s *Server) SetScript(script Script) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.convs = append([]Conversation(nil), script.Conversations...)
+	if len(script.Turns) > 0 {
+		s.convs = append(s.convs, Conversation{Turns: script.Turns})
+	}
+	s.cursor = make([]int, len(s.convs))
+	s.requests = nil
+}
+
+// Close stops the server.
+func (s *Server) Close() error { return s.srv.Close() }
+
+// Requests returns the requests received so far, in arrival order.
+func (s *Server) Requests() []openai.ChatCompletionRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]openai.ChatCompletionRequest(nil), s.requests...)
+}
+
+func firstUser(req openai.ChatCompletionRequest) string {
+	for _, m := range req.Messages {
+		if m.Role == openai.ChatMessageRoleUser {
+			return m.Content
+		}
+	}
+	return ""
+}
+
+func (s *Server) next(req openai.ChatCompletionRequest) (Turn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, req)
+	first := firstUser(req)
+	for i, c := range s.convs {
+		if !strings.Contains(first, c.Match) {
+			continue
+		}
+		if s.cursor[i] >= len(c.Turns) {
+			return Turn{}, fmt.Errorf("scripted model: conversation %q has no turn %d", c.Match, s.cursor[i]+1)
+		}
+		s.cursor[i]++
+		return c.Turns[s.cursor[i]-1], nil
+	}
+	return Turn{}, fmt.Errorf("scripted model: no conversation matches first user message %q", first)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "scripted", "code": status}})
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	var req openai.ChatCompletionRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "scripted model: bad request body: "+err.Error())
+		return
+	}
+	turn, err := s.next(req)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if turn.Delay > 0 {
+		select {
+		case <-time.After(time.Duration(turn.Delay)):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if turn.Error != nil {
+		if turn.Error.RetryAfter != "" {
+			w.Header().Set("Retry-After", turn.Error.RetryAfter)
+		}
+		msg := turn.Error.Message
+		if msg == "" {
+			msg = http.StatusText(turn.Error.Status)
+		}
+		writeError(w, turn.Error.Status, msg)
+		return
+	}
+	s.stream(w, r, turn)
+}
+
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, turn Turn) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	flusher, _ := w.(http.Flusher)
+	var events []openai.ChatCompletionStreamResponse
+	chunk := func(d openai.ChatCompletionStreamChoiceDelta, finish openai.FinishReason) {
+		events = append(events, openai.ChatCompletionStreamResponse{ID: "scripted", Object: "chat.completion.chunk", Model: "scripted",
+			Choices: []openai.ChatCompletionStreamChoice{{Delta: d, FinishReason: finish}}})
+	}
+	chunk(openai.ChatCompletionStreamChoiceDelta{Role: openai.ChatMessageRoleAssistant}, "")
+	size := turn.Chunk
+	if size <= 0 {
+		size = 8
+	}
+	for text := []rune(turn.Text); len(text) > 0; {
+		n := min(size, len(text))
+		chunk(openai.ChatCompletionStreamChoiceDelta{Content: string(text[:n])}, "")
+		text = text[n:]
+	}
+	for i, tc := range turn.ToolCalls {
+		id := tc.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d_%d", len(s.Requests()), i)
+		}
+		args := string(tc.Args)
+		if tc.ArgsRaw != nil {
+			args = *tc.ArgsRaw
+		}
+		idx := i
+		var index *int
+		if !turn.NoIndex {
+			index = &idx
+		}
+		chunk(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{{Index: index, ID: id, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: tc.Name}}}}, "")
+		for a := []rune(args); len(a) > 0; { // arguments in pieces, as real servers send them
+			n := min(7, len(a))
+			chunk(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{{Index: index, Function: openai.FunctionCall{Arguments: string(a[:n])}}}}, "")
+			a = a[n:]
+		}
+	}
+	finish := openai.FinishReasonStop
+	if len(turn.ToolCalls) > 0 {
+		finish = openai.FinishReasonToolCalls
+	}
+	chunk(openai.ChatCompletionStreamChoiceDelta{}, finish)
+	usage := Usage{Prompt: 10, Completion: 5}
+	if turn.Usage != nil {
+		usage = *turn.Usage
+	}
+	events = append(events, openai.ChatCompletionStreamResponse{ID: "scripted", Object: "chat.completion.chunk", Model: "scripted",
+		Choices: []openai.ChatCompletionStreamChoice{}, Usage: &openai.Usage{PromptTokens: usage.Prompt, CompletionTokens: usage.Completion, TotalTokens: usage.Prompt + usage.Completion}})
+
+	cutAt := len(events)
+	if turn.Cut {
+		cutAt = len(events) / 2
+	}
+	for i, ev := range events {
+		if i == cutAt {
+			// Drop the connection mid-stream, without [DONE].
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					conn.Close()
+				}
+			}
+			return
+		}
+		b, _ := json.Marshal(ev)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+		if turn.ChunkWait > 0 {
+			select {
+			case <-time.After(time.Duration(turn.ChunkWait)):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+}
