@@ -504,3 +504,58 @@ func (r *runner) taskID(step int, t task) string {
 	}
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
+
+// Update writes a patch to a thread as a step of its own, outside any node:
+// first the pending writes of the newest checkpoint's finished tasks, then the
+// patch build returns for the resulting state. The step plans the given nodes
+// next (none: the thread has ended) and records status. It is how a runtime
+// closes a cancelled run cleanly, e.g. by answering tool calls that never ran.
+func (g *Graph) Update(ctx context.Context, cfg Config, build func(State) Patch, status string, next ...string) error {
+	if cfg.Checkpointer == nil {
+		return errors.New("update needs a checkpointer")
+	}
+	st, err := cfg.Checkpointer.Load(ctx, cfg.Thread, cfg.Namespace)
+	if err != nil {
+		return err
+	}
+	r, err := g.fromState(cfg, st)
+	if err != nil {
+		return err
+	}
+	var patches []Patch
+	for _, t := range st.Next {
+		if raw, ok := st.Pending[t.ID]; ok {
+			p, err := g.schema.decodePatch(raw)
+			if err != nil {
+				return err
+			}
+			patches = append(patches, p)
+		}
+	}
+	vals, _, err := g.schema.apply(r.vals, patches)
+	if err != nil {
+		return fmt.Errorf("update %s/%s: %w", cfg.Thread, cfg.Namespace, err)
+	}
+	patches = append(patches, build(State{vals: vals}))
+	vals, d, err := g.schema.apply(r.vals, patches)
+	if err != nil {
+		return fmt.Errorf("update %s/%s: %w", cfg.Thread, cfg.Namespace, err)
+	}
+	step := r.step + 1
+	var tasks []task
+	for i, n := range next {
+		if _, ok := g.nodes[n]; !ok {
+			return fmt.Errorf("update %s/%s: unknown node %q", cfg.Thread, cfg.Namespace, n)
+		}
+		t := task{seq: i}
+		t.Node = n
+		t.ID = r.taskID(step, t)
+		tasks = append(tasks, t)
+	}
+	cp := store.Checkpoint{Thread: cfg.Thread, Namespace: cfg.Namespace, Step: step, Status: status,
+		Values: d.values, Lists: d.lists, Next: storeTasks(tasks)}
+	if cfg.OnCheckpoint != nil {
+		cfg.OnCheckpoint(&cp, State{vals: vals})
+	}
+	return cfg.Checkpointer.Put(context.WithoutCancel(ctx), cp)
+}

@@ -440,3 +440,36 @@ func openBolt(t testing.TB) *store.Bolt {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+func TestUpdateAppliesPendingThenPatch(t *testing.T) {
+	ts := newTestSchema()
+	var failOnce atomic.Bool
+	failOnce.Store(true)
+	g := fanOutGraph(t, ts, 3, func(ctx context.Context, i int) error {
+		if i == 2 && failOnce.Swap(false) {
+			return errors.New("stop")
+		}
+		return nil
+	})
+	cp := store.NewMemory()
+	cfg := Config{Thread: "t", Checkpointer: cp}
+	g.Invoke(context.Background(), cfg, NewPatch())
+	var seen int
+	err := g.Update(context.Background(), cfg, func(s State) Patch {
+		seen = len(ts.items.Get(s))
+		return NewPatch(ts.items.Append(-1))
+	}, StatusCancelled, "join")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen != 2 {
+		t.Fatalf("build saw %d items, want the 2 pending ones", seen)
+	}
+	res, err := g.Resume(context.Background(), cfg)
+	if err != nil || res.Status != StatusDone {
+		t.Fatal(res.Status, err)
+	}
+	if got := ts.items.Get(res.State); !reflect.DeepEqual(got, []int{0, 10, -1}) || ts.count.Get(res.State) != 3 {
+		t.Fatalf("items %v count %d", got, ts.count.Get(res.State))
+	}
+}

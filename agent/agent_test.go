@@ -1,0 +1,334 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/agent-lsp/agent-lsp/agent/message"
+	"github.com/agent-lsp/agent-lsp/agent/model"
+	"github.com/agent-lsp/agent-lsp/agent/scripted"
+	"github.com/agent-lsp/agent-lsp/agent/tools"
+	"github.com/agent-lsp/agent-lsp/store"
+	"github.com/agent-lsp/agent-lsp/workspace"
+)
+
+// diskEditor applies edits straight to disk, as the headless client does.
+type diskEditor struct {
+	ws      *workspace.Workspace
+	refuse  bool
+	mu      sync.Mutex
+	applied []tools.FileEdit
+}
+
+func (e *diskEditor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResult, error) {
+	if e.refuse {
+		return tools.EditResult{Applied: false, FailureReason: "user rejected it"}, nil
+	}
+	old := ""
+	if !fe.Create {
+		b, err := e.ws.ReadFile(fe.Path)
+		if err != nil {
+			return tools.EditResult{}, err
+		}
+		old = string(b)
+	}
+	var changes []workspace.Change
+	for _, te := range fe.Edits {
+		r := te.Range
+		changes = append(changes, workspace.Change{Range: &r, Text: te.NewText})
+	}
+	text, err := workspace.ApplyChanges(old, changes, e.ws.Encoding())
+	if err != nil {
+		return tools.EditResult{}, err
+	}
+	os.MkdirAll(filepath.Dir(fe.Path), 0o755)
+	if err := os.WriteFile(fe.Path, []byte(text), 0o644); err != nil {
+		return tools.EditResult{}, err
+	}
+	e.mu.Lock()
+	e.applied = append(e.applied, fe)
+	e.mu.Unlock()
+	return tools.EditResult{Applied: true}, nil
+}
+
+type allowAll bool
+
+func (a allowAll) AllowCommand(ctx context.Context, project, command string) (bool, error) {
+	return bool(a), nil
+}
+
+type harness struct {
+	t      *testing.T
+	srv    *scripted.Server
+	ws     *workspace.Workspace
+	rt     *Runtime
+	store  store.Store
+	editor *diskEditor
+	roots  map[string]string
+	mu     sync.Mutex
+	events []Event
+}
+
+func copyFixture(t *testing.T, name string) string {
+	dst := filepath.Join(t.TempDir(), name)
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join("..", "testdata", "workspaces", name))); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func newHarness(t *testing.T, script scripted.Script, cfg Config) *harness {
+	t.Helper()
+	srv, err := scripted.Start("127.0.0.1:0", script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	h := &harness{t: t, srv: srv, ws: workspace.New(workspace.UTF16), roots: map[string]string{}}
+	for _, name := range []string{"sample", "other"} {
+		root := copyFixture(t, name)
+		if _, err := h.ws.Add(name, root); err != nil {
+			t.Fatal(err)
+		}
+		h.roots[name] = root
+	}
+	h.editor = &diskEditor{ws: h.ws}
+	if cfg.Store == nil {
+		cfg.Store = store.NewMemory()
+	}
+	h.store = cfg.Store
+	cfg.Workspace = h.ws
+	cfg.Model = model.NewOpenAI(model.Config{BaseURL: srv.URL, Model: "scripted", APIKey: "sk-x", Backoff: time.Millisecond, Timeout: 5 * time.Second})
+	if h.rt, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) run(ctx context.Context, req Request) Result {
+	h.t.Helper()
+	if req.Editor == nil {
+		req.Editor = h.editor
+	}
+	if req.Permissions == nil {
+		req.Permissions = allowAll(false)
+	}
+	req.Events = func(e Event) {
+		h.mu.Lock()
+		h.events = append(h.events, e)
+		h.mu.Unlock()
+	}
+	res, err := h.rt.Run(ctx, req)
+	if err != nil {
+		h.t.Fatalf("run: %v", err)
+	}
+	return res
+}
+
+func args(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func call(name string, a any) scripted.ToolCall {
+	return scripted.ToolCall{Name: name, Args: args(a)}
+}
+
+// toolMessages returns the tool messages of a request the model received.
+func toolMessages(req openai.ChatCompletionRequest) []openai.ChatCompletionMessage {
+	var out []openai.ChatCompletionMessage
+	for _, m := range req.Messages {
+		if m.Role == openai.ChatMessageRoleTool {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestRunListsReadsSearchesEditsAndAnswers(t *testing.T) {
+	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("list_files", map[string]any{"pattern": "*.go"}), call("search", map[string]any{"pattern": "func Greet"})}},
+		{ToolCalls: []scripted.ToolCall{call("read_file", map[string]any{"path": "greet.go"})}},
+		{ToolCalls: []scripted.ToolCall{call("edit_file", map[string]any{"path": "greet.go", "old_text": `"Hello, " + name`, "new_text": `"Hello, " + name + "!"`})}},
+		{Text: "I added an exclamation mark to Greet."},
+	}}, Config{})
+	res := h.run(context.Background(), Request{Prompt: "Make the greeting excited"})
+	if res.Status != "done" || res.Reply != "I added an exclamation mark to Greet." || res.Edits != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	b, _ := os.ReadFile(filepath.Join(h.roots["sample"], "greet.go"))
+	if !strings.Contains(string(b), `"Hello, " + name + "!"`) {
+		t.Fatalf("file not edited:\n%s", b)
+	}
+	reqs := h.srv.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d model requests, want 4", len(reqs))
+	}
+	// The parallel calls' results arrive in call order.
+	tm := toolMessages(reqs[1])
+	if len(tm) != 2 || !strings.Contains(tm[0].Content, "greet.go") || !strings.Contains(tm[1].Content, "greet.go:3: func Greet") {
+		t.Fatalf("turn 2 tool messages: %+v", tm)
+	}
+	if tm := toolMessages(reqs[2]); !strings.Contains(tm[2].Content, `    4| 	return "Hello, " + name`) {
+		t.Fatalf("read_file result: %q", tm[2].Content)
+	}
+	if reqs[0].Messages[0].Role != openai.ChatMessageRoleSystem || !strings.Contains(reqs[0].Messages[0].Content, "Current project: sample") {
+		t.Fatalf("system prompt: %q", reqs[0].Messages[0].Content)
+	}
+	if len(reqs[0].Tools) != len(tools.All()) {
+		t.Fatalf("%d tools offered", len(reqs[0].Tools))
+	}
+	// Events: run.start first, run.end last, a tool.start/end per call, one edit.
+	types := map[string]int{}
+	for _, e := range h.events {
+		types[e.Type]++
+	}
+	if h.events[0].Type != "run.start" || h.events[len(h.events)-1].Type != "run.end" || types["tool.start"] != 4 || types["tool.end"] != 4 || types["edit"] != 1 || types["message.delta"] == 0 {
+		t.Fatalf("events: %v", types)
+	}
+	// The session is stored with its transcript.
+	sess, err := h.store.Session(context.Background(), res.Session)
+	if err != nil || sess.Status != "done" || sess.Messages != 9 || sess.Project != "sample" || sess.Title != "Make the greeting excited" {
+		t.Fatalf("session %+v %v", sess, err)
+	}
+}
+
+func TestBadToolCallsBecomeMessages(t *testing.T) {
+	bad := `{"path": "greet.go"`
+	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{
+			{Name: "read_file", ArgsRaw: &bad},
+			call("no_such_tool", map[string]any{}),
+			call("read_file", map[string]any{"path": 42}),
+			call("read_file", map[string]any{"path": "greet.go", "bogus": true}),
+			call("boom", map[string]any{}),
+		}},
+		{Text: "recovered"},
+	}}, Config{Tools: withPanicTool()})
+	res := h.run(context.Background(), Request{Prompt: "try things"})
+	if res.Status != "done" || res.Reply != "recovered" {
+		t.Fatalf("result %+v", res)
+	}
+	tm := toolMessages(h.srv.Requests()[1])
+	wants := []string{"not valid JSON", `unknown tool "no_such_tool"`, `argument "path" must be string`, `unknown argument "bogus"`, "tool boom crashed: kaboom"}
+	if len(tm) != len(wants) {
+		t.Fatalf("%d tool messages", len(tm))
+	}
+	for i, w := range wants {
+		if !strings.Contains(tm[i].Content, w) {
+			t.Errorf("tool message %d = %q, want %q", i, tm[i].Content, w)
+		}
+	}
+}
+
+func withPanicTool() tools.Set {
+	s := tools.All()
+	s["boom"] = tools.Tool{Name: "boom", Description: "panics", Schema: json.RawMessage(`{"type":"object","properties":{}}`),
+		Run: func(ctx context.Context, env *tools.Env, args json.RawMessage) (tools.Result, error) { panic("kaboom") }}
+	return s
+}
+
+func TestTrimmingLongHistory(t *testing.T) {
+	// 100 tool turns make a 200-message history; the last request must be trimmed.
+	var turns []scripted.Turn
+	for i := 0; i < 100; i++ {
+		turns = append(turns, scripted.Turn{ToolCalls: []scripted.ToolCall{call("todo_write", map[string]any{"todos": []map[string]string{{"content": fmt.Sprint("step ", i), "status": "pending"}}})}})
+	}
+	turns = append(turns, scripted.Turn{Text: "done"})
+	h := newHarness(t, scripted.Script{Turns: turns}, Config{Window: 10, SummaryThreshold: -1, MaxSteps: 300})
+	res := h.run(context.Background(), Request{Prompt: "long"})
+	if res.Status != "done" {
+		t.Fatalf("%+v", res)
+	}
+	reqs := h.srv.Requests()
+	last := reqs[len(reqs)-1]
+	if last.Messages[0].Role != openai.ChatMessageRoleSystem {
+		t.Fatal("first message is not the system message")
+	}
+	if n := len(last.Messages) - 1; n > 10+1 {
+		t.Fatalf("%d history messages sent, want at most 10 plus a kept pair", n)
+	}
+	checkNoOrphans(t, last.Messages)
+	sess, _ := h.store.Session(context.Background(), res.Session)
+	if sess.Messages != 202 {
+		t.Fatalf("stored history has %d messages; trimming must not change it", sess.Messages)
+	}
+}
+
+func checkNoOrphans(t *testing.T, msgs []openai.ChatCompletionMessage) {
+	t.Helper()
+	calls := map[string]bool{}
+	answered := map[string]bool{}
+	for i, m := range msgs {
+		if m.Role == openai.ChatMessageRoleTool {
+			if !calls[m.ToolCallID] {
+				t.Fatalf("message %d answers call %s that was not sent", i, m.ToolCallID)
+			}
+			answered[m.ToolCallID] = true
+		}
+		for _, c := range m.ToolCalls {
+			calls[c.ID] = true
+		}
+	}
+	for id := range calls {
+		if !answered[id] {
+			t.Fatalf("call %s sent without its answer", id)
+		}
+	}
+	if len(msgs) > 1 && msgs[1].Role == openai.ChatMessageRoleTool {
+		t.Fatal("history starts with a tool message")
+	}
+}
+
+func TestWindowRules(t *testing.T) {
+	ai := func(id string, calls ...string) message.Message {
+		m := message.Message{ID: id, Role: message.AI}
+		for _, c := range calls {
+			m.ToolCalls = append(m.ToolCalls, message.ToolCall{ID: c, Name: "x"})
+		}
+		return m
+	}
+	tool := func(id, call, content string) message.Message {
+		return message.Message{ID: id, Role: message.Tool, ToolCallID: call, Content: content}
+	}
+	sys := message.Message{ID: "sys", Role: message.System}
+	hum := message.Message{ID: "h", Role: message.Human}
+	tests := []struct {
+		name string
+		in   []message.Message
+		keep int
+		want string
+	}{
+		{"unanswered call dropped", []message.Message{hum, ai("a1", "c1"), ai("a2")}, 10, "h a2"},
+		{"unanswered last message kept", []message.Message{hum, ai("a1", "c1")}, 10, "h a1"},
+		{"partial answers dropped with their call", []message.Message{hum, ai("a1", "c1", "c2"), tool("t1", "c1", ""), ai("a2")}, 10, "h a2"},
+		{"orphan tool dropped", []message.Message{hum, tool("t1", "zz", ""), ai("a2")}, 10, "h a2"},
+		{"kept tool brings its AI and siblings", []message.Message{hum, ai("a1", "c1", "c2"), tool("t1", "c1", ""), tool("t2", "c2", ""), ai("a2")}, 2, "a1 t1 t2 a2"},
+		{"system always kept", []message.Message{sys, hum, ai("a1"), ai("a2"), ai("a3")}, 2, "sys a2 a3"},
+		{"long tool output cut", []message.Message{hum, ai("a1", "c1"), tool("t1", "c1", strings.Repeat("x", 100))}, 10, "h a1 t1:cut"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, m := range Window(tt.in, tt.keep, 50) {
+				s := m.ID
+				if strings.Contains(m.Content, "cut:") {
+					s += ":cut"
+				}
+				got = append(got, s)
+			}
+			if strings.Join(got, " ") != tt.want {
+				t.Fatalf("got %q, want %q", strings.Join(got, " "), tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,274 @@
+// Package tools holds the agent's tools and the ports they reach the editor
+// and the user through. Every path goes through the project's boundary.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agent-lsp/agent-lsp/agent/message"
+	"github.com/agent-lsp/agent-lsp/agent/model"
+	"github.com/agent-lsp/agent-lsp/workspace"
+)
+
+// Editor applies file changes in the editor (workspace/applyEdit in the server).
+type Editor interface {
+	Edit(ctx context.Context, e FileEdit) (EditResult, error)
+}
+
+// FileEdit is one change of one file.
+type FileEdit struct {
+	Path   string
+	Create bool       // create the file first; Edits then insert its content
+	Edits  []TextEdit // ranges in the workspace's position encoding
+	Label  string     // shown by the editor, e.g. "agent: edit main.go"
+}
+
+// TextEdit replaces a range with new text.
+type TextEdit struct {
+	Range   workspace.Range
+	NewText string
+}
+
+// EditResult is the editor's answer.
+type EditResult struct {
+	Applied       bool
+	FailureReason string
+}
+
+// Permissions decides whether a command line may run in a project.
+type Permissions interface {
+	AllowCommand(ctx context.Context, project, command string) (bool, error)
+}
+
+// SubagentResult is what a parent receives from a subagent.
+type SubagentResult struct {
+	OK        bool   `json:"ok"`
+	Result    string `json:"result"`
+	ContextID string `json:"context_id"`
+	Loops     int    `json:"loops"`
+}
+
+// Env is what a tool call may reach: the run's current project, the
+// workspace, and the ports. It is built per run, never global.
+type Env struct {
+	Workspace      *workspace.Workspace
+	Project        string // the run's current project
+	Editor         Editor
+	Permissions    Permissions
+	Subagent       func(ctx context.Context, task string, maxLoops int) (SubagentResult, error)
+	MaxOutput      int           // bytes of tool output kept; default 16 KiB
+	CommandTimeout time.Duration // default for run_command; default 2 minutes
+}
+
+func (e *Env) maxOutput() int {
+	if e.MaxOutput > 0 {
+		return e.MaxOutput
+	}
+	return 16 << 10
+}
+
+// project returns the named project, or the current one when name is empty.
+func (e *Env) project(name string) (*workspace.Project, error) {
+	if name == "" {
+		name = e.Project
+	}
+	p, ok := e.Workspace.Project(name)
+	if !ok {
+		return nil, fmt.Errorf("unknown project %q (projects: %s)", name, strings.Join(e.Workspace.Names(), ", "))
+	}
+	return p, nil
+}
+
+// Todo is one entry of the run's todo list.
+type Todo struct {
+	Content string `json:"content"`
+	Status  string `json:"status"` // pending, in_progress, completed
+}
+
+// Result is what a tool returns to the model, plus effects on the run's state.
+type Result struct {
+	Content  string
+	IsError  bool
+	Summary  string  // a few words for progress, e.g. "read main.go"
+	SwitchTo string  // switch_project: the new current project
+	Todos    *[]Todo // todo_write: the new list
+	Edits    []EditReport
+}
+
+// EditReport tells whether one file edit was applied.
+type EditReport struct {
+	Path    string
+	Applied bool
+}
+
+func errorf(format string, args ...any) (Result, error) {
+	msg := fmt.Sprintf(format, args...)
+	return Result{Content: "error: " + msg, IsError: true, Summary: msg}, nil
+}
+
+// Tool is one tool the model can call.
+type Tool struct {
+	Name        string
+	Description string
+	Schema      json.RawMessage
+	Run         func(ctx context.Context, env *Env, args json.RawMessage) (Result, error)
+}
+
+// Set is a set of tools by name.
+type Set map[string]Tool
+
+// Specs lists the tools for the model, sorted by name.
+func (s Set) Specs() []model.ToolSpec {
+	out := make([]model.ToolSpec, 0, len(s))
+	for _, t := range s {
+		out = append(out, model.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Schema})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Without returns the set minus the named tools.
+func (s Set) Without(names ...string) Set {
+	out := Set{}
+	for k, v := range s {
+		out[k] = v
+	}
+	for _, n := range names {
+		delete(out, n)
+	}
+	return out
+}
+
+// Call runs one tool call. Every failure (unknown tool, invalid JSON, arguments
+// that do not fit the schema, a tool error or panic) becomes an error result the
+// model can read; Call itself never fails.
+func (s Set) Call(ctx context.Context, env *Env, call message.ToolCall) (res Result) {
+	t, ok := s[call.Name]
+	if !ok {
+		names := make([]string, 0, len(s))
+		for n := range s {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		res, _ = errorf("unknown tool %q; available tools: %s", call.Name, strings.Join(names, ", "))
+		return res
+	}
+	args := json.RawMessage(call.Args)
+	if strings.TrimSpace(call.Args) == "" {
+		args = json.RawMessage("{}")
+	}
+	if !json.Valid(args) {
+		res, _ = errorf("arguments of %s are not valid JSON: %s", call.Name, clip(call.Args, 200))
+		return res
+	}
+	if err := validate(t.Schema, args); err != nil {
+		res, _ = errorf("arguments of %s do not fit its schema: %v", call.Name, err)
+		return res
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			res, _ = errorf("tool %s crashed: %v", call.Name, v)
+			res.Content += "\n" + clip(string(debug.Stack()), 2000)
+		}
+	}()
+	res, err := t.Run(ctx, env, args)
+	if err != nil {
+		res, _ = errorf("%s: %v", call.Name, err)
+	}
+	if len(res.Content) > env.maxOutput() {
+		res.Content = Cut(res.Content, env.maxOutput())
+	}
+	return res
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// Cut shortens s to about max bytes, keeping its head and tail, with a note of
+// the full size.
+func Cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	head := max * 2 / 3
+	tail := max - head
+	for head > 0 && !isRuneStart(s[head]) {
+		head--
+	}
+	start := len(s) - tail
+	for start < len(s) && !isRuneStart(s[start]) {
+		start++
+	}
+	return fmt.Sprintf("%s\n[... cut: %d of %d bytes shown ...]\n%s", s[:head], head+len(s)-start, len(s), s[start:])
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// validate checks args against the subset of JSON Schema our tools use: an
+// object with typed properties, required names, and no unknown names.
+func validate(schema, args json.RawMessage) error {
+	var sc struct {
+		Properties map[string]struct {
+			Type string `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if err := json.Unmarshal(schema, &sc); err != nil {
+		return fmt.Errorf("bad schema: %w", err)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args, &obj); err != nil {
+		return fmt.Errorf("arguments must be a JSON object")
+	}
+	for _, r := range sc.Required {
+		if v, ok := obj[r]; !ok || string(v) == "null" {
+			return fmt.Errorf("missing required argument %q", r)
+		}
+	}
+	for k, v := range obj {
+		p, ok := sc.Properties[k]
+		if !ok {
+			known := make([]string, 0, len(sc.Properties))
+			for n := range sc.Properties {
+				known = append(known, n)
+			}
+			sort.Strings(known)
+			return fmt.Errorf("unknown argument %q (known: %s)", k, strings.Join(known, ", "))
+		}
+		if string(v) == "null" {
+			continue
+		}
+		if got := jsonType(v); got != p.Type && !(p.Type == "number" && got == "integer") {
+			return fmt.Errorf("argument %q must be %s, not %s", k, p.Type, got)
+		}
+	}
+	return nil
+}
+
+func jsonType(v json.RawMessage) string {
+	s := strings.TrimSpace(string(v))
+	switch {
+	case s == "true" || s == "false":
+		return "boolean"
+	case strings.HasPrefix(s, `"`):
+		return "string"
+	case strings.HasPrefix(s, "["):
+		return "array"
+	case strings.HasPrefix(s, "{"):
+		return "object"
+	case strings.ContainsAny(s, ".eE"):
+		return "number"
+	default:
+		return "integer"
+	}
+}

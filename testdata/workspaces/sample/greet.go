@@ -1,0 +1,5 @@
+package sample
+
+func Greet(name string) string {
+	return "Hello, " + name
+}
