@@ -1,0 +1,269 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-lsp/agent-lsp/agent/message"
+	"github.com/agent-lsp/agent-lsp/agent/scripted"
+	"github.com/agent-lsp/agent-lsp/agent/tools"
+	"github.com/agent-lsp/agent-lsp/store"
+	"github.com/agent-lsp/agent-lsp/workspace"
+)
+
+func storedMessages(t *testing.T, s store.Store, thread, ns string) []message.Message {
+	t.Helper()
+	st, err := s.Load(context.Background(), thread, ns)
+	if err != nil {
+		t.Fatalf("load %s/%s: %v", thread, ns, err)
+	}
+	var out []message.Message
+	for _, it := range st.Lists["messages"] {
+		var m message.Message
+		json.Unmarshal(it.Body, &m)
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestSubagentsIsolatedAndParallel(t *testing.T) {
+	h := newHarness(t, scripted.Script{Conversations: []scripted.Conversation{
+		{Match: "child task A", Turns: []scripted.Turn{
+			{Delay: scripted.Duration(300 * time.Millisecond), ToolCalls: []scripted.ToolCall{call("read_file", map[string]any{"path": "greet.go"})}},
+			{Text: "A result"}}},
+		{Match: "child task B", Turns: []scripted.Turn{{Delay: scripted.Duration(300 * time.Millisecond), Text: "B result"}}},
+		{Match: "delegate", Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{call("call_subagent", map[string]any{"task": "child task A"}), call("call_subagent", map[string]any{"task": "child task B", "max_loops": 3})}},
+			{Text: "both done"}}},
+	}}, Config{})
+	res := h.run(context.Background(), Request{Prompt: "delegate two things"})
+	if res.Status != "done" || res.Reply != "both done" {
+		t.Fatalf("%+v", res)
+	}
+	var parentSecond = h.srv.Requests()[len(h.srv.Requests())-1]
+	tm := toolMessages(parentSecond)
+	if len(tm) != 2 {
+		t.Fatalf("parent got %d tool messages", len(tm))
+	}
+	var a, b tools.SubagentResult
+	json.Unmarshal([]byte(tm[0].Content), &a)
+	json.Unmarshal([]byte(tm[1].Content), &b)
+	if !a.OK || a.Result != "A result" || a.Loops != 2 || !strings.HasPrefix(a.ContextID, "subagent-") || len(a.ContextID) != len("subagent-")+8 {
+		t.Fatalf("child A result: %+v", a)
+	}
+	if !b.OK || b.Result != "B result" || b.Loops != 1 || b.ContextID == a.ContextID {
+		t.Fatalf("child B result: %+v", b)
+	}
+	for _, m := range parentSecond.Messages {
+		if strings.Contains(m.Content, "func Greet") || strings.Contains(m.Content, "child task A") && m.Role != "assistant" && m.Role != "tool" {
+			t.Fatalf("child transcript leaked into the parent: %q", m.Content)
+		}
+	}
+	// Each child's transcript is stored under its own namespace of the session.
+	child := storedMessages(t, h.store, res.Session, a.ContextID)
+	if len(child) != 4 || child[0].Content != "child task A" || child[3].Content != "A result" {
+		t.Fatalf("child A transcript: %+v", child)
+	}
+	if parent := storedMessages(t, h.store, res.Session, ""); len(parent) != 5 {
+		t.Fatalf("parent transcript has %d messages, want 5", len(parent))
+	}
+	// Both children started before either ended: they ran in parallel.
+	started, ended := 0, 0
+	for _, e := range h.events {
+		switch e.Type {
+		case "subagent.start":
+			if ended > 0 {
+				t.Fatal("a subagent started after another ended: not parallel")
+			}
+			started++
+		case "subagent.end":
+			ended++
+		}
+	}
+	if started != 2 || ended != 2 {
+		t.Fatalf("%d starts, %d ends", started, ended)
+	}
+}
+
+func TestCancelParentEndsChildren(t *testing.T) {
+	slow := scripted.Turn{Delay: scripted.Duration(20 * time.Second), Text: "too late"}
+	h := newHarness(t, scripted.Script{Conversations: []scripted.Conversation{
+		{Match: "slow child", Turns: []scripted.Turn{slow, slow}},
+		{Match: "parent", Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{call("call_subagent", map[string]any{"task": "slow child 1"}), call("call_subagent", map[string]any{"task": "slow child 2"})}},
+			{Text: "resumed fine"}}},
+	}}, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			h.mu.Lock()
+			n := 0
+			for _, e := range h.events {
+				if e.Type == "subagent.start" {
+					n++
+				}
+			}
+			h.mu.Unlock()
+			if n == 2 {
+				time.Sleep(100 * time.Millisecond) // let both reach the model
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	res := h.run(ctx, Request{Prompt: "parent task"})
+	if res.Status != "cancelled" {
+		t.Fatalf("%+v", res)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("cancel took %s", d)
+	}
+	// No orphan tool call is stored: both calls got a cancellation answer.
+	msgs := storedMessages(t, h.store, res.Session, "")
+	if len(msgs) != 4 || msgs[2].Role != message.Tool || !strings.Contains(msgs[3].Content, "cancelled") {
+		t.Fatalf("stored after cancel: %+v", msgs)
+	}
+	// The session stays usable: resume continues from the agent.
+	res2, err := h.rt.Resume(context.Background(), Request{Session: res.Session, Editor: h.editor})
+	if err != nil || res2.Status != "done" || res2.Reply != "resumed fine" {
+		t.Fatalf("resume: %+v %v", res2, err)
+	}
+}
+
+func TestFileToolsStayInsideProjects(t *testing.T) {
+	ws := workspace.New(workspace.UTF16)
+	sample, other := copyFixture(t, "sample"), copyFixture(t, "other")
+	ws.Add("sample", sample)
+	ws.Add("other", other)
+	env := &tools.Env{Workspace: ws, Project: "sample", Editor: &diskEditor{ws: ws}}
+	set := tools.All()
+	outside := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"read_file", map[string]any{"path": "../other/index.js"}},
+		{"read_file", map[string]any{"path": other + "/index.js"}},
+		{"list_files", map[string]any{"path": ".."}},
+		{"edit_file", map[string]any{"path": "../other/index.js", "old_text": "42", "new_text": "43"}},
+		{"create_file", map[string]any{"path": "../escape.txt", "content": "x"}},
+		{"read_file", map[string]any{"path": "../sample/greet.go", "project": "other"}},
+	}
+	for _, o := range outside {
+		res := set.Call(context.Background(), env, message.ToolCall{Name: o.tool, Args: string(args(o.args))})
+		if !res.IsError || !strings.Contains(res.Content, "outside project") {
+			t.Errorf("%s %v: %q", o.tool, o.args, res.Content)
+		}
+	}
+	// A cross-project read by name works, relative to that project's root.
+	res := set.Call(context.Background(), env, message.ToolCall{Name: "read_file", Args: `{"path": "index.js", "project": "other"}`})
+	if res.IsError || !strings.Contains(res.Content, "answer = 42") {
+		t.Fatalf("cross-project read: %q", res.Content)
+	}
+	res = set.Call(context.Background(), env, message.ToolCall{Name: "read_file", Args: `{"path": "x", "project": "nope"}`})
+	if !strings.Contains(res.Content, `unknown project "nope"`) {
+		t.Fatalf("unknown project: %q", res.Content)
+	}
+}
+
+func TestSwitchProjectTagsMessages(t *testing.T) {
+	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("switch_project", map[string]any{"project": "other"})}},
+		{ToolCalls: []scripted.ToolCall{call("read_file", map[string]any{"path": "index.js"})}},
+		{Text: "switched"},
+	}}, Config{})
+	res := h.run(context.Background(), Request{Prompt: "go to other"})
+	msgs := storedMessages(t, h.store, res.Session, "")
+	want := []string{"human@sample", "ai@sample", "tool@sample", "ai@other", "tool@other", "ai@other"}
+	for i, m := range msgs {
+		if m.Name != want[i] {
+			t.Fatalf("message %d tagged %q, want %q", i, m.Name, want[i])
+		}
+	}
+	if !strings.Contains(msgs[4].Content, "answer = 42") {
+		t.Fatalf("read after switch: %q", msgs[4].Content)
+	}
+	if sess, _ := h.store.Session(context.Background(), res.Session); sess.Project != "other" {
+		t.Fatalf("session project %q", sess.Project)
+	}
+	if !strings.Contains(h.srv.Requests()[2].Messages[0].Content, "Current project: other") {
+		t.Fatal("system prompt not rebuilt for the new project")
+	}
+}
+
+func TestRunCommandStatusPerProject(t *testing.T) {
+	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "test", "project": "other"})}},
+		{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "sleep 5", "timeout_seconds": 1})}},
+		{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "rm -rf /"})}},
+		{Text: "ok"},
+	}}, Config{})
+	res := h.run(context.Background(), Request{Prompt: "test other", Permissions: allowOnly("sleep 5")})
+	if res.Status != "done" {
+		t.Fatalf("%+v", res)
+	}
+	other, _ := h.ws.Project("other")
+	sample, _ := h.ws.Project("sample")
+	if s := other.Snapshot().Context.LastTest; s.Status != workspace.StatusSuccess {
+		t.Fatalf("other's last test: %+v", s)
+	}
+	if s := sample.Snapshot().Context; s.LastTest.Status != workspace.StatusUnknown || s.LastBuild.Status != workspace.StatusUnknown {
+		t.Fatalf("sample's context changed: %+v", s)
+	}
+	reqs := h.srv.Requests()
+	if tm := toolMessages(reqs[2]); !strings.Contains(tm[1].Content, "timed out after 1s") {
+		t.Fatalf("timeout result: %q", tm[1].Content)
+	}
+	if tm := toolMessages(reqs[3]); !strings.Contains(tm[2].Content, `denied running "rm -rf /"`) {
+		t.Fatalf("denied result: %q", tm[2].Content)
+	}
+}
+
+type allowOnly string
+
+func (a allowOnly) AllowCommand(ctx context.Context, project, command string) (bool, error) {
+	return command == string(a), nil
+}
+
+func TestRefusedEditReachesModel(t *testing.T) {
+	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hello", "new_text": "Bye"})}},
+		{Text: "understood"},
+	}}, Config{})
+	h.editor.refuse = true
+	res := h.run(context.Background(), Request{Prompt: "edit"})
+	if res.Edits != 0 {
+		t.Fatalf("edits %d", res.Edits)
+	}
+	tm := toolMessages(h.srv.Requests()[1])
+	if !strings.Contains(tm[0].Content, "refused the edit of greet.go (user rejected it)") {
+		t.Fatalf("refusal: %q", tm[0].Content)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{{Text: "x"}}}, Config{})
+	cases := []struct {
+		req  Request
+		want error
+	}{
+		{Request{Prompt: "x", Session: "nope"}, ErrUnknownSession},
+		{Request{Prompt: "x", Project: "nope"}, ErrUnknownProject},
+	}
+	for _, c := range cases {
+		if _, err := h.rt.Run(context.Background(), c.req); !errors.Is(err, c.want) {
+			t.Errorf("%+v: err %v, want %v", c.req, err, c.want)
+		}
+	}
+	if _, err := h.rt.Run(context.Background(), Request{Prompt: "  "}); err == nil {
+		t.Error("empty prompt accepted")
+	}
+	if _, err := h.rt.Resume(context.Background(), Request{Session: "nope"}); !errors.Is(err, ErrUnknownSession) {
+		t.Errorf("resume unknown: %v", err)
+	}
+}
