@@ -132,6 +132,7 @@ func (rt *Runtime) Store() store.Store { return rt.cfg.Store }
 // Event is a structured progress event (PROTOCOL.md, agent/event without
 // session and seq, which the server adds).
 type Event struct {
+	Session   string           `json:"session"`
 	Type      string           `json:"type"`
 	Text      string           `json:"text,omitempty"`
 	Message   *message.Message `json:"message,omitempty"`
@@ -208,6 +209,7 @@ func (a *accumulator) emit(e Event) {
 }
 
 func (r *run) emit(e Event) {
+	e.Session = r.session.ID
 	if r.contextID != "" && e.ContextID == "" {
 		e.ContextID, e.ParentID = r.contextID, r.parentID
 	}

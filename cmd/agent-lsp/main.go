@@ -1,0 +1,84 @@
+// Command agent-lsp is a coding agent that speaks the Language Server Protocol
+// over stdio, and a headless client of itself for CI.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"github.com/agent-lsp/agent-lsp/server"
+)
+
+const usage = `agent-lsp: a coding agent in your editor, over the Language Server Protocol.
+
+Usage:
+  agent-lsp [flags]              serve LSP over stdin/stdout (editors start it like this)
+  agent-lsp run [flags] [PROMPT | -]
+                                 run the agent headless on a workspace (CI, scripts)
+  agent-lsp sessions [list|show ID|delete ID] [flags]
+                                 list, read or delete stored sessions
+  agent-lsp version              print the version
+
+Run 'agent-lsp COMMAND --help' for a command's flags.
+
+Serve flags:
+`
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "run":
+			return runCommand(args[1:], stdin, stdout, stderr)
+		case "sessions":
+			return sessionsCommand(args[1:], stdout, stderr)
+		case "version", "--version":
+			fmt.Fprintf(stdout, "agent-lsp %s (%s %s/%s)\n", server.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			return 0
+		case "help":
+			args = []string{"--help"}
+		}
+	}
+	fs := flag.NewFlagSet("agent-lsp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var opts server.Options
+	fs.StringVar(&opts.Model, "model", "", "model name (overrides AGENT_LSP_MODEL and initializationOptions)")
+	fs.StringVar(&opts.BaseURL, "base-url", "", "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (overrides OPENAI_BASE_URL)")
+	fs.StringVar(&opts.StorePath, "store", "", "session store file (overrides AGENT_LSP_STORE)")
+	fs.IntVar(&opts.MaxSteps, "max-steps", 0, "step limit of a run (default 100)")
+	fs.Bool("stdio", true, "serve over stdin/stdout (the only transport; accepted for clients that pass it)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+		fmt.Fprint(stderr, "\nEnvironment: OPENAI_API_KEY, OPENAI_BASE_URL, AGENT_LSP_MODEL, AGENT_LSP_STORE.\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "agent-lsp: unknown command %q (see agent-lsp --help)\n", fs.Arg(0))
+		return 2
+	}
+	logger := log.New(stderr, "agent-lsp: ", log.LstdFlags)
+	opts.Logf = logger.Printf
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := server.Serve(ctx, stdin, stdout, opts); err != nil {
+		logger.Printf("%v", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/store"
+)
+
+const sessionsUsage = `Usage:
+  agent-lsp sessions [list] [--project NAME] [--store PATH]   list sessions, newest first
+  agent-lsp sessions show ID [--store PATH]                    print a session's transcript
+  agent-lsp sessions delete ID [--store PATH]                  delete a session
+  agent-lsp sessions prune --older-than 720h [--store PATH]    delete sessions not updated since
+
+Flags:
+`
+
+func sessionsCommand(args []string, stdout, stderr io.Writer) int {
+	sub := "list"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("agent-lsp sessions", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("store", "", "session store file (default from AGENT_LSP_STORE, else ~/.local/state/agent-lsp/sessions.db)")
+	project := fs.String("project", "", "only sessions of this project (list)")
+	olderThan := fs.Duration("older-than", 0, "age for prune, e.g. 720h")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, sessionsUsage)
+		fs.PrintDefaults()
+	}
+	var id string
+	if sub == "show" || sub == "delete" {
+		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+			fmt.Fprintf(stderr, "agent-lsp sessions %s: missing session ID\n", sub)
+			return 2
+		}
+		id, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if *path == "" {
+		*path = server.StorePath(os.Getenv)
+	}
+	db, err := store.Open(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
+		return 1
+	}
+	defer db.Close()
+	ctx := context.Background()
+	switch sub {
+	case "list":
+		list, err := db.Sessions(ctx, *project)
+		if err != nil {
+			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
+			return 1
+		}
+		if len(list) == 0 {
+			fmt.Fprintln(stderr, "no sessions in", *path)
+			return 0
+		}
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SESSION\tPROJECT\tSTATUS\tMESSAGES\tUPDATED\tTITLE")
+		for _, s := range list {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.Project, s.Status, s.Messages, s.Updated.Local().Format(time.DateTime), s.Title)
+		}
+		tw.Flush()
+	case "show":
+		s, err := db.Session(ctx, id)
+		if err != nil {
+			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "session %s  project %s  status %s  (%s)\n\n", s.ID, s.Project, s.Status, s.Title)
+		msgs, err := server.Transcript(ctx, db, id)
+		if err != nil {
+			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
+			return 1
+		}
+		for _, m := range msgs {
+			fmt.Fprintf(stdout, "── %s", m.Role)
+			if m.Name != "" {
+				fmt.Fprintf(stdout, " (%s)", m.Name)
+			}
+			fmt.Fprintln(stdout)
+			if m.Content != "" {
+				fmt.Fprintln(stdout, m.Content)
+			}
+			for _, c := range m.ToolCalls {
+				fmt.Fprintf(stdout, "→ %s %s\n", c.Name, c.Args)
+			}
+			fmt.Fprintln(stdout)
+		}
+	case "delete":
+		ok, err := db.DeleteSession(ctx, id)
+		if err != nil {
+			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
+			return 1
+		}
+		if !ok {
+			fmt.Fprintf(stderr, "agent-lsp sessions: no session %s\n", id)
+			return 1
+		}
+		fmt.Fprintf(stdout, "deleted %s\n", id)
+	case "prune":
+		if *olderThan <= 0 {
+			fmt.Fprintln(stderr, "agent-lsp sessions prune: give --older-than, e.g. 720h")
+			return 2
+		}
+		n, err := db.DeleteOlderThan(ctx, time.Now().Add(-*olderThan))
+		if err != nil {
+			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "deleted %d session(s)\n", n)
+	default:
+		fmt.Fprintf(stderr, "agent-lsp sessions: unknown subcommand %q\n", sub)
+		fs.Usage()
+		return 2
+	}
+	return 0
+}
