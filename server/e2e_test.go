@@ -1,0 +1,408 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/uri"
+
+	"github.com/agent-lsp/agent-lsp/agent/scripted"
+)
+
+// binary is the agent-lsp executable built once for these tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agent-lsp-e2e")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "agent-lsp")
+	build := exec.Command("go", "build", "-race", "-o", binary, "../cmd/agent-lsp")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build agent-lsp: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type note struct {
+	Method string
+	Params json.RawMessage
+}
+
+// lspClient drives the real binary over stdio with a JSON-RPC client.
+type lspClient struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	conn   jsonrpc2.Conn
+	stderr *lockedBuffer
+
+	mu          sync.Mutex
+	notes       []note
+	edits       []json.RawMessage
+	applyResult func(params json.RawMessage) any
+	askResult   func(params json.RawMessage) any
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type stdio struct {
+	io.Reader
+	io.WriteCloser
+}
+
+func startServer(t *testing.T, env ...string) *lspClient {
+	t.Helper()
+	cmd := exec.Command(binary)
+	cmd.Env = append(os.Environ(), env...)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	c := &lspClient{t: t, cmd: cmd, stderr: &lockedBuffer{}}
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c.applyResult = func(json.RawMessage) any { return map[string]any{"applied": true} }
+	c.askResult = func(json.RawMessage) any { return map[string]string{"title": "Deny"} }
+	c.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(stdio{stdout, stdin}))
+	c.conn.Go(context.Background(), jsonrpc2.AsyncHandler(c.handle))
+	t.Cleanup(func() {
+		c.conn.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", c.stderr.String())
+		}
+	})
+	return c
+}
+
+func (c *lspClient) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
+	params := json.RawMessage(append([]byte(nil), req.Params()...))
+	c.mu.Lock()
+	c.notes = append(c.notes, note{req.Method(), params})
+	apply, ask := c.applyResult, c.askResult
+	c.mu.Unlock()
+	switch req.Method() {
+	case "workspace/applyEdit":
+		c.mu.Lock()
+		c.edits = append(c.edits, params)
+		c.mu.Unlock()
+		return apply(params), nil
+	case "window/showMessageRequest":
+		return ask(params), nil
+	case "window/workDoneProgress/create":
+		return nil, nil
+	}
+	if req.IsCall() {
+		return nil, jsonrpc2.Errorf(jsonrpc2.MethodNotFound, "test client: %s", req.Method())
+	}
+	return nil, nil
+}
+
+func (c *lspClient) call(method string, params, result any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err := c.conn.Call(ctx, method, params, result)
+	return err
+}
+
+func (c *lspClient) command(name string, args any, result any) error {
+	return c.call("workspace/executeCommand", map[string]any{"command": name, "arguments": []any{args}}, result)
+}
+
+func (c *lspClient) initialize(folders map[string]string, initOpts map[string]any) map[string]any {
+	c.t.Helper()
+	var fs []map[string]string
+	for _, name := range sortedKeys(folders) {
+		fs = append(fs, map[string]string{"uri": string(uri.File(folders[name])), "name": name})
+	}
+	var res map[string]any
+	err := c.call("initialize", map[string]any{
+		"processId": os.Getpid(), "workspaceFolders": fs, "initializationOptions": initOpts,
+		"capabilities": map[string]any{"window": map[string]any{"workDoneProgress": true}},
+	}, &res)
+	if err != nil {
+		c.t.Fatalf("initialize: %v", err)
+	}
+	c.conn.Notify(context.Background(), "initialized", map[string]any{})
+	return res
+}
+
+func sortedKeys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func (c *lspClient) notifications(method string) []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []json.RawMessage
+	for _, n := range c.notes {
+		if n.Method == method {
+			out = append(out, n.Params)
+		}
+	}
+	return out
+}
+
+func (c *lspClient) waitFor(what string, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// events returns the agent/event notifications as maps.
+func (c *lspClient) events() []map[string]any {
+	var out []map[string]any
+	for _, raw := range c.notifications("agent/event") {
+		var m map[string]any
+		json.Unmarshal(raw, &m)
+		out = append(out, m)
+	}
+	return out
+}
+
+func copyFixture(t *testing.T, name string) string {
+	dst := filepath.Join(t.TempDir(), name)
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join("..", "testdata", "workspaces", name))); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func model(t *testing.T, script scripted.Script) *scripted.Server {
+	srv, err := scripted.Start("127.0.0.1:0", script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+func envFor(t *testing.T, srv *scripted.Server, extra ...string) []string {
+	return append([]string{"OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-e2e-test-key", "AGENT_LSP_MODEL=scripted",
+		"AGENT_LSP_STORE=" + filepath.Join(t.TempDir(), "store.db")}, extra...)
+}
+
+func call(name string, args any) scripted.ToolCall {
+	b, _ := json.Marshal(args)
+	return scripted.ToolCall{Name: name, Args: b}
+}
+
+type runResult struct {
+	Session string `json:"session"`
+	Status  string `json:"status"`
+	Reply   string `json:"reply"`
+	Edits   int    `json:"edits"`
+	Steps   int    `json:"steps"`
+	Error   string `json:"error"`
+}
+
+func TestProjectsListsFolders(t *testing.T) {
+	srv := model(t, scripted.Script{})
+	sample, other := copyFixture(t, "sample"), copyFixture(t, "other")
+	os.MkdirAll(filepath.Join(sample, ".git"), 0o755)
+	os.WriteFile(filepath.Join(sample, ".git", "HEAD"), []byte("ref: refs/heads/feature/e2e\n"), 0o644)
+	c := startServer(t, envFor(t, srv)...)
+	res := c.initialize(map[string]string{"sample": sample, "other": other}, nil)
+	caps := res["capabilities"].(map[string]any)
+	cmds := caps["executeCommandProvider"].(map[string]any)
+	if len(cmds["commands"].([]any)) != 8 || cmds["workDoneProgress"] != true || caps["positionEncoding"] != "utf-16" {
+		t.Fatalf("capabilities: %v", caps)
+	}
+	var projects []struct {
+		Name      string         `json:"name"`
+		Path      string         `json:"path"`
+		Type      string         `json:"type"`
+		GitBranch string         `json:"gitBranch"`
+		Context   map[string]any `json:"context"`
+	}
+	if err := c.command("agent.projects", map[string]any{}, &projects); err != nil {
+		t.Fatal(err)
+	}
+	if len(projects) != 2 {
+		t.Fatalf("projects: %+v", projects)
+	}
+	byName := map[string]int{}
+	for i, p := range projects {
+		byName[p.Name] = i
+	}
+	s, o := projects[byName["sample"]], projects[byName["other"]]
+	if s.Type != "go" || s.GitBranch != "feature/e2e" || s.Path != sample || o.Type != "javascript" || o.GitBranch != "" || s.Context["lastBuild"] == nil {
+		t.Fatalf("projects: %+v", projects)
+	}
+}
+
+func TestRunEditsOpenDocument(t *testing.T) {
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{
+		{Text: "Reading.", ToolCalls: []scripted.ToolCall{call("read_file", map[string]any{"path": "greet.go"})}},
+		{ToolCalls: []scripted.ToolCall{call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hello, ", "new_text": "Hi, "})}},
+		{Text: "Changed the greeting to Hi, which is friendlier and shorter than before. " + strings.Repeat("More text. ", 40)},
+	}})
+	sample := copyFixture(t, "sample")
+	c := startServer(t, envFor(t, srv)...)
+	c.initialize(map[string]string{"sample": sample}, nil)
+	path := filepath.Join(sample, "greet.go")
+	unsaved := "package sample\n\n// unsaved comment\nfunc Greet(name string) string {\n\treturn \"Hello, \" + name\n}\n"
+	c.conn.Notify(context.Background(), "textDocument/didOpen", map[string]any{"textDocument": map[string]any{
+		"uri": string(uri.File(path)), "languageId": "go", "version": 7, "text": unsaved}})
+	var res runResult
+	err := c.call("workspace/executeCommand", map[string]any{"command": "agent.run", "workDoneToken": "tok-1",
+		"arguments": []any{map[string]any{"prompt": "Make the greeting shorter please"}}}, &res)
+	if err != nil || res.Status != "done" || res.Edits != 1 || !strings.HasPrefix(res.Reply, "Changed the greeting") || res.Steps != 5 {
+		t.Fatalf("result %+v, err %v", res, err)
+	}
+	// The model read the unsaved buffer.
+	if tm := srv.Requests()[1].Messages; !strings.Contains(tm[len(tm)-1].Content, "unsaved comment") {
+		t.Fatalf("read_file did not see the unsaved buffer: %q", tm[len(tm)-1].Content)
+	}
+	// The edit is a versioned TextDocumentEdit with the right range and text.
+	var edit struct {
+		Label string
+		Edit  struct {
+			DocumentChanges []struct {
+				TextDocument struct {
+					URI     string
+					Version *int
+				}
+				Edits []struct {
+					Range   map[string]map[string]int
+					NewText string
+				}
+			}
+		}
+	}
+	json.Unmarshal(c.edits[0], &edit)
+	dc := edit.Edit.DocumentChanges[0]
+	if dc.TextDocument.Version == nil || *dc.TextDocument.Version != 7 || dc.TextDocument.URI != string(uri.File(path)) ||
+		dc.Edits[0].NewText != "Hi, " || dc.Edits[0].Range["start"]["line"] != 4 || dc.Edits[0].Range["start"]["character"] != 9 ||
+		dc.Edits[0].Range["end"]["character"] != 16 || !strings.HasPrefix(edit.Label, "agent: ") {
+		t.Fatalf("applyEdit: %s", c.edits[0])
+	}
+	// Progress: begin, reports, end, all on the client's token.
+	var kinds []string
+	for _, raw := range c.notifications("$/progress") {
+		var p struct {
+			Token string
+			Value map[string]any
+		}
+		json.Unmarshal(raw, &p)
+		if p.Token != "tok-1" {
+			t.Fatalf("progress on token %q", p.Token)
+		}
+		kinds = append(kinds, p.Value["kind"].(string))
+		if p.Value["kind"] == "begin" && (p.Value["title"] != "agent: Make the greeting shorter please" || p.Value["cancellable"] != true) {
+			t.Fatalf("begin: %v", p.Value)
+		}
+	}
+	if len(kinds) < 4 || kinds[0] != "begin" || kinds[len(kinds)-1] != "end" || kinds[1] != "report" {
+		t.Fatalf("progress kinds %v", kinds)
+	}
+	// agent/event: seq rises by one from run.start to run.end; deltas are batched.
+	evs := c.events()
+	deltas, final := 0, ""
+	for i, e := range evs {
+		if int(e["seq"].(float64)) != i+1 || e["session"] != res.Session {
+			t.Fatalf("event %d: %v", i, e)
+		}
+		if e["type"] == "message.delta" {
+			deltas++
+			final += e["text"].(string)
+		}
+	}
+	if evs[0]["type"] != "run.start" || evs[len(evs)-1]["type"] != "run.end" || evs[len(evs)-1]["status"] != "done" {
+		t.Fatalf("first/last events: %v / %v", evs[0], evs[len(evs)-1])
+	}
+	if !strings.Contains(final, "friendlier") || deltas > 20 {
+		t.Fatalf("%d delta events (scripted in 8-byte chunks: must be batched)", deltas)
+	}
+}
+
+func TestRefusedEditAndReviewMode(t *testing.T) {
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("create_file", map[string]any{"path": "notes/todo.txt", "content": "one\n"})}},
+		{Text: "ok"},
+	}})
+	sample := copyFixture(t, "sample")
+	c := startServer(t, envFor(t, srv)...)
+	c.initialize(map[string]string{"sample": sample}, map[string]any{"edits": "review"})
+	c.applyResult = func(json.RawMessage) any { return map[string]any{"applied": false, "failureReason": "rejected in preview"} }
+	var res runResult
+	if err := c.command("agent.run", map[string]any{"prompt": "note it"}, &res); err != nil || res.Edits != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	tm := srv.Requests()[1].Messages
+	if got := tm[len(tm)-1].Content; !strings.Contains(got, "refused the edit of notes/todo.txt (rejected in preview)") {
+		t.Fatalf("refusal not sent to the model: %q", got)
+	}
+	var edit struct {
+		Edit struct {
+			DocumentChanges   []map[string]any
+			ChangeAnnotations map[string]struct {
+				Label             string
+				NeedsConfirmation bool
+			}
+		}
+	}
+	json.Unmarshal(c.edits[0], &edit)
+	dcs := edit.Edit.DocumentChanges
+	if len(dcs) != 2 || dcs[0]["kind"] != "create" || dcs[0]["annotationId"] == nil || dcs[1]["textDocument"].(map[string]any)["version"] != nil {
+		t.Fatalf("document changes: %v", dcs)
+	}
+	for _, a := range edit.Edit.ChangeAnnotations {
+		if !a.NeedsConfirmation {
+			t.Fatalf("annotation without needsConfirmation: %+v", a)
+		}
+	}
+	if len(edit.Edit.ChangeAnnotations) != 1 {
+		t.Fatalf("annotations: %+v", edit.Edit.ChangeAnnotations)
+	}
+	if _, err := os.Stat(filepath.Join(sample, "notes", "todo.txt")); err == nil {
+		t.Fatal("file written behind the editor's back")
+	}
+}
