@@ -371,7 +371,9 @@ func TestRefusedEditAndReviewMode(t *testing.T) {
 	sample := copyFixture(t, "sample")
 	c := startServer(t, envFor(t, srv)...)
 	c.initialize(map[string]string{"sample": sample}, map[string]any{"edits": "review"})
-	c.applyResult = func(json.RawMessage) any { return map[string]any{"applied": false, "failureReason": "rejected in preview"} }
+	c.applyResult = func(json.RawMessage) any {
+		return map[string]any{"applied": false, "failureReason": "rejected in preview"}
+	}
 	var res runResult
 	if err := c.command("agent.run", map[string]any{"prompt": "note it"}, &res); err != nil || res.Edits != 0 {
 		t.Fatalf("%+v %v", res, err)

@@ -325,6 +325,9 @@ func headless(f runFlags, prompt string, stdout, stderr io.Writer) int {
 			cl.out.Write(b)
 			cl.out.WriteByte('\n')
 			cl.out.Flush()
+			if e, _ := res["error"].(string); e != "" {
+				fmt.Fprintf(stderr, "agent-lsp run: %s\n", e)
+			}
 		} else {
 			if reply, _ := res["reply"].(string); reply != "" {
 				fmt.Fprintln(stdout, reply)
