@@ -116,6 +116,10 @@ func TestCancelThreeWays(t *testing.T) {
 			if d := time.Since(start); d > time.Second {
 				t.Fatalf("cancel took %s", d)
 			}
+			c.waitFor("run.end", func() bool {
+				evs := c.events()
+				return len(evs) > 0 && evs[len(evs)-1]["type"] == "run.end"
+			})
 			evs := c.events()
 			if last := evs[len(evs)-1]; last["type"] != "run.end" || last["status"] != "cancelled" {
 				t.Fatalf("last event %v", last)

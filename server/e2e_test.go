@@ -94,7 +94,7 @@ func startServer(t *testing.T, env ...string) *lspClient {
 	c.applyResult = func(json.RawMessage) any { return map[string]any{"applied": true} }
 	c.askResult = func(json.RawMessage) any { return map[string]string{"title": "Deny"} }
 	c.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(stdio{stdout, stdin}))
-	c.conn.Go(context.Background(), jsonrpc2.AsyncHandler(c.handle))
+	c.conn.Go(context.Background(), c.handle)
 	t.Cleanup(func() {
 		c.conn.Close()
 		cmd.Process.Kill()
@@ -108,11 +108,16 @@ func startServer(t *testing.T, env ...string) *lspClient {
 
 func (c *lspClient) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 	params := json.RawMessage(append([]byte(nil), req.Params()...))
+	method := strings.Clone(req.Method()) // Method borrows the read buffer
 	c.mu.Lock()
-	c.notes = append(c.notes, note{req.Method(), params})
+	c.notes = append(c.notes, note{method, params})
 	apply, ask := c.applyResult, c.askResult
 	c.mu.Unlock()
-	switch req.Method() {
+	if !req.IsCall() {
+		return nil, nil // recorded in arrival order, on the read loop
+	}
+	jsonrpc2.Async(ctx) // answering may take a while; keep reading
+	switch method {
 	case "workspace/applyEdit":
 		c.mu.Lock()
 		c.edits = append(c.edits, params)
@@ -123,10 +128,7 @@ func (c *lspClient) handle(ctx context.Context, req *jsonrpc2.Request) (any, err
 	case "window/workDoneProgress/create":
 		return nil, nil
 	}
-	if req.IsCall() {
-		return nil, jsonrpc2.Errorf(jsonrpc2.MethodNotFound, "test client: %s", req.Method())
-	}
-	return nil, nil
+	return nil, jsonrpc2.Errorf(jsonrpc2.MethodNotFound, "test client: %s", method)
 }
 
 func (c *lspClient) call(method string, params, result any) error {
@@ -325,6 +327,10 @@ func TestRunEditsOpenDocument(t *testing.T) {
 		t.Fatalf("applyEdit: %s", c.edits[0])
 	}
 	// Progress: begin, reports, end, all on the client's token.
+	c.waitFor("progress end", func() bool {
+		ps := c.notifications("$/progress")
+		return len(ps) > 0 && strings.Contains(string(ps[len(ps)-1]), `"end"`)
+	})
 	var kinds []string
 	for _, raw := range c.notifications("$/progress") {
 		var p struct {
@@ -344,6 +350,10 @@ func TestRunEditsOpenDocument(t *testing.T) {
 		t.Fatalf("progress kinds %v", kinds)
 	}
 	// agent/event: seq rises by one from run.start to run.end; deltas are batched.
+	c.waitFor("run.end", func() bool {
+		evs := c.events()
+		return len(evs) > 0 && evs[len(evs)-1]["type"] == "run.end"
+	})
 	evs := c.events()
 	deltas, final := 0, ""
 	for i, e := range evs {

@@ -55,6 +55,7 @@ type Server struct {
 	runs        sync.WaitGroup
 	gotShutdown bool
 	tokenN      int
+	exited      chan struct{} // closed by the exit notification
 }
 
 type inflight struct {
@@ -83,7 +84,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &Server{opts: opts, ctx: ctx, inflight: map[jsonrpc2.ID]*inflight{}, tokens: map[string]*inflight{},
-		seqs: map[string]int64{}, always: map[string]map[string]bool{}}
+		seqs: map[string]int64{}, always: map[string]map[string]bool{}, exited: make(chan struct{})}
 	rwc := struct {
 		io.Reader
 		io.Writer
@@ -98,6 +99,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	s.conn.Go(ctx, s.handle)
 	select {
 	case <-s.conn.Done():
+	case <-s.exited:
+		// Do not wait for the read loop: a blocking read of stdin ends only at EOF.
 	case <-ctx.Done():
 		s.conn.Close()
 	}
@@ -108,6 +111,15 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	if st != nil {
 		st.Close()
 	}
+	select {
+	case <-s.exited:
+		if !shut {
+			return errors.New("exit without shutdown")
+		}
+		return nil
+	default:
+	}
+	s.conn.Close()
 	err := s.conn.Err()
 	if shut || errors.Is(err, io.EOF) || err == nil || errors.Is(err, io.ErrClosedPipe) {
 		return nil
@@ -146,7 +158,7 @@ func invalidParams(format string, args ...any) error {
 // on the read loop until a long request (a run) explicitly goes asynchronous;
 // panics become InternalError; notification errors are logged, never fatal.
 func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (result any, err error) {
-	method := req.Method()
+	method := strings.Clone(req.Method()) // borrowed from the read buffer until the handler returns
 	params := json.RawMessage(append([]byte(nil), req.Params()...))
 	isCall := req.IsCall()
 	var id jsonrpc2.ID
@@ -206,7 +218,7 @@ func (s *Server) notification(ctx context.Context, method string, params json.Ra
 	case "exit":
 		go func() {
 			s.stopRuns()
-			s.conn.Close()
+			close(s.exited)
 		}()
 		return nil
 	case "$/cancelRequest":

@@ -198,9 +198,15 @@ func (c *client) printEvent(raw json.RawMessage) {
 	}
 }
 
+// handle runs notifications in arrival order on the read loop (so events
+// print in order) and answers requests asynchronously.
 func (c *client) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 	params := json.RawMessage(append([]byte(nil), req.Params()...))
-	switch req.Method() {
+	method := strings.Clone(req.Method())
+	if req.IsCall() {
+		jsonrpc2.Async(ctx)
+	}
+	switch method {
 	case "agent/event":
 		c.printEvent(params)
 		return nil, nil
@@ -219,7 +225,7 @@ func (c *client) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 		return nil, nil
 	}
 	if req.IsCall() {
-		return nil, jsonrpc2.Errorf(jsonrpc2.MethodNotFound, "headless client: %s", req.Method())
+		return nil, jsonrpc2.Errorf(jsonrpc2.MethodNotFound, "headless client: %s", method)
 	}
 	return nil, nil
 }
@@ -309,7 +315,7 @@ func headless(f runFlags, prompt string, stdout, stderr io.Writer) int {
 	}()
 	cl := &client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr, enc: workspace.UTF8}
 	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(pipeRWC{s2cR, c2sW, []io.Closer{c2sW, s2cR}}))
-	conn.Go(ctx, jsonrpc2.AsyncHandler(cl.handle))
+	conn.Go(ctx, cl.handle)
 	defer conn.Close()
 
 	result := func(res map[string]any) int {

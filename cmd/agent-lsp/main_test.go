@@ -127,6 +127,11 @@ func TestRunJSONFromStdin(t *testing.T) {
 	if evs[0]["type"] != "run.start" || evs[len(evs)-1]["type"] != "run.end" {
 		t.Fatalf("events: %v", evs)
 	}
+	for i, e := range evs {
+		if e["seq"].(float64) != float64(i+1) {
+			t.Fatalf("event %d has seq %v: lines out of order", i, e["seq"])
+		}
+	}
 	if got := c.srv.Requests()[0].Messages[1].Content; !strings.Contains(got, "+new line") {
 		t.Fatalf("stdin prompt not sent: %q", got)
 	}

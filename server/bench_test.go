@@ -1,0 +1,156 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/uri"
+
+	"github.com/agent-lsp/agent-lsp/agent/scripted"
+	"github.com/agent-lsp/agent-lsp/server"
+)
+
+var (
+	benchOnce   sync.Once
+	benchBinary string
+)
+
+// plainBinary builds agent-lsp without the race detector, for timing.
+func plainBinary(b *testing.B) string {
+	benchOnce.Do(func() {
+		benchBinary = filepath.Join(os.TempDir(), "agent-lsp-bench")
+		if out, err := exec.Command("go", "build", "-o", benchBinary, "../cmd/agent-lsp").CombinedOutput(); err != nil {
+			b.Fatalf("build: %v\n%s", err, out)
+		}
+	})
+	return benchBinary
+}
+
+// BenchmarkInitialize measures process start to initialize response.
+func BenchmarkInitialize(b *testing.B) {
+	bin := plainBinary(b)
+	dir := b.TempDir()
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command(bin)
+		cmd.Env = append(os.Environ(), "AGENT_LSP_STORE="+filepath.Join(dir, "s.db"), "OPENAI_API_KEY=x")
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(stdio{out, in}))
+		conn.Go(context.Background(), jsonrpc2.MethodNotFoundHandler)
+		if _, err := conn.Call(context.Background(), "initialize", map[string]any{"rootUri": string(uri.File(dir)), "capabilities": map[string]any{}}, nil); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		conn.Call(context.Background(), "shutdown", nil, nil)
+		conn.Notify(context.Background(), "exit", nil)
+		cmd.Wait()
+		conn.Close()
+		b.StartTimer()
+	}
+}
+
+// inProcess serves in this process over pipes and counts agent/event notifications.
+type inProcess struct {
+	conn   jsonrpc2.Conn
+	events atomic.Int64
+	done   chan error
+}
+
+func startInProcess(b *testing.B, srv *scripted.Server, root string) *inProcess {
+	c2sR, c2sW := io.Pipe()
+	s2cR, s2cW := io.Pipe()
+	p := &inProcess{done: make(chan error, 1)}
+	env := map[string]string{"OPENAI_BASE_URL": srv.URL, "OPENAI_API_KEY": "x", "AGENT_LSP_MODEL": "scripted", "AGENT_LSP_STORE": filepath.Join(b.TempDir(), "s.db")}
+	go func() {
+		p.done <- server.Serve(context.Background(), c2sR, s2cW, server.Options{Getenv: func(k string) string { return env[k] }})
+		s2cW.Close()
+	}()
+	p.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(stdio{s2cR, c2sW}))
+	p.conn.Go(context.Background(), jsonrpc2.AsyncHandler(func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
+		switch req.Method() {
+		case "agent/event":
+			p.events.Add(1)
+		case "workspace/applyEdit":
+			return map[string]any{"applied": true}, nil
+		}
+		return nil, nil
+	}))
+	if _, err := p.conn.Call(context.Background(), "initialize", map[string]any{"rootUri": string(uri.File(root)), "capabilities": map[string]any{}}, nil); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+func (p *inProcess) run(b *testing.B, prompt string) {
+	var res struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	_, err := p.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": "agent.run",
+		"arguments": []any{map[string]any{"prompt": prompt}}}, &res)
+	if err != nil || res.Status != "done" {
+		b.Fatalf("run: %v %+v", err, res)
+	}
+}
+
+func (p *inProcess) close() {
+	p.conn.Call(context.Background(), "shutdown", nil, nil)
+	p.conn.Notify(context.Background(), "exit", nil)
+	<-p.done
+	p.conn.Close()
+}
+
+// BenchmarkRunOverhead runs agent.run against a zero-latency scripted model
+// with 10 tool turns and reports the server's time per turn.
+func BenchmarkRunOverhead(b *testing.B) {
+	var turns []scripted.Turn
+	for i := 0; i < 10; i++ {
+		turns = append(turns, scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "read_file", Args: json.RawMessage(`{"path":"greet.go"}`)}}})
+	}
+	turns = append(turns, scripted.Turn{Text: "done"})
+	srv, _ := scripted.Start("127.0.0.1:0", scripted.Script{})
+	defer srv.Close()
+	root := filepath.Join(b.TempDir(), "sample")
+	os.CopyFS(root, os.DirFS("../testdata/workspaces/sample"))
+	p := startInProcess(b, srv, root)
+	defer p.close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		srv.SetScript(scripted.Script{Turns: turns})
+		b.StartTimer()
+		p.run(b, "read it ten times")
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*11), "ns/turn")
+}
+
+// BenchmarkEventStream streams 10,000 text deltas from the model to the client.
+func BenchmarkEventStream(b *testing.B) {
+	text := strings.Repeat("x", 10000)
+	srv, _ := scripted.Start("127.0.0.1:0", scripted.Script{})
+	defer srv.Close()
+	root := b.TempDir()
+	p := startInProcess(b, srv, root)
+	defer p.close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		srv.SetScript(scripted.Script{Turns: []scripted.Turn{{Text: text, Chunk: 1}}})
+		b.StartTimer()
+		p.run(b, "stream")
+	}
+	b.ReportMetric(float64(b.N*10000)/b.Elapsed().Seconds(), "deltas/s")
+	b.ReportMetric(float64(p.events.Load())/float64(b.N), "events/run")
+}
