@@ -13,3 +13,4 @@ echo "== fuzz (short runs over the seed corpus and beyond)"
 fuzz() { go test -run '^$' -fuzz "^$1\$" -fuzztime "${FUZZTIME:-10s}" "$2"; }
 fuzz FuzzMessages ./agent/message/
 fuzz FuzzResolve ./workspace/
+fuzz FuzzStream ./server/

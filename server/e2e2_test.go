@@ -316,3 +316,45 @@ func startSleeper(t *testing.T) *os.Process {
 	}
 	return p
 }
+
+func TestPermissionPrompt(t *testing.T) {
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "echo one"})}},
+		{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "echo one"})}},
+		{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "echo two"})}},
+		{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "rm -rf build"})}},
+		{Text: "done"},
+	}})
+	c := startServer(t, envFor(t, srv)...)
+	c.initialize(map[string]string{"sample": copyFixture(t, "sample")}, map[string]any{"permissions": map[string]any{"deny": []string{"rm *"}}})
+	var asked []string
+	c.askResult = func(p json.RawMessage) any {
+		var req struct {
+			Message string `json:"message"`
+			Actions []struct {
+				Title string `json:"title"`
+			} `json:"actions"`
+		}
+		json.Unmarshal(p, &req)
+		asked = append(asked, req.Message)
+		if len(req.Actions) != 3 {
+			t.Errorf("actions: %+v", req.Actions)
+		}
+		if strings.Contains(req.Message, "echo one") {
+			return map[string]string{"title": "Always for this session"}
+		}
+		return map[string]string{"title": "Deny"}
+	}
+	var res runResult
+	if err := c.command("agent.run", map[string]any{"prompt": "run things"}, &res); err != nil || res.Status != "done" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if len(asked) != 2 || !strings.Contains(asked[0], "`echo one`") || !strings.Contains(asked[1], "`echo two`") {
+		t.Fatalf("asked %q (echo one once, echo two once, rm never: the deny pattern wins)", asked)
+	}
+	reqs := srv.Requests()
+	last := func(i int) string { m := reqs[i].Messages; return m[len(m)-1].Content }
+	if !strings.Contains(last(1), "one") || !strings.Contains(last(2), "exit status 0") || !strings.Contains(last(3), `denied running "echo two"`) || !strings.Contains(last(4), `denied running "rm -rf build"`) {
+		t.Fatalf("tool results: %q | %q | %q | %q", last(1), last(2), last(3), last(4))
+	}
+}
