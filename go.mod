@@ -3,14 +3,17 @@ module github.com/agent-lsp/agent-lsp
 go 1.26
 
 require (
+	github.com/oklog/ulid/v2 v2.1.0
+	github.com/sashabaranov/go-openai v1.43.0
+	github.com/sourcegraph/conc v0.3.0
+	go.etcd.io/bbolt v1.5.0
+	go.lsp.dev/jsonrpc2 v1.0.1
+	go.lsp.dev/protocol v1.0.1
+	go.lsp.dev/uri v1.0.1
+)
+
+require (
 	github.com/go-json-experiment/json v0.0.0-20260623181947-01eb4420fa68 // indirect
-	github.com/oklog/ulid/v2 v2.1.0 // indirect
-	github.com/sashabaranov/go-openai v1.43.0 // indirect
-	github.com/sourcegraph/conc v0.3.0 // indirect
-	go.etcd.io/bbolt v1.5.0 // indirect
-	go.lsp.dev/jsonrpc2 v1.0.1 // indirect
-	go.lsp.dev/protocol v1.0.1 // indirect
-	go.lsp.dev/uri v1.0.1 // indirect
-	golang.org/x/sync v0.20.0 // indirect
+	go.uber.org/multierr v1.11.0 // indirect
 	golang.org/x/sys v0.45.0 // indirect
 )

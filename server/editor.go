@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent/tools"
@@ -37,7 +38,11 @@ func (e *editor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResult,
 	}
 	edits := make([]map[string]any, 0, len(fe.Edits))
 	for _, te := range fe.Edits {
-		m := map[string]any{"range": te.Range, "newText": te.NewText}
+		r := protocol.Range{
+			Start: protocol.Position{Line: te.Range.Start.Line, Character: te.Range.Start.Character},
+			End:   protocol.Position{Line: te.Range.End.Line, Character: te.Range.End.Character},
+		}
+		m := map[string]any{"range": r, "newText": te.NewText}
 		if e.review {
 			m["annotationId"] = reviewAnnotation
 		}
@@ -49,14 +54,15 @@ func (e *editor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResult,
 		we["changeAnnotations"] = map[string]any{reviewAnnotation: map[string]any{
 			"label": fe.Label, "needsConfirmation": true, "description": "proposed by agent-lsp; accept or reject"}}
 	}
-	var res struct {
-		Applied       bool   `json:"applied"`
-		FailureReason string `json:"failureReason"`
-	}
+	var res protocol.ApplyWorkspaceEditResult
 	if _, err := e.s.conn.Call(ctx, "workspace/applyEdit", map[string]any{"label": fe.Label, "edit": we}, &res); err != nil {
 		return tools.EditResult{}, fmt.Errorf("workspace/applyEdit: %w", err)
 	}
-	return tools.EditResult{Applied: res.Applied, FailureReason: res.FailureReason}, nil
+	out := tools.EditResult{Applied: res.Applied}
+	if res.FailureReason != nil {
+		out.FailureReason = *res.FailureReason
+	}
+	return out, nil
 }
 
 // permissions asks before commands other than the project's build and test run.
@@ -88,13 +94,11 @@ func (p *permissions) AllowCommand(ctx context.Context, project, command string)
 	case matchAny(st.allow, command), always:
 		return true, nil
 	}
-	var choice *struct {
-		Title string `json:"title"`
-	}
+	var choice *protocol.MessageActionItem
 	_, err := p.s.conn.Call(ctx, "window/showMessageRequest", map[string]any{
-		"type":    2,
+		"type":    protocol.MessageType(2), // warning
 		"message": fmt.Sprintf("agent-lsp wants to run `%s` in project %s.", command, project),
-		"actions": []map[string]string{{"title": AllowOnce}, {"title": AllowAlways}, {"title": Deny}},
+		"actions": []protocol.MessageActionItem{{Title: AllowOnce}, {Title: AllowAlways}, {Title: Deny}},
 	}, &choice)
 	if err != nil {
 		return false, err

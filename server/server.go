@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent"
@@ -137,7 +138,7 @@ func (s *Server) logf(format string, args ...any) { s.opts.Logf(format, args...)
 func (s *Server) notice(typ int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	s.logf("%s", msg)
-	s.conn.Notify(s.ctx, "window/logMessage", map[string]any{"type": typ, "message": "agent-lsp: " + msg})
+	s.conn.Notify(s.ctx, "window/logMessage", protocol.LogMessageParams{Type: protocol.MessageType(typ), Message: "agent-lsp: " + msg})
 }
 
 // stopRuns cancels every run and waits for them to checkpoint.
