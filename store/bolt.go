@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -37,13 +38,22 @@ var (
 // bbolt holds an exclusive file lock, so one file serves one process at a time: a
 // second process's Open fails with ErrLocked after LockTimeout instead of hanging.
 type Bolt struct {
-	db   *bolt.DB
-	path string
-	now  func() time.Time
+	db          *bolt.DB
+	path        string
+	now         func() time.Time
+	durability  Durability
+	c           *committer
+	batchedSeen atomic.Bool // some run chose Batched: gather groups
 }
 
+// Option configures Open.
+type Option func(*Bolt)
+
+// WithDefaultDurability sets the durability of runs that do not choose one.
+func WithDefaultDurability(d Durability) Option { return func(b *Bolt) { b.durability = d } }
+
 // Open opens or creates the store file at path, creating its directory.
-func Open(path string) (*Bolt, error) {
+func Open(path string, opts ...Option) (*Bolt, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -66,14 +76,41 @@ func Open(path string) (*Bolt, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	return &Bolt{db: db, path: path, now: time.Now}, nil
+	b := &Bolt{db: db, path: path, now: time.Now, durability: DefaultDurability}
+	for _, o := range opts {
+		o(b)
+	}
+	b.startCommitter()
+	return b, nil
 }
 
 // Path returns the store file's path.
 func (b *Bolt) Path() string { return b.path }
 
-// Close closes the file.
-func (b *Bolt) Close() error { return b.db.Close() }
+// Durability returns the default durability of the store's runs.
+func (b *Bolt) Durability() Durability { return b.durability }
+
+// Close writes what is queued (and the held steps of unfinished runs in Exit
+// mode), then closes the file.
+func (b *Bolt) Close() error {
+	c := b.c
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	for _, held := range c.held {
+		for _, h := range held {
+			c.queue = append(c.queue, job{apply: h})
+		}
+	}
+	c.held = nil
+	c.closed = true
+	c.mu.Unlock()
+	close(c.wake)
+	<-c.stopped
+	return b.db.Close()
+}
 
 type head struct {
 	Step    int       `json:"step"`
@@ -240,12 +277,14 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 	return nil
 }
 
-// Put implements Checkpointer; the checkpoint is durable when it returns.
+// Put implements Checkpointer. When it returns, the checkpoint is durable in
+// Sync mode, and in every mode when it ends a run (a status other than "running").
 func (b *Bolt) Put(ctx context.Context, cp Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := b.db.Update(func(tx *bolt.Tx) error { return b.putTx(tx, cp) }); err != nil {
+	apply := func(tx *bolt.Tx) error { return b.putTx(tx, cp) }
+	if err := b.write(ctx, threadKey{cp.Thread, cp.Namespace}, apply, cp.Status != "running"); err != nil {
 		return fmt.Errorf("put checkpoint %s/%s step %d: %w", cp.Thread, cp.Namespace, cp.Step, err)
 	}
 	return nil
@@ -253,7 +292,7 @@ func (b *Bolt) Put(ctx context.Context, cp Checkpoint) error {
 
 // PutWrite implements Checkpointer.
 func (b *Bolt) PutWrite(ctx context.Context, thread, ns, taskID string, w json.RawMessage) error {
-	err := b.db.Update(func(tx *bolt.Tx) error {
+	apply := func(tx *bolt.Tx) error {
 		n, err := nsBucket(tx, thread, ns, true)
 		if err != nil {
 			return err
@@ -263,8 +302,8 @@ func (b *Bolt) PutWrite(ctx context.Context, thread, ns, taskID string, w json.R
 			return nil
 		}
 		return p.Put([]byte(taskID), w)
-	})
-	if err != nil {
+	}
+	if err := b.write(ctx, threadKey{thread, ns}, apply, false); err != nil {
 		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, err)
 	}
 	return nil
@@ -272,6 +311,9 @@ func (b *Bolt) PutWrite(ctx context.Context, thread, ns, taskID string, w json.R
 
 // Load implements Checkpointer.
 func (b *Bolt) Load(ctx context.Context, thread, ns string) (*State, error) {
+	if err := b.Flush(); err != nil {
+		return nil, fmt.Errorf("load checkpoint %s/%s: %w", thread, ns, err)
+	}
 	var s *State
 	err := b.db.View(func(tx *bolt.Tx) error {
 		n, _ := nsBucket(tx, thread, ns, false)
@@ -320,7 +362,7 @@ func putSession(tx *bolt.Tx, s Session) error {
 
 // PutSession implements Sessions.
 func (b *Bolt) PutSession(ctx context.Context, s Session) error {
-	if err := b.db.Update(func(tx *bolt.Tx) error { return putSession(tx, s) }); err != nil {
+	if err := b.submit(func(tx *bolt.Tx) error { return putSession(tx, s) }, true); err != nil {
 		return fmt.Errorf("put session %s: %w", s.ID, err)
 	}
 	return nil
@@ -328,6 +370,7 @@ func (b *Bolt) PutSession(ctx context.Context, s Session) error {
 
 // Session implements Sessions.
 func (b *Bolt) Session(ctx context.Context, id string) (Session, error) {
+	b.Flush()
 	var s Session
 	err := b.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bSessions).Get([]byte(id))
@@ -344,6 +387,7 @@ func (b *Bolt) Session(ctx context.Context, id string) (Session, error) {
 
 // Sessions implements Sessions.
 func (b *Bolt) Sessions(ctx context.Context, project string) ([]Session, error) {
+	b.Flush()
 	var out []Session
 	err := b.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bSessions).ForEach(func(k, v []byte) error {
@@ -367,7 +411,7 @@ func (b *Bolt) Sessions(ctx context.Context, project string) ([]Session, error) 
 // DeleteSession implements Sessions.
 func (b *Bolt) DeleteSession(ctx context.Context, id string) (bool, error) {
 	var existed bool
-	err := b.db.Update(func(tx *bolt.Tx) error {
+	err := b.submit(func(tx *bolt.Tx) error {
 		existed = tx.Bucket(bSessions).Get([]byte(id)) != nil
 		if err := tx.Bucket(bSessions).Delete([]byte(id)); err != nil {
 			return err
@@ -376,7 +420,7 @@ func (b *Bolt) DeleteSession(ctx context.Context, id string) (bool, error) {
 			return tx.Bucket(bThreads).DeleteBucket([]byte(id))
 		}
 		return nil
-	})
+	}, true)
 	if err != nil {
 		return false, fmt.Errorf("delete session %s: %w", id, err)
 	}

@@ -11,12 +11,16 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/store"
 )
 
-const crashChildEnv = "AGENT_LSP_CRASH_CHILD"
+const (
+	crashChildEnv      = "AGENT_LSP_CRASH_CHILD"
+	crashDurabilityEnv = "AGENT_LSP_CRASH_DURABILITY"
+)
 
 // crashGraph runs 200 steps: 100 "inc" steps, each followed by a step of four
 // parallel "work" tasks.
@@ -59,7 +63,7 @@ func TestMain(m *testing.M) {
 }
 
 func crashChild(path string) {
-	db, err := store.Open(path)
+	db, err := store.Open(path, store.WithDefaultDurability(store.Durability(os.Getenv(crashDurabilityEnv))))
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(3)
@@ -84,13 +88,23 @@ func crashChild(path string) {
 	}
 	fmt.Fprintln(out, "finished")
 	out.Flush()
+	time.Sleep(time.Minute) // the parent kills the process here: the result was reported
 	db.Close()
 }
 
+// finalState completes the run as the child would (resuming it, or starting
+// it when nothing was durable yet) and returns its final state.
 func finalState(t *testing.T, cp store.Checkpointer) (msgs []string, items []int, count int) {
 	ts := newTestSchema()
 	g := crashGraph(t, ts)
-	res, err := g.Resume(context.Background(), Config{Thread: "crash", Checkpointer: cp, StepLimit: 1000})
+	cfg := Config{Thread: "crash", Checkpointer: cp, StepLimit: 1000}
+	var res Result
+	var err error
+	if _, lerr := cp.Load(context.Background(), "crash", ""); lerr != nil {
+		res, err = g.Invoke(context.Background(), cfg, NewPatch(ts.msgs.Append(message.Message{ID: "input", Role: message.Human, Content: "count"})))
+	} else {
+		res, err = g.Resume(context.Background(), cfg)
+	}
 	if err != nil || res.Status != StatusDone {
 		t.Fatalf("resume: %s %v", res.Status, err)
 	}
@@ -115,47 +129,87 @@ func TestCrashResume(t *testing.T) {
 	if len(wantMsgs) != 101 || len(wantItems) != 400 || wantCount != 100 {
 		t.Fatalf("reference run: %d msgs, %d items, count %d", len(wantMsgs), len(wantItems), wantCount)
 	}
-
-	for _, killAt := range []int{1, 2, 57, 120, 199} {
-		t.Run(fmt.Sprintf("kill-after-step-%d", killAt), func(t *testing.T) {
-			path := t.TempDir() + "/crash.db"
-			// Kill once at killAt, then let a second child get killed again a bit later.
-			for _, at := range []int{killAt, killAt + 3} {
-				cmd := exec.Command(os.Args[0], "-test.run=^$")
-				cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
-				stdout, _ := cmd.StdoutPipe()
-				if err := cmd.Start(); err != nil {
+	for _, d := range []store.Durability{store.Sync, store.Batched, store.Exit} {
+		for _, killAt := range []int{1, 2, 57, 120, 199, -1} { // -1: right after the result was reported
+			name := fmt.Sprintf("%s/kill-after-step-%d", d, killAt)
+			if killAt < 0 {
+				name = fmt.Sprintf("%s/kill-after-done", d)
+			}
+			t.Run(name, func(t *testing.T) {
+				path := t.TempDir() + "/crash.db"
+				plan := []int{killAt, killAt + 3}
+				if killAt < 0 {
+					plan = []int{-1}
+				}
+				for _, at := range plan {
+					reported, killed := runChild(t, path, d, at)
+					if !killed {
+						break // the child finished before the kill point
+					}
+					db, err := store.Open(path, store.WithDefaultDurability(d))
+					if err != nil {
+						t.Fatalf("reopen after SIGKILL: %v", err)
+					}
+					durable := -1
+					if st, err := db.Load(context.Background(), "crash", ""); err == nil {
+						durable = st.Step
+						if at < 0 && (st.Status != StatusDone || st.Step != 200) {
+							t.Fatalf("run reported done, but the store has step %d status %s", st.Step, st.Status)
+						}
+					}
+					db.Close()
+					if d == store.Sync && durable < reported {
+						t.Fatalf("sync: step %d was reported, only %d is durable", reported, durable)
+					}
+					if d == store.Batched && reported-durable > 2*store.BatchSteps {
+						t.Fatalf("batched: lost %d steps, more than two groups of %d", reported-durable, store.BatchSteps)
+					}
+				}
+				db, err := store.Open(path, store.WithDefaultDurability(d))
+				if err != nil {
 					t.Fatal(err)
 				}
-				sc := bufio.NewScanner(stdout)
-				killed := false
-				for sc.Scan() {
-					line := sc.Text()
-					if strings.HasPrefix(line, "error") {
-						t.Fatalf("child: %s", line)
-					}
-					var n int
-					if _, err := fmt.Sscanf(line, "step %d", &n); err == nil && n >= at {
-						cmd.Process.Signal(syscall.SIGKILL)
-						killed = true
-						break
-					}
+				defer db.Close()
+				msgs, items, count := finalState(t, db)
+				if !reflect.DeepEqual(msgs, wantMsgs) || !reflect.DeepEqual(items, wantItems) || count != wantCount {
+					t.Fatalf("after crash: %d msgs, %d items, count %d; want %d, %d, %d",
+						len(msgs), len(items), count, len(wantMsgs), len(wantItems), wantCount)
 				}
-				cmd.Wait()
-				if !killed {
-					break // the child finished before reaching the kill point
-				}
-			}
-			db, err := store.Open(path)
-			if err != nil {
-				t.Fatalf("reopen after SIGKILL: %v", err)
-			}
-			defer db.Close()
-			msgs, items, count := finalState(t, db)
-			if !reflect.DeepEqual(msgs, wantMsgs) || !reflect.DeepEqual(items, wantItems) || count != wantCount {
-				t.Fatalf("after crash: %d msgs, %d items, count %d; want %d, %d, %d",
-					len(msgs), len(items), count, len(wantMsgs), len(wantItems), wantCount)
-			}
-		})
+			})
+		}
 	}
+}
+
+// runChild runs the crash graph in a child process and SIGKILLs it once it
+// reports step at (or, for at < 0, its result). It returns the last step the
+// child reported and whether it was killed.
+func runChild(t *testing.T, path string, d store.Durability, at int) (int, bool) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+path, crashDurabilityEnv+"="+string(d))
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	sc := bufio.NewScanner(stdout)
+	reported := -1
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "error") {
+			t.Fatalf("child: %s", line)
+		}
+		var n int
+		if _, err := fmt.Sscanf(line, "step %d", &n); err == nil {
+			reported = n
+			if at >= 0 && n >= at {
+				cmd.Process.Signal(syscall.SIGKILL)
+				return reported, true
+			}
+		}
+		if line == "finished" {
+			cmd.Process.Signal(syscall.SIGKILL) // it waits to be killed after reporting
+			return reported, at < 0
+		}
+	}
+	return reported, false
 }
