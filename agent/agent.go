@@ -167,6 +167,8 @@ type Request struct {
 	Permissions tools.Permissions
 	Events      func(Event) // called from several goroutines, one call at a time per run
 	MaxSteps    int
+	// Durability overrides the store's default for this run ("" keeps it).
+	Durability store.Durability
 }
 
 // Result is how a run ended.
@@ -328,6 +330,9 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	r := rt.newRun(sess, req)
 	r.emit(Event{Type: "run.start", Project: project})
 	r.emit(Event{Type: "message", Message: &human})
+	if req.Durability != "" {
+		ctx = store.WithDurability(ctx, req.Durability)
+	}
 	res, err := rt.graph.Invoke(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps),
 		graph.NewPatch(rt.st.messages.Append(human), rt.st.project.Set(project)))
 	return rt.finish(ctx, r, res, err)
@@ -348,6 +353,9 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	defer end()
 	r := rt.newRun(sess, req)
 	r.emit(Event{Type: "run.start", Project: sess.Project})
+	if req.Durability != "" {
+		ctx = store.WithDurability(ctx, req.Durability)
+	}
 	res, err := rt.graph.Resume(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps))
 	return rt.finish(ctx, r, res, err)
 }

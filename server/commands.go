@@ -18,12 +18,13 @@ import (
 
 // commandArgs is the one argument object every command takes.
 type commandArgs struct {
-	Prompt  *string          `json:"prompt"`
-	Project string           `json:"project"`
-	Session string           `json:"session"`
-	URI     string           `json:"uri"`
-	Range   *workspace.Range `json:"range"`
-	Edits   string           `json:"edits"`
+	Prompt     *string          `json:"prompt"`
+	Project    string           `json:"project"`
+	Session    string           `json:"session"`
+	URI        string           `json:"uri"`
+	Range      *workspace.Range `json:"range"`
+	Edits      string           `json:"edits"`
+	Durability string           `json:"durability"`
 }
 
 func (s *Server) executeCommand(ctx context.Context, id jsonrpc2.ID, params json.RawMessage) (any, error) {
@@ -200,7 +201,15 @@ func (s *Server) run(ctx context.Context, id jsonrpc2.ID, command string, a comm
 	if mode != "apply" && mode != "review" {
 		return nil, invalidParams("%s: edits must be \"apply\" or \"review\", not %q", command, mode)
 	}
-	req := agent.Request{Session: a.Session, Project: a.Project, MaxSteps: st.maxSteps,
+	var dur store.Durability
+	if a.Durability != "" {
+		d, err := store.ParseDurability(a.Durability)
+		if err != nil {
+			return nil, invalidParams("%s: %v", command, err)
+		}
+		dur = d
+	}
+	req := agent.Request{Session: a.Session, Project: a.Project, MaxSteps: st.maxSteps, Durability: dur,
 		Editor: &editor{s: s, review: mode == "review"}}
 	if a.Prompt != nil {
 		req.Prompt = *a.Prompt

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/agent-lsp/agent-lsp/store"
 )
 
 // Options are the server's settings from its command line; they win over
@@ -50,6 +52,7 @@ type initOptions struct {
 type settings struct {
 	baseURL, model, apiKey string
 	storePath              string
+	durability             store.Durability
 	edits                  string
 	allow, deny            []*regexp.Regexp
 	maxSteps, window       int
@@ -81,6 +84,13 @@ func (s *Server) resolve(raw json.RawMessage) (settings, error) {
 	st.storePath = defaultStorePath(env)
 	pick(&st.storePath, env("AGENT_LSP_STORE"), io.Store.Path, s.opts.StorePath)
 	pick(&st.edits, io.Edits)
+	dur := ""
+	pick(&dur, env("AGENT_LSP_DURABILITY"), io.Durability, s.opts.Durability)
+	d, err := store.ParseDurability(dur)
+	if err != nil {
+		return settings{}, err
+	}
+	st.durability = d
 	if s.opts.MaxSteps > 0 {
 		st.maxSteps = s.opts.MaxSteps
 	}

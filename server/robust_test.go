@@ -120,6 +120,7 @@ func TestBadInput(t *testing.T) {
 		{"resume without session", cmd(18, "agent.resume", `{}`), -32602},
 		{"unknown session to resume", cmd(19, "agent.resume", `{"session":"nope"}`), -32602},
 		{"bad edit mode", cmd(20, "agent.run", `{"prompt":"x","edits":"yolo"}`), -32602},
+		{"bad durability", cmd(22, "agent.run", `{"prompt":"x","durability":"eventually"}`), -32602},
 		{"oversized message", big, -32600},
 		{"second initialize", `{"jsonrpc":"2.0","id":21,"method":"initialize","params":{"capabilities":{}}}`, -32600},
 	}

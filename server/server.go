@@ -398,7 +398,7 @@ func (s *Server) initialize(ctx context.Context, params json.RawMessage) (any, e
 		}
 		roots = append(roots, pr.Root())
 	}
-	db, storeNote := openStore(st.storePath, roots)
+	db, storeNote := openStore(st.storePath, roots, st.durability)
 	m := model.NewOpenAI(model.Config{BaseURL: st.baseURL, Model: st.model, APIKey: st.apiKey})
 	rt, err := agent.New(agent.Config{Model: m, Workspace: ws, Store: db, MaxSteps: st.maxSteps, Window: st.window})
 	if err != nil {
@@ -444,14 +444,14 @@ func storeName(st store.Store) string {
 
 // openStore opens the store file; when another process holds it, a per-window
 // sibling file; failing that, memory. The note says what happened, if anything.
-func openStore(path string, roots []string) (store.Store, string) {
-	db, err := store.Open(path)
+func openStore(path string, roots []string, d store.Durability) (store.Store, string) {
+	db, err := store.Open(path, store.WithDefaultDurability(d))
 	if err == nil {
 		return db, ""
 	}
 	if errors.Is(err, store.ErrLocked) {
 		alt := fallbackStorePath(path, roots)
-		if db, err2 := store.Open(alt); err2 == nil {
+		if db, err2 := store.Open(alt, store.WithDefaultDurability(d)); err2 == nil {
 			return db, fmt.Sprintf("%v; this window keeps its sessions in %s", err, alt)
 		}
 	}

@@ -82,7 +82,7 @@ type committer struct {
 	closed   bool
 	asyncErr error                                // first failure of a job nobody waited for
 	held     map[threadKey][]func(*bolt.Tx) error // Exit mode: steps of unfinished runs
-	space    *sync.Cond // signalled when the queue is taken
+	space    *sync.Cond                           // signalled when the queue is taken
 	wake     chan struct{}
 	stopped  chan struct{}
 	commits  atomic.Int64

@@ -20,6 +20,7 @@ import (
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
@@ -32,6 +33,7 @@ to the files on disk. The prompt is the argument, or standard input when it is
   agent-lsp run "fix the failing test"
   git diff | agent-lsp run - --json
   agent-lsp run --resume s-01J...        # finish an interrupted session
+  agent-lsp run --durability sync "..."  # every step on disk before the next
 
 Without --json the transcript goes to stderr and only the final reply to
 stdout. With --json, stdout has one agent/event object per line and always
@@ -58,6 +60,7 @@ type runFlags struct {
 	model, baseURL, store   string
 	maxSteps                int
 	edits                   string
+	durability              string
 }
 
 func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -74,6 +77,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.store, "store", "", "session store file (default from AGENT_LSP_STORE, else ~/.local/state/agent-lsp/sessions.db)")
 	fs.IntVar(&f.maxSteps, "max-steps", 0, "step limit of the run (default 100)")
 	fs.StringVar(&f.edits, "edits", "apply", "edit mode: apply")
+	fs.StringVar(&f.durability, "durability", "", "when checkpoints reach the disk: sync (every step), batched (groups; default) or exit (at the run's end)")
 	fs.Var(&f.allow, "allow", "allow commands matching PATTERN (* matches anything; repeatable)")
 	fs.Var(&f.deny, "deny", "deny commands matching PATTERN (repeatable; wins over --allow)")
 	fs.Usage = func() {
@@ -110,6 +114,9 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if strings.TrimSpace(prompt) == "" {
 			return usageErr("no prompt: give one as an argument or on standard input")
 		}
+	}
+	if _, err := store.ParseDurability(f.durability); err != nil {
+		return usageErr("--durability: %v", err)
 	}
 	if f.edits != "apply" {
 		return usageErr("--edits: headless runs apply edits (review needs an editor)")
@@ -309,7 +316,7 @@ func headless(f runFlags, prompt string, stdout, stderr io.Writer) int {
 	s2cR, s2cW := io.Pipe()
 	served := make(chan error, 1)
 	go func() {
-		served <- server.Serve(ctx, c2sR, s2cW, server.Options{Model: f.model, BaseURL: f.baseURL, StorePath: f.store, MaxSteps: f.maxSteps,
+		served <- server.Serve(ctx, c2sR, s2cW, server.Options{Model: f.model, BaseURL: f.baseURL, StorePath: f.store, MaxSteps: f.maxSteps, Durability: f.durability,
 			Logf: func(string, ...any) {}})
 		s2cW.Close()
 	}()

@@ -56,11 +56,12 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.BaseURL, "base-url", "", "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (overrides OPENAI_BASE_URL)")
 	fs.StringVar(&opts.StorePath, "store", "", "session store file (overrides AGENT_LSP_STORE)")
 	fs.IntVar(&opts.MaxSteps, "max-steps", 0, "step limit of a run (default 100)")
+	fs.StringVar(&opts.Durability, "durability", "", "when checkpoints reach the disk: sync, batched or exit (default batched)")
 	fs.Bool("stdio", true, "serve over stdin/stdout (the only transport; accepted for clients that pass it)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
-		fmt.Fprint(stderr, "\nEnvironment: OPENAI_API_KEY, OPENAI_BASE_URL, AGENT_LSP_MODEL, AGENT_LSP_STORE.\n")
+		fmt.Fprint(stderr, "\nEnvironment: OPENAI_API_KEY, OPENAI_BASE_URL, AGENT_LSP_MODEL, AGENT_LSP_STORE, AGENT_LSP_DURABILITY.\n")
 	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {

@@ -104,7 +104,7 @@ func TestRunDone(t *testing.T) {
 	c := newCLI(t,
 		scripted.Turn{ToolCalls: []scripted.ToolCall{call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hello", "new_text": "Hej"})}},
 		scripted.Turn{Text: "Greeting is now Swedish."})
-	out, errOut, code := c.run(t, "", "run", "--workspace", c.workspace, "make it swedish")
+	out, errOut, code := c.run(t, "", "run", "--workspace", c.workspace, "--durability", "exit", "make it swedish")
 	if code != 0 || out != "Greeting is now Swedish.\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errOut)
 	}
@@ -160,6 +160,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"run", "two", "prompts"},
 		{"run", "--json", "--project", "nope", "x"},
 		{"run", "--json", "--resume", "s-unknown"},
+		{"run", "--durability", "eventually", "x"},
 	} {
 		out, errOut, code := c.run(t, "", args...)
 		if code != 2 || errOut == "" {
