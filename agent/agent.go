@@ -126,9 +126,6 @@ func New(cfg Config) (*Runtime, error) {
 	return rt, nil
 }
 
-// Store returns the runtime's store.
-func (rt *Runtime) Store() store.Store { return rt.cfg.Store }
-
 // Event is a structured progress event (PROTOCOL.md, agent/event without
 // session and seq, which the server adds).
 type Event struct {

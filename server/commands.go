@@ -169,7 +169,7 @@ func Transcript(ctx context.Context, st store.Store, session string) ([]message.
 func (s *Server) run(ctx context.Context, id jsonrpc2.ID, command string, a commandArgs, token json.RawMessage) (any, error) {
 	jsonrpc2.Async(ctx) // from here on, later messages are handled while the run goes on
 	s.mu.Lock()
-	rt, ws, st := s.rt, s.ws, s.st
+	rt, st := s.rt, s.st
 	progressCap := s.progressCap
 	s.runs.Add(1)
 	s.mu.Unlock()
@@ -245,7 +245,6 @@ func (s *Server) run(ctx context.Context, id jsonrpc2.ID, command string, a comm
 	defer sink.close()
 	req.Events = sink.event
 	req.Permissions = &permissions{s: s, sink: sink}
-	_ = ws
 	var res agent.Result
 	var err error
 	if command == "agent.run" {

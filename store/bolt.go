@@ -87,9 +87,6 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 // Path returns the store file's path.
 func (b *Bolt) Path() string { return b.path }
 
-// Durability returns the default durability of the store's runs.
-func (b *Bolt) Durability() Durability { return b.durability }
-
 // Close writes what is queued (and the held steps of unfinished runs in Exit
 // mode), then closes the file.
 func (b *Bolt) Close() error {

@@ -59,7 +59,6 @@ type runFlags struct {
 	json                    bool
 	model, baseURL, store   string
 	maxSteps                int
-	edits                   string
 	durability              string
 }
 
@@ -76,7 +75,6 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.baseURL, "base-url", "", "OpenAI-compatible endpoint (default from OPENAI_BASE_URL)")
 	fs.StringVar(&f.store, "store", "", "session store file (default from AGENT_LSP_STORE, else ~/.local/state/agent-lsp/sessions.db)")
 	fs.IntVar(&f.maxSteps, "max-steps", 0, "step limit of the run (default 100)")
-	fs.StringVar(&f.edits, "edits", "apply", "edit mode: apply")
 	fs.StringVar(&f.durability, "durability", "", "when checkpoints reach the disk: sync (every step), batched (groups; default) or exit (at the run's end)")
 	fs.Var(&f.allow, "allow", "allow commands matching PATTERN (* matches anything; repeatable)")
 	fs.Var(&f.deny, "deny", "deny commands matching PATTERN (repeatable; wins over --allow)")
@@ -117,9 +115,6 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if _, err := store.ParseDurability(f.durability); err != nil {
 		return usageErr("--durability: %v", err)
-	}
-	if f.edits != "apply" {
-		return usageErr("--edits: headless runs apply edits (review needs an editor)")
 	}
 	if len(f.workspaces) == 0 {
 		wd, _ := os.Getwd()
