@@ -81,8 +81,8 @@ func (s *Server) resolve(raw json.RawMessage) (settings, error) {
 	keyEnv := "OPENAI_API_KEY"
 	pick(&keyEnv, io.Model.APIKeyEnv)
 	st.apiKey = env(keyEnv)
-	st.storePath = defaultStorePath(env)
-	pick(&st.storePath, env("AGENT_LSP_STORE"), io.Store.Path, s.opts.StorePath)
+	st.storePath = StorePath(env)
+	pick(&st.storePath, io.Store.Path, s.opts.StorePath)
 	pick(&st.edits, io.Edits)
 	dur := ""
 	pick(&dur, env("AGENT_LSP_DURABILITY"), io.Durability, s.opts.Durability)

@@ -137,10 +137,3 @@ func (p *Project) Snapshot() Snapshot {
 	p.snap = &s
 	return s
 }
-
-// Version returns a number that changes whenever the project's snapshot does.
-func (p *Project) Version() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.version
-}

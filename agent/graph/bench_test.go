@@ -15,8 +15,8 @@ import (
 var kilobyte = strings.Repeat("x", 1000)
 
 // w1Graph is workload W1: an agent/tools loop of turns tool turns and a final answer.
-func w1Graph(b testing.TB, msgs Messages, turns int) *Graph {
-	g, err := New(msgs.ch.schemaOf()).
+func w1Graph(b testing.TB, s *Schema, msgs Messages, turns int) *Graph {
+	g, err := New(s).
 		Node("agent", func(ctx context.Context, s State) (Patch, error) {
 			i := (len(msgs.Get(s)) + 1) / 2 // input, then an AI and a tool message per turn
 			if i > turns {
@@ -88,7 +88,7 @@ func BenchmarkAgentLoop(b *testing.B) {
 			b.Run(fmt.Sprintf("turns=%d/store=%s", turns, kind), func(b *testing.B) {
 				s := NewSchema()
 				msgs := NewMessages(s, "messages")
-				g := w1Graph(b, msgs, turns)
+				g := w1Graph(b, s, msgs, turns)
 				var cp store.Checkpointer
 				var path string
 				switch kind {

@@ -15,7 +15,7 @@ import (
 func runConcurrent(t testing.TB, db *store.Bolt, n, turns int) int {
 	s := NewSchema()
 	msgs := NewMessages(s, "messages")
-	g := w1Graph(t, msgs, turns)
+	g := w1Graph(t, s, msgs, turns)
 	var wg sync.WaitGroup
 	steps := make([]int, n)
 	errs := make([]error, n)

@@ -35,9 +35,6 @@ type Patch struct{ writes []Write }
 // NewPatch groups writes into the single patch a node returns.
 func NewPatch(writes ...Write) Patch { return Patch{writes: writes} }
 
-// Empty reports whether the patch writes nothing.
-func (p Patch) Empty() bool { return len(p.writes) == 0 }
-
 // wireWrite is a Write as JSON, for pending writes.
 type wireWrite struct {
 	C   string            `json:"c"`

@@ -37,7 +37,6 @@ func (k Kind) String() string {
 }
 
 type channel struct {
-	schema *Schema
 	name   string
 	kind   Kind
 	decode func(json.RawMessage) (any, error) // a value, or one list item
@@ -58,7 +57,6 @@ func (s *Schema) declare(c *channel) *channel {
 	if _, dup := s.chans[c.name]; dup {
 		panic(fmt.Sprintf("graph: channel %q declared twice", c.name))
 	}
-	c.schema = s
 	s.chans[c.name] = c
 	s.names = append(s.names, c.name)
 	return c
@@ -174,5 +172,3 @@ func (s State) Arg(v any) error {
 	}
 	return json.Unmarshal(s.arg, v)
 }
-
-func (c *channel) schemaOf() *Schema { return c.schema }
