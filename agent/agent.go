@@ -375,8 +375,12 @@ func (rt *Runtime) promptText(req Request) string {
 	if p, ok := rt.cfg.Workspace.ProjectFor(sel.Path); ok {
 		path = p.Rel(sel.Path)
 	}
+	last := sel.Range.End.Line
+	if sel.Range.End.Character == 0 && last > sel.Range.Start.Line {
+		last-- // a selection of whole lines ends at the start of the next one
+	}
 	return fmt.Sprintf("%s\n\n(The user selected %s lines %d-%d:)\n```\n%s\n```", req.Prompt, path,
-		sel.Range.Start.Line+1, sel.Range.End.Line+1, text)
+		sel.Range.Start.Line+1, last+1, text)
 }
 
 func (rt *Runtime) newRun(sess store.Session, req Request) *run {

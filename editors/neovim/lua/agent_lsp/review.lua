@@ -1,0 +1,202 @@
+-- Review mode: an edit whose change annotation needs confirmation is shown as a
+-- diff (current text against the proposed text) in a new tab, and the user
+-- accepts or rejects it. Where Neovim runs server-request handlers in a
+-- coroutine (newer releases), the diff stays interactive and the accept/reject
+-- mappings answer; on releases that answer synchronously (0.7) a one-key
+-- prompt asks while the diff is on screen.
+local M = {}
+
+local current -- the open review: { tab, bufs, label, finish }
+
+--- True when the workspace edit carries an annotation that needs confirmation.
+function M.wants_review(edit)
+  if type(edit) ~= "table" or type(edit.changeAnnotations) ~= "table" then
+    return false
+  end
+  for _, a in pairs(edit.changeAnnotations) do
+    if type(a) == "table" and a.needsConfirmation then
+      return true
+    end
+  end
+  return false
+end
+
+--- "mappings" when the handler can wait for the accept/reject mappings, else "prompt".
+function M.mode()
+  local co = coroutine.running()
+  if co and coroutine.isyieldable and coroutine.isyieldable() then
+    return "mappings"
+  end
+  return "prompt"
+end
+
+--- The review on screen, or nil: { tab, bufs = { {original, proposed, path} }, label }.
+function M.current()
+  return current
+end
+
+local function file_lines(fname)
+  local bufnr = vim.fn.bufnr(fname)
+  if bufnr ~= -1 and vim.api.nvim_buf_is_loaded(bufnr) then
+    return vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), vim.bo[bufnr].filetype
+  end
+  if vim.loop.fs_stat(fname) then
+    return vim.fn.readfile(fname), ""
+  end
+  return {}, ""
+end
+
+local function scratch(name, lines, ft)
+  local b = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
+  pcall(vim.api.nvim_buf_set_name, b, name)
+  vim.bo[b].bufhidden = "wipe"
+  vim.bo[b].buftype = "nofile"
+  if ft and ft ~= "" then
+    vim.bo[b].filetype = ft
+  end
+  return b
+end
+
+-- changes lists {uri, edits} of a workspace edit, in order.
+local function changes(edit)
+  local out = {}
+  for _, dc in ipairs(edit.documentChanges or {}) do
+    if dc.textDocument and dc.edits then
+      table.insert(out, { uri = dc.textDocument.uri, edits = dc.edits })
+    end
+  end
+  for uri, edits in pairs(edit.changes or {}) do
+    table.insert(out, { uri = uri, edits = edits })
+  end
+  return out
+end
+
+local function open(edit, encoding, label)
+  local view = { bufs = {}, label = label }
+  for i, ch in ipairs(changes(edit)) do
+    local fname = vim.uri_to_fname(ch.uri)
+    local lines, ft = file_lines(fname)
+    local rel = vim.fn.fnamemodify(fname, ":~:.")
+    local orig = scratch(("agent-review://%d/current/%s"):format(i, rel), lines, ft)
+    local prop = scratch(("agent-review://%d/proposed/%s"):format(i, rel), lines, ft)
+    vim.lsp.util.apply_text_edits(ch.edits, prop, encoding)
+    for _, b in ipairs({ orig, prop }) do
+      vim.bo[b].buflisted = false
+      vim.bo[b].modifiable = false
+    end
+    vim.cmd("tabnew")
+    if not view.tab then
+      view.tab = vim.api.nvim_get_current_tabpage()
+    end
+    local empty = vim.api.nvim_get_current_buf()
+    vim.api.nvim_win_set_buf(0, orig)
+    vim.cmd("diffthis")
+    vim.cmd("rightbelow vsplit")
+    vim.api.nvim_win_set_buf(0, prop)
+    vim.cmd("diffthis")
+    if vim.api.nvim_buf_is_valid(empty) and empty ~= orig then
+      pcall(vim.api.nvim_buf_delete, empty, { force = true })
+    end
+    table.insert(view.bufs, { original = orig, proposed = prop, path = fname })
+  end
+  vim.api.nvim_set_current_tabpage(view.tab)
+  return view
+end
+
+local function close(view)
+  for _, pair in ipairs(view.bufs) do
+    for _, b in ipairs({ pair.original, pair.proposed }) do
+      if vim.api.nvim_buf_is_valid(b) then
+        pcall(vim.api.nvim_buf_delete, b, { force = true })
+      end
+    end
+  end
+end
+
+-- prompt waits for a key while the diff is on screen: a or y accepts; r, n,
+-- q or Escape rejects.
+local function prompt(label)
+  vim.cmd("redraw")
+  vim.api.nvim_echo({ { label .. " — apply this edit? [a]ccept / [r]eject", "WarningMsg" } }, false, {})
+  local getchar = vim.fn.getcharstr or function()
+    return vim.fn.nr2char(vim.fn.getchar())
+  end
+  while true do
+    local ok, c = pcall(getchar)
+    if not ok then
+      return false -- interrupted (Ctrl-C)
+    end
+    if c == "a" or c == "y" then
+      return true
+    elseif c == "r" or c == "n" or c == "q" or c == "\27" then
+      return false
+    end
+  end
+end
+
+--- Accepts the review on screen.
+function M.accept()
+  if current then
+    current.finish(true)
+  end
+end
+
+--- Rejects the review on screen.
+function M.reject()
+  if current then
+    current.finish(false)
+  end
+end
+
+--- Shows the edit of a workspace/applyEdit request and returns its ApplyWorkspaceEditResult.
+function M.ask(params, encoding, keys)
+  local label = params.label or "agent edit"
+  if current then
+    return { applied = false, failureReason = "another agent edit is being reviewed" }
+  end
+  local view = open(params.edit, encoding, label)
+  local decision
+  local co = M.mode() == "mappings" and coroutine.running() or nil
+  local done = false
+  view.finish = function(ok)
+    if done then
+      return
+    end
+    done = true
+    decision = ok
+    if co then
+      vim.schedule(function()
+        coroutine.resume(co)
+      end)
+    end
+  end
+  current = view
+  local hint = ("%s — %s accept, %s reject"):format(label, keys.accept, keys.reject)
+  if co then
+    for _, pair in ipairs(view.bufs) do
+      for _, b in ipairs({ pair.original, pair.proposed }) do
+        vim.keymap.set("n", keys.accept, M.accept, { buffer = b, desc = "Accept the agent's edit" })
+        vim.keymap.set("n", keys.reject, M.reject, { buffer = b, desc = "Reject the agent's edit" })
+        vim.api.nvim_create_autocmd("BufWipeout", { buffer = b, once = true, callback = function() view.finish(false) end })
+      end
+    end
+    vim.api.nvim_echo({ { hint, "WarningMsg" } }, false, {})
+    coroutine.yield()
+  else
+    decision = prompt(label)
+    done = true
+  end
+  current = nil
+  close(view)
+  if not decision then
+    return { applied = false, failureReason = "rejected by the user in review" }
+  end
+  local ok, err = pcall(vim.lsp.util.apply_workspace_edit, params.edit, encoding)
+  if not ok then
+    return { applied = false, failureReason = tostring(err) }
+  end
+  return { applied = true }
+end
+
+return M

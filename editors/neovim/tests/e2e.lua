@@ -1,0 +1,252 @@
+-- Headless end-to-end test of the plugin against the real agent-lsp binary and
+-- the scripted model. run.sh sets the environment; the exit code is the verdict.
+local bin = assert(os.getenv("AGENT_LSP_TEST_BIN"), "AGENT_LSP_TEST_BIN")
+local ws = assert(os.getenv("AGENT_LSP_TEST_WS"), "AGENT_LSP_TEST_WS")
+local store = assert(os.getenv("AGENT_LSP_TEST_STORE"), "AGENT_LSP_TEST_STORE")
+
+local failures, passed = {}, 0
+local function log(msg)
+  io.stderr:write(msg .. "\n")
+end
+
+local function test(name, fn)
+  local ok, err = xpcall(fn, debug.traceback)
+  if ok then
+    passed = passed + 1
+    log("ok   " .. name)
+  else
+    table.insert(failures, name)
+    log("FAIL " .. name .. "\n" .. tostring(err))
+  end
+end
+
+local function wait_for(what, fn, ms)
+  if not vim.wait(ms or 20000, fn, 20) then
+    error("timed out waiting for " .. what, 2)
+  end
+end
+
+local function contains(list, pred)
+  for _, v in ipairs(list) do
+    if pred(v) then
+      return v
+    end
+  end
+end
+
+-- Record what the user would see.
+local notes = {}
+vim.notify = function(msg)
+  table.insert(notes, msg)
+end
+local echoed = {}
+vim.api.nvim_echo = function(chunks)
+  local parts = {}
+  for _, c in ipairs(chunks) do
+    table.insert(parts, c[1])
+  end
+  table.insert(echoed, table.concat(parts))
+end
+
+local agent = require("agent_lsp")
+agent.setup({ cmd = { bin }, store = store })
+local events = {}
+agent.on_event = function(ev)
+  table.insert(events, ev)
+end
+
+local function run_and_wait(cmd)
+  local before = agent.state.last_run
+  vim.cmd(cmd)
+  wait_for("the run to start", function()
+    return agent.state.last_run ~= before
+  end, 5000)
+  local run = agent.state.last_run
+  wait_for("the run to end", function()
+    return run.result ~= nil
+  end)
+  return run
+end
+
+local function buffer_text()
+  return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+end
+
+local greet = ws .. "/greet.go"
+local disk_before = table.concat(vim.fn.readfile(greet), "\n")
+
+test("the client attaches to a file buffer and initializes", function()
+  vim.cmd("edit " .. greet)
+  wait_for("the agent-lsp client", function()
+    for _, c in pairs(vim.lsp.buf_get_clients(0)) do
+      if c.name == "agent-lsp" and c.initialized ~= false then
+        return true
+      end
+    end
+  end)
+end)
+
+test(":AgentRun edits the buffer through Neovim's applyEdit and shows progress", function()
+  local run = run_and_wait("AgentRun Add a Farewell function next to Greet")
+  assert(run.result.status == "done", "status " .. tostring(run.result.status))
+  assert(run.result.edits == 1, "edits " .. tostring(run.result.edits))
+  local text = buffer_text()
+  assert(text:find("func Farewell(name string) string {", 1, true), "buffer lacks Farewell:\n" .. text)
+  assert(vim.bo.modified, "the edit should land in the buffer, unsaved")
+  assert(table.concat(vim.fn.readfile(greet), "\n") == disk_before, "the file on disk changed behind the editor")
+  assert(run.progress[1]:find("^agent: Add a Farewell function"), "progress begin: " .. vim.inspect(run.progress))
+  assert(contains(run.progress, function(p) return p:find("edit_file", 1, true) end), "no progress for the edit: " .. vim.inspect(run.progress))
+  assert(contains(echoed, function(e) return e:find("agent: ", 1, true) end), "nothing echoed")
+  for _, t in ipairs({ "run.start", "tool.start", "edit", "run.end" }) do
+    assert(contains(events, function(e) return e.type == t end), "no agent/event " .. t)
+  end
+  assert(contains(notes, function(n) return n:find("done · 1 edit", 1, true) end), "no summary: " .. vim.inspect(notes))
+  vim.cmd("silent write")
+end)
+
+local first_session = agent.state.last_session
+local range_session
+
+test(":AgentSessions lists the session", function()
+  local shown
+  local orig = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    shown = { items = items, opts = opts }
+    on_choice(nil)
+  end
+  vim.cmd("AgentSessions")
+  wait_for("the session picker", function()
+    return shown ~= nil
+  end, 5000)
+  vim.ui.select = orig
+  local item = contains(shown.items, function(s) return s.session == first_session end)
+  assert(item, "session " .. tostring(first_session) .. " not listed: " .. vim.inspect(shown.items))
+  local line = shown.opts.format_item(item)
+  assert(line:find("done", 1, true) and line:find("Farewell", 1, true), "picker line: " .. line)
+end)
+
+test(":AgentSession shows the transcript in a scratch buffer", function()
+  vim.cmd("AgentSession " .. first_session)
+  wait_for("the transcript buffer", function()
+    return vim.api.nvim_buf_get_name(0):find("agent-session://", 1, true) ~= nil
+  end, 5000)
+  local text = buffer_text()
+  assert(text:find("## You", 1, true) and text:find("Add a Farewell function", 1, true), text)
+  assert(text:find("calls `edit_file`", 1, true), text)
+  assert(vim.bo.buftype == "nofile" and not vim.bo.modifiable, "transcript should be a read-only scratch buffer")
+  vim.cmd("close")
+end)
+
+test(":AgentProjects and :AgentSwitch", function()
+  vim.cmd("AgentProjects")
+  wait_for("the project list", function()
+    return contains(echoed, function(e) return e:find("sample (go)", 1, true) end) ~= nil
+  end, 5000)
+  local orig = vim.ui.select
+  vim.ui.select = function(items, _, on_choice)
+    on_choice(items[1])
+  end
+  vim.cmd("AgentSwitch")
+  wait_for("the switch", function()
+    return contains(notes, function(n) return n:find("now works on project sample", 1, true) end) ~= nil
+  end, 5000)
+  vim.ui.select = orig
+end)
+
+test(":AgentCancel stops a slow run", function()
+  vim.cmd("AgentRun this is slow")
+  local run = agent.state.last_run
+  wait_for("the run's session", function()
+    return run.session ~= nil
+  end)
+  vim.cmd("AgentCancel")
+  wait_for("the cancelled result", function()
+    return run.result ~= nil
+  end)
+  assert(run.result.status == "cancelled", "status " .. tostring(run.result.status))
+  assert(agent.state.status == "", "statusline still shows " .. agent.state.status)
+end)
+
+-- answer_review answers the review on screen the way a user would: the mappings
+-- where the handler can wait for them, the prompt's key otherwise.
+local function answer_review(accept, seen)
+  local timer = vim.loop.new_timer()
+  timer:start(50, 50, vim.schedule_wrap(function()
+    local cur = require("agent_lsp.review").current()
+    if not cur or seen.done then
+      return
+    end
+    seen.done = true
+    seen.proposed = table.concat(vim.api.nvim_buf_get_lines(cur.bufs[1].proposed, 0, -1, false), "\n")
+    seen.original = table.concat(vim.api.nvim_buf_get_lines(cur.bufs[1].original, 0, -1, false), "\n")
+    seen.diff = vim.wo.diff
+    timer:stop()
+    timer:close()
+    if seen.mode == "mappings" then
+      vim.api.nvim_input(accept and "ga" or "gr")
+    else
+      vim.api.nvim_input(accept and "a" or "r")
+    end
+  end))
+end
+
+test("review mode: a diff in a split, accepted", function()
+  agent.config.edits = "review"
+  vim.cmd("edit " .. greet)
+  local seen = { mode = nil }
+  -- The handler decides its mode; both are driven through real input.
+  local review = require("agent_lsp.review")
+  local real_mode = review.mode
+  review.mode = function()
+    seen.mode = real_mode()
+    return seen.mode
+  end
+  answer_review(true, seen)
+  local run = run_and_wait("1,3AgentRun Exclaim in Greet")
+  review.mode = real_mode
+  assert(seen.done, "no review was shown; reply: " .. tostring(run.result.reply))
+  assert(seen.diff, "the review window is not in diff mode")
+  assert(seen.proposed:find('"Hello, " + name + "!"', 1, true), "proposed: " .. seen.proposed)
+  assert(not seen.original:find("!", 1, true), "original: " .. seen.original)
+  assert(run.result.status == "done", "status " .. tostring(run.result.status))
+  assert(buffer_text():find('"Hello, " + name + "!"', 1, true), "accepted edit not in the buffer: " .. buffer_text())
+  assert(#vim.api.nvim_list_tabpages() == 1, "the review tab was not closed")
+  range_session = run.result.session
+  vim.cmd("silent write")
+  log("     (review answered through " .. tostring(seen.mode) .. ")")
+end)
+
+test("review mode: rejected, the buffer stays as it was", function()
+  vim.cmd("edit " .. greet)
+  local before = buffer_text()
+  local seen = {}
+  local review = require("agent_lsp.review")
+  seen.mode = review.mode()
+  local real_mode = review.mode
+  review.mode = function()
+    seen.mode = real_mode()
+    return seen.mode
+  end
+  answer_review(false, seen)
+  local run = run_and_wait("AgentRun Exclaim in Greet")
+  review.mode = real_mode
+  assert(seen.done, "no review was shown")
+  assert(buffer_text() == before, "rejected edit changed the buffer")
+  assert(run.result.status == "done", "status " .. tostring(run.result.status))
+  assert(run.result.reply:find("rejected", 1, true), "reply: " .. tostring(run.result.reply))
+  agent.config.edits = "apply"
+end)
+
+test("a range reaches the agent as the selection", function()
+  local detail
+  agent.execute(vim.lsp.get_client_by_id(agent.state.last_run.client_id), "agent.session", { session = range_session }, function(d)
+    detail = d
+  end)
+  wait_for("the session", function() return detail ~= nil end, 5000)
+  local user = contains(detail.messages, function(m) return m.role == "human" end)
+  assert(user and user.content:find("(The user selected greet.go lines 1-3:)", 1, true), "first user message: " .. vim.inspect(user))
+  assert(user.content:find("func Greet(name string) string {", 1, true), "selection text missing: " .. user.content)
+end)
+
+log(("%d passed, %d failed"):format(passed, #failures))
+vim.cmd(#failures == 0 and "qall!" or "cquit! 1")

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# End-to-end tests of the Neovim plugin: headless Neovim drives the real
+# agent-lsp binary against the scripted model (a test double that replays
+# testdata/scripts/editors.json). Installs Debian's neovim when it is missing.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../../.." && pwd)"
+
+if ! command -v nvim >/dev/null; then
+	echo "neovim tests: installing Debian's neovim" >&2
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null
+fi
+
+work="$(mktemp -d)"
+trap 'kill "${model_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+(cd "$repo" && go build -o "$work/bin/agent-lsp" ./cmd/agent-lsp && go build -o "$work/bin/scripted-model" ./cmd/scripted-model)
+cp -r "$repo/testdata/workspaces/sample" "$work/sample"
+(cd "$work/sample" && git init -q)
+
+"$work/bin/scripted-model" --script "$repo/testdata/scripts/editors.json" >"$work/model-url" &
+model_pid=$!
+for _ in $(seq 100); do [[ -s "$work/model-url" ]] && break; sleep 0.1; done
+
+export OPENAI_BASE_URL="$(head -n1 "$work/model-url")" OPENAI_API_KEY=scripted AGENT_LSP_MODEL=scripted
+export AGENT_LSP_TEST_BIN="$work/bin/agent-lsp" AGENT_LSP_TEST_WS="$work/sample" AGENT_LSP_TEST_STORE="$work/sessions.db"
+export XDG_STATE_HOME="$work/state" XDG_CACHE_HOME="$work/cache" XDG_DATA_HOME="$work/data"
+echo "neovim tests: $(nvim --version | head -n1)" >&2
+cd "$work/sample"
+timeout 300 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$repo/editors/neovim" \
+	-c "luafile $here/e2e.lua"
