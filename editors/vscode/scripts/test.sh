@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Tests of the VS Code extension: type check, unit tests (vscode stubbed), the
+# integration test against the real binary and the scripted model, and the
+# offline .vsix package. With --e2e it also runs the code-server end-to-end test.
+set -euo pipefail
+ext="$(cd "$(dirname "$0")/.." && pwd)"
+repo="$(cd "$ext/../.." && pwd)"
+cd "$ext"
+
+if [[ ! -d node_modules/vscode-languageclient || package-lock.json -nt node_modules/.package-lock.json ]]; then
+	echo "vscode: npm ci" >&2
+	npm ci --no-audit --no-fund --loglevel=error
+fi
+
+work="$(mktemp -d)"
+trap 'kill "${model_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+(cd "$repo" && go build -o "$work/agent-lsp" ./cmd/agent-lsp && go build -o "$work/scripted-model" ./cmd/scripted-model)
+"$work/scripted-model" --script "$repo/testdata/scripts/editors.json" >"$work/model-url" &
+model_pid=$!
+for _ in $(seq 100); do [[ -s "$work/model-url" ]] && break; sleep 0.1; done
+
+echo "vscode: typecheck" >&2
+npx --no-install tsc --noEmit -p .
+echo "vscode: unit and integration tests" >&2
+node esbuild.mjs --tests
+AGENT_LSP_BIN="$work/agent-lsp" AGENT_LSP_MODEL_URL="$(head -n1 "$work/model-url")" AGENT_LSP_SAMPLE="$repo/testdata/workspaces/sample" \
+	node --test --test-reporter=spec out/test/
+echo "vscode: package" >&2
+npm run --silent package >/dev/null
+ls -l dist/agent-lsp.vsix >&2
+
+if [[ "${1:-}" == "--e2e" ]]; then
+	bash "$ext/e2e/run.sh"
+fi

@@ -1,0 +1,81 @@
+// Settings, server options and initializationOptions. No vscode import: the
+// integration test starts the server with exactly these options.
+import * as os from "node:os";
+import * as path from "node:path";
+
+/** The extension's settings (the agentLsp.* configuration). */
+export interface Settings {
+  path: string;
+  model: string;
+  baseURL: string;
+  storePath: string;
+  edits: "apply" | "review";
+  allow: string[];
+  deny: string[];
+}
+
+/** The SecretStorage key that holds the API key. */
+export const apiKeySecret = "agentLsp.apiKey";
+
+/** Defaults, as package.json declares them. */
+export const defaultSettings: Settings = {
+  path: "agent-lsp",
+  model: "",
+  baseURL: "",
+  storePath: "",
+  edits: "apply",
+  allow: [],
+  deny: [],
+};
+
+/** Reads settings through get (a WorkspaceConfiguration's get), filling defaults. */
+export function readSettings(get: <T>(key: string) => T | undefined): Settings {
+  const s = { ...defaultSettings };
+  const str = (key: keyof Settings) => {
+    const v = get<string>(key);
+    return typeof v === "string" ? v.trim() : "";
+  };
+  s.path = str("path") || defaultSettings.path;
+  s.model = str("model");
+  s.baseURL = str("baseURL");
+  s.storePath = str("storePath");
+  s.edits = get<string>("edits") === "review" ? "review" : "apply";
+  s.allow = (get<string[]>("allow") ?? []).filter((p) => typeof p === "string" && p.trim() !== "");
+  s.deny = (get<string[]>("deny") ?? []).filter((p) => typeof p === "string" && p.trim() !== "");
+  return s;
+}
+
+/** The server's initializationOptions for these settings; never carries the API key. */
+export function initializationOptions(s: Settings): Record<string, unknown> {
+  const opts: Record<string, unknown> = {
+    edits: s.edits,
+    permissions: { allow: s.allow, deny: s.deny },
+  };
+  if (s.model || s.baseURL) {
+    opts.model = { ...(s.model && { model: s.model }), ...(s.baseURL && { baseURL: s.baseURL }) };
+  }
+  if (s.storePath) {
+    opts.store = { path: expandHome(s.storePath) };
+  }
+  return opts;
+}
+
+/** How to start the server: the binary, and its environment with the API key when one is stored. */
+export function serverExecutable(
+  s: Settings,
+  apiKey: string | undefined,
+  env: NodeJS.ProcessEnv,
+): { command: string; args: string[]; options: { env: NodeJS.ProcessEnv } } {
+  const child: NodeJS.ProcessEnv = { ...env };
+  if (apiKey) {
+    child.OPENAI_API_KEY = apiKey;
+  }
+  return { command: expandHome(s.path), args: [], options: { env: child } };
+}
+
+function expandHome(p: string): string {
+  if (p === "~" || p.startsWith("~/")) {
+    return path.join(os.homedir(), p.slice(1));
+  }
+  return p;
+}

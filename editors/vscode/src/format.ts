@@ -1,0 +1,152 @@
+// Text the extension shows: the output-channel transcript of agent/event,
+// quick-pick items, session transcripts as Markdown and run summaries. No vscode import.
+import type { AgentEvent, ProjectInfo, RunResult, SessionDetail, SessionInfo } from "./protocol";
+
+/** Turns agent/event notifications into transcript text for an output channel. */
+export class EventFormatter {
+  private openLine = new Map<string, boolean>(); // session -> a streamed reply line is open
+
+  /** The text to append for ev, or "" when it adds nothing. */
+  format(ev: AgentEvent): string {
+    const s = ev.session;
+    let out = "";
+    const line = (text: string) => {
+      if (this.openLine.get(s)) {
+        out += "\n";
+        this.openLine.set(s, false);
+      }
+      out += text + "\n";
+    };
+    const sub = typeof ev.contextId === "string" && ev.contextId !== "" ? `[${ev.contextId}] ` : "";
+    switch (ev.type) {
+      case "run.start":
+        line(`── session ${s}${ev.project ? ` · project ${ev.project}` : ""}`);
+        break;
+      case "message": {
+        const m = ev.message as { role?: string; content?: string } | undefined;
+        if (m?.role === "human") {
+          line(`${sub}You: ${m.content ?? ""}`);
+        } else if (m?.role === "ai" && this.openLine.get(s)) {
+          out += "\n";
+          this.openLine.set(s, false);
+        }
+        break;
+      }
+      case "message.delta":
+        if (typeof ev.text === "string" && ev.text !== "") {
+          if (!this.openLine.get(s)) {
+            out += `${sub}Agent: `;
+            this.openLine.set(s, true);
+          }
+          out += ev.text;
+        }
+        break;
+      case "tool.start":
+        line(`${sub}  → ${ev.name}${target(ev.args)}`);
+        break;
+      case "tool.end":
+        line(`${sub}  ${ev.ok === false ? "✗" : "✓"} ${ev.name ?? ""}${ev.summary ? `: ${ev.summary}` : ""}`);
+        break;
+      case "subagent.start":
+        line(`${sub}  ⤷ subagent: ${ev.task ?? ""}`);
+        break;
+      case "subagent.end":
+        line(`${sub}  ⤶ subagent ${ev.status ?? (ev.ok ? "done" : "failed")}`);
+        break;
+      case "edit":
+        line(`${sub}  ${ev.applied === false ? "edit refused" : "edited"} ${ev.uri ?? ""}`);
+        break;
+      case "run.end":
+        line(`── ${ev.status}${ev.error ? `: ${ev.error}` : ""}`);
+        break;
+    }
+    return out;
+  }
+}
+
+function target(args: unknown): string {
+  if (typeof args !== "string" || args === "") {
+    return "";
+  }
+  try {
+    const a = JSON.parse(args) as Record<string, unknown>;
+    for (const k of ["path", "command", "pattern", "task", "project"]) {
+      if (typeof a[k] === "string") {
+        return " " + a[k];
+      }
+    }
+  } catch {
+    // not JSON: show nothing rather than a fragment
+  }
+  return "";
+}
+
+/** A one-line summary of a finished run, for a notification. */
+export function summary(r: RunResult): string {
+  const edits = `${r.edits} edit${r.edits === 1 ? "" : "s"}`;
+  const steps = `${r.steps} step${r.steps === 1 ? "" : "s"}`;
+  const first = (r.reply ?? "").trim().split("\n")[0] ?? "";
+  const short = first.length > 160 ? first.slice(0, 157) + "…" : first;
+  return `Agent ${r.status} (${edits}, ${steps})${short ? ": " + short : ""}`;
+}
+
+/** A quick-pick item for a session. */
+export function sessionItem(s: SessionInfo): { label: string; description: string; detail: string } {
+  return {
+    label: s.title || s.session,
+    description: `${s.status} · ${s.project}`,
+    detail: `${s.session} · ${s.messages} messages · updated ${when(s.updated)}`,
+  };
+}
+
+/** A quick-pick item for a project. */
+export function projectItem(p: ProjectInfo): { label: string; description: string; detail: string } {
+  const stack = p.techStack?.length ? ` · ${p.techStack.join(", ")}` : "";
+  return {
+    label: p.name,
+    description: `${p.type}${stack}${p.gitBranch ? ` · ${p.gitBranch}` : ""}`,
+    detail: p.path,
+  };
+}
+
+function when(ts: string): string {
+  const d = new Date(ts);
+  return isNaN(d.getTime()) ? ts : d.toLocaleString();
+}
+
+const roleHeading: Record<string, string> = { human: "You", ai: "Agent", system: "System" };
+
+/** A session's transcript as Markdown. */
+export function transcript(d: SessionDetail): string {
+  const out: string[] = [`# ${d.title || "Session " + d.session}`, "", `Session \`${d.session}\` · project **${d.project}** · ${d.status}`];
+  const calls = new Map<string, string>();
+  for (const m of d.messages ?? []) {
+    out.push("");
+    if (m.role === "tool") {
+      out.push(`#### ${calls.get(m.toolCallId ?? "") ?? "tool"} result`, "", fence(m.content));
+      continue;
+    }
+    out.push(`## ${roleHeading[m.role] ?? m.role}`);
+    if (m.content) {
+      out.push("", m.content);
+    }
+    for (const c of m.toolCalls ?? []) {
+      calls.set(c.id, c.name);
+      out.push("", `- calls \`${c.name}\` ${inlineCode(c.args)}`);
+    }
+  }
+  return out.join("\n") + "\n";
+}
+
+function fence(text: string): string {
+  let f = "```";
+  while (text.includes(f)) {
+    f += "`";
+  }
+  return `${f}\n${text}\n${f}`;
+}
+
+function inlineCode(text: string): string {
+  const t = text.replace(/\s*\n\s*/g, " ");
+  return t.includes("`") ? "`` " + t + " ``" : "`" + t + "`";
+}

@@ -1,0 +1,235 @@
+// A stub of the vscode API at the extension's boundary, for unit tests. Tests
+// script the user (input boxes, quick picks, message buttons) through `stub`
+// and read back what the extension showed.
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+type Listener<T> = (e: T) => unknown;
+
+export class Disposable {
+  constructor(private fn: () => void = () => {}) {}
+  dispose(): void {
+    this.fn();
+  }
+}
+
+export class EventEmitter<T> {
+  private listeners = new Set<Listener<T>>();
+  event = (l: Listener<T>) => {
+    this.listeners.add(l);
+    return new Disposable(() => this.listeners.delete(l));
+  };
+  fire(e: T): void {
+    for (const l of [...this.listeners]) l(e);
+  }
+  dispose(): void {
+    this.listeners.clear();
+  }
+}
+
+export class CancellationTokenSource {
+  private emitter = new EventEmitter<void>();
+  token = { isCancellationRequested: false, onCancellationRequested: this.emitter.event };
+  cancel(): void {
+    if (!this.token.isCancellationRequested) {
+      this.token.isCancellationRequested = true;
+      this.emitter.fire();
+    }
+  }
+  dispose(): void {}
+}
+
+export class Position {
+  constructor(readonly line: number, readonly character: number) {}
+}
+
+export class Range {
+  readonly start: Position;
+  readonly end: Position;
+  constructor(a: Position | number, b: Position | number, c?: number, d?: number) {
+    this.start = typeof a === "number" ? new Position(a, b as number) : a;
+    this.end = typeof a === "number" ? new Position(c!, d!) : (b as Position);
+  }
+  get isEmpty(): boolean {
+    return this.start.line === this.end.line && this.start.character === this.end.character;
+  }
+}
+
+export class Selection extends Range {}
+
+export class Uri {
+  private constructor(readonly scheme: string, readonly path: string) {}
+  static file(p: string): Uri {
+    return new Uri("file", p);
+  }
+  static parse(s: string): Uri {
+    const m = /^([a-z-]+):\/\/?(.*)$/.exec(s);
+    if (!m) throw new Error("bad uri " + s);
+    return new Uri(m[1], m[1] === "file" ? "/" + m[2].replace(/^\/+/, "") : "/" + m[2].replace(/^\/+/, ""));
+  }
+  static from(c: { scheme: string; path: string }): Uri {
+    return new Uri(c.scheme, c.path);
+  }
+  get fsPath(): string {
+    return this.path;
+  }
+  toString(): string {
+    return `${this.scheme}://${this.path}`;
+  }
+}
+
+export class CodeActionKind {
+  constructor(readonly value: string) {}
+  static Refactor = new CodeActionKind("refactor");
+  append(s: string): CodeActionKind {
+    return new CodeActionKind(`${this.value}.${s}`);
+  }
+}
+
+export class CodeAction {
+  command: any;
+  constructor(readonly title: string, readonly kind: CodeActionKind) {}
+}
+
+export enum StatusBarAlignment {
+  Left = 1,
+  Right = 2,
+}
+
+export enum ProgressLocation {
+  SourceControl = 1,
+  Window = 10,
+  Notification = 15,
+}
+
+/** What the tests script and observe. */
+export const stub = {
+  commands: new Map<string, (...args: any[]) => any>(),
+  inputs: [] as (string | undefined)[],
+  picks: [] as ((items: any[]) => any)[],
+  buttons: [] as (string | undefined)[],
+  messages: [] as { level: string; text: string }[],
+  progress: [] as { title: string; reports: string[]; cancel: () => void; done: boolean }[],
+  status: { text: "", visible: false },
+  output: [] as string[],
+  opened: [] as { uri: Uri; content: string }[],
+  contentProviders: new Map<string, any>(),
+  codeActionProviders: [] as any[],
+  activeTextEditor: undefined as any,
+  workspaceFolders: undefined as any,
+  reset(): void {
+    this.inputs = [];
+    this.picks = [];
+    this.buttons = [];
+    this.messages = [];
+    this.progress = [];
+    this.output = [];
+    this.opened = [];
+    this.activeTextEditor = undefined;
+    this.workspaceFolders = undefined;
+  },
+};
+
+function message(level: string) {
+  return async (text: string, ..._items: any[]) => {
+    stub.messages.push({ level, text });
+    return stub.buttons.shift();
+  };
+}
+
+export const window = {
+  get activeTextEditor() {
+    return stub.activeTextEditor;
+  },
+  createStatusBarItem() {
+    return {
+      command: undefined as string | undefined,
+      tooltip: "",
+      get text() {
+        return stub.status.text;
+      },
+      set text(t: string) {
+        stub.status.text = t;
+      },
+      show() {
+        stub.status.visible = true;
+      },
+      hide() {
+        stub.status.visible = false;
+      },
+      dispose() {},
+    };
+  },
+  createOutputChannel() {
+    return {
+      append: (t: string) => stub.output.push(t),
+      appendLine: (t: string) => stub.output.push(t + "\n"),
+      show() {},
+      dispose() {},
+    };
+  },
+  async showInputBox() {
+    return stub.inputs.shift();
+  },
+  async showQuickPick(items: any[]) {
+    const pick = stub.picks.shift();
+    return pick ? pick(await items) : undefined;
+  },
+  showInformationMessage: message("info"),
+  showWarningMessage: message("warning"),
+  showErrorMessage: message("error"),
+  async withProgress(opts: { title: string }, task: (p: any, t: any) => Promise<any>) {
+    const src = new CancellationTokenSource();
+    const entry = { title: opts.title, reports: [] as string[], cancel: () => src.cancel(), done: false };
+    stub.progress.push(entry);
+    try {
+      return await task({ report: (v: { message?: string }) => v.message && entry.reports.push(v.message) }, src.token);
+    } finally {
+      entry.done = true;
+    }
+  },
+  async showTextDocument(doc: any) {
+    return { document: doc };
+  },
+};
+
+export const commands = {
+  registerCommand(id: string, fn: (...args: any[]) => any) {
+    if (stub.commands.has(id)) throw new Error(`command ${id} registered twice`);
+    stub.commands.set(id, fn);
+    return new Disposable(() => stub.commands.delete(id));
+  },
+  async executeCommand(id: string, ...args: any[]) {
+    return stub.commands.get(id)?.(...args);
+  },
+};
+
+export const languages = {
+  registerCodeActionsProvider(_sel: any, provider: any) {
+    stub.codeActionProviders.push(provider);
+    return new Disposable(() => stub.codeActionProviders.splice(stub.codeActionProviders.indexOf(provider), 1));
+  },
+  async setTextDocumentLanguage(doc: any, languageId: string) {
+    doc.languageId = languageId;
+    return doc;
+  },
+};
+
+export const workspace = {
+  get workspaceFolders() {
+    return stub.workspaceFolders;
+  },
+  asRelativePath(u: Uri | string) {
+    return typeof u === "string" ? u : u.path.split("/").pop()!;
+  },
+  registerTextDocumentContentProvider(scheme: string, provider: any) {
+    stub.contentProviders.set(scheme, provider);
+    return new Disposable(() => stub.contentProviders.delete(scheme));
+  },
+  async openTextDocument(uri: Uri) {
+    const provider = stub.contentProviders.get(uri.scheme);
+    const content = await provider.provideTextDocumentContent(uri);
+    const doc = { uri, getText: () => content, languageId: "plaintext" };
+    stub.opened.push({ uri, content });
+    return doc;
+  },
+};
