@@ -1,5 +1,6 @@
 // Settings, server options and initializationOptions. No vscode import: the
 // integration test starts the server with exactly these options.
+import { accessSync, constants, statSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 
@@ -78,4 +79,29 @@ function expandHome(p: string): string {
     return path.join(os.homedir(), p.slice(1));
   }
   return p;
+}
+
+/** The executable command resolves to (a path, or a name looked up on PATH), or undefined. */
+export function findExecutable(command: string, env: NodeJS.ProcessEnv): string | undefined {
+  const ok = (p: string) => {
+    try {
+      accessSync(p, constants.X_OK);
+      return statSync(p).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (command.includes("/") || command.includes(path.sep)) {
+    return ok(command) ? command : undefined;
+  }
+  const exts = process.platform === "win32" ? (env.PATHEXT ?? ".EXE").split(";") : [""];
+  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
+    for (const ext of exts) {
+      const p = path.join(dir || ".", command + ext);
+      if (dir && ok(p)) {
+        return p;
+      }
+    }
+  }
+  return undefined;
 }

@@ -9,7 +9,7 @@ import {
   type ServerOptions,
   WorkDoneProgress,
 } from "vscode-languageclient/node";
-import { apiKeySecret, initializationOptions, readSettings, serverExecutable, type Settings } from "./config";
+import { apiKeySecret, findExecutable, initializationOptions, readSettings, serverExecutable, type Settings } from "./config";
 import { type AgentServer, Controller, type Host } from "./controller";
 import type { AgentEvent } from "./protocol";
 
@@ -71,6 +71,10 @@ class Extension implements Host, vscode.Disposable {
     const settings = this.settings();
     const apiKey = await this.context.secrets.get(apiKeySecret);
     const exe = serverExecutable(settings, apiKey, process.env);
+    if (!findExecutable(exe.command, process.env)) {
+      this.startFailed(`\`${exe.command}\` was not found${exe.command.includes("/") ? "" : " on PATH"}. Install agent-lsp or set agentLsp.path.`);
+      return;
+    }
     const serverOptions: ServerOptions = exe;
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
@@ -83,14 +87,7 @@ class Extension implements Host, vscode.Disposable {
     try {
       await client.start();
     } catch (e) {
-      const open = "Open Settings";
-      const msg = e instanceof Error ? e.message : String(e);
-      const hint = /ENOENT/.test(msg) ? `\`${exe.command}\` was not found. Install agent-lsp or set agentLsp.path.` : msg;
-      void vscode.window.showErrorMessage(`agent-lsp could not start: ${hint}`, open).then((pick) => {
-        if (pick === open) {
-          void vscode.commands.executeCommand("workbench.action.openSettings", "agentLsp.path");
-        }
-      });
+      this.startFailed(e instanceof Error ? e.message : String(e));
       return;
     }
     this.client = client;
@@ -103,6 +100,15 @@ class Extension implements Host, vscode.Disposable {
         ) as Promise<T>,
       onProgress: (token, handler) => client.onProgress(WorkDoneProgress.type, token, handler),
     };
+  }
+
+  private startFailed(why: string): void {
+    const open = "Open Settings";
+    void vscode.window.showErrorMessage(`agent-lsp could not start: ${why}`, open).then((pick) => {
+      if (pick === open) {
+        void vscode.commands.executeCommand("workbench.action.openSettings", "agentLsp.path");
+      }
+    });
   }
 
   async stop(): Promise<void> {

@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { defaultSettings, initializationOptions, readSettings, serverExecutable } from "../src/config";
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { defaultSettings, findExecutable, initializationOptions, readSettings, serverExecutable } from "../src/config";
 
 test("settings fall back to the defaults and are trimmed", () => {
   const values: Record<string, unknown> = { path: "  ", model: " llama3 ", edits: "bogus", allow: ["go test *", "", 3] };
@@ -27,4 +30,17 @@ test("the API key reaches the server only through its environment", () => {
   assert.equal(env.OPENAI_API_KEY, "from-shell", "the extension host's environment is not changed");
   assert.equal(serverExecutable(defaultSettings, undefined, env).options.env.OPENAI_API_KEY, "from-shell");
   assert.ok(!serverExecutable({ ...defaultSettings, path: "~/bin/agent-lsp" }, undefined, env).command.startsWith("~"));
+});
+
+test("the server binary is found by path or on PATH, and a missing one is reported", () => {
+  const dir = mkdtempSync(join(tmpdir(), "agent-lsp-find-"));
+  const bin = join(dir, "agent-lsp");
+  writeFileSync(bin, "#!/bin/sh\n");
+  chmodSync(bin, 0o755);
+  writeFileSync(join(dir, "not-executable"), "");
+  assert.equal(findExecutable("agent-lsp", { PATH: `/nonexistent:${dir}` }), bin);
+  assert.equal(findExecutable(bin, {}), bin);
+  assert.equal(findExecutable("agent-lsp", { PATH: "/nonexistent" }), undefined);
+  assert.equal(findExecutable(join(dir, "not-executable"), {}), undefined);
+  assert.equal(findExecutable(dir, {}), undefined, "a directory is not a binary");
 });

