@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the repository: Go (vet, race-enabled tests, short fuzz
-# runs) and, once they exist, the editors' tests. This is the README's test
-# command; .ci/run calls exactly this.
+# runs), the Neovim plugin in headless Neovim, and the VS Code extension (unit,
+# integration, packaging, and end to end in code-server). This is the README's
+# test command; .ci/run calls exactly this. The editor tests install what they
+# need (Debian's neovim and chromium, npm packages) on first use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,3 +16,7 @@ fuzz() { go test -run '^$' -fuzz "^$1\$" -fuzztime "${FUZZTIME:-10s}" "$2"; }
 fuzz FuzzMessages ./agent/message/
 fuzz FuzzResolve ./workspace/
 fuzz FuzzStream ./server/
+echo "== neovim plugin (headless end to end)"
+bash editors/neovim/tests/run.sh
+echo "== vscode extension (unit, integration, package, code-server end to end)"
+bash editors/vscode/scripts/test.sh --e2e
