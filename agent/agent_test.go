@@ -332,3 +332,28 @@ func TestWindowRules(t *testing.T) {
 		})
 	}
 }
+
+func TestSelectionReachesThePrompt(t *testing.T) {
+	tests := []struct {
+		name  string
+		rng   workspace.Range
+		lines string
+		text  string
+	}{
+		{"within lines", workspace.Range{Start: workspace.Position{Line: 2}, End: workspace.Position{Line: 3, Character: 10}}, "lines 3-4", "func Greet(name string) string {\n\treturn \"H"},
+		{"whole lines end at the next line's start", workspace.Range{Start: workspace.Position{Line: 2}, End: workspace.Position{Line: 4}}, "lines 3-4", "func Greet(name string) string {\n\treturn \"Hello, \" + name\n"},
+		{"one empty line", workspace.Range{Start: workspace.Position{Line: 1}, End: workspace.Position{Line: 1}}, "lines 2-2", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}}, Config{})
+			path := filepath.Join(h.roots["sample"], "greet.go")
+			h.run(context.Background(), Request{Prompt: "Explain", Selection: &Selection{Path: path, Range: tt.rng}})
+			got := h.srv.Requests()[0].Messages[1].Content
+			want := "Explain\n\n(The user selected greet.go " + tt.lines + ":)\n```\n" + tt.text + "\n```"
+			if got != want {
+				t.Fatalf("prompt\n%q\nwant\n%q", got, want)
+			}
+		})
+	}
+}

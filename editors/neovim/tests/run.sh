@@ -16,6 +16,7 @@ work="$(mktemp -d)"
 trap 'kill "${model_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 (cd "$repo" && go build -o "$work/bin/agent-lsp" ./cmd/agent-lsp && go build -o "$work/bin/scripted-model" ./cmd/scripted-model)
 cp -r "$repo/testdata/workspaces/sample" "$work/sample"
+cp -r "$repo/editors/neovim" "$work/plugin" # :helptags writes into it
 (cd "$work/sample" && git init -q)
 
 "$work/bin/scripted-model" --script "$repo/testdata/scripts/editors.json" >"$work/model-url" &
@@ -23,9 +24,9 @@ model_pid=$!
 for _ in $(seq 100); do [[ -s "$work/model-url" ]] && break; sleep 0.1; done
 
 export OPENAI_BASE_URL="$(head -n1 "$work/model-url")" OPENAI_API_KEY=scripted AGENT_LSP_MODEL=scripted
-export AGENT_LSP_TEST_BIN="$work/bin/agent-lsp" AGENT_LSP_TEST_WS="$work/sample" AGENT_LSP_TEST_STORE="$work/sessions.db"
+export AGENT_LSP_TEST_PLUGIN="$work/plugin" AGENT_LSP_TEST_BIN="$work/bin/agent-lsp" AGENT_LSP_TEST_WS="$work/sample" AGENT_LSP_TEST_STORE="$work/sessions.db"
 export XDG_STATE_HOME="$work/state" XDG_CACHE_HOME="$work/cache" XDG_DATA_HOME="$work/data"
 echo "neovim tests: $(nvim --version | head -n1)" >&2
 cd "$work/sample"
-timeout 300 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$repo/editors/neovim" \
+timeout 300 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$work/plugin" \
 	-c "luafile $here/e2e.lua"
