@@ -21,7 +21,7 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-rm -rf "$out" && mkdir -p "$out" "$work/bin" "$work/data/User" "$work/extensions"
+rm -rf "$out" && mkdir -p "$out" "$work/bin" "$work/data/User" "$work/data/Machine" "$work/extensions"
 (cd "$repo" && go build -o "$work/bin/agent-lsp" ./cmd/agent-lsp && go build -o "$work/bin/scripted-model" ./cmd/scripted-model)
 cp -r "$repo/testdata/workspaces/sample" "$work/sample"
 "$work/bin/scripted-model" --script "$repo/testdata/scripts/editors.json" >"$work/model-url" &
@@ -45,6 +45,9 @@ cat >"$work/data/User/settings.json" <<JSON
 }
 JSON
 
+# agentLsp.path and storePath are machine-scoped: in code-server they belong in the Machine settings.
+cp "$work/data/User/settings.json" "$work/data/Machine/settings.json"
+
 cs=("$node24/node" "$e2e/node_modules/code-server/out/node/entry.js" --user-data-dir "$work/data" --extensions-dir "$work/extensions")
 "${cs[@]}" --install-extension "$ext/dist/agent-lsp.vsix" >"$out/install.log" 2>&1 || { cat "$out/install.log" >&2; exit 1; }
 
@@ -54,5 +57,5 @@ OPENAI_API_KEY=scripted "${cs[@]}" --auth none --bind-addr "127.0.0.1:$port" --d
 	--disable-workspace-trust --disable-getting-started-override "$work/sample" >"$out/code-server.log" 2>&1 &
 cs_pid=$!
 
-export E2E_URL="http://127.0.0.1:$port/?folder=$work/sample" E2E_OUT="$out"
+export E2E_URL="http://127.0.0.1:$port/?folder=$work/sample" E2E_OUT="$out" E2E_SETTINGS="$work/data/User/settings.json:$work/data/Machine/settings.json"
 timeout 600 "$node24/node" "$e2e/test.mjs" || { echo "code-server log:" >&2; tail -40 "$out/code-server.log" >&2; exit 1; }

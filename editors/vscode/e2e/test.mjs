@@ -1,8 +1,11 @@
 // Drives code-server (a real VS Code) in Debian's chromium: opens greet.go, runs
 // "Agent: Run" from the command palette, and checks the progress notification,
-// the edited text in the editor and the summary. run.sh sets the environment.
+// the status bar, the edited text in the editor and the summary; then cancels a
+// slow run with the notification's Cancel button, and accepts an edit in review
+// mode through VS Code's refactor preview. run.sh sets the environment.
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { readFileSync, writeFileSync } from "node:fs";
 import puppeteer from "puppeteer-core";
 
 const url = process.env.E2E_URL;
@@ -103,6 +106,45 @@ async function run(page) {
   step("clicked Cancel");
   const cancelled = await waitFor(() => text(".notifications-toasts").then((t) => (t.includes("Agent cancelled") ? t : "")), "the cancelled summary", 60000);
   step(`cancel: ${JSON.stringify(cancelled.slice(0, 120))}`);
+
+  // Review mode: the edit opens in VS Code's refactor preview and lands only when applied.
+  for (const settingsPath of process.env.E2E_SETTINGS.split(":")) {
+    const settings = JSON.parse(readFileSync(settingsPath, "utf8"));
+    writeFileSync(settingsPath, JSON.stringify({ ...settings, "agentLsp.edits": "review" }, null, 2));
+  }
+  await waitFor(() => text(".statusbar").then((t) => t.includes("edits now open in the refactor preview")), "the edit mode change", 60000);
+  await page.keyboard.press("Escape");
+  await palette("Agent: Run");
+  await waitFor(() => text(".quick-input-widget").then((t) => t.includes("What should the agent do")), "the prompt input box", 60000);
+  await page.keyboard.type("Exclaim in Greet");
+  await page.keyboard.press("Enter");
+  await waitFor(() => text(".part.panel").then((t) => t.includes("greet.go")), "the refactor preview", 60000);
+  await page.screenshot({ path: join(out, "review.png") });
+  assert.ok(!(await editorText()).includes('name + "!"'), "nothing is applied before the preview is accepted");
+  // Edits that need confirmation start unticked: tick the file, then Apply.
+  await waitFor(
+    () =>
+      page.evaluate(() => {
+        const box = document.querySelector(".part.panel .monaco-tl-row .monaco-checkbox, .part.panel .monaco-tl-row .monaco-custom-toggle");
+        box?.click();
+        return Boolean(box);
+      }),
+    "the preview's checkbox",
+    30000,
+  );
+  await waitFor(
+    () =>
+      page.evaluate(() => {
+        const b = [...document.querySelectorAll(".part.panel .monaco-button")].find((x) => x.innerText.trim() === "Apply");
+        b?.click();
+        return Boolean(b);
+      }),
+    "the preview's Apply button",
+    30000,
+  );
+  step("applied the refactor preview");
+  await waitFor(() => editorText().then((t) => t.includes('return "Hello, " + name + "!"')), "the reviewed edit in the editor", 60000);
+  await waitFor(() => text(".notifications-toasts").then((t) => t.includes("Agent done (1 edit")), "the review run's summary", 60000);
   step("passed");
 }
 

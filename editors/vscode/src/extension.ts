@@ -42,7 +42,13 @@ class Extension implements Host, vscode.Disposable {
     context.subscriptions.push(...this.controller.register());
     context.subscriptions.push(
       vscode.workspace.onDidChangeConfiguration((e) => {
-        if (e.affectsConfiguration("agentLsp") && !e.affectsConfiguration("agentLsp.edits")) {
+        if (e.affectsConfiguration("agentLsp.edits")) {
+          const review = this.edits() === "review";
+          vscode.window.setStatusBarMessage(
+            review ? "agent: edits now open in the refactor preview first" : "agent: edits now apply directly",
+            8000,
+          );
+        } else if (e.affectsConfiguration("agentLsp")) {
           void this.settingsChanged();
         }
       }),
