@@ -7,6 +7,7 @@ local render = require("agent_lsp.render")
 local M = {}
 
 local NAME = "agent-lsp"
+local uv = vim.uv or vim.loop
 
 local defaults = {
   -- Command that starts the server (agent-lsp on PATH by default).
@@ -78,18 +79,18 @@ end
 
 -- Root detection without vim.fs (0.8+): walk up from the buffer's directory.
 local function find_root(path)
-  local dir = path ~= "" and vim.fn.fnamemodify(path, ":p:h") or vim.loop.cwd()
+  local dir = path ~= "" and vim.fn.fnamemodify(path, ":p:h") or uv.cwd()
   local prev
   while dir and dir ~= prev do
     for _, marker in ipairs(M.config.root_markers) do
-      if vim.loop.fs_stat(dir .. "/" .. marker) then
+      if uv.fs_stat(dir .. "/" .. marker) then
         return dir
       end
     end
     prev = dir
     dir = vim.fn.fnamemodify(dir, ":h")
   end
-  return vim.loop.cwd()
+  return uv.cwd()
 end
 
 local function init_options()
@@ -104,17 +105,6 @@ local function init_options()
   return opts
 end
 
-local function get_clients()
-  local list = {}
-  local all = vim.lsp.get_clients and vim.lsp.get_clients() or vim.lsp.get_active_clients()
-  for _, client in pairs(all) do
-    if client.name == NAME and not (client.is_stopped and client.is_stopped()) then
-      table.insert(list, client)
-    end
-  end
-  return list
-end
-
 -- call invokes a client method in the form the running Neovim expects
 -- (client:method from 0.11, client.method before).
 local function call(client, method, ...)
@@ -122,6 +112,17 @@ local function call(client, method, ...)
     return client[method](client, ...)
   end
   return client[method](...)
+end
+
+local function get_clients()
+  local list = {}
+  local all = vim.lsp.get_clients and vim.lsp.get_clients() or vim.lsp.get_active_clients()
+  for _, client in pairs(all) do
+    if client.name == NAME and not (client.is_stopped and call(client, "is_stopped")) then
+      table.insert(list, client)
+    end
+  end
+  return list
 end
 
 local handlers = {}
@@ -268,15 +269,22 @@ end
 
 -- Commands ---------------------------------------------------------------
 
+-- width is the length of line in the client's position encoding.
+local function width(line, encoding)
+  encoding = encoding or "utf-16"
+  if encoding == "utf-8" then
+    return #line
+  end
+  if vim.fn.has("nvim-0.11") == 1 then
+    return vim.str_utfindex(line, encoding)
+  end
+  local u32, u16 = vim.str_utfindex(line)
+  return encoding == "utf-32" and u32 or u16
+end
+
 local function selection_range(bufnr, line1, line2, encoding)
   local last = vim.api.nvim_buf_get_lines(bufnr, line2 - 1, line2, false)[1] or ""
-  local width = #last
-  if encoding == "utf-16" or encoding == nil then
-    width = select(2, vim.str_utfindex(last))
-  elseif encoding == "utf-32" then
-    width = select(1, vim.str_utfindex(last))
-  end
-  return { start = { line = line1 - 1, character = 0 }, ["end"] = { line = line2 - 1, character = width } }
+  return { start = { line = line1 - 1, character = 0 }, ["end"] = { line = line2 - 1, character = width(last, encoding) } }
 end
 
 local function summarize(result)

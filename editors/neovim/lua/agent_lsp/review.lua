@@ -40,7 +40,7 @@ local function file_lines(fname)
   if bufnr ~= -1 and vim.api.nvim_buf_is_loaded(bufnr) then
     return vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), vim.bo[bufnr].filetype
   end
-  if vim.loop.fs_stat(fname) then
+  if (vim.uv or vim.loop).fs_stat(fname) then
     return vim.fn.readfile(fname), ""
   end
   return {}, ""
