@@ -190,20 +190,26 @@ local function answer_review(accept, seen)
   end))
 end
 
-test("review mode: a diff in a split, accepted", function()
-  agent.config.edits = "review"
-  vim.cmd("edit " .. greet)
-  local seen = { mode = nil }
-  -- The handler decides its mode; both are driven through real input.
+-- review_run runs cmd and answers its review; it returns the run and what the review showed.
+local function review_run(cmd, accept)
   local review = require("agent_lsp.review")
+  local seen = {}
   local real_mode = review.mode
-  review.mode = function()
+  review.mode = function() -- record which way the handler waits; it still decides
     seen.mode = real_mode()
     return seen.mode
   end
-  answer_review(true, seen)
-  local run = run_and_wait("1,3AgentRun Exclaim in Greet")
+  answer_review(accept, seen)
+  local ok, run = pcall(run_and_wait, cmd)
   review.mode = real_mode
+  assert(ok, run)
+  return run, seen
+end
+
+test("review mode: a diff in a split, accepted", function()
+  agent.config.edits = "review"
+  vim.cmd("edit " .. greet)
+  local run, seen = review_run("1,3AgentRun Exclaim in Greet", true)
   assert(seen.done, "no review was shown; reply: " .. tostring(run.result.reply))
   assert(seen.diff, "the review window is not in diff mode")
   assert(seen.proposed:find('"Hello, " + name + "!"', 1, true), "proposed: " .. seen.proposed)
@@ -219,17 +225,7 @@ end)
 test("review mode: rejected, the buffer stays as it was", function()
   vim.cmd("edit " .. greet)
   local before = buffer_text()
-  local seen = {}
-  local review = require("agent_lsp.review")
-  seen.mode = review.mode()
-  local real_mode = review.mode
-  review.mode = function()
-    seen.mode = real_mode()
-    return seen.mode
-  end
-  answer_review(false, seen)
-  local run = run_and_wait("AgentRun Exclaim in Greet")
-  review.mode = real_mode
+  local run, seen = review_run("AgentRun Exclaim in Greet", false)
   assert(seen.done, "no review was shown")
   assert(buffer_text() == before, "rejected edit changed the buffer")
   assert(run.result.status == "done", "status " .. tostring(run.result.status))

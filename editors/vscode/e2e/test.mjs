@@ -63,10 +63,7 @@ async function run(page) {
   step("greet.go open");
 
   // The extension is active once its commands answer; run Agent: Run from the palette.
-  await palette("Agent: Run");
-  await waitFor(() => text(".quick-input-widget").then((t) => t.includes("What should the agent do")), "the prompt input box", 60000);
-  await page.keyboard.type("Add a Farewell function next to Greet");
-  await page.keyboard.press("Enter");
+  await agentRun("Add a Farewell function next to Greet");
   step("prompt sent");
 
   const progress = await waitFor(
@@ -87,10 +84,7 @@ async function run(page) {
 
   // A slow run, stopped with the notification's Cancel button.
   await page.keyboard.press("Escape");
-  await palette("Agent: Run");
-  await waitFor(() => text(".quick-input-widget").then((t) => t.includes("What should the agent do")), "the prompt input box", 60000);
-  await page.keyboard.type("this one is slow");
-  await page.keyboard.press("Enter");
+  await agentRun("this one is slow");
   await waitFor(() => text(".notifications-toasts").then((t) => t.includes("agent: this one is slow")), "the slow run's progress", 60000);
   await waitFor(
     () =>
@@ -114,10 +108,7 @@ async function run(page) {
   }
   await waitFor(() => text(".statusbar").then((t) => t.includes("edits now open in the refactor preview")), "the edit mode change", 60000);
   await page.keyboard.press("Escape");
-  await palette("Agent: Run");
-  await waitFor(() => text(".quick-input-widget").then((t) => t.includes("What should the agent do")), "the prompt input box", 60000);
-  await page.keyboard.type("Exclaim in Greet");
-  await page.keyboard.press("Enter");
+  await agentRun("Exclaim in Greet");
   await waitFor(() => text(".part.panel").then((t) => t.includes("greet.go")), "the refactor preview", 60000);
   await page.screenshot({ path: join(out, "review.png") });
   assert.ok(!(await editorText()).includes('name + "!"'), "nothing is applied before the preview is accepted");
@@ -146,6 +137,14 @@ async function run(page) {
   await waitFor(() => editorText().then((t) => t.includes('return "Hello, " + name + "!"')), "the reviewed edit in the editor", 60000);
   await waitFor(() => text(".notifications-toasts").then((t) => t.includes("Agent done (1 edit")), "the review run's summary", 60000);
   step("passed");
+}
+
+// agentRun runs Agent: Run from the command palette with prompt.
+async function agentRun(prompt) {
+  await palette("Agent: Run");
+  await waitFor(() => text(".quick-input-widget").then((t) => t.includes("What should the agent do")), "the prompt input box", 60000);
+  await page.keyboard.type(prompt);
+  await page.keyboard.press("Enter");
 }
 
 async function palette(command) {
