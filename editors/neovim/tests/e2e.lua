@@ -167,8 +167,8 @@ test(":AgentCancel stops a slow run", function()
   assert(agent.state.status == "", "statusline still shows " .. agent.state.status)
 end)
 
--- answer_review answers the review on screen the way a user would: the mappings
--- where the handler can wait for them, the prompt's key otherwise.
+-- answer_review answers the review on screen the way a user would: it moves
+-- the cursor in the diff, then presses the accept or reject keys.
 local function answer_review(accept, seen)
   local timer = vim.loop.new_timer()
   timer:start(50, 50, vim.schedule_wrap(function()
@@ -182,11 +182,13 @@ local function answer_review(accept, seen)
     seen.diff = vim.wo.diff
     timer:stop()
     timer:close()
-    if seen.mode == "mappings" then
+    seen.cursor = vim.api.nvim_win_get_cursor(0)[1]
+    -- Move in the diff first (a normal-mode command), then answer with the mapping keys.
+    vim.api.nvim_input("j")
+    vim.defer_fn(function()
+      seen.moved = vim.api.nvim_win_get_cursor(0)[1]
       vim.api.nvim_input(accept and "ga" or "gr")
-    else
-      vim.api.nvim_input(accept and "a" or "r")
-    end
+    end, 100)
   end))
 end
 
@@ -212,6 +214,7 @@ test("review mode: a diff in a split, accepted", function()
   local run, seen = review_run("1,3AgentRun Exclaim in Greet", true)
   assert(seen.done, "no review was shown; reply: " .. tostring(run.result.reply))
   assert(seen.diff, "the review window is not in diff mode")
+  assert(seen.moved == seen.cursor + 1, ("j did not move in the diff: %s -> %s"):format(seen.cursor, seen.moved))
   assert(seen.proposed:find('"Hello, " + name + "!"', 1, true), "proposed: " .. seen.proposed)
   assert(not seen.original:find("!", 1, true), "original: " .. seen.original)
   assert(run.result.status == "done", "status " .. tostring(run.result.status))

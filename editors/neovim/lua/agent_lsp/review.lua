@@ -2,8 +2,8 @@
 -- diff (current text against the proposed text) in a new tab, and the user
 -- accepts or rejects it. Where Neovim runs server-request handlers in a
 -- coroutine (newer releases), the diff stays interactive and the accept/reject
--- mappings answer; on releases that answer synchronously (0.7) a one-key
--- prompt asks while the diff is on screen.
+-- mappings answer; on releases that answer synchronously (0.7) the same keys
+-- are read while the diff is on screen, and other keys move around in it.
 local M = {}
 
 local current -- the open review: { tab, bufs, label, finish }
@@ -21,7 +21,8 @@ function M.wants_review(edit)
   return false
 end
 
---- "mappings" when the handler can wait for the accept/reject mappings, else "prompt".
+--- "mappings" when the handler can wait for the accept/reject mappings, else
+--- "prompt" (the keys are read while the handler waits).
 function M.mode()
   local co = coroutine.running()
   if co and coroutine.isyieldable and coroutine.isyieldable() then
@@ -114,23 +115,43 @@ local function close(view)
   end
 end
 
--- prompt waits for a key while the diff is on screen: a or y accepts; r, n,
--- q or Escape rejects.
-local function prompt(label)
-  vim.cmd("redraw")
-  vim.api.nvim_echo({ { label .. " — apply this edit? [a]ccept / [r]eject", "WarningMsg" } }, false, {})
+-- prompt waits for the user's answer while the diff is on screen, for Neovim
+-- releases whose request handlers cannot yield: the accept and reject keys
+-- answer (also a/y and r/n/q/Esc), and other keys move around the diff as
+-- normal-mode commands (j, k, ]c, Ctrl-D, ...).
+local function prompt(label, keys)
+  local accept = { [keys.accept] = true, a = true, y = true }
+  local reject = { [keys.reject] = true, r = true, n = true, q = true, ["\27"] = true }
+  local function is_prefix(p)
+    for _, set in ipairs({ accept, reject }) do
+      for k in pairs(set) do
+        if #k > #p and k:sub(1, #p) == p then
+          return true
+        end
+      end
+    end
+    return p:match("^%d+$") or p:match("^%d*[gz%[%]\23]$")
+  end
   local getchar = vim.fn.getcharstr or function()
     return vim.fn.nr2char(vim.fn.getchar())
   end
+  local hint = ("%s — %s accept, %s reject"):format(label, keys.accept, keys.reject)
+  local pending = ""
   while true do
+    vim.cmd("redraw")
+    vim.api.nvim_echo({ { hint, "WarningMsg" } }, false, {})
     local ok, c = pcall(getchar)
     if not ok then
       return false -- interrupted (Ctrl-C)
     end
-    if c == "a" or c == "y" then
+    pending = pending .. c
+    if accept[pending] then
       return true
-    elseif c == "r" or c == "n" or c == "q" or c == "\27" then
+    elseif reject[pending] then
       return false
+    elseif not is_prefix(pending) then
+      pcall(vim.cmd, "normal! " .. vim.api.nvim_replace_termcodes(pending, true, false, true))
+      pending = ""
     end
   end
 end
@@ -184,7 +205,7 @@ function M.ask(params, encoding, keys)
     vim.api.nvim_echo({ { hint, "WarningMsg" } }, false, {})
     coroutine.yield()
   else
-    decision = prompt(label)
+    decision = prompt(label, keys)
     done = true
   end
   current = nil
