@@ -79,8 +79,8 @@ export class Controller implements vscode.Disposable {
     this.disposables.push(this.status, this.sessionDocs);
   }
 
-  /** Registers the commands, the code action and the session document provider. */
-  register(): vscode.Disposable[] {
+  /** Registers the commands, the code action and the session document provider until dispose. */
+  register(): void {
     const reg = (id: string, fn: (...args: any[]) => unknown) =>
       vscode.commands.registerCommand(id, async (...args: any[]) => {
         try {
@@ -111,7 +111,6 @@ export class Controller implements vscode.Disposable {
       }),
     ];
     this.disposables.push(...d);
-    return d;
   }
 
   /** Handles an agent/event notification. */

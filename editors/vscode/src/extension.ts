@@ -39,7 +39,7 @@ class Extension implements Host, vscode.Disposable {
     this.serverLog = vscode.window.createOutputChannel("agent-lsp server", { log: true });
     this.controller = new Controller(this, vscode.window.createOutputChannel("Agent"));
     context.subscriptions.push(this.serverLog, this.controller.output, this.controller);
-    context.subscriptions.push(...this.controller.register());
+    this.controller.register();
     context.subscriptions.push(
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration("agentLsp.edits")) {
