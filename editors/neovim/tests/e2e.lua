@@ -257,5 +257,21 @@ test(":help agent-lsp opens the plugin's help", function()
   vim.cmd("close")
 end)
 
+test("a missing server binary is reported once, clearly", function()
+  local cmd = agent.config.cmd
+  agent.config.cmd = { "/nonexistent/agent-lsp" }
+  agent.state.roots = {}
+  local before = #notes
+  vim.cmd("enew")
+  vim.cmd("file " .. ws .. "/elsewhere/one.txt")
+  agent.attach(0)
+  agent.attach(0)
+  agent.config.cmd = cmd
+  local new = { unpack(notes, before + 1) }
+  assert(#new == 1, "notifications: " .. vim.inspect(new))
+  assert(new[1]:find("could not start /nonexistent/agent-lsp: not found or not executable", 1, true), new[1])
+  vim.cmd("bwipeout!")
+end)
+
 log(("%d passed, %d failed"):format(passed, #failures))
 vim.cmd(#failures == 0 and "qall!" or "cquit! 1")

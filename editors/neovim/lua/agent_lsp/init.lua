@@ -156,21 +156,39 @@ function M.attach(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local file = is_file_buffer(bufnr)
   local root = find_root(file and vim.api.nvim_buf_get_name(bufnr) or "")
-  if vim.lsp.start and file then
-    return vim.lsp.start(client_config(root), { bufnr = bufnr })
-  end
-  local id = state.roots[root]
-  if not (id and vim.lsp.get_client_by_id(id)) then
-    if vim.lsp.start_client then
-      id = vim.lsp.start_client(client_config(root))
-    else
-      id = vim.lsp.start(client_config(root), { attach = false })
+  local function failed(why)
+    if not state.start_failed then -- say it once, not on every buffer
+      state.start_failed = true
+      notify(("could not start %s: %s (:help agent-lsp-troubleshooting)"):format(table.concat(M.config.cmd, " "), why), vim.log.levels.ERROR)
     end
-    state.roots[root] = id
   end
-  if id and file then
-    vim.lsp.buf_attach_client(bufnr, id)
+  if vim.fn.executable(M.config.cmd[1]) ~= 1 then
+    failed("not found or not executable; put agent-lsp on PATH or set cmd")
+    return nil
   end
+  local ok, id = pcall(function()
+    if vim.lsp.start and file then
+      return vim.lsp.start(client_config(root), { bufnr = bufnr })
+    end
+    local id = state.roots[root]
+    if not (id and vim.lsp.get_client_by_id(id)) then
+      if vim.lsp.start_client then
+        id = vim.lsp.start_client(client_config(root))
+      else
+        id = vim.lsp.start(client_config(root), { attach = false })
+      end
+      state.roots[root] = id
+    end
+    if id and file then
+      vim.lsp.buf_attach_client(bufnr, id)
+    end
+    return id
+  end)
+  if not ok or not id then
+    failed(ok and "the client did not start" or tostring(id))
+    return nil
+  end
+  state.start_failed = nil
   return id
 end
 
@@ -182,12 +200,14 @@ local function client()
       return c
     end
   end
-  local id = M.attach(bufnr)
-  local c = id and vim.lsp.get_client_by_id(id)
-  if not c then
-    notify("could not start " .. table.concat(M.config.cmd, " ") .. "; is it on PATH? (:help agent-lsp-troubleshooting)", vim.log.levels.ERROR)
+  -- A scratch or transcript buffer uses the running client rather than starting one for the cwd.
+  local running = get_clients()[1]
+  if running and not is_file_buffer(bufnr) then
+    return running
   end
-  return c
+  state.start_failed = nil -- an explicit command reports a failure again
+  local id = M.attach(bufnr)
+  return id and vim.lsp.get_client_by_id(id)
 end
 
 -- execute sends workspace/executeCommand; on_result gets the result, errors are reported.
