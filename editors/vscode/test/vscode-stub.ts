@@ -64,7 +64,7 @@ export class Uri {
   static parse(s: string): Uri {
     const m = /^([a-z-]+):\/\/?(.*)$/.exec(s);
     if (!m) throw new Error("bad uri " + s);
-    return new Uri(m[1], m[1] === "file" ? "/" + m[2].replace(/^\/+/, "") : "/" + m[2].replace(/^\/+/, ""));
+    return new Uri(m[1], "/" + m[2].replace(/^\/+/, ""));
   }
   static from(c: { scheme: string; path: string }): Uri {
     return new Uri(c.scheme, c.path);

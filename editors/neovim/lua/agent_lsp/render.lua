@@ -24,20 +24,18 @@ function M.project_line(p)
   return ("%s (%s)%s%s — %s"):format(p.name, p.type or "unknown", stack, branch, p.path or "")
 end
 
-local function fence(text)
-  local lines = { "```" }
-  for line in ((text or "") .. "\n"):gmatch("([^\n]*)\n") do
-    table.insert(lines, line)
-  end
-  table.insert(lines, "```")
-  return lines
-end
-
 local function split(text)
   local lines = {}
   for line in ((text or "") .. "\n"):gmatch("([^\n]*)\n") do
     table.insert(lines, line)
   end
+  return lines
+end
+
+local function fence(text)
+  local lines = split(text)
+  table.insert(lines, 1, "```")
+  table.insert(lines, "```")
   return lines
 end
 
