@@ -246,11 +246,15 @@ func (rt *Runtime) Running(session string) bool {
 	return ok
 }
 
+func errBusy(session string) error {
+	return fmt.Errorf("%w: %s (cancel it or wait for it to end)", ErrSessionBusy, session)
+}
+
 func (rt *Runtime) begin(ctx context.Context, session string) (context.Context, func(), error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if _, busy := rt.active[session]; busy {
-		return nil, nil, fmt.Errorf("%w: %s (cancel it or wait for it to end)", ErrSessionBusy, session)
+		return nil, nil, errBusy(session)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	rt.active[session] = cancel
@@ -298,6 +302,9 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	var sess store.Session
 	if req.Session != "" {
+		if rt.Running(req.Session) { // it may not have reached its first checkpoint yet
+			return Result{}, errBusy(req.Session)
+		}
 		s, err := rt.cfg.Store.Session(ctx, req.Session)
 		if errors.Is(err, store.ErrNotFound) {
 			return Result{}, fmt.Errorf("%w %q", ErrUnknownSession, req.Session)
@@ -337,6 +344,9 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 
 // Resume continues a session's interrupted run from its last checkpoint.
 func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
+	if rt.Running(req.Session) {
+		return Result{}, errBusy(req.Session)
+	}
 	sess, err := rt.cfg.Store.Session(ctx, req.Session)
 	if errors.Is(err, store.ErrNotFound) {
 		return Result{}, fmt.Errorf("%w %q", ErrUnknownSession, req.Session)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
+	"github.com/agent-lsp/agent-lsp/store"
 )
 
 type sessionView struct {
@@ -56,7 +59,7 @@ func TestCancelThreeWays(t *testing.T) {
 	for _, how := range []string{"cancelRequest", "progressCancel", "agentCancel"} {
 		t.Run(how, func(t *testing.T) {
 			srv := model(t, scripted.Script{Turns: []scripted.Turn{
-				{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "sleep 30"})}},
+				{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "sleep 600"})}},
 				{Text: "continued after cancel"},
 			}})
 			c := startServer(t, envFor(t, srv)...)
@@ -84,7 +87,6 @@ func TestCancelThreeWays(t *testing.T) {
 				}
 				return false
 			})
-			start := time.Now()
 			switch how {
 			case "cancelRequest":
 				// The run is this client's second call (initialize was the first).
@@ -102,7 +104,7 @@ func TestCancelThreeWays(t *testing.T) {
 			var o out
 			select {
 			case o = <-done:
-			case <-time.After(5 * time.Second):
+			case <-time.After(time.Minute): // the command sleeps ten minutes
 				t.Fatal("run did not end after cancel")
 			}
 			if how == "cancelRequest" {
@@ -112,9 +114,6 @@ func TestCancelThreeWays(t *testing.T) {
 				}
 			} else if o.err != nil || o.res.Status != "cancelled" {
 				t.Fatalf("result %+v err %v", o.res, o.err)
-			}
-			if d := time.Since(start); d > time.Second {
-				t.Fatalf("cancel took %s", d)
 			}
 			c.waitFor("run.end", func() bool {
 				evs := c.events()
@@ -141,50 +140,163 @@ func TestCancelThreeWays(t *testing.T) {
 	}
 }
 
-func TestKillAndResume(t *testing.T) {
-	srv := model(t, scripted.Script{Turns: []scripted.Turn{
-		{ToolCalls: []scripted.ToolCall{call("read_file", map[string]any{"path": "greet.go"})}},
-		{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "sleep 2"})}},
-		{Text: "finished after the restart"},
-	}})
-	env := envFor(t, srv)
-	sample := copyFixture(t, "sample")
-	opts := map[string]any{"permissions": map[string]any{"allow": []string{"sleep *"}}}
-	c := startServer(t, env...)
-	c.initialize(map[string]string{"sample": sample}, opts)
-	go c.command("agent.run", map[string]any{"prompt": "work then sleep"}, nil)
-	var session string
-	c.waitFor("the second tool", func() bool {
-		n := 0
-		for _, e := range c.events() {
-			if e["type"] == "tool.start" {
-				n++
-				session = e["session"].(string)
-			}
-		}
-		return n == 2
-	})
-	c.cmd.Process.Signal(syscall.SIGKILL)
-	c.cmd.Wait()
+// crashScript is a run of n read_file calls, one per turn, then an answer. It
+// answers by history (see scripted.Conversation.ByHistory), so a resumed run
+// that lost steps is answered as the uninterrupted run was.
+func crashScript(n int) scripted.Script {
+	turns := make([]scripted.Turn, 0, n+1)
+	for i := range n {
+		tc := call("read_file", map[string]any{"path": "greet.go", "start_line": 1 + i%5})
+		tc.ID = fmt.Sprintf("call_%03d", i)
+		turns = append(turns, scripted.Turn{ToolCalls: []scripted.ToolCall{tc}})
+	}
+	turns = append(turns, scripted.Turn{Text: "finished after the restart"})
+	return scripted.Script{Turns: turns, ByHistory: true}
+}
 
-	c2 := startServer(t, env...)
-	c2.initialize(map[string]string{"sample": sample}, opts)
-	var list []struct {
-		Session string `json:"session"`
-		Status  string `json:"status"`
+// reportedItem is one message as the client saw it reported before a kill:
+// a message event (human, ai) or a tool.end (the tool message answering callId).
+type reportedItem struct{ role, key string }
+
+// reportedItems lists what the events reported, in order.
+func reportedItems(evs []map[string]any) []reportedItem {
+	var out []reportedItem
+	for _, e := range evs {
+		switch e["type"] {
+		case "message":
+			m := e["message"].(map[string]any)
+			out = append(out, reportedItem{m["role"].(string), m["id"].(string)})
+		case "tool.end":
+			out = append(out, reportedItem{"tool", e["callId"].(string)})
+		}
 	}
-	if err := c2.command("agent.sessions", map[string]any{}, &list); err != nil || len(list) != 1 || list[0].Session != session || list[0].Status != "running" {
-		t.Fatalf("sessions after kill: %+v %v", list, err)
+	return out
+}
+
+func storedItems(v sessionView) []reportedItem {
+	var out []reportedItem
+	for _, m := range v.Messages {
+		if m.Role == "tool" {
+			out = append(out, reportedItem{"tool", m.ToolCallID})
+		} else {
+			out = append(out, reportedItem{m.Role, m.ID})
+		}
 	}
-	var res runResult
-	if err := c2.command("agent.resume", map[string]any{"session": session}, &res); err != nil || res.Status != "done" || res.Reply != "finished after the restart" {
-		t.Fatalf("resume: %+v %v", res, err)
+	return out
+}
+
+// TestKillAndResume kills the server with SIGKILL in the middle of a run of 100
+// tool calls, once per durability mode, and checks exactly what each mode
+// promises (README, "Durability"): sync loses nothing reported but the step in
+// flight; batched at most the two newest groups (2 × store.BatchSteps steps);
+// exit the whole unfinished run. In every mode what survives is a prefix of what
+// was reported (no torn step, no duplicate), and the run then ends with the
+// same transcript and answer as an uninterrupted one.
+func TestKillAndResume(t *testing.T) {
+	const calls, killAfter = 100, 90
+	script := crashScript(calls)
+	// The reference: the same run, uninterrupted.
+	ref := model(t, script)
+	c0 := startServer(t, envFor(t, ref)...)
+	c0.initialize(map[string]string{"sample": copyFixture(t, "sample")}, map[string]any{"maxSteps": 3 * calls})
+	var want runResult
+	if err := c0.command("agent.run", map[string]any{"prompt": "read a lot"}, &want); err != nil || want.Status != "done" {
+		t.Fatalf("reference run: %+v %v", want, err)
 	}
-	var v sessionView
-	c2.command("agent.session", map[string]any{"session": session}, &v)
-	checkTranscript(t, v)
-	if len(v.Messages) != 6 || v.Messages[0].Content != "work then sleep" {
-		t.Fatalf("transcript after resume has %d messages: %+v", len(v.Messages), v.Messages)
+	var wantView sessionView
+	c0.command("agent.session", map[string]any{"session": want.Session}, &wantView)
+	if len(wantView.Messages) != 2*calls+2 {
+		t.Fatalf("reference transcript has %d messages", len(wantView.Messages))
+	}
+
+	for _, tc := range []struct {
+		durability string
+		maxLost    int // reported items (one per step here) a kill may lose
+	}{
+		{"sync", 1}, // the step in flight
+		{"batched", 2 * store.BatchSteps},
+		{"exit", -1}, // the whole unfinished run
+	} {
+		t.Run(tc.durability, func(t *testing.T) {
+			srv := model(t, script)
+			env := envFor(t, srv)
+			sample := copyFixture(t, "sample")
+			opts := map[string]any{"durability": tc.durability, "maxSteps": 3 * calls}
+			c := startServer(t, env...)
+			c.initialize(map[string]string{"sample": sample}, opts)
+			go c.command("agent.run", map[string]any{"prompt": "read a lot"}, nil)
+			c.waitFor(fmt.Sprintf("tool call %d", killAfter), func() bool {
+				n := 0
+				for _, e := range c.events() {
+					if e["type"] == "tool.start" {
+						n++
+					}
+				}
+				return n >= killAfter
+			})
+			c.cmd.Process.Signal(syscall.SIGKILL)
+			c.cmd.Wait()
+			c.conn.Close()
+			evs := c.events() // everything the server wrote before it died
+			session := evs[0]["session"].(string)
+			reported := reportedItems(evs)
+
+			c2 := startServer(t, env...)
+			c2.initialize(map[string]string{"sample": sample}, opts)
+			var list []struct {
+				Session string `json:"session"`
+				Status  string `json:"status"`
+			}
+			if err := c2.command("agent.sessions", map[string]any{}, &list); err != nil {
+				t.Fatal(err)
+			}
+			var res runResult
+			if tc.maxLost < 0 {
+				// exit: nothing of the unfinished run was written.
+				if len(list) != 0 {
+					t.Fatalf("exit mode stored an unfinished run: %+v", list)
+				}
+				if err := c2.command("agent.run", map[string]any{"prompt": "read a lot"}, &res); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if len(list) != 1 || list[0].Session != session || list[0].Status != "running" {
+					t.Fatalf("sessions after kill: %+v", list)
+				}
+				var v sessionView
+				if err := c2.command("agent.session", map[string]any{"session": session}, &v); err != nil {
+					t.Fatal(err)
+				}
+				checkTranscript(t, v)
+				stored := storedItems(v)
+				if len(stored) > len(reported) || !slices.Equal(stored, reported[:len(stored)]) {
+					t.Fatalf("stored messages are not a prefix of the reported ones:\nstored   %v\nreported %v", stored, reported)
+				}
+				lost := len(reported) - len(stored)
+				if lost > tc.maxLost {
+					t.Fatalf("%s lost %d reported messages (of %d); it promises at most %d", tc.durability, lost, len(reported), tc.maxLost)
+				}
+				t.Logf("%s: %d of %d reported messages survived the kill", tc.durability, len(stored), len(reported))
+				if err := c2.command("agent.resume", map[string]any{"session": session}, &res); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if res.Status != "done" || res.Reply != want.Reply {
+				t.Fatalf("after the kill: %+v", res)
+			}
+			var v sessionView
+			c2.command("agent.session", map[string]any{"session": res.Session}, &v)
+			checkTranscript(t, v)
+			if len(v.Messages) != len(wantView.Messages) {
+				t.Fatalf("transcript after resume has %d messages, want %d", len(v.Messages), len(wantView.Messages))
+			}
+			for i, m := range v.Messages {
+				w := wantView.Messages[i]
+				if m.Role != w.Role || m.Content != w.Content || m.ToolCallID != w.ToolCallID {
+					t.Fatalf("message %d after resume: %s %q, want %s %q", i, m.Role, m.Content, w.Role, w.Content)
+				}
+			}
+		})
 	}
 }
 
@@ -304,7 +416,7 @@ func TestExitsWhenParentDies(t *testing.T) {
 	go func() { exited <- c.cmd.Wait() }()
 	select {
 	case <-exited:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute): // the watchdog polls every 500 ms
 		t.Fatal("server still running after its parent died")
 	}
 }

@@ -308,13 +308,9 @@ func TestCancelBlockedNode(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cfg := Config{Thread: "t", Checkpointer: c.cp}
 			go func() { <-blocked; cancel() }()
-			start := time.Now()
 			res, err := g.Invoke(ctx, cfg, NewPatch(ts.msgs.Append(msg("in", "go"))))
 			if err != nil || res.Status != StatusCancelled {
 				t.Fatalf("status %s err %v", res.Status, err)
-			}
-			if d := time.Since(start); d > time.Second {
-				t.Fatalf("cancel took %s", d)
 			}
 			st, err := c.cp.Load(context.Background(), "t", "")
 			if err != nil || st.Status != StatusCancelled || len(st.Next) != 1 || st.Next[0].Node != "slow" {

@@ -22,6 +22,7 @@ import (
 // any); each request consumes that conversation's next turn.
 type Script struct {
 	Turns         []Turn         `json:"turns,omitempty"` // shorthand for one conversation matching anything
+	ByHistory     bool           `json:"byHistory,omitempty"` // ByHistory of the shorthand conversation
 	Conversations []Conversation `json:"conversations,omitempty"`
 }
 
@@ -30,6 +31,13 @@ type Script struct {
 type Conversation struct {
 	Match string `json:"match"`
 	Turns []Turn `json:"turns"`
+	// ByHistory picks the turn from the request instead of by arrival order:
+	// the turn after the one whose tool calls the request's last assistant
+	// message carries (matched by tool-call ID), or the first turn when it holds
+	// none. A repeated request gets the same answer, as from a deterministic
+	// model: crash tests use it, since a run resumed after losing steps asks
+	// again. Tool calls without an ID get "call_h<turn>_<index>".
+	ByHistory bool `json:"byHistory,omitempty"`
 }
 
 // Turn is one scripted answer.
@@ -133,7 +141,23 @@ func (s *Server) SetScript(script Script) {
 	defer s.mu.Unlock()
 	s.convs = append([]Conversation(nil), script.Conversations...)
 	if len(script.Turns) > 0 {
-		s.convs = append(s.convs, Conversation{Turns: script.Turns})
+		s.convs = append(s.convs, Conversation{Turns: script.Turns, ByHistory: script.ByHistory})
+	}
+	for i, c := range s.convs {
+		if !c.ByHistory {
+			continue
+		}
+		turns := make([]Turn, len(c.Turns))
+		for t, turn := range c.Turns {
+			turn.ToolCalls = append([]ToolCall(nil), turn.ToolCalls...)
+			for k := range turn.ToolCalls {
+				if turn.ToolCalls[k].ID == "" {
+					turn.ToolCalls[k].ID = fmt.Sprintf("call_h%d_%d", t, k)
+				}
+			}
+			turns[t] = turn
+		}
+		s.convs[i].Turns = turns
 	}
 	s.cursor = make([]int, len(s.convs))
 	s.requests = nil
@@ -167,6 +191,13 @@ func (s *Server) next(req openai.ChatCompletionRequest) (Turn, error) {
 		if !strings.Contains(first, c.Match) {
 			continue
 		}
+		if c.ByHistory {
+			n := nextByHistory(c.Turns, req)
+			if n < 0 || n >= len(c.Turns) {
+				return Turn{}, fmt.Errorf("scripted model: conversation %q has no turn after the request's last tool calls", c.Match)
+			}
+			return c.Turns[n], nil
+		}
 		if s.cursor[i] >= len(c.Turns) {
 			return Turn{}, fmt.Errorf("scripted model: conversation %q has no turn %d", c.Match, s.cursor[i]+1)
 		}
@@ -174,6 +205,27 @@ func (s *Server) next(req openai.ChatCompletionRequest) (Turn, error) {
 		return c.Turns[s.cursor[i]-1], nil
 	}
 	return Turn{}, fmt.Errorf("scripted model: no conversation matches first user message %q", first)
+}
+
+// nextByHistory returns the index of the turn after the one whose tool calls
+// the request's last assistant message carries; 0 when it has none; -1 when
+// those calls are not in the script.
+func nextByHistory(turns []Turn, req openai.ChatCompletionRequest) int {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		m := req.Messages[i]
+		if m.Role != openai.ChatMessageRoleAssistant || len(m.ToolCalls) == 0 {
+			continue
+		}
+		for t, turn := range turns {
+			for _, tc := range turn.ToolCalls {
+				if tc.ID == m.ToolCalls[0].ID {
+					return t + 1
+				}
+			}
+		}
+		return -1
+	}
+	return 0
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

@@ -182,7 +182,7 @@ func TestRunUsageErrors(t *testing.T) {
 
 func TestRunSIGINTCancelsAndResumes(t *testing.T) {
 	c := newCLI(t,
-		scripted.Turn{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "sleep 30"})}},
+		scripted.Turn{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "sleep 600"})}},
 		scripted.Turn{Text: "finished later"})
 	cmd := c.command("run", "--json", "--allow", "sleep *", "nap")
 	stdout, _ := cmd.StdoutPipe()
@@ -206,8 +206,8 @@ func TestRunSIGINTCancelsAndResumes(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
 		t.Fatalf("exit: %v", err)
 	}
-	if time.Since(start) > 5*time.Second {
-		t.Fatalf("SIGINT took %s", time.Since(start))
+	if d := time.Since(start); d > time.Minute { // the command sleeps ten minutes
+		t.Fatalf("SIGINT did not stop the run: it ended after %s", d)
 	}
 	_, res := jsonLines(t, strings.Join(lines, "\n"))
 	if res["status"] != "cancelled" {
