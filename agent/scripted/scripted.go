@@ -21,7 +21,7 @@ import (
 // conversation whose Match occurs in the request's first user message ("" matches
 // any); each request consumes that conversation's next turn.
 type Script struct {
-	Turns         []Turn         `json:"turns,omitempty"` // shorthand for one conversation matching anything
+	Turns         []Turn         `json:"turns,omitempty"`     // shorthand for one conversation matching anything
 	ByHistory     bool           `json:"byHistory,omitempty"` // ByHistory of the shorthand conversation
 	Conversations []Conversation `json:"conversations,omitempty"`
 }
