@@ -1,5 +1,6 @@
 // Text the extension shows: the output-channel transcript of agent/event,
-// quick-pick items, session transcripts as Markdown and run summaries. No vscode import.
+// quick-pick items, session transcripts as Markdown, run summaries and error
+// messages. No vscode import.
 import type { AgentEvent, ProjectInfo, RunResult, SessionDetail, SessionInfo } from "./protocol";
 
 /** Turns agent/event notifications into transcript text for an output channel. */
@@ -99,13 +100,19 @@ export function sessionItem(s: SessionInfo): { label: string; description: strin
   };
 }
 
-/** A quick-pick item for a project. */
+/**
+ * A quick-pick item for a project: its stack (language and version, further
+ * manifest types, package manager) and branch, then its path and the build and
+ * test commands the agent runs without asking.
+ */
 export function projectItem(p: ProjectInfo): { label: string; description: string; detail: string } {
-  const stack = p.techStack?.length ? ` · ${p.techStack.join(", ")}` : "";
+  const s = p.techStack;
+  const language = [s.language, s.languageVersion].filter(Boolean).join(" ");
+  const also = s.others?.length ? ` (also ${s.others.join(", ")})` : "";
   return {
     label: p.name,
-    description: `${p.type}${stack}${p.gitBranch ? ` · ${p.gitBranch}` : ""}`,
-    detail: p.path,
+    description: [language + also, s.packageManager, p.gitBranch].filter(Boolean).join(" · "),
+    detail: [p.path, s.buildCommand && `build: ${s.buildCommand}`, s.testCommand && `test: ${s.testCommand}`].filter(Boolean).join(" · "),
   };
 }
 
@@ -149,4 +156,9 @@ function fence(text: string): string {
 function inlineCode(text: string): string {
   const t = text.replace(/\s*\n\s*/g, " ");
   return t.includes("`") ? "`` " + t + " ``" : "`" + t + "`";
+}
+
+/** The message of an error thrown by the client or returned by the server. */
+export function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : typeof e === "object" && e && "message" in e ? String((e as { message: unknown }).message) : String(e);
 }

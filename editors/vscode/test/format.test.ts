@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { EventFormatter, sessionItem, summary } from "../src/format";
+import { EventFormatter, projectItem, sessionItem, summary } from "../src/format";
+import type { ProjectInfo } from "../src/protocol";
 
 test("the transcript streams reply text and puts tools, edits and the end on their own lines", () => {
   const f = new EventFormatter();
@@ -56,4 +57,31 @@ test("session items put the title first and the id in the detail", () => {
   assert.equal(item.label, "s-1");
   assert.equal(item.description, "cancelled · api");
   assert.equal(item.detail, "s-1 · 4 messages · updated bad date");
+});
+
+test("project items show the tech stack agent.projects sends, branch, path and the build and test commands", () => {
+  const context = { openFiles: [], pendingChanges: [], lastBuild: { status: "unknown" }, lastTest: { status: "unknown" }, recentErrors: [] };
+  const api: ProjectInfo = {
+    name: "api",
+    path: "/w/api",
+    type: "go",
+    techStack: {
+      language: "go",
+      languageVersion: "1.22",
+      packageManager: "go modules",
+      buildCommand: "go build ./...",
+      testCommand: "go test ./...",
+      manifests: ["go.mod"],
+      others: ["javascript"],
+    },
+    gitBranch: "main",
+    context,
+  };
+  assert.deepEqual(projectItem(api), {
+    label: "api",
+    description: "go 1.22 (also javascript) · go modules · main",
+    detail: "/w/api · build: go build ./... · test: go test ./...",
+  });
+  const bare = projectItem({ name: "notes", path: "/w/notes", type: "unknown", techStack: { language: "unknown" }, context });
+  assert.deepEqual(bare, { label: "notes", description: "unknown", detail: "/w/notes" });
 });

@@ -11,13 +11,15 @@ import { after, before, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import * as rpc from "vscode-jsonrpc/node";
 import { defaultSettings, initializationOptions, serverExecutable, type Settings } from "../src/config";
+import { projectItem } from "../src/format";
+import { requests } from "../src/protocol";
 
 const bin = process.env.AGENT_LSP_BIN;
 const modelURL = process.env.AGENT_LSP_MODEL_URL;
 const sample = process.env.AGENT_LSP_SAMPLE;
 const missing = !bin || !modelURL || !sample;
 
-type Started = { conn: rpc.MessageConnection; proc: ChildProcess; edits: any[]; progress: any[]; events: any[]; stderr: string[] };
+type Started = { conn: rpc.MessageConnection; proc: ChildProcess; init: any; edits: any[]; progress: any[]; events: any[]; stderr: string[] };
 
 let dir = "";
 before(() => {
@@ -31,7 +33,7 @@ after(() => dir && rmSync(dir, { recursive: true, force: true }));
 async function startServer(settings: Settings, root: string): Promise<Started> {
   const exe = serverExecutable(settings, "scripted-key", { ...process.env, OPENAI_BASE_URL: modelURL, AGENT_LSP_MODEL: "scripted" });
   const proc = spawn(exe.command, exe.args, { env: exe.options.env, stdio: ["pipe", "pipe", "pipe"] });
-  const s: Started = { proc, edits: [], progress: [], events: [], stderr: [], conn: undefined as any };
+  const s: Started = { proc, init: undefined, edits: [], progress: [], events: [], stderr: [], conn: undefined as any };
   proc.stderr!.on("data", (d) => s.stderr.push(String(d)));
   s.conn = rpc.createMessageConnection(new rpc.StreamMessageReader(proc.stdout!), new rpc.StreamMessageWriter(proc.stdin!));
   s.conn.onRequest("workspace/applyEdit", (p: any): { applied: boolean; failureReason?: string } => {
@@ -44,7 +46,7 @@ async function startServer(settings: Settings, root: string): Promise<Started> {
   s.conn.onNotification("agent/event", (e) => void s.events.push(e));
   s.conn.listen();
   const uri = pathToFileURL(root).href;
-  await s.conn.sendRequest("initialize", {
+  s.init = await s.conn.sendRequest("initialize", {
     processId: process.pid,
     rootUri: uri,
     workspaceFolders: [{ uri, name: "sample" }],
@@ -119,6 +121,22 @@ test("review mode marks every edit as needing confirmation, and a rejection reac
     const detail: any = await s.conn.sendRequest("workspace/executeCommand", { command: "agent.session", arguments: [{ session: result.session }] });
     const tool = detail.messages.find((m: any) => m.role === "tool");
     assert.match(tool.content, /rejected in review/);
+  } finally {
+    await stop(s);
+  }
+});
+
+test("the request table names exactly the server's commands, and projects render with their stack", { skip: missing && "set by scripts/test.sh" }, async () => {
+  const root = join(dir, "sample");
+  const s = await startServer({ ...defaultSettings, path: bin!, storePath: join(dir, "projects.db") }, root);
+  try {
+    const advertised: string[] = s.init.capabilities.executeCommandProvider.commands;
+    assert.deepEqual(Object.values(requests).map((r) => r.command).sort(), [...advertised].sort());
+    const projects: any[] = await s.conn.sendRequest("workspace/executeCommand", { command: requests.projects.command, arguments: [{}] });
+    const item = projectItem(projects[0]);
+    assert.equal(item.label, "sample");
+    assert.match(item.description, /^go 1\.22 · go modules/);
+    assert.equal(item.detail, `${root} · build: go build ./... · test: go test ./...`);
   } finally {
     await stop(s);
   }

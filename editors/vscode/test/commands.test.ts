@@ -1,9 +1,12 @@
-// Unit tests of the extension's UI logic against the stubbed vscode API and a fake server.
+// Unit tests of the commands against the stubbed vscode API and a fake server.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { beforeEach, describe, test } from "node:test";
-import { Command, Controller, type AgentServer, type Host, type ProgressValue } from "../src/controller";
-import { Range, Selection, Uri, stub, window } from "./vscode-stub";
+import { afterEach, beforeEach, describe, test } from "node:test";
+import { commands, registerCommands, type CommandId } from "../src/commands";
+import { defaultSettings } from "../src/config";
+import { Ctx, type AgentServer, type Client, type SendOptions } from "../src/ctx";
+import type { ProgressValue, Request } from "../src/protocol";
+import { Range, Selection, Uri, stub } from "./vscode-stub";
 
 type Call = { command: string; args: any; workDoneToken?: string; token?: any };
 
@@ -12,12 +15,12 @@ class FakeServer implements AgentServer {
   calls: Call[] = [];
   progress = new Map<string, (v: ProgressValue) => void>();
   handlers: Record<string, (c: Call) => unknown> = {};
-  async execute<T>(command: string, args: object, opts?: { token?: any; workDoneToken?: string }): Promise<T> {
-    const call = { command, args, ...opts };
+  async send<A, R>(req: Request<A, R>, args: A, opts?: SendOptions): Promise<R> {
+    const call = { command: req.command, args, ...opts };
     this.calls.push(call);
-    const h = this.handlers[command];
-    if (!h) throw Object.assign(new Error(`unknown command "${command}"`), { code: -32602 });
-    return (await h(call)) as T;
+    const h = this.handlers[req.command];
+    if (!h) throw Object.assign(new Error(`unknown command "${req.command}"`), { code: -32602 });
+    return (await h(call)) as R;
   }
   onProgress(token: string, handler: (v: ProgressValue) => void) {
     this.progress.set(token, handler);
@@ -30,27 +33,43 @@ const sessions = [
   { session: "s-cut", project: "sample", title: "Refactor", status: "cancelled", created: "", updated: "2026-11-21T09:00:00Z", messages: 3 },
 ];
 
+/** A project as agent.projects sends it. */
+const project = (name: string, path: string, language: string) => ({
+  name,
+  path,
+  type: language,
+  techStack: { language },
+  context: { openFiles: [], pendingChanges: [], lastBuild: { status: "unknown" }, lastTest: { status: "unknown" }, recentErrors: [] },
+});
+
 let server: FakeServer;
-let controller: Controller;
-let host: Host & { keys: string[]; restarts: number; mode: "apply" | "review" };
+let ctx: Ctx;
+let client: Client & { keys: string[]; restarts: number };
+let mode: "apply" | "review";
 
 beforeEach(() => {
-  for (const id of [...stub.commands.keys()]) stub.commands.delete(id);
   stub.reset();
   server = new FakeServer();
   server.handlers["agent.sessions"] = () => sessions;
-  host = {
+  mode = "apply";
+  client = {
     keys: [],
     restarts: 0,
-    mode: "apply",
     server: () => server,
-    edits: () => host.mode,
-    setApiKey: async (k) => void host.keys.push(k),
-    restart: async () => void host.restarts++,
+    setApiKey: async (k) => void client.keys.push(k),
+    restart: async () => void client.restarts++,
   };
-  controller = new Controller(host, window.createOutputChannel() as any);
-  controller.register();
+  ctx = new Ctx(client, () => ({ ...defaultSettings, edits: mode }));
+  registerCommands(ctx);
 });
+
+afterEach(() => ctx.dispose());
+
+/** Runs a registered command as VS Code would. */
+const exec = (id: CommandId, ...args: unknown[]) => stub.commands.get(id)!(...args);
+
+/** The status bar item's text while it shows. */
+const statusText = () => (stub.status.visible ? stub.status.text : undefined);
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
@@ -59,7 +78,7 @@ describe("commands", () => {
     const pkg = JSON.parse(readFileSync("package.json", "utf8"));
     const contributed = pkg.contributes.commands.map((c: { command: string }) => c.command).sort();
     assert.deepEqual([...stub.commands.keys()].sort(), contributed);
-    assert.deepEqual(Object.values(Command).sort(), contributed);
+    assert.deepEqual(Object.keys(commands).sort(), contributed);
     for (const c of pkg.contributes.commands) assert.equal(c.category, "Agent", `${c.command} is in the Agent category`);
     for (const menu of Object.values(pkg.contributes.menus) as { command: string }[][]) {
       for (const m of menu) assert.ok(contributed.includes(m.command), `menu entry ${m.command} is a contributed command`);
@@ -70,17 +89,17 @@ describe("commands", () => {
     const doc = { uri: Uri.file("/w/sample/greet.go") };
     stub.activeTextEditor = { document: doc, selection: new Selection(2, 0, 4, 1) };
     stub.inputs.push("  Add a Farewell function  ");
-    host.mode = "review";
+    mode = "review";
     let statusDuring = "";
     server.handlers["agent.run"] = async (c) => {
       const report = server.progress.get(c.workDoneToken!)!;
-      controller.onEvent({ session: "s-new", seq: 1, type: "run.start", project: "sample" });
+      ctx.onEvent({ session: "s-new", seq: 1, type: "run.start", project: "sample" });
       report({ kind: "begin", title: "agent: Add a Farewell function" });
       report({ kind: "report", message: "edit_file greet.go" });
-      statusDuring = controller.statusText() ?? "";
+      statusDuring = statusText() ?? "";
       return { session: "s-new", status: "done", reply: "Added Farewell.\nMore detail.", edits: 1, steps: 3 };
     };
-    await stub.commands.get(Command.run)!();
+    await exec("agentLsp.run");
     const call = server.calls.find((c) => c.command === "agent.run")!;
     assert.deepEqual(call.args, {
       prompt: "Add a Farewell function",
@@ -93,22 +112,33 @@ describe("commands", () => {
     assert.equal(stub.progress[0].title, "agent: Add a Farewell function");
     assert.deepEqual(stub.progress[0].reports, ["edit_file greet.go"]);
     assert.match(statusDuring, /agent: edit_file greet\.go/);
-    assert.equal(controller.statusText(), undefined, "the status bar item is hidden after the run");
+    assert.equal(statusText(), undefined, "the status bar item is hidden after the run");
     assert.deepEqual(stub.messages, [{ level: "info", text: "Agent done (1 edit, 3 steps): Added Farewell." }]);
     assert.match(stub.output.join(""), /── session s-new · project sample/);
   });
 
   test("an empty prompt runs nothing", async () => {
     stub.inputs.push("   ");
-    await stub.commands.get(Command.run)!();
+    await exec("agentLsp.run");
     assert.equal(server.calls.length, 0);
   });
 
   test("a failed run warns and offers Resume", async () => {
     stub.inputs.push("do it");
     server.handlers["agent.run"] = () => ({ session: "s1", status: "limit", reply: "", edits: 0, steps: 40 });
-    await stub.commands.get(Command.run)!();
+    await exec("agentLsp.run");
     assert.deepEqual(stub.messages, [{ level: "warning", text: "Agent limit (0 edits, 40 steps)" }]);
+  });
+
+  test("the summary's Show Session opens that session's transcript", async () => {
+    stub.inputs.push("do it");
+    stub.buttons.push("Show Session");
+    server.handlers["agent.run"] = () => ({ session: "s1", status: "done", reply: "", edits: 0, steps: 1 });
+    server.handlers["agent.session"] = () => ({ session: "s1", project: "sample", status: "done", messages: [] });
+    await exec("agentLsp.run");
+    await tick();
+    assert.equal(stub.opened[0]?.uri.path, "/s1.md");
+    assert.match(stub.opened[0].content, /Session `s1` · project \*\*sample\*\*/);
   });
 
   for (const via of ["Agent: Cancel", "the progress notification's cancel button"]) {
@@ -116,16 +146,16 @@ describe("commands", () => {
       stub.inputs.push("slow work");
       let finish!: () => void;
       server.handlers["agent.run"] = () => {
-        controller.onEvent({ session: "s-slow", seq: 1, type: "run.start" });
+        ctx.onEvent({ session: "s-slow", seq: 1, type: "run.start" });
         return new Promise((resolve) => (finish = () => resolve({ session: "s-slow", status: "cancelled", reply: "", edits: 0, steps: 1 })));
       };
       server.handlers["agent.cancel"] = () => {
         finish();
         return { cancelled: true };
       };
-      const running = stub.commands.get(Command.run)!();
+      const running = exec("agentLsp.run");
       await tick();
-      if (via === "Agent: Cancel") await stub.commands.get(Command.cancel)!();
+      if (via === "Agent: Cancel") await exec("agentLsp.cancel");
       else stub.progress[0].cancel();
       await running;
       assert.deepEqual(server.calls.find((c) => c.command === "agent.cancel")?.args, { session: "s-slow" });
@@ -137,16 +167,16 @@ describe("commands", () => {
     stub.inputs.push("slow work");
     server.handlers["agent.run"] = (c) =>
       new Promise((_, reject) => c.token.onCancellationRequested(() => reject(Object.assign(new Error("cancelled"), { code: -32800 }))));
-    const running = stub.commands.get(Command.run)!();
+    const running = exec("agentLsp.run");
     await tick();
-    await stub.commands.get(Command.cancel)!();
+    await exec("agentLsp.cancel");
     await running;
     assert.equal(server.calls.filter((c) => c.command === "agent.cancel").length, 0);
     assert.deepEqual(stub.messages, [{ level: "info", text: "Agent cancelled." }]);
   });
 
   test("Agent: Cancel with nothing running says so", async () => {
-    await stub.commands.get(Command.cancel)!();
+    await exec("agentLsp.cancel");
     assert.deepEqual(stub.messages, [{ level: "info", text: "No agent run is going in this window." }]);
   });
 
@@ -157,7 +187,7 @@ describe("commands", () => {
       return items[0];
     });
     server.handlers["agent.resume"] = () => ({ session: "s-cut", status: "done", reply: "ok", edits: 0, steps: 1 });
-    await stub.commands.get(Command.resume)!();
+    await exec("agentLsp.resume");
     assert.deepEqual(offered, ["s-cut"]);
     assert.deepEqual(server.calls.at(-1)?.args, { session: "s-cut", edits: "apply" });
   });
@@ -175,7 +205,7 @@ describe("commands", () => {
         { id: "3", role: "tool", content: "edited greet.go", toolCallId: "c1" },
       ],
     });
-    await stub.commands.get(Command.showSession)!();
+    await exec("agentLsp.showSession");
     assert.equal(stub.opened.length, 1);
     assert.equal(stub.opened[0].uri.scheme, "agent-session");
     assert.match(stub.opened[0].content, /## You\n\nAdd Farewell/);
@@ -188,7 +218,7 @@ describe("commands", () => {
       throw new Error("agent.deleteSession: session s-done is running; cancel it first");
     };
     stub.buttons.push("Delete");
-    await stub.commands.get(Command.deleteSession)!();
+    await exec("agentLsp.deleteSession");
     assert.deepEqual(stub.messages.at(-1), { level: "error", text: "agent-lsp: agent.deleteSession: session s-done is running; cancel it first" });
   });
 
@@ -196,31 +226,31 @@ describe("commands", () => {
     server.handlers["agent.deleteSession"] = () => ({ deleted: true });
     stub.picks.push((items) => items[1]);
     stub.buttons.push(undefined); // dismissed
-    await stub.commands.get(Command.deleteSession)!();
+    await exec("agentLsp.deleteSession");
     assert.equal(server.calls.filter((c) => c.command === "agent.deleteSession").length, 0);
     stub.picks.push((items) => items[1]);
     stub.buttons.push("Delete");
-    await stub.commands.get(Command.deleteSession)!();
+    await exec("agentLsp.deleteSession");
     assert.deepEqual(server.calls.at(-1)?.args, { session: "s-cut" });
     assert.equal(stub.messages.at(-1)?.text, "Deleted session s-cut.");
   });
 
   test("Agent: Switch Project switches the last session", async () => {
     server.handlers["agent.projects"] = () => [
-      { name: "api", path: "/w/api", type: "go" },
-      { name: "web", path: "/w/web", type: "typescript" },
+      project("api", "/w/api", "go"),
+      project("web", "/w/web", "typescript"),
     ];
     server.handlers["agent.switchProject"] = (c) => c.args;
-    controller.onEvent({ session: "s9", seq: 1, type: "run.start" });
+    ctx.onEvent({ session: "s9", seq: 1, type: "run.start" });
     stub.picks.push((items) => items.find((i: { name: string }) => i.name === "web"));
-    await stub.commands.get(Command.switchProject)!();
+    await exec("agentLsp.switchProject");
     assert.deepEqual(server.calls.at(-1)?.args, { session: "s9", project: "web" });
   });
 
-  test("Agent: Set API Key goes to the host (secret storage), never to the output", async () => {
+  test("Agent: Set API Key goes to the client (secret storage), never to the output", async () => {
     stub.inputs.push(" sk-secret-123 ");
-    await stub.commands.get(Command.setApiKey)!();
-    assert.deepEqual(host.keys, ["sk-secret-123"]);
+    await exec("agentLsp.setApiKey");
+    assert.deepEqual(client.keys, ["sk-secret-123"]);
     const shown = JSON.stringify([stub.output, stub.messages]);
     assert.ok(!shown.includes("sk-secret"), shown);
   });
@@ -231,10 +261,10 @@ describe("commands", () => {
     assert.deepEqual(provider.provideCodeActions(doc, new Range(1, 2, 1, 2)), []);
     const [action] = provider.provideCodeActions(doc, new Range(1, 0, 3, 0));
     assert.equal(action.title, "Ask agent about this selection");
-    assert.equal(action.command.command, Command.askAboutSelection);
+    assert.equal(action.command.command, "agentLsp.askAboutSelection");
     stub.inputs.push("why?");
     server.handlers["agent.run"] = () => ({ session: "s", status: "done", reply: "", edits: 0, steps: 1 });
-    await stub.commands.get(Command.askAboutSelection)!(...action.command.arguments);
+    await exec("agentLsp.askAboutSelection", ...action.command.arguments);
     assert.deepEqual(server.calls.at(-1)?.args.range, { start: { line: 1, character: 0 }, end: { line: 3, character: 0 } });
     assert.equal(server.calls.at(-1)?.args.uri, "file:///w/a.go");
   });
@@ -243,13 +273,13 @@ describe("commands", () => {
     stub.workspaceFolders = [{}, {}];
     stub.activeTextEditor = { document: { uri: Uri.file("/w/web/src/app.ts") }, selection: new Selection(0, 0, 0, 0) };
     server.handlers["agent.projects"] = () => [
-      { name: "w", path: "/w", type: "unknown" },
-      { name: "web", path: "/w/web", type: "typescript" },
-      { name: "webapp", path: "/w/webapp", type: "typescript" },
+      project("w", "/w", "unknown"),
+      project("web", "/w/web", "typescript"),
+      project("webapp", "/w/webapp", "typescript"),
     ];
     server.handlers["agent.run"] = () => ({ session: "s", status: "done", reply: "", edits: 0, steps: 1 });
     stub.inputs.push("fix it");
-    await stub.commands.get(Command.run)!();
+    await exec("agentLsp.run");
     assert.equal(server.calls.at(-1)?.args.project, "web");
   });
 });

@@ -1,0 +1,117 @@
+// The language client: starts agent-lsp for the whole window with the
+// settings and the stored API key, restarts it, and adapts it to the typed
+// AgentServer port the commands use.
+import * as vscode from "vscode";
+import {
+  ExecuteCommandRequest,
+  LanguageClient,
+  type LanguageClientOptions,
+  RevealOutputChannelOn,
+  WorkDoneProgress,
+} from "vscode-languageclient/node";
+import { apiKeySecret, findExecutable, initializationOptions, serverExecutable, type Settings } from "./config";
+import type { AgentServer, Client } from "./ctx";
+import type { AgentEvent } from "./protocol";
+
+export class AgentClient implements Client, vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private adapter: AgentServer | undefined;
+  private starting: Promise<void> | undefined;
+  private log = vscode.window.createOutputChannel("agent-lsp server", { log: true });
+
+  constructor(
+    private context: vscode.ExtensionContext,
+    private settings: () => Settings,
+    private onEvent: (ev: AgentEvent) => void,
+  ) {}
+
+  server(): AgentServer | undefined {
+    return this.adapter;
+  }
+
+  /** Starts the server unless it is starting already; a failure is shown, not thrown. */
+  async start(): Promise<void> {
+    this.starting ??= this.doStart().finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  private async doStart(): Promise<void> {
+    const settings = this.settings();
+    const apiKey = await this.context.secrets.get(apiKeySecret);
+    const exe = serverExecutable(settings, apiKey, process.env);
+    if (!findExecutable(exe.command, process.env)) {
+      this.startFailed(`\`${exe.command}\` was not found${exe.command.includes("/") ? "" : " on PATH"}. Install agent-lsp or set agentLsp.path.`);
+      return;
+    }
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
+      initializationOptions: initializationOptions(settings),
+      outputChannel: this.log,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+    };
+    const client = new LanguageClient("agentLsp", "agent-lsp", exe, clientOptions);
+    client.onNotification("agent/event", (ev: AgentEvent) => this.onEvent(ev));
+    try {
+      await client.start();
+    } catch (e) {
+      this.startFailed(e instanceof Error ? e.message : String(e));
+      return;
+    }
+    this.client = client;
+    this.adapter = agentServer(client);
+  }
+
+  private startFailed(why: string): void {
+    const open = "Open Settings";
+    void vscode.window.showErrorMessage(`agent-lsp could not start: ${why}`, open).then((pick) => {
+      if (pick === open) {
+        void vscode.commands.executeCommand("workbench.action.openSettings", "agentLsp.path");
+      }
+    });
+  }
+
+  async stop(): Promise<void> {
+    const c = this.client;
+    this.client = undefined;
+    this.adapter = undefined;
+    if (c) {
+      try {
+        await c.stop(5000);
+      } catch {
+        // the server is gone already
+      }
+    }
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  async setApiKey(key: string): Promise<void> {
+    if (key) {
+      await this.context.secrets.store(apiKeySecret, key);
+    } else {
+      await this.context.secrets.delete(apiKeySecret);
+    }
+    await this.restart();
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.log.dispose();
+  }
+}
+
+/** The typed port over client: each request is one workspace/executeCommand with one argument object. */
+function agentServer(client: LanguageClient): AgentServer {
+  return {
+    send: (req, args, opts) =>
+      client.sendRequest(
+        ExecuteCommandRequest.type,
+        { command: req.command, arguments: [args], ...(opts?.workDoneToken && { workDoneToken: opts.workDoneToken }) },
+        opts?.token,
+      ),
+    onProgress: (token, handler) => client.onProgress(WorkDoneProgress.type, token, handler),
+  };
+}

@@ -1,0 +1,84 @@
+// The context every command works in: the server, the "Agent" output channel
+// with the live transcript, the runs of this window, the session and project
+// the next command refers to, and the settings. Commands reach the server only
+// through the typed AgentServer port, so tests drive them with a fake server.
+import * as vscode from "vscode";
+import type { Settings } from "./config";
+import { EventFormatter } from "./format";
+import type { AgentEvent, ProgressValue, Request } from "./protocol";
+import { Runs } from "./runs";
+
+/** A command handler, as vscode.commands.registerCommand takes it. */
+export type Cmd = (...args: any[]) => unknown;
+
+/** Options of one request: cancellation ($/cancelRequest) and the work-done progress token. */
+export interface SendOptions {
+  token?: vscode.CancellationToken;
+  workDoneToken?: string;
+}
+
+/** The running server, typed by the request table. */
+export interface AgentServer {
+  /** Sends req (workspace/executeCommand) with its one argument object. */
+  send<A, R>(req: Request<A, R>, args: NoInfer<A>, opts?: SendOptions): Promise<R>;
+  /** Calls handler with the progress reported on token. */
+  onProgress(token: string, handler: (value: ProgressValue) => void): vscode.Disposable;
+}
+
+/** The server's lifecycle, as the commands control it (client.ts). */
+export interface Client {
+  /** The server, or undefined while it is not running. */
+  server(): AgentServer | undefined;
+  /** Restarts the server. */
+  restart(): Promise<void>;
+  /** Stores (or, with "", deletes) the API key and restarts the server. */
+  setApiKey(key: string): Promise<void>;
+}
+
+export class Ctx implements vscode.Disposable {
+  readonly output = vscode.window.createOutputChannel("Agent");
+  readonly runs = new Runs();
+  /** The session of the latest run, which Switch Project moves. */
+  lastSession: string | undefined;
+  /** The project picked with Switch Project, for new runs. */
+  chosenProject: string | undefined;
+  private formatter = new EventFormatter();
+  private subscriptions: vscode.Disposable[] = [this.output, this.runs];
+
+  constructor(
+    readonly client: Client,
+    readonly settings: () => Settings,
+  ) {}
+
+  /** The running server; throws, for the user to read, when it is not running. */
+  server(): AgentServer {
+    const s = this.client.server();
+    if (!s) {
+      throw new Error("the server is not running; see the agent-lsp output channel, or run Agent: Restart Server");
+    }
+    return s;
+  }
+
+  /** Handles an agent/event notification: binds a new run to its session and appends to the transcript. */
+  onEvent(ev: AgentEvent): void {
+    if (ev.type === "run.start" && ev.session) {
+      this.runs.started(ev.session);
+      this.lastSession = ev.session;
+    }
+    const text = this.formatter.format(ev);
+    if (text) {
+      this.output.append(text);
+    }
+  }
+
+  /** Disposes d with the context. */
+  pushCleanup(...d: vscode.Disposable[]): void {
+    this.subscriptions.push(...d);
+  }
+
+  dispose(): void {
+    for (const d of this.subscriptions.splice(0)) {
+      d.dispose();
+    }
+  }
+}
