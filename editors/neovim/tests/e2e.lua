@@ -4,21 +4,8 @@ local bin = assert(os.getenv("AGENT_LSP_TEST_BIN"), "AGENT_LSP_TEST_BIN")
 local ws = assert(os.getenv("AGENT_LSP_TEST_WS"), "AGENT_LSP_TEST_WS")
 local store = assert(os.getenv("AGENT_LSP_TEST_STORE"), "AGENT_LSP_TEST_STORE")
 
-local failures, passed = {}, 0
-local function log(msg)
-  io.stderr:write(msg .. "\n")
-end
-
-local function test(name, fn)
-  local ok, err = xpcall(fn, debug.traceback)
-  if ok then
-    passed = passed + 1
-    log("ok   " .. name)
-  else
-    table.insert(failures, name)
-    log("FAIL " .. name .. "\n" .. tostring(err))
-  end
-end
+local harness = dofile(debug.getinfo(1, "S").source:match("^@(.*)/") .. "/harness.lua")
+local log, test = harness.log, harness.test
 
 local function wait_for(what, fn, ms)
   if not vim.wait(ms or 20000, fn, 20) then
@@ -48,8 +35,31 @@ vim.api.nvim_echo = function(chunks)
   table.insert(echoed, table.concat(parts))
 end
 
+-- -u NONE loads no plugin/ files: source ours the way such a setup would.
+test("plugin/agent_lsp.lua defines the commands and loads nothing else", function()
+  vim.cmd("runtime plugin/agent_lsp.lua")
+  for _, name in ipairs({ "AgentRun", "AgentResume", "AgentCancel", "AgentSessions", "AgentSession", "AgentProjects", "AgentSwitch" }) do
+    assert(vim.fn.exists(":" .. name) == 2, ":" .. name .. " is not defined")
+  end
+  local loaded = {}
+  for name in pairs(package.loaded) do
+    if name:find("^agent_lsp") then
+      table.insert(loaded, name)
+    end
+  end
+  assert(#loaded == 1 and loaded[1] == "agent_lsp.commands", "loaded at startup: " .. vim.inspect(loaded))
+  vim.api.nvim_del_user_command("AgentProjects")
+  vim.cmd("runtime plugin/agent_lsp.lua")
+  assert(vim.fn.exists(":AgentProjects") == 0, "a second load defined the commands again")
+end)
+
 local agent = require("agent_lsp")
 agent.setup({ cmd = { bin }, store = store })
+
+test("setup() defines the commands too", function()
+  assert(vim.fn.exists(":AgentProjects") == 2, ":AgentProjects is not defined")
+end)
+
 local events = {}
 agent.on_event = function(ev)
   table.insert(events, ev)
@@ -142,6 +152,8 @@ test(":AgentProjects and :AgentSwitch", function()
   wait_for("the project list", function()
     return contains(echoed, function(e) return e:find("sample (go)", 1, true) end) ~= nil
   end, 5000)
+  local stack = "[go 1.22, go modules; build: go build ./..., test: go test ./...]"
+  assert(contains(echoed, function(e) return e:find("sample (go) " .. stack, 1, true) end), "no tech stack: " .. vim.inspect(echoed))
   local orig = vim.ui.select
   vim.ui.select = function(items, _, on_choice)
     on_choice(items[1])
@@ -273,5 +285,4 @@ test("a missing server binary is reported once, clearly", function()
   vim.cmd("bwipeout!")
 end)
 
-log(("%d passed, %d failed"):format(passed, #failures))
-vim.cmd(#failures == 0 and "qall!" or "cquit! 1")
+harness.finish()

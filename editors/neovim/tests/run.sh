@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# End-to-end tests of the Neovim plugin: headless Neovim drives the real
-# agent-lsp binary against the scripted model (a test double that replays
-# testdata/scripts/editors.json). Installs Debian's neovim when it is missing.
+# Tests of the Neovim plugin: unit tests without a server (unit.lua: the
+# version shims of compat.lua, render.lua's text), then end-to-end tests
+# (e2e.lua) where headless Neovim drives the real agent-lsp binary against the
+# scripted model (a test double that replays testdata/scripts/editors.json).
+# Installs Debian's neovim when it is missing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
@@ -11,6 +13,10 @@ if ! command -v nvim >/dev/null; then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null
 fi
+echo "neovim tests: $(nvim --version | head -n1)" >&2
+
+timeout 60 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$repo/editors/neovim" \
+	-c "luafile $here/unit.lua"
 
 work="$(mktemp -d)"
 trap 'kill "${model_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -26,7 +32,6 @@ for _ in $(seq 100); do [[ -s "$work/model-url" ]] && break; sleep 0.1; done
 export OPENAI_BASE_URL="$(head -n1 "$work/model-url")" OPENAI_API_KEY=scripted AGENT_LSP_MODEL=scripted
 export AGENT_LSP_TEST_PLUGIN="$work/plugin" AGENT_LSP_TEST_BIN="$work/bin/agent-lsp" AGENT_LSP_TEST_WS="$work/sample" AGENT_LSP_TEST_STORE="$work/sessions.db"
 export XDG_STATE_HOME="$work/state" XDG_CACHE_HOME="$work/cache" XDG_DATA_HOME="$work/data"
-echo "neovim tests: $(nvim --version | head -n1)" >&2
 cd "$work/sample"
 timeout 300 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$work/plugin" \
 	-c "luafile $here/e2e.lua"

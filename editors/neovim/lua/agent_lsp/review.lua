@@ -4,11 +4,15 @@
 -- coroutine (newer releases), the diff stays interactive and the accept/reject
 -- mappings answer; on releases that answer synchronously (0.7) the same keys
 -- are read while the diff is on screen, and other keys move around in it.
+local compat = require("agent_lsp.compat")
+
 local M = {}
 
 local current -- the open review: { tab, bufs, label, finish }
 
---- True when the workspace edit carries an annotation that needs confirmation.
+---True when the workspace edit carries an annotation that needs confirmation.
+---@param edit table|nil a WorkspaceEdit
+---@return boolean
 function M.wants_review(edit)
   if type(edit) ~= "table" or type(edit.changeAnnotations) ~= "table" then
     return false
@@ -21,17 +25,15 @@ function M.wants_review(edit)
   return false
 end
 
---- "mappings" when the handler can wait for the accept/reject mappings, else
---- "prompt" (the keys are read while the handler waits).
+---"mappings" when the handler can wait for the accept/reject mappings, else
+---"prompt" (the keys are read while the handler waits).
+---@return "mappings"|"prompt"
 function M.mode()
-  local co = coroutine.running()
-  if co and coroutine.isyieldable and coroutine.isyieldable() then
-    return "mappings"
-  end
-  return "prompt"
+  return compat.can_yield() and "mappings" or "prompt"
 end
 
---- The review on screen, or nil: { tab, bufs = { {original, proposed, path} }, label }.
+---The review on screen, or nil: { tab, bufs = { {original, proposed, path} }, label }.
+---@return table|nil
 function M.current()
   return current
 end
@@ -41,7 +43,7 @@ local function file_lines(fname)
   if bufnr ~= -1 and vim.api.nvim_buf_is_loaded(bufnr) then
     return vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), vim.bo[bufnr].filetype
   end
-  if (vim.uv or vim.loop).fs_stat(fname) then
+  if compat.uv.fs_stat(fname) then
     return vim.fn.readfile(fname), ""
   end
   return {}, ""
@@ -115,6 +117,11 @@ local function close(view)
   end
 end
 
+-- show_hint says in the echo area how to answer the review.
+local function show_hint(label, keys)
+  vim.api.nvim_echo({ { ("%s — %s accept, %s reject"):format(label, keys.accept, keys.reject), "WarningMsg" } }, false, {})
+end
+
 -- prompt waits for the user's answer while the diff is on screen, for Neovim
 -- releases whose request handlers cannot yield: the accept and reject keys
 -- answer (also a/y and r/n/q/Esc), and other keys move around the diff as
@@ -132,15 +139,11 @@ local function prompt(label, keys)
     end
     return p:match("^%d+$") or p:match("^%d*[gz%[%]\23]$")
   end
-  local getchar = vim.fn.getcharstr or function()
-    return vim.fn.nr2char(vim.fn.getchar())
-  end
-  local hint = ("%s — %s accept, %s reject"):format(label, keys.accept, keys.reject)
   local pending = ""
   while true do
     vim.cmd("redraw")
-    vim.api.nvim_echo({ { hint, "WarningMsg" } }, false, {})
-    local ok, c = pcall(getchar)
+    show_hint(label, keys)
+    local ok, c = pcall(vim.fn.getcharstr)
     if not ok then
       return false -- interrupted (Ctrl-C)
     end
@@ -156,21 +159,25 @@ local function prompt(label, keys)
   end
 end
 
---- Accepts the review on screen.
+---Accepts the review on screen.
 function M.accept()
   if current then
     current.finish(true)
   end
 end
 
---- Rejects the review on screen.
+---Rejects the review on screen.
 function M.reject()
   if current then
     current.finish(false)
   end
 end
 
---- Shows the edit of a workspace/applyEdit request and returns its ApplyWorkspaceEditResult.
+---Shows the edit of a workspace/applyEdit request and returns its ApplyWorkspaceEditResult.
+---@param params table ApplyWorkspaceEditParams: { label?, edit }
+---@param encoding string the client's position encoding
+---@param keys AgentLsp.ReviewKeys
+---@return { applied: boolean, failureReason?: string }
 function M.ask(params, encoding, keys)
   local label = params.label or "agent edit"
   if current then
@@ -193,7 +200,6 @@ function M.ask(params, encoding, keys)
     end
   end
   current = view
-  local hint = ("%s — %s accept, %s reject"):format(label, keys.accept, keys.reject)
   if co then
     for _, pair in ipairs(view.bufs) do
       for _, b in ipairs({ pair.original, pair.proposed }) do
@@ -202,7 +208,7 @@ function M.ask(params, encoding, keys)
         vim.api.nvim_create_autocmd("BufWipeout", { buffer = b, once = true, callback = function() view.finish(false) end })
       end
     end
-    vim.api.nvim_echo({ { hint, "WarningMsg" } }, false, {})
+    show_hint(label, keys)
     coroutine.yield()
   else
     decision = prompt(label, keys)

@@ -1,0 +1,332 @@
+-- The :Agent* commands (M.list) and the functions behind them.
+-- plugin/agent_lsp.lua requires this module at startup to define the
+-- commands, so the modules it uses load lazily, when a command first runs.
+local M = {}
+
+-- lazy stands in for the module name: reads and writes of its fields go to
+-- the module, which the first of them requires.
+local function lazy(name)
+  return setmetatable({}, {
+    __index = function(_, key)
+      return require(name)[key]
+    end,
+    __newindex = function(_, key, value)
+      require(name)[key] = value
+    end,
+  })
+end
+
+---@module "agent_lsp.client"
+local client = lazy("agent_lsp.client")
+---@module "agent_lsp.compat"
+local compat = lazy("agent_lsp.compat")
+---@module "agent_lsp.config"
+local config = lazy("agent_lsp.config")
+---@module "agent_lsp.render"
+local render = lazy("agent_lsp.render")
+---@module "agent_lsp.state"
+local state = lazy("agent_lsp.state")
+---@module "agent_lsp.ui"
+local ui = lazy("agent_lsp.ui")
+
+---@class AgentLsp.RunOpts
+---@field range? integer[] { line1, line2 }, 1-based and inclusive: the lines the prompt is about
+---@field session? string continue this session
+---@field project? string run in this project
+
+-- start_run sends agent.run or agent.resume and tracks the run until its
+-- result arrives; it returns the run's progress token.
+local function start_run(c, command, args, prompt)
+  state.next_token = state.next_token + 1
+  local token = ("agent-lsp-nvim:%d"):format(state.next_token)
+  ---@type AgentLsp.Run
+  local run = { client_id = c.id, session = args.session, prompt = prompt, progress = {} }
+  state.runs[token] = run
+  state.last_run = run
+  ui.set_status("agent: starting")
+  local sent, request_id = client.execute(c, command, args, function(result)
+    state.runs[token] = nil
+    run.result = result
+    state.last_result = result
+    if result.session then
+      state.last_session = result.session
+    end
+    ui.set_status("")
+    local summary, reply = render.run_summary(result)
+    state.last_reply = reply
+    local ok = result.status == "done" or result.status == "cancelled"
+    ui.notify(summary, ok and vim.log.levels.INFO or vim.log.levels.WARN)
+    compat.fire("AgentLspRunEnd", result)
+  end, { workDoneToken = token })
+  if not sent then
+    state.runs[token] = nil
+    ui.set_status("")
+    ui.notify(command .. ": the server is not running", vim.log.levels.ERROR)
+    return nil
+  end
+  run.request_id = request_id
+  return token
+end
+
+-- selection_range is the LSP range of lines line1..line2 (1-based) of bufnr.
+local function selection_range(bufnr, line1, line2, encoding)
+  local last = vim.api.nvim_buf_get_lines(bufnr, line2 - 1, line2, false)[1] or ""
+  return { start = { line = line1 - 1, character = 0 }, ["end"] = { line = line2 - 1, character = compat.line_width(last, encoding) } }
+end
+
+---Runs the agent on prompt (asked for when empty).
+---@param prompt? string
+---@param opts? AgentLsp.RunOpts
+---@return string|nil token the run's progress token (state.runs), nil if not started
+function M.run(prompt, opts)
+  opts = opts or {}
+  if not prompt or prompt:match("^%s*$") then
+    vim.ui.input({ prompt = "Agent: " }, function(input)
+      if input and not input:match("^%s*$") then
+        M.run(input, opts)
+      end
+    end)
+    return nil
+  end
+  local c = client.current()
+  if not c then
+    return nil
+  end
+  local bufnr = vim.api.nvim_get_current_buf()
+  ---@type AgentLsp.RunArgs
+  local args = { prompt = prompt, edits = config.options.edits, session = opts.session, project = opts.project }
+  if not args.session and state.project then
+    args.project = args.project or state.project
+  end
+  if opts.range and client.is_file_buffer(bufnr) then
+    args.uri = vim.uri_from_bufnr(bufnr)
+    args.range = selection_range(bufnr, opts.range[1], opts.range[2], c.offset_encoding)
+  end
+  return start_run(c, "agent.run", args, prompt)
+end
+
+-- pick_session lets the user pick one of the sessions that pass filter (all
+-- without one), then calls fn with its id and the client.
+local function pick_session(prompt, fn, filter)
+  local c = client.current()
+  if not c then
+    return
+  end
+  client.execute(c, "agent.sessions", vim.empty_dict(), function(list)
+    local items = {}
+    for _, s in ipairs(list or {}) do
+      if not filter or filter(s) then
+        table.insert(items, s)
+      end
+    end
+    if #items == 0 then
+      ui.notify("no sessions" .. (filter and " to choose from" or " yet"))
+      return
+    end
+    vim.ui.select(items, { prompt = prompt, format_item = render.session_item, kind = "agent-lsp.session" }, function(item)
+      if item then
+        fn(item.session, c)
+      end
+    end)
+  end)
+end
+
+---Resumes an interrupted session; without id, picks one.
+---@param id? string
+function M.resume(id)
+  local go = function(session, c)
+    c = c or client.current()
+    if c then
+      start_run(c, "agent.resume", { session = session, edits = config.options.edits }, "resume " .. session)
+    end
+  end
+  if id and id ~= "" then
+    return go(id)
+  end
+  pick_session("Resume session", go, function(s)
+    return s.status ~= "done" and s.status ~= "running"
+  end)
+end
+
+---Cancels the runs this Neovim started, or session id.
+---@param id? string
+function M.cancel(id)
+  local c = client.current()
+  if not c then
+    return
+  end
+  local targets = {}
+  if id and id ~= "" then
+    table.insert(targets, id)
+  else
+    for _, run in pairs(state.runs) do
+      if run.session then
+        table.insert(targets, run.session)
+      else -- no session yet: cancel the request itself
+        local rc = vim.lsp.get_client_by_id(run.client_id)
+        if rc and run.request_id then
+          compat.call(rc, "cancel_request", run.request_id)
+        end
+      end
+    end
+  end
+  if #targets == 0 and next(state.runs) == nil then
+    ui.notify("nothing is running")
+    return
+  end
+  for _, session in ipairs(targets) do
+    client.execute(c, "agent.cancel", { session = session }, function(res)
+      if not res.cancelled then
+        ui.notify("session " .. session .. " was not running")
+      end
+    end)
+  end
+end
+
+---Shows a session's transcript in a scratch buffer: session id, else the
+---last session of this Neovim, else one picked.
+---@param id? string
+function M.show_session(id)
+  local go = function(session, c)
+    c = c or client.current()
+    if c then
+      client.execute(c, "agent.session", { session = session }, render.open_transcript)
+    end
+  end
+  if id and id ~= "" then
+    return go(id)
+  end
+  if state.last_session then
+    return go(state.last_session)
+  end
+  pick_session("Show session", go)
+end
+
+---Picks a session, then shows, resumes or deletes it.
+function M.sessions()
+  pick_session("Agent sessions", function(session, c)
+    vim.ui.select({ "Show transcript", "Resume", "Delete" }, { prompt = "Session " .. session }, function(choice)
+      if choice == "Show transcript" then
+        M.show_session(session)
+      elseif choice == "Resume" then
+        M.resume(session)
+      elseif choice == "Delete" then
+        client.execute(c, "agent.deleteSession", { session = session }, function(res)
+          ui.notify(res.deleted and ("deleted session " .. session) or ("session " .. session .. " was already gone"))
+        end)
+      end
+    end)
+  end)
+end
+
+---Prints the workspace's projects, or passes the list to fn.
+---@param fn? fun(list: AgentLsp.ProjectInfo[])
+function M.projects(fn)
+  local c = client.current()
+  if not c then
+    return
+  end
+  client.execute(c, "agent.projects", vim.empty_dict(), function(list)
+    list = list or {}
+    if fn then
+      return fn(list)
+    end
+    local lines = {}
+    for _, p in ipairs(list) do
+      table.insert(lines, render.project_line(p) .. "\n")
+    end
+    ui.print(#lines > 0 and table.concat(lines) or "no projects")
+  end)
+end
+
+---Moves the last session to project (picked when omitted); before any
+---session exists, the next run uses it.
+---@param project? string
+function M.switch(project)
+  local go = function(name)
+    local c = client.current()
+    if not c then
+      return
+    end
+    if not state.last_session then
+      state.project = name
+      ui.notify("the next run uses project " .. name)
+      return
+    end
+    client.execute(c, "agent.switchProject", { session = state.last_session, project = name }, function(res)
+      state.project = res.project
+      ui.notify(("session %s now works on project %s"):format(res.session, res.project))
+    end)
+  end
+  if project and project ~= "" then
+    return go(project)
+  end
+  M.projects(function(list)
+    vim.ui.select(list, { prompt = "Switch to project", format_item = render.project_line }, function(p)
+      if p then
+        go(p.name)
+      end
+    end)
+  end)
+end
+
+-- The command table -------------------------------------------------------
+
+local function complete_sessions()
+  return state.last_session and { state.last_session } or {}
+end
+
+---@class AgentLsp.Command
+---@field name string
+---@field fn fun(o: table) receives the command's arguments (nvim_create_user_command)
+---@field opts table nvim_create_user_command options
+
+---@type AgentLsp.Command[]
+M.list = {
+  {
+    name = "AgentRun",
+    fn = function(o)
+      M.run(o.args, { range = o.range > 0 and { o.line1, o.line2 } or nil })
+    end,
+    opts = { nargs = "*", range = true, desc = "Run the agent on a prompt (with a range: about those lines)" },
+  },
+  {
+    name = "AgentResume",
+    fn = function(o) M.resume(o.args) end,
+    opts = { nargs = "?", complete = complete_sessions, desc = "Resume an interrupted agent session" },
+  },
+  {
+    name = "AgentCancel",
+    fn = function(o) M.cancel(o.args) end,
+    opts = { nargs = "?", desc = "Cancel the running agent" },
+  },
+  {
+    name = "AgentSessions",
+    fn = function() M.sessions() end,
+    opts = { desc = "Pick an agent session" },
+  },
+  {
+    name = "AgentSession",
+    fn = function(o) M.show_session(o.args) end,
+    opts = { nargs = "?", complete = complete_sessions, desc = "Show an agent session's transcript" },
+  },
+  {
+    name = "AgentProjects",
+    fn = function() M.projects() end,
+    opts = { desc = "List the agent's projects" },
+  },
+  {
+    name = "AgentSwitch",
+    fn = function(o) M.switch(o.args) end,
+    opts = { nargs = "?", desc = "Switch the agent session to another project" },
+  },
+}
+
+---Defines the user commands of M.list, replacing earlier definitions.
+function M.define()
+  for _, cmd in ipairs(M.list) do
+    vim.api.nvim_create_user_command(cmd.name, cmd.fn, cmd.opts)
+  end
+end
+
+return M

@@ -1,0 +1,104 @@
+-- Every difference between the Neovim releases the plugin supports (0.7 to
+-- 0.11 and later) is bridged here, so that no other module tests versions or
+-- probes for APIs. Newer APIs are preferred where they exist, which keeps
+-- recent releases free of deprecation warnings.
+local M = {}
+
+local has_0_8 = vim.fn.has("nvim-0.8") == 1 -- autocommand data
+local has_0_11 = vim.fn.has("nvim-0.11") == 1 -- client:method(), str_utfindex(s, encoding), start{attach=false}
+
+---libuv bindings: vim.uv from 0.10, vim.loop before.
+M.uv = vim.uv or vim.loop
+
+---Calls a method of an LSP client: client:method(...) from 0.11, whose client
+---is an object, client.method(...) before, whose client holds closures.
+---@param client table a vim.lsp client
+---@param method string e.g. "request", "cancel_request", "is_stopped"
+---@param ... any the method's arguments
+---@return any ...
+function M.call(client, method, ...)
+  if has_0_11 then
+    return client[method](client, ...)
+  end
+  return client[method](...)
+end
+
+---The running clients called name: vim.lsp.get_clients from 0.10,
+---get_active_clients before.
+---@param name string
+---@return table[] clients
+function M.get_clients(name)
+  local all = vim.lsp.get_clients and vim.lsp.get_clients() or vim.lsp.get_active_clients()
+  local list = {}
+  for _, client in pairs(all) do
+    if client.name == name and not M.call(client, "is_stopped") then
+      table.insert(list, client)
+    end
+  end
+  return list
+end
+
+---Starts a client for config, or reuses the one running for config.root_dir,
+---and attaches it to bufnr (nil: to no buffer). vim.lsp.start (0.8+) does the
+---reuse for a buffer. Otherwise known (root -> client id, kept by the caller)
+---does: 0.7 lists a client only once it is initialized, and before 0.11
+---vim.lsp.start always attaches, so those starts go through start_client.
+---@param config table vim.lsp client config (name, cmd, root_dir, ...)
+---@param bufnr integer|nil
+---@param known table<string, integer>
+---@return integer|nil client_id
+function M.start(config, bufnr, known)
+  if bufnr and vim.lsp.start then
+    return vim.lsp.start(config, { bufnr = bufnr })
+  end
+  local id = known[config.root_dir]
+  if not (id and vim.lsp.get_client_by_id(id)) then
+    if has_0_11 then
+      id = vim.lsp.start(config, { attach = false })
+    else
+      id = vim.lsp.start_client(config)
+    end
+    known[config.root_dir] = id
+  end
+  if id and bufnr then
+    vim.lsp.buf_attach_client(bufnr, id)
+  end
+  return id
+end
+
+---The length of line in a position encoding, i.e. the character of its end:
+---vim.str_utfindex takes the encoding from 0.11 and returns the UTF-32 and
+---UTF-16 lengths together before.
+---@param line string
+---@param encoding? "utf-8"|"utf-16"|"utf-32" default "utf-16"
+---@return integer
+function M.line_width(line, encoding)
+  encoding = encoding or "utf-16"
+  if encoding == "utf-8" then
+    return #line
+  end
+  if has_0_11 then
+    return vim.str_utfindex(line, encoding)
+  end
+  local utf32, utf16 = vim.str_utfindex(line)
+  return encoding == "utf-32" and utf32 or utf16
+end
+
+---Fires the User autocommand pattern. Its handlers get data in the event from
+---0.8; 0.7's nvim_exec_autocmds rejects the key, so it is left out there.
+---A failing handler does not fail the caller (an LSP handler, typically).
+---@param pattern string
+---@param data? any
+function M.fire(pattern, data)
+  pcall(vim.api.nvim_exec_autocmds, "User", { pattern = pattern, modeline = false, data = has_0_8 and data or nil })
+end
+
+---True when the caller may yield: newer releases run server-request handlers
+---in a coroutine, so the review can wait for its mappings; 0.7 runs them on
+---the main thread, where the keys must be read while the handler waits.
+---@return boolean
+function M.can_yield()
+  return coroutine.running() ~= nil and coroutine.isyieldable ~= nil and coroutine.isyieldable()
+end
+
+return M

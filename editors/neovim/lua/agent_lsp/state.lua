@@ -1,0 +1,32 @@
+-- The plugin's view of the running work, shared by the commands, the
+-- handlers and the statusline (and exposed as require("agent_lsp").state).
+
+---A run this Neovim started (agent.run or agent.resume), tracked by its
+---progress token until its result arrives.
+---@class AgentLsp.Run
+---@field client_id integer
+---@field request_id? integer the executeCommand request, for $/cancelRequest
+---@field session? string known from the result or the run.start event
+---@field prompt string
+---@field progress string[] the progress texts so far
+---@field result? AgentLsp.RunResult set when the run ends
+
+---@class AgentLsp.State
+---@field roots table<string, integer> root -> client id, for starts vim.lsp.start does not track (see compat.start)
+---@field runs table<string, AgentLsp.Run> progress token -> run in flight
+---@field next_token integer counter behind the progress tokens
+---@field last_run? AgentLsp.Run the run started last
+---@field last_result? AgentLsp.RunResult
+---@field last_reply? string the last result's reply, without trailing space
+---@field last_session? string the session of the last run (:AgentSession, :AgentSwitch)
+---@field project? string project chosen with :AgentSwitch before any session exists
+---@field status string statusline text: the running agent's latest progress, or ""
+---@field start_failed? boolean a failed start was reported (said once, not per buffer)
+
+---@type AgentLsp.State
+return {
+  roots = {},
+  runs = {},
+  next_token = 0,
+  status = "",
+}

@@ -1,0 +1,44 @@
+-- What the user sees outside buffers: notifications, the echo area and the
+-- statusline text (with its AgentLspStatus autocommand).
+local compat = require("agent_lsp.compat")
+local config = require("agent_lsp.config")
+local state = require("agent_lsp.state")
+
+local M = {}
+
+---Notifies msg, prefixed with the plugin's name.
+---@param msg string
+---@param level? integer a vim.log.levels value, default INFO
+function M.notify(msg, level)
+  vim.notify("agent-lsp: " .. msg, level or vim.log.levels.INFO)
+end
+
+---Echoes a progress text, unless echo_progress is off; not kept in :messages.
+---@param msg string
+function M.echo(msg)
+  if config.options.echo_progress then
+    vim.api.nvim_echo({ { msg, "Comment" } }, false, {})
+  end
+end
+
+---Prints text in the message area, kept in :messages.
+---@param text string
+function M.print(text)
+  vim.api.nvim_echo({ { text } }, true, {})
+end
+
+---Sets the statusline text, redraws the statuslines and fires User AgentLspStatus.
+---@param text string
+function M.set_status(text)
+  state.status = text
+  pcall(vim.cmd, "redrawstatus")
+  compat.fire("AgentLspStatus")
+end
+
+---The statusline component: the running agent's latest progress, or "".
+---@return string
+function M.statusline()
+  return state.status
+end
+
+return M

@@ -1,0 +1,278 @@
+-- Headless unit tests without a server: compat.lua's version shims and
+-- render.lua's text. Only Neovim 0.7.2 (Debian's) installs here, so the
+-- paths of newer releases (0.8's autocommand data, 0.10's get_clients,
+-- 0.11's client:method() calls, str_utfindex(s, encoding) and
+-- start{attach = false}, and vim.lsp.start from 0.8) can only run against
+-- stubs of the vim APIs they call. Each case stubs the release it claims, so
+-- the cases hold on any Neovim; the "real" cases call this Neovim's own APIs.
+local harness = dofile(debug.getinfo(1, "S").source:match("^@(.*)/") .. "/harness.lua")
+local test = harness.test
+
+local real_has = vim.fn.has
+
+-- release(minor) stubs vim.fn.has to claim the releases up to 0.minor.
+local function release(minor)
+  return { vim.fn, "has", function(feature)
+    local m = feature:match("^nvim%-0%.(%d+)$")
+    if m then
+      return tonumber(m) <= minor and 1 or 0
+    end
+    return real_has(feature)
+  end }
+end
+
+-- with_compat replaces the stubs' fields ({ table, key, value } each), loads
+-- compat.lua afresh under them (it picks its paths at load time), calls
+-- fn(compat) and restores the fields.
+local function with_compat(stubs, fn)
+  local saved = {}
+  for i, s in ipairs(stubs) do
+    saved[i] = s[1][s[2]]
+    s[1][s[2]] = s[3]
+  end
+  package.loaded["agent_lsp.compat"] = nil
+  local ok, err = pcall(fn, require("agent_lsp.compat"))
+  for i, s in ipairs(stubs) do
+    s[1][s[2]] = saved[i]
+  end
+  package.loaded["agent_lsp.compat"] = nil
+  if not ok then
+    error(err, 0)
+  end
+end
+
+-- recorder returns a function that stores its arguments in calls and returns ret.
+local function recorder(calls, ...)
+  local ret = { n = select("#", ...), ... }
+  return function(...)
+    table.insert(calls, { n = select("#", ...), ... })
+    return unpack(ret, 1, ret.n)
+  end
+end
+
+-- compat.call ------------------------------------------------------------
+
+test("call: client.method(...) before 0.11", function()
+  with_compat({ release(10) }, function(compat)
+    local calls = {}
+    local c = { request = recorder(calls, true, 5) }
+    local ok, id = compat.call(c, "request", "m", "p")
+    assert(ok == true and id == 5, "results")
+    assert(calls[1].n == 2 and calls[1][1] == "m" and calls[1][2] == "p", vim.inspect(calls))
+  end)
+end)
+
+test("call: client:method(...) from 0.11 (stubbed)", function()
+  with_compat({ release(11) }, function(compat)
+    local calls = {}
+    local c = {}
+    c.request = recorder(calls, true, 5)
+    compat.call(c, "request", "m", "p")
+    assert(calls[1].n == 3 and calls[1][1] == c and calls[1][2] == "m", vim.inspect(calls))
+  end)
+end)
+
+-- compat.get_clients -----------------------------------------------------
+
+-- clients are a running agent-lsp client, another server and a stopped
+-- agent-lsp client, in the style of the release (methods from 0.11).
+local function clients(method_style)
+  local function client(name, stopped)
+    local c = { name = name }
+    c.is_stopped = function(self)
+      assert((self == c) == method_style, "is_stopped called in the wrong style")
+      return stopped
+    end
+    return c
+  end
+  return { client("agent-lsp", false), client("other", false), client("agent-lsp", true) }
+end
+
+test("get_clients: get_active_clients on 0.7, without others and stopped ones", function()
+  local all = clients(false)
+  with_compat({ release(7), { vim.lsp, "get_clients", nil }, { vim.lsp, "get_active_clients", function() return all end } }, function(compat)
+    local got = compat.get_clients("agent-lsp")
+    assert(#got == 1 and got[1] == all[1], vim.inspect(got))
+  end)
+end)
+
+test("get_clients: get_clients and client:is_stopped() on 0.11 (stubbed)", function()
+  local all = clients(true)
+  local old = function() error("get_active_clients is deprecated") end
+  with_compat({ release(11), { vim.lsp, "get_clients", function() return all end }, { vim.lsp, "get_active_clients", old } }, function(compat)
+    local got = compat.get_clients("agent-lsp")
+    assert(#got == 1 and got[1] == all[1], vim.inspect(got))
+  end)
+end)
+
+-- compat.start -----------------------------------------------------------
+
+local cfg = { name = "agent-lsp", root_dir = "/src/sample" }
+
+-- start_stubs stubs the client starts of a release: vim.lsp.start (nil
+-- before 0.8) and start_client record their calls and return client 7.
+local function start_stubs(minor, calls)
+  local function started(kind)
+    return function(...)
+      table.insert(calls, { kind, ... })
+      return 7
+    end
+  end
+  return {
+    release(minor),
+    { vim.lsp, "start", minor >= 8 and started("start") or nil },
+    { vim.lsp, "start_client", started("start_client") },
+    { vim.lsp, "get_client_by_id", function(id) return id == 7 and {} or nil end },
+    { vim.lsp, "buf_attach_client", function(bufnr, id) table.insert(calls, { "attach", bufnr, id }) end },
+  }
+end
+
+test("start on 0.7: start_client and buf_attach_client, reused through known", function()
+  local calls, known = {}, {}
+  with_compat(start_stubs(7, calls), function(compat)
+    assert(compat.start(cfg, 3, known) == 7)
+    assert(compat.start(cfg, 4, known) == 7)
+    assert(known["/src/sample"] == 7, vim.inspect(known))
+  end)
+  local want = { { "start_client", cfg }, { "attach", 3, 7 }, { "attach", 4, 7 } }
+  assert(vim.deep_equal(calls, want), vim.inspect(calls))
+end)
+
+test("start on 0.8 to 0.10 (stubbed): vim.lsp.start for a buffer, start_client for none", function()
+  local calls, known = {}, {}
+  with_compat(start_stubs(10, calls), function(compat)
+    assert(compat.start(cfg, 3, known) == 7)
+    assert(compat.start(cfg, nil, known) == 7)
+  end)
+  local want = { { "start", cfg, { bufnr = 3 } }, { "start_client", cfg } }
+  assert(vim.deep_equal(calls, want), vim.inspect(calls))
+end)
+
+test("start on 0.11 (stubbed): vim.lsp.start{attach = false} for no buffer", function()
+  local calls, known = {}, {}
+  with_compat(start_stubs(11, calls), function(compat)
+    assert(compat.start(cfg, nil, known) == 7)
+    assert(compat.start(cfg, nil, known) == 7)
+  end)
+  local want = { { "start", cfg, { attach = false } } }
+  assert(vim.deep_equal(calls, want), vim.inspect(calls))
+end)
+
+-- compat.line_width ------------------------------------------------------
+
+local line = "a😀é" -- 7 bytes, 4 UTF-16 units, 3 code points
+
+-- lengths counts line's code points (UTF-32) and UTF-16 units by its bytes.
+local function lengths(s)
+  local utf32, utf16 = 0, 0
+  for byte in s:gmatch(".") do
+    local b = byte:byte()
+    if b < 0x80 or b >= 0xC0 then -- not a continuation byte
+      utf32 = utf32 + 1
+      utf16 = utf16 + (b >= 0xF0 and 2 or 1)
+    end
+  end
+  return utf32, utf16
+end
+
+test("line_width on 0.7: str_utfindex(s) returns both lengths", function()
+  local function old(s, index)
+    assert(index == nil, "an index was passed")
+    return lengths(s)
+  end
+  with_compat({ release(7), { vim, "str_utfindex", old } }, function(compat)
+    assert(compat.line_width(line, "utf-16") == 4)
+    assert(compat.line_width(line, "utf-32") == 3)
+    assert(compat.line_width(line) == 4, "the default is utf-16")
+    assert(compat.line_width(line, "utf-8") == 7)
+  end)
+end)
+
+test("line_width on 0.11 (stubbed): str_utfindex(s, encoding)", function()
+  local function new(s, encoding)
+    local utf32, utf16 = lengths(s)
+    return ({ ["utf-16"] = utf16, ["utf-32"] = utf32 })[encoding] or error("encoding " .. tostring(encoding))
+  end
+  with_compat({ release(11), { vim, "str_utfindex", new } }, function(compat)
+    assert(compat.line_width(line, "utf-16") == 4)
+    assert(compat.line_width(line, "utf-32") == 3)
+    assert(compat.line_width(line, "utf-8") == 7)
+  end)
+end)
+
+test("line_width with this Neovim's str_utfindex (real)", function()
+  with_compat({}, function(compat)
+    assert(compat.line_width(line, "utf-16") == 4)
+    assert(compat.line_width(line, "utf-32") == 3)
+  end)
+end)
+
+-- compat.fire ------------------------------------------------------------
+
+test("fire: data left out on 0.7, passed from 0.8 (stubbed)", function()
+  for _, case in ipairs({ { 7, nil }, { 8, { x = 1 } } }) do
+    local minor, want, calls = case[1], case[2], {}
+    with_compat({ release(minor), { vim.api, "nvim_exec_autocmds", recorder(calls) } }, function(compat)
+      compat.fire("AgentLspTest", { x = 1 })
+    end)
+    local opts = calls[1][2]
+    assert(calls[1][1] == "User" and opts.pattern == "AgentLspTest", vim.inspect(calls))
+    assert(vim.deep_equal(opts.data, want), ("0.%d: data %s"):format(minor, vim.inspect(opts.data)))
+  end
+end)
+
+test("fire runs the User autocommand once on this Neovim (real)", function()
+  local runs = 0
+  local id = vim.api.nvim_create_autocmd("User", { pattern = "AgentLspTest", callback = function() runs = runs + 1 end })
+  with_compat({}, function(compat)
+    compat.fire("AgentLspTest", { x = 1 })
+  end)
+  vim.api.nvim_del_autocmd(id)
+  assert(runs == 1, "ran " .. runs .. " times")
+end)
+
+-- compat.can_yield -------------------------------------------------------
+
+test("can_yield: not on the main thread, yes in a coroutine", function()
+  with_compat({}, function(compat)
+    assert(compat.can_yield() == false, "main thread")
+    assert(coroutine.wrap(compat.can_yield)() == true, "coroutine")
+  end)
+end)
+
+-- render -----------------------------------------------------------------
+
+local render = require("agent_lsp.render")
+
+test("project_line shows the techStack object", function()
+  local p = {
+    name = "sample",
+    path = "/src/sample",
+    type = "go",
+    gitBranch = "main",
+    techStack = {
+      language = "go",
+      languageVersion = "1.22",
+      packageManager = "go modules",
+      buildCommand = "go build ./...",
+      testCommand = "go test ./...",
+      manifests = { "go.mod" },
+      others = { "javascript" },
+    },
+  }
+  local want = "sample (go) [go 1.22, go modules; build: go build ./..., test: go test ./...; also javascript] on main — /src/sample"
+  assert(render.project_line(p) == want, render.project_line(p))
+  p.techStack = { language = "go", testCommand = "go test ./..." }
+  p.gitBranch = nil
+  assert(render.project_line(p) == "sample (go) [test: go test ./...] — /src/sample", render.project_line(p))
+  p.techStack = { language = "go" }
+  assert(render.project_line(p) == "sample (go) — /src/sample", render.project_line(p))
+end)
+
+test("run_summary: counts and the reply's first line", function()
+  local summary, reply = render.run_summary({ status = "done", edits = 1, steps = 3, reply = "Added Farewell.\nDetails.\n\n" })
+  assert(summary == "done · 1 edit · 3 steps — Added Farewell.", summary)
+  assert(reply == "Added Farewell.\nDetails.", reply)
+end)
+
+harness.finish()
