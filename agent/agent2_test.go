@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
@@ -75,7 +76,7 @@ func TestSubagentsIsolatedAndParallel(t *testing.T) {
 	// Both children started before either ended: they ran in parallel.
 	started, ended := 0, 0
 	for _, e := range h.events {
-		switch e.Type {
+		switch e.Type() {
 		case "subagent.start":
 			if ended > 0 {
 				t.Fatal("a subagent started after another ended: not parallel")
@@ -217,8 +218,8 @@ func TestRunCommandStatusPerProject(t *testing.T) {
 
 type allowOnly string
 
-func (a allowOnly) AllowCommand(ctx context.Context, project, command string) (bool, error) {
-	return command == string(a), nil
+func (a allowOnly) AllowCommand(ctx context.Context, req tools.CommandRequest) (bool, error) {
+	return req.Command == string(a), nil
 }
 
 func TestRefusedEditReachesModel(t *testing.T) {
@@ -285,8 +286,8 @@ func TestRunOnSessionBeforeItsFirstCheckpointIsBusy(t *testing.T) {
 	started := make(chan struct{})
 	done := make(chan Result, 1)
 	go func() {
-		res, err := h.rt.Run(context.Background(), Request{Prompt: "one", Editor: h.editor, Permissions: allowAll(false), Events: func(e Event) {
-			if e.Type == "run.start" {
+		res, err := h.rt.Run(context.Background(), Request{Prompt: "one", Editor: h.editor, Permissions: allowAll(false), Events: func(e event.Event) {
+			if e.Type() == "run.start" {
 				mu.Lock()
 				session = e.Session
 				mu.Unlock()

@@ -13,6 +13,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
@@ -62,7 +63,7 @@ func (e *diskEditor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditRes
 
 type allowAll bool
 
-func (a allowAll) AllowCommand(ctx context.Context, project, command string) (bool, error) {
+func (a allowAll) AllowCommand(ctx context.Context, req tools.CommandRequest) (bool, error) {
 	return bool(a), nil
 }
 
@@ -75,7 +76,7 @@ type harness struct {
 	editor *diskEditor
 	roots  map[string]string
 	mu     sync.Mutex
-	events []Event
+	events []event.Event
 }
 
 func copyFixture(t *testing.T, name string) string {
@@ -122,7 +123,7 @@ func (h *harness) run(ctx context.Context, req Request) Result {
 	if req.Permissions == nil {
 		req.Permissions = allowAll(false)
 	}
-	req.Events = func(e Event) {
+	req.Events = func(e event.Event) {
 		h.mu.Lock()
 		h.events = append(h.events, e)
 		h.mu.Unlock()
@@ -190,9 +191,9 @@ func TestRunListsReadsSearchesEditsAndAnswers(t *testing.T) {
 	// Events: run.start first, run.end last, a tool.start/end per call, one edit.
 	types := map[string]int{}
 	for _, e := range h.events {
-		types[e.Type]++
+		types[string(e.Type())]++
 	}
-	if h.events[0].Type != "run.start" || h.events[len(h.events)-1].Type != "run.end" || types["tool.start"] != 4 || types["tool.end"] != 4 || types["edit"] != 1 || types["message.delta"] == 0 {
+	if h.events[0].Type() != "run.start" || h.events[len(h.events)-1].Type() != "run.end" || types["tool.start"] != 4 || types["tool.end"] != 4 || types["edit"] != 1 || types["message.delta"] == 0 {
 		t.Fatalf("events: %v", types)
 	}
 	// The session is stored with its transcript.

@@ -8,54 +8,25 @@ import (
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent/tools"
+	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
-// editor is the agent's Editor port: every change is a workspace/applyEdit.
-type editor struct {
-	s      *Server
-	review bool // annotate edits with needsConfirmation
-}
-
+// reviewAnnotation is the change annotation of edits that need confirmation.
 const reviewAnnotation = "agent-lsp.review"
+
+// editor is a run's Editor port: every change is a workspace/applyEdit.
+type editor struct {
+	c      *client
+	ws     *workspace.Workspace
+	review bool   // annotate edits with needsConfirmation
+	before func() // sends the run's queued events before the edit
+}
 
 // Edit implements tools.Editor.
 func (e *editor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResult, error) {
-	e.s.mu.Lock()
-	ws := e.s.ws
-	e.s.mu.Unlock()
-	u := string(uri.File(fe.Path))
-	var version any // null: the file is not open in the editor
-	if doc, ok := ws.Document(fe.Path); ok && !fe.Create {
-		version = doc.Version
-	}
-	var changes []any
-	if fe.Create {
-		cf := map[string]any{"kind": "create", "uri": u, "options": map[string]bool{"overwrite": false, "ignoreIfExists": false}}
-		if e.review {
-			cf["annotationId"] = reviewAnnotation
-		}
-		changes = append(changes, cf)
-	}
-	edits := make([]map[string]any, 0, len(fe.Edits))
-	for _, te := range fe.Edits {
-		r := protocol.Range{
-			Start: protocol.Position{Line: te.Range.Start.Line, Character: te.Range.Start.Character},
-			End:   protocol.Position{Line: te.Range.End.Line, Character: te.Range.End.Character},
-		}
-		m := map[string]any{"range": r, "newText": te.NewText}
-		if e.review {
-			m["annotationId"] = reviewAnnotation
-		}
-		edits = append(edits, m)
-	}
-	changes = append(changes, map[string]any{"textDocument": map[string]any{"uri": u, "version": version}, "edits": edits})
-	we := map[string]any{"documentChanges": changes}
-	if e.review {
-		we["changeAnnotations"] = map[string]any{reviewAnnotation: map[string]any{
-			"label": fe.Label, "needsConfirmation": true, "description": "proposed by agent-lsp; accept or reject"}}
-	}
-	var res protocol.ApplyWorkspaceEditResult
-	if _, err := e.s.conn.Call(ctx, "workspace/applyEdit", map[string]any{"label": fe.Label, "edit": we}, &res); err != nil {
+	e.before()
+	res, err := e.c.applyEdit(ctx, fe.Label, e.workspaceEdit(fe))
+	if err != nil {
 		return tools.EditResult{}, fmt.Errorf("workspace/applyEdit: %w", err)
 	}
 	out := tools.EditResult{Applied: res.Applied}
@@ -65,58 +36,37 @@ func (e *editor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResult,
 	return out, nil
 }
 
-// permissions asks before commands other than the project's build and test run.
-type permissions struct {
-	s    *Server
-	sink *sink
+// workspaceEdit turns a file edit into a WorkspaceEdit: a TextDocumentEdit
+// with the version the server last saw (null for a file the editor has not
+// open), after a CreateFile for a new file.
+func (e *editor) workspaceEdit(fe tools.FileEdit) workspaceEdit {
+	u := string(uri.File(fe.Path))
+	annotation := ""
+	if e.review {
+		annotation = reviewAnnotation
+	}
+	var changes []any
+	var version *int32
+	if fe.Create {
+		changes = append(changes, createFile{Kind: "create", URI: u, AnnotationID: annotation})
+	} else if doc, ok := e.ws.Document(fe.Path); ok {
+		version = &doc.Version
+	}
+	edits := make([]annotatedEdit, 0, len(fe.Edits))
+	for _, te := range fe.Edits {
+		edits = append(edits, annotatedEdit{Range: lspRange(te.Range), NewText: te.NewText, AnnotationID: annotation})
+	}
+	we := workspaceEdit{DocumentChanges: append(changes, textDocumentEdit{TextDocument: versionedDocument{URI: u, Version: version}, Edits: edits})}
+	if e.review {
+		we.ChangeAnnotations = map[string]changeAnnotation{reviewAnnotation: {
+			Label: fe.Label, NeedsConfirmation: true, Description: "proposed by agent-lsp; accept or reject"}}
+	}
+	return we
 }
 
-// Permission choices offered with window/showMessageRequest.
-const (
-	AllowOnce   = "Allow once"
-	AllowAlways = "Always for this session"
-	Deny        = "Deny"
-)
-
-// AllowCommand implements tools.Permissions: a deny pattern wins, then an
-// allow pattern, then an earlier "always", else the user is asked.
-func (p *permissions) AllowCommand(ctx context.Context, project, command string) (bool, error) {
-	p.s.mu.Lock()
-	st := p.s.st
-	p.sink.mu.Lock()
-	session := p.sink.session
-	p.sink.mu.Unlock()
-	always := p.s.always[session][command]
-	p.s.mu.Unlock()
-	switch {
-	case matchAny(st.deny, command):
-		return false, nil
-	case matchAny(st.allow, command), always:
-		return true, nil
+func lspRange(r workspace.Range) protocol.Range {
+	return protocol.Range{
+		Start: protocol.Position{Line: r.Start.Line, Character: r.Start.Character},
+		End:   protocol.Position{Line: r.End.Line, Character: r.End.Character},
 	}
-	var choice *protocol.MessageActionItem
-	_, err := p.s.conn.Call(ctx, "window/showMessageRequest", map[string]any{
-		"type":    protocol.MessageType(2), // warning
-		"message": fmt.Sprintf("agent-lsp wants to run `%s` in project %s.", command, project),
-		"actions": []protocol.MessageActionItem{{Title: AllowOnce}, {Title: AllowAlways}, {Title: Deny}},
-	}, &choice)
-	if err != nil {
-		return false, err
-	}
-	if choice == nil {
-		return false, nil
-	}
-	switch choice.Title {
-	case AllowOnce:
-		return true, nil
-	case AllowAlways:
-		p.s.mu.Lock()
-		if p.s.always[session] == nil {
-			p.s.always[session] = map[string]bool{}
-		}
-		p.s.always[session][command] = true
-		p.s.mu.Unlock()
-		return true, nil
-	}
-	return false, nil
 }

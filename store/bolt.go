@@ -111,7 +111,7 @@ func (b *Bolt) Close() error {
 
 type head struct {
 	Step    int       `json:"step"`
-	Status  string    `json:"status"`
+	Status  Status    `json:"status"`
 	Next    []Task    `json:"next,omitempty"`
 	Updated time.Time `json:"updated"`
 }
@@ -268,20 +268,20 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 			return fmt.Errorf("list %s: %w", name, err)
 		}
 	}
-	if cp.Session != nil {
-		return putSession(tx, *cp.Session)
+	if cp.Index != nil {
+		return putSession(tx, *cp.Index)
 	}
 	return nil
 }
 
 // Put implements Checkpointer. When it returns, the checkpoint is durable in
-// Sync mode, and in every mode when it ends a run (a status other than "running").
+// Sync mode, and in every mode when it ends a run (a status that Ended).
 func (b *Bolt) Put(ctx context.Context, cp Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	apply := func(tx *bolt.Tx) error { return b.putTx(tx, cp) }
-	if err := b.write(ctx, threadKey{cp.Thread, cp.Namespace}, apply, cp.Status != "running"); err != nil {
+	if err := b.write(ctx, threadKey{cp.Thread, cp.Namespace}, apply, cp.Status.Ended()); err != nil {
 		return fmt.Errorf("put checkpoint %s/%s step %d: %w", cp.Thread, cp.Namespace, cp.Step, err)
 	}
 	return nil

@@ -22,7 +22,7 @@ const (
 	// Batched hands steps to a background writer that commits them in groups,
 	// every BatchWindow or BatchSteps steps, whichever comes first. A crash loses
 	// at most the steps of the group being written and the one being gathered;
-	// a run's end (any status but "running") is always durable when Put returns.
+	// a run's end (a Status that Ended) is always durable when Put returns.
 	Batched Durability = "batched"
 	// Exit keeps a run's steps in memory and writes them once, when the run ends
 	// (done, cancelled, failed or limit). A crash loses the unfinished run.

@@ -21,7 +21,7 @@ type threadKey struct{ thread, ns string }
 
 type memThread struct {
 	step    int
-	status  string
+	status  Status
 	values  map[string]json.RawMessage
 	lists   map[string]*memList
 	next    []Task
@@ -97,8 +97,8 @@ func (m *Memory) Put(ctx context.Context, cp Checkpoint) error {
 			l.apply(op)
 		}
 	}
-	if cp.Session != nil {
-		m.sessions[cp.Session.ID] = *cp.Session
+	if cp.Index != nil {
+		m.sessions[cp.Index.ID] = *cp.Index
 	}
 	return nil
 }

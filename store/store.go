@@ -17,6 +17,22 @@ import (
 // ErrNotFound is returned for an unknown session or checkpoint.
 var ErrNotFound = errors.New("not found")
 
+// Status is how a thread's newest checkpoint left its run. The graph kernel
+// writes it (and aliases it), the store keeps it and the session index shows it.
+type Status string
+
+// Run statuses.
+const (
+	StatusRunning   Status = "running"
+	StatusDone      Status = "done"
+	StatusCancelled Status = "cancelled"
+	StatusFailed    Status = "failed"
+	StatusLimit     Status = "limit"
+)
+
+// Ended reports whether s ends a run: every status but StatusRunning.
+func (s Status) Ended() bool { return s != StatusRunning }
+
 // OpKind is the kind of one list operation.
 type OpKind uint8
 
@@ -56,21 +72,21 @@ type Checkpoint struct {
 	Thread    string
 	Namespace string
 	Step      int
-	Status    string
+	Status    Status
 	// Values holds the new values of the last-value channels written in this step.
 	Values map[string]json.RawMessage
 	// Lists holds, per list channel, the operations of this step in order.
 	Lists map[string][]Op
 	// Next is the tasks planned for the following step; empty when the run ended.
 	Next []Task
-	// Session, when set, is upserted into the session index in the same transaction.
-	Session *Session
+	// Index, when set, is upserted into the session index in the same transaction.
+	Index *Session
 }
 
 // State is a thread's newest checkpoint, materialized.
 type State struct {
 	Step    int
-	Status  string
+	Status  Status
 	Values  map[string]json.RawMessage
 	Lists   map[string][]Item
 	Next    []Task
@@ -83,7 +99,7 @@ type Session struct {
 	ID       string    `json:"session"`
 	Project  string    `json:"project"`
 	Title    string    `json:"title"`
-	Status   string    `json:"status"`
+	Status   Status    `json:"status"`
 	Created  time.Time `json:"created"`
 	Updated  time.Time `json:"updated"`
 	Messages int       `json:"messages"`

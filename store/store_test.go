@@ -112,7 +112,7 @@ func TestSessions(t *testing.T) {
 			}
 			// s1 also has a checkpoint written together with its index entry.
 			upd := Session{ID: "s1", Project: "api", Status: "running", Created: base, Updated: base.Add(5 * time.Hour), Messages: 7}
-			s.Put(ctx, Checkpoint{Thread: "s1", Step: 0, Session: &upd})
+			s.Put(ctx, Checkpoint{Thread: "s1", Step: 0, Index: &upd})
 			s.Put(ctx, Checkpoint{Thread: "s1", Namespace: "subagent-ab", Step: 0})
 
 			all, _ := s.Sessions(ctx, "")

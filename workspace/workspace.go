@@ -211,6 +211,15 @@ func (w *Workspace) Projects() []*Project {
 	return append([]*Project(nil), w.projects...)
 }
 
+// Roots returns the projects' root folders, in the order they were added.
+func (w *Workspace) Roots() []string {
+	var out []string
+	for _, p := range w.Projects() {
+		out = append(out, p.Root())
+	}
+	return out
+}
+
 // Names returns the projects' names, sorted.
 func (w *Workspace) Names() []string {
 	var out []string

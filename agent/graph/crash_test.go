@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/store"
 )
 
@@ -28,7 +27,7 @@ func crashGraph(t testing.TB, ts testSchema) *Graph {
 	g, err := New(ts.Schema).
 		Node("inc", func(ctx context.Context, s State) (Patch, error) {
 			c := ts.count.Get(s) + 1
-			return NewPatch(ts.count.Set(c), ts.msgs.Append(message.Message{ID: fmt.Sprintf("m%03d", c), Role: message.AI, Content: strconv.Itoa(c)})), nil
+			return NewPatch(ts.count.Set(c), ts.msgs.Append(tmsg{ID: fmt.Sprintf("m%03d", c), Role: "ai", Content: strconv.Itoa(c)})), nil
 		}).
 		Node("work", func(ctx context.Context, s State) (Patch, error) {
 			var i int
@@ -78,7 +77,7 @@ func crashChild(path string) {
 		}
 	}}
 	if _, err := db.Load(context.Background(), "crash", ""); err != nil {
-		_, err = g.Invoke(context.Background(), cfg, NewPatch(ts.msgs.Append(message.Message{ID: "input", Role: message.Human, Content: "count"})))
+		_, err = g.Invoke(context.Background(), cfg, NewPatch(ts.msgs.Append(tmsg{ID: "input", Role: "human", Content: "count"})))
 	} else {
 		_, err = g.Resume(context.Background(), cfg)
 	}
@@ -101,7 +100,7 @@ func finalState(t *testing.T, cp store.Checkpointer) (msgs []string, items []int
 	var res Result
 	var err error
 	if _, lerr := cp.Load(context.Background(), "crash", ""); lerr != nil {
-		res, err = g.Invoke(context.Background(), cfg, NewPatch(ts.msgs.Append(message.Message{ID: "input", Role: message.Human, Content: "count"})))
+		res, err = g.Invoke(context.Background(), cfg, NewPatch(ts.msgs.Append(tmsg{ID: "input", Role: "human", Content: "count"})))
 	} else {
 		res, err = g.Resume(context.Background(), cfg)
 	}
@@ -122,7 +121,7 @@ func TestCrashResume(t *testing.T) {
 	ref := store.NewMemory()
 	ts := newTestSchema()
 	if _, err := crashGraph(t, ts).Invoke(context.Background(), Config{Thread: "crash", Checkpointer: ref, StepLimit: 1000},
-		NewPatch(ts.msgs.Append(message.Message{ID: "input", Role: message.Human, Content: "count"}))); err != nil {
+		NewPatch(ts.msgs.Append(tmsg{ID: "input", Role: "human", Content: "count"}))); err != nil {
 		t.Fatal(err)
 	}
 	wantMsgs, wantItems, wantCount := finalState(t, ref)

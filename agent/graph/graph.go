@@ -122,17 +122,22 @@ type Graph struct {
 	routers map[string]Router
 }
 
+// Status is how a run ended, or that it is running: the store's type, so the
+// kernel, the store and the session index share one set of values.
+type Status = store.Status
+
 // Run statuses.
 const (
-	StatusRunning   = "running"
-	StatusDone      = "done"
-	StatusCancelled = "cancelled"
-	StatusFailed    = "failed"
-	StatusLimit     = "limit"
+	StatusRunning   = store.StatusRunning
+	StatusDone      = store.StatusDone
+	StatusCancelled = store.StatusCancelled
+	StatusFailed    = store.StatusFailed
+	StatusLimit     = store.StatusLimit
 )
 
-// DefaultStepLimit is the step limit of a run whose Config sets none.
-const DefaultStepLimit = 25
+// DefaultStepLimit is the step limit of a run whose Config sets none: the
+// agent's default too (a model turn and a tool round are one step each).
+const DefaultStepLimit = 100
 
 // EventType names what an Event reports.
 type EventType string
@@ -163,14 +168,16 @@ type Config struct {
 	StepLimit    int                // steps per invocation; 0 means DefaultStepLimit
 	Concurrency  int                // parallel tasks per step; 0 means 16
 	Events       func(Event)        // called synchronously; may be nil
-	// OnCheckpoint may decorate a checkpoint before it is stored, for example
-	// with the session index entry. It runs at the barrier.
-	OnCheckpoint func(cp *store.Checkpoint, s State)
+	// Index, when set, returns the session index entry to store with each
+	// checkpoint of the thread, in the same transaction (nil: none). It runs
+	// at the barrier with the state and status being checkpointed; the kernel
+	// passes its result to the store without reading it.
+	Index func(s State, status Status) *store.Session
 }
 
 // Result is how a run ended.
 type Result struct {
-	Status string
+	Status Status
 	State  State
 	Steps  int // steps executed by this invocation
 	Err    error
@@ -187,7 +194,7 @@ type runner struct {
 	vals    map[string]any
 	step    int    // newest stored step
 	steps   int    // steps run by this invocation
-	written string // status of the newest stored checkpoint
+	written Status // status of the newest stored checkpoint
 }
 
 // Invoke applies input as a new step (entering at Start) and runs until the
@@ -304,18 +311,27 @@ func (r *runner) loop(ctx context.Context, next []task, pending map[string]Patch
 }
 
 // end records the run's final status on the newest checkpoint.
-func (r *runner) end(ctx context.Context, status string, next []task, err error) (Result, error) {
+func (r *runner) end(ctx context.Context, status Status, next []task, err error) (Result, error) {
 	res := Result{Status: status, State: State{vals: r.vals}, Steps: r.steps, Err: err}
 	if r.cfg.Checkpointer != nil && r.step >= 0 && !(status == StatusDone && r.written == StatusDone) {
-		cp := store.Checkpoint{Thread: r.cfg.Thread, Namespace: r.cfg.Namespace, Step: r.step, Status: status, Next: storeTasks(next)}
-		if r.cfg.OnCheckpoint != nil {
-			r.cfg.OnCheckpoint(&cp, res.State)
-		}
+		cp := r.checkpoint(r.step, status, delta{}, next, res.State)
 		if perr := r.cfg.Checkpointer.Put(context.WithoutCancel(ctx), cp); perr != nil && err == nil {
 			res.Status, res.Err = StatusFailed, perr
 		}
 	}
 	return res, res.Err
+}
+
+// checkpoint assembles the checkpoint of step: what d changed, the tasks
+// planned next, the status, and the session index entry the Index hook gives
+// for s. The barrier, a run's end and Update all store what it returns.
+func (r *runner) checkpoint(step int, status Status, d delta, next []task, s State) store.Checkpoint {
+	cp := store.Checkpoint{Thread: r.cfg.Thread, Namespace: r.cfg.Namespace, Step: step, Status: status,
+		Values: d.values, Lists: d.lists, Next: storeTasks(next)}
+	if r.cfg.Index != nil {
+		cp.Index = r.cfg.Index(s, status)
+	}
+	return cp
 }
 
 func storeTasks(ts []task) []store.Task {
@@ -429,11 +445,7 @@ func (r *runner) barrier(ctx context.Context, tasks []task, patches []Patch) ([]
 		status = StatusDone
 	}
 	if r.cfg.Checkpointer != nil {
-		cp := store.Checkpoint{Thread: r.cfg.Thread, Namespace: r.cfg.Namespace, Step: step, Status: status,
-			Values: d.values, Lists: d.lists, Next: storeTasks(next)}
-		if r.cfg.OnCheckpoint != nil {
-			r.cfg.OnCheckpoint(&cp, State{vals: vals})
-		}
+		cp := r.checkpoint(step, status, d, next, State{vals: vals})
 		if err := r.cfg.Checkpointer.Put(context.WithoutCancel(ctx), cp); err != nil {
 			return nil, err
 		}
@@ -510,7 +522,7 @@ func (r *runner) taskID(step int, t task) string {
 // patch build returns for the resulting state. The step plans the given nodes
 // next (none: the thread has ended) and records status. It is how a runtime
 // closes a cancelled run cleanly, e.g. by answering tool calls that never ran.
-func (g *Graph) Update(ctx context.Context, cfg Config, build func(State) Patch, status string, next ...string) error {
+func (g *Graph) Update(ctx context.Context, cfg Config, build func(State) Patch, status Status, next ...string) error {
 	if cfg.Checkpointer == nil {
 		return errors.New("update needs a checkpointer")
 	}
@@ -552,10 +564,5 @@ func (g *Graph) Update(ctx context.Context, cfg Config, build func(State) Patch,
 		t.ID = r.taskID(step, t)
 		tasks = append(tasks, t)
 	}
-	cp := store.Checkpoint{Thread: cfg.Thread, Namespace: cfg.Namespace, Step: step, Status: status,
-		Values: d.values, Lists: d.lists, Next: storeTasks(tasks)}
-	if cfg.OnCheckpoint != nil {
-		cfg.OnCheckpoint(&cp, State{vals: vals})
-	}
-	return cfg.Checkpointer.Put(context.WithoutCancel(ctx), cp)
+	return cfg.Checkpointer.Put(context.WithoutCancel(ctx), r.checkpoint(step, status, d, tasks, State{vals: vals}))
 }

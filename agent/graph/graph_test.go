@@ -10,13 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/store"
 )
 
 type testSchema struct {
 	*Schema
-	msgs  Messages
+	msgs  keyed
 	items List[int]
 	count Value[int]
 	note  Value[string]
@@ -24,11 +23,11 @@ type testSchema struct {
 
 func newTestSchema() testSchema {
 	s := NewSchema()
-	return testSchema{s, NewMessages(s, "messages"), NewList[int](s, "items"), NewValue[int](s, "count"), NewValue[string](s, "note")}
+	return testSchema{s, newKeyed(s, "messages"), NewList[int](s, "items"), NewValue[int](s, "count"), NewValue[string](s, "note")}
 }
 
-func msg(id, content string) message.Message {
-	return message.Message{ID: id, Role: message.Human, Content: content}
+func msg(id, content string) tmsg {
+	return tmsg{ID: id, Role: "human", Content: content}
 }
 
 func TestReducers(t *testing.T) {
@@ -54,7 +53,7 @@ func TestReducers(t *testing.T) {
 		{name: "zero key is refused", steps: [][]Patch{{NewPatch(Value[int]{}.Set(1))}}, wantErr: "undeclared channel"},
 		{name: "double last-value write in a step names the channel", steps: [][]Patch{{NewPatch(ts.count.Set(1)), NewPatch(ts.count.Set(2))}}, wantErr: `channel "count" written twice`},
 		{name: "double write within one patch", steps: [][]Patch{{NewPatch(ts.note.Set("a"), ts.note.Set("b"))}}, wantErr: `channel "note" written twice`},
-		{name: "message without id", steps: [][]Patch{{NewPatch(ts.msgs.Append(message.Message{Role: message.Human}))}}, wantErr: "no id"},
+		{name: "message without id", steps: [][]Patch{{NewPatch(ts.msgs.Append(tmsg{Role: "human"}))}}, wantErr: "no id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,7 +117,7 @@ func counterGraph(t testing.TB, ts testSchema, n int) *Graph {
 	g, err := New(ts.Schema).
 		Node("inc", func(ctx context.Context, s State) (Patch, error) {
 			c := ts.count.Get(s) + 1
-			return NewPatch(ts.count.Set(c), ts.msgs.Append(message.Message{ID: fmt.Sprintf("m%d", c), Role: message.AI, Content: fmt.Sprint(c)})), nil
+			return NewPatch(ts.count.Set(c), ts.msgs.Append(tmsg{ID: fmt.Sprintf("m%d", c), Role: "ai", Content: fmt.Sprint(c)})), nil
 		}).
 		Edge(Start, "inc").
 		Branch("inc", func(s State) []Route {
@@ -375,13 +374,13 @@ func TestInputIdempotent(t *testing.T) {
 	ts := newTestSchema()
 	g, err := New(ts.Schema).
 		Node("echo", func(ctx context.Context, s State) (Patch, error) {
-			var last message.Message
+			var last tmsg
 			for _, m := range ts.msgs.Get(s) {
-				if m.Role == message.Human {
+				if m.Role == "human" {
 					last = m
 				}
 			}
-			return NewPatch(ts.msgs.Append(message.Message{ID: "re-" + last.ID, Role: message.AI, Content: last.Content})), nil
+			return NewPatch(ts.msgs.Append(tmsg{ID: "re-" + last.ID, Role: "ai", Content: last.Content})), nil
 		}).
 		Edge(Start, "echo").Edge("echo", End).Compile()
 	if err != nil {
@@ -389,7 +388,7 @@ func TestInputIdempotent(t *testing.T) {
 	}
 	cp := store.NewMemory()
 	cfg := Config{Thread: "t", Checkpointer: cp}
-	in := message.NewHuman("hello")
+	in := tmsg{ID: "in-1", Role: "human", Content: "hello"}
 	for i := 0; i < 3; i++ {
 		if _, err := g.Invoke(context.Background(), cfg, NewPatch(ts.msgs.Append(in))); err != nil {
 			t.Fatal(err)
@@ -467,5 +466,29 @@ func TestUpdateAppliesPendingThenPatch(t *testing.T) {
 	}
 	if got := ts.items.Get(res.State); !reflect.DeepEqual(got, []int{0, 10, -1}) || ts.count.Get(res.State) != 3 {
 		t.Fatalf("items %v count %d", got, ts.count.Get(res.State))
+	}
+}
+
+func BenchmarkFanOut(b *testing.B) {
+	for _, kind := range []string{"memory", "bbolt"} {
+		b.Run("store="+kind, func(b *testing.B) {
+			ts := newTestSchema()
+			g := fanOutGraph(b, ts, 100, nil)
+			var cp store.Checkpointer = store.NewMemory()
+			if kind == "bbolt" {
+				db, err := store.Open(b.TempDir() + "/w2.db")
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer db.Close()
+				cp = db
+			}
+			for i := 0; i < b.N; i++ {
+				res, err := g.Invoke(context.Background(), Config{Thread: fmt.Sprint(i), Checkpointer: cp}, NewPatch())
+				if err != nil || len(ts.items.Get(res.State)) != 100 {
+					b.Fatal(res.Status, err)
+				}
+			}
+		})
 	}
 }

@@ -50,7 +50,7 @@ var runCommand = Tool{
 			if env.Permissions == nil {
 				return errorf("running %q needs permission and nobody can grant it here", line)
 			}
-			ok, err := env.Permissions.AllowCommand(ctx, p.Name(), line)
+			ok, err := env.Permissions.AllowCommand(ctx, CommandRequest{Session: env.Session, Project: p.Name(), Command: line})
 			if err != nil {
 				return errorf("asking permission for %q: %v", line, err)
 			}

@@ -41,9 +41,17 @@ type EditResult struct {
 	FailureReason string
 }
 
-// Permissions decides whether a command line may run in a project.
+// Permissions decides whether a command line may run.
 type Permissions interface {
-	AllowCommand(ctx context.Context, project, command string) (bool, error)
+	AllowCommand(ctx context.Context, req CommandRequest) (bool, error)
+}
+
+// CommandRequest is a command line that needs permission: which session wants
+// to run it, in which project.
+type CommandRequest struct {
+	Session string
+	Project string
+	Command string
 }
 
 // SubagentResult is what a parent receives from a subagent.
@@ -58,19 +66,23 @@ type SubagentResult struct {
 // workspace, and the ports. It is built per run, never global.
 type Env struct {
 	Workspace      *workspace.Workspace
+	Session        string // the run's session
 	Project        string // the run's current project
 	Editor         Editor
 	Permissions    Permissions
 	Subagent       func(ctx context.Context, task string, maxLoops int) (SubagentResult, error)
-	MaxOutput      int           // bytes of tool output kept; default 16 KiB
+	MaxOutput      int           // bytes of tool output kept; default DefaultMaxOutput
 	CommandTimeout time.Duration // default for run_command; default 2 minutes
 }
+
+// DefaultMaxOutput is the size in bytes a tool's output is cut to by default.
+const DefaultMaxOutput = 16 << 10
 
 func (e *Env) maxOutput() int {
 	if e.MaxOutput > 0 {
 		return e.MaxOutput
 	}
-	return 16 << 10
+	return DefaultMaxOutput
 }
 
 // project returns the named project, or the current one when name is empty.

@@ -19,7 +19,10 @@ import (
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/agent/event"
+	"github.com/agent-lsp/agent-lsp/agent/transcript"
 	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
@@ -53,13 +56,11 @@ func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 type runFlags struct {
-	workspaces, allow, deny multiFlag
-	project, session        string
-	resume                  string
-	json                    bool
-	model, baseURL, store   string
-	maxSteps                int
-	durability              string
+	workspaces       multiFlag
+	project, session string
+	resume           string
+	json             bool
+	settings         *config.Flags // model, endpoint, store, limits, permissions
 }
 
 func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -71,24 +72,16 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.session, "session", "", "continue this session with a new prompt")
 	fs.StringVar(&f.resume, "resume", "", "resume this interrupted session (no prompt)")
 	fs.BoolVar(&f.json, "json", false, "print agent/event lines and a result line as JSON on stdout")
-	fs.StringVar(&f.model, "model", "", "model name (default from AGENT_LSP_MODEL, else gpt-4o-mini)")
-	fs.StringVar(&f.baseURL, "base-url", "", "OpenAI-compatible endpoint (default from OPENAI_BASE_URL)")
-	fs.StringVar(&f.store, "store", "", "session store file (default from AGENT_LSP_STORE, else ~/.local/state/agent-lsp/sessions.db)")
-	fs.IntVar(&f.maxSteps, "max-steps", 0, "step limit of the run (default 100)")
-	fs.StringVar(&f.durability, "durability", "", "when checkpoints reach the disk: sync (every step), batched (groups; default) or exit (at the run's end)")
-	fs.Var(&f.allow, "allow", "allow commands matching PATTERN (* matches anything; repeatable)")
-	fs.Var(&f.deny, "deny", "deny commands matching PATTERN (repeatable; wins over --allow)")
+	f.settings = config.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, runUsage)
 		fs.PrintDefaults()
 	}
 	usageErr := func(format string, a ...any) int {
-		msg := fmt.Sprintf(format, a...)
-		fmt.Fprintf(stderr, "agent-lsp run: %s\n", msg)
-		if f.json {
-			writeJSON(stdout, map[string]any{"type": "result", "status": "failed", "error": msg, "reply": "", "edits": 0, "steps": 0, "session": ""})
-		}
-		return 2
+		cl := &client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr}
+		res := failed(fmt.Errorf(format, a...), true)
+		cl.printResult(res, stdout)
+		return res.exitCode()
 	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -113,9 +106,6 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return usageErr("no prompt: give one as an argument or on standard input")
 		}
 	}
-	if _, err := store.ParseDurability(f.durability); err != nil {
-		return usageErr("--durability: %v", err)
-	}
 	if len(f.workspaces) == 0 {
 		wd, _ := os.Getwd()
 		f.workspaces = multiFlag{wd}
@@ -133,22 +123,20 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return headless(f, prompt, stdout, stderr)
 }
 
-func writeJSON(w io.Writer, v any) {
-	b, _ := json.Marshal(v)
-	fmt.Fprintf(w, "%s\n", b)
-}
-
 // client is the headless LSP client: it applies edits to disk, denies what
 // was not allowed, and prints the transcript.
 type client struct {
-	json   bool
-	out    *bufio.Writer
-	errw   io.Writer
-	mu     sync.Mutex
-	inText bool
-	enc    workspace.Encoding
+	json bool
+	out  *bufio.Writer
+	errw io.Writer
+	mu   sync.Mutex // guards out, errw and tr
+	tr   *transcript.Writer
+	enc  workspace.Encoding
 }
 
+// printEvent prints one agent/event: the raw line with --json, else the
+// transcript on stderr. An event of a kind this binary does not know is
+// passed through as JSON and skipped in the transcript.
 func (c *client) printEvent(raw json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -158,45 +146,9 @@ func (c *client) printEvent(raw json.RawMessage) {
 		c.out.Flush()
 		return
 	}
-	var e agent.Event
-	if json.Unmarshal(raw, &e) != nil {
-		return
-	}
-	line := func(format string, a ...any) {
-		if c.inText {
-			fmt.Fprintln(c.errw)
-			c.inText = false
-		}
-		fmt.Fprintf(c.errw, format+"\n", a...)
-	}
-	indent := ""
-	if e.ContextID != "" {
-		indent = "  [" + e.ContextID + "] "
-	}
-	switch e.Type {
-	case "message.delta":
-		fmt.Fprint(c.errw, e.Text)
-		c.inText = true
-	case "tool.start":
-		line("%s→ %s %s", indent, e.Name, e.Args)
-	case "tool.end":
-		mark := "✓"
-		if e.OK != nil && !*e.OK {
-			mark = "✗"
-		}
-		line("%s  %s %s", indent, mark, e.Summary)
-	case "subagent.start":
-		line("%s⇢ subagent: %s", indent, e.Task)
-	case "subagent.end":
-		line("%s⇠ subagent %s", indent, e.Status)
-	case "edit":
-		state := "applied"
-		if e.Applied != nil && !*e.Applied {
-			state = "refused"
-		}
-		line("%s  edit %s: %s", indent, strings.TrimPrefix(e.URI, "file://"), state)
-	case "run.end":
-		line("— %s", e.Status)
+	var e event.Event
+	if json.Unmarshal(raw, &e) == nil {
+		c.tr.Event(e)
 	}
 }
 
@@ -305,104 +257,109 @@ func (p pipeRWC) Close() error {
 	return nil
 }
 
+// resultLine is the last line of `run --json`, and what the exit code follows.
+type resultLine struct {
+	Type string `json:"type"` // "result"
+	agent.Result
+	usageError bool // bad flags, unknown project or session: exit 2
+}
+
+// exitCode is run's exit status for a result: 0 done, 1 failed or step limit,
+// 2 usage error, 130 cancelled.
+func (r resultLine) exitCode() int {
+	switch {
+	case r.usageError:
+		return 2
+	case r.Status == store.StatusDone:
+		return 0
+	case r.Status == store.StatusCancelled:
+		return 130
+	}
+	return 1
+}
+
+func failed(err error, usage bool) resultLine {
+	return resultLine{Result: agent.Result{Status: store.StatusFailed, Error: err.Error()}, usageError: usage}
+}
+
+// headless starts the server in-process, drives one run over JSON-RPC as an
+// editor would, prints its result and returns the exit code.
 func headless(f runFlags, prompt string, stdout, stderr io.Writer) int {
 	ctx := context.Background()
 	c2sR, c2sW := io.Pipe()
 	s2cR, s2cW := io.Pipe()
 	served := make(chan error, 1)
 	go func() {
-		served <- server.Serve(ctx, c2sR, s2cW, server.Options{Model: f.model, BaseURL: f.baseURL, StorePath: f.store, MaxSteps: f.maxSteps, Durability: f.durability,
-			Logf: func(string, ...any) {}})
+		served <- server.Serve(ctx, c2sR, s2cW, server.Options{Flags: f.settings, Logf: func(string, ...any) {}})
 		s2cW.Close()
 	}()
-	cl := &client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr, enc: workspace.UTF8}
+	cl := &client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr, tr: transcript.New(stderr), enc: workspace.UTF8}
 	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(pipeRWC{s2cR, c2sW, []io.Closer{c2sW, s2cR}}))
 	conn.Go(ctx, cl.handle)
 	defer conn.Close()
 
-	result := func(res map[string]any) int {
-		cl.mu.Lock()
-		defer cl.mu.Unlock()
-		status, _ := res["status"].(string)
-		if status == "usage" {
-			res["status"] = "failed"
-		}
-		if f.json {
-			res["type"] = "result"
-			b, _ := json.Marshal(res)
-			cl.out.Write(b)
-			cl.out.WriteByte('\n')
-			cl.out.Flush()
-			if e, _ := res["error"].(string); e != "" {
-				fmt.Fprintf(stderr, "agent-lsp run: %s\n", e)
-			}
-		} else {
-			if reply, _ := res["reply"].(string); reply != "" {
-				fmt.Fprintln(stdout, reply)
-			}
-			if e, _ := res["error"].(string); e != "" {
-				fmt.Fprintf(stderr, "agent-lsp run: %s\n", e)
-			}
-			fmt.Fprintf(stderr, "session %v: %s after %v steps, %v edits\n", res["session"], status, res["steps"], res["edits"])
-			if status == "cancelled" {
-				fmt.Fprintf(stderr, "resume with: agent-lsp run --resume %v\n", res["session"])
-			}
-		}
-		switch status {
-		case "done":
-			return 0
-		case "cancelled":
-			return 130
-		case "usage":
-			return 2
-		}
-		return 1
-	}
+	res := cl.drive(ctx, conn, f, prompt)
+	cl.printResult(res, stdout)
+	conn.Call(ctx, "shutdown", nil, nil)
+	conn.Notify(ctx, "exit", nil)
+	<-served
+	return res.exitCode()
+}
 
+// drive initializes the server and runs the command, cancelling it on SIGINT
+// or SIGTERM (a second signal quits at once).
+func (cl *client) drive(ctx context.Context, conn jsonrpc2.Conn, f runFlags, prompt string) resultLine {
 	var folders []map[string]string
 	for _, w := range f.workspaces {
 		folders = append(folders, map[string]string{"uri": string(uri.File(w)), "name": filepath.Base(w)})
 	}
-	initOpts := map[string]any{"permissions": map[string]any{"allow": []string(f.allow), "deny": []string(f.deny)}, "edits": "apply"}
-	var initRes json.RawMessage
-	if _, err := conn.Call(ctx, "initialize", map[string]any{
-		"processId": nil, "workspaceFolders": folders, "rootUri": folders[0]["uri"],
-		"capabilities":          map[string]any{"general": map[string]any{"positionEncodings": []string{"utf-8", "utf-16"}}},
-		"initializationOptions": initOpts,
-	}, &initRes); err != nil {
-		return result(map[string]any{"status": "failed", "error": "initialize: " + err.Error(), "session": "", "reply": "", "edits": 0, "steps": 0})
-	}
-	var ir struct {
+	var initRes struct {
 		Capabilities struct {
 			PositionEncoding string `json:"positionEncoding"`
 		} `json:"capabilities"`
 	}
-	json.Unmarshal(initRes, &ir)
-	if ir.Capabilities.PositionEncoding == "utf-16" {
+	if _, err := conn.Call(ctx, "initialize", map[string]any{
+		"processId": nil, "workspaceFolders": folders, "rootUri": folders[0]["uri"],
+		"capabilities":          map[string]any{"general": map[string]any{"positionEncodings": []string{"utf-8", "utf-16"}}},
+		"initializationOptions": map[string]any{"edits": "apply"}, // headless applies: review needs an editor
+	}, &initRes); err != nil {
+		return failed(fmt.Errorf("initialize: %w", err), isUsage(err))
+	}
+	if initRes.Capabilities.PositionEncoding == "utf-16" {
 		cl.enc = workspace.UTF16
 	}
 	conn.Notify(ctx, "initialized", map[string]any{})
 
-	command, args := "agent.run", map[string]any{"prompt": prompt}
-	if f.project != "" {
-		args["project"] = f.project
-	}
-	if f.session != "" {
-		args["session"] = f.session
-	}
+	command, args := "agent.run", any(server.RunArgs{Prompt: prompt, Project: f.project, Session: f.session})
 	if f.resume != "" {
-		command, args = "agent.resume", map[string]any{"session": f.resume}
+		command, args = "agent.resume", server.ResumeArgs{Session: f.resume}
 	}
 	const token = "headless"
+	defer cl.cancelOnSignal(ctx, conn, token)()
+	var res agent.Result
+	if _, err := conn.Call(ctx, "workspace/executeCommand", map[string]any{"command": command, "arguments": []any{args}, "workDoneToken": token}, &res); err != nil {
+		return failed(err, isUsage(err))
+	}
+	return resultLine{Result: res}
+}
+
+func isUsage(err error) bool {
+	var rpcErr *jsonrpc2.Error
+	return errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc2.InvalidParams
+}
+
+// cancelOnSignal cancels the run on the first SIGINT or SIGTERM and exits on
+// the second, until the returned func is called.
+func (cl *client) cancelOnSignal(ctx context.Context, conn jsonrpc2.Conn, token string) (stop func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	done := make(chan struct{})
-	defer close(done)
 	go func() {
 		select {
 		case <-sigs:
-			fmt.Fprintln(stderr, "\nagent-lsp run: cancelling (again to quit at once)…")
+			cl.mu.Lock()
+			fmt.Fprintln(cl.errw, "\nagent-lsp run: cancelling (again to quit at once)…")
+			cl.mu.Unlock()
 			conn.Notify(ctx, "window/workDoneProgress/cancel", map[string]any{"token": token})
 		case <-done:
 			return
@@ -413,21 +370,36 @@ func headless(f runFlags, prompt string, stdout, stderr io.Writer) int {
 		case <-done:
 		}
 	}()
-	var res map[string]any
-	_, err := conn.Call(ctx, "workspace/executeCommand", map[string]any{"command": command, "arguments": []any{args}, "workDoneToken": token}, &res)
-	code := 0
-	if err != nil {
-		var rpcErr *jsonrpc2.Error
-		status := "failed"
-		if errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc2.InvalidParams {
-			status = "usage"
-		}
-		code = result(map[string]any{"status": status, "error": err.Error(), "session": "", "reply": "", "edits": 0, "steps": 0})
-	} else {
-		code = result(res)
+	return func() {
+		signal.Stop(sigs)
+		close(done)
 	}
-	conn.Call(ctx, "shutdown", nil, nil)
-	conn.Notify(ctx, "exit", nil)
-	<-served
-	return code
+}
+
+// printResult writes the result: the JSON line with --json, else the reply on
+// stdout and a summary on stderr.
+func (cl *client) printResult(r resultLine, stdout io.Writer) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if r.Error != "" {
+		fmt.Fprintf(cl.errw, "agent-lsp run: %s\n", r.Error)
+	}
+	if cl.json {
+		r.Type = "result"
+		b, _ := json.Marshal(r)
+		cl.out.Write(b)
+		cl.out.WriteByte('\n')
+		cl.out.Flush()
+		return
+	}
+	if r.usageError {
+		return
+	}
+	if r.Reply != "" {
+		fmt.Fprintln(stdout, r.Reply)
+	}
+	fmt.Fprintf(cl.errw, "session %s: %s after %d steps, %d edits\n", r.Session, r.Status, r.Steps, r.Edits)
+	if r.Status == store.StatusCancelled {
+		fmt.Fprintf(cl.errw, "resume with: agent-lsp run --resume %s\n", r.Session)
+	}
 }

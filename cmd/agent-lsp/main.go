@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/server/config"
 )
 
 const usage = `agent-lsp: a coding agent in your editor, over the Language Server Protocol.
@@ -51,17 +52,14 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("agent-lsp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var opts server.Options
-	fs.StringVar(&opts.Model, "model", "", "model name (overrides AGENT_LSP_MODEL and initializationOptions)")
-	fs.StringVar(&opts.BaseURL, "base-url", "", "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (overrides OPENAI_BASE_URL)")
-	fs.StringVar(&opts.StorePath, "store", "", "session store file (overrides AGENT_LSP_STORE)")
-	fs.IntVar(&opts.MaxSteps, "max-steps", 0, "step limit of a run (default 100)")
-	fs.StringVar(&opts.Durability, "durability", "", "when checkpoints reach the disk: sync, batched or exit (default batched)")
+	opts := server.Options{Flags: config.Register(fs)}
 	fs.Bool("stdio", true, "serve over stdin/stdout (the only transport; accepted for clients that pass it)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
-		fmt.Fprint(stderr, "\nEnvironment: OPENAI_API_KEY, OPENAI_BASE_URL, AGENT_LSP_MODEL, AGENT_LSP_STORE, AGENT_LSP_DURABILITY.\n")
+		fmt.Fprint(stderr, "\nSettings, lowest to highest precedence: defaults, environment, initializationOptions, flags.\n"+
+			"Environment: OPENAI_API_KEY (or the variable model.apiKeyEnv names), OPENAI_BASE_URL, AGENT_LSP_MODEL,\n"+
+			"AGENT_LSP_STORE, AGENT_LSP_DURABILITY. The wire contract is docs/protocol.md.\n")
 	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {

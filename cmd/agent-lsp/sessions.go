@@ -10,7 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/agent/transcript"
+	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/store"
 )
 
@@ -52,7 +54,7 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *path == "" {
-		*path = server.StorePath(os.Getenv)
+		*path = config.StorePath(os.Getenv)
 	}
 	db, err := store.Open(*path)
 	if err != nil {
@@ -85,24 +87,14 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stdout, "session %s  project %s  status %s  (%s)\n\n", s.ID, s.Project, s.Status, s.Title)
-		msgs, err := server.Transcript(ctx, db, id)
+		msgs, err := agent.Transcript(ctx, db, id, "")
 		if err != nil {
 			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
 			return 1
 		}
+		tr := transcript.New(stdout)
 		for _, m := range msgs {
-			fmt.Fprintf(stdout, "── %s", m.Role)
-			if m.Name != "" {
-				fmt.Fprintf(stdout, " (%s)", m.Name)
-			}
-			fmt.Fprintln(stdout)
-			if m.Content != "" {
-				fmt.Fprintln(stdout, m.Content)
-			}
-			for _, c := range m.ToolCalls {
-				fmt.Fprintf(stdout, "→ %s %s\n", c.Name, c.Args)
-			}
-			fmt.Fprintln(stdout)
+			tr.Message(m)
 		}
 	case "delete":
 		ok, err := db.DeleteSession(ctx, id)

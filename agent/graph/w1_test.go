@@ -1,21 +1,26 @@
-package graph
+package graph_test
 
 import (
 	"context"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	. "github.com/agent-lsp/agent-lsp/agent/graph"
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/store"
 )
 
 var kilobyte = strings.Repeat("x", 1000)
 
+// These tests and benchmarks drive the kernel with the agent's real messages
+// channel, so they live in the external test package.
+
 // w1Graph is workload W1: an agent/tools loop of turns tool turns and a final answer.
-func w1Graph(b testing.TB, s *Schema, msgs Messages, turns int) *Graph {
+func w1Graph(b testing.TB, s *Schema, msgs message.Channel, turns int) *Graph {
 	g, err := New(s).
 		Node("agent", func(ctx context.Context, s State) (Patch, error) {
 			i := (len(msgs.Get(s)) + 1) / 2 // input, then an AI and a tool message per turn
@@ -87,7 +92,7 @@ func BenchmarkAgentLoop(b *testing.B) {
 		for _, kind := range []string{"none", "memory", "bbolt/durability=sync", "bbolt/durability=batched", "bbolt/durability=exit"} {
 			b.Run(fmt.Sprintf("turns=%d/store=%s", turns, kind), func(b *testing.B) {
 				s := NewSchema()
-				msgs := NewMessages(s, "messages")
+				msgs := message.NewChannel(s, "messages")
 				g := w1Graph(b, s, msgs, turns)
 				var cp store.Checkpointer
 				var path string
@@ -130,30 +135,6 @@ func BenchmarkAgentLoop(b *testing.B) {
 	}
 }
 
-func BenchmarkFanOut(b *testing.B) {
-	for _, kind := range []string{"memory", "bbolt"} {
-		b.Run("store="+kind, func(b *testing.B) {
-			ts := newTestSchema()
-			g := fanOutGraph(b, ts, 100, nil)
-			var cp store.Checkpointer = store.NewMemory()
-			if kind == "bbolt" {
-				db, err := store.Open(b.TempDir() + "/w2.db")
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer db.Close()
-				cp = db
-			}
-			for i := 0; i < b.N; i++ {
-				res, err := g.Invoke(context.Background(), Config{Thread: fmt.Sprint(i), Checkpointer: cp}, NewPatch())
-				if err != nil || len(ts.items.Get(res.State)) != 100 {
-					b.Fatal(res.Status, err)
-				}
-			}
-		})
-	}
-}
-
 // BenchmarkCommitFloor is the cost of one empty durable bbolt commit on the
 // same kind of file: the floor under a durable checkpoint.
 func BenchmarkCommitFloor(b *testing.B) {
@@ -166,5 +147,84 @@ func BenchmarkCommitFloor(b *testing.B) {
 		if err := db.Put(context.Background(), store.Checkpoint{Thread: "floor", Step: i, Status: StatusRunning}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// runConcurrent runs n W1 sessions of turns turns at once on db and returns
+// the steps they took.
+func runConcurrent(t testing.TB, db *store.Bolt, n, turns int) int {
+	s := NewSchema()
+	msgs := message.NewChannel(s, "messages")
+	g := w1Graph(t, s, msgs, turns)
+	var wg sync.WaitGroup
+	steps := make([]int, n)
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := g.Invoke(context.Background(), Config{Thread: fmt.Sprint("s", i), Checkpointer: db, StepLimit: 2*turns + 2},
+				NewPatch(msgs.Append(message.NewHuman("go"))))
+			steps[i], errs[i] = res.Steps+1, err
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for i := range steps {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		total += steps[i]
+	}
+	return total
+}
+
+// TestGroupCommitSync runs 16 sessions at once in sync mode: every checkpoint
+// is durable, and they share commits.
+func TestGroupCommitSync(t *testing.T) {
+	path := t.TempDir() + "/g.db"
+	db, err := store.Open(path, store.WithDefaultDurability(store.Sync))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := db.Commits()
+	steps := runConcurrent(t, db, 16, 30)
+	commits := db.Commits() - before
+	if ratio := float64(commits) / float64(steps); ratio >= 1 {
+		t.Fatalf("%d commits for %d steps: group commit did not share commits", commits, steps)
+	}
+	t.Logf("%d commits for %d steps", commits, steps)
+	// Everything is durable: a fresh open (after close) sees every session complete.
+	db.Close()
+	db, err = store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := 0; i < 16; i++ {
+		st, err := db.Load(context.Background(), fmt.Sprint("s", i), "")
+		if err != nil || st.Status != StatusDone || len(st.Lists["messages"]) != 62 {
+			t.Fatalf("session %d: %+v %v", i, st, err)
+		}
+	}
+}
+
+func BenchmarkConcurrentSessions(b *testing.B) {
+	for _, d := range []store.Durability{store.Sync, store.Batched} {
+		b.Run(fmt.Sprintf("sessions=16/durability=%s", d), func(b *testing.B) {
+			db, err := store.Open(b.TempDir()+"/c.db", store.WithDefaultDurability(d))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			steps := 0
+			before := db.Commits()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				steps += runConcurrent(b, db, 16, 50)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(steps), "ns/step")
+			b.ReportMetric(float64(db.Commits()-before)/float64(steps), "commits/step")
+		})
 	}
 }

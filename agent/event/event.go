@@ -1,0 +1,224 @@
+// Package event holds the events of an agent run, typed: one struct per kind,
+// with the kind's wire name as the discriminator. The runtime emits them, the
+// server sends them as agent/event notifications (docs/protocol.md), and the
+// headless client and `sessions show` render them.
+//
+// On the wire an event is one flat JSON object: the envelope (session, seq,
+// type, and contextId/parentId for a subagent's events) and the kind's fields.
+package event
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/agent-lsp/agent-lsp/agent/message"
+	"github.com/agent-lsp/agent-lsp/store"
+)
+
+// Type is an event kind's wire name, e.g. "tool.start".
+type Type string
+
+// Data is what one kind of event carries.
+type Data interface {
+	// Type is the kind's wire name.
+	Type() Type
+}
+
+// Event is one event of a run: which session (and subagent) it is about, its
+// place in the session's sequence, and what happened.
+type Event struct {
+	Session string
+	// Seq rises by one per session on the wire; the server sets it, the
+	// runtime leaves it 0.
+	Seq int64
+	// ContextID is the subagent that produced the event ("" for the session's
+	// own run) and ParentID the context that started that subagent.
+	ContextID, ParentID string
+	Data                Data
+}
+
+// Type returns the event's kind, or "" when it has no data.
+func (e Event) Type() Type {
+	if e.Data == nil {
+		return ""
+	}
+	return e.Data.Type()
+}
+
+// The kinds of event, in the order a run produces them.
+
+// RunStart opens a run (agent.run or agent.resume) in a project.
+type RunStart struct {
+	Project string `json:"project"`
+}
+
+// MessageDelta is streamed text of the model's answer, batched by the server.
+// Subagents' deltas stay in their own transcripts.
+type MessageDelta struct {
+	Text string `json:"text"`
+}
+
+// Message is a complete human or AI message, as stored.
+type Message struct {
+	Message message.Message `json:"message"`
+}
+
+// ToolStart is a tool call about to run; Args is the model's raw JSON.
+type ToolStart struct {
+	Name   string `json:"name"`
+	Args   string `json:"args"`
+	CallID string `json:"callId"`
+}
+
+// ToolEnd is a tool call's outcome, with a few words for progress.
+type ToolEnd struct {
+	CallID  string `json:"callId"`
+	Name    string `json:"name"`
+	OK      bool   `json:"ok"`
+	Summary string `json:"summary"`
+}
+
+// SubagentStart is a subagent starting a task; the envelope's ContextID and
+// ParentID name it and its parent.
+type SubagentStart struct {
+	Task string `json:"task"`
+}
+
+// SubagentEnd is a subagent's end.
+type SubagentEnd struct {
+	OK     bool         `json:"ok"`
+	Status store.Status `json:"status"`
+}
+
+// Edit reports whether the editor applied an edit of the file URI.
+type Edit struct {
+	URI     string `json:"uri"`
+	Applied bool   `json:"applied"`
+}
+
+// RunEnd closes a run with its status, and for a failed run the reason.
+type RunEnd struct {
+	Status store.Status `json:"status"`
+	Error  string       `json:"error,omitempty"`
+}
+
+// Type implements Data.
+func (RunStart) Type() Type { return "run.start" }
+
+// Type implements Data.
+func (MessageDelta) Type() Type { return "message.delta" }
+
+// Type implements Data.
+func (Message) Type() Type { return "message" }
+
+// Type implements Data.
+func (ToolStart) Type() Type { return "tool.start" }
+
+// Type implements Data.
+func (ToolEnd) Type() Type { return "tool.end" }
+
+// Type implements Data.
+func (SubagentStart) Type() Type { return "subagent.start" }
+
+// Type implements Data.
+func (SubagentEnd) Type() Type { return "subagent.end" }
+
+// Type implements Data.
+func (Edit) Type() Type { return "edit" }
+
+// Type implements Data.
+func (RunEnd) Type() Type { return "run.end" }
+
+type kind struct {
+	zero   Data
+	decode func([]byte) (Data, error)
+}
+
+// kinds is the table of event kinds, in the order a run produces them: each
+// kind's zero value and its decoder. A new kind is a struct, its Type method
+// and one row here.
+var kinds = []kind{
+	{RunStart{}, decode[RunStart]},
+	{MessageDelta{}, decode[MessageDelta]},
+	{Message{}, decode[Message]},
+	{ToolStart{}, decode[ToolStart]},
+	{ToolEnd{}, decode[ToolEnd]},
+	{SubagentStart{}, decode[SubagentStart]},
+	{SubagentEnd{}, decode[SubagentEnd]},
+	{Edit{}, decode[Edit]},
+	{RunEnd{}, decode[RunEnd]},
+}
+
+// Types lists every event kind's wire name, in the order a run produces them.
+func Types() []Type {
+	out := make([]Type, len(kinds))
+	for i, k := range kinds {
+		out[i] = k.zero.Type()
+	}
+	return out
+}
+
+func decode[D Data](b []byte) (Data, error) {
+	var d D
+	err := json.Unmarshal(b, &d)
+	return d, err
+}
+
+type envelope struct {
+	Session   string `json:"session"`
+	Seq       int64  `json:"seq"`
+	Type      Type   `json:"type"`
+	ContextID string `json:"contextId,omitempty"`
+	ParentID  string `json:"parentId,omitempty"`
+}
+
+// MarshalJSON writes the flat wire object: the envelope, then the kind's fields.
+func (e Event) MarshalJSON() ([]byte, error) {
+	if e.Data == nil {
+		return nil, fmt.Errorf("event of session %s has no data", e.Session)
+	}
+	head, err := json.Marshal(envelope{e.Session, e.Seq, e.Data.Type(), e.ContextID, e.ParentID})
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(e.Data)
+	if err != nil {
+		return nil, err
+	}
+	if string(body) == "{}" {
+		return head, nil
+	}
+	out := append(head[:len(head)-1:len(head)-1], ',')
+	return append(out, body[1:]...), nil
+}
+
+// UnmarshalJSON reads the flat wire object. An unknown type is an error that
+// names it, so a client can skip events newer than itself.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var env envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		return err
+	}
+	i := slices.IndexFunc(kinds, func(k kind) bool { return k.zero.Type() == env.Type })
+	if i < 0 {
+		return &UnknownTypeError{Type: env.Type}
+	}
+	d, err := kinds[i].decode(b)
+	if err != nil {
+		return fmt.Errorf("event %s: %w", env.Type, err)
+	}
+	*e = Event{Session: env.Session, Seq: env.Seq, ContextID: env.ContextID, ParentID: env.ParentID, Data: d}
+	return nil
+}
+
+// UnknownTypeError is returned when decoding an event of a kind this version
+// does not know.
+type UnknownTypeError struct{ Type Type }
+
+func (e *UnknownTypeError) Error() string {
+	if e.Type == "" {
+		return "event has no type"
+	}
+	return fmt.Sprintf("unknown event type %q", e.Type)
+}

@@ -1,0 +1,59 @@
+package event
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/agent-lsp/agent-lsp/agent/message"
+)
+
+func TestWireShapeRoundTrip(t *testing.T) {
+	tests := []struct {
+		ev   Event
+		wire string
+	}{
+		{Event{Session: "s-1", Seq: 1, Data: RunStart{Project: "web"}}, `{"session":"s-1","seq":1,"type":"run.start","project":"web"}`},
+		{Event{Session: "s-1", Seq: 2, Data: MessageDelta{Text: "hi"}}, `{"session":"s-1","seq":2,"type":"message.delta","text":"hi"}`},
+		{Event{Session: "s-1", Seq: 3, Data: Message{Message: message.Message{ID: "m", Role: message.AI, Content: "x", ToolCalls: []message.ToolCall{{ID: "c", Name: "read_file", Args: "{}"}}}}},
+			`{"session":"s-1","seq":3,"type":"message","message":{"id":"m","role":"ai","content":"x","toolCalls":[{"id":"c","name":"read_file","args":"{}"}]}}`},
+		{Event{Session: "s-1", Seq: 4, ContextID: "subagent-1", ParentID: "s-1", Data: ToolStart{Name: "search", Args: `{"pattern":"x"}`, CallID: "c"}},
+			`{"session":"s-1","seq":4,"type":"tool.start","contextId":"subagent-1","parentId":"s-1","name":"search","args":"{\"pattern\":\"x\"}","callId":"c"}`},
+		{Event{Session: "s-1", Seq: 5, Data: ToolEnd{CallID: "c", Name: "search", OK: false, Summary: "bad pattern"}},
+			`{"session":"s-1","seq":5,"type":"tool.end","callId":"c","name":"search","ok":false,"summary":"bad pattern"}`},
+		{Event{Session: "s-1", Seq: 6, ContextID: "subagent-1", ParentID: "s-1", Data: SubagentStart{Task: "t"}}, `{"session":"s-1","seq":6,"type":"subagent.start","contextId":"subagent-1","parentId":"s-1","task":"t"}`},
+		{Event{Session: "s-1", Seq: 7, ContextID: "subagent-1", ParentID: "s-1", Data: SubagentEnd{OK: true, Status: "done"}}, `{"session":"s-1","seq":7,"type":"subagent.end","contextId":"subagent-1","parentId":"s-1","ok":true,"status":"done"}`},
+		{Event{Session: "s-1", Seq: 8, Data: Edit{URI: "file:///a.go", Applied: true}}, `{"session":"s-1","seq":8,"type":"edit","uri":"file:///a.go","applied":true}`},
+		{Event{Session: "s-1", Seq: 9, Data: RunEnd{Status: "failed", Error: "boom"}}, `{"session":"s-1","seq":9,"type":"run.end","status":"failed","error":"boom"}`},
+	}
+	seen := map[Type]bool{}
+	for _, tt := range tests {
+		b, err := json.Marshal(tt.ev)
+		if err != nil || string(b) != tt.wire {
+			t.Fatalf("marshal %s:\n got %s %v\nwant %s", tt.ev.Type(), b, err, tt.wire)
+		}
+		var back Event
+		if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, tt.ev) {
+			t.Fatalf("round trip of %s: %+v %v", tt.wire, back, err)
+		}
+		seen[tt.ev.Type()] = true
+	}
+	for _, typ := range Types() {
+		if !seen[typ] {
+			t.Errorf("kind %s has no wire test", typ)
+		}
+	}
+}
+
+func TestUnknownType(t *testing.T) {
+	var e Event
+	err := json.Unmarshal([]byte(`{"session":"s","seq":1,"type":"from.the.future","x":1}`), &e)
+	var u *UnknownTypeError
+	if !errors.As(err, &u) || u.Type != "from.the.future" {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := json.Marshal(Event{Session: "s"}); err == nil {
+		t.Fatal("an event without data marshalled")
+	}
+}

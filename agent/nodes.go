@@ -1,0 +1,157 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.lsp.dev/uri"
+
+	"github.com/agent-lsp/agent-lsp/agent/event"
+	"github.com/agent-lsp/agent-lsp/agent/graph"
+	"github.com/agent-lsp/agent-lsp/agent/message"
+	"github.com/agent-lsp/agent-lsp/agent/model"
+	"github.com/agent-lsp/agent-lsp/agent/tools"
+)
+
+func lastAI(msgs []message.Message) (message.Message, int) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == message.AI {
+			return msgs[i], i
+		}
+	}
+	return message.Message{}, -1
+}
+
+func toolMessageID(aiID string, i int) string { return fmt.Sprintf("%s-t%d", aiID, i) }
+
+// route sends each tool call of the newest AI message to its own tools task.
+func (rt *Runtime) route(s graph.State) []graph.Route {
+	msgs := rt.st.messages.Get(s)
+	if len(msgs) == 0 || msgs[len(msgs)-1].Role != message.AI || len(msgs[len(msgs)-1].ToolCalls) == 0 {
+		return []graph.Route{graph.To(graph.End)}
+	}
+	calls := msgs[len(msgs)-1].ToolCalls
+	routes := make([]graph.Route, len(calls))
+	for i := range calls {
+		routes[i] = graph.Send("tools", i)
+	}
+	return routes
+}
+
+// agentNode calls the model with the rebuilt system prompt and the trimmed history.
+func (rt *Runtime) agentNode(ctx context.Context, s graph.State) (graph.Patch, error) {
+	r := runFrom(ctx)
+	project := rt.st.project.Get(s)
+	msgs := rt.st.messages.Get(s)
+	summary := rt.st.summary.Get(s)
+	var writes []graph.Write
+	history := msgs
+	if summary.UpTo != "" {
+		for i, m := range msgs {
+			if m.ID == summary.UpTo {
+				history = msgs[i+1:]
+				break
+			}
+		}
+	}
+	if th := rt.cfg.SummaryThreshold; th > 0 && len(history) > th && len(history) > rt.cfg.Window {
+		older := history[:len(history)-rt.cfg.Window]
+		next, err := rt.summarize(ctx, r, summary, older)
+		if err != nil {
+			return graph.Patch{}, err
+		}
+		summary = next
+		history = history[len(older):]
+		writes = append(writes, rt.st.summary.Set(summary))
+	}
+	sys := message.Message{ID: "system", Role: message.System, Content: rt.systemPrompt(project, summary, rt.st.todos.Get(s))}
+	req := model.Request{Messages: append([]message.Message{sys}, Window(history, rt.cfg.Window, rt.cfg.MaxToolOutput)...), Tools: r.tools.Specs()}
+	resp, err := rt.cfg.Model.Chat(ctx, req, func(text string) { r.emit(event.MessageDelta{Text: text}) })
+	if err != nil {
+		return graph.Patch{}, err
+	}
+	r.acc.addUsage(resp.Usage)
+	ai := message.NewAI(resp.Content, resp.ToolCalls...)
+	ai.Name = "ai@" + project
+	for i := range ai.ToolCalls {
+		if ai.ToolCalls[i].ID == "" {
+			ai.ToolCalls[i].ID = fmt.Sprintf("call_%s_%d", ai.ID, i)
+		}
+	}
+	r.emit(event.Message{Message: ai})
+	return graph.NewPatch(append(writes, rt.st.messages.Append(ai))...), nil
+}
+
+// summarize folds older messages into the summary.
+func (rt *Runtime) summarize(ctx context.Context, r *run, prev Summary, older []message.Message) (Summary, error) {
+	var b strings.Builder
+	if prev.Text != "" {
+		fmt.Fprintf(&b, "Summary so far:\n%s\n\n", prev.Text)
+	}
+	b.WriteString("Conversation to add:\n")
+	for _, m := range older {
+		fmt.Fprintf(&b, "[%s] %s\n", m.Role, tools.Cut(m.Content, 2000))
+		for _, c := range m.ToolCalls {
+			fmt.Fprintf(&b, "  called %s %s\n", c.Name, tools.Cut(c.Args, 300))
+		}
+	}
+	req := model.Request{Messages: []message.Message{
+		{ID: "sum-sys", Role: message.System, Content: "Summarize this coding session for your own later reference: the user's goals, decisions, files touched, results of builds and tests, open problems. At most 300 words."},
+		{ID: "sum-in", Role: message.Human, Content: "Summarize the conversation.\n\n" + b.String()},
+	}}
+	resp, err := rt.cfg.Model.Chat(ctx, req, nil)
+	if err != nil {
+		return prev, fmt.Errorf("summarize history: %w", err)
+	}
+	r.acc.addUsage(resp.Usage)
+	return Summary{Text: resp.Content, UpTo: older[len(older)-1].ID}, nil
+}
+
+// toolsNode runs one tool call of the newest AI message.
+func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, error) {
+	r := runFrom(ctx)
+	var i int
+	if err := s.Arg(&i); err != nil {
+		return graph.Patch{}, err
+	}
+	msgs := rt.st.messages.Get(s)
+	ai, idx := lastAI(msgs)
+	if idx < 0 || i >= len(ai.ToolCalls) {
+		return graph.Patch{}, fmt.Errorf("tool call %d not found", i)
+	}
+	call := ai.ToolCalls[i]
+	project := rt.st.project.Get(s)
+	env := &tools.Env{Workspace: rt.cfg.Workspace, Session: r.session.ID, Project: project, Editor: r.editor, Permissions: r.perms,
+		MaxOutput: rt.cfg.MaxToolOutput, CommandTimeout: rt.cfg.CommandTimeout}
+	env.Subagent = func(ctx context.Context, task string, maxLoops int) (tools.SubagentResult, error) {
+		return rt.subagent(ctx, r, project, task, maxLoops)
+	}
+	r.emit(event.ToolStart{Name: call.Name, Args: call.Args, CallID: call.ID})
+	res := r.tools.Call(ctx, env, call)
+	if ctx.Err() != nil {
+		return graph.Patch{}, ctx.Err()
+	}
+	for _, e := range res.Edits {
+		if e.Applied {
+			r.acc.addEdit()
+		}
+		r.emit(event.Edit{URI: string(uri.File(e.Path)), Applied: e.Applied})
+	}
+	r.emit(event.ToolEnd{CallID: call.ID, Name: call.Name, OK: !res.IsError, Summary: res.Summary})
+	tm := message.Message{ID: toolMessageID(ai.ID, i), Role: message.Tool, Name: "tool@" + project, ToolCallID: call.ID, Content: res.Content}
+	writes := []graph.Write{rt.st.messages.Append(tm)}
+	// A state effect counts only from the last call of its tool in the turn.
+	later := false
+	for _, c := range ai.ToolCalls[i+1:] {
+		later = later || c.Name == call.Name
+	}
+	if !later && res.SwitchTo != "" {
+		writes = append(writes, rt.st.project.Set(res.SwitchTo))
+	}
+	if !later && res.Todos != nil {
+		writes = append(writes, rt.st.todos.Set(*res.Todos))
+	}
+	return graph.NewPatch(writes...), nil
+}
+

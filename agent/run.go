@@ -1,0 +1,86 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+
+	"github.com/agent-lsp/agent-lsp/agent/event"
+	"github.com/agent-lsp/agent-lsp/agent/model"
+	"github.com/agent-lsp/agent-lsp/agent/tools"
+	"github.com/agent-lsp/agent-lsp/store"
+)
+
+// run is one invocation's context, reached by nodes through ctx: the
+// session, which context (the session's own run or a subagent) is running,
+// the ports, and what the whole run (subagents included) accumulates.
+type run struct {
+	rt        *Runtime
+	session   store.Session
+	contextID string // "" for the session's own run
+	parentID  string
+	editor    tools.Editor
+	perms     tools.Permissions
+	tools     tools.Set
+	acc       *accumulator
+}
+
+// accumulator is shared by a run and its subagents.
+type accumulator struct {
+	mu     sync.Mutex // guards usage and edits, and serializes events
+	usage  model.Usage
+	edits  int
+	events func(event.Event)
+}
+
+func (a *accumulator) emit(e event.Event) {
+	if a.events == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.events(e)
+}
+
+func (a *accumulator) addUsage(u model.Usage) {
+	a.mu.Lock()
+	a.usage = a.usage.Add(u)
+	a.mu.Unlock()
+}
+
+func (a *accumulator) addEdit() {
+	a.mu.Lock()
+	a.edits++
+	a.mu.Unlock()
+}
+
+func (a *accumulator) totals() (model.Usage, int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.usage, a.edits
+}
+
+func (rt *Runtime) newRun(sess store.Session, req Request) *run {
+	return &run{rt: rt, session: sess, editor: req.Editor, perms: req.Permissions, tools: rt.cfg.Tools,
+		acc: &accumulator{events: req.Events}}
+}
+
+// emit sends one event of this run (or subagent).
+func (r *run) emit(d event.Data) {
+	e := event.Event{Session: r.session.ID, Data: d}
+	if r.contextID != "" {
+		e.ContextID, e.ParentID = r.contextID, r.parentID
+	}
+	r.acc.emit(e)
+}
+
+type runKey struct{}
+
+func runFrom(ctx context.Context) *run { return ctx.Value(runKey{}).(*run) }
+
+func newID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,94 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/agent/model"
+	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/store"
+	"github.com/agent-lsp/agent-lsp/workspace"
+)
+
+// Backend is what the server adapts, as gopls adapts its cache and session:
+// the settings, the workspace, the store and the agent runtime of one
+// connection, composed by NewBackend. The LSP handlers are a thin layer over it.
+type Backend struct {
+	Settings  config.Settings
+	Workspace *workspace.Workspace
+	Store     store.Store
+	Runtime   *agent.Runtime
+}
+
+// Folder is one workspace folder as the editor names it.
+type Folder struct {
+	Path string
+	Name string
+}
+
+// NewBackend composes a backend: the projects of folders, the store the
+// settings name, the model and the runtime. The notices are problems the
+// user should hear of (a folder that could not be added, a store that could
+// not be opened); they do not stop the backend.
+func NewBackend(s config.Settings, enc workspace.Encoding, folders []Folder) (*Backend, []string, error) {
+	var notices []string
+	ws := workspace.New(enc)
+	for _, f := range folders {
+		if _, err := ws.Add(f.Name, f.Path); err != nil {
+			notices = append(notices, "workspace folder skipped: "+err.Error())
+		}
+	}
+	db, note := openStore(s.StorePath, ws.Roots(), s.Durability)
+	if note != "" {
+		notices = append(notices, note)
+	}
+	m := model.NewOpenAI(model.Config{BaseURL: s.BaseURL, Model: s.Model, APIKey: s.APIKey})
+	rt, err := agent.New(agent.Config{Model: m, Workspace: ws, Store: db, MaxSteps: s.MaxSteps, Window: s.Window})
+	if err != nil {
+		db.Close()
+		return nil, notices, err
+	}
+	return &Backend{Settings: s, Workspace: ws, Store: db, Runtime: rt}, notices, nil
+}
+
+// Close closes the store; runs must have ended.
+func (b *Backend) Close() error { return b.Store.Close() }
+
+// StoreName says where sessions are kept, for logs.
+func (b *Backend) StoreName() string {
+	if db, ok := b.Store.(*store.Bolt); ok {
+		return db.Path()
+	}
+	return "memory"
+}
+
+// openStore opens the store file at path. When another process holds it,
+// the window keeps its sessions in a sibling file named after its folders, so
+// it finds them again when reopened; failing that, in memory. The note says
+// what happened, if anything. (The shared-store daemon will replace the
+// sibling file.)
+func openStore(path string, roots []string, d store.Durability) (store.Store, string) {
+	db, err := store.Open(path, store.WithDefaultDurability(d))
+	if err == nil {
+		return db, ""
+	}
+	if errors.Is(err, store.ErrLocked) {
+		alt := siblingStorePath(path, roots)
+		if db, err2 := store.Open(alt, store.WithDefaultDurability(d)); err2 == nil {
+			return db, fmt.Sprintf("%v; this window keeps its sessions in %s", err, alt)
+		}
+	}
+	return store.NewMemory(), fmt.Sprintf("%v; sessions of this window are kept in memory only", err)
+}
+
+// siblingStorePath is the store file of one set of workspace folders, beside main.
+func siblingStorePath(main string, roots []string) string {
+	h := sha256.Sum256([]byte(strings.Join(roots, "\x00")))
+	ext := filepath.Ext(main)
+	return strings.TrimSuffix(main, ext) + "." + hex.EncodeToString(h[:4]) + ext
+}

@@ -1,0 +1,367 @@
+// Package config is agent-lsp's one source of configuration: the table of
+// settings (each with its environment variable, its initializationOptions
+// path, its flag, its default and its documentation), the resolver that
+// combines them (defaults < environment < initializationOptions < flags), and
+// the flag registration shared by `agent-lsp` (serve) and `agent-lsp run`.
+// The README's settings table and docs/protocol.md are generated from it and
+// checked against it by a test.
+package config
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/store"
+)
+
+// Settings is the resolved configuration of one server: one editor connection
+// or one headless run.
+type Settings struct {
+	BaseURL    string
+	Model      string
+	APIKeyEnv  string // the name of the variable holding the API key
+	APIKey     string // its value; never logged, stored or sent to a child process
+	StorePath  string
+	Durability store.Durability
+	Edits      string // "apply" or "review"
+	Allow      []string
+	Deny       []string
+	MaxSteps   int
+	Window     int
+}
+
+// Setting is one row of the configuration table.
+type Setting struct {
+	Name    string // as the documentation names it
+	Env     string // environment variable; "" when there is none
+	Init    string // dotted path in initializationOptions, e.g. "model.baseURL"
+	Flag    string // flag of serve and run, without dashes; "" when there is none
+	Default string // the default, as documented
+	Doc     string // one line for --help and the tables
+	kind    kind
+}
+
+// kind binds a setting to its field and says how to parse it.
+type kind struct {
+	typ       string // "string", "integer", "list": for the docs
+	parse     func(s *Settings, v string) error
+	parseJSON func(s *Settings, raw json.RawMessage) error
+}
+
+func stringKind(field func(*Settings) *string, check func(string) error) kind {
+	set := func(s *Settings, v string) error {
+		if check != nil {
+			if err := check(v); err != nil {
+				return err
+			}
+		}
+		*field(s) = v
+		return nil
+	}
+	return kind{"string", set, func(s *Settings, raw json.RawMessage) error {
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("must be a string")
+		}
+		return set(s, v)
+	}}
+}
+
+func intKind(field func(*Settings) *int, lo, hi int) kind {
+	set := func(s *Settings, v int) error {
+		if v < lo || v > hi {
+			return fmt.Errorf("must be between %d and %d, not %d", lo, hi, v)
+		}
+		*field(s) = v
+		return nil
+	}
+	return kind{"integer", func(s *Settings, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("must be an integer, not %q", v)
+		}
+		return set(s, n)
+	}, func(s *Settings, raw json.RawMessage) error {
+		var n int
+		if err := json.Unmarshal(raw, &n); err != nil {
+			return fmt.Errorf("must be an integer")
+		}
+		return set(s, n)
+	}}
+}
+
+// listKind appends: a flag given twice, or a list, adds every pattern.
+func listKind(field func(*Settings) *[]string) kind {
+	return kind{"list", func(s *Settings, v string) error {
+		*field(s) = append(*field(s), v)
+		return nil
+	}, func(s *Settings, raw json.RawMessage) error {
+		var v []string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("must be a list of strings")
+		}
+		*field(s) = v
+		return nil
+	}}
+}
+
+func oneOf(values ...string) func(string) error {
+	return func(v string) error {
+		if !slices.Contains(values, v) {
+			return fmt.Errorf("must be %s, not %q", strings.Join(values, " or "), v)
+		}
+		return nil
+	}
+}
+
+// Table is every setting, in the order the documentation lists them.
+var Table = []Setting{
+	{Name: "endpoint", Env: "OPENAI_BASE_URL", Init: "model.baseURL", Flag: "base-url", Default: "https://api.openai.com/v1",
+		Doc:  "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 for Ollama",
+		kind: stringKind(func(s *Settings) *string { return &s.BaseURL }, nil)},
+	{Name: "model", Env: "AGENT_LSP_MODEL", Init: "model.model", Flag: "model", Default: "gpt-4o-mini",
+		Doc:  "model name",
+		kind: stringKind(func(s *Settings) *string { return &s.Model }, nil)},
+	{Name: "API key variable", Init: "model.apiKeyEnv", Default: "OPENAI_API_KEY",
+		Doc:  "the name of the environment variable that holds the API key (the key itself is never a setting)",
+		kind: stringKind(func(s *Settings) *string { return &s.APIKeyEnv }, nil)},
+	{Name: "store file", Env: "AGENT_LSP_STORE", Init: "store.path", Flag: "store", Default: "$XDG_STATE_HOME/agent-lsp/sessions.db",
+		Doc:  "session store file (else ~/.local/state/agent-lsp/sessions.db)",
+		kind: stringKind(func(s *Settings) *string { return &s.StorePath }, nil)},
+	{Name: "durability", Env: "AGENT_LSP_DURABILITY", Init: "durability", Flag: "durability", Default: string(store.DefaultDurability),
+		Doc: "when checkpoints reach the disk: sync (every step), batched (groups) or exit (at the run's end); also per agent.run",
+		kind: stringKind(func(s *Settings) *string { return (*string)(&s.Durability) }, func(v string) error {
+			_, err := store.ParseDurability(v)
+			return err
+		})},
+	{Name: "edit mode", Init: "edits", Default: "apply",
+		Doc:  "apply: edits reach the editor as they are made; review: each needs the user's confirmation; also per agent.run",
+		kind: stringKind(func(s *Settings) *string { return &s.Edits }, oneOf("apply", "review"))},
+	{Name: "allowed commands", Init: "permissions.allow", Flag: "allow", Default: "none",
+		Doc:  "command patterns that run without asking (* matches any text; repeatable)",
+		kind: listKind(func(s *Settings) *[]string { return &s.Allow })},
+	{Name: "denied commands", Init: "permissions.deny", Flag: "deny", Default: "none",
+		Doc:  "command patterns that never run; deny wins over allow (repeatable)",
+		kind: listKind(func(s *Settings) *[]string { return &s.Deny })},
+	{Name: "step limit", Init: "maxSteps", Flag: "max-steps", Default: strconv.Itoa(agent.DefaultMaxSteps),
+		Doc:  "most steps of one run (a model turn and a tool round are one step each)",
+		kind: intKind(func(s *Settings) *int { return &s.MaxSteps }, 1, 100000)},
+	{Name: "context window", Init: "window", Default: strconv.Itoa(agent.DefaultWindow),
+		Doc:  "recent messages the model sees (10..100)",
+		kind: intKind(func(s *Settings) *int { return &s.Window }, 10, 100)},
+}
+
+// Defaults returns the settings before the environment, initializationOptions
+// and flags are applied. The store path depends on the environment (XDG).
+func Defaults(getenv func(string) string) Settings {
+	var s Settings
+	for _, st := range Table {
+		if st.Default != "none" && !strings.HasPrefix(st.Default, "$") {
+			if err := st.kind.parse(&s, st.Default); err != nil {
+				panic(fmt.Sprintf("config: default of %s: %v", st.Name, err))
+			}
+		}
+	}
+	s.StorePath = DefaultStorePath(getenv)
+	return s
+}
+
+// DefaultStorePath is $XDG_STATE_HOME/agent-lsp/sessions.db, else under ~/.local/state.
+func DefaultStorePath(getenv func(string) string) string {
+	dir := getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home := getenv("HOME")
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "agent-lsp", "sessions.db")
+}
+
+// StorePath is the store file used when neither initializationOptions nor a
+// flag names one: AGENT_LSP_STORE, else the default.
+func StorePath(getenv func(string) string) string {
+	if p := getenv("AGENT_LSP_STORE"); p != "" {
+		return p
+	}
+	return DefaultStorePath(getenv)
+}
+
+// Flags holds the settings given on a command line, in the order given.
+type Flags struct {
+	set []flagValue
+}
+
+type flagValue struct {
+	setting *Setting
+	value   string
+}
+
+// Register adds every setting that has a flag to fs; what the command line
+// sets is recorded in the returned Flags, which Resolve applies last.
+func Register(fs *flag.FlagSet) *Flags {
+	f := &Flags{}
+	for i := range Table {
+		st := &Table[i]
+		if st.Flag == "" {
+			continue
+		}
+		usage := st.Doc
+		if st.Env != "" {
+			usage += " (overrides " + st.Env + ")"
+		}
+		if st.Default != "none" {
+			usage += " (default " + st.Default + ")"
+		}
+		fs.Func(st.Flag, usage, func(v string) error {
+			var probe Settings
+			if err := st.kind.parse(&probe, v); err != nil {
+				return err
+			}
+			f.set = append(f.set, flagValue{st, v})
+			return nil
+		})
+	}
+	return f
+}
+
+// Set records a flag value as if given on the command line (for callers that
+// build settings in code, such as tests).
+func (f *Flags) Set(flagName, value string) error {
+	for i := range Table {
+		if Table[i].Flag == flagName {
+			var probe Settings
+			if err := Table[i].kind.parse(&probe, value); err != nil {
+				return fmt.Errorf("--%s: %w", flagName, err)
+			}
+			f.set = append(f.set, flagValue{&Table[i], value})
+			return nil
+		}
+	}
+	return fmt.Errorf("no setting has the flag --%s", flagName)
+}
+
+// Resolve combines the defaults, the environment, initializationOptions (raw
+// JSON, may be empty) and the flags, lowest to highest. It returns the
+// settings and warnings about initializationOptions keys no setting reads; a
+// value of the wrong type or out of range is an error naming the setting.
+func Resolve(getenv func(string) string, initOptions json.RawMessage, flags *Flags) (Settings, []string, error) {
+	s := Defaults(getenv)
+	for _, st := range Table {
+		if st.Env == "" {
+			continue
+		}
+		if v := getenv(st.Env); v != "" {
+			if err := st.kind.parse(&s, v); err != nil {
+				return Settings{}, nil, fmt.Errorf("%s=%s: %w", st.Env, v, err)
+			}
+		}
+	}
+	var warnings []string
+	if len(initOptions) > 0 && string(initOptions) != "null" {
+		var tree map[string]json.RawMessage
+		if err := json.Unmarshal(initOptions, &tree); err != nil {
+			return Settings{}, nil, fmt.Errorf("initializationOptions must be an object: %w", err)
+		}
+		for _, st := range Table {
+			raw, ok := lookup(tree, st.Init)
+			if !ok || string(raw) == "null" {
+				continue
+			}
+			if err := st.kind.parseJSON(&s, raw); err != nil {
+				return Settings{}, nil, fmt.Errorf("initializationOptions.%s: %w", st.Init, err)
+			}
+		}
+		warnings = unknownKeys(tree, "")
+	}
+	if flags != nil {
+		replaced := map[*Setting]bool{}
+		for _, fv := range flags.set {
+			if fv.setting.kind.typ == "list" && !replaced[fv.setting] {
+				// Patterns given as flags replace those of lower sources, then add up.
+				fv.setting.kind.parseJSON(&s, json.RawMessage("[]"))
+				replaced[fv.setting] = true
+			}
+			if err := fv.setting.kind.parse(&s, fv.value); err != nil {
+				return Settings{}, nil, fmt.Errorf("--%s: %w", fv.setting.Flag, err)
+			}
+		}
+	}
+	if s.APIKeyEnv == "" {
+		s.APIKeyEnv = "OPENAI_API_KEY"
+	}
+	s.APIKey = getenv(s.APIKeyEnv)
+	return s, warnings, nil
+}
+
+// lookup walks a dotted path in a JSON object tree.
+func lookup(tree map[string]json.RawMessage, path string) (json.RawMessage, bool) {
+	head, rest, nested := strings.Cut(path, ".")
+	raw, ok := tree[head]
+	if !ok || !nested {
+		return raw, ok
+	}
+	var sub map[string]json.RawMessage
+	if json.Unmarshal(raw, &sub) != nil {
+		return nil, false
+	}
+	return lookup(sub, rest)
+}
+
+// unknownKeys lists the dotted paths of tree that no setting reads.
+func unknownKeys(tree map[string]json.RawMessage, prefix string) []string {
+	var out []string
+	for key, raw := range tree {
+		path := prefix + key
+		known, parent := false, false
+		for _, st := range Table {
+			known = known || st.Init == path
+			parent = parent || strings.HasPrefix(st.Init, path+".")
+		}
+		switch {
+		case known:
+		case parent:
+			var sub map[string]json.RawMessage
+			if json.Unmarshal(raw, &sub) == nil {
+				out = append(out, unknownKeys(sub, path+".")...)
+			}
+		default:
+			out = append(out, "initializationOptions."+path+" is not a setting of agent-lsp; ignored")
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Markdown is the settings table of the README and docs/protocol.md.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("| setting | environment | `initializationOptions` | flag | default | what it does |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	code := func(v string) string {
+		if v == "" {
+			return "–"
+		}
+		return "`" + v + "`"
+	}
+	for _, st := range Table {
+		flag := ""
+		if st.Flag != "" {
+			flag = "--" + st.Flag
+		}
+		def := code(st.Default)
+		if st.Default == "none" {
+			def = "none"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", st.Name, code(st.Env), code(st.Init), code(flag), def, st.Doc)
+	}
+	return b.String()
+}

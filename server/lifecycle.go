@@ -1,0 +1,234 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/uri"
+
+	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/workspace"
+)
+
+// lifecycle is the connection's LSP state (new, ready, shut down) and the
+// backend initialize composed.
+type lifecycle struct {
+	mu       sync.Mutex // guards the fields below
+	state    int
+	backend  *Backend
+	progress bool // the client supports window.workDoneProgress
+	shutdown bool // shutdown was received
+}
+
+const (
+	stateNew = iota
+	stateReady
+	stateShutdown
+)
+
+// checkReady says why a request other than initialize cannot be served now.
+func (l *lifecycle) checkReady(method string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch l.state {
+	case stateNew:
+		return jsonrpc2.Errorf(jsonrpc2.ServerNotInitialized, "%s before initialize", method)
+	case stateShutdown:
+		return jsonrpc2.Errorf(jsonrpc2.InvalidRequest, "%s after shutdown", method)
+	}
+	return nil
+}
+
+// isNew reports whether initialize has not been received yet.
+func (l *lifecycle) isNew() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state == stateNew
+}
+
+// beginShutdown records the shutdown request: later requests are refused.
+func (l *lifecycle) beginShutdown() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.state, l.shutdown = stateShutdown, true
+}
+
+// backendIfReady returns the backend of an initialized server, else nil.
+func (l *lifecycle) backendIfReady() *Backend {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != stateReady {
+		return nil
+	}
+	return l.backend
+}
+
+// get returns the backend and whether the client takes progress.
+func (l *lifecycle) get() (*Backend, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.backend, l.progress
+}
+
+// start moves a new server to ready with b; false if it was not new.
+func (l *lifecycle) start(b *Backend, progress bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != stateNew {
+		return false
+	}
+	l.state, l.backend, l.progress = stateReady, b, progress
+	return true
+}
+
+// close closes the backend once and reports whether shutdown was received.
+func (l *lifecycle) close() (shutdown bool) {
+	l.mu.Lock()
+	b := l.backend
+	l.backend, shutdown = nil, l.shutdown
+	if l.state == stateReady {
+		l.state = stateShutdown
+	}
+	l.mu.Unlock()
+	if b != nil {
+		b.Close()
+	}
+	return shutdown
+}
+
+type initializeParams struct {
+	ProcessID        *int            `json:"processId"`
+	RootURI          *string         `json:"rootUri"`
+	RootPath         *string         `json:"rootPath"`
+	WorkspaceFolders []folder        `json:"workspaceFolders"`
+	InitOptions      json.RawMessage `json:"initializationOptions"`
+	Capabilities     struct {
+		General struct {
+			PositionEncodings []string `json:"positionEncodings"`
+		} `json:"general"`
+		Window struct {
+			WorkDoneProgress bool `json:"workDoneProgress"`
+		} `json:"window"`
+	} `json:"capabilities"`
+}
+
+type folder struct {
+	URI  string `json:"uri"`
+	Name string `json:"name"`
+}
+
+// folders are the workspace folders, else the root, as paths.
+func (p initializeParams) folders() []Folder {
+	fs := p.WorkspaceFolders
+	if len(fs) == 0 {
+		switch {
+		case p.RootURI != nil && *p.RootURI != "":
+			fs = []folder{{URI: *p.RootURI}}
+		case p.RootPath != nil && *p.RootPath != "":
+			fs = []folder{{URI: string(uri.File(*p.RootPath))}}
+		}
+	}
+	out := make([]Folder, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, Folder{Path: filename(f.URI), Name: f.Name})
+	}
+	return out
+}
+
+func (p initializeParams) encoding() workspace.Encoding {
+	for _, e := range p.Capabilities.General.PositionEncodings {
+		if e == "utf-8" {
+			return workspace.UTF8
+		}
+	}
+	return workspace.UTF16
+}
+
+func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawMessage) (any, error) {
+	if !s.life.isNew() {
+		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidRequest, "initialize was already received")
+	}
+	p, err := decode[initializeParams]("initialize", params)
+	if err != nil {
+		return nil, err
+	}
+	st, warnings, err := config.Resolve(s.opts.Getenv, p.InitOptions, s.opts.Flags)
+	if err != nil {
+		return nil, invalidParams("%v", err)
+	}
+	enc := p.encoding()
+	b, notices, err := NewBackend(st, enc, p.folders())
+	if err != nil {
+		return nil, jsonrpc2.Errorf(jsonrpc2.InternalError, "initialize: %v", err)
+	}
+	if !s.life.start(b, p.Capabilities.Window.WorkDoneProgress) {
+		b.Close()
+		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidRequest, "initialize was already received")
+	}
+	for _, n := range append(warnings, notices...) {
+		s.notice(msgWarning, "%s", n)
+	}
+	if st.APIKey == "" && strings.Contains(st.BaseURL, "api.openai.com") {
+		s.notice(msgWarning, "no API key: set %s (or point OPENAI_BASE_URL at a local server)", st.APIKeyEnv)
+	}
+	s.logf("agent-lsp %s: %d project(s), model %s at %s, store %s", Version, len(b.Workspace.Projects()), st.Model, st.BaseURL, b.StoreName())
+	if p.ProcessID != nil && *p.ProcessID > 0 {
+		go s.watchParent(*p.ProcessID)
+	}
+	return initializeResult(enc), nil
+}
+
+func initializeResult(enc workspace.Encoding) map[string]any {
+	return map[string]any{
+		"capabilities": map[string]any{
+			"positionEncoding": string(enc),
+			"textDocumentSync": map[string]any{"openClose": true, "change": 2},
+			"executeCommandProvider": map[string]any{
+				"commands": commandNames(), "workDoneProgress": true,
+			},
+			"workspace": map[string]any{"workspaceFolders": map[string]any{"supported": true, "changeNotifications": true}},
+		},
+		"serverInfo": map[string]any{"name": "agent-lsp", "version": Version},
+	}
+}
+
+func (s *Server) shutdown(ctx context.Context, _ jsonrpc2.ID, _ json.RawMessage) (any, error) {
+	s.life.beginShutdown()
+	jsonrpc2.Async(ctx)
+	s.stopRuns()
+	return nil, nil
+}
+
+func (s *Server) exit(b *Backend, _ json.RawMessage) error {
+	go func() {
+		s.stopRuns()
+		close(s.exited)
+	}()
+	return nil
+}
+
+// watchParent ends the server when the editor process that started it dies.
+func (s *Server) watchParent(pid int) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			s.logf("parent process %d is gone; stopping", pid)
+			s.stopRuns()
+			s.life.close()
+			s.opts.Exit(1)
+			return
+		}
+	}
+}

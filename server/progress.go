@@ -1,0 +1,205 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agent-lsp/agent-lsp/agent/event"
+	"github.com/agent-lsp/agent-lsp/agent/transcript"
+)
+
+// Text deltas are batched into one agent/event every deltaWindow or deltaBytes.
+const (
+	deltaWindow = 30 * time.Millisecond
+	deltaBytes  = 256
+)
+
+// sequencer numbers agent/event notifications: one sequence per session.
+type sequencer struct {
+	mu   sync.Mutex       // guards last
+	last map[string]int64 // session -> seq of its last event
+}
+
+func (q *sequencer) next(session string) int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.last == nil {
+		q.last = map[string]int64{}
+	}
+	q.last[session]++
+	return q.last[session]
+}
+
+// reporter turns one run's events into agent/event notifications and
+// $/progress reports. One goroutine sends them, in the order they came, and
+// owns the batch of text deltas; no lock is held while it calls the client.
+type reporter struct {
+	c     *client
+	seqs  *sequencer
+	token json.RawMessage // the run's progress token; nil: no progress
+	in    chan report
+	done  chan struct{}
+}
+
+// report is one thing to send: an event, the end of progress, or a marker
+// that is answered once everything queued before it was sent.
+type report struct {
+	ev      *event.Event
+	end     *string // ends progress with this message
+	flushed chan struct{}
+}
+
+// newReporter starts a reporter whose progress (on token, if any) begins with title.
+func newReporter(c *client, seqs *sequencer, token json.RawMessage, title string) *reporter {
+	k := &reporter{c: c, seqs: seqs, token: token, in: make(chan report, 256), done: make(chan struct{})}
+	k.progress(progressValue{Kind: "begin", Title: title, Cancellable: true})
+	go k.loop()
+	return k
+}
+
+// event queues one of the runtime's events (the agent's Events port).
+func (k *reporter) event(e event.Event) { k.in <- report{ev: &e} }
+
+// flush returns once everything queued before it was sent, buffered text
+// included: a request to the editor (an edit, a question) then follows the
+// events that led to it.
+func (k *reporter) flush() {
+	ch := make(chan struct{})
+	k.in <- report{flushed: ch}
+	<-ch
+}
+
+// close ends progress with msg (unless a run.end already did) and waits
+// until everything was sent.
+func (k *reporter) close(msg string) {
+	k.in <- report{end: &msg}
+	close(k.in)
+	<-k.done
+}
+
+func (k *reporter) progress(v progressValue) {
+	if k.token != nil {
+		k.c.progress(k.token, v)
+	}
+}
+
+// batch is the loop's state: the text deltas not sent yet and what progress said.
+type batch struct {
+	text      strings.Builder
+	of        event.Event // the envelope of the buffered deltas
+	timer     *time.Timer // sends the text deltaWindow after the first delta
+	answering bool        // "model is answering…" was reported
+	ended     bool        // progress ended
+}
+
+// tick is the batch timer's channel, nil when no text waits.
+func (b *batch) tick() <-chan time.Time {
+	if b.timer == nil {
+		return nil
+	}
+	return b.timer.C
+}
+
+func (k *reporter) loop() {
+	defer close(k.done)
+	var b batch
+	for {
+		select {
+		case <-b.tick():
+			b.timer = nil
+			k.flushText(&b)
+		case r, ok := <-k.in:
+			if !ok {
+				return
+			}
+			k.handle(&b, r)
+		}
+	}
+}
+
+// handle sends one report, batching text deltas.
+func (k *reporter) handle(b *batch, r report) {
+	switch {
+	case r.flushed != nil:
+		k.flushText(b)
+		close(r.flushed)
+	case r.end != nil:
+		k.flushText(b)
+		if !b.ended {
+			k.progress(progressValue{Kind: "end", Message: *r.end})
+			b.ended = true
+		}
+	case r.ev.Type() == event.MessageDelta{}.Type():
+		if r.ev.ContextID != "" {
+			return // subagents' text stays in their own transcripts
+		}
+		if !b.answering {
+			b.answering = true
+			k.progress(progressValue{Kind: "report", Message: "model is answering…"})
+		}
+		b.of = *r.ev
+		b.text.WriteString(r.ev.Data.(event.MessageDelta).Text)
+		if b.text.Len() >= deltaBytes {
+			k.flushText(b)
+		} else if b.timer == nil {
+			b.timer = time.NewTimer(deltaWindow)
+		}
+	default:
+		k.flushText(b)
+		b.answering = false
+		k.send(*r.ev)
+		if msg, end := progressOf(*r.ev); end {
+			k.progress(progressValue{Kind: "end", Message: msg})
+			b.ended = true
+		} else if msg != "" {
+			k.progress(progressValue{Kind: "report", Message: msg})
+		}
+	}
+}
+
+// flushText sends the buffered text deltas as one event.
+func (k *reporter) flushText(b *batch) {
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
+	if b.text.Len() > 0 {
+		e := b.of
+		e.Data = event.MessageDelta{Text: b.text.String()}
+		k.send(e)
+		b.text.Reset()
+	}
+}
+
+// send numbers an event in its session's sequence and sends it.
+func (k *reporter) send(e event.Event) {
+	e.Seq = k.seqs.next(e.Session)
+	k.c.event(e)
+}
+
+// progressOf is the progress line an event makes, if any, and whether it ends
+// the run's progress.
+func progressOf(e event.Event) (msg string, end bool) {
+	switch d := e.Data.(type) {
+	case event.ToolStart:
+		return strings.TrimSpace(d.Name + " " + transcript.Target(d.Args)), false
+	case event.SubagentStart:
+		return "subagent started: " + transcript.FirstWords(d.Task, 8), false
+	case event.SubagentEnd:
+		return fmt.Sprintf("subagent %s: %s", e.ContextID, d.Status), false
+	case event.Edit:
+		if !d.Applied {
+			return "edit refused: " + d.URI, false
+		}
+	case event.RunEnd:
+		msg := "status: " + string(d.Status)
+		if d.Error != "" {
+			msg += " (" + transcript.FirstWords(d.Error, 20) + ")"
+		}
+		return msg, true
+	}
+	return "", false
+}

@@ -1,0 +1,147 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/agent/transcript"
+	"github.com/agent-lsp/agent-lsp/store"
+	"github.com/agent-lsp/agent-lsp/workspace"
+)
+
+// RunArgs are agent.run's arguments.
+type RunArgs struct {
+	Prompt     string           `json:"prompt" required:"true"`
+	Project    string           `json:"project,omitempty"`
+	Session    string           `json:"session,omitempty"`
+	URI        string           `json:"uri,omitempty"`
+	Range      *workspace.Range `json:"range,omitempty"`
+	Edits      string           `json:"edits,omitempty"`
+	Durability string           `json:"durability,omitempty"`
+}
+
+// ResumeArgs are agent.resume's arguments.
+type ResumeArgs struct {
+	Session    string `json:"session" required:"true"`
+	Edits      string `json:"edits,omitempty"`
+	Durability string `json:"durability,omitempty"`
+}
+
+// runOptions are the arguments agent.run and agent.resume share.
+type runOptions struct{ edits, durability string }
+
+func (o runOptions) validate() error {
+	if o.edits != "" && !slices.Contains([]string{"apply", "review"}, o.edits) {
+		return fmt.Errorf("edits must be \"apply\" or \"review\", not %q", o.edits)
+	}
+	if o.durability != "" {
+		if _, err := store.ParseDurability(o.durability); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a RunArgs) validate() error    { return runOptions{a.Edits, a.Durability}.validate() }
+func (a ResumeArgs) validate() error { return runOptions{a.Edits, a.Durability}.validate() }
+
+func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (agent.Result, error) {
+	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt}
+	if a.URI != "" && a.Range != nil {
+		req.Selection = &agent.Selection{Path: filename(a.URI), Range: *a.Range}
+	}
+	title := "agent: " + transcript.FirstWords(a.Prompt, 6)
+	return s.startRun(ctx, call, "agent.run", title, runOptions{a.Edits, a.Durability}, req, call.b.Runtime.Run)
+}
+
+func (s *Server) resumeCommand(ctx context.Context, call commandCall, a ResumeArgs) (agent.Result, error) {
+	req := agent.Request{Session: a.Session}
+	return s.startRun(ctx, call, "agent.resume", "agent: resume "+a.Session, runOptions{a.Edits, a.Durability}, req, call.b.Runtime.Resume)
+}
+
+// startRun runs one agent.run or agent.resume: asynchronously (later messages
+// are handled meanwhile), with progress and events, the editor and permission
+// ports, and three ways to cancel it.
+func (s *Server) startRun(ctx context.Context, call commandCall, command, title string, o runOptions, req agent.Request,
+	run func(context.Context, agent.Request) (agent.Result, error)) (agent.Result, error) {
+	jsonrpc2.Async(ctx)
+	s.runs.Add(1)
+	defer s.runs.Done()
+	runCtx, cancel := context.WithCancel(jsonrpc2.DetachContext(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel) // the request's context ends with the connection
+	defer stop()
+	c := s.requests.add(call.id, cancel)
+	token := s.progressToken(runCtx, call)
+	defer s.requests.remove(call.id, token)
+	if token != nil {
+		s.requests.setToken(token, c)
+	}
+	k := newReporter(s.client, &s.seqs, token, title)
+	settings := call.b.Settings
+	review := settings.Edits == "review"
+	if o.edits != "" {
+		review = o.edits == "review"
+	}
+	req.Events = k.event
+	req.Editor = &editor{c: s.client, ws: call.b.Workspace, review: review, before: k.flush}
+	req.Permissions = &permissions{rules: newRules(settings.Allow, settings.Deny), always: &s.always, c: s.client, before: k.flush}
+	req.MaxSteps, req.Durability = settings.MaxSteps, store.Durability(o.durability)
+	res, err := run(runCtx, req)
+	if err != nil {
+		k.close("failed: " + err.Error())
+		return agent.Result{}, sessionError(command, err)
+	}
+	k.close("")
+	if s.requests.cancelledByRequest(c) && res.Status == store.StatusCancelled {
+		return agent.Result{}, jsonrpc2.Errorf(RequestCancelled, "%s cancelled by $/cancelRequest (session %s, status cancelled)", command, res.Session)
+	}
+	return res, nil
+}
+
+// progressToken is the token the run reports progress on: the client's
+// workDoneToken, else one the server creates when the client supports
+// progress, else nil.
+func (s *Server) progressToken(ctx context.Context, call commandCall) json.RawMessage {
+	if call.token != nil {
+		return call.token
+	}
+	if _, progress := s.life.get(); !progress {
+		return nil
+	}
+	token := json.RawMessage(fmt.Sprintf(`"agent-lsp-%d"`, s.tokens.Add(1)))
+	if err := s.client.createProgress(ctx, token); err != nil {
+		s.logf("window/workDoneProgress/create: %v", err)
+		return nil
+	}
+	return token
+}
+
+// CancelResult is agent.cancel's result.
+type CancelResult struct {
+	Cancelled bool `json:"cancelled"`
+}
+
+// SessionArgs name a session.
+type SessionArgs struct {
+	Session string `json:"session" required:"true"`
+}
+
+func (s *Server) cancelCommand(ctx context.Context, call commandCall, a SessionArgs) (CancelResult, error) {
+	rt := call.b.Runtime
+	if rt.Running(a.Session) {
+		return CancelResult{Cancelled: rt.Cancel(a.Session)}, nil
+	}
+	if _, err := call.b.Store.Session(ctx, a.Session); errors.Is(err, store.ErrNotFound) {
+		return CancelResult{}, sessionError("agent.cancel", fmt.Errorf("%w %q", agent.ErrUnknownSession, a.Session))
+	} else if err != nil {
+		return CancelResult{}, sessionError("agent.cancel", err)
+	}
+	return CancelResult{Cancelled: false}, nil
+}

@@ -1,0 +1,73 @@
+package server
+
+import (
+	"encoding/json"
+	"strings"
+
+	"go.lsp.dev/uri"
+
+	"github.com/agent-lsp/agent-lsp/workspace"
+)
+
+// The server keeps the editor's open documents (textDocumentSync: incremental)
+// so that the agent reads unsaved buffers.
+
+func (s *Server) didOpen(b *Backend, params json.RawMessage) error {
+	p, err := decode[struct {
+		TextDocument struct {
+			URI     string `json:"uri"`
+			Version int32  `json:"version"`
+			Text    string `json:"text"`
+		} `json:"textDocument"`
+	}]("textDocument/didOpen", params)
+	if err != nil {
+		return err
+	}
+	b.Workspace.Open(filename(p.TextDocument.URI), p.TextDocument.Version, p.TextDocument.Text)
+	return nil
+}
+
+func (s *Server) didChange(b *Backend, params json.RawMessage) error {
+	p, err := decode[struct {
+		TextDocument struct {
+			URI     string `json:"uri"`
+			Version int32  `json:"version"`
+		} `json:"textDocument"`
+		ContentChanges []struct {
+			Range *workspace.Range `json:"range"`
+			Text  string           `json:"text"`
+		} `json:"contentChanges"`
+	}]("textDocument/didChange", params)
+	if err != nil {
+		return err
+	}
+	changes := make([]workspace.Change, len(p.ContentChanges))
+	for i, c := range p.ContentChanges {
+		changes[i] = workspace.Change{Range: c.Range, Text: c.Text}
+	}
+	return b.Workspace.Change(filename(p.TextDocument.URI), p.TextDocument.Version, changes)
+}
+
+func (s *Server) didClose(b *Backend, params json.RawMessage) error {
+	p, err := decode[struct {
+		TextDocument struct {
+			URI string `json:"uri"`
+		} `json:"textDocument"`
+	}]("textDocument/didClose", params)
+	if err != nil {
+		return err
+	}
+	b.Workspace.Close(filename(p.TextDocument.URI))
+	return nil
+}
+
+// filename turns a file URI into a path.
+func filename(u string) string {
+	if !strings.HasPrefix(u, "file:") {
+		return u
+	}
+	if parsed, err := uri.Parse(u); err == nil {
+		return parsed.FsPath()
+	}
+	return strings.TrimPrefix(u, "file://")
+}
