@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -478,5 +479,61 @@ func TestPermissionPrompt(t *testing.T) {
 	last := func(i int) string { m := reqs[i].Messages; return m[len(m)-1].Content }
 	if !strings.Contains(last(1), "one") || !strings.Contains(last(2), "exit status 0") || !strings.Contains(last(3), `denied running "echo two"`) || !strings.Contains(last(4), `denied running "rm -rf build"`) {
 		t.Fatalf("tool results: %q | %q | %q | %q", last(1), last(2), last(3), last(4))
+	}
+}
+
+// TestPermissionPromptsInParallelWithEvents runs 200 turns, each with a
+// command that needs permission in parallel with three tools emitting events:
+// the permission prompt and the event stream never wait for each other (the
+// old server took two locks in opposite orders here and could deadlock).
+func TestPermissionPromptsInParallelWithEvents(t *testing.T) {
+	const turns = 200
+	var script []scripted.Turn
+	for i := range turns {
+		script = append(script, scripted.Turn{ToolCalls: []scripted.ToolCall{
+			withID(call("run_command", map[string]any{"command": fmt.Sprintf("echo turn-%d", i)}), fmt.Sprintf("cmd_%d", i)),
+			withID(call("read_file", map[string]any{"path": "greet.go"}), fmt.Sprintf("read_%d", i)),
+			withID(call("list_files", map[string]any{"pattern": "*.go"}), fmt.Sprintf("list_%d", i)),
+			withID(call("search", map[string]any{"pattern": "Greet"}), fmt.Sprintf("search_%d", i)),
+		}})
+	}
+	script = append(script, scripted.Turn{Text: "all commands ran"})
+	srv := model(t, scripted.Script{Turns: script, ByHistory: true})
+	c := startServer(t, envFor(t, srv)...)
+	c.initialize(map[string]string{"sample": copyFixture(t, "sample")}, map[string]any{"maxSteps": 2*turns + 10})
+	var asked atomic.Int32
+	c.askResult = func(json.RawMessage) any {
+		asked.Add(1)
+		return map[string]string{"title": "Allow once"}
+	}
+	done := make(chan runResult, 1)
+	go func() {
+		var res runResult
+		if err := c.command("agent.run", map[string]any{"prompt": "run many commands"}, &res); err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	var res runResult
+	select {
+	case res = <-done:
+	case <-time.After(5 * time.Minute): // about ten seconds on an idle machine
+		t.Fatalf("hang: the run did not end; %d permission prompts answered", asked.Load())
+	}
+	if res.Status != "done" || res.Reply != "all commands ran" || asked.Load() != turns {
+		t.Fatalf("result %+v after %d prompts, want done after %d", res, asked.Load(), turns)
+	}
+	results := map[string]string{} // call ID -> the tool result the model saw
+	for _, req := range srv.Requests() {
+		for _, m := range req.Messages {
+			if m.ToolCallID != "" {
+				results[m.ToolCallID] = m.Content
+			}
+		}
+	}
+	for i := range turns {
+		if out := results[fmt.Sprintf("cmd_%d", i)]; !strings.Contains(out, fmt.Sprintf("turn-%d", i)) {
+			t.Fatalf("turn %d: the model saw the command result %q", i, out)
+		}
 	}
 }

@@ -96,8 +96,8 @@ func startServer(t *testing.T, env ...string) *lspClient {
 	c.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(stdio{stdout, stdin}))
 	c.conn.Go(context.Background(), c.handle)
 	t.Cleanup(func() {
+		cmd.Process.Kill() // first: closing the connection waits for its reader, which a hung server never ends
 		c.conn.Close()
-		cmd.Process.Kill()
 		cmd.Wait()
 		if t.Failed() {
 			t.Logf("server stderr:\n%s", c.stderr.String())

@@ -159,6 +159,16 @@ func Types() []Type {
 	return out
 }
 
+// Zero returns the zero value of a kind's data, or nil for an unknown type.
+func Zero(t Type) Data {
+	for _, k := range kinds {
+		if k.zero.Type() == t {
+			return k.zero
+		}
+	}
+	return nil
+}
+
 func decode[D Data](b []byte) (Data, error) {
 	var d D
 	err := json.Unmarshal(b, &d)

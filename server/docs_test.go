@@ -1,0 +1,98 @@
+package server_test
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/agent-lsp/agent-lsp/agent/event"
+	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/server/config"
+)
+
+// eventDocs says when each event kind is sent: adding a kind needs its row.
+var eventDocs = map[event.Type]string{
+	"run.start":      "a run (agent.run or agent.resume) starts, in a project",
+	"message.delta":  "the model streams text of its answer (the session's own run only)",
+	"message":        "a human or AI message is complete",
+	"tool.start":     "a tool call starts; `args` is the model's raw JSON",
+	"tool.end":       "a tool call ended; `ok` false for an error result; `summary` in a few words",
+	"subagent.start": "a subagent starts a task (`contextId`, `parentId` in the envelope)",
+	"subagent.end":   "a subagent ended with a status",
+	"edit":           "the editor applied or refused an edit of `uri`",
+	"run.end":        "the run ended: `status`, and `error` when it failed",
+}
+
+func commandsTable() string {
+	var b strings.Builder
+	b.WriteString("| command | arguments | result | what it does |\n|---|---|---|---|\n")
+	for _, c := range server.Commands {
+		args := strings.Join(c.ArgumentNames(), ", ")
+		if args == "" {
+			args = "none"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", c.Name, args, c.Result, c.Doc)
+	}
+	return b.String()
+}
+
+func eventsTable(t *testing.T) string {
+	var b strings.Builder
+	b.WriteString("| type | fields | when |\n|---|---|---|\n")
+	for _, typ := range event.Types() {
+		doc, ok := eventDocs[typ]
+		if !ok {
+			t.Errorf("event %s has no row in eventDocs", typ)
+		}
+		var fields []string
+		zero := event.Zero(typ)
+		rt := reflect.TypeOf(zero)
+		for i := range rt.NumField() {
+			name, opts, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			if strings.Contains(opts, "omitempty") {
+				name += "?"
+			}
+			fields = append(fields, "`"+name+"`")
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", typ, strings.Join(fields, ", "), doc)
+	}
+	return b.String()
+}
+
+// section replaces (with -update) or checks the text between the markers
+// <!-- begin: name --> and <!-- end: name --> of a file.
+func section(t *testing.T, path, name, want string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?s)(<!-- begin: ` + name + ` -->\n)(.*?)(<!-- end: ` + name + ` -->)`)
+	m := re.FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s has no %s section (<!-- begin: %s --> ... <!-- end: %s -->)", path, name, name, name)
+	}
+	if string(m[2]) == want {
+		return
+	}
+	if !*update {
+		t.Errorf("the %s table of %s is out of date; run `go test ./server -run TestDocs -update`.\nwant:\n%s", name, path, want)
+		return
+	}
+	out := re.ReplaceAllLiteral(b, []byte(string(m[1])+want+string(m[3])))
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDocs keeps the tables of docs/protocol.md and the README's settings
+// table equal to the code they describe.
+func TestDocs(t *testing.T) {
+	section(t, "../docs/protocol.md", "settings", config.Markdown())
+	section(t, "../docs/protocol.md", "commands", commandsTable())
+	section(t, "../docs/protocol.md", "events", eventsTable(t))
+	section(t, "../README.md", "settings", config.Markdown())
+}

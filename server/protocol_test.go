@@ -1,0 +1,289 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.lsp.dev/uri"
+
+	"github.com/agent-lsp/agent-lsp/agent/event"
+	"github.com/agent-lsp/agent-lsp/agent/scripted"
+	"github.com/agent-lsp/agent-lsp/server"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/protocol and the generated parts of the docs")
+
+// protocolDir holds the golden fixtures of the wire contract, shared with the
+// editors' tests (TypeScript and Lua read the same files).
+const protocolDir = "../testdata/protocol"
+
+// commandExample is one call of a command as the fixtures record it.
+type commandExample struct {
+	Arguments json.RawMessage `json:"arguments"`
+	Result    json.RawMessage `json:"result"`
+}
+
+// protocolScenario runs every command of the contract against the real binary
+// and the scripted model, and returns what the client sent and received: the
+// command examples by name and the agent/event notifications in order.
+func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []json.RawMessage, roots map[string]string) {
+	srv := model(t, scripted.Script{Conversations: []scripted.Conversation{
+		{Match: "Add a farewell", Turns: []scripted.Turn{
+			{Text: "Looking.", ToolCalls: []scripted.ToolCall{withID(call("read_file", map[string]any{"path": "greet.go"}), "call_read")}},
+			{ToolCalls: []scripted.ToolCall{withID(call("call_subagent", map[string]any{"task": "List the Go files and report their names."}), "call_sub")}},
+			{ToolCalls: []scripted.ToolCall{withID(call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hello, ", "new_text": "Hi, "}), "call_edit")}},
+			{ToolCalls: []scripted.ToolCall{withID(call("search", map[string]any{"pattern": "nomatch("}), "call_search")}},
+			{Text: "Done."},
+		}},
+		{Match: "List the Go files", Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{withID(call("list_files", map[string]any{"pattern": "*.go"}), "call_list")}},
+			{Text: "greet.go, greet_test.go"},
+		}},
+		{Match: "Explain the selection", Turns: []scripted.Turn{{Text: "It greets."}}},
+		{Match: "Sleep a while", Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{withID(call("run_command", map[string]any{"command": "sleep 600"}), "call_sleep")}},
+			{Text: "Resumed."},
+		}},
+		{Match: "Fail please", Turns: []scripted.Turn{{Error: &scripted.HTTPError{Status: 400, Message: "the model refused the request"}}}},
+	}})
+	roots = map[string]string{"sample": copyFixture(t, "sample"), "other": copyFixture(t, "other")}
+	os.MkdirAll(filepath.Join(roots["sample"], ".git"), 0o755)
+	os.WriteFile(filepath.Join(roots["sample"], ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	c := startServer(t, envFor(t, srv)...)
+	c.initialize(roots, map[string]any{"permissions": map[string]any{"allow": []string{"sleep *"}}})
+
+	cmds = map[string][]commandExample{}
+	var mu sync.Mutex // guards cmds: the sleeping run answers while agent.cancel does
+	do := func(name string, args any) json.RawMessage {
+		t.Helper()
+		var res json.RawMessage
+		if err := c.command(name, args, &res); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		a, _ := json.Marshal(args)
+		mu.Lock()
+		cmds[name] = append(cmds[name], commandExample{a, res})
+		mu.Unlock()
+		return res
+	}
+	session := func(res json.RawMessage) string {
+		var r struct{ Session string }
+		json.Unmarshal(res, &r)
+		return r.Session
+	}
+	do("agent.projects", map[string]any{})
+	main := session(do("agent.run", map[string]any{"prompt": "Add a farewell to greet.go", "project": "sample"}))
+	greet := string(uri.File(filepath.Join(roots["sample"], "greet.go")))
+	do("agent.run", map[string]any{"prompt": "Explain the selection", "uri": greet,
+		"range": map[string]any{"start": map[string]int{"line": 2, "character": 0}, "end": map[string]int{"line": 4, "character": 1}}})
+	failed := session(do("agent.run", map[string]any{"prompt": "Fail please", "project": "other"}))
+
+	slept := make(chan struct{})
+	go func() { defer close(slept); do("agent.run", map[string]any{"prompt": "Sleep a while"}) }()
+	var sleeper string
+	c.waitFor("the sleep to start", func() bool {
+		for _, e := range c.events() {
+			if e["type"] == "tool.start" && e["name"] == "run_command" {
+				sleeper = e["session"].(string)
+				return true
+			}
+		}
+		return false
+	})
+	do("agent.cancel", map[string]any{"session": sleeper})
+	<-slept
+	do("agent.cancel", map[string]any{"session": sleeper})
+	do("agent.resume", map[string]any{"session": sleeper})
+	do("agent.sessions", map[string]any{})
+	do("agent.sessions", map[string]any{"project": "other"})
+	do("agent.session", map[string]any{"session": main})
+	do("agent.switchProject", map[string]any{"session": main, "project": "other"})
+	do("agent.deleteSession", map[string]any{"session": failed})
+	c.waitFor("the last run's end", func() bool {
+		n := 0
+		for _, e := range c.events() {
+			if e["type"] == "run.end" {
+				n++
+			}
+		}
+		return n == 5
+	})
+	return cmds, c.notifications("agent/event"), roots
+}
+
+func withID(tc scripted.ToolCall, id string) scripted.ToolCall {
+	tc.ID = id
+	return tc
+}
+
+// normalizer replaces what differs between runs (IDs, times, temp paths) by
+// stable placeholders, the same value by the same placeholder.
+type normalizer struct {
+	roots map[string]string
+	seen  map[string]string
+	count map[string]int
+}
+
+var (
+	sessionID  = regexp.MustCompile(`s-[0-9A-HJKMNP-TV-Z]{26}`)
+	ulid       = regexp.MustCompile(`\b[0-9A-HJKMNP-TV-Z]{26}\b`)
+	subagentID = regexp.MustCompile(`subagent-[0-9a-f]{8}`)
+	timestamp  = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$`)
+)
+
+func (n *normalizer) placeholder(kind, v string, format string) string {
+	key := kind + "\x00" + v
+	if p, ok := n.seen[key]; ok {
+		return p
+	}
+	n.count[kind]++
+	p := fmt.Sprintf(format, n.count[kind])
+	n.seen[key] = p
+	return p
+}
+
+func (n *normalizer) text(s string) string {
+	if timestamp.MatchString(s) {
+		return "2026-01-01T00:00:00Z"
+	}
+	for _, name := range sortedKeys(n.roots) {
+		s = strings.ReplaceAll(s, n.roots[name], "/work/"+name)
+	}
+	s = sessionID.ReplaceAllStringFunc(s, func(v string) string { return n.placeholder("session", v, "s-01SESSION%016d") })
+	s = subagentID.ReplaceAllStringFunc(s, func(v string) string { return n.placeholder("subagent", v, "subagent-%08d") })
+	return ulid.ReplaceAllStringFunc(s, func(v string) string { return n.placeholder("message", v, "01MESSAGE%017d") })
+}
+
+func (n *normalizer) value(v any) any {
+	switch x := v.(type) {
+	case string:
+		return n.text(x)
+	case []any:
+		for i := range x {
+			x[i] = n.value(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = n.value(x[k])
+		}
+	}
+	return v
+}
+
+func (n *normalizer) json(raw json.RawMessage) json.RawMessage {
+	var v any
+	json.Unmarshal(raw, &v)
+	b, _ := json.Marshal(n.value(v))
+	return b
+}
+
+// shape is the set of key paths present in a JSON value, so examples that
+// show the same fields are kept once.
+func shape(v any, prefix string, out map[string]bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			out[prefix+"."+k] = true
+			shape(e, prefix+"."+k, out)
+		}
+	case []any:
+		for _, e := range x {
+			shape(e, prefix+"[]", out)
+		}
+	}
+}
+
+func shapeKey(raw json.RawMessage) string {
+	var v any
+	json.Unmarshal(raw, &v)
+	keys := map[string]bool{}
+	shape(v, "", keys)
+	var out []string
+	for k := range keys {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+// golden writes (with -update) or checks one fixture file.
+func golden(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, '\n')
+	if *update {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	old, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(old, b) {
+		t.Errorf("%s differs from what the server sends (%v); if the change is intended, run `go test ./server -run TestProtocolFixtures -update` and update the editors.\nserver sends:\n%s", path, err, b)
+	}
+}
+
+// TestProtocolFixtures records the wire contract as the real server speaks
+// it: every command's arguments and results and every agent/event kind,
+// normalized, under testdata/protocol. The editors' tests decode the same
+// files with their own types and renderers.
+func TestProtocolFixtures(t *testing.T) {
+	cmds, events, roots := protocolScenario(t)
+	n := &normalizer{roots: roots, seen: map[string]string{}, count: map[string]int{}}
+	for _, c := range server.Commands {
+		examples := cmds[c.Name]
+		if len(examples) == 0 {
+			t.Errorf("the scenario does not call %s", c.Name)
+			continue
+		}
+		for i := range examples {
+			examples[i] = commandExample{n.json(examples[i].Arguments), n.json(examples[i].Result)}
+		}
+		golden(t, filepath.Join(protocolDir, "commands", c.Name+".json"), examples)
+	}
+	byType := map[event.Type][]json.RawMessage{}
+	shapes := map[string]bool{}
+	for _, raw := range events {
+		var e event.Event
+		if err := json.Unmarshal(raw, &e); err != nil {
+			t.Fatalf("the server sent an event this binary cannot decode: %v: %s", err, raw)
+		}
+		norm := n.json(raw)
+		key := string(e.Type()) + " " + shapeKey(norm)
+		if !shapes[key] {
+			shapes[key] = true
+			byType[e.Type()] = append(byType[e.Type()], norm)
+		}
+	}
+	for _, typ := range event.Types() {
+		if len(byType[typ]) == 0 {
+			t.Errorf("the scenario produced no %s event", typ)
+			continue
+		}
+		golden(t, filepath.Join(protocolDir, "events", string(typ)+".json"), byType[typ])
+	}
+	// Nothing stale: every fixture file is one the contract still has.
+	files, _ := filepath.Glob(filepath.Join(protocolDir, "*", "*.json"))
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		if !slices.ContainsFunc(server.Commands, func(c server.Command) bool { return c.Name == name }) &&
+			!slices.Contains(event.Types(), event.Type(name)) {
+			t.Errorf("%s is not a command or event of the contract any more; delete it", f)
+		}
+	}
+}
+
