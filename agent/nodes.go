@@ -154,4 +154,3 @@ func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, e
 	}
 	return graph.NewPatch(writes...), nil
 }
-

@@ -286,4 +286,3 @@ func TestProtocolFixtures(t *testing.T) {
 		}
 	}
 }
-
