@@ -19,7 +19,8 @@ trap 'kill "${model_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 model_pid=$!
 for _ in $(seq 100); do [[ -s "$work/model-url" ]] && break; sleep 0.1; done
 
-echo "vscode: typecheck" >&2
+echo "vscode: typecheck, with the protocol fixtures as typed modules" >&2
+node scripts/fixtures.mjs
 npx --no-install tsc --noEmit -p .
 echo "vscode: unit and integration tests" >&2
 node esbuild.mjs --tests

@@ -11,7 +11,7 @@ import {
 } from "vscode-languageclient/node";
 import { apiKeySecret, findExecutable, initializationOptions, serverExecutable, type Settings } from "./config";
 import type { AgentServer, Client } from "./ctx";
-import type { AgentEvent } from "./protocol";
+import type { WireEvent } from "./protocol";
 
 export class AgentClient implements Client, vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -22,7 +22,7 @@ export class AgentClient implements Client, vscode.Disposable {
   constructor(
     private context: vscode.ExtensionContext,
     private settings: () => Settings,
-    private onEvent: (ev: AgentEvent) => void,
+    private onEvent: (ev: WireEvent) => void,
   ) {}
 
   server(): AgentServer | undefined {
@@ -50,7 +50,7 @@ export class AgentClient implements Client, vscode.Disposable {
       revealOutputChannelOn: RevealOutputChannelOn.Never,
     };
     const client = new LanguageClient("agentLsp", "agent-lsp", exe, clientOptions);
-    client.onNotification("agent/event", (ev: AgentEvent) => this.onEvent(ev));
+    client.onNotification("agent/event", (ev: WireEvent) => this.onEvent(ev));
     try {
       await client.start();
     } catch (e) {

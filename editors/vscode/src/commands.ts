@@ -4,7 +4,7 @@
 // document provider) with ctx.pushCleanup.
 import * as vscode from "vscode";
 import type { Cmd, Ctx } from "./ctx";
-import { errorText, projectItem, sessionItem } from "./format";
+import { deleted, errorText, projectItem, sessionItem, switched } from "./format";
 import { cancelRun, launch, runPrompt } from "./launch";
 import { requests, type RunArgs, type RunResult, type SessionInfo } from "./protocol";
 import { sessionDocuments } from "./sessionDocs";
@@ -135,7 +135,7 @@ export function switchProject(ctx: Ctx): Cmd {
     ctx.chosenProject = pick.name;
     if (ctx.lastSession) {
       const r = await ctx.server().send(requests.switchProject, { session: ctx.lastSession, project: pick.name });
-      void vscode.window.showInformationMessage(`Session ${r.session} now works on project ${r.project}.`);
+      void vscode.window.showInformationMessage(switched(r));
     } else {
       void vscode.window.showInformationMessage(`The next agent run uses project ${pick.name}.`);
     }
@@ -156,7 +156,7 @@ export function deleteSession(ctx: Ctx): Cmd {
     if (ctx.lastSession === session) {
       ctx.lastSession = undefined;
     }
-    void vscode.window.showInformationMessage(r.deleted ? `Deleted session ${session}.` : `Session ${session} was already gone.`);
+    void vscode.window.showInformationMessage(deleted(session, r));
   };
 }
 

@@ -5,7 +5,7 @@
 import * as vscode from "vscode";
 import type { Settings } from "./config";
 import { EventFormatter } from "./format";
-import type { AgentEvent, ProgressValue, Request } from "./protocol";
+import { isAgentEvent, type ProgressValue, type Request, type WireEvent } from "./protocol";
 import { Runs } from "./runs";
 
 /** A command handler, as vscode.commands.registerCommand takes it. */
@@ -60,7 +60,10 @@ export class Ctx implements vscode.Disposable {
   }
 
   /** Handles an agent/event notification: binds a new run to its session and appends to the transcript. */
-  onEvent(ev: AgentEvent): void {
+  onEvent(ev: WireEvent): void {
+    if (!isAgentEvent(ev)) {
+      return; // a kind newer than this extension: the contract says to ignore it
+    }
     if (ev.type === "run.start" && ev.session) {
       this.runs.started(ev.session);
       this.lastSession = ev.session;

@@ -1,7 +1,7 @@
 // Text the extension shows: the output-channel transcript of agent/event,
 // quick-pick items, session transcripts as Markdown, run summaries and error
 // messages. No vscode import.
-import type { AgentEvent, ProjectInfo, RunResult, SessionDetail, SessionInfo } from "./protocol";
+import type { AgentEvent, ProjectInfo, ResultOf, RunResult, SessionDetail, SessionInfo } from "./protocol";
 
 /** Turns agent/event notifications into transcript text for an output channel. */
 export class EventFormatter {
@@ -18,23 +18,25 @@ export class EventFormatter {
       }
       out += text + "\n";
     };
-    const sub = typeof ev.contextId === "string" && ev.contextId !== "" ? `[${ev.contextId}] ` : "";
+    const sub = ev.contextId ? `[${ev.contextId}] ` : "";
     switch (ev.type) {
       case "run.start":
         line(`── session ${s}${ev.project ? ` · project ${ev.project}` : ""}`);
         break;
       case "message": {
-        const m = ev.message as { role?: string; content?: string } | undefined;
-        if (m?.role === "human") {
-          line(`${sub}You: ${m.content ?? ""}`);
-        } else if (m?.role === "ai" && this.openLine.get(s)) {
-          out += "\n";
+        const m = ev.message;
+        if (m.role === "human") {
+          line(`${sub}You: ${m.content}`);
+        } else if (m.role === "ai" && sub && m.content) {
+          line(`${sub}Agent: ${m.content}`); // a subagent's text is not streamed: its message is all there is
+        } else if (m.role === "ai" && this.openLine.get(s)) {
+          out += "\n"; // the streamed reply is complete
           this.openLine.set(s, false);
         }
         break;
       }
       case "message.delta":
-        if (typeof ev.text === "string" && ev.text !== "") {
+        if (ev.text !== "") {
           if (!this.openLine.get(s)) {
             out += `${sub}Agent: `;
             this.openLine.set(s, true);
@@ -46,29 +48,28 @@ export class EventFormatter {
         line(`${sub}  → ${ev.name}${target(ev.args)}`);
         break;
       case "tool.end":
-        line(`${sub}  ${ev.ok === false ? "✗" : "✓"} ${ev.name ?? ""}${ev.summary ? `: ${ev.summary}` : ""}`);
+        line(`${sub}  ${ev.ok ? "✓" : "✗"} ${ev.name}${ev.summary ? `: ${ev.summary}` : ""}`);
         break;
       case "subagent.start":
-        line(`${sub}  ⤷ subagent: ${ev.task ?? ""}`);
+        line(`${sub}  ⤷ subagent: ${ev.task}`);
         break;
       case "subagent.end":
-        line(`${sub}  ⤶ subagent ${ev.status ?? (ev.ok ? "done" : "failed")}`);
+        line(`${sub}  ⤶ subagent ${ev.status}`);
         break;
       case "edit":
-        line(`${sub}  ${ev.applied === false ? "edit refused" : "edited"} ${ev.uri ?? ""}`);
+        line(`${sub}  ${ev.applied ? "edited" : "edit refused"} ${ev.uri}`);
         break;
       case "run.end":
         line(`── ${ev.status}${ev.error ? `: ${ev.error}` : ""}`);
         break;
+      default:
+        ev satisfies never; // a kind added to AgentEvent needs its case here
     }
     return out;
   }
 }
 
-function target(args: unknown): string {
-  if (typeof args !== "string" || args === "") {
-    return "";
-  }
+function target(args: string): string {
   try {
     const a = JSON.parse(args) as Record<string, unknown>;
     for (const k of ["path", "command", "pattern", "task", "project"]) {
@@ -77,18 +78,28 @@ function target(args: unknown): string {
       }
     }
   } catch {
-    // not JSON: show nothing rather than a fragment
+    // not a JSON object: show nothing rather than a fragment
   }
   return "";
 }
 
-/** A one-line summary of a finished run, for a notification. */
+/** A one-line summary of a finished run, for a notification: counts, then what failed or the reply's first line. */
 export function summary(r: RunResult): string {
   const edits = `${r.edits} edit${r.edits === 1 ? "" : "s"}`;
   const steps = `${r.steps} step${r.steps === 1 ? "" : "s"}`;
-  const first = (r.reply ?? "").trim().split("\n")[0] ?? "";
+  const first = (r.error || r.reply).trim().split("\n")[0] ?? "";
   const short = first.length > 160 ? first.slice(0, 157) + "…" : first;
   return `Agent ${r.status} (${edits}, ${steps})${short ? ": " + short : ""}`;
+}
+
+/** The message after agent.switchProject. */
+export function switched(r: ResultOf<"agent.switchProject">): string {
+  return `Session ${r.session} now works on project ${r.project}.`;
+}
+
+/** The message after agent.deleteSession of session. */
+export function deleted(session: string, r: ResultOf<"agent.deleteSession">): string {
+  return r.deleted ? `Deleted session ${session}.` : `Session ${session} was already gone.`;
 }
 
 /** A quick-pick item for a session. */

@@ -1,5 +1,9 @@
-// The agent-lsp wire contract (PROTOCOL.md) as the extension uses it: the
-// types of the custom commands and the table binding each to its types.
+// The agent-lsp wire contract (docs/protocol.md) as the extension uses it:
+// the commands' argument and result types, the table binding each command to
+// them, and the agent/event kinds. The golden fixtures of testdata/protocol
+// are type-checked against these types (scripts/fixtures.mjs), so the types
+// say exactly which fields the server sends: no index signatures, optional
+// only what the server omits.
 
 /** A server command (workspace/executeCommand) bound to its argument and result types. */
 export interface Request<A, R> {
@@ -8,12 +12,21 @@ export interface Request<A, R> {
   readonly types?: { args: A; result: R };
 }
 
-function request<A, R>(command: string): Request<A, R> {
+function request<C extends CommandName>(command: C): Request<Commands[C]["args"], Commands[C]["result"]> {
   return { command };
 }
 
 /** How the agent's edits reach the editor. */
 export type EditMode = "apply" | "review";
+
+/** When a run's checkpoints reach the disk. */
+export type Durability = "sync" | "batched" | "exit";
+
+/** A session's status: running, or how its last run ended. */
+export type SessionStatus = "running" | RunStatus;
+
+/** How a run ended. */
+export type RunStatus = "done" | "cancelled" | "failed" | "limit";
 
 /** A command without arguments: only `{}` type-checks. */
 export type NoArgs = Record<string, never>;
@@ -31,20 +44,32 @@ export interface RunArgs {
   uri?: string;
   range?: { start: { line: number; character: number }; end: { line: number; character: number } };
   edits?: EditMode;
+  durability?: Durability;
 }
 
 /** Arguments of agent.resume. */
 export interface ResumeArgs extends SessionArgs {
   edits?: EditMode;
+  durability?: Durability;
+}
+
+/** The model's token counts of a run. */
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
 }
 
 /** The result of agent.run and agent.resume. */
 export interface RunResult {
   session: string;
-  status: "done" | "cancelled" | "failed" | "limit" | string;
+  status: RunStatus;
   reply: string;
   edits: number;
   steps: number;
+  usage: Usage;
+  /** What failed, for status failed. */
+  error?: string;
 }
 
 /** One entry of agent.sessions. */
@@ -52,19 +77,27 @@ export interface SessionInfo {
   session: string;
   project: string;
   title: string;
-  status: string;
+  status: SessionStatus;
   created: string;
   updated: string;
   messages: number;
 }
 
-/** A transcript message of agent.session. */
-export interface TranscriptMessage {
+/** A tool call of an AI message; args is the model's raw JSON text. */
+export interface ToolCall {
   id: string;
-  role: "system" | "human" | "ai" | "tool" | string;
+  name: string;
+  args: string;
+}
+
+/** A message as the server stores it: in agent.session and in message events. */
+export interface Message {
+  id: string;
+  role: "system" | "human" | "ai" | "tool";
   name?: string;
   content: string;
-  toolCalls?: { id: string; name: string; args: string }[];
+  toolCalls?: ToolCall[];
+  /** The call a tool message answers. */
   toolCallId?: string;
 }
 
@@ -72,9 +105,9 @@ export interface TranscriptMessage {
 export interface SessionDetail {
   session: string;
   project: string;
-  status: string;
-  title?: string;
-  messages: TranscriptMessage[];
+  status: SessionStatus;
+  title: string;
+  messages: Message[];
 }
 
 /** How a project is built, as the server detected it from its manifests. */
@@ -91,7 +124,7 @@ export interface TechStack {
 
 /** The outcome of a project's last build or test. */
 export interface Outcome {
-  status: "unknown" | "pending" | "success" | "failed" | string;
+  status: "unknown" | "pending" | "success" | "failed";
   command?: string;
   summary?: string;
   at?: string;
@@ -116,16 +149,39 @@ export interface ProjectInfo {
   context: ProjectContext;
 }
 
-/** The server's commands, one entry per command of PROTOCOL.md. */
+/** Every server command by its wire name, with its argument and result types. */
+export interface Commands {
+  "agent.run": { args: RunArgs; result: RunResult };
+  "agent.resume": { args: ResumeArgs; result: RunResult };
+  "agent.cancel": { args: SessionArgs; result: { cancelled: boolean } };
+  "agent.sessions": { args: { project?: string }; result: SessionInfo[] };
+  "agent.session": { args: SessionArgs; result: SessionDetail };
+  "agent.deleteSession": { args: SessionArgs; result: { deleted: boolean } };
+  "agent.projects": { args: NoArgs; result: ProjectInfo[] };
+  "agent.switchProject": { args: { session: string; project: string }; result: { session: string; project: string } };
+}
+
+export type CommandName = keyof Commands;
+
+/** The result of command C. */
+export type ResultOf<C extends CommandName> = Commands[C]["result"];
+
+/** One call of a command: what a fixture of testdata/protocol/commands holds. */
+export interface CommandExample<C extends CommandName> {
+  arguments: Commands[C]["args"];
+  result: ResultOf<C>;
+}
+
+/** The server's commands, one entry per command of the contract, as the code calls them. */
 export const requests = {
-  run: request<RunArgs, RunResult>("agent.run"),
-  resume: request<ResumeArgs, RunResult>("agent.resume"),
-  cancel: request<SessionArgs, { cancelled: boolean }>("agent.cancel"),
-  sessions: request<{ project?: string }, SessionInfo[]>("agent.sessions"),
-  session: request<SessionArgs, SessionDetail>("agent.session"),
-  deleteSession: request<SessionArgs, { deleted: boolean }>("agent.deleteSession"),
-  projects: request<NoArgs, ProjectInfo[]>("agent.projects"),
-  switchProject: request<{ session: string; project: string }, { session: string; project: string }>("agent.switchProject"),
+  run: request("agent.run"),
+  resume: request("agent.resume"),
+  cancel: request("agent.cancel"),
+  sessions: request("agent.sessions"),
+  session: request("agent.session"),
+  deleteSession: request("agent.deleteSession"),
+  projects: request("agent.projects"),
+  switchProject: request("agent.switchProject"),
 };
 
 /** A work-done progress value the server reports on a run's token. */
@@ -135,10 +191,99 @@ export interface ProgressValue {
   message?: string;
 }
 
-/** An agent/event notification. */
-export interface AgentEvent {
+/**
+ * An agent/event notification as it arrives: the envelope only. The type may
+ * be one this extension does not know (the contract lets the server add
+ * kinds); isAgentEvent tells.
+ */
+export interface WireEvent {
   session: string;
   seq: number;
   type: string;
-  [key: string]: unknown;
+}
+
+/** The envelope of an event of kind T; a subagent's events also name it and its parent. */
+interface Envelope<T extends string> extends WireEvent {
+  type: T;
+  /** The subagent that produced the event (`subagent-<8 hex>`); absent for the session's own run. */
+  contextId?: string;
+  /** The context that started that subagent. */
+  parentId?: string;
+}
+
+// One interface per event kind: the envelope and exactly the kind's fields (docs/protocol.md, Events).
+export interface RunStartEvent extends Envelope<"run.start"> {
+  project: string;
+}
+export interface MessageDeltaEvent extends Envelope<"message.delta"> {
+  text: string;
+}
+export interface MessageEvent extends Envelope<"message"> {
+  message: Message;
+}
+export interface ToolStartEvent extends Envelope<"tool.start"> {
+  name: string;
+  /** The model's raw JSON text. */
+  args: string;
+  callId: string;
+}
+export interface ToolEndEvent extends Envelope<"tool.end"> {
+  callId: string;
+  name: string;
+  /** False for an error result. */
+  ok: boolean;
+  summary: string;
+}
+export interface SubagentStartEvent extends Envelope<"subagent.start"> {
+  task: string;
+}
+export interface SubagentEndEvent extends Envelope<"subagent.end"> {
+  ok: boolean;
+  status: RunStatus;
+}
+export interface EditEvent extends Envelope<"edit"> {
+  uri: string;
+  applied: boolean;
+}
+export interface RunEndEvent extends Envelope<"run.end"> {
+  status: RunStatus;
+  /** What failed, for status failed. */
+  error?: string;
+}
+
+/** An agent/event notification of a kind the extension knows. */
+export type AgentEvent =
+  | RunStartEvent
+  | MessageDeltaEvent
+  | MessageEvent
+  | ToolStartEvent
+  | ToolEndEvent
+  | SubagentStartEvent
+  | SubagentEndEvent
+  | EditEvent
+  | RunEndEvent;
+
+export type EventType = AgentEvent["type"];
+
+/** The event of kind T. */
+export type AgentEventOf<T extends EventType> = Extract<AgentEvent, { type: T }>;
+
+/** The event kinds, at run time; the Record makes the compiler insist on exactly the kinds of AgentEvent. */
+export const eventTypes: readonly string[] = Object.keys({
+  "run.start": true,
+  "message.delta": true,
+  message: true,
+  "tool.start": true,
+  "tool.end": true,
+  "subagent.start": true,
+  "subagent.end": true,
+  edit: true,
+  "run.end": true,
+} satisfies Record<EventType, true>);
+
+const known = new Set(eventTypes);
+
+/** True for an event of a kind the extension knows; the contract says to ignore the others. */
+export function isAgentEvent(ev: WireEvent): ev is AgentEvent {
+  return known.has(ev.type);
 }

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, test } from "node:test";
 import { commands, registerCommands, type CommandId } from "../src/commands";
 import { defaultSettings } from "../src/config";
 import { Ctx, type AgentServer, type Client, type SendOptions } from "../src/ctx";
-import type { ProgressValue, Request } from "../src/protocol";
+import type { ProgressValue, Request, RunStartEvent } from "../src/protocol";
 import { Range, Selection, Uri, stub } from "./vscode-stub";
 
 type Call = { command: string; args: any; workDoneToken?: string; token?: any };
@@ -41,6 +41,9 @@ const project = (name: string, path: string, language: string) => ({
   techStack: { language },
   context: { openFiles: [], pendingChanges: [], lastBuild: { status: "unknown" }, lastTest: { status: "unknown" }, recentErrors: [] },
 });
+
+/** The run.start event that binds a run to its session. */
+const runStart = (session: string): RunStartEvent => ({ session, seq: 1, type: "run.start", project: "sample" });
 
 let server: FakeServer;
 let ctx: Ctx;
@@ -93,7 +96,7 @@ describe("commands", () => {
     let statusDuring = "";
     server.handlers["agent.run"] = async (c) => {
       const report = server.progress.get(c.workDoneToken!)!;
-      ctx.onEvent({ session: "s-new", seq: 1, type: "run.start", project: "sample" });
+      ctx.onEvent(runStart("s-new"));
       report({ kind: "begin", title: "agent: Add a Farewell function" });
       report({ kind: "report", message: "edit_file greet.go" });
       statusDuring = statusText() ?? "";
@@ -146,7 +149,7 @@ describe("commands", () => {
       stub.inputs.push("slow work");
       let finish!: () => void;
       server.handlers["agent.run"] = () => {
-        ctx.onEvent({ session: "s-slow", seq: 1, type: "run.start" });
+        ctx.onEvent(runStart("s-slow"));
         return new Promise((resolve) => (finish = () => resolve({ session: "s-slow", status: "cancelled", reply: "", edits: 0, steps: 1 })));
       };
       server.handlers["agent.cancel"] = () => {
@@ -241,10 +244,17 @@ describe("commands", () => {
       project("web", "/w/web", "typescript"),
     ];
     server.handlers["agent.switchProject"] = (c) => c.args;
-    ctx.onEvent({ session: "s9", seq: 1, type: "run.start" });
+    ctx.onEvent(runStart("s9"));
     stub.picks.push((items) => items.find((i: { name: string }) => i.name === "web"));
     await exec("agentLsp.switchProject");
     assert.deepEqual(server.calls.at(-1)?.args, { session: "s9", project: "web" });
+  });
+
+  test("agent/event kinds the extension does not know are ignored", () => {
+    ctx.onEvent({ session: "s1", seq: 1, type: "future.kind" });
+    assert.deepEqual(stub.output, []);
+    ctx.onEvent(runStart("s1"));
+    assert.deepEqual(stub.output, ["── session s1 · project sample\n"]);
   });
 
   test("Agent: Set API Key goes to the client (secret storage), never to the output", async () => {

@@ -1,26 +1,31 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { EventFormatter, projectItem, sessionItem, summary } from "../src/format";
-import type { ProjectInfo } from "../src/protocol";
+import type { AgentEvent, ProjectContext, ProjectInfo } from "../src/protocol";
+
+/** An event without its envelope's session and seq, kept a discriminated union. */
+type Body<E = AgentEvent> = E extends AgentEvent ? Omit<E, "session" | "seq"> : never;
 
 test("the transcript streams reply text and puts tools, edits and the end on their own lines", () => {
   const f = new EventFormatter();
-  const ev = (type: string, rest: object = {}) => f.format({ session: "s1", seq: 0, type, ...rest });
+  let seq = 0;
+  const ev = (body: Body) => f.format({ session: "s1", seq: ++seq, ...body });
   const out = [
-    ev("run.start", { project: "sample" }),
-    ev("message", { message: { role: "human", content: "Add Farewell" } }),
-    ev("message.delta", { text: "I'll add " }),
-    ev("message.delta", { text: "it." }),
-    ev("message", { message: { role: "ai", content: "I'll add it." } }),
-    ev("tool.start", { name: "edit_file", args: '{"path":"greet.go","old_text":"x"}', callId: "c1" }),
-    ev("edit", { uri: "file:///w/greet.go", applied: true }),
-    ev("tool.end", { name: "edit_file", callId: "c1", ok: true, summary: "edited greet.go" }),
-    ev("tool.start", { name: "run_command", args: "not json" }),
-    ev("tool.end", { name: "run_command", ok: false, summary: "denied" }),
-    ev("subagent.start", { contextId: "subagent-1a2b3c4d", task: "look around" }),
-    ev("subagent.end", { contextId: "subagent-1a2b3c4d", ok: true, status: "done" }),
-    ev("message.delta", { text: "Done" }),
-    ev("run.end", { status: "done" }),
+    ev({ type: "run.start", project: "sample" }),
+    ev({ type: "message", message: { id: "m1", role: "human", content: "Add Farewell" } }),
+    ev({ type: "message.delta", text: "I'll add " }),
+    ev({ type: "message.delta", text: "it." }),
+    ev({ type: "message", message: { id: "m2", role: "ai", content: "I'll add it." } }),
+    ev({ type: "tool.start", name: "edit_file", args: '{"path":"greet.go","old_text":"x"}', callId: "c1" }),
+    ev({ type: "edit", uri: "file:///w/greet.go", applied: true }),
+    ev({ type: "tool.end", name: "edit_file", callId: "c1", ok: true, summary: "edited greet.go" }),
+    ev({ type: "tool.start", name: "run_command", args: "not json", callId: "c2" }),
+    ev({ type: "tool.end", name: "run_command", callId: "c2", ok: false, summary: "denied" }),
+    ev({ type: "subagent.start", contextId: "subagent-1a2b3c4d", parentId: "s1", task: "look around" }),
+    ev({ type: "message", contextId: "subagent-1a2b3c4d", parentId: "s1", message: { id: "m3", role: "ai", content: "Found it." } }),
+    ev({ type: "subagent.end", contextId: "subagent-1a2b3c4d", parentId: "s1", ok: true, status: "done" }),
+    ev({ type: "message.delta", text: "Done" }),
+    ev({ type: "run.end", status: "done" }),
   ].join("");
   assert.equal(
     out,
@@ -34,6 +39,7 @@ test("the transcript streams reply text and puts tools, edits and the end on the
       "  → run_command",
       "  ✗ run_command: denied",
       "[subagent-1a2b3c4d]   ⤷ subagent: look around",
+      "[subagent-1a2b3c4d] Agent: Found it.",
       "[subagent-1a2b3c4d]   ⤶ subagent done",
       "Agent: Done",
       "── done",
@@ -42,14 +48,12 @@ test("the transcript streams reply text and puts tools, edits and the end on the
   );
 });
 
-test("unknown event types add nothing", () => {
-  assert.equal(new EventFormatter().format({ session: "s", seq: 1, type: "future.kind" }), "");
-});
-
-test("summaries count edits and steps and show the reply's first line", () => {
-  assert.equal(summary({ session: "s", status: "done", reply: "One.\nTwo.", edits: 2, steps: 1 }), "Agent done (2 edits, 1 step): One.");
-  assert.equal(summary({ session: "s", status: "failed", reply: "", edits: 0, steps: 0 }), "Agent failed (0 edits, 0 steps)");
-  assert.ok(summary({ session: "s", status: "done", reply: "x".repeat(500), edits: 0, steps: 1 }).length < 200);
+test("summaries count edits and steps and show what failed or the reply's first line", () => {
+  const usage = { promptTokens: 10, completionTokens: 5, totalTokens: 15 };
+  assert.equal(summary({ session: "s", status: "done", reply: "One.\nTwo.", edits: 2, steps: 1, usage }), "Agent done (2 edits, 1 step): One.");
+  assert.equal(summary({ session: "s", status: "cancelled", reply: "", edits: 0, steps: 0, usage }), "Agent cancelled (0 edits, 0 steps)");
+  assert.equal(summary({ session: "s", status: "failed", reply: "", edits: 0, steps: 0, usage, error: "model down" }), "Agent failed (0 edits, 0 steps): model down");
+  assert.ok(summary({ session: "s", status: "done", reply: "x".repeat(500), edits: 0, steps: 1, usage }).length < 200);
 });
 
 test("session items put the title first and the id in the detail", () => {
@@ -60,7 +64,7 @@ test("session items put the title first and the id in the detail", () => {
 });
 
 test("project items show the tech stack agent.projects sends, branch, path and the build and test commands", () => {
-  const context = { openFiles: [], pendingChanges: [], lastBuild: { status: "unknown" }, lastTest: { status: "unknown" }, recentErrors: [] };
+  const context: ProjectContext = { openFiles: [], pendingChanges: [], lastBuild: { status: "unknown" }, lastTest: { status: "unknown" }, recentErrors: [] };
   const api: ProjectInfo = {
     name: "api",
     path: "/w/api",
