@@ -38,7 +38,7 @@ end
 -- -u NONE loads no plugin/ files: source ours the way such a setup would.
 test("plugin/agent_lsp.lua defines the commands and loads nothing else", function()
   vim.cmd("runtime plugin/agent_lsp.lua")
-  for _, name in ipairs({ "AgentRun", "AgentResume", "AgentCancel", "AgentSessions", "AgentSession", "AgentProjects", "AgentSwitch" }) do
+  for _, name in ipairs({ "AgentRun", "AgentResume", "AgentCancel", "AgentSessions", "AgentSession", "AgentLog", "AgentProjects", "AgentSwitch" }) do
     assert(vim.fn.exists(":" .. name) == 2, ":" .. name .. " is not defined")
   end
   local loaded = {}
@@ -117,6 +117,22 @@ end)
 local first_session = agent.state.last_session
 local range_session
 
+test(":AgentLog shows every event of the run as events.lua renders it, then the result", function()
+  vim.cmd("AgentLog")
+  local text = buffer_text()
+  assert(vim.api.nvim_buf_get_name(0):find("agent-lsp://log", 1, true), vim.api.nvim_buf_get_name(0))
+  -- Deltas are left out: the complete message replaced their lines.
+  for _, e in ipairs(events) do
+    if e.type ~= "message.delta" then
+      for _, line in ipairs(require("agent_lsp.events").render(e)) do
+        assert(text:find(line, 1, true), "the log lacks: " .. line .. "\n" .. text)
+      end
+    end
+  end
+  assert(text:find(first_session .. " result: done · 1 edit", 1, true), text)
+  vim.cmd("close")
+end)
+
 test(":AgentSessions lists the session", function()
   local shown
   local orig = vim.ui.select
@@ -177,6 +193,14 @@ test(":AgentCancel stops a slow run", function()
   end)
   assert(run.result.status == "cancelled", "status " .. tostring(run.result.status))
   assert(agent.state.status == "", "statusline still shows " .. agent.state.status)
+end)
+
+test("the event log's buffer kept growing while hidden", function()
+  local b = vim.fn.bufnr("agent-lsp://log")
+  local text = table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), "\n")
+  local session = agent.state.last_run.result.session
+  assert(text:find(session .. " result: cancelled", 1, true), text)
+  assert(text:find("run.end cancelled", 1, true), text)
 end)
 
 -- answer_review answers the review on screen the way a user would: it moves

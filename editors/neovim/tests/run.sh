@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Tests of the Neovim plugin: unit tests without a server (unit.lua: the
-# version shims of compat.lua, render.lua's text), then end-to-end tests
-# (e2e.lua) where headless Neovim drives the real agent-lsp binary against the
-# scripted model (a test double that replays testdata/scripts/editors.json).
+# version shims of compat.lua, the renderers' text, the event log), the
+# contract's fixtures (protocol.lua: testdata/protocol read with types.lua and
+# rendered with the plugin's renderers), then end-to-end tests (e2e.lua) where
+# headless Neovim drives the real agent-lsp binary against the scripted model
+# (a test double that replays testdata/scripts/editors.json).
 # Installs Debian's neovim when it is missing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -17,6 +19,8 @@ echo "neovim tests: $(nvim --version | head -n1)" >&2
 
 timeout 60 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$repo/editors/neovim" \
 	-c "luafile $here/unit.lua"
+timeout 60 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$repo/editors/neovim" \
+	-c "luafile $here/protocol.lua"
 
 work="$(mktemp -d)"
 trap 'kill "${model_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT

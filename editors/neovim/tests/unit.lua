@@ -1,5 +1,6 @@
--- Headless unit tests without a server: compat.lua's version shims and
--- render.lua's text. Only Neovim 0.7.2 (Debian's) installs here, so the
+-- Headless unit tests without a server: compat.lua's version shims, the
+-- renderers' text beyond the fixtures (protocol.lua covers those) and the
+-- event log. Only Neovim 0.7.2 (Debian's) installs here, so the
 -- paths of newer releases (0.8's autocommand data, 0.10's get_clients,
 -- 0.11's client:method() calls, str_utfindex(s, encoding) and
 -- start{attach = false}, and vim.lsp.start from 0.8) can only run against
@@ -260,7 +261,7 @@ test("project_line shows the techStack object", function()
       others = { "javascript" },
     },
   }
-  local want = "sample (go) [go 1.22, go modules; build: go build ./..., test: go test ./...; also javascript] on main — /src/sample"
+  local want = "sample (go) [go 1.22, go modules; build: go build ./..., test: go test ./...; also javascript] on main — /src/sample (go.mod)"
   assert(render.project_line(p) == want, render.project_line(p))
   p.techStack = { language = "go", testCommand = "go test ./..." }
   p.gitBranch = nil
@@ -269,10 +270,85 @@ test("project_line shows the techStack object", function()
   assert(render.project_line(p) == "sample (go) — /src/sample", render.project_line(p))
 end)
 
-test("run_summary: counts and the reply's first line", function()
-  local summary, reply = render.run_summary({ status = "done", edits = 1, steps = 3, reply = "Added Farewell.\nDetails.\n\n" })
-  assert(summary == "done · 1 edit · 3 steps — Added Farewell.", summary)
+test("project_context: build and test outcomes, files, errors", function()
+  local lines = render.project_context({
+    openFiles = { "a.go", "b.go" },
+    pendingChanges = { "a.go" },
+    lastBuild = { status = "success", command = "go build ./...", at = "2026-01-02T03:04:05.678+01:00" },
+    lastTest = { status = "failed", summary = "1 test\nfailed" },
+    recentErrors = { "a.go:3: undefined: x" },
+  })
+  local want = {
+    "    last build: success (go build ./..., 2026-01-02 03:04:05) · last test: failed: 1 test failed",
+    "    open: a.go, b.go · unsaved edits: a.go",
+    "    error: a.go:3: undefined: x",
+  }
+  assert(vim.deep_equal(lines, want), vim.inspect(lines))
+end)
+
+test("time: RFC 3339 to the second, other text unchanged", function()
+  assert(render.time("2026-01-02T03:04:05.123456789Z") == "2026-01-02 03:04:05")
+  assert(render.time("2026-01-02T03:04:05+02:00") == "2026-01-02 03:04:05")
+  assert(render.time("yesterday") == "yesterday" and render.time(nil) == "?")
+end)
+
+test("run_summary: counts and the reply's first line, or the error", function()
+  local usage = { promptTokens = 70, completionTokens = 35, totalTokens = 105 }
+  local summary, reply = render.run_summary({ status = "done", edits = 1, steps = 3, usage = usage, reply = "Added Farewell.\nDetails.\n\n" })
+  assert(summary == "done · 1 edit · 3 steps · 105 tokens — Added Farewell.", summary)
   assert(reply == "Added Farewell.\nDetails.", reply)
+  summary = render.run_summary({ status = "failed", edits = 0, steps = 0, usage = usage, reply = "", error = "model call failed" })
+  assert(summary == "failed · 0 edits · 0 steps · 105 tokens — model call failed", summary)
+end)
+
+-- log ----------------------------------------------------------------------
+
+local log = require("agent_lsp.log")
+
+-- ev makes an event of session s-1.
+local function ev(seq, type, fields)
+  return vim.tbl_extend("force", { session = "s-1", seq = seq, type = type }, fields or {})
+end
+
+test("log: deltas stream on their lines, the complete message replaces them", function()
+  log.lines = {}
+  log.event(ev(1, "run.start", { project = "sample" }))
+  log.event(ev(2, "message.delta", { text = "Hel" }))
+  log.event(ev(3, "message.delta", { text = "lo\nthere" }))
+  local want = { "s-1 #1 run.start project sample", "s-1 #2 message.delta Hello", "    there" }
+  assert(vim.deep_equal(log.lines, want), vim.inspect(log.lines))
+  log.event(ev(4, "message", { message = { id = "m1", role = "ai", content = "Hello\nthere" } }))
+  log.event(ev(5, "future.kind", { detail = "x" }))
+  want = { "s-1 #1 run.start project sample", "s-1 #4 message Agent · m1: Hello", "    there", "s-1 #5 future.kind detail=x" }
+  assert(vim.deep_equal(log.lines, want), vim.inspect(log.lines))
+end)
+
+test("log: an event in between ends the stream; the message is then added", function()
+  log.lines = {}
+  log.event(ev(1, "message.delta", { text = "Hi" }))
+  log.event({ session = "s-2", seq = 1, type = "run.start", project = "other" })
+  log.event(ev(2, "message", { message = { id = "m1", role = "ai", content = "Hi" } }))
+  local want = { "s-1 #1 message.delta Hi", "s-2 #1 run.start project other", "s-1 #2 message Agent · m1: Hi" }
+  assert(vim.deep_equal(log.lines, want), vim.inspect(log.lines))
+end)
+
+test("log: :AgentLog's buffer shows the lines and follows new ones", function()
+  log.lines = { "old" }
+  require("agent_lsp.commands").define()
+  vim.cmd("AgentLog")
+  local b = vim.api.nvim_get_current_buf()
+  assert(vim.api.nvim_buf_get_name(b):find("agent-lsp://log", 1, true), vim.api.nvim_buf_get_name(b))
+  assert(not vim.bo[b].modifiable and vim.bo[b].buftype == "nofile")
+  log.event(ev(1, "edit", { uri = "file:///a.go", applied = false }))
+  log.add({ "s-1 result: done" })
+  local want = { "old", "s-1 #1 edit refused file:///a.go", "s-1 result: done" }
+  assert(vim.deep_equal(vim.api.nvim_buf_get_lines(b, 0, -1, false), want), vim.inspect(vim.api.nvim_buf_get_lines(b, 0, -1, false)))
+  assert(vim.api.nvim_win_get_cursor(0)[1] == 3, "the window did not follow")
+  vim.cmd("close")
+  log.add({ "while hidden" })
+  vim.cmd("AgentLog")
+  assert(vim.api.nvim_get_current_buf() == b and vim.api.nvim_buf_get_lines(b, -2, -1, false)[1] == "while hidden")
+  vim.cmd("close")
 end)
 
 harness.finish()

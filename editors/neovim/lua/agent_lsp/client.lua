@@ -3,6 +3,7 @@
 -- what the server sends ($/progress, agent/event, workspace/applyEdit).
 local compat = require("agent_lsp.compat")
 local config = require("agent_lsp.config")
+local log = require("agent_lsp.log")
 local review = require("agent_lsp.review")
 local state = require("agent_lsp.state")
 local ui = require("agent_lsp.ui")
@@ -41,12 +42,14 @@ handlers["$/progress"] = function(err, result, ctx, cfg)
 end
 
 -- agent/event: run.start tells a run without a session yet its session; every
--- event goes to the AgentLspEvent autocommand and the on_event hook.
+-- event goes to the event log, the AgentLspEvent autocommand and the on_event
+-- hook.
 ---@param ev AgentLsp.AgentEvent
 handlers["agent/event"] = function(_, ev)
   if type(ev) ~= "table" then
     return
   end
+  log.event(ev)
   if ev.type == "run.start" and ev.session then
     for _, run in pairs(state.runs) do
       if run.session == nil or run.session == ev.session then

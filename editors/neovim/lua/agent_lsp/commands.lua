@@ -22,6 +22,8 @@ local client = lazy("agent_lsp.client")
 local compat = lazy("agent_lsp.compat")
 ---@module "agent_lsp.config"
 local config = lazy("agent_lsp.config")
+---@module "agent_lsp.log"
+local log = lazy("agent_lsp.log")
 ---@module "agent_lsp.render"
 local render = lazy("agent_lsp.render")
 ---@module "agent_lsp.state"
@@ -29,13 +31,19 @@ local state = lazy("agent_lsp.state")
 ---@module "agent_lsp.ui"
 local ui = lazy("agent_lsp.ui")
 
+-- notify_result notifies the result of command as its renderer writes it.
+local function notify_result(command, result, args)
+  ui.notify(table.concat(render.results[command](result, args), "\n"))
+end
+
 ---@class AgentLsp.RunOpts
 ---@field range? integer[] { line1, line2 }, 1-based and inclusive: the lines the prompt is about
 ---@field session? string continue this session
 ---@field project? string run in this project
 
 -- start_run sends agent.run or agent.resume and tracks the run until its
--- result arrives; it returns the run's progress token.
+-- result arrives, which it notifies and adds to the event log; it returns the
+-- run's progress token.
 local function start_run(c, command, args, prompt)
   state.next_token = state.next_token + 1
   local token = ("agent-lsp-nvim:%d"):format(state.next_token)
@@ -56,6 +64,7 @@ local function start_run(c, command, args, prompt)
     state.last_reply = reply
     local ok = result.status == "done" or result.status == "cancelled"
     ui.notify(summary, ok and vim.log.levels.INFO or vim.log.levels.WARN)
+    log.add(render.results[command](result, args))
     compat.fire("AgentLspRunEnd", result)
   end, { workDoneToken = token })
   if not sent then
@@ -175,10 +184,9 @@ function M.cancel(id)
     return
   end
   for _, session in ipairs(targets) do
-    client.execute(c, "agent.cancel", { session = session }, function(res)
-      if not res.cancelled then
-        ui.notify("session " .. session .. " was not running")
-      end
+    local args = { session = session }
+    client.execute(c, "agent.cancel", args, function(res)
+      notify_result("agent.cancel", res, args)
     end)
   end
 end
@@ -211,15 +219,16 @@ function M.sessions()
       elseif choice == "Resume" then
         M.resume(session)
       elseif choice == "Delete" then
-        client.execute(c, "agent.deleteSession", { session = session }, function(res)
-          ui.notify(res.deleted and ("deleted session " .. session) or ("session " .. session .. " was already gone"))
+        local args = { session = session }
+        client.execute(c, "agent.deleteSession", args, function(res)
+          notify_result("agent.deleteSession", res, args)
         end)
       end
     end)
   end)
 end
 
----Prints the workspace's projects, or passes the list to fn.
+---Prints the workspace's projects with their context, or passes the list to fn.
 ---@param fn? fun(list: AgentLsp.ProjectInfo[])
 function M.projects(fn)
   local c = client.current()
@@ -231,11 +240,7 @@ function M.projects(fn)
     if fn then
       return fn(list)
     end
-    local lines = {}
-    for _, p in ipairs(list) do
-      table.insert(lines, render.project_line(p) .. "\n")
-    end
-    ui.print(#lines > 0 and table.concat(lines) or "no projects")
+    ui.print(table.concat(render.results["agent.projects"](list), "\n"))
   end)
 end
 
@@ -253,9 +258,10 @@ function M.switch(project)
       ui.notify("the next run uses project " .. name)
       return
     end
-    client.execute(c, "agent.switchProject", { session = state.last_session, project = name }, function(res)
+    local args = { session = state.last_session, project = name }
+    client.execute(c, "agent.switchProject", args, function(res)
       state.project = res.project
-      ui.notify(("session %s now works on project %s"):format(res.session, res.project))
+      notify_result("agent.switchProject", res, args)
     end)
   end
   if project and project ~= "" then
@@ -268,6 +274,12 @@ function M.switch(project)
       end
     end)
   end)
+end
+
+---Shows the event log: the agent/event notifications and run results so far,
+---growing as more arrive.
+function M.show_log()
+  log.open()
 end
 
 -- The command table -------------------------------------------------------
@@ -309,6 +321,11 @@ M.list = {
     name = "AgentSession",
     fn = function(o) M.show_session(o.args) end,
     opts = { nargs = "?", complete = complete_sessions, desc = "Show an agent session's transcript" },
+  },
+  {
+    name = "AgentLog",
+    fn = function() M.show_log() end,
+    opts = { desc = "Show the agent's event log" },
   },
   {
     name = "AgentProjects",

@@ -7,7 +7,10 @@
 --   commands  the :Agent* commands and the functions behind them
 --   ui        notifications, echo area, statusline
 --   state     the running work (runs in flight, last session, status)
---   render    text for pickers, project lists, run summaries, transcripts
+--   render    text of the commands' results: pickers, project lists, run
+--             summaries, transcripts
+--   events    text of agent/event notifications
+--   log       the event log (:AgentLog)
 --   review    the diff shown for edits that need confirmation
 --   types     LuaCATS types of the wire contract (annotations only)
 -- plugin/agent_lsp.lua defines the commands at startup; setup() configures
@@ -78,8 +81,14 @@ function M.show_session(id)
   commands.show_session(id)
 end
 
----Prints the workspace's projects (name, type, tech stack, git branch), or
----passes the list to fn instead.
+---Shows the event log: every agent/event so far and the result of each run
+---started here, in a scratch buffer that grows as more arrive.
+function M.show_log()
+  commands.show_log()
+end
+
+---Prints the workspace's projects (name, type, tech stack, git branch, build
+---and test status), or passes the list to fn instead.
 ---@param fn? fun(list: AgentLsp.ProjectInfo[])
 function M.projects(fn)
   commands.projects(fn)

@@ -1,0 +1,101 @@
+-- agent/event notifications as text, for the event log (:AgentLog): one line
+-- per event, and more when a text spans lines (indented below). A line starts
+-- with where the event comes from, "<session> #<seq>", and for a subagent's
+-- events "[<contextId> of <parentId>]", then the event's type and its kind's
+-- fields. A type this plugin does not know is shown as a generic line of its
+-- fields, never an error: the contract may add kinds. tests/protocol.lua
+-- checks that M.kinds has exactly the fixtures' event types and that every
+-- value of every fixture in testdata/protocol/events is shown.
+local render = require("agent_lsp.render")
+
+local M = {}
+
+local str, word, oneline = render.str, render.word, render.oneline
+
+---The text of each event kind after its envelope, by type; it may span lines.
+---@type table<string, fun(ev: table): string>
+M.kinds = {
+  ["run.start"] = function(ev)
+    return "project " .. str(ev.project)
+  end,
+  ["message.delta"] = function(ev)
+    return str(ev.text)
+  end,
+  ["message"] = function(ev)
+    local m = ev.message
+    assert(type(m) == "table", "message is not an object") -- then the generic text shows it
+    local lines = { render.message_heading(m) .. ":" .. (m.content == "" and "" or (" " .. str(m.content))) }
+    for _, tc in ipairs(m.toolCalls or {}) do
+      table.insert(lines, render.tool_call(tc))
+    end
+    if m.toolCallId then
+      table.insert(lines, "answers " .. m.toolCallId)
+    end
+    return table.concat(lines, "\n")
+  end,
+  ["tool.start"] = function(ev)
+    return ("%s %s (%s)"):format(str(ev.name), oneline(ev.args), str(ev.callId))
+  end,
+  ["tool.end"] = function(ev)
+    return ("%s %s: %s (%s)"):format(str(ev.name), word("ok", ev.ok), str(ev.summary), str(ev.callId))
+  end,
+  ["subagent.start"] = function(ev)
+    return str(ev.task)
+  end,
+  ["subagent.end"] = function(ev)
+    return ("%s, %s"):format(str(ev.status), word("ok", ev.ok))
+  end,
+  ["edit"] = function(ev)
+    return ("%s %s"):format(word("applied", ev.applied), str(ev.uri))
+  end,
+  ["run.end"] = function(ev)
+    return str(ev.status) .. (ev.error and (": " .. str(ev.error)) or "")
+  end,
+}
+
+-- The envelope's fields, which every line starts with.
+local envelope = { session = true, seq = true, type = true, contextId = true, parentId = true }
+
+-- generic is the text of an event without a renderer: its fields other than
+-- the envelope's, sorted, as key=value (tables as JSON).
+local function generic(ev)
+  local keys = {}
+  for k in pairs(ev) do
+    if not envelope[k] then
+      table.insert(keys, tostring(k))
+    end
+  end
+  table.sort(keys)
+  local out = {}
+  for _, k in ipairs(keys) do
+    local v = ev[k]
+    if type(v) == "table" then
+      local ok, json = pcall(vim.fn.json_encode, v)
+      v = ok and json or vim.inspect(v)
+    end
+    table.insert(out, k .. "=" .. oneline(v))
+  end
+  return table.concat(out, " ")
+end
+
+---The lines of an event: its origin and type, then its kind's text, or for a
+---kind without a renderer (or fields a renderer cannot read) the generic text.
+---@param ev AgentLsp.AgentEvent
+---@return string[]
+function M.render(ev)
+  local origin = str(ev.session) .. " #" .. str(ev.seq)
+  if ev.contextId then
+    origin = ("%s [%s of %s]"):format(origin, str(ev.contextId), str(ev.parentId))
+  end
+  local kind = M.kinds[ev.type]
+  local ok, text = false, nil
+  if kind then
+    ok, text = pcall(kind, ev)
+  end
+  if not ok then
+    text = generic(ev)
+  end
+  return render.block(("%s %s "):format(origin, str(ev.type)), text)
+end
+
+return M

@@ -1,0 +1,237 @@
+-- The wire contract's fixtures, read by the plugin. testdata/protocol holds
+-- golden examples the Go tests record from the real server: each command's
+-- arguments and result (commands/<command>.json) and each agent/event kind
+-- (events/<type>.json). Here:
+--   * names: the commands render.results renders and the event types
+--     events.kinds renders are exactly the fixtures' file names, and so are
+--     the commands (AgentLsp.Call) and event types (AgentLsp.AgentEvent) of
+--     types.lua;
+--   * types: every example checks against its class in types.lua, both ways:
+--     no field the class lacks, no required field missing, each value of its
+--     type (tests/luacats.lua reads the annotations);
+--   * rendering: every result is rendered with render.results[command]
+--     (with the example's arguments), every event with events.render, and
+--     every string, number and boolean in it (seq included) must show in the
+--     text: numbers as a whole word; strings as they are, a multi-line one
+--     line by line in order (spaces at the ends of lines aside), an RFC 3339
+--     timestamp as render.time shortens it; a boolean, and a value
+--     render.words has a word for (roles), as that word (every boolean field
+--     of types.lua must have words). Then each value must be read from its
+--     own field: replaced by a probe (a unique string or number), the probe
+--     shows; a boolean flipped changes the text to the other word. That
+--     second pass catches a renamed field whose value happens to appear
+--     anyway (a 0, a status, a session id).
+-- The arguments are what the plugin sends, not what it shows: the type check
+-- covers them.
+local here = debug.getinfo(1, "S").source:match("^@(.*)/")
+local harness = dofile(here .. "/harness.lua")
+local luacats = dofile(here .. "/luacats.lua")
+local test = harness.test
+
+local render = require("agent_lsp.render")
+local events = require("agent_lsp.events")
+
+local plugin = vim.fn.fnamemodify(here, ":h")
+local fixtures = vim.fn.fnamemodify(here, ":h:h:h") .. "/testdata/protocol"
+local types = luacats.read(plugin .. "/lua/agent_lsp/types.lua")
+
+-- load reads the fixtures of a directory: name (the file's, without .json) -> examples.
+local function load(dir)
+  local out = {}
+  for _, path in ipairs(vim.fn.glob(fixtures .. "/" .. dir .. "/*.json", false, true)) do
+    out[vim.fn.fnamemodify(path, ":t:r")] = vim.fn.json_decode(table.concat(vim.fn.readfile(path), "\n"))
+  end
+  assert(next(out), "no fixtures in " .. fixtures .. "/" .. dir)
+  return out
+end
+
+local commands, kinds = load("commands"), load("events")
+
+-- declared maps the literal each class of a union alias gives field (its
+-- command or event type) to the class: the names types.lua declares.
+local function declared(alias, field)
+  local out = {}
+  for _, class in ipairs(luacats.members(assert(types.aliases[alias], "no alias " .. alias))) do
+    local f = luacats.fields(types, class)[field]
+    local literal = f and f.type:match('^"(.*)"$')
+    if literal then
+      out[literal] = class
+    end
+  end
+  return out
+end
+
+local calls, event_classes = declared("AgentLsp.Call", "command"), declared("AgentLsp.AgentEvent", "type")
+
+local function same_names(got, what, want)
+  local g, w = vim.tbl_keys(got), vim.tbl_keys(want)
+  table.sort(g)
+  table.sort(w)
+  assert(vim.deep_equal(g, w), ("%s: %s\nthe fixtures: %s"):format(what, table.concat(g, ", "), table.concat(w, ", ")))
+end
+
+test("the commands are the fixtures': render.results and types.lua's AgentLsp.Call", function()
+  same_names(render.results, "render.results", commands)
+  same_names(calls, "types.lua", commands)
+end)
+
+test("the event types are the fixtures': events.kinds and types.lua's AgentLsp.AgentEvent", function()
+  same_names(events.kinds, "events.kinds", kinds)
+  same_names(event_classes, "types.lua", kinds)
+end)
+
+test("every boolean of types.lua, and every role, has its words in render.words", function()
+  for name in pairs(types.classes) do
+    for field, f in pairs(luacats.fields(types, name)) do
+      if f.type == "boolean" then
+        local w = render.words[field]
+        assert(w and w[true] and w[false] and w[true] ~= w[false], ("%s.%s: no words for true and false"):format(name, field))
+      end
+    end
+  end
+  for _, role in ipairs(luacats.members(types.aliases["AgentLsp.Role"])) do
+    assert(render.words.role[role:match('^"(.*)"$')], "no word for role " .. role)
+  end
+  local want = {
+    ok = { "ok", "failed" },
+    applied = { "applied", "refused" },
+    cancelled = { "run cancelled", "no run was going" },
+    deleted = { "deleted", "was already gone" },
+  }
+  for field, w in pairs(want) do
+    assert(render.word(field, true) == w[1] and render.word(field, false) == w[2], field)
+  end
+  assert(render.word("role", "ai") == "Agent" and render.word("role", "new-role") == "new-role")
+end)
+
+-- leaves calls fn(path, key, value) for every string, number and boolean in
+-- v, in a stable order; key is the last field name on the path (list indexes
+-- aside), which render.words is keyed by.
+local function leaves(v, fn, path, key)
+  path = path or {}
+  if type(v) ~= "table" then
+    if type(v) ~= "userdata" then -- vim.NIL: the type check reports a null
+      fn(path, key, v)
+    end
+    return
+  end
+  local ks = vim.tbl_keys(v)
+  table.sort(ks, function(a, b) return tostring(a) < tostring(b) end)
+  for _, k in ipairs(ks) do
+    local sub = vim.deepcopy(path)
+    table.insert(sub, k)
+    leaves(v[k], fn, sub, type(k) == "string" and k or key)
+  end
+end
+
+local function set_at(t, path, value)
+  for i = 1, #path - 1 do
+    t = t[path[i]]
+  end
+  t[path[#path]] = value
+end
+
+-- shown tells whether text shows value (of field key), and if not, what it looked for.
+local function shown(text, key, value)
+  local word = render.words[key] and render.words[key][value]
+  if type(value) == "boolean" and not word then
+    return false, "no word for it in render.words"
+  elseif word then
+    return text:find(word, 1, true) ~= nil, ("the word %q"):format(word)
+  elseif type(value) == "number" then
+    return text:find("%f[%w]" .. vim.pesc(tostring(value)) .. "%f[%W]") ~= nil, "the number as a word"
+  end
+  if value:match("^%d%d%d%d%-%d%d%-%d%dT") then
+    value = render.time(value)
+  end
+  local from = 1
+  for _, line in ipairs(vim.split(value, "\n", { plain = true })) do
+    line = vim.trim(line)
+    if line ~= "" then
+      local _, e = text:find(line, from, true)
+      if not e then
+        return false, vim.inspect(line)
+      end
+      from = e + 1
+    end
+  end
+  return true
+end
+
+-- rendering_problems renders subject with fn (subject -> text) and checks that
+-- every value in it shows, and shows because of its own field (the probes).
+local function rendering_problems(subject, fn)
+  local problems = {}
+  local text = fn(subject)
+  local n = 0
+  leaves(subject, function(path, key, value)
+    n = n + 1
+    local where = table.concat(vim.tbl_map(tostring, path), ".")
+    local ok, looked_for = shown(text, key, value)
+    if not ok then
+      table.insert(problems, ("%s = %s is not shown (looked for %s)"):format(where, vim.inspect(value), looked_for))
+    end
+    local probe = ({ boolean = not value, number = 900000 + n, string = ("zqx%dq"):format(n) })[type(value)]
+    local copy = vim.deepcopy(subject)
+    set_at(copy, path, probe)
+    local rendered, probed = pcall(fn, copy)
+    if not rendered then
+      table.insert(problems, ("%s = %s: the renderer raised %s"):format(where, vim.inspect(probe), probed))
+    elseif not shown(probed, key, probe) or probed == text then
+      table.insert(problems, ("%s is not read from its field: set to %s, the text does not show it:\n%s"):format(where, vim.inspect(probe), probed))
+    end
+  end)
+  return problems, text
+end
+
+-- fixture_test checks the examples of one fixture file: each against class
+-- (types) and its rendering (fn renders an example's subject).
+local function fixture_test(label, examples, class, subject_of, fn)
+  test(label, function()
+    assert(class, "types.lua declares no class for it")
+    local problems = {}
+    for i, example in ipairs(examples) do
+      for _, p in ipairs(luacats.check(types, example, class, ("[%d]"):format(i))) do
+        table.insert(problems, "type: " .. p)
+      end
+      local found, text = rendering_problems(subject_of(example), function(subject)
+        return table.concat(fn(subject, example), "\n")
+      end)
+      for _, p in ipairs(found) do
+        table.insert(problems, ("[%d] %s\n  rendered:\n%s"):format(i, p, text))
+      end
+    end
+    assert(#problems == 0, table.concat(problems, "\n"))
+  end)
+end
+
+local names = vim.tbl_keys(commands)
+table.sort(names)
+for _, name in ipairs(names) do
+  -- The fixture has no command field: it is the file's name.
+  local examples = vim.tbl_map(function(e) return vim.tbl_extend("force", { command = name }, e) end, commands[name])
+  fixture_test("commands/" .. name .. ".json: types, and render.results shows every value", examples, calls[name],
+    function(e) return e.result end,
+    function(result, e) return (render.results[name] or error("no renderer"))(result, e.arguments) end)
+end
+
+names = vim.tbl_keys(kinds)
+table.sort(names)
+for _, name in ipairs(names) do
+  fixture_test("events/" .. name .. ".json: types, and events.render shows every value", kinds[name], event_classes[name],
+    function(ev) return ev end,
+    function(ev) return events.render(ev) end)
+end
+
+test("an event type the plugin does not know is a generic line, never an error", function()
+  local lines = events.render({ session = "s-1", seq = 7, type = "plan.update", steps = { "read", "edit" }, done = false, note = "two\nlines" })
+  assert(#lines == 1, vim.inspect(lines))
+  local want = 's-1 #7 plan.update done=false note=two lines steps=["read", "edit"]'
+  assert(lines[1] == want, lines[1])
+  -- A known type whose fields are missing or of another type: no error either.
+  assert(events.render({ session = "s-1", seq = 8, type = "tool.end" })[1] == "s-1 #8 tool.end ? ?: ? (?)")
+  lines = events.render({ session = "s-1", seq = 9, type = "message", message = "text" })
+  assert(lines[1] == "s-1 #9 message message=text", lines[1])
+end)
+
+harness.finish()
