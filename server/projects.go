@@ -2,14 +2,10 @@ package server
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 
 	"go.lsp.dev/jsonrpc2"
 
-	"github.com/agent-lsp/agent-lsp/agent"
-	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
@@ -44,11 +40,9 @@ func (s *Server) switchProjectCommand(ctx context.Context, call commandCall, a S
 	if call.b.Runtime.Running(a.Session) {
 		return SwitchProjectResult{}, invalidParams("agent.switchProject: session %s is running", a.Session)
 	}
-	sess, err := st.Session(ctx, a.Session)
-	if errors.Is(err, store.ErrNotFound) {
-		return SwitchProjectResult{}, sessionError("agent.switchProject", fmt.Errorf("%w %q", agent.ErrUnknownSession, a.Session))
-	} else if err != nil {
-		return SwitchProjectResult{}, sessionError("agent.switchProject", err)
+	sess, err := storedSession(ctx, call.b, "agent.switchProject", a.Session)
+	if err != nil {
+		return SwitchProjectResult{}, err
 	}
 	sess.Project = a.Project
 	if err := st.PutSession(ctx, sess); err != nil {

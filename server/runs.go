@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -138,10 +137,8 @@ func (s *Server) cancelCommand(ctx context.Context, call commandCall, a SessionA
 	if rt.Running(a.Session) {
 		return CancelResult{Cancelled: rt.Cancel(a.Session)}, nil
 	}
-	if _, err := call.b.Store.Session(ctx, a.Session); errors.Is(err, store.ErrNotFound) {
-		return CancelResult{}, sessionError("agent.cancel", fmt.Errorf("%w %q", agent.ErrUnknownSession, a.Session))
-	} else if err != nil {
-		return CancelResult{}, sessionError("agent.cancel", err)
+	if _, err := storedSession(ctx, call.b, "agent.cancel", a.Session); err != nil {
+		return CancelResult{}, err
 	}
 	return CancelResult{Cancelled: false}, nil
 }

@@ -37,12 +37,23 @@ type SessionDetail struct {
 	Messages []message.Message `json:"messages"`
 }
 
-func (s *Server) sessionCommand(ctx context.Context, call commandCall, a SessionArgs) (SessionDetail, error) {
-	sess, err := call.b.Store.Session(ctx, a.Session)
+// storedSession returns a stored session, or the JSON-RPC error command
+// answers: InvalidParams for an unknown session.
+func storedSession(ctx context.Context, b *Backend, command, id string) (store.Session, error) {
+	sess, err := b.Store.Session(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return SessionDetail{}, sessionError("agent.session", fmt.Errorf("%w %q", agent.ErrUnknownSession, a.Session))
-	} else if err != nil {
-		return SessionDetail{}, sessionError("agent.session", err)
+		err = fmt.Errorf("%w %q", agent.ErrUnknownSession, id)
+	}
+	if err != nil {
+		return store.Session{}, sessionError(command, err)
+	}
+	return sess, nil
+}
+
+func (s *Server) sessionCommand(ctx context.Context, call commandCall, a SessionArgs) (SessionDetail, error) {
+	sess, err := storedSession(ctx, call.b, "agent.session", a.Session)
+	if err != nil {
+		return SessionDetail{}, err
 	}
 	msgs, err := call.b.Runtime.Transcript(ctx, a.Session, "")
 	if err != nil {
