@@ -1,6 +1,6 @@
 module github.com/agent-lsp/agent-lsp
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/oklog/ulid/v2 v2.1.0
@@ -15,5 +15,7 @@ require (
 require (
 	github.com/go-json-experiment/json v0.0.0-20260623181947-01eb4420fa68 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/term v0.45.0 // indirect
+	mvdan.cc/sh/v3 v3.14.1 // indirect
 )
