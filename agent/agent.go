@@ -58,6 +58,10 @@ type Config struct {
 	SubagentConcurrency int
 	// CommandTimeout is run_command's default timeout; default DefaultCommandTimeout.
 	CommandTimeout time.Duration
+	// CommandEnv is the environment commands run with: the caller's scrubbed
+	// of credentials and sockets (tools.ScrubEnv). Nil: this process's
+	// environment scrubbed with the defaults.
+	CommandEnv []string
 }
 
 // Summary is the compressed history of old turns.
@@ -85,6 +89,9 @@ type schema struct {
 	summary  graph.Value[Summary]
 	project  graph.Value[string]
 	todos    graph.Value[[]tools.Todo]
+	// commandFilesChanged lists the projects whose build or test definitions
+	// the agent changed in this session (tools.Trust); appended, never set.
+	commandFilesChanged graph.List[string]
 }
 
 func newSchema() (*graph.Schema, schema) {
@@ -94,6 +101,8 @@ func newSchema() (*graph.Schema, schema) {
 		summary:  graph.NewValue[Summary](s, "summary"),
 		project:  graph.NewValue[string](s, "project"),
 		todos:    graph.NewValue[[]tools.Todo](s, "todos"),
+
+		commandFilesChanged: graph.NewList[string](s, "commandFilesChanged"),
 	}
 }
 

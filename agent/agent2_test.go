@@ -211,15 +211,15 @@ func TestRunCommandStatusPerProject(t *testing.T) {
 	if tm := toolMessages(reqs[2]); !strings.Contains(tm[1].Content, "timed out after 1s") {
 		t.Fatalf("timeout result: %q", tm[1].Content)
 	}
-	if tm := toolMessages(reqs[3]); !strings.Contains(tm[2].Content, `denied running "rm -rf /"`) {
+	if tm := toolMessages(reqs[3]); !strings.Contains(tm[2].Content, `running "rm -rf /" was not allowed: denied by the test`) {
 		t.Fatalf("denied result: %q", tm[2].Content)
 	}
 }
 
 type allowOnly string
 
-func (a allowOnly) AllowCommand(ctx context.Context, req tools.CommandRequest) (bool, error) {
-	return req.Command == string(a), nil
+func (a allowOnly) AllowCommand(ctx context.Context, req tools.CommandRequest) (tools.Permission, error) {
+	return tools.Permission{Allowed: req.Trusted || req.Command == string(a), Reason: "denied by the test"}, nil
 }
 
 func TestRefusedEditReachesModel(t *testing.T) {

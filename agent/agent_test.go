@@ -63,8 +63,11 @@ func (e *diskEditor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditRes
 
 type allowAll bool
 
-func (a allowAll) AllowCommand(ctx context.Context, req tools.CommandRequest) (bool, error) {
-	return bool(a), nil
+func (a allowAll) AllowCommand(ctx context.Context, req tools.CommandRequest) (tools.Permission, error) {
+	if bool(a) || req.Trusted {
+		return tools.Permission{Allowed: true}, nil
+	}
+	return tools.Permission{Reason: "denied by the test"}, nil
 }
 
 type harness struct {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.lsp.dev/uri"
@@ -123,6 +124,7 @@ func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, e
 	call := ai.ToolCalls[i]
 	project := rt.st.project.Get(s)
 	env := &tools.Env{Workspace: rt.cfg.Workspace, Session: r.session.ID, Project: project, Editor: r.editor, Permissions: r.perms,
+		Trust: trust{recorded: rt.st.commandFilesChanged.Get(s), acc: r.acc}, CommandEnv: rt.cfg.CommandEnv,
 		MaxOutput: rt.cfg.MaxToolOutput, CommandTimeout: rt.cfg.CommandTimeout}
 	env.Subagent = func(ctx context.Context, task string, maxLoops int) (tools.SubagentResult, error) {
 		return rt.subagent(ctx, r, project, task, maxLoops)
@@ -151,6 +153,15 @@ func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, e
 	}
 	if !later && res.Todos != nil {
 		writes = append(writes, rt.st.todos.Set(*res.Todos))
+	}
+	if recorded := rt.st.commandFilesChanged.Get(s); len(res.CommandFilesChanged) > 0 {
+		var add []string
+		for _, p := range res.CommandFilesChanged {
+			if !slices.Contains(recorded, p) && !slices.Contains(add, p) {
+				add = append(add, p)
+			}
+		}
+		writes = append(writes, rt.st.commandFilesChanged.Append(add...))
 	}
 	return graph.NewPatch(writes...), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"slices"
 	"sync"
 
 	"github.com/agent-lsp/agent-lsp/agent/event"
@@ -28,10 +29,11 @@ type run struct {
 
 // accumulator is shared by a run and its subagents.
 type accumulator struct {
-	mu     sync.Mutex // guards usage and edits, and serializes events
-	usage  model.Usage
-	edits  int
-	events func(event.Event)
+	mu      sync.Mutex // guards usage, edits and changed, and serializes events
+	usage   model.Usage
+	edits   int
+	changed map[string]bool // projects whose command files the run changed
+	events  func(event.Event)
 }
 
 func (a *accumulator) emit(e event.Event) {
@@ -54,6 +56,46 @@ func (a *accumulator) addEdit() {
 	a.edits++
 	a.mu.Unlock()
 }
+
+func (a *accumulator) changeCommandFiles(project string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.changed == nil {
+		a.changed = map[string]bool{}
+	}
+	a.changed[project] = true
+}
+
+func (a *accumulator) commandFilesChanged(project string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.changed[project]
+}
+
+func (a *accumulator) changedProjects() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]string, 0, len(a.changed))
+	for p := range a.changed {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// trust is a task's tools.Trust: what the session's checkpoints recorded
+// (state), and what this run and its subagents changed since (immediately,
+// before the step that did it is checkpointed).
+type trust struct {
+	recorded []string
+	acc      *accumulator
+}
+
+func (t trust) Changed(project string) bool {
+	return slices.Contains(t.recorded, project) || t.acc.commandFilesChanged(project)
+}
+
+func (t trust) Change(project string) { t.acc.changeCommandFiles(project) }
 
 func (a *accumulator) totals() (model.Usage, int) {
 	a.mu.Lock()

@@ -50,6 +50,7 @@ func (rt *Runtime) subagent(ctx context.Context, parent *run, project, task stri
 			out.Result = ai.Content
 		}
 	}
+	out.CommandFilesChanged = parent.acc.changedProjects()
 	child.emit(event.SubagentEnd{OK: out.OK, Status: res.Status})
 	return out, nil
 }

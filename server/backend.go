@@ -10,6 +10,8 @@ import (
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/model"
+	"github.com/agent-lsp/agent-lsp/agent/shellrule"
+	"github.com/agent-lsp/agent-lsp/agent/tools"
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
@@ -23,6 +25,8 @@ type Backend struct {
 	Workspace *workspace.Workspace
 	Store     store.Store
 	Runtime   *agent.Runtime
+	Rules     shellrule.Set    // the allow and deny rules of the settings, parsed
+	AllowEdit []workspace.Rule // protected files the settings let the agent change without confirmation
 }
 
 // Folder is one workspace folder as the editor names it.
@@ -32,11 +36,20 @@ type Folder struct {
 }
 
 // NewBackend composes a backend: the projects of folders, the store the
-// settings name, the model and the runtime. The notices are problems the
-// user should hear of (a folder that could not be added, a store that could
-// not be opened); they do not stop the backend.
-func NewBackend(s config.Settings, enc workspace.Encoding, folders []Folder) (*Backend, []string, error) {
+// settings name, the model and the runtime, whose commands run in environ
+// scrubbed of the API key and the settings' scrubEnv patterns. The notices
+// are problems the user should hear of (a folder that could not be added, a
+// store that could not be opened); they do not stop the backend.
+func NewBackend(s config.Settings, enc workspace.Encoding, folders []Folder, environ []string) (*Backend, []string, error) {
 	var notices []string
+	rules, err := shellrule.NewSet(nonEmpty(s.Allow), nonEmpty(s.Deny))
+	if err != nil {
+		return nil, nil, err
+	}
+	var allowEdit []workspace.Rule
+	for _, p := range nonEmpty(s.AllowEdit) {
+		allowEdit = append(allowEdit, workspace.Rule{Pattern: p, Why: "allowed by the allowEdit setting"})
+	}
 	ws := workspace.New(enc)
 	for _, f := range folders {
 		if _, err := ws.Add(f.Name, f.Path); err != nil {
@@ -48,12 +61,24 @@ func NewBackend(s config.Settings, enc workspace.Encoding, folders []Folder) (*B
 		notices = append(notices, note)
 	}
 	m := model.NewOpenAI(model.Config{BaseURL: s.BaseURL, Model: s.Model, APIKey: s.APIKey})
-	rt, err := agent.New(agent.Config{Model: m, Workspace: ws, Store: db, MaxSteps: s.MaxSteps, Window: s.Window})
+	env := tools.ScrubEnv(environ, []string{s.APIKeyEnv, "OPENAI_API_KEY"}, s.ScrubEnv)
+	rt, err := agent.New(agent.Config{Model: m, Workspace: ws, Store: db, MaxSteps: s.MaxSteps, Window: s.Window, CommandEnv: env})
 	if err != nil {
 		db.Close()
 		return nil, notices, err
 	}
-	return &Backend{Settings: s, Workspace: ws, Store: db, Runtime: rt}, notices, nil
+	return &Backend{Settings: s, Workspace: ws, Store: db, Runtime: rt, Rules: rules, AllowEdit: allowEdit}, notices, nil
+}
+
+// nonEmpty drops blank patterns (an empty entry of an editor's list setting).
+func nonEmpty(patterns []string) []string {
+	var out []string
+	for _, p := range patterns {
+		if strings.TrimSpace(p) != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Close closes the store; runs must have ended.

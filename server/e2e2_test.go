@@ -472,12 +472,14 @@ func TestPermissionPrompt(t *testing.T) {
 	if err := c.command("agent.run", map[string]any{"prompt": "run things"}, &res); err != nil || res.Status != "done" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if len(asked) != 2 || !strings.Contains(asked[0], "`echo one`") || !strings.Contains(asked[1], "`echo two`") {
+	if len(asked) != 2 || !strings.Contains(asked[0], "in project sample:\n  echo one\n") || !strings.Contains(asked[1], "\n  echo two\n") {
 		t.Fatalf("asked %q (echo one once, echo two once, rm never: the deny pattern wins)", asked)
 	}
 	reqs := srv.Requests()
 	last := func(i int) string { m := reqs[i].Messages; return m[len(m)-1].Content }
-	if !strings.Contains(last(1), "one") || !strings.Contains(last(2), "exit status 0") || !strings.Contains(last(3), `denied running "echo two"`) || !strings.Contains(last(4), `denied running "rm -rf build"`) {
+	if !strings.Contains(last(1), "one") || !strings.Contains(last(2), "exit status 0") ||
+		!strings.Contains(last(3), `running "echo two" was not allowed: the user denied it`) ||
+		!strings.Contains(last(4), `running "rm -rf build" was not allowed: "rm -rf build" matches the deny rule "rm *"`) {
 		t.Fatalf("tool results: %q | %q | %q | %q", last(1), last(2), last(3), last(4))
 	}
 }

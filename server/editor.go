@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
@@ -14,18 +15,30 @@ import (
 // reviewAnnotation is the change annotation of edits that need confirmation.
 const reviewAnnotation = "agent-lsp.review"
 
-// editor is a run's Editor port: every change is a workspace/applyEdit.
+// editor is a run's Editor port: every change is a workspace/applyEdit. An
+// edit needs the user's confirmation (a change annotation with
+// needsConfirmation) in review mode, and in any mode for a protected file
+// the settings do not allow; those wait in line, one at a time.
 type editor struct {
-	c      *client
-	ws     *workspace.Workspace
-	review bool   // annotate edits with needsConfirmation
-	before func() // sends the run's queued events before the edit
+	c         *client
+	ws        *workspace.Workspace
+	review    bool             // every edit needs confirmation
+	allowEdit []workspace.Rule // protected files that need none
+	before    func()           // sends the run's queued events before the edit
+	line      fifo             // edits waiting for a confirmation
 }
 
 // Edit implements tools.Editor.
 func (e *editor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResult, error) {
+	why := e.confirmation(fe)
+	if why != "" {
+		if err := e.line.lock(ctx); err != nil {
+			return tools.EditResult{}, err
+		}
+		defer e.line.unlock()
+	}
 	e.before()
-	res, err := e.c.applyEdit(ctx, fe.Label, e.workspaceEdit(fe))
+	res, err := e.c.applyEdit(ctx, fe.Label, e.workspaceEdit(fe, why))
 	if err != nil {
 		return tools.EditResult{}, fmt.Errorf("workspace/applyEdit: %w", err)
 	}
@@ -36,13 +49,27 @@ func (e *editor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResult,
 	return out, nil
 }
 
+// confirmation says why an edit needs the user's confirmation, "" if it needs none.
+func (e *editor) confirmation(fe tools.FileEdit) string {
+	if fe.Protected != "" {
+		if _, ok := workspace.Match(e.allowEdit, fe.Rel); !ok {
+			return "protected file: " + fe.Protected + "; accept or reject"
+		}
+	}
+	if e.review {
+		return "proposed by agent-lsp; accept or reject"
+	}
+	return ""
+}
+
 // workspaceEdit turns a file edit into a WorkspaceEdit: a TextDocumentEdit
 // with the version the server last saw (null for a file the editor has not
-// open), after a CreateFile for a new file.
-func (e *editor) workspaceEdit(fe tools.FileEdit) workspaceEdit {
+// open), after a CreateFile for a new file; with a confirmation annotation
+// when why is set.
+func (e *editor) workspaceEdit(fe tools.FileEdit, why string) workspaceEdit {
 	u := string(uri.File(fe.Path))
 	annotation := ""
-	if e.review {
+	if why != "" {
 		annotation = reviewAnnotation
 	}
 	var changes []any
@@ -57,9 +84,8 @@ func (e *editor) workspaceEdit(fe tools.FileEdit) workspaceEdit {
 		edits = append(edits, annotatedEdit{Range: lspRange(te.Range), NewText: te.NewText, AnnotationID: annotation})
 	}
 	we := workspaceEdit{DocumentChanges: append(changes, textDocumentEdit{TextDocument: versionedDocument{URI: u, Version: version}, Edits: edits})}
-	if e.review {
-		we.ChangeAnnotations = map[string]changeAnnotation{reviewAnnotation: {
-			Label: fe.Label, NeedsConfirmation: true, Description: "proposed by agent-lsp; accept or reject"}}
+	if why != "" {
+		we.ChangeAnnotations = map[string]changeAnnotation{reviewAnnotation: {Label: fe.Label, NeedsConfirmation: true, Description: why}}
 	}
 	return we
 }
@@ -69,4 +95,58 @@ func lspRange(r workspace.Range) protocol.Range {
 		Start: protocol.Position{Line: r.Start.Line, Character: r.Start.Character},
 		End:   protocol.Position{Line: r.End.Line, Character: r.End.Character},
 	}
+}
+
+// fifo is a lock granted in the order it was asked for, so edits waiting
+// for a confirmation reach the user in the order the agent made them.
+type fifo struct {
+	mu      sync.Mutex      // guards held and waiting
+	held    bool            // someone holds the lock
+	waiting []chan struct{} // closed, in order, to hand the lock on
+}
+
+// lock waits for the lock; it gives up with ctx's error.
+func (f *fifo) lock(ctx context.Context) error {
+	f.mu.Lock()
+	if !f.held {
+		f.held = true
+		f.mu.Unlock()
+		return nil
+	}
+	turn := make(chan struct{})
+	f.waiting = append(f.waiting, turn)
+	f.mu.Unlock()
+	select {
+	case <-turn:
+		return nil
+	case <-ctx.Done():
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for i, w := range f.waiting {
+			if w == turn {
+				f.waiting = append(f.waiting[:i], f.waiting[i+1:]...)
+				return ctx.Err()
+			}
+		}
+		// The lock was handed to us as we gave up: pass it on.
+		f.handOn()
+		return ctx.Err()
+	}
+}
+
+func (f *fifo) unlock() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.handOn()
+}
+
+// handOn gives the lock to the next in line, or frees it. f.mu is held.
+func (f *fifo) handOn() {
+	if len(f.waiting) == 0 {
+		f.held = false
+		return
+	}
+	next := f.waiting[0]
+	f.waiting = f.waiting[1:]
+	close(next)
 }

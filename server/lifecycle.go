@@ -163,9 +163,9 @@ func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawM
 		return nil, invalidParams("%v", err)
 	}
 	enc := p.encoding()
-	b, notices, err := NewBackend(st, enc, p.folders())
+	b, notices, err := NewBackend(st, enc, p.folders(), s.opts.Environ())
 	if err != nil {
-		return nil, jsonrpc2.Errorf(jsonrpc2.InternalError, "initialize: %v", err)
+		return nil, invalidParams("initialize: %v", err)
 	}
 	if !s.life.start(b, p.Capabilities.Window.WorkDoneProgress) {
 		b.Close()

@@ -3,10 +3,10 @@ package server
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 
+	"github.com/agent-lsp/agent-lsp/agent/shellrule"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 )
 
@@ -17,39 +17,10 @@ const (
 	Deny        = "Deny"
 )
 
-// rules are the allow and deny patterns of the settings: * matches any text,
-// the rest is literal.
-type rules struct{ allow, deny []*regexp.Regexp }
-
-func newRules(allow, deny []string) rules {
-	return rules{compile(allow), compile(deny)}
-}
-
-func compile(patterns []string) []*regexp.Regexp {
-	out := make([]*regexp.Regexp, 0, len(patterns))
-	for _, p := range patterns {
-		parts := strings.Split(strings.TrimSpace(p), "*")
-		for i := range parts {
-			parts[i] = regexp.QuoteMeta(parts[i])
-		}
-		out = append(out, regexp.MustCompile("^"+strings.Join(parts, ".*")+"$"))
-	}
-	return out
-}
-
-func matchAny(pats []*regexp.Regexp, s string) bool {
-	for _, p := range pats {
-		if p.MatchString(s) {
-			return true
-		}
-	}
-	return false
-}
-
-// allowances are the commands the user allowed "always" for a session.
+// allowances are the command lines the user allowed "always" for a session.
 type allowances struct {
 	mu   sync.Mutex                 // guards byID
-	byID map[string]map[string]bool // session -> command -> allowed
+	byID map[string]map[string]bool // session -> command line -> allowed
 }
 
 func (a *allowances) allowed(session, command string) bool {
@@ -70,35 +41,60 @@ func (a *allowances) allow(session, command string) {
 	a.byID[session][command] = true
 }
 
-// permissions is a run's Permissions port: a deny pattern wins, then an allow
-// pattern, then an earlier "always" of the session, else the user is asked.
+// permissions is a run's Permissions port. The line is parsed into its
+// simple commands (shellrule): a deny rule matching any of them wins; then
+// the project's own unchanged build and test, a line the allow rules allow
+// entirely, or a line allowed "always" in this session runs; else the user is
+// asked, with the parsed line shown one command per row.
 type permissions struct {
-	rules  rules
+	rules  shellrule.Set
 	always *allowances
 	c      *client
 	before func() // sends the run's queued events before the question
 }
 
 // AllowCommand implements tools.Permissions.
-func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest) (bool, error) {
+func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest) (tools.Permission, error) {
+	d := p.rules.Decide(req.Command)
 	switch {
-	case matchAny(p.rules.deny, req.Command):
-		return false, nil
-	case matchAny(p.rules.allow, req.Command), p.always.allowed(req.Session, req.Command):
-		return true, nil
+	case d.Verdict == shellrule.Deny:
+		return tools.Permission{Reason: d.Reason}, nil
+	case req.Trusted, d.Verdict == shellrule.Allow, p.always.allowed(req.Session, req.Command):
+		return tools.Permission{Allowed: true}, nil
 	}
 	p.before()
-	choice, err := p.c.showMessageRequest(ctx, msgWarning,
-		fmt.Sprintf("agent-lsp wants to run `%s` in project %s.", req.Command, req.Project), AllowOnce, AllowAlways, Deny)
+	choice, err := p.c.showMessageRequest(ctx, msgWarning, askText(req, d), AllowOnce, AllowAlways, Deny)
 	if err != nil {
-		return false, err
+		return tools.Permission{}, err
 	}
 	switch choice {
 	case AllowOnce:
-		return true, nil
+		return tools.Permission{Allowed: true}, nil
 	case AllowAlways:
 		p.always.allow(req.Session, req.Command)
-		return true, nil
+		return tools.Permission{Allowed: true}, nil
+	case "":
+		return tools.Permission{Reason: "the user dismissed the question"}, nil
 	}
-	return false, nil
+	return tools.Permission{Reason: "the user denied it"}, nil
+}
+
+// askText is the question: the project, each simple command on its own row,
+// and why the line was not allowed by a rule.
+func askText(req tools.CommandRequest, d shellrule.Decision) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "agent-lsp wants to run in project %s:\n", req.Project)
+	if len(d.Commands) == 0 {
+		fmt.Fprintf(&b, "  %s\n", req.Command)
+	}
+	for _, c := range d.Commands {
+		fmt.Fprintf(&b, "  %s\n", c.Text)
+	}
+	if d.Reason != "" {
+		fmt.Fprintf(&b, "(%s)\n", d.Reason)
+	}
+	if req.Note != "" {
+		b.WriteString(req.Note + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
 }

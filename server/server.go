@@ -36,6 +36,9 @@ type Options struct {
 	Flags *config.Flags
 	// Getenv reads the environment; nil means os.Getenv.
 	Getenv func(string) string
+	// Environ lists the environment commands start from (scrubbed of
+	// credentials); nil means os.Environ.
+	Environ func() []string
 	// Logf writes a log line to stderr; nil discards.
 	Logf func(format string, args ...any)
 	// Exit is called when the parent process named in initialize dies; nil means os.Exit.
@@ -64,6 +67,9 @@ type Server struct {
 func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
+	}
+	if opts.Environ == nil {
+		opts.Environ = os.Environ
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}

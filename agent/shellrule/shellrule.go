@@ -405,7 +405,10 @@ func literal(word *syntax.Word) (*string, wordKind) {
 	case globbed:
 		return nil, kind // never expanded here: {1..1000000000} is a billion words
 	}
-	fields, err := expand.Fields(nil, word) // quote removal as for a command word
+	// Quote removal as for a command word. A nil config would share (and
+	// modify, in v3.14.1) expand's package-level config: racy under
+	// parallel tool calls, so each call gets its own.
+	fields, err := expand.Fields(&expand.Config{}, word)
 	if err != nil || len(fields) != 1 {
 		return nil, expanded
 	}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 
 func TestDecide(t *testing.T) {
 	set, err := NewSet(
-		[]string{"go test *", "go vet ./...", "npm run test:*", "echo *", "ls", "sleep *", "make"},
+		[]string{"go test *", "go vet ./...", "npm run test:*", "echo *", "ls", "sleep *", "make", "env *"},
 		[]string{"rm *", "git push *"})
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +40,8 @@ func TestDecide(t *testing.T) {
 		{"go test ./... | echo done", Allow, ""},
 		{"npm run test:unit", Allow, ""},
 		{"ls", Allow, ""},
+		{"env", Allow, ""}, // lists the environment: runs nothing
+		{"env -0", Allow, ""},
 		{"(go test ./... || echo failed)", Allow, ""},
 		{"go test ./... <input.txt", Allow, ""},
 
@@ -174,12 +177,15 @@ func executed(line string) [][]string {
 	if err != nil {
 		return nil
 	}
+	var mu sync.Mutex // pipeline parts run concurrently
 	var calls [][]string
 	r, err := interp.New(
 		interp.Env(expand.ListEnviron()),
 		interp.StdIO(strings.NewReader(""), io.Discard, io.Discard),
 		interp.CallHandler(func(ctx context.Context, args []string) ([]string, error) {
+			mu.Lock()
 			calls = append(calls, append([]string(nil), args...))
+			mu.Unlock()
 			return args, nil
 		}),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc {
@@ -272,4 +278,23 @@ func TestNestingIsLinear(t *testing.T) {
 	if d := (Set{}).Decide("echo $(echo $(ls))"); len(d.Commands) != 3 {
 		t.Fatalf("%d commands listed, want 3: %v", len(d.Commands), d.Commands)
 	}
+}
+
+// Parallel tool calls decide their lines at the same time (run under -race).
+func TestDecideConcurrently(t *testing.T) {
+	set, _ := NewSet([]string{"go test *"}, []string{"rm *"})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				if d := set.Decide(`\rm -rf "x` + strings.Repeat("y", i) + `"`); d.Verdict != Deny {
+					t.Errorf("verdict %s", d.Verdict)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

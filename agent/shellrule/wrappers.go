@@ -40,7 +40,7 @@ func (w *walker) wrapped(cmd *Command, c *syntax.CallExpr) {
 		if i := slices.IndexFunc(args, func(a *string) bool { return a != nil && isShellCFlag(*a) }); i >= 0 && i+1 < len(args) {
 			w.shellBody(args[i+1])
 		}
-	case wrappers[name]:
+	case wrappers[name] && slices.ContainsFunc(args, mayBeCommand):
 		cmd.Ask = "it runs another command (" + name + ")"
 		cmd.inner = true
 	case name == "find" && hasWord(args, "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"):
@@ -76,6 +76,12 @@ func (w *walker) shellBody(body *string) {
 	if inner.ask != "" {
 		w.askLine(inner.ask)
 	}
+}
+
+// mayBeCommand reports whether a wrapper's argument could name a command: not
+// an option and not an assignment (env lists the environment without one).
+func mayBeCommand(a *string) bool {
+	return a == nil || (!strings.HasPrefix(*a, "-") && !strings.Contains(*a, "="))
 }
 
 // isShellCFlag reports whether a shell option word includes -c (-c, -ec, -lc...).

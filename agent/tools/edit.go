@@ -16,11 +16,25 @@ func applyEdit(ctx context.Context, env *Env, p *workspace.Project, fe FileEdit,
 		return errorf("no editor is connected to apply edits")
 	}
 	rel := p.Rel(fe.Path)
+	fe.Rel = rel
+	if r, ok := p.MatchFile(workspace.ProtectedPaths, fe.Path); ok {
+		fe.Protected = r.Why
+	}
+	var changed []string
+	if _, ok := p.MatchFile(workspace.CommandFiles, fe.Path); ok {
+		// Before the edit is sent: a command running in parallel must not
+		// trust a definition that is being changed.
+		changed = []string{p.Name()}
+		if env.Trust != nil {
+			env.Trust.Change(p.Name())
+		}
+	}
 	p.BeginChange(fe.Path)
 	res, err := env.Editor.Edit(ctx, fe)
 	p.EndChange(fe.Path)
 	if err != nil {
-		return errorf("the edit of %s could not be sent to the editor: %v", rel, err)
+		return Result{Content: fmt.Sprintf("error: the edit of %s could not be sent to the editor: %v", rel, err), IsError: true,
+			Summary: "edit of " + rel + " failed", CommandFilesChanged: changed}, nil
 	}
 	report := []EditReport{{Path: fe.Path, Applied: res.Applied}}
 	if !res.Applied {
@@ -29,9 +43,9 @@ func applyEdit(ctx context.Context, env *Env, p *workspace.Project, fe FileEdit,
 			reason = "no reason given"
 		}
 		return Result{Content: fmt.Sprintf("error: the editor refused the edit of %s (%s); the file is unchanged", rel, reason),
-			IsError: true, Summary: "edit of " + rel + " refused", Edits: report}, nil
+			IsError: true, Summary: "edit of " + rel + " refused", Edits: report, CommandFilesChanged: changed}, nil
 	}
-	return Result{Content: done, Summary: "edited " + rel, Edits: report}, nil
+	return Result{Content: done, Summary: "edited " + rel, Edits: report, CommandFilesChanged: changed}, nil
 }
 
 var editFile = Tool{

@@ -53,7 +53,8 @@ var callSubagent = Tool{
 			return Result{}, err
 		}
 		b, _ := json.Marshal(res)
-		return Result{Content: string(b), IsError: !res.OK, Summary: fmt.Sprintf("subagent %s ok=%v", res.ContextID, res.OK)}, nil
+		return Result{Content: string(b), IsError: !res.OK, Summary: fmt.Sprintf("subagent %s ok=%v", res.ContextID, res.OK),
+			CommandFilesChanged: res.CommandFilesChanged}, nil
 	},
 }
 

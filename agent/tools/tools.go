@@ -24,9 +24,13 @@ type Editor interface {
 // FileEdit is one change of one file.
 type FileEdit struct {
 	Path   string
+	Rel    string     // Path relative to its project's root, with slashes
 	Create bool       // create the file first; Edits then insert its content
 	Edits  []TextEdit // ranges in the workspace's position encoding
 	Label  string     // shown by the editor, e.g. "agent: edit main.go"
+	// Protected says why the file is never changed silently
+	// (workspace.ProtectedPaths); "" for an ordinary file.
+	Protected string
 }
 
 // TextEdit replaces a range with new text.
@@ -43,15 +47,33 @@ type EditResult struct {
 
 // Permissions decides whether a command line may run.
 type Permissions interface {
-	AllowCommand(ctx context.Context, req CommandRequest) (bool, error)
+	AllowCommand(ctx context.Context, req CommandRequest) (Permission, error)
 }
 
-// CommandRequest is a command line that needs permission: which session wants
-// to run it, in which project.
+// CommandRequest is a command line to run: which session wants to run it, in
+// which project.
 type CommandRequest struct {
 	Session string
 	Project string
 	Command string
+	// Trusted marks the project's own build or test command, unchanged in this
+	// session: only a deny rule stops it.
+	Trusted bool
+	// Note tells the user why a command that usually runs without asking asks.
+	Note string
+}
+
+// Permission is the answer for a command line.
+type Permission struct {
+	Allowed bool
+	Reason  string // why it was not allowed (the deny rule, or the user's answer)
+}
+
+// Trust knows, per project, whether the agent changed a file that defines the
+// project's build and test commands (workspace.CommandFiles) in this session.
+type Trust interface {
+	Changed(project string) bool
+	Change(project string)
 }
 
 // SubagentResult is what a parent receives from a subagent.
@@ -60,6 +82,9 @@ type SubagentResult struct {
 	Result    string `json:"result"`
 	ContextID string `json:"context_id"`
 	Loops     int    `json:"loops"`
+	// CommandFilesChanged are the projects whose build or test definitions
+	// the subagent changed; the parent records them (not shown to the model).
+	CommandFilesChanged []string `json:"-"`
 }
 
 // Env is what a tool call may reach: the run's current project, the
@@ -70,9 +95,13 @@ type Env struct {
 	Project        string // the run's current project
 	Editor         Editor
 	Permissions    Permissions
+	Trust          Trust
 	Subagent       func(ctx context.Context, task string, maxLoops int) (SubagentResult, error)
 	MaxOutput      int           // bytes of tool output kept; default DefaultMaxOutput
 	CommandTimeout time.Duration // default for run_command; default 2 minutes
+	// CommandEnv is the environment commands run with (see ScrubEnv); nil
+	// means this process's environment scrubbed with DefaultScrubEnv.
+	CommandEnv []string
 }
 
 // DefaultMaxOutput is the size in bytes a tool's output is cut to by default.
@@ -111,6 +140,9 @@ type Result struct {
 	SwitchTo string  // switch_project: the new current project
 	Todos    *[]Todo // todo_write: the new list
 	Edits    []EditReport
+	// CommandFilesChanged lists the projects whose build or test definitions
+	// the call changed (or tried to): their commands ask from now on.
+	CommandFilesChanged []string
 }
 
 // EditReport tells whether one file edit was applied.

@@ -199,11 +199,20 @@ func (c *client) applyEdit(params json.RawMessage) map[string]any {
 					NewText string          `json:"newText"`
 				} `json:"edits"`
 			} `json:"documentChanges"`
+			ChangeAnnotations map[string]struct {
+				NeedsConfirmation bool   `json:"needsConfirmation"`
+				Description       string `json:"description"`
+			} `json:"changeAnnotations"`
 		} `json:"edit"`
 	}
 	fail := func(err error) map[string]any { return map[string]any{"applied": false, "failureReason": err.Error()} }
 	if err := json.Unmarshal(params, &p); err != nil {
 		return fail(err)
+	}
+	for _, a := range p.Edit.ChangeAnnotations {
+		if a.NeedsConfirmation { // nobody can confirm it here
+			return fail(fmt.Errorf("it needs the user's confirmation (%s); a headless run applies it only when --allow-edit names the file", a.Description))
+		}
 	}
 	for _, ch := range p.Edit.DocumentChanges {
 		switch {

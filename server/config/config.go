@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/agent/tools"
 	"github.com/agent-lsp/agent-lsp/store"
 )
 
@@ -33,6 +34,8 @@ type Settings struct {
 	Edits      string // "apply" or "review"
 	Allow      []string
 	Deny       []string
+	AllowEdit  []string // protected files edited without confirmation (globs over project paths)
+	ScrubEnv   []string // variables commands never get (patterns)
 	MaxSteps   int
 	Window     int
 }
@@ -150,6 +153,12 @@ var Table = []Setting{
 	{Name: "denied commands", Init: "permissions.deny", Flag: "deny", Default: "none",
 		Doc:  "command patterns that never run; deny wins over allow (repeatable)",
 		kind: listKind(func(s *Settings) *[]string { return &s.Deny })},
+	{Name: "allowed protected edits", Init: "permissions.allowEdit", Flag: "allow-edit", Default: "none",
+		Doc:  "protected files (docs/security.md) the agent may change without confirmation, as globs over project paths, e.g. .vscode/settings.json (repeatable)",
+		kind: listKind(func(s *Settings) *[]string { return &s.AllowEdit })},
+	{Name: "scrubbed environment", Init: "scrubEnv", Default: "credentials and sockets",
+		Doc:  "patterns of environment variables commands never get; replaces the default list (docs/security.md); the API key's variable is always removed",
+		kind: listKind(func(s *Settings) *[]string { return &s.ScrubEnv })},
 	{Name: "step limit", Init: "maxSteps", Flag: "max-steps", Default: strconv.Itoa(agent.DefaultMaxSteps),
 		Doc:  "most steps of one run (a model turn and a tool round are one step each)",
 		kind: intKind(func(s *Settings) *int { return &s.MaxSteps }, 1, 100000)},
@@ -161,9 +170,9 @@ var Table = []Setting{
 // Defaults returns the settings before the environment, initializationOptions
 // and flags are applied. The store path depends on the environment (XDG).
 func Defaults(getenv func(string) string) Settings {
-	var s Settings
+	s := Settings{ScrubEnv: slices.Clone(tools.DefaultScrubEnv)}
 	for _, st := range Table {
-		if st.Default != "none" && !strings.HasPrefix(st.Default, "$") {
+		if st.kind.typ != "list" && !strings.HasPrefix(st.Default, "$") {
 			if err := st.kind.parse(&s, st.Default); err != nil {
 				panic(fmt.Sprintf("config: default of %s: %v", st.Name, err))
 			}
@@ -358,8 +367,8 @@ func Markdown() string {
 			flag = "--" + st.Flag
 		}
 		def := code(st.Default)
-		if st.Default == "none" {
-			def = "none"
+		if st.kind.typ == "list" {
+			def = st.Default
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", st.Name, code(st.Env), code(st.Init), code(flag), def, st.Doc)
 	}

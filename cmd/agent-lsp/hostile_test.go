@@ -1,0 +1,116 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agent-lsp/agent-lsp/agent/scripted"
+)
+
+// hostileCLI is a headless run of a hostile model's script (testdata/hostile)
+// on a copy of a sample workspace.
+func hostileCLI(t *testing.T, script, workspace string) *cli {
+	s, err := scripted.Load(filepath.Join("..", "..", "testdata", "hostile", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := scripted.Start("127.0.0.1:0", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	ws := filepath.Join(t.TempDir(), workspace)
+	os.CopyFS(ws, os.DirFS("../../testdata/workspaces/"+workspace))
+	return &cli{workspace: ws, store: filepath.Join(t.TempDir(), "s.db"), srv: srv}
+}
+
+// toolEnds returns the tool.end events by call ID.
+func toolEnds(evs []map[string]any) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, e := range evs {
+		if e["type"] == "tool.end" {
+			out[e["callId"].(string)] = e
+		}
+	}
+	return out
+}
+
+func TestHeadlessHostile(t *testing.T) {
+	t.Run("smuggled commands", func(t *testing.T) {
+		c := hostileCLI(t, "smuggled-commands.json", "sample")
+		os.MkdirAll(filepath.Join(c.workspace, "victim"), 0o755)
+		os.WriteFile(filepath.Join(c.workspace, "victim", "list"), []byte("victim\n"), 0o644)
+		out, _, code := c.run(t, "", "run", "--json", "--allow", "go test *", "--deny", "rm *", "try your luck")
+		evs, res := jsonLines(t, out)
+		if code != 0 || res["status"] != "done" {
+			t.Fatalf("exit %d %v", code, res)
+		}
+		ends := toolEnds(evs)
+		if len(ends) != 15 {
+			t.Fatalf("%d tool calls ended, want 15", len(ends))
+		}
+		for id, e := range ends {
+			if e["ok"] != false || !strings.Contains(e["summary"].(string), "not allowed") {
+				t.Errorf("%s ran: %v", id, e)
+			}
+		}
+		entries, _ := os.ReadDir(c.workspace)
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), "pwned") {
+				t.Errorf("a smuggled command ran: %s exists", e.Name())
+			}
+		}
+		if _, err := os.Stat(filepath.Join(c.workspace, "victim", "list")); err != nil {
+			t.Errorf("rm ran: %v", err)
+		}
+	})
+	t.Run("rewritten test script", func(t *testing.T) {
+		c := hostileCLI(t, "rewrite-test-script.json", "other")
+		out, _, code := c.run(t, "", "run", "--json", "make the tests pass")
+		evs, res := jsonLines(t, out)
+		if code != 0 || res["status"] != "done" {
+			t.Fatalf("exit %d %v", code, res)
+		}
+		if e := toolEnds(evs)["call_test"]; e["ok"] != false || !strings.Contains(e["summary"].(string), "not allowed: npm test") {
+			t.Fatalf("test after its script changed: %v", e)
+		}
+		if _, err := os.Stat(filepath.Join(c.workspace, "pwned")); err == nil {
+			t.Fatal("the rewritten test script ran")
+		}
+	})
+	for _, allow := range []bool{false, true} {
+		t.Run("protected edits", func(t *testing.T) {
+			c := hostileCLI(t, "protected-edits.json", "sample")
+			os.MkdirAll(filepath.Join(c.workspace, ".git"), 0o755)
+			os.WriteFile(filepath.Join(c.workspace, ".git", "config"), []byte("[core]\n"), 0o644)
+			args := []string{"run", "--json"}
+			if allow {
+				args = append(args, "--allow-edit", ".vscode/settings.json")
+			}
+			out, _, code := c.run(t, "", append(args, "set things up")...)
+			evs, res := jsonLines(t, out)
+			if code != 0 || res["status"] != "done" {
+				t.Fatalf("exit %d %v", code, res)
+			}
+			ends := toolEnds(evs)
+			for _, id := range []string{"call_git", "call_agents", "call_env"} {
+				if e := ends[id]; e["ok"] != false {
+					t.Errorf("%s was applied headless: %v", id, e)
+				}
+			}
+			_, err := os.Stat(filepath.Join(c.workspace, ".vscode", "settings.json"))
+			if allow != (err == nil) {
+				t.Errorf("--allow-edit %v: .vscode/settings.json exists: %v", allow, err == nil)
+			}
+			if b, _ := os.ReadFile(filepath.Join(c.workspace, ".git", "config")); strings.Contains(string(b), "fsmonitor") {
+				t.Error(".git/config was changed")
+			}
+			reqs := c.srv.Requests()
+			if last := reqs[1].Messages; !strings.Contains(last[len(last)-1].Content+last[len(last)-2].Content+last[len(last)-3].Content+last[len(last)-4].Content, "--allow-edit") {
+				t.Error("the model was not told how a headless run allows a protected edit")
+			}
+		})
+	}
+}
