@@ -45,7 +45,8 @@ cat >"$work/data/User/settings.json" <<JSON
 }
 JSON
 
-# agentLsp.path and storePath are machine-scoped: in code-server they belong in the Machine settings.
+# code-server's window is a remote one: the machine-scoped agentLsp.path, baseURL and storePath are
+# read from the Machine settings only, the application-scoped ones (allow, deny, ...) from User only.
 cp "$work/data/User/settings.json" "$work/data/Machine/settings.json"
 
 cs=("$node24/node" "$e2e/node_modules/code-server/out/node/entry.js" --user-data-dir "$work/data" --extensions-dir "$work/extensions")

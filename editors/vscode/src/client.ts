@@ -1,6 +1,6 @@
 // The language client: starts agent-lsp for the whole window with the
-// settings and the stored API key, restarts it, and adapts it to the typed
-// AgentServer port the commands use.
+// settings and the stored API key, once the workspace is trusted; restarts it,
+// and adapts it to the typed AgentServer port the commands use.
 import * as vscode from "vscode";
 import {
   ExecuteCommandRequest,
@@ -29,13 +29,17 @@ export class AgentClient implements Client, vscode.Disposable {
     return this.adapter;
   }
 
-  /** Starts the server unless it is starting already; a failure is shown, not thrown. */
+  /** Starts the server unless it is starting already or the workspace is not trusted; a failure is shown, not thrown. */
   async start(): Promise<void> {
     this.starting ??= this.doStart().finally(() => (this.starting = undefined));
     return this.starting;
   }
 
   private async doStart(): Promise<void> {
+    if (!vscode.workspace.isTrusted) {
+      this.log.info("Restricted Mode: agent-lsp starts once the workspace is trusted");
+      return;
+    }
     const settings = this.settings();
     const apiKey = await this.context.secrets.get(apiKeySecret);
     const exe = serverExecutable(settings, apiKey, process.env);

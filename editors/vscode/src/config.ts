@@ -13,6 +13,8 @@ export interface Settings {
   edits: "apply" | "review";
   allow: string[];
   deny: string[];
+  allowEdit: string[];
+  scrubEnv: string[];
 }
 
 /** The SecretStorage key that holds the API key. */
@@ -27,7 +29,12 @@ export const defaultSettings: Settings = {
   edits: "apply",
   allow: [],
   deny: [],
+  allowEdit: [],
+  scrubEnv: [],
 };
+
+/** The settings the server reads when it starts: all but the edit mode, which every run sends. A change restarts it. */
+export const serverSettings = (Object.keys(defaultSettings) as (keyof Settings)[]).filter((k) => k !== "edits");
 
 /** Reads settings through get (a WorkspaceConfiguration's get), filling defaults. */
 export function readSettings(get: <T>(key: string) => T | undefined): Settings {
@@ -36,22 +43,34 @@ export function readSettings(get: <T>(key: string) => T | undefined): Settings {
     const v = get<string>(key);
     return typeof v === "string" ? v.trim() : "";
   };
+  const list = (key: keyof Settings) => {
+    const v = get<unknown[]>(key);
+    return Array.isArray(v) ? v.filter((p): p is string => typeof p === "string" && p.trim() !== "") : [];
+  };
   s.path = str("path") || defaultSettings.path;
   s.model = str("model");
   s.baseURL = str("baseURL");
   s.storePath = str("storePath");
   s.edits = get<string>("edits") === "review" ? "review" : "apply";
-  s.allow = (get<string[]>("allow") ?? []).filter((p) => typeof p === "string" && p.trim() !== "");
-  s.deny = (get<string[]>("deny") ?? []).filter((p) => typeof p === "string" && p.trim() !== "");
+  s.allow = list("allow");
+  s.deny = list("deny");
+  s.allowEdit = list("allowEdit");
+  s.scrubEnv = list("scrubEnv");
   return s;
 }
 
-/** The server's initializationOptions for these settings; never carries the API key. */
+/**
+ * The server's initializationOptions for these settings; never carries the API key.
+ * scrubEnv replaces the server's default list, so it goes only when set.
+ */
 export function initializationOptions(s: Settings): Record<string, unknown> {
   const opts: Record<string, unknown> = {
     edits: s.edits,
-    permissions: { allow: s.allow, deny: s.deny },
+    permissions: { allow: s.allow, deny: s.deny, allowEdit: s.allowEdit },
   };
+  if (s.scrubEnv.length > 0) {
+    opts.scrubEnv = s.scrubEnv;
+  }
   if (s.model || s.baseURL) {
     opts.model = { ...(s.model && { model: s.model }), ...(s.baseURL && { baseURL: s.baseURL }) };
   }

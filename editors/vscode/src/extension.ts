@@ -1,11 +1,13 @@
-// Entry point: one agent-lsp server per window (client.ts), the context the
-// commands work in (ctx.ts), the commands (commands.ts), and the reaction to
-// settings changes.
+// Entry point: one agent-lsp server per window (client.ts), started once the
+// workspace is trusted; the context the commands work in (ctx.ts), the
+// commands (commands.ts), and the reaction to settings changes
+// (settingsChange.ts).
 import * as vscode from "vscode";
 import { AgentClient } from "./client";
 import { registerCommands } from "./commands";
 import { readSettings, type Settings } from "./config";
 import { Ctx } from "./ctx";
+import { watchSettings } from "./settingsChange";
 
 let client: AgentClient | undefined;
 
@@ -16,7 +18,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const ctx = new Ctx(agent, settings);
   client = agent;
   registerCommands(ctx);
-  context.subscriptions.push(ctx, agent, vscode.workspace.onDidChangeConfiguration((e) => void settingsChanged(ctx, e)));
+  watchSettings(ctx);
+  // In Restricted Mode (package.json: untrustedWorkspaces "limited") the server waits for trust.
+  context.subscriptions.push(ctx, agent, vscode.workspace.onDidGrantWorkspaceTrust(() => void agent.start()));
   await agent.start();
 }
 
@@ -30,25 +34,4 @@ export async function deactivate(): Promise<void> {
 function settings(): Settings {
   const cfg = vscode.workspace.getConfiguration("agentLsp");
   return readSettings((key) => cfg.get(key));
-}
-
-/** The edit mode applies to the next run as it is; other settings restart the server, asking first while a run goes. */
-async function settingsChanged(ctx: Ctx, e: vscode.ConfigurationChangeEvent): Promise<void> {
-  if (e.affectsConfiguration("agentLsp.edits")) {
-    const review = ctx.settings().edits === "review";
-    vscode.window.setStatusBarMessage(review ? "agent: edits now open in the refactor preview first" : "agent: edits now apply directly", 8000);
-    return;
-  }
-  if (!e.affectsConfiguration("agentLsp")) {
-    return;
-  }
-  const restart =
-    !ctx.runs.busy() ||
-    (await vscode.window.showInformationMessage(
-      "agent-lsp settings changed. Restart the server now? The running agent is stopped and can be resumed.",
-      "Restart",
-    )) === "Restart";
-  if (restart) {
-    await ctx.client.restart();
-  }
 }

@@ -1,5 +1,5 @@
-// The runs started from this window, and the status bar item that shows the
-// latest one's step while any is going.
+// The runs started from this window, the status bar item that shows the
+// latest one's step while any is going, and the event of the last one ending.
 import * as vscode from "vscode";
 import type { CommandId } from "./commands";
 
@@ -20,6 +20,9 @@ export class Runs implements vscode.Disposable {
   private runs = new Map<string, Run>();
   private next = 0;
   private status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 10);
+  private idle = new vscode.EventEmitter<void>();
+  /** Fires when the last run going ends. */
+  readonly onIdle = this.idle.event;
 
   constructor() {
     this.status.command = "agentLsp.showOutput" satisfies CommandId;
@@ -40,9 +43,12 @@ export class Runs implements vscode.Disposable {
   }
 
   end(run: Run): void {
-    this.runs.delete(run.token);
+    const ended = this.runs.delete(run.token);
     run.source.dispose();
     this.update();
+    if (ended && this.runs.size === 0) {
+      this.idle.fire();
+    }
   }
 
   /** Binds a run.start event's session to the run still waiting for one, unless a run has it already. */
@@ -81,6 +87,7 @@ export class Runs implements vscode.Disposable {
     for (const r of this.runs.values()) {
       r.source.cancel();
     }
+    this.idle.dispose();
     this.status.dispose();
   }
 }

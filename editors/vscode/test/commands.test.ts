@@ -257,6 +257,13 @@ describe("commands", () => {
     assert.deepEqual(stub.output, ["── session s1 · project sample\n"]);
   });
 
+  test("in Restricted Mode a command says the agent starts once the workspace is trusted", async () => {
+    stub.trusted = false;
+    client.server = () => undefined;
+    await exec("agentLsp.resume");
+    assert.match(stub.messages.at(-1)?.text ?? "", /the agent starts once you trust this workspace/);
+  });
+
   test("Agent: Set API Key goes to the client (secret storage), never to the output", async () => {
     stub.inputs.push(" sk-secret-123 ");
     await exec("agentLsp.setApiKey");

@@ -15,11 +15,28 @@ test("initializationOptions carry model, store, edit mode and permissions, never
   const opts = initializationOptions({ ...defaultSettings, baseURL: "http://localhost:11434/v1", storePath: "/tmp/s.db", edits: "review", deny: ["rm *"] });
   assert.deepEqual(opts, {
     edits: "review",
-    permissions: { allow: [], deny: ["rm *"] },
+    permissions: { allow: [], deny: ["rm *"], allowEdit: [] },
     model: { baseURL: "http://localhost:11434/v1" },
     store: { path: "/tmp/s.db" },
   });
-  assert.deepEqual(initializationOptions(defaultSettings), { edits: "apply", permissions: { allow: [], deny: [] } });
+  assert.deepEqual(initializationOptions(defaultSettings), { edits: "apply", permissions: { allow: [], deny: [], allowEdit: [] } });
+});
+
+test("allowEdit and scrubEnv are read as lists of patterns", () => {
+  const values: Record<string, unknown> = { allowEdit: [".vscode/settings.json", " ", null], scrubEnv: "*_TOKEN" };
+  const s = readSettings((k) => values[k] as any);
+  assert.deepEqual(s.allowEdit, [".vscode/settings.json"]);
+  assert.deepEqual(s.scrubEnv, [], "a value that is not a list is no list");
+});
+
+test("allowEdit goes with the permissions; scrubEnv goes only when set, since it replaces the server's defaults", () => {
+  const opts = initializationOptions({ ...defaultSettings, allowEdit: [".vscode/settings.json", ".github/workflows/**"], scrubEnv: ["*_TOKEN", "KUBECONFIG"] });
+  assert.deepEqual(opts, {
+    edits: "apply",
+    permissions: { allow: [], deny: [], allowEdit: [".vscode/settings.json", ".github/workflows/**"] },
+    scrubEnv: ["*_TOKEN", "KUBECONFIG"],
+  });
+  assert.equal("scrubEnv" in initializationOptions(defaultSettings), false, "unset: the server's default list applies");
 });
 
 test("the API key reaches the server only through its environment", () => {

@@ -141,3 +141,18 @@ test("the request table names exactly the server's commands, and projects render
     await stop(s);
   }
 });
+
+test("the server takes allowEdit and scrubEnv as the extension sends them", { skip: missing && "set by scripts/test.sh" }, async () => {
+  const settings: Settings = { ...defaultSettings, path: bin!, storePath: join(dir, "settings.db"), allowEdit: [".vscode/settings.json"], scrubEnv: ["*_TOKEN"] };
+  const s = await startServer(settings, join(dir, "sample"));
+  try {
+    assert.ok(s.init.capabilities, "a wrong type would fail initialize");
+    // The server logs unknown keys before the line that ends initialize.
+    for (let i = 0; i < 100 && !s.stderr.join("").includes("project(s)"); i++) await new Promise((r) => setTimeout(r, 20));
+    const log = s.stderr.join("");
+    assert.match(log, /project\(s\)/);
+    assert.doesNotMatch(log, /is not a setting/);
+  } finally {
+    await stop(s);
+  }
+});

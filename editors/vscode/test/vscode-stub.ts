@@ -110,6 +110,11 @@ export const stub = {
   messages: [] as { level: string; text: string }[],
   progress: [] as { title: string; reports: string[]; cancel: () => void; done: boolean }[],
   status: { text: "", visible: false },
+  /** The status bar messages showing now (setStatusBarMessage). */
+  statusMessages: [] as string[],
+  /** Fires workspace.onDidChangeConfiguration; see changeSettings. */
+  configuration: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
+  trusted: true,
   output: [] as string[],
   opened: [] as { uri: Uri; content: string }[],
   contentProviders: new Map<string, any>(),
@@ -126,6 +131,12 @@ export const stub = {
     this.opened = [];
     this.activeTextEditor = undefined;
     this.workspaceFolders = undefined;
+    this.statusMessages = [];
+    this.trusted = true;
+  },
+  /** Fires a configuration change of the settings keys (full names, e.g. agentLsp.baseURL). */
+  changeSettings(...keys: string[]): void {
+    this.configuration.fire({ affectsConfiguration: (section) => keys.some((k) => k === section || k.startsWith(section + ".")) });
   },
 };
 
@@ -187,6 +198,13 @@ export const window = {
       entry.done = true;
     }
   },
+  setStatusBarMessage(text: string, _hideAfter?: number) {
+    stub.statusMessages.push(text);
+    return new Disposable(() => {
+      const i = stub.statusMessages.indexOf(text);
+      if (i >= 0) stub.statusMessages.splice(i, 1);
+    });
+  },
   async showTextDocument(doc: any) {
     return { document: doc };
   },
@@ -218,6 +236,10 @@ export const workspace = {
   get workspaceFolders() {
     return stub.workspaceFolders;
   },
+  get isTrusted() {
+    return stub.trusted;
+  },
+  onDidChangeConfiguration: stub.configuration.event,
   asRelativePath(u: Uri | string) {
     return typeof u === "string" ? u : u.path.split("/").pop()!;
   },

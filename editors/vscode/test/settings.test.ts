@@ -1,0 +1,58 @@
+// The settings package.json contributes. Those that run programs or send data
+// elsewhere are machine or application scoped, so neither a cloned repository
+// nor the agent (through .vscode/settings.json or a .code-workspace file) can
+// set them, and they are restricted in Restricted Mode. A new setting counts
+// as one of those until it is listed below as harmless, with the reason.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+import { defaultSettings } from "../src/config";
+
+const pkg = JSON.parse(readFileSync("package.json", "utf8"));
+const properties: Record<string, { scope?: string; default?: unknown }> = pkg.contributes.configuration.properties;
+
+/** The settings that neither run programs nor send data elsewhere, and why a workspace may set them. */
+const harmless: Record<string, string> = {
+  "agentLsp.model": "a model of the endpoint the user chose",
+  "agentLsp.edits": "how edits reach the editor; every edit reaches it either way",
+  "agentLsp.trace.server": "a trace in a local output channel",
+};
+
+/**
+ * The scope of each other setting. machine: a file of, or an endpoint reached
+ * from, the machine the server runs on (user settings, or a remote's machine
+ * settings). application: the user's permission policy, from the user's own
+ * settings only, which nothing on a remote can write.
+ */
+const scopes: Record<string, "machine" | "application"> = {
+  "agentLsp.path": "machine",
+  "agentLsp.baseURL": "machine",
+  "agentLsp.storePath": "machine",
+  "agentLsp.allow": "application",
+  "agentLsp.deny": "application",
+  "agentLsp.allowEdit": "application",
+  "agentLsp.scrubEnv": "application",
+};
+
+const sensitive = Object.keys(properties).filter((k) => !(k in harmless));
+
+test("every setting that runs programs or sends data elsewhere is machine or application scoped", () => {
+  assert.deepEqual([...sensitive].sort(), Object.keys(scopes).sort(), "a new setting needs a scope here, or a reason in harmless");
+  for (const key of sensitive) {
+    assert.ok(properties[key].scope === "machine" || properties[key].scope === "application", `${key} is scoped ${properties[key].scope ?? "window"}`);
+    assert.equal(properties[key].scope, scopes[key], key);
+  }
+});
+
+test("Restricted Mode: limited support, restricting exactly those settings", () => {
+  const untrusted = pkg.capabilities.untrustedWorkspaces;
+  assert.equal(untrusted.supported, "limited");
+  assert.ok(untrusted.description);
+  assert.deepEqual([...untrusted.restrictedConfigurations].sort(), [...sensitive].sort());
+});
+
+test("every setting the extension reads is contributed, with the extension's default", () => {
+  for (const [key, value] of Object.entries(defaultSettings)) {
+    assert.deepEqual(properties[`agentLsp.${key}`]?.default, value, `agentLsp.${key}`);
+  }
+});
