@@ -216,6 +216,7 @@ local function answer_review(accept, seen)
     seen.proposed = table.concat(vim.api.nvim_buf_get_lines(cur.bufs[1].proposed, 0, -1, false), "\n")
     seen.original = table.concat(vim.api.nvim_buf_get_lines(cur.bufs[1].original, 0, -1, false), "\n")
     seen.diff = vim.wo.diff
+    seen.cmdheight = vim.o.cmdheight
     timer:stop()
     timer:close()
     seen.cursor = vim.api.nvim_win_get_cursor(0)[1]
@@ -281,6 +282,61 @@ test("a range reaches the agent as the selection", function()
   local user = contains(detail.messages, function(m) return m.role == "human" end)
   assert(user and user.content:find("(The user selected greet.go lines 1-3:)", 1, true), "first user message: " .. vim.inspect(user))
   assert(user.content:find("func Greet(name string) string {", 1, true), "selection text missing: " .. user.content)
+end)
+
+local settings = ws .. "/.vscode/settings.json"
+
+test("apply mode: an edit of a protected file is reviewed, the hint says why", function()
+  assert(agent.config.edits == "apply", "edits " .. agent.config.edits)
+  vim.fn.mkdir(ws .. "/.vscode", "p")
+  vim.fn.writefile({ "{", '  "editor.formatOnSave": false', "}" }, settings)
+  vim.cmd("edit " .. settings)
+  local from = #echoed
+  local run, seen = review_run("AgentRun Turn on format on save in .vscode/settings.json", true)
+  assert(seen.done, "no review was shown; reply: " .. tostring(run.result.reply))
+  local hint = contains(vim.list_slice(echoed, from + 1), function(e) return e:find("ga accept, gr reject", 1, true) end)
+  assert(hint and hint:find(" — protected file: VS Code settings and tasks can run programs", 1, true), "hint: " .. tostring(hint))
+  local room = (seen.cmdheight - 1) * vim.o.columns + vim.v.echospace
+  assert(vim.fn.strdisplaywidth(hint) <= room, ("the hint needs a hit-enter prompt: %d cells, %d lines"):format(vim.fn.strdisplaywidth(hint), seen.cmdheight))
+  assert(vim.o.cmdheight == 1, "the review's cmdheight outlived its tab: " .. vim.o.cmdheight)
+  assert(run.result.status == "done", "status " .. tostring(run.result.status))
+  assert(buffer_text():find('"editor.formatOnSave": true', 1, true), "accepted edit not in the buffer: " .. buffer_text())
+  vim.cmd("silent write")
+end)
+
+-- restart stops the agent-lsp clients and attaches a new one to the current
+-- buffer: the server reads initializationOptions when it starts.
+local function restart()
+  local compat = require("agent_lsp.compat")
+  for _, c in ipairs(compat.get_clients("agent-lsp")) do
+    compat.call(c, "stop")
+    wait_for("the client to stop", function() return vim.lsp.get_client_by_id(c.id) == nil end, 5000)
+  end
+  agent.attach(0)
+  wait_for("the new client to initialize", function()
+    return contains(vim.tbl_values(vim.lsp.buf_get_clients(0)), function(c) return c.name == "agent-lsp" end) ~= nil
+  end)
+end
+
+test("allow_edit and scrub_env reach the server: the allowed protected file is edited unasked", function()
+  agent.config.allow_edit = { ".vscode/settings.json" }
+  agent.config.scrub_env = { "*_TOKEN", "NVIM", "NVIM_LISTEN_ADDRESS" }
+  local started, err = pcall(restart) -- a setting of the wrong shape fails initialize
+  agent.config.allow_edit, agent.config.scrub_env = {}, nil
+  assert(started, err)
+  local review = require("agent_lsp.review")
+  local ask, asked = review.ask, nil
+  review.ask = function(params)
+    asked = params
+    return { applied = false, failureReason = "the test expected no review" }
+  end
+  local ok, run = pcall(run_and_wait, "AgentRun Also set the tab size, next to format on save")
+  review.ask = ask
+  assert(ok, run)
+  assert(asked == nil, "reviewed: " .. vim.inspect(asked and asked.edit.changeAnnotations))
+  assert(run.result.status == "done", "status " .. tostring(run.result.status))
+  assert(buffer_text():find('"editor.tabSize": 4', 1, true), "edit not in the buffer: " .. buffer_text())
+  vim.cmd("silent write")
 end)
 
 test(":help agent-lsp opens the plugin's help", function()

@@ -22,7 +22,8 @@
 --     second pass catches a renamed field whose value happens to appear
 --     anyway (a 0, a status, a session id).
 -- The arguments are what the plugin sends, not what it shows: the type check
--- covers them.
+-- covers them. Last, every initializationOptions key config.lua sends must be
+-- a setting of the contract's settings table (docs/protocol.md).
 local here = debug.getinfo(1, "S").source:match("^@(.*)/")
 local harness = dofile(here .. "/harness.lua")
 local luacats = dofile(here .. "/luacats.lua")
@@ -32,7 +33,8 @@ local render = require("agent_lsp.render")
 local events = require("agent_lsp.events")
 
 local plugin = vim.fn.fnamemodify(here, ":h")
-local fixtures = vim.fn.fnamemodify(here, ":h:h:h") .. "/testdata/protocol"
+local repo = vim.fn.fnamemodify(here, ":h:h:h")
+local fixtures = repo .. "/testdata/protocol"
 local types = luacats.read(plugin .. "/lua/agent_lsp/types.lua")
 
 -- load reads the fixtures of a directory: name (the file's, without .json) -> examples.
@@ -232,6 +234,52 @@ test("an event type the plugin does not know is a generic line, never an error",
   assert(events.render({ session = "s-1", seq = 8, type = "tool.end" })[1] == "s-1 #8 tool.end ? ?: ? (?)")
   lines = events.render({ session = "s-1", seq = 9, type = "message", message = "text" })
   assert(lines[1] == "s-1 #9 message message=text", lines[1])
+end)
+
+-- documented_settings reads the initializationOptions paths (e.g.
+-- "permissions.allowEdit") of the settings table in docs/protocol.md, which
+-- the Go tests keep equal to the server's table of settings.
+local function documented_settings()
+  local out, rows = {}, nil
+  for _, line in ipairs(vim.fn.readfile(repo .. "/docs/protocol.md")) do
+    if line == "<!-- begin: settings -->" then
+      rows = 0
+    elseif line == "<!-- end: settings -->" then
+      break
+    elseif rows then
+      rows = rows + 1
+      local path = rows > 2 and vim.split(line, "|", { plain = true })[4]:match("^%s*`([%w%.]+)`%s*$")
+      if path then
+        out[path] = true
+      end
+    end
+  end
+  assert(next(out), "no settings table in docs/protocol.md")
+  return out
+end
+
+-- option_paths lists the dotted paths of the values in t (a list is a value).
+local function option_paths(t, prefix, out)
+  for k, v in pairs(t) do
+    if type(v) == "table" and not vim.tbl_islist(v) then
+      option_paths(v, prefix .. k .. ".", out)
+    else
+      table.insert(out, prefix .. k)
+    end
+  end
+  return out
+end
+
+test("every initializationOptions key the plugin sends is a setting of docs/protocol.md", function()
+  local settings = documented_settings()
+  local config = require("agent_lsp.config")
+  config.setup({ model = "m", base_url = "http://m", api_key_env = "K", store = "/s.db", allow = { "a" }, deny = { "d" },
+    allow_edit = { ".env" }, scrub_env = { "*_TOKEN" } })
+  local paths = option_paths(config.init_options(), "", {})
+  config.setup()
+  table.sort(paths)
+  local unknown = vim.tbl_filter(function(p) return not settings[p] end, paths)
+  assert(#paths == 9 and #unknown == 0, ("not settings: %s (of %s)"):format(table.concat(unknown, ", "), table.concat(paths, ", ")))
 end)
 
 harness.finish()

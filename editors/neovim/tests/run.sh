@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Tests of the Neovim plugin: unit tests without a server (unit.lua: the
-# version shims of compat.lua, the renderers' text, the event log), the
-# contract's fixtures (protocol.lua: testdata/protocol read with types.lua and
-# rendered with the plugin's renderers), then end-to-end tests (e2e.lua) where
-# headless Neovim drives the real agent-lsp binary against the scripted model
-# (a test double that replays testdata/scripts/editors.json).
+# version shims of compat.lua, the initializationOptions, the review's hint,
+# the renderers' text, the event log), the contract (protocol.lua:
+# testdata/protocol read with types.lua and rendered with the plugin's
+# renderers; the settings table of docs/protocol.md), then end-to-end tests
+# (e2e.lua) where headless Neovim drives the real agent-lsp binary against the
+# scripted model (a test double that replays testdata/scripts/editors.json).
 # Installs Debian's neovim when it is missing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

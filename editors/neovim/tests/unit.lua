@@ -1,11 +1,12 @@
 -- Headless unit tests without a server: compat.lua's version shims, the
--- renderers' text beyond the fixtures (protocol.lua covers those) and the
--- event log. Only Neovim 0.7.2 (Debian's) installs here, so the
--- paths of newer releases (0.8's autocommand data, 0.10's get_clients,
--- 0.11's client:method() calls, str_utfindex(s, encoding) and
--- start{attach = false}, and vim.lsp.start from 0.8) can only run against
--- stubs of the vim APIs they call. Each case stubs the release it claims, so
--- the cases hold on any Neovim; the "real" cases call this Neovim's own APIs.
+-- initializationOptions of config.lua, the review's hint, the renderers'
+-- text beyond the fixtures (protocol.lua covers those) and the event log.
+-- Only Neovim 0.7.2 (Debian's) installs here, so the paths of newer releases
+-- (0.8's autocommand data, 0.10's get_clients, 0.11's client:method() calls,
+-- str_utfindex(s, encoding) and start{attach = false}, and vim.lsp.start
+-- from 0.8) can only run against stubs of the vim APIs they call. Each case
+-- stubs the release it claims, so the cases hold on any Neovim; the "real"
+-- cases call this Neovim's own APIs.
 local harness = dofile(debug.getinfo(1, "S").source:match("^@(.*)/") .. "/harness.lua")
 local test = harness.test
 
@@ -239,6 +240,66 @@ test("can_yield: not on the main thread, yes in a coroutine", function()
     assert(compat.can_yield() == false, "main thread")
     assert(coroutine.wrap(compat.can_yield)() == true, "coroutine")
   end)
+end)
+
+-- config -----------------------------------------------------------------
+
+local config = require("agent_lsp.config")
+
+-- sent returns the initializationOptions of setup(opts) as the server gets
+-- them: the JSON text the LSP client sends (vim.json.encode) and its decoding.
+local function sent(opts)
+  config.setup(opts)
+  local json = vim.json.encode(config.init_options())
+  config.setup()
+  return json, vim.json.decode(json)
+end
+
+test("init_options: allow_edit is permissions.allowEdit and scrub_env is scrubEnv, lists of strings", function()
+  local json, init = sent({ allow_edit = { ".vscode/settings.json", ".env" }, scrub_env = { "*_TOKEN", "SSH_AUTH_SOCK" } })
+  assert(json:find('"allowEdit":[', 1, true) and json:find('"scrubEnv":[', 1, true), "not JSON arrays: " .. json)
+  assert(vim.deep_equal(init.permissions, { allow = {}, deny = {}, allowEdit = { ".vscode/settings.json", ".env" } }), json)
+  assert(vim.deep_equal(init.scrubEnv, { "*_TOKEN", "SSH_AUTH_SOCK" }), json)
+end)
+
+test("init_options: by default allowEdit is an empty list and scrubEnv is not sent", function()
+  local json, init = sent()
+  assert(json:find('"allowEdit":[]', 1, true), json)
+  assert(init.scrubEnv == nil and not json:find("scrubEnv", 1, true), json)
+end)
+
+test("init_options: scrub_env = {} sends an empty list, which replaces the server's", function()
+  local json = sent({ scrub_env = {} })
+  assert(json:find('"scrubEnv":[]', 1, true), json)
+end)
+
+-- review -------------------------------------------------------------------
+
+local review = require("agent_lsp.review")
+local keys = { accept = "ga", reject = "gr" }
+
+-- annotated is an ApplyWorkspaceEditParams whose annotations are given.
+local function annotated(annotations)
+  return { label = "agent: edit .env", edit = { changeAnnotations = annotations, documentChanges = {} } }
+end
+
+test("review hint: the label, why the edit needs confirmation, the keys", function()
+  local params = annotated({ ["agent-lsp.review"] = { label = "x", needsConfirmation = true, description = "protected file: environment files hold secrets; accept or reject" } })
+  assert(review.wants_review(params.edit))
+  local want = "agent: edit .env — protected file: environment files hold secrets; accept or reject — ga accept, gr reject"
+  assert(review.hint(params, keys) == want, review.hint(params, keys))
+end)
+
+test("review hint: only descriptions of annotations that need confirmation, each once", function()
+  local params = annotated({
+    a = { label = "a", needsConfirmation = true, description = "why" },
+    b = { label = "b", needsConfirmation = true, description = "why" },
+    c = { label = "c", description = "not asked" },
+    d = { label = "d", needsConfirmation = true },
+  })
+  assert(review.hint(params, keys) == "agent: edit .env — why — ga accept, gr reject", review.hint(params, keys))
+  params = annotated({ c = { label = "c", description = "not asked" } })
+  assert(not review.wants_review(params.edit))
 end)
 
 -- render -----------------------------------------------------------------

@@ -15,6 +15,8 @@ local M = {}
 ---@field edits AgentLsp.EditMode "apply" sends edits as they are made; "review" shows each as a diff to accept or reject.
 ---@field allow string[] Command patterns the agent may run without asking (* matches any text).
 ---@field deny string[] Command patterns the agent may never run; deny wins over allow.
+---@field allow_edit string[] Protected files (`.git/`, `.vscode/`, `.env*`, CI workflows, ...) the agent may change without your confirmation, as globs over project paths, e.g. `.vscode/settings.json`; an edit of any other protected file is shown for review, in apply mode too. Sent as permissions.allowEdit.
+---@field scrub_env? string[] Patterns (* matches any text) of environment variables the agent's commands never get; nil keeps the server's list (credentials, and sockets such as NVIM and SSH_AUTH_SOCK), a list replaces it, {} removes only the API key's variable. Sent as scrubEnv.
 ---@field root_markers string[] Files whose presence marks a project root; the nearest one upward wins, else the cwd.
 ---@field autostart boolean Attach to every file buffer as it opens (from setup() on); false starts the client on first use.
 ---@field review_keys AgentLsp.ReviewKeys Keys that answer the review diff.
@@ -26,6 +28,7 @@ M.defaults = {
   edits = "apply",
   allow = {},
   deny = {},
+  allow_edit = {},
   root_markers = { ".git", "go.mod", "package.json", "Cargo.toml", "pyproject.toml", "mix.exs" },
   autostart = true,
   review_keys = { accept = "ga", reject = "gr" },
@@ -57,7 +60,11 @@ end
 ---@return table
 function M.init_options()
   local o = M.options
-  local init = { edits = o.edits, permissions = { allow = o.allow, deny = o.deny } }
+  local init = {
+    edits = o.edits,
+    permissions = { allow = o.allow, deny = o.deny, allowEdit = o.allow_edit },
+    scrubEnv = o.scrub_env,
+  }
   if o.model or o.base_url or o.api_key_env then
     init.model = { model = o.model, baseURL = o.base_url, apiKeyEnv = o.api_key_env }
   end

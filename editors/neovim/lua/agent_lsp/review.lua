@@ -4,25 +4,52 @@
 -- coroutine (newer releases), the diff stays interactive and the accept/reject
 -- mappings answer; on releases that answer synchronously (0.7) the same keys
 -- are read while the diff is on screen, and other keys move around in it.
+-- The echo line says why the server asks (the annotation's description):
+-- review mode asks about every edit, apply mode about edits of protected files.
 local compat = require("agent_lsp.compat")
 
 local M = {}
 
-local current -- the open review: { tab, bufs, label, finish }
+local current -- the open review: { tab, bufs, hint, finish }
+
+-- confirmations lists the change annotations of a workspace edit that need confirmation.
+local function confirmations(edit)
+  local out = {}
+  if type(edit) == "table" and type(edit.changeAnnotations) == "table" then
+    for _, a in pairs(edit.changeAnnotations) do
+      if type(a) == "table" and a.needsConfirmation then
+        table.insert(out, a)
+      end
+    end
+  end
+  return out
+end
 
 ---True when the workspace edit carries an annotation that needs confirmation.
 ---@param edit table|nil a WorkspaceEdit
 ---@return boolean
 function M.wants_review(edit)
-  if type(edit) ~= "table" or type(edit.changeAnnotations) ~= "table" then
-    return false
-  end
-  for _, a in pairs(edit.changeAnnotations) do
-    if type(a) == "table" and a.needsConfirmation then
-      return true
+  return #confirmations(edit) > 0
+end
+
+---The echo line of a review: the edit's label, why it needs confirmation
+---(the descriptions of its annotations that need it, e.g. "protected file:
+---..."), and the keys that answer.
+---@param params table ApplyWorkspaceEditParams: { label?, edit }
+---@param keys AgentLsp.ReviewKeys
+---@return string
+function M.hint(params, keys)
+  local why, seen = {}, {}
+  for _, a in ipairs(confirmations(params.edit)) do
+    if type(a.description) == "string" and a.description ~= "" and not seen[a.description] then
+      seen[a.description] = true
+      table.insert(why, a.description)
     end
   end
-  return false
+  table.sort(why)
+  local parts = { params.label or "agent edit", unpack(why) }
+  table.insert(parts, ("%s accept, %s reject"):format(keys.accept, keys.reject))
+  return table.concat(parts, " — ")
 end
 
 ---"mappings" when the handler can wait for the accept/reject mappings, else
@@ -32,7 +59,7 @@ function M.mode()
   return compat.can_yield() and "mappings" or "prompt"
 end
 
----The review on screen, or nil: { tab, bufs = { {original, proposed, path} }, label }.
+---The review on screen, or nil: { tab, bufs = { {original, proposed, path} }, hint }.
 ---@return table|nil
 function M.current()
   return current
@@ -75,8 +102,8 @@ local function changes(edit)
   return out
 end
 
-local function open(edit, encoding, label)
-  local view = { bufs = {}, label = label }
+local function open(edit, encoding)
+  local view = { bufs = {} }
   for i, ch in ipairs(changes(edit)) do
     local fname = vim.uri_to_fname(ch.uri)
     local lines, ft = file_lines(fname)
@@ -117,16 +144,25 @@ local function close(view)
   end
 end
 
--- show_hint says in the echo area how to answer the review.
-local function show_hint(label, keys)
-  vim.api.nvim_echo({ { ("%s — %s accept, %s reject"):format(label, keys.accept, keys.reject), "WarningMsg" } }, false, {})
+-- fit makes the current tab page's command line ('cmdheight' is kept per tab
+-- page, so the review's own) tall enough to echo text without a hit-enter
+-- prompt, up to half the screen.
+local function fit(text)
+  local over = vim.fn.strdisplaywidth(text) - vim.v.echospace
+  local lines = 1 + math.max(0, math.ceil(over / vim.o.columns))
+  vim.o.cmdheight = math.max(vim.o.cmdheight, math.min(lines, math.floor(vim.o.lines / 2)))
+end
+
+-- show_hint says in the echo area why the review asks and how to answer it.
+local function show_hint(hint)
+  vim.api.nvim_echo({ { hint, "WarningMsg" } }, false, {})
 end
 
 -- prompt waits for the user's answer while the diff is on screen, for Neovim
 -- releases whose request handlers cannot yield: the accept and reject keys
 -- answer (also a/y and r/n/q/Esc), and other keys move around the diff as
 -- normal-mode commands (j, k, ]c, Ctrl-D, ...).
-local function prompt(label, keys)
+local function prompt(hint, keys)
   local accept = { [keys.accept] = true, a = true, y = true }
   local reject = { [keys.reject] = true, r = true, n = true, q = true, ["\27"] = true }
   local function is_prefix(p)
@@ -142,7 +178,7 @@ local function prompt(label, keys)
   local pending = ""
   while true do
     vim.cmd("redraw")
-    show_hint(label, keys)
+    show_hint(hint)
     local ok, c = pcall(vim.fn.getcharstr)
     if not ok then
       return false -- interrupted (Ctrl-C)
@@ -179,11 +215,12 @@ end
 ---@param keys AgentLsp.ReviewKeys
 ---@return { applied: boolean, failureReason?: string }
 function M.ask(params, encoding, keys)
-  local label = params.label or "agent edit"
   if current then
     return { applied = false, failureReason = "another agent edit is being reviewed" }
   end
-  local view = open(params.edit, encoding, label)
+  local view = open(params.edit, encoding)
+  view.hint = M.hint(params, keys)
+  fit(view.hint)
   local decision
   local co = M.mode() == "mappings" and coroutine.running() or nil
   local done = false
@@ -208,10 +245,10 @@ function M.ask(params, encoding, keys)
         vim.api.nvim_create_autocmd("BufWipeout", { buffer = b, once = true, callback = function() view.finish(false) end })
       end
     end
-    show_hint(label, keys)
+    show_hint(view.hint)
     coroutine.yield()
   else
-    decision = prompt(label, keys)
+    decision = prompt(view.hint, keys)
     done = true
   end
   current = nil
