@@ -45,7 +45,11 @@ ends with one {"type":"result",...} line.
 Exit status: 0 done, 1 failed or step limit, 2 usage error, 130 cancelled
 (SIGINT/SIGTERM cancel the run cleanly; --resume completes it later).
 
-Commands other than the project's build and test need --allow; --deny wins.
+Commands other than the project's build and test need an --allow rule; rules
+match each command of the parsed line ("go test *" allows "go test ./..." and
+not "go test ./... ; touch x"), and --deny wins. Edits of protected files
+(.git/, .vscode/, .env*, CI workflows, AGENTS.md, ...) need --allow-edit.
+See docs/security.md.
 
 Flags:
 `
