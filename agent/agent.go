@@ -15,6 +15,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/graph"
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/agent/model"
+	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 	"github.com/agent-lsp/agent-lsp/agent/transcript"
 	"github.com/agent-lsp/agent-lsp/store"
@@ -62,6 +63,11 @@ type Config struct {
 	// of credentials and sockets (tools.ScrubEnv). Nil: this process's
 	// environment scrubbed with the defaults.
 	CommandEnv []string
+	// Sandbox confines commands under the policy SandboxSettings make for
+	// each project; nil runs them unconfined (and the project's own build
+	// and test then ask).
+	Sandbox         *sandbox.Sandbox
+	SandboxSettings sandbox.Settings
 }
 
 // Summary is the compressed history of old turns.
@@ -78,6 +84,7 @@ type Runtime struct {
 	st      schema
 	prompts promptCache
 	subSem  chan struct{}
+	guard   tools.ProtectedGuard // protected files around sandboxed commands
 
 	mu     sync.Mutex                    // guards active
 	active map[string]context.CancelFunc // session ID -> cancel of its running run

@@ -16,6 +16,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/agent/model"
+	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 	"github.com/agent-lsp/agent-lsp/store"
@@ -82,6 +83,12 @@ type harness struct {
 	events []event.Event
 }
 
+// TestMain lets the test binary be the sandbox's helper.
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	os.Exit(m.Run())
+}
+
 func copyFixture(t *testing.T, name string) string {
 	dst := filepath.Join(t.TempDir(), name)
 	if err := os.CopyFS(dst, os.DirFS(filepath.Join("..", "testdata", "workspaces", name))); err != nil {
@@ -111,6 +118,14 @@ func newHarness(t *testing.T, script scripted.Script, cfg Config) *harness {
 	}
 	h.store = cfg.Store
 	cfg.Workspace = h.ws
+	if cfg.Sandbox == nil {
+		sb, err := sandbox.New(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Sandbox = sb
+		cfg.SandboxSettings = sandbox.Settings{Mode: sandbox.WorkspaceWrite, Temp: os.TempDir()}
+	}
 	cfg.Model = model.NewOpenAI(model.Config{BaseURL: srv.URL, Model: "scripted", APIKey: "sk-x", Backoff: time.Millisecond, Timeout: 5 * time.Second})
 	if h.rt, err = New(cfg); err != nil {
 		t.Fatal(err)

@@ -5,11 +5,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/model"
+	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/agent/shellrule"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 	"github.com/agent-lsp/agent-lsp/server/config"
@@ -27,6 +29,8 @@ type Backend struct {
 	Runtime   *agent.Runtime
 	Rules     shellrule.Set    // the allow and deny rules of the settings, parsed
 	AllowEdit []workspace.Rule // protected files the settings let the agent change without confirmation
+	Sandbox   *sandbox.Sandbox // confines commands (Landlock)
+	Confine   sandbox.Settings // how each project's commands are confined
 }
 
 // Folder is one workspace folder as the editor names it.
@@ -40,7 +44,7 @@ type Folder struct {
 // scrubbed of the API key and the settings' scrubEnv patterns. The notices
 // are problems the user should hear of (a folder that could not be added, a
 // store that could not be opened); they do not stop the backend.
-func NewBackend(s config.Settings, enc workspace.Encoding, folders []Folder, environ []string) (*Backend, []string, error) {
+func NewBackend(s config.Settings, enc workspace.Encoding, folders []Folder, environ []string, getenv func(string) string) (*Backend, []string, error) {
 	var notices []string
 	rules, err := shellrule.NewSet(nonEmpty(s.Allow), nonEmpty(s.Deny))
 	if err != nil {
@@ -62,12 +66,23 @@ func NewBackend(s config.Settings, enc workspace.Encoding, folders []Folder, env
 	}
 	m := model.NewOpenAI(model.Config{BaseURL: s.BaseURL, Model: s.Model, APIKey: s.APIKey})
 	env := tools.ScrubEnv(environ, []string{s.APIKeyEnv, "OPENAI_API_KEY"}, s.ScrubEnv)
-	rt, err := agent.New(agent.Config{Model: m, Workspace: ws, Store: db, MaxSteps: s.MaxSteps, Window: s.Window, CommandEnv: env})
+	sb, err := sandbox.New(s.Landlock)
 	if err != nil {
 		db.Close()
 		return nil, notices, err
 	}
-	return &Backend{Settings: s, Workspace: ws, Store: db, Runtime: rt, Rules: rules, AllowEdit: allowEdit}, notices, nil
+	mode, _ := sandbox.ParseMode(s.Sandbox) // checked when the settings were resolved
+	confine := sandbox.Settings{Mode: mode, Writable: s.SandboxWritable, Network: s.SandboxNetwork, Temp: os.TempDir(), Getenv: getenv}
+	if mode != sandbox.Off && sb.ABI() == 0 {
+		notices = append(notices, "commands are not sandboxed: this kernel has no Landlock (or it is turned off); every command asks first")
+	}
+	rt, err := agent.New(agent.Config{Model: m, Workspace: ws, Store: db, MaxSteps: s.MaxSteps, Window: s.Window, CommandEnv: env,
+		Sandbox: sb, SandboxSettings: confine})
+	if err != nil {
+		db.Close()
+		return nil, notices, err
+	}
+	return &Backend{Settings: s, Workspace: ws, Store: db, Runtime: rt, Rules: rules, AllowEdit: allowEdit, Sandbox: sb, Confine: confine}, notices, nil
 }
 
 // nonEmpty drops blank patterns (an empty entry of an editor's list setting).

@@ -163,7 +163,7 @@ func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawM
 		return nil, invalidParams("%v", err)
 	}
 	enc := p.encoding()
-	b, notices, err := NewBackend(st, enc, p.folders(), s.opts.Environ())
+	b, notices, err := NewBackend(st, enc, p.folders(), s.opts.Environ(), s.opts.Getenv)
 	if err != nil {
 		return nil, invalidParams("initialize: %v", err)
 	}

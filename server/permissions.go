@@ -47,10 +47,11 @@ func (a *allowances) allow(session, command string) {
 // entirely, or a line allowed "always" in this session runs; else the user is
 // asked, with the parsed line shown one command per row.
 type permissions struct {
-	rules  shellrule.Set
-	always *allowances
-	c      *client
-	before func() // sends the run's queued events before the question
+	rules       shellrule.Set
+	always      *allowances
+	c           *client
+	interactive bool   // false: the client cannot answer; deny what the rules do not allow
+	before      func() // sends the run's queued events before the question
 }
 
 // AllowCommand implements tools.Permissions.
@@ -61,6 +62,9 @@ func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest
 		return tools.Permission{Reason: d.Reason}, nil
 	case req.Trusted, d.Verdict == shellrule.Allow, p.always.allowed(req.Session, req.Command):
 		return tools.Permission{Allowed: true}, nil
+	}
+	if !p.interactive {
+		return tools.Permission{Reason: fmt.Sprintf("%s; this run cannot ask (headless), so it is denied: allow it with --allow %q", lower(d.Reason, req.Note), req.Command)}, nil
 	}
 	p.before()
 	choice, err := p.c.showMessageRequest(ctx, msgWarning, askText(req, d), AllowOnce, AllowAlways, Deny)
@@ -77,6 +81,17 @@ func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest
 		return tools.Permission{Reason: "the user dismissed the question"}, nil
 	}
 	return tools.Permission{Reason: "the user denied it"}, nil
+}
+
+// lower is why a line needs asking, for a sentence.
+func lower(reason, note string) string {
+	switch {
+	case note != "":
+		return strings.TrimSuffix(note, ".")
+	case reason != "":
+		return reason
+	}
+	return "no allow rule matches it"
 }
 
 // askText is the question: the project, each simple command on its own row,

@@ -6,16 +6,26 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
 // NoArgs is the argument object of a command that takes none.
 type NoArgs struct{}
 
-func (s *Server) projectsCommand(ctx context.Context, call commandCall, _ NoArgs) ([]workspace.Snapshot, error) {
-	out := []workspace.Snapshot{}
+// ProjectInfo is one project of agent.projects: what detection found, its
+// runtime context, and how its commands are confined here.
+type ProjectInfo struct {
+	workspace.Snapshot
+	Sandbox sandbox.Report `json:"sandbox"`
+}
+
+func (s *Server) projectsCommand(ctx context.Context, call commandCall, _ NoArgs) ([]ProjectInfo, error) {
+	out := []ProjectInfo{}
 	for _, p := range call.b.Workspace.Projects() {
-		out = append(out, p.Snapshot())
+		snap := p.Snapshot()
+		policy := call.b.Confine.Policy(snap.Name, string(snap.Type), snap.Path)
+		out = append(out, ProjectInfo{Snapshot: snap, Sandbox: call.b.Sandbox.Describe(policy)})
 	}
 	return out, nil
 }

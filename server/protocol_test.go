@@ -36,7 +36,7 @@ type commandExample struct {
 // protocolScenario runs every command of the contract against the real binary
 // and the scripted model, and returns what the client sent and received: the
 // command examples by name and the agent/event notifications in order.
-func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []json.RawMessage, roots map[string]string) {
+func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []json.RawMessage, paths map[string]string) {
 	srv := model(t, scripted.Script{Conversations: []scripted.Conversation{
 		{Match: "Add a farewell", Turns: []scripted.Turn{
 			{Text: "Looking.", ToolCalls: []scripted.ToolCall{withID(call("read_file", map[string]any{"path": "greet.go"}), "call_read")}},
@@ -56,10 +56,18 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		}},
 		{Match: "Fail please", Turns: []scripted.Turn{{Error: &scripted.HTTPError{Status: 400, Message: "the model refused the request"}}}},
 	}})
-	roots = map[string]string{"sample": copyFixture(t, "sample"), "other": copyFixture(t, "other")}
+	roots := map[string]string{"sample": copyFixture(t, "sample"), "other": copyFixture(t, "other")}
 	os.MkdirAll(filepath.Join(roots["sample"], ".git"), 0o755)
 	os.WriteFile(filepath.Join(roots["sample"], ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
-	c := startServer(t, envFor(t, srv)...)
+	// Home, temp and caches are the scenario's own, and Landlock is off (the
+	// report of what it enforces depends on the kernel), so the fixtures do
+	// not depend on the machine.
+	home, tmp := filepath.Join(t.TempDir(), "home"), filepath.Join(t.TempDir(), "tmp")
+	os.MkdirAll(home, 0o755)
+	os.MkdirAll(tmp, 0o755)
+	env := envFor(t, srv, "HOME="+home, "TMPDIR="+tmp, "XDG_CACHE_HOME=", "GOCACHE=", "GOMODCACHE=", "GOPATH=",
+		"npm_config_cache=", "CARGO_HOME=", "AGENT_LSP_LANDLOCK=false")
+	c := startServer(t, env...)
 	c.initialize(roots, map[string]any{"permissions": map[string]any{"allow": []string{"sleep *"}}})
 
 	cmds = map[string][]commandExample{}
@@ -118,7 +126,8 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		}
 		return n == 5
 	})
-	return cmds, c.notifications("agent/event"), roots
+	paths = map[string]string{"/work/sample": roots["sample"], "/work/other": roots["other"], "/home/user": home, "/tmp": tmp}
+	return cmds, c.notifications("agent/event"), paths
 }
 
 func withID(tc scripted.ToolCall, id string) scripted.ToolCall {
@@ -129,7 +138,7 @@ func withID(tc scripted.ToolCall, id string) scripted.ToolCall {
 // normalizer replaces what differs between runs (IDs, times, temp paths) by
 // stable placeholders, the same value by the same placeholder.
 type normalizer struct {
-	roots map[string]string
+	paths map[string]string // placeholder -> the run's path
 	seen  map[string]string
 	count map[string]int
 }
@@ -156,8 +165,10 @@ func (n *normalizer) text(s string) string {
 	if timestamp.MatchString(s) {
 		return "2026-01-01T00:00:00Z"
 	}
-	for _, name := range sortedKeys(n.roots) {
-		s = strings.ReplaceAll(s, n.roots[name], "/work/"+name)
+	placeholders := sortedKeys(n.paths)
+	sort.Slice(placeholders, func(i, j int) bool { return len(n.paths[placeholders[i]]) > len(n.paths[placeholders[j]]) })
+	for _, p := range placeholders {
+		s = strings.ReplaceAll(s, n.paths[p], p)
 	}
 	s = sessionID.ReplaceAllStringFunc(s, func(v string) string { return n.placeholder("session", v, "s-01SESSION%016d") })
 	s = subagentID.ReplaceAllStringFunc(s, func(v string) string { return n.placeholder("subagent", v, "subagent-%08d") })
@@ -242,8 +253,8 @@ func golden(t *testing.T, path string, v any) {
 // normalized, under testdata/protocol. The editors' tests decode the same
 // files with their own types and renderers.
 func TestProtocolFixtures(t *testing.T) {
-	cmds, events, roots := protocolScenario(t)
-	n := &normalizer{roots: roots, seen: map[string]string{}, count: map[string]int{}}
+	cmds, events, paths := protocolScenario(t)
+	n := &normalizer{paths: paths, seen: map[string]string{}, count: map[string]int{}}
 	for _, c := range server.Commands {
 		examples := cmds[c.Name]
 		if len(examples) == 0 {

@@ -90,7 +90,7 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	}
 	req.Events = k.event
 	req.Editor = &editor{c: s.client, ws: call.b.Workspace, review: review, allowEdit: call.b.AllowEdit, before: k.flush}
-	req.Permissions = &permissions{rules: call.b.Rules, always: &s.always, c: s.client, before: k.flush}
+	req.Permissions = &permissions{rules: call.b.Rules, always: &s.always, c: s.client, interactive: settings.Interactive, before: k.flush}
 	req.MaxSteps, req.Durability = settings.MaxSteps, store.Durability(o.durability)
 	res, err := run(runCtx, req)
 	if err != nil {

@@ -59,8 +59,8 @@ type Policy struct {
 	Network  bool     // allow TCP bind and connect
 }
 
-// writable lists the directories the policy lets a command write.
-func (p Policy) writable() []string {
+// WritableDirs lists the directories the policy lets a command write.
+func (p Policy) WritableDirs() []string {
 	out := []string{p.Temp}
 	if p.Mode == WorkspaceWrite {
 		out = append(out, p.Root)
@@ -105,7 +105,7 @@ func (s *Sandbox) Argv(p Policy, argv ...string) []string {
 		return argv
 	}
 	out := []string{s.helper, helperArg}
-	for _, d := range p.writable() {
+	for _, d := range p.WritableDirs() {
 		out = append(out, "--write", d)
 	}
 	if p.Network {
@@ -127,7 +127,7 @@ type Report struct {
 
 // Describe reports what p enforces on this machine.
 func (s *Sandbox) Describe(p Policy) Report {
-	r := Report{Mode: p.Mode, LandlockABI: s.abi, Network: p.Network || !s.Confines(p)}
+	r := Report{Mode: p.Mode, LandlockABI: s.abi, Network: p.Network || !s.Confines(p), Enforced: []string{}}
 	switch {
 	case p.Mode == Off:
 		r.NotEnforced = []string{"the sandbox is off: commands run with the user's full rights"}
@@ -136,7 +136,7 @@ func (s *Sandbox) Describe(p Policy) Report {
 		r.NotEnforced = []string{"this kernel has no Landlock (or it is turned off): commands run with the user's full rights"}
 		return r
 	}
-	r.Writable = p.writable()
+	r.Writable = p.WritableDirs()
 	r.Enforced = append(r.Enforced, "files: read everywhere, write only in "+strings.Join(r.Writable, ", "))
 	if s.abi >= 2 {
 		r.Enforced = append(r.Enforced, "files: no linking or renaming into another directory")
@@ -206,4 +206,26 @@ func Caches(projectType string, getenv func(string) string) []string {
 		dirs = []string{join(home, ".mix"), join(home, ".hex")}
 	}
 	return slices.DeleteFunc(dirs, func(d string) bool { return d == "" })
+}
+
+// Settings are the user's sandbox settings, from which each project's
+// policy is made.
+type Settings struct {
+	Mode     Mode
+	Writable []string // more directories commands may write
+	// Network names the projects whose commands may use the network; "*"
+	// names every project.
+	Network []string
+	Temp    string              // the temporary directory (os.TempDir())
+	Getenv  func(string) string // the environment build caches are found in
+}
+
+// Policy is the policy of one project's commands.
+func (st Settings) Policy(project, projectType, root string) Policy {
+	getenv := st.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return Policy{Mode: st.Mode, Root: root, Temp: st.Temp, Caches: Caches(projectType, getenv), Writable: st.Writable,
+		Network: slices.Contains(st.Network, "*") || slices.Contains(st.Network, project)}
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
@@ -67,8 +68,9 @@ func (e *Env) commandEnv() []string {
 var runCommand = Tool{
 	Name: "run_command",
 	Description: "Run a shell command in the project root and return its exit status and output. " +
-		"Use \"build\" or \"test\" to run the project's own build or test command (recorded as the project's build/test status; it runs without asking unless you changed the files that define it). " +
-		"Other commands need the user's permission and may be denied. Commands do not get API keys, tokens or passwords from the environment.",
+		"Use \"build\" or \"test\" to run the project's own build or test command (recorded as the project's build/test status; it runs without asking in the sandbox unless you changed the files that define it). " +
+		"Other commands need the user's permission and may be denied. Commands run in a sandbox: they write only in the project, the temporary directory and build caches, and reach no network unless the user allowed it; " +
+		"changes to protected files (.git/config, .vscode/, ...) are undone. Commands do not get API keys, tokens or passwords from the environment.",
 	Schema: json.RawMessage(`{"type": "object", "properties": {
 		"command": {"type": "string", "description": "\"build\", \"test\", or a shell command line."},
 		"timeout_seconds": {"type": "integer", "description": "Give up after this many seconds (default 120)."},
@@ -85,31 +87,14 @@ var runCommand = Tool{
 		if err != nil {
 			return errorf("%v", err)
 		}
-		stack := p.Info().TechStack
-		kind, line := "", strings.TrimSpace(a.Command)
-		switch {
-		case line == "build" || (line == stack.BuildCommand && line != ""):
-			kind, line = "build", stack.BuildCommand
-		case line == "test" || (line == stack.TestCommand && line != ""):
-			kind, line = "test", stack.TestCommand
-		}
+		kind, line := projectCommand(p, strings.TrimSpace(a.Command))
 		if line == "" {
 			return errorf("project %s has no %s command", p.Name(), a.Command)
 		}
-		req := CommandRequest{Session: env.Session, Project: p.Name(), Command: line, Trusted: kind != ""}
-		if req.Trusted && env.Trust != nil && env.Trust.Changed(p.Name()) {
-			req.Trusted = false
-			req.Note = fmt.Sprintf("The agent changed a file that defines the %s commands of %s in this session, so its %s asks.", p.Name(), p.Name(), kind)
-		}
-		if env.Permissions == nil {
-			return errorf("running %q needs permission and nobody can grant it here", line)
-		}
-		perm, err := env.Permissions.AllowCommand(ctx, req)
-		if err != nil {
-			return errorf("asking permission for %q: %v", line, err)
-		}
-		if !perm.Allowed {
-			return Result{Content: fmt.Sprintf("error: running %q was not allowed: %s", line, perm.Reason), IsError: true, Summary: "not allowed: " + line}, nil
+		policy := env.SandboxSettings.Policy(p.Name(), string(p.Info().Type), p.Root())
+		confined := env.Sandbox != nil && env.Sandbox.Confines(policy)
+		if res, ok := env.allow(ctx, p, kind, line, confined); !ok {
+			return res, nil
 		}
 		timeout := env.CommandTimeout
 		if a.Timeout > 0 {
@@ -117,6 +102,18 @@ var runCommand = Tool{
 		}
 		if timeout <= 0 {
 			timeout = 2 * time.Minute
+		}
+		argv := []string{"sh", "-c", line}
+		guard := env.Protected
+		if guard == nil {
+			guard = &ProtectedGuard{}
+		}
+		if confined {
+			guard.enter(p.Root())
+			for _, c := range policy.Caches {
+				os.MkdirAll(c, 0o755) // a cache a build has not created yet must exist to be writable
+			}
+			argv = env.Sandbox.Argv(policy, argv...)
 		}
 		record := func(o workspace.Outcome) {
 			switch kind {
@@ -127,29 +124,100 @@ var runCommand = Tool{
 			}
 		}
 		record(workspace.Outcome{Status: workspace.StatusPending, Command: line})
-		out, code, err := execute(ctx, p.Root(), line, timeout, env.commandEnv())
-		status := workspace.StatusSuccess
-		var header string
-		switch {
-		case errors.Is(err, context.DeadlineExceeded):
-			status = workspace.StatusFailed
-			header = fmt.Sprintf("timed out after %s", timeout)
-		case err != nil:
-			status = workspace.StatusFailed
-			header = "could not run: " + err.Error()
-		case code != 0:
-			status = workspace.StatusFailed
-			header = fmt.Sprintf("exit status %d", code)
-		default:
-			header = "exit status 0"
+		out, code, err := execute(ctx, p.Root(), argv, timeout, env.commandEnv())
+		var note string
+		if confined {
+			note = guard.leave(p.Root())
+		}
+		status, header := outcome(code, err, timeout)
+		if status == workspace.StatusFailed && confined && blocked(out) {
+			note += blockedNote(policy)
 		}
 		record(workspace.Outcome{Status: status, Command: line, Summary: header + lastLine(out)})
 		if status == workspace.StatusFailed {
 			p.AddError(fmt.Sprintf("%s: %s%s", line, header, lastLine(out)))
 		}
-		content := fmt.Sprintf("$ %s\n%s\n%s", line, header, Cut(out, env.maxOutput()-len(line)-64))
+		content := fmt.Sprintf("$ %s\n%s\n%s%s", line, header, Cut(out, env.maxOutput()-len(line)-len(note)-64), note)
 		return Result{Content: content, IsError: status == workspace.StatusFailed, Summary: line + ": " + header}, nil
 	},
+}
+
+// projectCommand resolves "build" and "test" (or the detected command line
+// itself) to the project's own command and says which it is.
+func projectCommand(p *workspace.Project, line string) (kind, resolved string) {
+	stack := p.Info().TechStack
+	switch {
+	case line == "build" || (line == stack.BuildCommand && line != ""):
+		return "build", stack.BuildCommand
+	case line == "test" || (line == stack.TestCommand && line != ""):
+		return "test", stack.TestCommand
+	}
+	return "", line
+}
+
+// allow asks the permission port. The project's own build and test run
+// without asking only in the sandbox, and only while the agent has not
+// changed the files that define them in this session.
+func (e *Env) allow(ctx context.Context, p *workspace.Project, kind, line string, confined bool) (Result, bool) {
+	req := CommandRequest{Session: e.Session, Project: p.Name(), Command: line, Trusted: kind != ""}
+	switch {
+	case !req.Trusted:
+	case e.Trust != nil && e.Trust.Changed(p.Name()):
+		req.Trusted = false
+		req.Note = fmt.Sprintf("The agent changed a file that defines the %s commands of %s in this session, so its %s asks.", p.Name(), p.Name(), kind)
+	case !confined:
+		req.Trusted = false
+		req.Note = fmt.Sprintf("Commands are not sandboxed here, so the project's own %s asks too.", kind)
+	}
+	if e.Permissions == nil {
+		res, _ := errorf("running %q needs permission and nobody can grant it here", line)
+		return res, false
+	}
+	perm, err := e.Permissions.AllowCommand(ctx, req)
+	if err != nil {
+		res, _ := errorf("asking permission for %q: %v", line, err)
+		return res, false
+	}
+	if !perm.Allowed {
+		return Result{Content: fmt.Sprintf("error: running %q was not allowed: %s", line, perm.Reason), IsError: true, Summary: "not allowed: " + line}, false
+	}
+	return Result{}, true
+}
+
+// outcome classifies how a command ended.
+func outcome(code int, err error, timeout time.Duration) (workspace.Status, string) {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return workspace.StatusFailed, fmt.Sprintf("timed out after %s", timeout)
+	case err != nil:
+		return workspace.StatusFailed, "could not run: " + err.Error()
+	case code != 0:
+		return workspace.StatusFailed, fmt.Sprintf("exit status %d", code)
+	}
+	return workspace.StatusSuccess, "exit status 0"
+}
+
+// blocked reports whether a failed command's output shows an access the
+// sandbox refuses: a permission error on a path or a connection.
+func blocked(out string) bool {
+	for _, s := range []string{"Permission denied", "Operation not permitted", "EACCES", "EPERM", "Read-only file system"} {
+		if strings.Contains(out, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// blockedNote tells the model what the sandbox refuses and how the user can
+// allow it.
+func blockedNote(p sandbox.Policy) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n[blocked by the sandbox (%s): commands may write only in %s", p.Mode, strings.Join(p.WritableDirs(), ", "))
+	if !p.Network {
+		b.WriteString(", and may not open network connections")
+	}
+	b.WriteString(". Do not retry the same way: write inside the project, or ask the user to allow it (the sandbox.writable and sandbox.network settings, or sandbox off).]")
+	return b.String()
 }
 
 func lastLine(out string) string {
@@ -163,12 +231,12 @@ func lastLine(out string) string {
 	return ": " + clip(out, 200)
 }
 
-// execute runs line with sh in dir and environment env, killing its whole
-// process group on timeout or cancellation.
-func execute(ctx context.Context, dir, line string, timeout time.Duration, env []string) (string, int, error) {
+// execute runs argv in dir with environment env, killing its whole process
+// group on timeout or cancellation.
+func execute(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string) (string, int, error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, "sh", "-c", line)
+	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

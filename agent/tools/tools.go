@@ -13,6 +13,7 @@ import (
 
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/agent/model"
+	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
@@ -102,6 +103,13 @@ type Env struct {
 	// CommandEnv is the environment commands run with (see ScrubEnv); nil
 	// means this process's environment scrubbed with DefaultScrubEnv.
 	CommandEnv []string
+	// Sandbox confines commands under the policy SandboxSettings make for
+	// their project; nil runs them unconfined.
+	Sandbox         *sandbox.Sandbox
+	SandboxSettings sandbox.Settings
+	// Protected restores protected files after sandboxed commands; shared by
+	// every command of a runtime (nil: each command restores alone).
+	Protected *ProtectedGuard
 }
 
 // DefaultMaxOutput is the size in bytes a tool's output is cut to by default.

@@ -333,8 +333,9 @@ func (cl *client) drive(ctx context.Context, conn jsonrpc2.Conn, f runFlags, pro
 	}
 	if _, err := conn.Call(ctx, "initialize", map[string]any{
 		"processId": nil, "workspaceFolders": folders, "rootUri": folders[0]["uri"],
-		"capabilities":          map[string]any{"general": map[string]any{"positionEncodings": []string{"utf-8", "utf-16"}}},
-		"initializationOptions": map[string]any{"edits": "apply"}, // headless applies: review needs an editor
+		"capabilities": map[string]any{"general": map[string]any{"positionEncodings": []string{"utf-8", "utf-16"}}},
+		// Headless applies edits (review needs an editor) and cannot answer questions.
+		"initializationOptions": map[string]any{"edits": "apply", "interactive": false},
 	}, &initRes); err != nil {
 		return failed(fmt.Errorf("initialize: %w", err), isUsage(err))
 	}

@@ -114,3 +114,36 @@ func TestHeadlessHostile(t *testing.T) {
 		})
 	}
 }
+
+// Without Landlock a headless run cannot confine the project's own test, and
+// cannot ask: it is denied, and the reason names the flag that allows it.
+func TestHeadlessWithoutLandlockDeniesTheTest(t *testing.T) {
+	c := newCLI(t,
+		scripted.Turn{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "test"})}},
+		scripted.Turn{Text: "done"})
+	out, _, code := c.run(t, "", "run", "--json", "--landlock=false", "run the tests")
+	evs, res := jsonLines(t, out)
+	if code != 0 || res["status"] != "done" {
+		t.Fatalf("exit %d %v", code, res)
+	}
+	for _, e := range evs {
+		if e["type"] == "tool.end" && e["ok"] != false {
+			t.Fatalf("the test ran unconfined without asking: %v", e)
+		}
+	}
+	reqs := c.srv.Requests()
+	msgs := reqs[1].Messages
+	if got := msgs[len(msgs)-1].Content; !strings.Contains(got, "not sandboxed") || !strings.Contains(got, `--allow "go test ./..."`) {
+		t.Fatalf("the model was told %q", got)
+	}
+	// With that rule it runs.
+	c2 := newCLI(t,
+		scripted.Turn{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "test"})}},
+		scripted.Turn{Text: "done"})
+	out, _, _ = c2.run(t, "", "run", "--json", "--landlock=false", "--allow", "go test ./...", "run the tests")
+	for _, e := range func() []map[string]any { evs, _ := jsonLines(t, out); return evs }() {
+		if e["type"] == "tool.end" && e["ok"] != true {
+			t.Fatalf("with --allow the test did not run: %v", e)
+		}
+	}
+}

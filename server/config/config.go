@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 	"github.com/agent-lsp/agent-lsp/store"
 )
@@ -36,8 +37,16 @@ type Settings struct {
 	Deny       []string
 	AllowEdit  []string // protected files edited without confirmation (globs over project paths)
 	ScrubEnv   []string // variables commands never get (patterns)
-	MaxSteps   int
-	Window     int
+	// Sandbox is how commands are confined: workspace-write, read-only or off.
+	Sandbox         string
+	SandboxNetwork  []string // projects whose commands may use the network; "*" all
+	SandboxWritable []string // more directories commands may write
+	Landlock        bool     // false behaves as on a kernel without Landlock
+	// Interactive is false for a client that cannot answer questions (a
+	// headless run): what the rules do not allow is denied at once.
+	Interactive bool
+	MaxSteps    int
+	Window      int
 }
 
 // Setting is one row of the configuration table.
@@ -74,6 +83,25 @@ func stringKind(field func(*Settings) *string, check func(string) error) kind {
 			return fmt.Errorf("must be a string")
 		}
 		return set(s, v)
+	}}
+}
+
+func boolKind(field func(*Settings) *bool) kind {
+	return kind{"boolean", func(s *Settings, v string) error {
+		switch strings.ToLower(v) {
+		case "true", "on", "1", "yes":
+			*field(s) = true
+		case "false", "off", "0", "no":
+			*field(s) = false
+		default:
+			return fmt.Errorf("must be true or false, not %q", v)
+		}
+		return nil
+	}, func(s *Settings, raw json.RawMessage) error {
+		if err := json.Unmarshal(raw, field(s)); err != nil {
+			return fmt.Errorf("must be true or false")
+		}
+		return nil
 	}}
 }
 
@@ -159,6 +187,24 @@ var Table = []Setting{
 	{Name: "scrubbed environment", Init: "scrubEnv", Default: "credentials and sockets",
 		Doc:  "patterns of environment variables commands never get; replaces the default list (docs/security.md); the API key's variable is always removed",
 		kind: listKind(func(s *Settings) *[]string { return &s.ScrubEnv })},
+	{Name: "sandbox", Env: "AGENT_LSP_SANDBOX", Init: "sandbox.mode", Flag: "sandbox", Default: string(sandbox.WorkspaceWrite),
+		Doc: "how commands are confined (docs/security.md): workspace-write (write in the project, temp and build caches; no network), read-only (write in temp only) or off",
+		kind: stringKind(func(s *Settings) *string { return &s.Sandbox }, func(v string) error {
+			_, err := sandbox.ParseMode(v)
+			return err
+		})},
+	{Name: "sandbox network", Env: "AGENT_LSP_SANDBOX_NETWORK", Init: "sandbox.network", Flag: "sandbox-network", Default: "none",
+		Doc:  "projects whose commands may use the network (TCP bind and connect), * for all (repeatable)",
+		kind: listKind(func(s *Settings) *[]string { return &s.SandboxNetwork })},
+	{Name: "sandbox writable", Init: "sandbox.writable", Flag: "sandbox-write", Default: "none",
+		Doc:  "more directories sandboxed commands may write, besides the project, temp and the project type's build caches (repeatable)",
+		kind: listKind(func(s *Settings) *[]string { return &s.SandboxWritable })},
+	{Name: "Landlock", Env: "AGENT_LSP_LANDLOCK", Init: "sandbox.landlock", Flag: "landlock", Default: "true",
+		Doc:  "false makes agent-lsp behave as on a kernel without Landlock: commands run unconfined and all of them ask",
+		kind: boolKind(func(s *Settings) *bool { return &s.Landlock })},
+	{Name: "interactive", Init: "interactive", Default: "true",
+		Doc:  "false for a client that cannot answer questions (agent-lsp run sends it): what the rules do not allow is denied at once, naming the flag that allows it",
+		kind: boolKind(func(s *Settings) *bool { return &s.Interactive })},
 	{Name: "step limit", Init: "maxSteps", Flag: "max-steps", Default: strconv.Itoa(agent.DefaultMaxSteps),
 		Doc:  "most steps of one run (a model turn and a tool round are one step each)",
 		kind: intKind(func(s *Settings) *int { return &s.MaxSteps }, 1, 100000)},
