@@ -28,6 +28,7 @@ var (
 	ErrUnknownProject = errors.New("unknown project")
 	ErrSessionBusy    = errors.New("session is already running")
 	ErrNoProject      = errors.New("no project is open")
+	ErrBadSelection   = errors.New("the selection cannot be read")
 )
 
 // Defaults of Config; the configuration table (server/config) documents them.
@@ -294,7 +295,11 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	if p, ok := rt.cfg.Workspace.Project(project); ok {
 		p.Refresh() // the branch may have changed since the last run
 	}
-	human := message.NewHuman(rt.promptText(req))
+	text, err := rt.promptText(req)
+	if err != nil {
+		return Result{}, err
+	}
+	human := message.NewHuman(text)
 	human.Name = "human@" + project
 	r := rt.newRun(sess, req)
 	r.emit(event.RunStart{Project: project})
@@ -327,30 +332,38 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	return rt.finish(ctx, r, res, err)
 }
 
-func (rt *Runtime) promptText(req Request) string {
+// promptText is the prompt with the selection it is about: the selected
+// text of a file inside a project (a file outside every project, or one that
+// cannot be read as a regular file, is refused).
+func (rt *Runtime) promptText(req Request) (string, error) {
 	if req.Selection == nil {
-		return req.Prompt
+		return req.Prompt, nil
 	}
 	sel := req.Selection
-	text := ""
-	if b, err := rt.cfg.Workspace.ReadFile(sel.Path); err == nil {
-		s := string(b)
-		enc := rt.cfg.Workspace.Encoding()
-		from, to := workspace.Offset(s, sel.Range.Start, enc), workspace.Offset(s, sel.Range.End, enc)
-		if from <= to {
-			text = tools.Cut(s[from:to], 8<<10)
-		}
+	p, ok := rt.cfg.Workspace.ProjectFor(sel.Path)
+	if !ok {
+		return "", fmt.Errorf("%w: %s is outside every project", ErrBadSelection, sel.Path)
 	}
-	path := sel.Path
-	if p, ok := rt.cfg.Workspace.ProjectFor(sel.Path); ok {
-		path = p.Rel(sel.Path)
+	abs, err := p.Resolve(sel.Path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadSelection, err)
+	}
+	b, err := rt.cfg.Workspace.ReadFile(p, abs, workspace.MaxReadSize)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadSelection, err)
+	}
+	s := string(b)
+	enc := rt.cfg.Workspace.Encoding()
+	text := ""
+	if from, to := workspace.Offset(s, sel.Range.Start, enc), workspace.Offset(s, sel.Range.End, enc); from <= to {
+		text = tools.Cut(s[from:to], 8<<10)
 	}
 	last := sel.Range.End.Line
 	if sel.Range.End.Character == 0 && last > sel.Range.Start.Line {
 		last-- // a selection of whole lines ends at the start of the next one
 	}
-	return fmt.Sprintf("%s\n\n(The user selected %s lines %d-%d:)\n```\n%s\n```", req.Prompt, path,
-		sel.Range.Start.Line+1, last+1, text)
+	return fmt.Sprintf("%s\n\n(The user selected %s lines %d-%d:)\n```\n%s\n```", req.Prompt, p.Rel(abs),
+		sel.Range.Start.Line+1, last+1, text), nil
 }
 
 // graphConfig is where a run's state lives: the session's thread, the run's

@@ -37,11 +37,15 @@ func (e *diskEditor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditRes
 	}
 	old := ""
 	if !fe.Create {
-		b, err := e.ws.ReadFile(fe.Path)
-		if err != nil {
-			return tools.EditResult{}, err
+		if d, ok := e.ws.Document(fe.Path); ok {
+			old = d.Text
+		} else {
+			b, err := os.ReadFile(fe.Path)
+			if err != nil {
+				return tools.EditResult{}, err
+			}
+			old = string(b)
 		}
-		old = string(b)
 	}
 	var changes []workspace.Change
 	for _, te := range fe.Edits {

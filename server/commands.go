@@ -169,7 +169,7 @@ func (c Command) ArgumentNames() []string {
 func sessionError(command string, err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, agent.ErrUnknownSession), errors.Is(err, agent.ErrUnknownProject),
-		errors.Is(err, agent.ErrSessionBusy), errors.Is(err, agent.ErrNoProject):
+		errors.Is(err, agent.ErrSessionBusy), errors.Is(err, agent.ErrNoProject), errors.Is(err, agent.ErrBadSelection):
 		return invalidParams("%s: %v", command, err)
 	}
 	return jsonrpc2.Errorf(jsonrpc2.InternalError, "%s: %v", command, err)

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -44,16 +43,22 @@ type Info struct {
 }
 
 // Detect reads a folder's manifests (never walking the tree, never running a
-// program) and its git HEAD.
+// program) and its git HEAD. Manifests are repository content: they are read
+// only inside root, only as regular files of bounded size, and every value
+// taken from them must fit its field's grammar (clean), else it is dropped.
 func Detect(root string) Info {
+	r, _ := os.OpenRoot(root)
+	if r != nil {
+		defer r.Close()
+	}
 	var found []Type
 	var manifests []string
 	has := func(name string) bool {
-		_, err := os.Stat(filepath.Join(root, name))
-		if err == nil {
+		ok := exists(r, name)
+		if ok {
 			manifests = append(manifests, name)
 		}
-		return err == nil
+		return ok
 	}
 	// Order is priority: the first type found is the principal one.
 	if has("go.mod") {
@@ -76,8 +81,8 @@ func Detect(root string) Info {
 	}
 	var pkg packageJSON
 	if has("package.json") {
-		pkg = readPackageJSON(filepath.Join(root, "package.json"))
-		if exists(root, "tsconfig.json") || pkg.dependsOn("typescript") {
+		pkg = readPackageJSON(r)
+		if exists(r, "tsconfig.json") || pkg.dependsOn("typescript") {
 			found = append(found, TypeScript)
 		} else {
 			found = append(found, JavaScript)
@@ -89,7 +94,7 @@ func Detect(root string) Info {
 		return info
 	}
 	info.Type = found[0]
-	info.TechStack = stackFor(root, info.Type, pkg)
+	info.TechStack = stackFor(r, info.Type, pkg)
 	info.TechStack.Manifests = manifests
 	if len(found) > 1 {
 		info.TechStack.Others = found[1:]
@@ -97,20 +102,14 @@ func Detect(root string) Info {
 	return info
 }
 
-func exists(root, name string) bool {
-	_, err := os.Stat(filepath.Join(root, name))
-	return err == nil
-}
-
-func readSmall(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
+// exists reports whether name is a regular file inside r (a symlink that
+// leaves the root does not count).
+func exists(r *os.Root, name string) bool {
+	if r == nil {
+		return false
 	}
-	defer f.Close()
-	b := make([]byte, 64<<10)
-	n, _ := f.Read(b)
-	return string(b[:n])
+	fi, err := r.Stat(name)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 var (
@@ -118,30 +117,30 @@ var (
 	tomlChannel = regexp.MustCompile(`(?m)^\s*channel\s*=\s*"([^"]+)"`)
 )
 
-func stackFor(root string, t Type, pkg packageJSON) TechStack {
+func stackFor(r *os.Root, t Type, pkg packageJSON) TechStack {
 	s := TechStack{Language: string(t)}
 	switch t {
 	case Go:
-		if m := goLine.FindStringSubmatch(readSmall(filepath.Join(root, "go.mod"))); m != nil {
+		if m := goLine.FindStringSubmatch(readManifest(r, "go.mod")); m != nil {
 			s.LanguageVersion = m[1]
 		}
 		s.PackageManager, s.BuildCommand, s.TestCommand = "go modules", "go build ./...", "go test ./..."
 	case Rust:
-		if m := tomlChannel.FindStringSubmatch(readSmall(filepath.Join(root, "rust-toolchain.toml"))); m != nil {
+		if m := tomlChannel.FindStringSubmatch(readManifest(r, "rust-toolchain.toml")); m != nil {
 			s.LanguageVersion = m[1]
-		} else if v := strings.TrimSpace(readSmall(filepath.Join(root, "rust-toolchain"))); v != "" {
+		} else if v := strings.TrimSpace(readManifest(r, "rust-toolchain")); v != "" {
 			s.LanguageVersion = firstLine(v)
 		}
 		s.PackageManager, s.BuildCommand, s.TestCommand = "cargo", "cargo build", "cargo test"
 	case Python:
-		s.LanguageVersion = firstLine(strings.TrimSpace(readSmall(filepath.Join(root, ".python-version"))))
+		s.LanguageVersion = firstLine(strings.TrimSpace(readManifest(r, ".python-version")))
 		s.PackageManager = "pip"
 		run := ""
 		for _, lock := range []struct{ file, pm, run string }{
 			{"uv.lock", "uv", "uv run "}, {"poetry.lock", "poetry", "poetry run "},
 			{"Pipfile.lock", "pipenv", "pipenv run "}, {"pdm.lock", "pdm", "pdm run "},
 		} {
-			if exists(root, lock.file) {
+			if exists(r, lock.file) {
 				s.PackageManager, run = lock.pm, lock.run
 				break
 			}
@@ -153,7 +152,7 @@ func stackFor(root string, t Type, pkg packageJSON) TechStack {
 		for _, lock := range []struct{ file, pm string }{
 			{"pnpm-lock.yaml", "pnpm"}, {"yarn.lock", "yarn"}, {"bun.lockb", "bun"}, {"bun.lock", "bun"}, {"package-lock.json", "npm"},
 		} {
-			if exists(root, lock.file) {
+			if exists(r, lock.file) {
 				s.PackageManager = lock.pm
 				break
 			}
@@ -168,13 +167,14 @@ func stackFor(root string, t Type, pkg packageJSON) TechStack {
 		}
 	case Elixir:
 		s.PackageManager, s.BuildCommand, s.TestCommand = "mix", "mix compile", "mix test"
-		sc := bufio.NewScanner(strings.NewReader(readSmall(filepath.Join(root, ".tool-versions"))))
+		sc := bufio.NewScanner(strings.NewReader(readManifest(r, ".tool-versions")))
 		for sc.Scan() {
 			if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "elixir" {
 				s.LanguageVersion = f[1]
 			}
 		}
 	}
+	s.LanguageVersion = clean(versionGrammar(t), s.LanguageVersion)
 	return s
 }
 
@@ -192,9 +192,9 @@ type packageJSON struct {
 	DevDependencies map[string]string `json:"devDependencies"`
 }
 
-func readPackageJSON(path string) packageJSON {
+func readPackageJSON(r *os.Root) packageJSON {
 	var p packageJSON
-	json.Unmarshal([]byte(readSmall(path)), &p)
+	json.Unmarshal([]byte(readManifest(r, "package.json")), &p)
 	return p
 }
 
@@ -206,14 +206,16 @@ func (p packageJSON) dependsOn(name string) bool {
 
 // GitBranch returns the branch checked out in the git repository holding dir:
 // the branch name, a short commit id for a detached HEAD, or "" outside git.
-// It follows a worktree's .git file to its gitdir.
+// It follows a worktree's .git file to its gitdir and walks up to the
+// repository's root, reading only regular files (HEAD, the .git file),
+// never through a symlink; a value that is not a ref name is dropped.
 func GitBranch(dir string) string {
 	for d := dir; ; {
 		gitPath := filepath.Join(d, ".git")
-		if fi, err := os.Stat(gitPath); err == nil {
+		if fi, err := os.Lstat(gitPath); err == nil {
 			gitDir := gitPath
-			if !fi.IsDir() {
-				line := strings.TrimSpace(readSmall(gitPath))
+			if fi.Mode().IsRegular() {
+				line := strings.TrimSpace(firstLine(readGitFile(gitPath)))
 				rest, ok := strings.CutPrefix(line, "gitdir:")
 				if !ok {
 					return ""
@@ -222,13 +224,15 @@ func GitBranch(dir string) string {
 				if !filepath.IsAbs(gitDir) {
 					gitDir = filepath.Join(d, gitDir)
 				}
+			} else if !fi.IsDir() {
+				return ""
 			}
-			head := bytes.TrimSpace([]byte(readSmall(filepath.Join(gitDir, "HEAD"))))
-			if ref, ok := bytes.CutPrefix(head, []byte("ref:")); ok {
-				return strings.TrimPrefix(strings.TrimSpace(string(ref)), "refs/heads/")
+			head := strings.TrimSpace(firstLine(readGitFile(filepath.Join(gitDir, "HEAD"))))
+			if ref, ok := strings.CutPrefix(head, "ref:"); ok {
+				return clean(refName, strings.TrimPrefix(strings.TrimSpace(ref), "refs/heads/"))
 			}
 			if len(head) >= 7 {
-				return string(head[:7])
+				return clean(commitID, head[:7])
 			}
 			return ""
 		}
@@ -238,4 +242,42 @@ func GitBranch(dir string) string {
 		}
 		d = parent
 	}
+}
+
+// Grammars of detected values: repository text reaches the system prompt and
+// agent.projects only in these shapes.
+var (
+	// dottedVersion is 1.22, 1.22.3, 3.12.0rc1, 1.22.3-beta.
+	dottedVersion = regexp.MustCompile(`^v?\d+(\.\d+){0,3}([.-]?[0-9A-Za-z]+){0,3}$`)
+	// rustToolchain is stable, beta, nightly[-date] or a version.
+	rustToolchain = regexp.MustCompile(`^(stable|beta|nightly)(-\d{4}-\d\d-\d\d)?$|^\d+\.\d+(\.\d+)?$`)
+	// semverRange is an npm engines range such as ">=18 <21" or "^20.x || 22".
+	semverRange = regexp.MustCompile(`^[0-9xX*^~<>=.|\- ]+$`)
+	// pythonVersion is 3.12, 3.12.1, pypy3.10, 3.13t.
+	pythonVersion = regexp.MustCompile(`^(pypy|cpython-|graalpy)?\d+(\.\d+){0,2}[a-z0-9]*$`)
+	refName       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/+-]*$`)
+	commitID      = regexp.MustCompile(`^[0-9a-f]{7}$`)
+)
+
+// maxDetected bounds a detected value's length.
+const maxDetected = 100
+
+func versionGrammar(t Type) *regexp.Regexp {
+	switch t {
+	case Rust:
+		return rustToolchain
+	case JavaScript, TypeScript:
+		return semverRange
+	case Python:
+		return pythonVersion
+	}
+	return dottedVersion
+}
+
+// clean returns v when it fits grammar and maxDetected, else "".
+func clean(grammar *regexp.Regexp, v string) string {
+	if len(v) > maxDetected || !grammar.MatchString(v) {
+		return ""
+	}
+	return v
 }

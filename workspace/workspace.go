@@ -282,12 +282,3 @@ func (w *Workspace) Document(path string) (Document, bool) {
 	}
 	return *d, true
 }
-
-// ReadFile returns a file's content as the editor sees it: the unsaved buffer
-// when the document is open, else the file on disk.
-func (w *Workspace) ReadFile(path string) ([]byte, error) {
-	if d, ok := w.Document(path); ok {
-		return []byte(d.Text), nil
-	}
-	return os.ReadFile(path)
-}

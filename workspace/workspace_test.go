@@ -212,13 +212,17 @@ func TestSnapshotVersion(t *testing.T) {
 func TestOverlayReads(t *testing.T) {
 	w := New(UTF16)
 	root := fixture(t, "go")
+	p, err := w.Add("go", root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(root, "main.go")
 	w.Open(path, 1, "unsaved")
-	if b, _ := w.ReadFile(path); string(b) != "unsaved" {
+	if b, _ := w.ReadFile(p, path, MaxReadSize); string(b) != "unsaved" {
 		t.Fatalf("read through overlay: %q", b)
 	}
 	w.Close(path)
-	if b, _ := w.ReadFile(path); string(b) != "package main\n\nfunc main() {}\n" {
+	if b, _ := w.ReadFile(p, path, MaxReadSize); string(b) != "package main\n\nfunc main() {}\n" {
 		t.Fatalf("read from disk: %q", b)
 	}
 	if err := w.Change(path, 2, nil); err == nil {

@@ -3,7 +3,9 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -75,9 +77,11 @@ var editFile = Tool{
 		if err != nil {
 			return errorf("%v", err)
 		}
-		b, err := env.Workspace.ReadFile(abs)
-		if err != nil {
-			return errorf("read %s: %v (use create_file for a new file)", a.Path, cleanErr(err, p.Root()))
+		b, err := env.Workspace.ReadFile(p, abs, workspace.MaxReadSize)
+		if errors.Is(err, fs.ErrNotExist) {
+			return errorf("read %s: no such file (use create_file for a new file)", a.Path)
+		} else if err != nil {
+			return errorf("read %s: %v", a.Path, cleanErr(err, p.Root()))
 		}
 		text := string(b)
 		var from, to int

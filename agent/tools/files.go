@@ -1,13 +1,13 @@
 package tools
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -67,13 +67,15 @@ var readFile = Tool{
 		if err != nil {
 			return errorf("%v", err)
 		}
-		if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
-			if _, open := env.Workspace.Document(abs); !open {
-				return errorf("%s is a folder; use list_files", a.Path)
-			}
-		}
-		b, err := env.Workspace.ReadFile(abs)
-		if err != nil {
+		rel := p.Rel(abs)
+		b, err := env.Workspace.ReadFile(p, abs, workspace.MaxReadSize)
+		var big *workspace.FileTooLargeError
+		switch {
+		case errors.As(err, &big) && (a.StartLine > 0 || a.EndLine > 0):
+			return readLineRange(p, abs, rel, big.Size, a.StartLine, a.EndLine)
+		case errors.As(err, &big):
+			return errorf("%s is %d bytes, over the %d-byte limit for reading a whole file; read it in parts with start_line and end_line", rel, big.Size, big.Max)
+		case err != nil:
 			return errorf("read %s: %v", a.Path, cleanErr(err, p.Root()))
 		}
 		if bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
@@ -88,12 +90,69 @@ var readFile = Tool{
 			end = len(lines)
 		}
 		var out strings.Builder
-		fmt.Fprintf(&out, "%s (%d lines)\n", p.Rel(abs), len(lines))
+		fmt.Fprintf(&out, "%s (%d lines)\n", rel, len(lines))
 		for i := start; i <= end; i++ {
 			fmt.Fprintf(&out, "%5d| %s", i, strings.TrimRight(lines[i-1], "\r\n")+"\n")
 		}
-		return Result{Content: out.String(), Summary: "read " + p.Rel(abs)}, nil
+		return Result{Content: out.String(), Summary: "read " + rel}, nil
 	},
+}
+
+// maxLineLength bounds one line read_file shows; the rest of it is cut.
+const maxLineLength = 64 << 10
+
+// readLineRange streams lines start..end of a file too big to read whole,
+// holding at most one line (cut at maxLineLength) in memory.
+func readLineRange(p *workspace.Project, abs, rel string, size int64, start, end int) (Result, error) {
+	f, _, err := p.OpenFile(abs)
+	if err != nil {
+		return errorf("read %s: %v", rel, err)
+	}
+	defer f.Close()
+	start = max(start, 1)
+	if end < start {
+		end = start + 200
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	var out strings.Builder
+	fmt.Fprintf(&out, "%s (%d bytes; lines %d-%d)\n", rel, size, start, end)
+	for n := 1; n <= end; n++ {
+		line, cut, err := readLine(r, maxLineLength)
+		if n == 1 && bytes.IndexByte(line[:min(len(line), 8000)], 0) >= 0 {
+			return errorf("%s is a binary file (%d bytes)", rel, size)
+		}
+		if n >= start && (len(line) > 0 || err == nil) {
+			fmt.Fprintf(&out, "%5d| %s", n, strings.TrimRight(string(line), "\r\n"))
+			if cut > 0 {
+				fmt.Fprintf(&out, " [... %d more bytes of this line]", cut)
+			}
+			out.WriteByte('\n')
+		}
+		if err != nil {
+			break // the end of the file
+		}
+	}
+	return Result{Content: out.String(), Summary: "read " + rel}, nil
+}
+
+// readLine reads one line, keeping at most max bytes of it; cut counts the
+// bytes dropped. err is io.EOF after the last line.
+func readLine(r *bufio.Reader, max int) (line []byte, cut int64, err error) {
+	for {
+		chunk, isPrefix, rerr := r.ReadLine()
+		if keep := max - len(line); keep > 0 {
+			line = append(line, chunk[:min(len(chunk), keep)]...)
+			cut += int64(len(chunk) - min(len(chunk), keep))
+		} else {
+			cut += int64(len(chunk))
+		}
+		if rerr != nil {
+			return line, cut, rerr
+		}
+		if !isPrefix {
+			return line, cut, nil
+		}
+	}
 }
 
 // cleanErr removes the project root from an error text.
@@ -129,9 +188,14 @@ func globRegexp(glob string) (*regexp.Regexp, error) {
 	return regexp.Compile(re.String())
 }
 
-// walk visits the project's files below dir, skipping dependency and VCS folders.
-func walk(ctx context.Context, root, dir string, fn func(path, rel string, d fs.DirEntry) error) error {
-	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+// walk visits the project's files below dir (a path inside the project),
+// skipping dependency and VCS folders. It walks the root with its symlinks
+// resolved, so a root that is a symlink lists its target's files; rel is
+// relative to the root. Symlinks inside are visited as entries, not followed.
+func walk(ctx context.Context, p *workspace.Project, dir string, fn func(path, rel string, d fs.DirEntry) error) error {
+	root := p.WalkRoot()
+	start := filepath.Join(root, p.Rel(dir))
+	return filepath.WalkDir(start, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // unreadable entries are skipped
 		}
@@ -139,13 +203,13 @@ func walk(ctx context.Context, root, dir string, fn func(path, rel string, d fs.
 			return ctx.Err()
 		}
 		if d.IsDir() {
-			if path != dir && (skipDirs[d.Name()] || strings.HasPrefix(d.Name(), ".") && d.Name() != ".github") {
+			if path != start && (skipDirs[d.Name()] || strings.HasPrefix(d.Name(), ".") && d.Name() != ".github") {
 				return filepath.SkipDir
 			}
 			return nil
 		}
 		rel, _ := filepath.Rel(root, path)
-		return fn(path, filepath.ToSlash(rel), d)
+		return fn(filepath.Join(p.Root(), rel), filepath.ToSlash(rel), d)
 	})
 }
 
@@ -184,7 +248,7 @@ var listFiles = Tool{
 		}
 		var files []string
 		more := false
-		err = walk(ctx, p.Root(), dir, func(path, rel string, d fs.DirEntry) error {
+		err = walk(ctx, p, dir, func(path, rel string, d fs.DirEntry) error {
 			if re.MatchString(rel) {
 				if len(files) == maxListed {
 					more = true
@@ -251,14 +315,13 @@ var search = Tool{
 		}
 		var out strings.Builder
 		n := 0
-		err = walk(ctx, p.Root(), p.Root(), func(path, rel string, d fs.DirEntry) error {
+		err = walk(ctx, p, p.Root(), func(path, rel string, d fs.DirEntry) error {
 			if filter != nil && !filter.MatchString(rel) {
 				return nil
 			}
-			if info, err := d.Info(); err != nil || info.Size() > 2<<20 {
-				return nil
-			}
-			b, err := env.Workspace.ReadFile(path)
+			// Inside the root, regular, at most MaxSearchSize: a link out of
+			// the project, a FIFO or /dev/zero is skipped, never read.
+			b, err := env.Workspace.ReadFile(p, path, workspace.MaxSearchSize)
 			if err != nil || bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
 				return nil
 			}

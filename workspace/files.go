@@ -1,0 +1,184 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Size limits of files read from a project. A file over its limit is refused
+// with a FileTooLargeError, after fstat and before any of it is read.
+const (
+	// MaxReadSize bounds a file read whole (read_file without a line range,
+	// edit_file, a selection).
+	MaxReadSize = 8 << 20
+	// MaxSearchSize bounds the files search looks into; bigger ones are skipped.
+	MaxSearchSize = 2 << 20
+	// maxManifestSize bounds a manifest or git file detection reads.
+	maxManifestSize = 64 << 10
+)
+
+// FileTooLargeError is a file over a read limit.
+type FileTooLargeError struct {
+	Path      string
+	Size, Max int64
+}
+
+func (e *FileTooLargeError) Error() string {
+	return fmt.Sprintf("%s is %d bytes, over the %d-byte limit", e.Path, e.Size, e.Max)
+}
+
+// NotRegularError is a path that is not a regular file: a named pipe, a
+// device, a socket or a directory, which are never read (a FIFO would block,
+// a device never end).
+type NotRegularError struct {
+	Path string
+	Mode fs.FileMode
+}
+
+func (e *NotRegularError) Error() string {
+	kind := "not a regular file"
+	switch {
+	case e.Mode.IsDir():
+		kind = "a folder"
+	case e.Mode&fs.ModeNamedPipe != 0:
+		kind = "a named pipe"
+	case e.Mode&fs.ModeDevice != 0:
+		kind = "a device"
+	case e.Mode&fs.ModeSocket != 0:
+		kind = "a socket"
+	}
+	return fmt.Sprintf("%s is %s, not a regular file", e.Path, kind)
+}
+
+// rootRel returns abs relative to the project's real root, whichever of the
+// root's two spellings (as given, symlinks resolved) abs starts with.
+func (p *Project) rootRel(abs string) (string, error) {
+	abs = filepath.Clean(abs)
+	for _, root := range []string{p.root, p.realRoot} {
+		if within(root, abs) {
+			rel, err := filepath.Rel(root, abs)
+			if err == nil {
+				return rel, nil
+			}
+		}
+	}
+	return "", &BoundaryError{Project: p.Name(), Path: abs, Reason: "outside the project root " + p.root}
+}
+
+// OpenFile opens a file of the project for reading: inside its root only
+// (through os.Root, so neither .. nor a symlink can lead out of it), a
+// regular file only (a named pipe or device is refused without blocking on
+// it). It returns the open file and its size.
+func (p *Project) OpenFile(abs string) (*os.File, int64, error) {
+	rel, err := p.rootRel(abs)
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := os.OpenRoot(p.realRoot)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer r.Close()
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, 0, err
+		}
+		return nil, 0, fmt.Errorf("open %s: %w", filepath.ToSlash(rel), err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, &NotRegularError{Path: filepath.ToSlash(rel), Mode: fi.Mode()}
+	}
+	return f, fi.Size(), nil
+}
+
+// readLimited reads all of f, refusing more than max bytes.
+func readLimited(f *os.File, name string, size, max int64) ([]byte, error) {
+	if size > max {
+		return nil, &FileTooLargeError{Path: name, Size: size, Max: max}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max { // it grew since fstat
+		return nil, &FileTooLargeError{Path: name, Size: int64(len(b)), Max: max}
+	}
+	return b, nil
+}
+
+// ReadFile returns a project file's content as the editor sees it: the
+// unsaved buffer when the document is open, else the file inside the
+// project's root (OpenFile), at most max bytes.
+func (w *Workspace) ReadFile(p *Project, abs string, max int64) ([]byte, error) {
+	if d, ok := w.Document(abs); ok {
+		if int64(len(d.Text)) > max {
+			return nil, &FileTooLargeError{Path: p.Rel(abs), Size: int64(len(d.Text)), Max: max}
+		}
+		return []byte(d.Text), nil
+	}
+	f, size, err := p.OpenFile(abs)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readLimited(f, p.Rel(abs), size, max)
+}
+
+// WalkRoot is the folder to walk for the project's files: the root with its
+// symlinks resolved (a root that is a symlink lists its target's files).
+func (p *Project) WalkRoot() string { return p.realRoot }
+
+// readManifest reads a small regular file at root for detection: never
+// through a symlink that leaves root, never a FIFO or device, at most
+// maxManifestSize bytes; "" when any of that fails.
+func readManifest(r *os.Root, name string) string {
+	if r == nil {
+		return ""
+	}
+	f, err := r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	b, err := readLimited(f, name, fi.Size(), maxManifestSize)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// readGitFile reads a regular file git keeps (HEAD, a worktree's .git file)
+// without following a symlink, without blocking, and at most
+// maxManifestSize bytes; "" when any of that fails.
+func readGitFile(path string) string {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	b, err := readLimited(f, path, fi.Size(), maxManifestSize)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
