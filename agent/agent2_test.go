@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -313,5 +316,155 @@ func TestRunOnSessionBeforeItsFirstCheckpointIsBusy(t *testing.T) {
 	close(st.gate)
 	if res := <-done; res.Status != "done" || res.Reply != "first" {
 		t.Fatalf("first run: %+v", res)
+	}
+}
+
+// A model that asks for 2,000 tool calls in one turn gets 32 run and the rest
+// answered with an error; the run goes on.
+func TestCallsPerTurnCapped(t *testing.T) {
+	var calls []scripted.ToolCall
+	for i := 0; i < 2000; i++ {
+		calls = append(calls, call("read_file", map[string]any{"path": "greet.go"}))
+	}
+	h := newHarness(t, scripted.Script{Conversations: []scripted.Conversation{
+		{Match: "Summarize the conversation", Turns: []scripted.Turn{{Text: "read greet.go many times"}, {Text: "still reading"}}},
+		{Match: "", Turns: []scripted.Turn{{ToolCalls: calls}, {Text: "read enough"}}}}}, Config{})
+	res := h.run(context.Background(), Request{Prompt: "read it a lot"})
+	if res.Status != "done" || res.Reply != "read enough" {
+		t.Fatalf("%+v", res)
+	}
+	stored := storedMessages(t, h.store, res.Session, "")
+	ran, refused := 0, 0
+	for _, m := range stored {
+		switch {
+		case strings.Contains(m.Content, "greet.go (5 lines)"):
+			ran++
+		case strings.Contains(m.Content, "at most 32 tool calls run in one turn"):
+			refused++
+		}
+	}
+	if ran != 32 || refused != 1968 {
+		t.Fatalf("%d ran, %d refused (of %d stored messages)", ran, refused, len(stored))
+	}
+}
+
+// Arguments over the limit are cut where they are stored, so they are not sent
+// to the model again, and the call fails with a reason.
+func TestOversizedArgumentsCut(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("create_file", map[string]any{"path": "big.txt", "content": huge})}},
+		{Text: "ok"}}}, Config{})
+	res := h.run(context.Background(), Request{Prompt: "write a big file"})
+	if res.Status != "done" {
+		t.Fatalf("%+v", res)
+	}
+	req := h.srv.Requests()[1]
+	b, _ := json.Marshal(req)
+	if len(b) > 64<<10 {
+		t.Fatalf("the next request still carries %d bytes", len(b))
+	}
+	if tm := toolMessages(req); !strings.Contains(tm[0].Content, "over the 262144-byte limit") {
+		t.Fatalf("tool result %q", tm[0].Content)
+	}
+	for _, m := range storedMessages(t, h.store, res.Session, "") {
+		for _, c := range m.ToolCalls {
+			if len(c.Args) > 1000 {
+				t.Fatalf("stored arguments of %d bytes", len(c.Args))
+			}
+		}
+	}
+}
+
+// A subagent never takes more steps than its parent has left.
+func TestSubagentLoopsClampedToParentSteps(t *testing.T) {
+	var childTurns []scripted.Turn
+	for i := 0; i < 60; i++ {
+		childTurns = append(childTurns, scripted.Turn{ToolCalls: []scripted.ToolCall{call("list_files", map[string]any{})}})
+	}
+	h := newHarness(t, scripted.Script{Conversations: []scripted.Conversation{
+		{Match: "child", Turns: childTurns},
+		{Match: "parent", Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{call("call_subagent", map[string]any{"task": "child work", "max_loops": 50})}},
+			{Text: "parent done"}}},
+	}}, Config{})
+	res := h.run(context.Background(), Request{Prompt: "parent task", MaxSteps: 6})
+	childRequests := 0
+	for _, r := range h.srv.Requests() {
+		for _, m := range r.Messages {
+			if m.Role == "user" && m.Content == "child work" {
+				childRequests++
+			}
+		}
+	}
+	// The parent's tool step is its second of six: four are left for the child.
+	if childRequests > 2 {
+		t.Fatalf("the subagent made %d model calls under a parent with 6 steps (result %+v)", childRequests, res)
+	}
+}
+
+// A command line longer than the output cap runs and reports without panicking.
+func TestLongCommandLine(t *testing.T) {
+	line := "echo " + strings.Repeat("a", 20<<10)
+	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": line})}},
+		{Text: "ok"}}}, Config{})
+	res := h.run(context.Background(), Request{Prompt: "echo a lot", Permissions: allowAll(true)})
+	if res.Status != "done" {
+		t.Fatalf("%+v", res)
+	}
+	if tm := toolMessages(h.srv.Requests()[1]); !strings.Contains(tm[0].Content, "exit status 0") {
+		t.Fatalf("tool result %q", tm[0].Content[:200])
+	}
+}
+
+// Hostile repository contents: search does not follow a link out of the
+// project or read a FIFO or /dev/zero; read_file refuses them; a symlinked
+// project root lists and searches its files; a gigabyte file is read by line
+// range only.
+func TestHostileRepositoryFiles(t *testing.T) {
+	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{
+			call("search", map[string]any{"pattern": "root:|Greet"}),
+			call("read_file", map[string]any{"path": "passwd"}),
+			call("read_file", map[string]any{"path": "fifo"}),
+			call("read_file", map[string]any{"path": "zero"}),
+			call("read_file", map[string]any{"path": "big.log"}),
+			call("read_file", map[string]any{"path": "big.log", "start_line": 2, "end_line": 3}),
+			call("list_files", map[string]any{"project": "linked"}),
+		}},
+		{Text: "looked"}}}, Config{})
+	root := h.roots["sample"]
+	os.Symlink("/etc/passwd", filepath.Join(root, "passwd"))
+	os.Symlink("/dev/zero", filepath.Join(root, "zero"))
+	syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644)
+	f, _ := os.Create(filepath.Join(root, "big.log"))
+	f.WriteString("first\nsecond\nthird\n")
+	f.Truncate(1 << 30)
+	f.Close()
+	link := filepath.Join(t.TempDir(), "linked")
+	os.Symlink(h.roots["other"], link)
+	if _, err := h.ws.Add("linked", link); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan Result, 1)
+	go func() { done <- h.run(context.Background(), Request{Prompt: "look around"}) }()
+	select {
+	case res := <-done:
+		if res.Status != "done" {
+			t.Fatalf("%+v", res)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("a hostile repository hung the tools")
+	}
+	tm := toolMessages(h.srv.Requests()[1])
+	want := []string{"greet.go:3: func Greet", "symlink points outside", "named pipe", "symlink points outside", "read it in parts with start_line and end_line", "    2| second", "index.js"}
+	for i, w := range want {
+		if !strings.Contains(tm[i].Content, w) {
+			t.Errorf("call %d: %q, want it to contain %q", i, tm[i].Content, w)
+		}
+	}
+	if strings.Contains(tm[0].Content, "root:") {
+		t.Errorf("search read /etc/passwd through a link: %s", tm[0].Content)
 	}
 }

@@ -337,12 +337,12 @@ func TestWindowRules(t *testing.T) {
 		{"orphan tool dropped", []message.Message{hum, tool("t1", "zz", ""), ai("a2")}, 10, "h a2"},
 		{"kept tool brings its AI and siblings", []message.Message{hum, ai("a1", "c1", "c2"), tool("t1", "c1", ""), tool("t2", "c2", ""), ai("a2")}, 2, "a1 t1 t2 a2"},
 		{"system always kept", []message.Message{sys, hum, ai("a1"), ai("a2"), ai("a3")}, 2, "sys a2 a3"},
-		{"long tool output cut", []message.Message{hum, ai("a1", "c1"), tool("t1", "c1", strings.Repeat("x", 100))}, 10, "h a1 t1:cut"},
+		{"long tool output cut", []message.Message{hum, ai("a1", "c1"), tool("t1", "c1", strings.Repeat("x", 1000))}, 10, "h a1 t1:cut"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, m := range Window(tt.in, tt.keep, 50) {
+			for _, m := range Window(tt.in, tt.keep, 500) {
 				s := m.ID
 				if strings.Contains(m.Content, "cut:") {
 					s += ":cut"

@@ -26,16 +26,26 @@ func lastAI(msgs []message.Message) (message.Message, int) {
 
 func toolMessageID(aiID string, i int) string { return fmt.Sprintf("%s-t%d", aiID, i) }
 
-// route sends each tool call of the newest AI message to its own tools task.
+// route sends each unanswered tool call of the newest AI message to its own
+// tools task (calls past MaxCallsPerTurn were answered with an error).
 func (rt *Runtime) route(s graph.State) []graph.Route {
 	msgs := rt.st.messages.Get(s)
-	if len(msgs) == 0 || msgs[len(msgs)-1].Role != message.AI || len(msgs[len(msgs)-1].ToolCalls) == 0 {
+	ai, idx := lastAI(msgs)
+	if idx < 0 || len(ai.ToolCalls) == 0 {
 		return []graph.Route{graph.To(graph.End)}
 	}
-	calls := msgs[len(msgs)-1].ToolCalls
-	routes := make([]graph.Route, len(calls))
-	for i := range calls {
-		routes[i] = graph.Send("tools", i)
+	answered := map[string]bool{}
+	for _, m := range msgs[idx+1:] {
+		answered[m.ToolCallID] = true
+	}
+	var routes []graph.Route
+	for i, c := range ai.ToolCalls {
+		if !answered[c.ID] {
+			routes = append(routes, graph.Send("tools", i))
+		}
+	}
+	if len(routes) == 0 {
+		return []graph.Route{graph.To("agent")}
 	}
 	return routes
 }
@@ -79,9 +89,16 @@ func (rt *Runtime) agentNode(ctx context.Context, s graph.State) (graph.Patch, e
 		if ai.ToolCalls[i].ID == "" {
 			ai.ToolCalls[i].ID = fmt.Sprintf("call_%s_%d", ai.ID, i)
 		}
+		ai.ToolCalls[i].Args = tools.CutArgs(ai.ToolCalls[i].Args)
 	}
 	r.emit(event.Message{Message: ai})
-	return graph.NewPatch(append(writes, rt.st.messages.Append(ai))...), nil
+	out := []message.Message{ai}
+	// Calls past the turn's limit are answered at once; route runs the rest.
+	for i := tools.MaxCallsPerTurn; i < len(ai.ToolCalls); i++ {
+		out = append(out, message.Message{ID: toolMessageID(ai.ID, i), Role: message.Tool, Name: "tool@" + project, ToolCallID: ai.ToolCalls[i].ID,
+			Content: fmt.Sprintf("error: not run: at most %d tool calls run in one turn; call it again in the next turn", tools.MaxCallsPerTurn)})
+	}
+	return graph.NewPatch(append(writes, rt.st.messages.Append(out...))...), nil
 }
 
 // summarize folds older messages into the summary.

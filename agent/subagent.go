@@ -25,10 +25,17 @@ func (rt *Runtime) subagent(ctx context.Context, parent *run, project, task stri
 	}
 	child := &run{rt: rt, session: parent.session, contextID: id, parentID: parentID, editor: parent.editor, perms: parent.perms,
 		tools: parent.tools.Without("call_subagent"), acc: parent.acc}
+	limit := 2 * maxLoops // a model turn and a tool round are a step each
+	if left, ok := graph.StepsLeft(ctx); ok {
+		limit = min(limit, left) // a subagent spends no more than its parent has
+	}
+	if limit < 1 {
+		return tools.SubagentResult{ContextID: id, Result: "no steps are left in this run for a subagent"}, nil
+	}
 	child.emit(event.SubagentStart{Task: task})
 	in := message.NewHuman(task)
 	in.Name = "human@" + project
-	res, err := rt.graph.Invoke(context.WithValue(ctx, runKey{}, child), rt.graphConfig(child, 2*maxLoops),
+	res, err := rt.graph.Invoke(context.WithValue(ctx, runKey{}, child), rt.graphConfig(child, limit),
 		graph.NewPatch(rt.st.messages.Append(in), rt.st.project.Set(project)))
 	if ctx.Err() != nil {
 		child.emit(event.SubagentEnd{OK: false, Status: graph.StatusCancelled})

@@ -411,8 +411,18 @@ func (r *runner) keep(ctx context.Context, t task, p Patch) error {
 	return r.cfg.Checkpointer.PutWrite(context.WithoutCancel(ctx), r.cfg.Thread, r.cfg.Namespace, t.ID, raw)
 }
 
+type stepsLeftKey struct{}
+
+// StepsLeft returns, inside a node, how many steps the invocation running it
+// may still take after the current one; ok is false outside a node.
+func StepsLeft(ctx context.Context) (n int, ok bool) {
+	n, ok = ctx.Value(stepsLeftKey{}).(int)
+	return n, ok
+}
+
 // call runs one node, turning a panic into an error.
 func (r *runner) call(ctx context.Context, t task, s State) (p Patch, err error) {
+	ctx = context.WithValue(ctx, stepsLeftKey{}, max(r.limit()-r.steps-1, 0))
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())

@@ -300,8 +300,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, turn Turn) {
 			index = &idx
 		}
 		chunk(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{{Index: index, ID: id, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: tc.Name}}}}, "")
-		for a := []rune(args); len(a) > 0; { // arguments in pieces, as real servers send them
-			n := min(7, len(a))
+		piece := max(7, len(args)/256) // pieces, as real servers send them; big arguments in fewer
+		for a := []rune(args); len(a) > 0; {
+			n := min(piece, len(a))
 			chunk(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{{Index: index, Function: openai.FunctionCall{Arguments: string(a[:n])}}}}, "")
 			a = a[n:]
 		}

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -73,7 +73,7 @@ var runCommand = Tool{
 		"changes to protected files (.git/config, .vscode/, ...) are undone. Commands do not get API keys, tokens or passwords from the environment.",
 	Schema: json.RawMessage(`{"type": "object", "properties": {
 		"command": {"type": "string", "description": "\"build\", \"test\", or a shell command line."},
-		"timeout_seconds": {"type": "integer", "description": "Give up after this many seconds (default 120)."},
+		"timeout_seconds": {"type": "integer", "description": "Give up after this many seconds (default 120, at most 600)."},
 		` + projectArg + `}, "required": ["command"]}`),
 	Run: func(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
 		var a struct {
@@ -96,13 +96,7 @@ var runCommand = Tool{
 		if res, ok := env.allow(ctx, p, kind, line, confined); !ok {
 			return res, nil
 		}
-		timeout := env.CommandTimeout
-		if a.Timeout > 0 {
-			timeout = time.Duration(a.Timeout) * time.Second
-		}
-		if timeout <= 0 {
-			timeout = 2 * time.Minute
-		}
+		timeout := commandTimeout(a.Timeout, env.CommandTimeout)
 		argv := []string{"sh", "-c", line}
 		guard := env.Protected
 		if guard == nil {
@@ -137,7 +131,8 @@ var runCommand = Tool{
 		if status == workspace.StatusFailed {
 			p.AddError(fmt.Sprintf("%s: %s%s", line, header, lastLine(out)))
 		}
-		content := fmt.Sprintf("$ %s\n%s\n%s%s", line, header, Cut(out, env.maxOutput()-len(line)-len(note)-64), note)
+		shown := clip(line, 2<<10) // a command line can be long; the output matters more
+		content := fmt.Sprintf("$ %s\n%s\n%s%s", shown, header, Cut(out, env.maxOutput()-len(shown)-len(note)-64), note)
 		return Result{Content: content, IsError: status == workspace.StatusFailed, Summary: line + ": " + header}, nil
 	},
 }
@@ -231,8 +226,78 @@ func lastLine(out string) string {
 	return ": " + clip(out, 200)
 }
 
-// execute runs argv in dir with environment env, killing its whole process
-// group on timeout or cancellation.
+// Output kept of a command: its first and last bytes; the middle is counted
+// and dropped as it streams, so a command printing 400 MB costs no more
+// memory than one printing 64 KiB.
+const (
+	outputHead = 32 << 10
+	outputTail = 32 << 10
+)
+
+// boundedOutput is an io.Writer that keeps the head and the tail of what is
+// written and counts all of it.
+type boundedOutput struct {
+	mu    sync.Mutex // stdout and stderr may be written at once
+	head  []byte
+	tail  []byte
+	total int64
+}
+
+func (b *boundedOutput) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n0 := len(p)
+	b.total += int64(n0)
+	if room := outputHead - len(b.head); room > 0 {
+		n := min(room, len(p))
+		b.head = append(b.head, p[:n]...)
+		p = p[n:]
+	}
+	b.tail = append(b.tail, p...)
+	if len(b.tail) > 2*outputTail {
+		b.tail = append(b.tail[:0], b.tail[len(b.tail)-outputTail:]...)
+	}
+	return n0, nil
+}
+
+// String returns the output, with a note of what was dropped from its middle.
+func (b *boundedOutput) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tail := b.tail
+	if len(tail) > outputTail {
+		tail = tail[len(tail)-outputTail:]
+	}
+	dropped := b.total - int64(len(b.head)) - int64(len(tail))
+	if dropped <= 0 {
+		return string(b.head) + string(tail)
+	}
+	return fmt.Sprintf("%s\n[... %d of %d bytes of output dropped ...]\n%s", b.head, dropped, b.total, tail)
+}
+
+// Timeouts a command may ask for.
+const (
+	minCommandTimeout = time.Second
+	maxCommandTimeout = 10 * time.Minute
+)
+
+// commandTimeout is the timeout of a command that asked for requested
+// seconds (0: the default def, else two minutes), within 1 s and 10 min.
+func commandTimeout(requested int, def time.Duration) time.Duration {
+	t := def
+	if requested > 0 {
+		t = time.Duration(min(requested, int(maxCommandTimeout/time.Second))) * time.Second
+	}
+	if t <= 0 {
+		t = 2 * time.Minute
+	}
+	return min(max(t, minCommandTimeout), maxCommandTimeout)
+}
+
+// execute runs argv in dir with environment env, and kills its whole process
+// group when it ends (so background children do not outlive it), on timeout
+// or on cancellation. A command whose background children kept its output
+// open past WaitDelay succeeded as far as its own exit status says.
 func execute(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string) (string, int, error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -241,18 +306,24 @@ func execute(ctx context.Context, dir string, argv []string, timeout time.Durati
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
+	var out boundedOutput
+	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what it left running in the background
+	}
 	if cctx.Err() != nil {
 		if ctx.Err() != nil {
-			return buf.String(), -1, ctx.Err()
+			return out.String(), -1, ctx.Err()
 		}
-		return buf.String(), -1, context.DeadlineExceeded
+		return out.String(), -1, context.DeadlineExceeded
 	}
 	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return buf.String(), exit.ExitCode(), nil
+	switch {
+	case errors.As(err, &exit):
+		return out.String(), exit.ExitCode(), nil
+	case errors.Is(err, exec.ErrWaitDelay):
+		return out.String(), cmd.ProcessState.ExitCode(), nil
 	}
-	return buf.String(), 0, err
+	return out.String(), 0, err
 }

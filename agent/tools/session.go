@@ -33,7 +33,7 @@ var callSubagent = Tool{
 		"Returns {ok, result, context_id, loops}. Several calls in one turn run in parallel. Write the task so it can be done alone and say what to report back.",
 	Schema: json.RawMessage(`{"type": "object", "properties": {
 		"task": {"type": "string", "description": "Complete instructions for the subagent."},
-		"max_loops": {"type": "integer", "description": "Most model turns the subagent may take (default 10)."}}, "required": ["task"]}`),
+		"max_loops": {"type": "integer", "description": "Most model turns the subagent may take (default 10, at most 50, and no more than this run has steps left)."}}, "required": ["task"]}`),
 	Run: func(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
 		var a struct {
 			Task     string
@@ -48,6 +48,7 @@ var callSubagent = Tool{
 		if a.MaxLoops <= 0 {
 			a.MaxLoops = 10
 		}
+		a.MaxLoops = min(a.MaxLoops, MaxSubagentLoops)
 		res, err := env.Subagent(ctx, a.Task, a.MaxLoops)
 		if err != nil {
 			return Result{}, err

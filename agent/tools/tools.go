@@ -197,6 +197,30 @@ func (s Set) Without(names ...string) Set {
 	return out
 }
 
+// Bounds of what the model may send.
+const (
+	// MaxArgs bounds one tool call's arguments; bigger ones are cut where
+	// they are stored (CutArgs) and the call fails with a clear error.
+	MaxArgs = 256 << 10
+	// MaxCallsPerTurn bounds the tool calls of one model turn that run; the
+	// rest are answered with an error.
+	MaxCallsPerTurn = 32
+	// MaxSubagentLoops bounds a subagent's model turns.
+	MaxSubagentLoops = 50
+)
+
+const cutArgsKey = `{"agent-lsp:cut":`
+
+// CutArgs replaces arguments over MaxArgs by a short marker that Call
+// recognizes, so they are neither stored nor sent to the model again.
+func CutArgs(args string) string {
+	if len(args) <= MaxArgs {
+		return args
+	}
+	b, _ := json.Marshal(fmt.Sprintf("arguments of %d bytes, over the %d-byte limit", len(args), MaxArgs))
+	return cutArgsKey + string(b) + "}"
+}
+
 // Call runs one tool call. Every failure (unknown tool, invalid JSON, arguments
 // that do not fit the schema, a tool error or panic) becomes an error result the
 // model can read; Call itself never fails.
@@ -209,6 +233,13 @@ func (s Set) Call(ctx context.Context, env *Env, call message.ToolCall) (res Res
 		}
 		sort.Strings(names)
 		res, _ = errorf("unknown tool %q; available tools: %s", call.Name, strings.Join(names, ", "))
+		return res
+	}
+	if strings.HasPrefix(call.Args, cutArgsKey) {
+		var m map[string]string
+		json.Unmarshal([]byte(call.Args), &m)
+		res, _ = errorf("%s: %s were cut and not run; send smaller arguments (write a big file in parts: create it, then extend it with edit_file)",
+			call.Name, m["agent-lsp:cut"])
 		return res
 	}
 	args := json.RawMessage(call.Args)
@@ -246,14 +277,18 @@ func clip(s string, n int) string {
 	return s[:n] + "..."
 }
 
-// Cut shortens s to about max bytes, keeping its head and tail, with a note of
-// the full size.
-func Cut(s string, max int) string {
-	if len(s) <= max {
+// minCut is the least Cut keeps, whatever max it is given.
+const minCut = 256
+
+// Cut shortens s to about max bytes (at least minCut), keeping its head and
+// tail, with a note of the full size. It is safe for any max and any s.
+func Cut(s string, limit int) string {
+	limit = max(limit, minCut)
+	if len(s) <= limit {
 		return s
 	}
-	head := max * 2 / 3
-	tail := max - head
+	head := limit * 2 / 3
+	tail := limit - head
 	for head > 0 && !isRuneStart(s[head]) {
 		head--
 	}
