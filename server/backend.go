@@ -44,7 +44,7 @@ type Folder struct {
 // scrubbed of the API key and the settings' scrubEnv patterns. The notices
 // are problems the user should hear of (a folder that could not be added, a
 // store that could not be opened); they do not stop the backend.
-func NewBackend(s config.Settings, enc workspace.Encoding, folders []Folder, environ []string, getenv func(string) string) (*Backend, []string, error) {
+func NewBackend(s config.Settings, enc workspace.Encoding, folders []Folder, environ []string, getenv func(string) string, warn func(string)) (*Backend, []string, error) {
 	var notices []string
 	rules, err := shellrule.NewSet(nonEmpty(s.Allow), nonEmpty(s.Deny))
 	if err != nil {
@@ -60,7 +60,7 @@ func NewBackend(s config.Settings, enc workspace.Encoding, folders []Folder, env
 			notices = append(notices, "workspace folder skipped: "+err.Error())
 		}
 	}
-	db, note := openStore(s.StorePath, ws.Roots(), s.Durability)
+	db, note := openStore(s.StorePath, ws.Roots(), s.Durability, warn)
 	if note != "" {
 		notices = append(notices, note)
 	}
@@ -73,9 +73,6 @@ func NewBackend(s config.Settings, enc workspace.Encoding, folders []Folder, env
 	}
 	mode, _ := sandbox.ParseMode(s.Sandbox) // checked when the settings were resolved
 	confine := sandbox.Settings{Mode: mode, Writable: s.SandboxWritable, Network: s.SandboxNetwork, Temp: os.TempDir(), Getenv: getenv}
-	if mode != sandbox.Off && sb.ABI() == 0 {
-		notices = append(notices, "commands are not sandboxed: this kernel has no Landlock (or it is turned off); every command asks first")
-	}
 	rt, err := agent.New(agent.Config{Model: m, Workspace: ws, Store: db, MaxSteps: s.MaxSteps, Window: s.Window, CommandEnv: env,
 		Sandbox: sb, SandboxSettings: confine})
 	if err != nil {
@@ -112,14 +109,14 @@ func (b *Backend) StoreName() string {
 // it finds them again when reopened; failing that, in memory. The note says
 // what happened, if anything. (The shared-store daemon will replace the
 // sibling file.)
-func openStore(path string, roots []string, d store.Durability) (store.Store, string) {
-	db, err := store.Open(path, store.WithDefaultDurability(d))
+func openStore(path string, roots []string, d store.Durability, warn func(string)) (store.Store, string) {
+	db, err := store.Open(path, store.WithDefaultDurability(d), store.WithWarn(warn))
 	if err == nil {
-		return db, ""
+		return db, db.Recovered()
 	}
 	if errors.Is(err, store.ErrLocked) {
 		alt := siblingStorePath(path, roots)
-		if db, err2 := store.Open(alt, store.WithDefaultDurability(d)); err2 == nil {
+		if db, err2 := store.Open(alt, store.WithDefaultDurability(d), store.WithWarn(warn)); err2 == nil {
 			return db, fmt.Sprintf("%v; this window keeps its sessions in %s", err, alt)
 		}
 	}

@@ -93,6 +93,11 @@ func (c *client) showMessageRequest(ctx context.Context, typ protocol.MessageTyp
 	return choice.Title, nil
 }
 
+// showMessage shows a notice the user must act on.
+func (c *client) showMessage(typ protocol.MessageType, message string) {
+	c.conn.Notify(c.ctx, "window/showMessage", protocol.ShowMessageParams{Type: typ, Message: message})
+}
+
 // logMessage writes a line to the editor's log of this server.
 func (c *client) logMessage(typ protocol.MessageType, message string) {
 	c.conn.Notify(c.ctx, "window/logMessage", protocol.LogMessageParams{Type: typ, Message: message})

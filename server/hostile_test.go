@@ -193,3 +193,37 @@ func TestCommandEnvironmentIsScrubbed(t *testing.T) {
 		}
 	}
 }
+
+// A damaged store file does not stop the server: it is moved aside, the user
+// is told with window/showMessage, and the session list works.
+func TestDamagedStoreIsMovedAside(t *testing.T) {
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "hello"}}})
+	env := envFor(t, srv)
+	store := env[3][len("AGENT_LSP_STORE="):]
+	garbage := make([]byte, 64<<10)
+	for i := range garbage {
+		garbage[i] = byte(i * 7)
+	}
+	copy(garbage, []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xED, 0xDA, 0x0C, 0xE9}) // a bbolt magic, then nonsense
+	os.WriteFile(store, garbage, 0o600)
+	c := startServer(t, env...)
+	c.initialize(map[string]string{"sample": copyFixture(t, "sample")}, nil)
+	var list []json.RawMessage
+	if err := c.command("agent.sessions", map[string]any{}, &list); err != nil || len(list) != 0 {
+		t.Fatalf("sessions: %v %v", list, err)
+	}
+	var res runResult
+	if err := c.command("agent.run", map[string]any{"prompt": "hi"}, &res); err != nil || res.Status != "done" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	shown := ""
+	for _, n := range c.notifications("window/showMessage") {
+		shown += string(n)
+	}
+	if !strings.Contains(shown, "is damaged") || !strings.Contains(shown, ".corrupt-") {
+		t.Fatalf("the user was not told: %s", shown)
+	}
+	if aside, _ := filepath.Glob(store + ".corrupt-*"); len(aside) != 1 {
+		t.Fatalf("the damaged file was not kept: %v", aside)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/uri"
 
+	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
@@ -163,7 +164,7 @@ func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawM
 		return nil, invalidParams("%v", err)
 	}
 	enc := p.encoding()
-	b, notices, err := NewBackend(st, enc, p.folders(), s.opts.Environ(), s.opts.Getenv)
+	b, notices, err := NewBackend(st, enc, p.folders(), s.opts.Environ(), s.opts.Getenv, func(msg string) { s.notice(msgWarning, "%s", msg) })
 	if err != nil {
 		return nil, invalidParams("initialize: %v", err)
 	}
@@ -171,8 +172,15 @@ func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawM
 		b.Close()
 		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidRequest, "initialize was already received")
 	}
-	for _, n := range append(warnings, notices...) {
+	for _, n := range warnings {
 		s.notice(msgWarning, "%s", n)
+	}
+	for _, n := range notices { // problems the user must act on
+		s.notice(msgWarning, "%s", n)
+		s.client.showMessage(msgWarning, "agent-lsp: "+n)
+	}
+	if b.Confine.Mode != sandbox.Off && b.Sandbox.ABI() == 0 {
+		s.notice(msgWarning, "commands are not sandboxed: this kernel has no Landlock (or it is turned off); every command asks first")
 	}
 	if st.APIKey == "" && strings.Contains(st.BaseURL, "api.openai.com") {
 		s.notice(msgWarning, "no API key: set %s (or point OPENAI_BASE_URL at a local server)", st.APIKeyEnv)

@@ -42,6 +42,8 @@ type Bolt struct {
 	path        string
 	now         func() time.Time
 	durability  Durability
+	warn        func(string) // reports records skipped while reading
+	recovered   string       // what Open did with a damaged file, "" if nothing
 	c           *committer
 	batchedSeen atomic.Bool // some run chose Batched: gather groups
 }
@@ -52,31 +54,45 @@ type Option func(*Bolt)
 // WithDefaultDurability sets the durability of runs that do not choose one.
 func WithDefaultDurability(d Durability) Option { return func(b *Bolt) { b.durability = d } }
 
-// Open opens or creates the store file at path, creating its directory.
+// WithWarn reports problems that do not stop the store, such as a record
+// that cannot be read and is skipped.
+func WithWarn(warn func(string)) Option { return func(b *Bolt) { b.warn = warn } }
+
+// Open opens or creates the store file at path, creating its directory. A
+// file bbolt cannot read is moved aside as <path>.corrupt-<time> and a fresh
+// store is created in its place; Recovered then says so.
 func Open(path string, opts ...Option) (*Bolt, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: LockTimeout})
+	db, err := openBolt(path)
+	if err == nil {
+		if ierr := initBuckets(db, path); ierr != nil {
+			db.Close()
+			db, err = nil, ierr
+		}
+	}
+	recovered := ""
+	var corrupt *CorruptError
+	if errors.As(err, &corrupt) {
+		aside, merr := moveAside(path, time.Now())
+		if merr != nil {
+			return nil, fmt.Errorf("open store: %w; moving it aside failed: %v", err, merr)
+		}
+		recovered = fmt.Sprintf("%v; it was moved to %s and a new, empty store is used", err, aside)
+		db, err = openBolt(path)
+	}
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open store %s: %w (waited %s)", path, ErrLocked, LockTimeout)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bSessions, bThreads} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := initBuckets(db, path); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	b := &Bolt{db: db, path: path, now: time.Now, durability: DefaultDurability}
+	b := &Bolt{db: db, path: path, now: time.Now, durability: DefaultDurability, warn: func(string) {}, recovered: recovered}
 	for _, o := range opts {
 		o(b)
 	}
@@ -84,8 +100,33 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 	return b, nil
 }
 
+// initBuckets creates the top-level buckets; a damaged file makes it return a
+// CorruptError rather than panic.
+func initBuckets(db *bolt.DB, path string) (err error) {
+	defer guard(path, &err)
+	return db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bSessions, bThreads} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // Path returns the store file's path.
 func (b *Bolt) Path() string { return b.path }
+
+// Recovered says what Open did with a damaged store file ("" when nothing):
+// the user should be told.
+func (b *Bolt) Recovered() string { return b.recovered }
+
+// view runs a read transaction, turning a bbolt panic on a damaged page into
+// an error.
+func (b *Bolt) view(fn func(tx *bolt.Tx) error) (err error) {
+	defer guard(b.path, &err)
+	return b.db.View(fn)
+}
 
 // Close writes what is queued (and the held steps of unfinished runs in Exit
 // mode), then closes the file.
@@ -312,7 +353,7 @@ func (b *Bolt) Load(ctx context.Context, thread, ns string) (*State, error) {
 		return nil, fmt.Errorf("load checkpoint %s/%s: %w", thread, ns, err)
 	}
 	var s *State
-	err := b.db.View(func(tx *bolt.Tx) error {
+	err := b.view(func(tx *bolt.Tx) error {
 		n, _ := nsBucket(tx, thread, ns, false)
 		if n == nil || n.Get(kHead) == nil {
 			return ErrNotFound
@@ -369,7 +410,7 @@ func (b *Bolt) PutSession(ctx context.Context, s Session) error {
 func (b *Bolt) Session(ctx context.Context, id string) (Session, error) {
 	b.Flush()
 	var s Session
-	err := b.db.View(func(tx *bolt.Tx) error {
+	err := b.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bSessions).Get([]byte(id))
 		if v == nil {
 			return ErrNotFound
@@ -386,11 +427,12 @@ func (b *Bolt) Session(ctx context.Context, id string) (Session, error) {
 func (b *Bolt) Sessions(ctx context.Context, project string) ([]Session, error) {
 	b.Flush()
 	var out []Session
-	err := b.db.View(func(tx *bolt.Tx) error {
+	err := b.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bSessions).ForEach(func(k, v []byte) error {
 			var s Session
-			if err := json.Unmarshal(v, &s); err != nil {
-				return fmt.Errorf("session %s: %w", k, err)
+			if err := json.Unmarshal(v, &s); err != nil || s.ID != string(k) {
+				b.warn(fmt.Sprintf("the stored record of session %q cannot be read and is left out of the list", string(k)))
+				return nil
 			}
 			if project == "" || s.Project == project {
 				out = append(out, s)

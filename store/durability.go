@@ -116,6 +116,14 @@ func (b *Bolt) submit(apply func(*bolt.Tx) error, wait bool) error {
 			return fmt.Errorf("an earlier batched write failed: %w", err)
 		}
 	}
+	// A batched step after a failed group commit fails: the run must not go
+	// on as if its steps were being stored.
+	if !wait && c.asyncErr != nil {
+		err := c.asyncErr
+		c.asyncErr = nil
+		c.mu.Unlock()
+		return fmt.Errorf("an earlier batched write failed: %w", err)
+	}
 	// Backpressure: with a full group already queued behind the commit in
 	// flight, a batched writer waits, so a crash never loses more than two groups.
 	for !wait && len(c.queue) >= BatchSteps && !c.closed {
@@ -201,11 +209,18 @@ func (b *Bolt) gather() {
 	}
 }
 
+// update runs a write transaction, turning a bbolt panic on a damaged page
+// into an error (the committer goroutine must never die).
+func (b *Bolt) update(fn func(tx *bolt.Tx) error) (err error) {
+	defer guard(b.path, &err)
+	return b.db.Update(fn)
+}
+
 // commit writes jobs in one transaction; if it fails, each job on its own, so
 // one bad job does not fail the others.
 func (b *Bolt) commit(jobs []job) {
 	c := b.c
-	err := b.db.Update(func(tx *bolt.Tx) error {
+	err := b.update(func(tx *bolt.Tx) error {
 		for _, j := range jobs {
 			if err := j.apply(tx); err != nil {
 				return err
@@ -216,7 +231,7 @@ func (b *Bolt) commit(jobs []job) {
 	c.commits.Add(1)
 	if err != nil && len(jobs) > 1 {
 		for _, j := range jobs {
-			b.reply(j, b.db.Update(j.apply))
+			b.reply(j, b.update(j.apply))
 			c.commits.Add(1)
 		}
 		return

@@ -56,12 +56,15 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 	if *path == "" {
 		*path = config.StorePath(os.Getenv)
 	}
-	db, err := store.Open(*path)
+	db, err := store.Open(*path, store.WithWarn(func(msg string) { fmt.Fprintf(stderr, "agent-lsp sessions: %s\n", msg) }))
 	if err != nil {
 		fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
 		return 1
 	}
 	defer db.Close()
+	if r := db.Recovered(); r != "" {
+		fmt.Fprintf(stderr, "agent-lsp sessions: %s\n", r)
+	}
 	ctx := context.Background()
 	switch sub {
 	case "list":

@@ -1,0 +1,98 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// A store file cut short (a full disk, a copy interrupted) is moved aside and
+// a fresh store is used; nothing panics and the lock is not kept.
+func TestOpenDamagedStore(t *testing.T) {
+	for _, frac := range []int64{2, 3, 10} {
+		t.Run(fmt.Sprintf("1/%d", frac), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "sessions.db")
+			db, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 300; i++ {
+				db.PutSession(context.Background(), Session{ID: fmt.Sprint("s", i), Title: strings.Repeat("t", 500), Updated: time.Now()})
+			}
+			db.Close()
+			b, _ := os.ReadFile(path)
+			os.WriteFile(path, b[:int64(len(b))/frac], 0o600)
+
+			db, err = Open(path)
+			if err != nil {
+				t.Fatalf("open a damaged store: %v", err)
+			}
+			defer db.Close()
+			if !strings.Contains(db.Recovered(), "moved to "+path+".corrupt-") {
+				t.Fatalf("recovered: %q", db.Recovered())
+			}
+			if list, err := db.Sessions(context.Background(), ""); err != nil || len(list) != 0 {
+				t.Fatalf("the fresh store lists %d sessions, %v", len(list), err)
+			}
+			if err := db.PutSession(context.Background(), Session{ID: "new"}); err != nil {
+				t.Fatal(err)
+			}
+			aside, _ := filepath.Glob(path + ".corrupt-*")
+			if len(aside) != 1 {
+				t.Fatalf("the damaged file was not kept: %v", aside)
+			}
+		})
+	}
+}
+
+// One record that cannot be decoded is left out of the list and reported;
+// the others are listed.
+func TestUndecodableSessionSkipped(t *testing.T) {
+	var warned []string
+	db, err := Open(filepath.Join(t.TempDir(), "s.db"), WithWarn(func(m string) { warned = append(warned, m) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	db.PutSession(ctx, Session{ID: "good-1"})
+	db.PutSession(ctx, Session{ID: "good-2"})
+	db.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bSessions).Put([]byte("bad"), []byte("{not json")) })
+	list, err := db.Sessions(ctx, "")
+	if err != nil || len(list) != 2 {
+		t.Fatalf("%d sessions, %v", len(list), err)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], `"bad"`) {
+		t.Fatalf("warned %q", warned)
+	}
+}
+
+// After a group commit failed, the next batched step fails instead of the run
+// going on as if its steps were stored.
+func TestBatchedFailsAfterAFailedGroup(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "s.db"), WithDefaultDurability(Batched))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	boom := errors.New("no space left on device")
+	if err := db.submit(func(*bolt.Tx) error { return boom }, false); err != nil {
+		t.Fatal(err)
+	}
+	db.Flush() // the failing group is committed
+	err = db.Put(ctx, Checkpoint{Thread: "t", Step: 1, Status: StatusRunning})
+	if !errors.Is(err, boom) {
+		t.Fatalf("the next batched step: %v", err)
+	}
+	if err := db.Put(ctx, Checkpoint{Thread: "t", Step: 2, Status: StatusRunning}); err != nil {
+		t.Fatalf("the step after that: %v", err)
+	}
+}
