@@ -218,3 +218,57 @@ func TestFiftyThousandRequests(t *testing.T) {
 		t.Fatalf("after 50,000 requests: %v %v", projects, err)
 	}
 }
+
+// Malformed frame headers never end the server: the reader answers with an
+// error and resynchronizes at the next Content-Length; an oversized frame is
+// refused before its body is read; a request id already in flight is refused.
+func TestBadFrames(t *testing.T) {
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Delay: scripted.Duration(2 * time.Second), Text: "slow answer"}}})
+	r := startRaw(t, envFor(t, srv))
+	sample := copyFixture(t, "sample")
+	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":null,"rootUri":%q,"capabilities":{}}}`, uri.File(sample)))
+	r.read()
+	projects := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"workspace/executeCommand","params":{"command":"agent.projects","arguments":[{}]}}`, id)
+	}
+	body := projects(50)
+	for i, raw := range []string{
+		"Content-Length: abc\r\n\r\n" + body,
+		"Content-Length: -5\r\n\r\n" + body,
+		"Content-Type: application/json\r\n\r\n" + body,
+		"garbage without any header at all\r\n\r\n" + body,
+		"Content-Length: 10\r\nX-Bad header line\r\n\r\n" + body,
+	} {
+		io.WriteString(r.in, raw)
+		if m := r.read(); errCode(m) != -32700 || !strings.Contains(fmt.Sprint(m["error"]), "skipped to the next Content-Length") {
+			t.Fatalf("case %d: %v", i, m)
+		}
+		id := 100 + i
+		r.send(projects(id))
+		if m := r.read(); m["result"] == nil || int(m["id"].(float64)) != id {
+			t.Fatalf("after bad header %d the server did not serve: %v", i, m)
+		}
+	}
+	// An oversized frame is refused by its header: the answer carries the id
+	// its start shows, and the body is skipped.
+	huge := `{"jsonrpc":"2.0","id":77,"method":"workspace/executeCommand","params":{"command":"agent.run","arguments":[{"prompt":"` + strings.Repeat("x", 40<<20) + `"}]}}`
+	r.send(huge)
+	if m := r.read(); errCode(m) != -32600 || int(m["id"].(float64)) != 77 || !strings.Contains(fmt.Sprint(m["error"]), "over the") {
+		t.Fatalf("oversized: %v", m)
+	}
+	// A request id already in flight is refused; the first request still ends.
+	run := `{"jsonrpc":"2.0","id":88,"method":"workspace/executeCommand","params":{"command":"agent.run","arguments":[{"prompt":"slow"}]}}`
+	r.send(run)
+	r.send(run)
+	first := r.read()
+	if errCode(first) != -32600 || !strings.Contains(fmt.Sprint(first["error"]), "already in flight") {
+		t.Fatalf("duplicate id: %v", first)
+	}
+	if m := r.read(); m["result"] == nil || int(m["id"].(float64)) != 88 {
+		t.Fatalf("the first request with that id: %v", m)
+	}
+	r.send(projects(200))
+	if m := r.read(); m["result"] == nil {
+		t.Fatalf("still serving: %v", m)
+	}
+}

@@ -1,10 +1,15 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 
 	"go.lsp.dev/jsonrpc2"
@@ -13,84 +18,303 @@ import (
 // MaxMessageSize bounds one incoming JSON-RPC message.
 const MaxMessageSize = 32 << 20
 
-// guardedStream wraps jsonrpc2's header framing so that bad input never closes
-// the connection: an oversized message, invalid JSON or an invalid request
-// object is answered with a JSON-RPC error (ParseError, InvalidRequest) and the
-// stream reads on. go.lsp.dev/jsonrpc2 v1 would otherwise fail the connection.
-type guardedStream struct {
-	wmu   sync.Mutex // reject writes from the read loop, the conn from others
-	inner jsonrpc2.Stream
-	limit int
-	logf  func(format string, args ...any)
-}
+// maxHeaderLine bounds one header line; a longer one is a bad header.
+const maxHeaderLine = 8 << 10
 
-type frameReader interface {
-	ReadFrame(ctx context.Context) ([]byte, int64, error)
+// guardedStream reads LSP base-protocol frames itself and writes through
+// jsonrpc2's header stream, so that bad input never closes the connection
+// (go.lsp.dev/jsonrpc2 v1 fails it on any framing or decoding error):
+//   - a header without a valid Content-Length is answered with ParseError and
+//     the reader resynchronizes at the next "Content-Length:";
+//   - a Content-Length over the limit is refused before the body is read
+//     (InvalidRequest, with the id when the body's start shows one), and the
+//     body is discarded in chunks;
+//   - invalid JSON (ParseError) and objects that are not JSON-RPC 2.0
+//     messages (InvalidRequest) are answered, with the id when one can be read;
+//   - a request whose id is already in flight is refused (InvalidRequest).
+type guardedStream struct {
+	inner  jsonrpc2.Stream // writes frames
+	in     *bufio.Reader // read only by Read, on the connection's read loop
+	limit  int
+	logf   func(format string, args ...any)
+
+	wmu sync.Mutex // serializes writes: rejections from the read loop, the conn's others
+
+	pmu     sync.Mutex          // guards pending
+	pending map[string]struct{} // ids of requests read and not answered yet
 }
 
 func newGuardedStream(rw io.ReadWriteCloser, logf func(string, ...any)) *guardedStream {
-	return &guardedStream{inner: jsonrpc2.NewHeaderStream(rw), limit: MaxMessageSize, logf: logf}
+	return &guardedStream{inner: jsonrpc2.NewHeaderStream(rw), in: bufio.NewReaderSize(rw, 64<<10),
+		limit: MaxMessageSize, logf: logf, pending: map[string]struct{}{}}
+}
+
+// frameError is a frame that cannot be delivered; the stream answers it,
+// unless it reads as a notification (which is never answered).
+type frameError struct {
+	code         jsonrpc2.Code
+	msg          string
+	id           jsonrpc2.ID // the id the frame's body shows, if any
+	notification bool
+	resync       bool // a bad header: skip to the next Content-Length after answering
 }
 
 // Read implements jsonrpc2.Stream.
 func (s *guardedStream) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
-	fr := s.inner.(frameReader)
 	for {
-		frame, n, err := fr.ReadFrame(ctx)
+		body, n, err := s.readFrame()
+		var fe *frameError
+		if errors.As(err, &fe) {
+			s.reject(ctx, fe) // answered at once: the next frame may wait for the answer
+			if fe.resync {
+				if err := s.resync(); err != nil {
+					return nil, n, err
+				}
+			}
+			continue
+		}
 		if err != nil {
 			return nil, n, err
 		}
-		if len(frame) > s.limit {
-			s.reject(ctx, frame, jsonrpc2.InvalidRequest, fmt.Sprintf("message of %d bytes is over the %d-byte limit", len(frame), s.limit))
-			continue
-		}
-		if !json.Valid(frame) {
-			s.reject(ctx, nil, jsonrpc2.ParseError, "invalid JSON")
-			continue
-		}
-		view, err := jsonrpc2.NewFrameView(frame)
-		if err != nil {
-			s.reject(ctx, frame, jsonrpc2.InvalidRequest, "not a JSON-RPC 2.0 message: "+err.Error())
-			continue
-		}
-		mv := view.MessageView()
-		msg, err := mv.Owned()
-		if err != nil {
-			s.reject(ctx, frame, jsonrpc2.InvalidRequest, "not a JSON-RPC 2.0 message: "+err.Error())
+		msg, fe := s.decode(body)
+		if fe != nil {
+			s.reject(ctx, fe)
 			continue
 		}
 		return msg, n, nil
 	}
 }
 
-// reject answers a bad frame, echoing its id when one can be read.
-func (s *guardedStream) reject(ctx context.Context, frame []byte, code jsonrpc2.Code, msg string) {
-	s.logf("rejected incoming message: %s", msg)
-	var id jsonrpc2.ID
-	if len(frame) > 0 && len(frame) < 1<<20 {
-		var probe struct {
-			ID     json.RawMessage `json:"id"`
-			Method *string         `json:"method"`
-		}
-		if json.Unmarshal(frame, &probe) == nil {
-			var num int64
-			var str string
-			switch {
-			case json.Unmarshal(probe.ID, &num) == nil:
-				id = jsonrpc2.NewNumberID(num)
-			case json.Unmarshal(probe.ID, &str) == nil:
-				id = jsonrpc2.NewStringID(str)
-			}
-			if probe.Method != nil && len(probe.ID) == 0 {
-				return // a bad notification gets no answer
-			}
-		}
+// readFrame reads the next frame's header block and body.
+func (s *guardedStream) readFrame() ([]byte, int64, error) {
+	length, hlen, err := s.readHeaders()
+	if err != nil {
+		return nil, int64(hlen), err
 	}
-	s.Write(ctx, jsonrpc2.NewResponse(id, nil, jsonrpc2.NewError(code, msg)))
+	if length > s.limit {
+		head := make([]byte, min(length, 1<<10))
+		io.ReadFull(s.in, head)
+		if _, err := io.CopyN(io.Discard, s.in, int64(length-len(head))); err != nil {
+			return nil, int64(hlen), err
+		}
+		return nil, int64(hlen + length), &frameError{code: jsonrpc2.InvalidRequest, id: sniffID(head),
+			msg: fmt.Sprintf("message of %d bytes is over the %d-byte limit", length, s.limit)}
+	}
+	body := make([]byte, length)
+	if _, err := io.ReadFull(s.in, body); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, int64(hlen), err
+	}
+	return body, int64(hlen + length), nil
 }
 
-// Write implements jsonrpc2.Stream.
+// readHeaders reads one header block and returns its Content-Length. A block
+// without a valid one is a frameError (ParseError) asking Read to skip to
+// the next "Content-Length:" once it has answered.
+func (s *guardedStream) readHeaders() (length, n int, err error) {
+	length = -1
+	bad := ""
+	for {
+		line, err := s.headerLine()
+		n += len(line)
+		if err != nil {
+			return 0, n, err
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if i := indexFold([]byte(line), contentLength); i > 0 {
+			s.logf("dropped %d bytes of junk before a Content-Length header", i)
+			line = line[i:] // junk with no newline before the next frame's header
+		}
+		if line == "" {
+			if length < 0 && bad == "" && n <= 2 {
+				continue // blank lines between frames
+			}
+			break
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			bad = fmt.Sprintf("invalid header line %q", clipText(line, 80))
+			continue
+		}
+		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
+			v, perr := strconv.Atoi(strings.TrimSpace(value))
+			if perr != nil || v <= 0 {
+				bad = fmt.Sprintf("invalid Content-Length %q", clipText(strings.TrimSpace(value), 40))
+				continue
+			}
+			length = v
+		}
+	}
+	if bad == "" && length < 0 {
+		bad = "a header block without Content-Length"
+	}
+	if bad != "" {
+		return 0, n, &frameError{code: jsonrpc2.ParseError, msg: bad + "; skipped to the next Content-Length", resync: true}
+	}
+	return length, n, nil
+}
+
+// headerLine reads one header line of at most maxHeaderLine bytes; a longer
+// one is cut (its rest read and dropped) and comes back without its newline,
+// so it never parses as a header.
+func (s *guardedStream) headerLine() (string, error) {
+	line, err := s.in.ReadSlice('\n')
+	if err == nil || err != bufio.ErrBufferFull {
+		return string(line), err
+	}
+	out := string(line[:min(len(line), maxHeaderLine)])
+	for err == bufio.ErrBufferFull {
+		_, err = s.in.ReadSlice('\n')
+	}
+	return strings.TrimRight(out, "\n") + " (cut)", err
+}
+
+var contentLength = []byte("content-length:")
+
+// indexFold is the index of the lower-case ASCII needle in b, ignoring ASCII
+// case only (bytes.ToLower would rewrite invalid UTF-8 and shift offsets).
+func indexFold(b, needle []byte) int {
+	for i := 0; i+len(needle) <= len(b); i++ {
+		j := 0
+		for ; j < len(needle); j++ {
+			c := b[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != needle[j] {
+				break
+			}
+		}
+		if j == len(needle) {
+			return i
+		}
+	}
+	return -1
+}
+
+// resync discards input up to (not including) the next "Content-Length:",
+// matched case-insensitively anywhere, even inside a body that had no valid
+// length: the next frame starts there. It scans the reader's buffer in place.
+func (s *guardedStream) resync() error {
+	for {
+		b, err := s.in.Peek(max(s.in.Buffered(), len(contentLength)))
+		if i := indexFold(b, contentLength); i >= 0 {
+			s.in.Discard(i)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		s.in.Discard(len(b) - len(contentLength) + 1) // keep what may begin a match
+	}
+}
+
+// decode turns a frame body into a message, or says why it is refused.
+func (s *guardedStream) decode(body []byte) (jsonrpc2.Message, *frameError) {
+	if !json.Valid(body) {
+		return nil, &frameError{code: jsonrpc2.ParseError, msg: "invalid JSON", id: sniffID(body)}
+	}
+	view, err := jsonrpc2.NewFrameView(body)
+	if err == nil {
+		mv := view.MessageView()
+		var msg jsonrpc2.Message
+		if msg, err = mv.Owned(); err == nil {
+			return s.track(msg)
+		}
+	}
+	return nil, &frameError{code: jsonrpc2.InvalidRequest, msg: "not a JSON-RPC 2.0 message: " + err.Error(), id: sniffID(body),
+		notification: isNotification(body)}
+}
+
+func (e *frameError) Error() string { return e.msg }
+
+// isNotification reports whether a body reads as an object with a method and no id.
+func isNotification(body []byte) bool {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(body, &probe) != nil {
+		return false
+	}
+	_, method := probe["method"]
+	_, id := probe["id"]
+	return method && !id
+}
+
+// idKey names an id in the table of requests in flight (1 and "1" differ).
+func idKey(id jsonrpc2.ID) string {
+	if n, ok := id.Number(); ok {
+		return "n" + strconv.FormatInt(n, 10)
+	}
+	str, _ := id.StringValue()
+	return "s" + str
+}
+
+// track records a request's id as in flight, refusing an id that already is.
+func (s *guardedStream) track(msg jsonrpc2.Message) (jsonrpc2.Message, *frameError) {
+	if call, ok := msg.(*jsonrpc2.Call); ok {
+		key := idKey(call.ID())
+		s.pmu.Lock()
+		_, dup := s.pending[key]
+		if !dup {
+			s.pending[key] = struct{}{}
+		}
+		s.pmu.Unlock()
+		if dup {
+			return nil, &frameError{code: jsonrpc2.InvalidRequest, id: call.ID(),
+				msg: fmt.Sprintf("request id %v is already in flight; use a new id for each request", call.ID())}
+		}
+	}
+	return msg, nil
+}
+
+var idField = regexp.MustCompile(`"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")`)
+
+// sniffID finds a request id in the start of a body that could not be
+// decoded, so the error can be matched to the request; notifications and
+// bodies without one get the null id.
+func sniffID(body []byte) jsonrpc2.ID {
+	var probe struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	raw := []byte(nil)
+	if json.Unmarshal(body, &probe) == nil {
+		raw = probe.ID
+	} else if m := idField.FindSubmatch(body[:min(len(body), 1<<10)]); m != nil {
+		raw = m[1]
+	}
+	var num int64
+	var str string
+	switch {
+	case json.Unmarshal(raw, &num) == nil:
+		return jsonrpc2.NewNumberID(num)
+	case json.Unmarshal(raw, &str) == nil:
+		return jsonrpc2.NewStringID(str)
+	}
+	return jsonrpc2.ID{}
+}
+
+// reject answers a frame that cannot be delivered (not through Write: an
+// answer to a duplicate id must not end the original request's time in
+// flight). A notification gets no answer.
+func (s *guardedStream) reject(ctx context.Context, fe *frameError) {
+	s.logf("rejected incoming message: %s", fe.msg)
+	if fe.notification {
+		return
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.inner.Write(ctx, jsonrpc2.NewResponse(fe.id, nil, jsonrpc2.NewError(fe.code, fe.msg)))
+}
+
+// Write implements jsonrpc2.Stream. A response ends its request's time in flight.
 func (s *guardedStream) Write(ctx context.Context, msg jsonrpc2.Message) (int64, error) {
+	if r, ok := msg.(*jsonrpc2.Response); ok && r.ID().IsValid() {
+		s.pmu.Lock()
+		delete(s.pending, idKey(r.ID()))
+		s.pmu.Unlock()
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	return s.inner.Write(ctx, msg)
@@ -98,3 +322,10 @@ func (s *guardedStream) Write(ctx context.Context, msg jsonrpc2.Message) (int64,
 
 // Close implements jsonrpc2.Stream.
 func (s *guardedStream) Close() error { return s.inner.Close() }
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

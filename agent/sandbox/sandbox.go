@@ -127,7 +127,8 @@ type Report struct {
 
 // Describe reports what p enforces on this machine.
 func (s *Sandbox) Describe(p Policy) Report {
-	r := Report{Mode: p.Mode, LandlockABI: s.abi, Network: p.Network || !s.Confines(p), Enforced: []string{}}
+	// Network is what commands can do, not the setting: before ABI 4 nothing confines it.
+	r := Report{Mode: p.Mode, LandlockABI: s.abi, Network: p.Network || !s.Confines(p) || s.abi < 4, Enforced: []string{}}
 	switch {
 	case p.Mode == Off:
 		r.NotEnforced = []string{"the sandbox is off: commands run with the user's full rights"}
