@@ -33,10 +33,10 @@ const maxHeaderLine = 8 << 10
 //     messages (InvalidRequest) are answered, with the id when one can be read;
 //   - a request whose id is already in flight is refused (InvalidRequest).
 type guardedStream struct {
-	inner  jsonrpc2.Stream // writes frames
-	in     *bufio.Reader // read only by Read, on the connection's read loop
-	limit  int
-	logf   func(format string, args ...any)
+	inner jsonrpc2.Stream // writes frames
+	in    *bufio.Reader   // read only by Read, on the connection's read loop
+	limit int
+	logf  func(format string, args ...any)
 
 	wmu sync.Mutex // serializes writes: rejections from the read loop, the conn's others
 
