@@ -2,8 +2,10 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -226,4 +228,67 @@ func TestDamagedStoreIsMovedAside(t *testing.T) {
 	if aside, _ := filepath.Glob(store + ".corrupt-*"); len(aside) != 1 {
 		t.Fatalf("the damaged file was not kept: %v", aside)
 	}
+}
+
+// vmHWM is a process's peak resident memory, from /proc.
+func vmHWM(t *testing.T, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM")
+	return 0
+}
+
+// The server's memory stays bounded while the agent reads a 1 GB file and
+// runs a command that prints 400 MB (it once took 1.45 GB for the output).
+func TestMemoryBoundedOnHugeFilesAndOutput(t *testing.T) {
+	srv := model(t, hostile(t, "huge-file-and-output.json"))
+	sample := copyFixture(t, "sample")
+	f, err := os.Create(filepath.Join(sample, "huge.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("first line\nsecond line\n")
+	f.Truncate(1 << 30)
+	f.Close()
+	c := startServer(t, envFor(t, srv)...)
+	c.initialize(map[string]string{"sample": sample}, map[string]any{"permissions": map[string]any{"allow": []string{"head *", "tr *"}}})
+	before := vmHWM(t, c.cmd.Process.Pid)
+	var res runResult
+	if err := c.command("agent.run", map[string]any{"prompt": "look at the log"}, &res); err != nil || res.Status != "done" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	peak := vmHWM(t, c.cmd.Process.Pid)
+	t.Logf("server peak RSS: %d MiB before the run, %d MiB after (race-enabled binary)", before>>20, peak>>20)
+	if peak > 400<<20 {
+		t.Fatalf("the server's peak RSS grew to %d MiB", peak>>20)
+	}
+	results := map[string]string{}
+	for _, req := range srv.Requests() {
+		for _, m := range req.Messages {
+			if m.ToolCallID != "" {
+				results[m.ToolCallID] = m.Content
+			}
+		}
+	}
+	for id, want := range map[string]string{"whole": "over the 8388608-byte limit", "lines": "2| second line",
+		"search": "no matches", "output": "of 400000000 bytes of output dropped"} {
+		if !strings.Contains(results[id], want) {
+			t.Errorf("%s: %q, want %q", id, clipStr(results[id], 300), want)
+		}
+	}
+}
+
+func clipStr(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agent-lsp/agent-lsp/agent/message"
 )
@@ -42,20 +43,40 @@ func TestCutAnySize(t *testing.T) {
 }
 
 func TestBoundedOutput(t *testing.T) {
-	var b boundedOutput
-	chunk := []byte(strings.Repeat("x", 4096))
-	for i := 0; i < 100_000; i++ { // 400 MB through a writer that keeps 64 KiB
-		if n, err := b.Write(chunk); n != len(chunk) || err != nil {
-			t.Fatalf("write: %d %v", n, err)
+	for _, keep := range []int{0, 1000, 16 << 10, 64 << 10} {
+		b := newOutput(keep)
+		chunk := []byte(strings.Repeat("x", 4096))
+		for i := 0; i < 100_000; i++ { // 400 MB through a writer that keeps a few KiB
+			if n, err := b.Write(chunk); n != len(chunk) || err != nil {
+				t.Fatalf("write: %d %v", n, err)
+			}
+		}
+		b.Write([]byte("THE END"))
+		out := b.String()
+		if len(out) > max(keep, minCut)+100 || !strings.HasSuffix(out, "THE END") || !strings.Contains(out, "of 409600007 bytes of output dropped") {
+			t.Fatalf("keep %d: %d bytes: ...%s", keep, len(out), out[max(0, len(out)-100):])
+		}
+		if cap(b.tail) > 4*max(keep, minCut) {
+			t.Fatalf("keep %d: the tail grew to %d bytes", keep, cap(b.tail))
 		}
 	}
-	b.Write([]byte("THE END"))
-	out := b.String()
-	if len(out) > outputHead+outputTail+200 || !strings.HasSuffix(out, "THE END") || !strings.Contains(out, "of 409600007 bytes of output dropped") {
-		t.Fatalf("%d bytes: ...%s", len(out), out[len(out)-100:])
+}
+
+// Output cut in the middle of multi-byte characters stays valid UTF-8, and
+// output within the limit comes back whole.
+func TestBoundedOutputKeepsCharactersWhole(t *testing.T) {
+	for n := 0; n < 8; n++ {
+		b := newOutput(300)
+		b.Write([]byte(strings.Repeat("x", n)))
+		b.Write([]byte(strings.Repeat("é€😀", 200)))
+		if out := b.String(); !utf8.ValidString(out) || !strings.Contains(out, "bytes of output dropped") {
+			t.Fatalf("offset %d: %q", n, out)
+		}
 	}
-	if cap(b.tail) > 4*outputTail {
-		t.Fatalf("the tail grew to %d bytes", cap(b.tail))
+	b := newOutput(300)
+	b.Write([]byte("short\n"))
+	if out := b.String(); out != "short\n" {
+		t.Fatalf("%q", out)
 	}
 }
 
@@ -64,7 +85,7 @@ func TestBoundedOutput(t *testing.T) {
 func TestBackgroundChildrenDoNotOutliveTheCommand(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
-	out, code, err := execute(context.Background(), dir, []string{"sh", "-c", "sleep 300 & echo $! > child.pid; echo started"}, time.Minute, os.Environ())
+	out, code, err := execute(context.Background(), dir, []string{"sh", "-c", "sleep 300 & echo $! > child.pid; echo started"}, time.Minute, os.Environ(), 4096)
 	if err != nil || code != 0 || !strings.Contains(out, "started") {
 		t.Fatalf("%q %d %v", out, code, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/workspace"
@@ -118,7 +119,8 @@ var runCommand = Tool{
 			}
 		}
 		record(workspace.Outcome{Status: workspace.StatusPending, Command: line})
-		out, code, err := execute(ctx, p.Root(), argv, timeout, env.commandEnv())
+		shown := clip(line, 2<<10) // a command line can be long; the output matters more
+		out, code, err := execute(ctx, p.Root(), argv, timeout, env.commandEnv(), env.maxOutput()-len(shown)-512)
 		var note string
 		if confined {
 			note = guard.leave(p.Root())
@@ -131,8 +133,7 @@ var runCommand = Tool{
 		if status == workspace.StatusFailed {
 			p.AddError(fmt.Sprintf("%s: %s%s", line, header, lastLine(out)))
 		}
-		shown := clip(line, 2<<10) // a command line can be long; the output matters more
-		content := fmt.Sprintf("$ %s\n%s\n%s%s", shown, header, Cut(out, env.maxOutput()-len(shown)-len(note)-64), note)
+		content := fmt.Sprintf("$ %s\n%s\n%s%s", shown, header, out, note)
 		return Result{Content: content, IsError: status == workspace.StatusFailed, Summary: line + ": " + header}, nil
 	},
 }
@@ -226,21 +227,24 @@ func lastLine(out string) string {
 	return ": " + clip(out, 200)
 }
 
-// Output kept of a command: its first and last bytes; the middle is counted
-// and dropped as it streams, so a command printing 400 MB costs no more
-// memory than one printing 64 KiB.
-const (
-	outputHead = 32 << 10
-	outputTail = 32 << 10
-)
-
 // boundedOutput is an io.Writer that keeps the head and the tail of what is
-// written and counts all of it.
+// written and counts all of it. What lies between is dropped as it streams,
+// so a command printing 400 MB costs no more memory than one printing the
+// few KiB the model is shown. The zero value keeps nothing; use newOutput.
 type boundedOutput struct {
-	mu    sync.Mutex // stdout and stderr may be written at once
+	headMax, tailMax int // set once by newOutput
+
+	mu    sync.Mutex // guards the fields below: stdout and stderr may be written at once
 	head  []byte
-	tail  []byte
+	tail  []byte // up to 2*tailMax, trimmed to the last tailMax
 	total int64
+}
+
+// newOutput returns a boundedOutput whose String is about keep bytes at most
+// (and at least minCut), two thirds head, one third tail, plus a note.
+func newOutput(keep int) *boundedOutput {
+	keep = max(keep, minCut)
+	return &boundedOutput{headMax: keep * 2 / 3, tailMax: keep - keep*2/3}
 }
 
 func (b *boundedOutput) Write(p []byte) (int, error) {
@@ -248,31 +252,47 @@ func (b *boundedOutput) Write(p []byte) (int, error) {
 	defer b.mu.Unlock()
 	n0 := len(p)
 	b.total += int64(n0)
-	if room := outputHead - len(b.head); room > 0 {
+	if room := b.headMax - len(b.head); room > 0 {
 		n := min(room, len(p))
 		b.head = append(b.head, p[:n]...)
 		p = p[n:]
 	}
+	if len(p) >= b.tailMax {
+		b.tail = append(b.tail[:0], p[len(p)-b.tailMax:]...)
+		return n0, nil
+	}
 	b.tail = append(b.tail, p...)
-	if len(b.tail) > 2*outputTail {
-		b.tail = append(b.tail[:0], b.tail[len(b.tail)-outputTail:]...)
+	if len(b.tail) > 2*b.tailMax {
+		b.tail = append(b.tail[:0], b.tail[len(b.tail)-b.tailMax:]...)
 	}
 	return n0, nil
 }
 
-// String returns the output, with a note of what was dropped from its middle.
+// String returns the output, with a note of what was dropped from its middle
+// and the full size. The cut falls on UTF-8 character boundaries.
 func (b *boundedOutput) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	tail := b.tail
-	if len(tail) > outputTail {
-		tail = tail[len(tail)-outputTail:]
+	head, tail := b.head, b.tail
+	if len(tail) > b.tailMax {
+		tail = tail[len(tail)-b.tailMax:]
 	}
-	dropped := b.total - int64(len(b.head)) - int64(len(tail))
-	if dropped <= 0 {
-		return string(b.head) + string(tail)
+	if b.total <= int64(len(head)+len(tail)) {
+		return string(head) + string(tail)
 	}
-	return fmt.Sprintf("%s\n[... %d of %d bytes of output dropped ...]\n%s", b.head, dropped, b.total, tail)
+	for i := len(head) - 1; i >= 0 && i >= len(head)-utf8.UTFMax; i-- {
+		if isRuneStart(head[i]) {
+			if !utf8.FullRune(head[i:]) {
+				head = head[:i] // a character the cut split
+			}
+			break
+		}
+	}
+	for len(tail) > 0 && !isRuneStart(tail[0]) {
+		tail = tail[1:]
+	}
+	dropped := b.total - int64(len(head)) - int64(len(tail))
+	return fmt.Sprintf("%s\n[... %d of %d bytes of output dropped ...]\n%s", head, dropped, b.total, tail)
 }
 
 // Timeouts a command may ask for.
@@ -298,7 +318,7 @@ func commandTimeout(requested int, def time.Duration) time.Duration {
 // group when it ends (so background children do not outlive it), on timeout
 // or on cancellation. A command whose background children kept its output
 // open past WaitDelay succeeded as far as its own exit status says.
-func execute(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string) (string, int, error) {
+func execute(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string, keep int) (string, int, error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
@@ -306,8 +326,8 @@ func execute(ctx context.Context, dir string, argv []string, timeout time.Durati
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	var out boundedOutput
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := newOutput(keep)
+	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
 	if cmd.Process != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what it left running in the background
