@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -279,7 +280,7 @@ func TestMemoryBoundedOnHugeFilesAndOutput(t *testing.T) {
 		}
 	}
 	for id, want := range map[string]string{"whole": "over the 8388608-byte limit", "lines": "2| second line",
-		"search": "no matches", "output": "of 400000000 bytes of output dropped"} {
+		"search": "not searched, over 2097152 bytes: huge.log", "output": "of 400000000 bytes of output dropped"} {
 		if !strings.Contains(results[id], want) {
 			t.Errorf("%s: %q, want %q", id, clipStr(results[id], 300), want)
 		}
@@ -291,4 +292,146 @@ func clipStr(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// A model that runs away: 40 MiB of arguments, 44 calls in one turn, a
+// timeout of thirty years, a 20 KiB command line and a command that leaves a
+// child running. Each is bounded, answered, and the run ends.
+func TestHostileRunawayModel(t *testing.T) {
+	srv := model(t, hostile(t, "runaway-model.json"))
+	sample := copyFixture(t, "sample")
+	c := startServer(t, envFor(t, srv)...)
+	c.askResult = func(json.RawMessage) any { return map[string]string{"title": "Allow once"} } // "$!" asks
+	c.initialize(map[string]string{"sample": sample}, map[string]any{"permissions": map[string]any{"allow": []string{"echo *", "sleep *"}}})
+	var res runResult
+	done := make(chan error, 1)
+	go func() { done <- c.command("agent.run", map[string]any{"prompt": "run away"}, &res) }()
+	select {
+	case err := <-done:
+		if err != nil || res.Status != "done" {
+			t.Fatalf("%+v %v", res, err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the run did not end")
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	if b, _ := json.Marshal(reqs[1]); len(b) > 1<<20 {
+		t.Errorf("the second request carries %d bytes: the arguments were sent back", len(b))
+	}
+	results, refused := map[string]string{}, 0
+	for _, m := range reqs[1].Messages {
+		if m.ToolCallID == "" {
+			continue
+		}
+		results[m.ToolCallID] = m.Content
+		if strings.Contains(m.Content, "at most 32 tool calls run in one turn") {
+			refused++
+		}
+	}
+	if refused != 12 {
+		t.Errorf("%d calls refused, want 12 of 44", refused)
+	}
+	for id, want := range map[string]string{"args": "over the 262144-byte limit", "timeout": "clamped",
+		"long": "exit status 0", "background": "exit status 0\nstarted"} {
+		if !strings.Contains(results[id], want) {
+			t.Errorf("%s: %q, want %q", id, clipStr(results[id], 300), want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(sample, "big.txt")); err == nil {
+		t.Error("the call with oversized arguments ran")
+	}
+	pid, _ := os.ReadFile(filepath.Join(sample, "child.pid"))
+	if n, err := strconv.Atoi(strings.TrimSpace(string(pid))); err != nil {
+		t.Errorf("child.pid: %q; the command said %q", pid, clipStr(results["background"], 500))
+	} else if _, err := os.Stat(fmt.Sprintf("/proc/%d", n)); err == nil {
+		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", n))
+		if !strings.Contains(string(status), "State:\tZ") {
+			t.Errorf("the background child %d outlived its command", n)
+		}
+	}
+	total := 0
+	for _, n := range c.notifications("agent/event") {
+		total += len(n)
+	}
+	if total > 4<<20 {
+		t.Errorf("%d bytes of events: the arguments reached the editor", total)
+	}
+}
+
+// A hostile repository: links out of the project, to /proc/self/environ and
+// /dev/zero, a FIFO, a FIFO where a manifest belongs, a symlinked project
+// root, and a selection outside every project. Nothing outside a project is
+// read, no secret of the server's environment reaches the model or the
+// editor, nothing hangs, and the server keeps serving. The repository is built
+// at test time: git cannot hold a FIFO.
+func TestHostileRepository(t *testing.T) {
+	const secret = "HOSTILE_SECRET=sk-must-not-leak-0451"
+	srv := model(t, hostile(t, "escape-the-root.json"))
+	sample := copyFixture(t, "sample")
+	for name, target := range map[string]string{"passwd": "/etc/passwd", "environ": "/proc/self/environ", "zero": "/dev/zero"} {
+		if err := os.Symlink(target, filepath.Join(sample, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(sample, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	py := copyFixture(t, "python")
+	os.Symlink("/proc/self/environ", filepath.Join(py, ".python-version"))
+	js := t.TempDir()
+	syscall.Mkfifo(filepath.Join(js, "package.json"), 0o644)
+	syscall.Mkfifo(filepath.Join(js, ".nvmrc"), 0o644)
+	linked := filepath.Join(t.TempDir(), "linked")
+	os.Symlink(copyFixture(t, "other"), linked)
+
+	c := startServer(t, envFor(t, srv, secret)...)
+	inited := make(chan struct{})
+	go func() {
+		c.initialize(map[string]string{"sample": sample, "py": py, "js": js, "linked": linked}, nil)
+		close(inited)
+	}()
+	select {
+	case <-inited:
+	case <-time.After(time.Minute):
+		t.Fatal("initialize hung on a FIFO manifest")
+	}
+	var projects json.RawMessage
+	if err := c.command("agent.projects", map[string]any{}, &projects); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(projects), "sk-must-not-leak") {
+		t.Fatalf("agent.projects shows the server's environment: %s", clipStr(string(projects), 500))
+	}
+	var res runResult
+	err := c.command("agent.run", map[string]any{"prompt": "what is in /etc/passwd?",
+		"uri": "file:///etc/passwd", "range": map[string]any{"start": map[string]int{"line": 0, "character": 0}, "end": map[string]int{"line": 1, "character": 0}}}, &res)
+	if err == nil || !strings.Contains(err.Error(), "outside every project") {
+		t.Fatalf("a selection outside every project: %+v %v", res, err)
+	}
+	if err := c.command("agent.run", map[string]any{"prompt": "look around", "project": "sample"}, &res); err != nil || res.Status != "done" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	reqs := srv.Requests()
+	all, _ := json.Marshal(reqs)
+	for _, leak := range []string{"sk-must-not-leak", "root:x:0:0"} {
+		if strings.Contains(string(all), leak) {
+			t.Errorf("%q reached the model", leak)
+		}
+	}
+	results := map[string]string{}
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if m.ToolCallID != "" {
+			results[m.ToolCallID] = m.Content
+		}
+	}
+	for id, want := range map[string]string{"search": "greet.go:3: func Greet", "passwd": "symlink points outside",
+		"environ": "symlink points outside", "fifo": "named pipe", "zero": "symlink points outside",
+		"dotdot": "outside", "list": "index.js"} {
+		if !strings.Contains(results[id], want) {
+			t.Errorf("%s: %q, want %q", id, clipStr(results[id], 300), want)
+		}
+	}
 }

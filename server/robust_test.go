@@ -231,15 +231,14 @@ func TestBadFrames(t *testing.T) {
 	projects := func(id int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"workspace/executeCommand","params":{"command":"agent.projects","arguments":[{}]}}`, id)
 	}
+	var fixture struct{ Headers []string }
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "hostile", "bad-frames.json"))
+	if err != nil || json.Unmarshal(b, &fixture) != nil || len(fixture.Headers) == 0 {
+		t.Fatalf("bad-frames.json: %v", err)
+	}
 	body := projects(50)
-	for i, raw := range []string{
-		"Content-Length: abc\r\n\r\n" + body,
-		"Content-Length: -5\r\n\r\n" + body,
-		"Content-Type: application/json\r\n\r\n" + body,
-		"garbage without any header at all\r\n\r\n" + body,
-		"Content-Length: 10\r\nX-Bad header line\r\n\r\n" + body,
-	} {
-		io.WriteString(r.in, raw)
+	for i, header := range fixture.Headers {
+		io.WriteString(r.in, header+body)
 		if m := r.read(); errCode(m) != -32700 || !strings.Contains(fmt.Sprint(m["error"]), "skipped to the next Content-Length") {
 			t.Fatalf("case %d: %v", i, m)
 		}

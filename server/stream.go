@@ -144,6 +144,10 @@ func (s *guardedStream) readHeaders() (length, n int, err error) {
 				bad = fmt.Sprintf("invalid Content-Length %q", clipText(strings.TrimSpace(value), 40))
 				continue
 			}
+			if length >= 0 && v != length {
+				bad = fmt.Sprintf("conflicting Content-Length headers %d and %d", length, v)
+				continue
+			}
 			length = v
 		}
 	}

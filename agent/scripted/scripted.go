@@ -54,12 +54,51 @@ type Turn struct {
 }
 
 // ToolCall is a scripted tool call. Args is any JSON value; ArgsRaw, when set,
-// is sent verbatim (for malformed arguments).
+// is sent verbatim (for malformed arguments). Repeat and Grow write runaway
+// output compactly: the call is sent Repeat times (IDs suffixed "_<n>"), and
+// each string argument named in Grow is padded with "x" to that many bytes.
 type ToolCall struct {
 	ID      string          `json:"id,omitempty"`
 	Name    string          `json:"name"`
 	Args    json.RawMessage `json:"args,omitempty"`
 	ArgsRaw *string         `json:"argsRaw,omitempty"`
+	Repeat  int             `json:"repeat,omitempty"`
+	Grow    map[string]int  `json:"grow,omitempty"`
+}
+
+// expand returns calls with Repeat and Grow applied.
+func expand(calls []ToolCall) []ToolCall {
+	var out []ToolCall
+	for _, tc := range calls {
+		if len(tc.Grow) > 0 {
+			var args map[string]any
+			json.Unmarshal(tc.Args, &args)
+			if args == nil {
+				args = map[string]any{}
+			}
+			for k, n := range tc.Grow {
+				v, _ := args[k].(string)
+				args[k] = v + strings.Repeat("x", max(0, n-len(v)))
+			}
+			tc.Args, _ = json.Marshal(args)
+			tc.Grow = nil
+		}
+		if tc.Repeat <= 1 {
+			tc.Repeat = 0
+			out = append(out, tc)
+			continue
+		}
+		n := tc.Repeat
+		tc.Repeat = 0
+		for i := 0; i < n; i++ {
+			c := tc
+			if c.ID != "" {
+				c.ID = fmt.Sprintf("%s_%d", tc.ID, i)
+			}
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // HTTPError is a scripted HTTP failure.
@@ -144,14 +183,11 @@ func (s *Server) SetScript(script Script) {
 		s.convs = append(s.convs, Conversation{Turns: script.Turns, ByHistory: script.ByHistory})
 	}
 	for i, c := range s.convs {
-		if !c.ByHistory {
-			continue
-		}
 		turns := make([]Turn, len(c.Turns))
 		for t, turn := range c.Turns {
-			turn.ToolCalls = append([]ToolCall(nil), turn.ToolCalls...)
+			turn.ToolCalls = expand(turn.ToolCalls)
 			for k := range turn.ToolCalls {
-				if turn.ToolCalls[k].ID == "" {
+				if c.ByHistory && turn.ToolCalls[k].ID == "" {
 					turn.ToolCalls[k].ID = fmt.Sprintf("call_h%d_%d", t, k)
 				}
 			}

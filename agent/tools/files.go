@@ -314,6 +314,7 @@ var search = Tool{
 			}
 		}
 		var out strings.Builder
+		var big []string // files over MaxSearchSize: named, so "no matches" is not taken as "not there"
 		n := 0
 		err = walk(ctx, p, p.Root(), func(path, rel string, d fs.DirEntry) error {
 			if filter != nil && !filter.MatchString(rel) {
@@ -322,6 +323,10 @@ var search = Tool{
 			// Inside the root, regular, at most MaxSearchSize: a link out of
 			// the project, a FIFO or /dev/zero is skipped, never read.
 			b, err := env.Workspace.ReadFile(p, path, workspace.MaxSearchSize)
+			var tooLarge *workspace.FileTooLargeError
+			if errors.As(err, &tooLarge) {
+				big = append(big, rel)
+			}
 			if err != nil || bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
 				return nil
 			}
@@ -341,9 +346,13 @@ var search = Tool{
 		} else if err != nil {
 			return Result{}, err
 		}
-		if n == 0 {
-			return Result{Content: "no matches for " + a.Pattern, Summary: "searched " + a.Pattern}, nil
+		skipped := ""
+		if len(big) > 0 {
+			skipped = fmt.Sprintf("[not searched, over %d bytes: %s; read them by line range]\n", workspace.MaxSearchSize, clip(strings.Join(big, ", "), 500))
 		}
-		return Result{Content: out.String(), Summary: fmt.Sprintf("%d matches for %s", n, a.Pattern)}, nil
+		if n == 0 {
+			return Result{Content: "no matches for " + a.Pattern + "\n" + skipped, Summary: "searched " + a.Pattern}, nil
+		}
+		return Result{Content: out.String() + skipped, Summary: fmt.Sprintf("%d matches for %s", n, a.Pattern)}, nil
 	},
 }
