@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/sourcegraph/conc/pool"
 
@@ -111,7 +114,7 @@ func (b *Builder) Compile() (*Graph, error) {
 	if len(b.edges[Start]) == 0 && b.routers[Start] == nil {
 		return nil, fmt.Errorf("compile graph: nothing follows %s", Start)
 	}
-	return &Graph{schema: b.schema, nodes: b.nodes, edges: b.edges, routers: b.routers}, nil
+	return &Graph{schema: b.schema, nodes: b.nodes, edges: b.edges, routers: b.routers, live: map[threadKey]*runner{}}, nil
 }
 
 // Graph is a compiled graph; it is safe for concurrent runs on different threads.
@@ -120,6 +123,9 @@ type Graph struct {
 	nodes   map[string]Node
 	edges   map[string][]string
 	routers map[string]Router
+
+	mu   sync.Mutex            // guards live
+	live map[threadKey]*runner // the invocation running on each thread, for Queue
 }
 
 // Status is how a run ended, or that it is running: the store's type, so the
@@ -149,6 +155,9 @@ const (
 	NodeEnd      EventType = "node.end"
 	PatchApplied EventType = "patch.applied"
 	StepEnd      EventType = "step.end"
+	// InputApplied reports a queued input (TaskID is its ID) stored with the
+	// checkpoint of Step.
+	InputApplied EventType = "input.applied"
 )
 
 // Event reports progress of a run.
@@ -173,6 +182,9 @@ type Config struct {
 	// at the barrier with the state and status being checkpointed; the kernel
 	// passes its result to the store without reading it.
 	Index func(s State, status Status) *store.Session
+	// Accepts, when set, says whether queued input (Queue) may be applied to
+	// state s, the state after a step's writes; nil accepts any state.
+	Accepts func(s State) bool
 }
 
 // Result is how a run ended.
@@ -181,6 +193,9 @@ type Result struct {
 	State  State
 	Steps  int // steps executed by this invocation
 	Err    error
+	// Queued lists the IDs of inputs queued (Queue) that the run ended
+	// without applying, in queue order; the caller hands them back.
+	Queued []string
 }
 
 type task struct {
@@ -195,6 +210,7 @@ type runner struct {
 	step    int    // newest stored step
 	steps   int    // steps run by this invocation
 	written Status // status of the newest stored checkpoint
+	inbox   inbox
 }
 
 // Invoke applies input as a new step (entering at Start) and runs until the
@@ -203,12 +219,16 @@ type runner struct {
 // IDs are already stored replace themselves, so re-delivering an input is a no-op.
 func (g *Graph) Invoke(ctx context.Context, cfg Config, input Patch) (Result, error) {
 	r, err := g.open(ctx, cfg)
+	if err == nil {
+		err = g.register(r)
+	}
 	if err != nil {
 		return Result{Status: StatusFailed, Err: err}, err
 	}
+	defer g.unregister(r)
 	next, err := r.barrier(ctx, []task{{Task: store.Task{Node: Start}}}, []Patch{input})
 	if err != nil {
-		res := Result{Status: StatusFailed, State: State{vals: r.vals}, Err: err}
+		res := Result{Status: StatusFailed, State: State{vals: r.vals}, Err: err, Queued: r.close()}
 		return res, err
 	}
 	return r.loop(ctx, next, nil)
@@ -233,12 +253,22 @@ func (g *Graph) Resume(ctx context.Context, cfg Config) (Result, error) {
 	if len(st.Next) == 0 {
 		return Result{Status: st.Status, State: State{vals: r.vals}}, nil
 	}
+	if err := g.register(r); err != nil {
+		return Result{Status: StatusFailed, Err: err}, err
+	}
+	defer g.unregister(r)
+	if err := r.restoreInputs(st.Pending); err != nil {
+		return r.end(ctx, StatusFailed, nil, err)
+	}
 	next := make([]task, len(st.Next))
 	for i, t := range st.Next {
 		next[i] = task{Task: t, seq: i}
 	}
 	pending := map[string]Patch{}
 	for id, raw := range st.Pending {
+		if strings.HasPrefix(id, inputPrefix) {
+			continue
+		}
 		p, err := g.schema.decodePatch(raw)
 		if err != nil {
 			return r.end(ctx, StatusFailed, next, err)
@@ -312,7 +342,7 @@ func (r *runner) loop(ctx context.Context, next []task, pending map[string]Patch
 
 // end records the run's final status on the newest checkpoint.
 func (r *runner) end(ctx context.Context, status Status, next []task, err error) (Result, error) {
-	res := Result{Status: status, State: State{vals: r.vals}, Steps: r.steps, Err: err}
+	res := Result{Status: status, State: State{vals: r.vals}, Steps: r.steps, Err: err, Queued: r.close()}
 	if r.cfg.Checkpointer != nil && r.step >= 0 && !(status == StatusDone && r.written == StatusDone) {
 		cp := r.checkpoint(r.step, status, delta{}, next, res.State)
 		if perr := r.cfg.Checkpointer.Put(context.WithoutCancel(ctx), cp); perr != nil && err == nil {
@@ -436,31 +466,55 @@ func (r *runner) call(ctx context.Context, t task, s State) (p Patch, err error)
 	return fn(ctx, s)
 }
 
-// barrier applies a step's patches in task order, plans the next step and
-// writes the checkpoint. The runner moves to the new step only once the
-// checkpoint is stored.
+// barrier applies a step's patches in task order, then the queued inputs
+// the resulting state accepts, plans the next step and writes the
+// checkpoint. The runner moves to the new step only once the checkpoint is
+// stored. Inputs applied where the run would end make it go on from Start.
 func (r *runner) barrier(ctx context.Context, tasks []task, patches []Patch) ([]task, error) {
 	step := r.step + 1
+	r.inbox.mu.Lock()
+	defer r.inbox.mu.Unlock()
 	vals, d, err := r.g.schema.apply(r.vals, patches)
 	if err != nil {
 		return nil, fmt.Errorf("step %d: %w", step, err)
 	}
+	taken := r.take(State{vals: vals})
+	if len(taken) > 0 {
+		all := slices.Clone(patches)
+		for _, q := range taken {
+			all = append(all, q.patch)
+		}
+		if vals, d, err = r.g.schema.apply(r.vals, all); err != nil {
+			return nil, fmt.Errorf("step %d: queued input: %w", step, err)
+		}
+	}
 	r.emit(Event{Type: PatchApplied, Step: step})
 	next, err := r.plan(step, State{vals: vals}, tasks)
+	if err == nil && len(next) == 0 && len(taken) > 0 {
+		next, err = r.plan(step, State{vals: vals}, []task{{Task: store.Task{Node: Start}}})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("step %d: %w", step, err)
 	}
 	status := StatusRunning
 	if len(next) == 0 {
 		status = StatusDone
+		r.inbox.closed = true // an input queued from now on starts a new run
 	}
 	if r.cfg.Checkpointer != nil {
 		cp := r.checkpoint(step, status, d, next, State{vals: vals})
 		if err := r.cfg.Checkpointer.Put(context.WithoutCancel(ctx), cp); err != nil {
+			r.inbox.items = append(taken, r.inbox.items...)
+			return nil, err
+		}
+		if err := r.restore(ctx); err != nil {
 			return nil, err
 		}
 	}
 	r.vals, r.step, r.written = vals, step, status
+	for _, q := range taken {
+		r.emit(Event{Type: InputApplied, Step: step, TaskID: q.id})
+	}
 	r.emit(Event{Type: StepEnd, Step: step})
 	return next, nil
 }
