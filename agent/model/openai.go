@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -51,24 +52,50 @@ func NewOpenAI(cfg Config) *OpenAI {
 	if cfg.BaseURL != "" {
 		oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	}
-	oc.HTTPClient = &http.Client{Transport: retryAfterTransport{http.DefaultTransport}}
+	oc.HTTPClient = &http.Client{Transport: noteTransport{http.DefaultTransport}}
 	return &OpenAI{client: openai.NewClientWithConfig(oc), cfg: cfg}
 }
 
-// retryAfterTransport records the Retry-After header of a refused request in
-// the request's context, since go-openai's errors do not carry headers.
-type retryAfterTransport struct{ next http.RoundTripper }
+// maxErrorBody bounds how much of a refused request's body is captured.
+const maxErrorBody = 64 << 10
 
-type retryHintKey struct{}
+// attemptNote is what the transport saw of one refused attempt, since
+// go-openai's errors carry no headers and drop the body fields they do not
+// know (llama.cpp's n_ctx, for one).
+type attemptNote struct {
+	status     int
+	retryAfter time.Duration // from the Retry-After header
+	body       []byte        // the first maxErrorBody bytes of the body
+}
 
-func (t retryAfterTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+type attemptNoteKey struct{}
+
+// noteTransport records a refused request's status, Retry-After header and
+// the start of its body in the *attemptNote of the request's context, then
+// hands the whole body on unchanged for go-openai to parse.
+type noteTransport struct{ next http.RoundTripper }
+
+func (t noteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
-	if err == nil && resp.StatusCode >= 400 {
-		if hint, ok := req.Context().Value(retryHintKey{}).(*time.Duration); ok {
-			*hint = parseRetryAfter(resp.Header.Get("Retry-After"))
-		}
+	if err != nil || resp.StatusCode < 400 {
+		return resp, err
 	}
-	return resp, err
+	note, ok := req.Context().Value(attemptNoteKey{}).(*attemptNote)
+	if !ok {
+		return resp, nil
+	}
+	note.status = resp.StatusCode
+	note.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
+	// A read error is left for go-openai to meet again on the rest of the body.
+	note.body, _ = io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body = replayBody{io.MultiReader(bytes.NewReader(note.body), resp.Body), resp.Body}
+	return resp, nil
+}
+
+// replayBody is a response body whose start was read ahead.
+type replayBody struct {
+	io.Reader
+	io.Closer
 }
 
 func parseRetryAfter(v string) time.Duration {
@@ -100,13 +127,15 @@ func (e *Error) Unwrap() error { return e.Err }
 // retryable reports whether err is worth another attempt: 429, 5xx, a dropped
 // connection or a timed-out attempt; never another 4xx.
 func retryable(err error) (int, bool) {
-	var apiErr *openai.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.HTTPStatusCode, apiErr.HTTPStatusCode == 429 || apiErr.HTTPStatusCode >= 500
-	}
+	// RequestError first: when go-openai cannot parse a body such as
+	// {"error":"text"}, it wraps an empty *APIError without a status in one.
 	var reqErr *openai.RequestError
 	if errors.As(err, &reqErr) {
 		return reqErr.HTTPStatusCode, reqErr.HTTPStatusCode == 429 || reqErr.HTTPStatusCode >= 500
+	}
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.HTTPStatusCode, apiErr.HTTPStatusCode == 429 || apiErr.HTTPStatusCode >= 500
 	}
 	var netErr net.Error
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errStreamCut) || errors.As(err, &netErr) ||
@@ -122,8 +151,8 @@ var errStreamCut = errors.New("stream ended before the model finished")
 func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (Response, error) {
 	var lastErr error
 	for attempt := 0; ; attempt++ {
-		var hint time.Duration
-		actx := context.WithValue(ctx, retryHintKey{}, &hint)
+		var note attemptNote
+		actx := context.WithValue(ctx, attemptNoteKey{}, &note)
 		resp, err := m.once(actx, req, onDelta)
 		if err == nil {
 			return resp, nil
@@ -132,14 +161,18 @@ func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (R
 			return Response{}, ctx.Err()
 		}
 		status, retry := retryable(err)
+		if ov, ok := overflowOf(err, &note, m.cfg.APIKey); ok {
+			// Never retried, whatever the status: the same request would overflow again.
+			return Response{}, &Error{Status: status, Attempts: attempt + 1, Err: ov}
+		}
 		lastErr = redact(err, m.cfg.APIKey)
 		if !retry || attempt >= m.cfg.Retries {
 			return Response{}, &Error{Status: status, Attempts: attempt + 1, Err: lastErr}
 		}
 		delay := m.cfg.Backoff << attempt
 		delay = delay/2 + rand.N(delay/2+1) // jitter: [d/2, d]
-		if hint > delay {
-			delay = hint
+		if note.retryAfter > delay {
+			delay = note.retryAfter
 		}
 		select {
 		case <-time.After(delay):
