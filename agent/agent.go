@@ -31,13 +31,18 @@ var (
 	ErrBadSelection   = errors.New("the selection cannot be read")
 )
 
+// StatusQueued is the status of an agent.run given to a running session: its
+// prompt waits for the running run's next step (Result.Position says where
+// in the queue), and that run's result covers it.
+const StatusQueued store.Status = "queued"
+
 // Defaults of Config; the configuration table (server/config) documents them.
 const (
 	DefaultMaxSteps            = graph.DefaultStepLimit
-	DefaultWindow              = 40
-	DefaultSummaryThreshold    = 100
+	DefaultWindow              = 200
 	DefaultSubagentConcurrency = 4
 	DefaultCommandTimeout      = 2 * time.Minute
+	DefaultSummaryTimeout      = 2 * time.Minute
 )
 
 // Config configures a Runtime. Zero values take the documented defaults.
@@ -49,13 +54,24 @@ type Config struct {
 	// MaxSteps is a run's step limit (a model turn and a tool round are one
 	// step each); default DefaultMaxSteps.
 	MaxSteps int
-	// Window is how many recent messages the model sees, 10..100; default DefaultWindow.
+	// ContextTokens is the model's context size, which every request fits
+	// with room for the answer; default ContextTokensFor(ModelName).
+	ContextTokens int
+	// ModelName names the model, for its known context size.
+	ModelName string
+	// Window is the most recent messages the model sees besides the run's
+	// prompts, 10..1000; default DefaultWindow. The token budget usually
+	// binds first.
 	Window int
 	// MaxToolOutput is the size in bytes a tool output is cut to; default tools.DefaultMaxOutput.
 	MaxToolOutput int
-	// SummaryThreshold is the history length past which older turns are
-	// summarized; default DefaultSummaryThreshold, negative disables.
-	SummaryThreshold int
+	// SubagentsReadOnly gives subagents only the tools that read.
+	SubagentsReadOnly bool
+	// SummaryTimeout bounds one summary call; default DefaultSummaryTimeout.
+	SummaryTimeout time.Duration
+	// Log receives what an operator should know (a summary that failed);
+	// nil discards it. It never receives secrets.
+	Log func(format string, args ...any)
 	// SubagentConcurrency bounds subagents running at once; default DefaultSubagentConcurrency.
 	SubagentConcurrency int
 	// CommandTimeout is run_command's default timeout; default DefaultCommandTimeout.
@@ -86,9 +102,18 @@ type Runtime struct {
 	prompts promptCache
 	subSem  chan struct{}
 	guard   tools.ProtectedGuard // protected files around sandboxed commands
+	budget  *budget              // the model's context, learned as it answers
+	counter counter              // token estimates of messages, by ID
 
-	mu     sync.Mutex                    // guards active
-	active map[string]context.CancelFunc // session ID -> cancel of its running run
+	mu     sync.Mutex            // guards active
+	active map[string]*activeRun // session ID -> its running run
+}
+
+// activeRun is a session's run in progress.
+type activeRun struct {
+	cancel context.CancelFunc
+	run    *run          // set once the run has started its graph
+	done   chan struct{} // closed when the run has ended
 }
 
 // schema is the state one run of the graph holds.
@@ -100,6 +125,9 @@ type schema struct {
 	// commandFilesChanged lists the projects whose build or test definitions
 	// the agent changed in this session (tools.Trust); appended, never set.
 	commandFilesChanged graph.List[string]
+	// runStart is the ID of the human message that started the current run:
+	// it and the human messages after it are pinned in every request.
+	runStart graph.Value[string]
 }
 
 func newSchema() (*graph.Schema, schema) {
@@ -111,6 +139,7 @@ func newSchema() (*graph.Schema, schema) {
 		todos:    graph.NewValue[[]tools.Todo](s, "todos"),
 
 		commandFilesChanged: graph.NewList[string](s, "commandFilesChanged"),
+		runStart:            graph.NewValue[string](s, "runStart"),
 	}
 }
 
@@ -131,12 +160,18 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Window == 0 {
 		cfg.Window = DefaultWindow
 	}
-	cfg.Window = min(max(cfg.Window, 10), 100)
+	cfg.Window = min(max(cfg.Window, 10), 1000)
 	if cfg.MaxToolOutput <= 0 {
 		cfg.MaxToolOutput = tools.DefaultMaxOutput
 	}
-	if cfg.SummaryThreshold == 0 {
-		cfg.SummaryThreshold = DefaultSummaryThreshold
+	if cfg.ContextTokens <= 0 {
+		cfg.ContextTokens = ContextTokensFor(cfg.ModelName)
+	}
+	if cfg.SummaryTimeout <= 0 {
+		cfg.SummaryTimeout = DefaultSummaryTimeout
+	}
+	if cfg.Log == nil {
+		cfg.Log = func(string, ...any) {}
 	}
 	if cfg.SubagentConcurrency <= 0 {
 		cfg.SubagentConcurrency = DefaultSubagentConcurrency
@@ -145,7 +180,8 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.CommandTimeout = DefaultCommandTimeout
 	}
 	s, st := newSchema()
-	rt := &Runtime{cfg: cfg, schema: s, st: st, active: map[string]context.CancelFunc{}, subSem: make(chan struct{}, cfg.SubagentConcurrency)}
+	rt := &Runtime{cfg: cfg, schema: s, st: st, active: map[string]*activeRun{}, subSem: make(chan struct{}, cfg.SubagentConcurrency),
+		budget: newBudget(cfg.ContextTokens)}
 	g, err := graph.New(s).
 		Node("agent", rt.agentNode).
 		Node("tools", rt.toolsNode).
@@ -182,7 +218,9 @@ type Request struct {
 	Durability store.Durability
 }
 
-// Result is how a run ended: the result of agent.run and agent.resume.
+// Result is how a run ended: the result of agent.run and agent.resume. A
+// prompt given to a running session is queued: Status is StatusQueued and
+// Position its place in the queue; the running run's result covers it.
 type Result struct {
 	Session string       `json:"session"`
 	Status  store.Status `json:"status"`
@@ -191,18 +229,27 @@ type Result struct {
 	Steps   int          `json:"steps"`
 	Usage   model.Usage  `json:"usage"`
 	Error   string       `json:"error,omitempty"`
+	// Position is a queued prompt's place in the queue, from 1.
+	Position int `json:"position,omitempty"`
+	// Queued holds the prompts queued for this run that it ended without
+	// reading (a cancelled run), so that none is lost.
+	Queued []string `json:"queued,omitempty"`
 }
 
 // Cancel cancels a session's running run and reports whether one was running.
 func (rt *Runtime) Cancel(session string) bool {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	cancel, ok := rt.active[session]
+	a, ok := rt.active[session]
 	if ok {
-		cancel()
+		a.cancel()
 	}
 	return ok
 }
+
+// ContextTokens is the model's context size as the runtime knows it: the
+// configured one, or a smaller one a provider's refusal taught it.
+func (rt *Runtime) ContextTokens() int { return rt.budget.limit() }
 
 // Running reports whether a session has a run in progress.
 func (rt *Runtime) Running(session string) bool {
@@ -217,20 +264,29 @@ func errBusy(session string) error {
 }
 
 // begin marks session as running until the returned func is called.
-func (rt *Runtime) begin(ctx context.Context, session string) (context.Context, func(), error) {
+func (rt *Runtime) begin(ctx context.Context, session string) (context.Context, *activeRun, func(), error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if _, busy := rt.active[session]; busy {
-		return nil, nil, errBusy(session)
+		return nil, nil, nil, errBusy(session)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	rt.active[session] = cancel
-	return ctx, func() {
+	a := &activeRun{cancel: cancel, done: make(chan struct{})}
+	rt.active[session] = a
+	return ctx, a, func() {
 		cancel()
 		rt.mu.Lock()
 		delete(rt.active, session)
 		rt.mu.Unlock()
+		close(a.done)
 	}, nil
+}
+
+// started records the run of an active session once it exists.
+func (rt *Runtime) started(a *activeRun, r *run) {
+	rt.mu.Lock()
+	a.run = r
+	rt.mu.Unlock()
 }
 
 // resolveProject picks the run's project: the requested one, the session's,
@@ -266,10 +322,17 @@ func (rt *Runtime) session(ctx context.Context, id string) (store.Session, error
 }
 
 // Run runs the prompt in a new or existing session until the agent answers,
-// the step limit is hit, the run is cancelled or fails.
+// the step limit is hit, the run is cancelled or fails. A prompt for a
+// session that is running is queued instead (see Result): the running run
+// reads it at its next step.
 func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	if strings.TrimSpace(req.Prompt) == "" {
 		return Result{}, errors.New("prompt is empty")
+	}
+	if req.Session != "" {
+		if res, err := rt.queue(ctx, req); !errors.Is(err, errNotRunning) {
+			return res, err
+		}
 	}
 	var sess store.Session
 	if req.Session != "" {
@@ -287,7 +350,7 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	sess.Project = project
-	ctx, end, err := rt.begin(ctx, sess.ID)
+	ctx, active, end, err := rt.begin(ctx, sess.ID)
 	if err != nil {
 		return Result{}, err
 	}
@@ -302,13 +365,17 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	human := message.NewHuman(text)
 	human.Name = "human@" + project
 	r := rt.newRun(sess, req)
-	r.emit(event.RunStart{Project: project})
+	if err := rt.fits(r, project, human); err != nil {
+		return Result{}, err
+	}
+	rt.started(active, r)
+	r.emit(event.RunStart{Project: project, ContextTokens: rt.budget.limit(), Withheld: r.withheld})
 	r.emit(event.Message{Message: human})
 	if req.Durability != "" {
 		ctx = store.WithDurability(ctx, req.Durability)
 	}
 	res, err := rt.graph.Invoke(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps),
-		graph.NewPatch(rt.st.messages.Append(human), rt.st.project.Set(project)))
+		graph.NewPatch(rt.st.messages.Append(human), rt.st.project.Set(project), rt.st.runStart.Set(human.ID)))
 	return rt.finish(ctx, r, res, err)
 }
 
@@ -318,13 +385,15 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	ctx, end, err := rt.begin(ctx, sess.ID)
+	ctx, active, end, err := rt.begin(ctx, sess.ID)
 	if err != nil {
 		return Result{}, err
 	}
 	defer end()
 	r := rt.newRun(sess, req)
-	r.emit(event.RunStart{Project: sess.Project})
+	r.fitTools(rt)
+	rt.started(active, r)
+	r.emit(event.RunStart{Project: sess.Project, ContextTokens: rt.budget.limit(), Withheld: r.withheld})
 	if req.Durability != "" {
 		ctx = store.WithDurability(ctx, req.Durability)
 	}
@@ -373,7 +442,8 @@ func (rt *Runtime) graphConfig(r *run, maxSteps int) graph.Config {
 	if maxSteps <= 0 {
 		maxSteps = rt.cfg.MaxSteps
 	}
-	cfg := graph.Config{Thread: r.session.ID, Namespace: r.contextID, Checkpointer: rt.cfg.Store, StepLimit: maxSteps}
+	cfg := graph.Config{Thread: r.session.ID, Namespace: r.contextID, Checkpointer: rt.cfg.Store, StepLimit: maxSteps,
+		Accepts: rt.acceptsInput, Events: r.graphEvent}
 	if r.contextID == "" {
 		cfg.Index = func(s graph.State, status graph.Status) *store.Session {
 			sess := r.session
@@ -399,7 +469,7 @@ func (rt *Runtime) finish(ctx context.Context, r *run, res graph.Result, err err
 			err = cerr
 		}
 	}
-	out := Result{Session: r.session.ID, Status: res.Status, Steps: res.Steps}
+	out := Result{Session: r.session.ID, Status: res.Status, Steps: res.Steps, Queued: r.unread(res.Queued)}
 	out.Usage, out.Edits = r.acc.totals()
 	if res.Status == graph.StatusDone {
 		if msgs := rt.st.messages.Get(res.State); len(msgs) > 0 && msgs[len(msgs)-1].Role == message.AI {

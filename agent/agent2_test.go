@@ -280,10 +280,12 @@ func (g *gatedStore) Put(ctx context.Context, cp store.Checkpoint) error {
 }
 
 // A session that is running but has not written its first checkpoint yet is
-// busy, not unknown.
+// running, not unknown: a resume is refused as busy, a prompt is queued (or,
+// when the run ended meanwhile, runs next), and either way it is answered
+// once, after the first.
 func TestRunOnSessionBeforeItsFirstCheckpointIsBusy(t *testing.T) {
 	st := &gatedStore{Store: store.NewMemory(), reached: make(chan struct{}), gate: make(chan struct{})}
-	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{{Text: "first"}}}, Config{Store: st})
+	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{{Text: "first"}, {Text: "second"}}}, Config{Store: st})
 	var session string
 	var mu sync.Mutex
 	started := make(chan struct{})
@@ -307,15 +309,28 @@ func TestRunOnSessionBeforeItsFirstCheckpointIsBusy(t *testing.T) {
 	mu.Lock()
 	id := session
 	mu.Unlock()
-	for _, run := range []func(context.Context, Request) (Result, error){h.rt.Run, h.rt.Resume} {
-		_, err := run(context.Background(), Request{Session: id, Prompt: "two"})
-		if !errors.Is(err, ErrSessionBusy) {
-			t.Errorf("second request on a session that has not checkpointed yet: %v, want ErrSessionBusy", err)
-		}
+	if _, err := h.rt.Resume(context.Background(), Request{Session: id}); !errors.Is(err, ErrSessionBusy) {
+		t.Errorf("resume of a session that has not checkpointed yet: %v, want ErrSessionBusy", err)
 	}
+	second := make(chan Result, 1)
+	go func() {
+		res, err := h.rt.Run(context.Background(), Request{Session: id, Prompt: "two", Editor: h.editor, Permissions: allowAll(false)})
+		if err != nil {
+			t.Error(err)
+		}
+		second <- res
+	}()
 	close(st.gate)
-	if res := <-done; res.Status != "done" || res.Reply != "first" {
-		t.Fatalf("first run: %+v", res)
+	first, next := <-done, <-second
+	if first.Status != "done" || (next.Status != StatusQueued && next.Status != "done") {
+		t.Fatalf("first run %+v, second prompt %+v", first, next)
+	}
+	var got []string
+	for _, m := range storedMessages(t, h.store, id, "") {
+		got = append(got, m.Content)
+	}
+	if strings.Join(got, " ") != "one first two second" {
+		t.Fatalf("transcript %q", got)
 	}
 }
 

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,33 +259,6 @@ func withPanicTool() tools.Set {
 	return s
 }
 
-func TestTrimmingLongHistory(t *testing.T) {
-	// 100 tool turns make a 200-message history; the last request must be trimmed.
-	var turns []scripted.Turn
-	for i := 0; i < 100; i++ {
-		turns = append(turns, scripted.Turn{ToolCalls: []scripted.ToolCall{call("todo_write", map[string]any{"todos": []map[string]string{{"content": fmt.Sprint("step ", i), "status": "pending"}}})}})
-	}
-	turns = append(turns, scripted.Turn{Text: "done"})
-	h := newHarness(t, scripted.Script{Turns: turns}, Config{Window: 10, SummaryThreshold: -1, MaxSteps: 300})
-	res := h.run(context.Background(), Request{Prompt: "long"})
-	if res.Status != "done" {
-		t.Fatalf("%+v", res)
-	}
-	reqs := h.srv.Requests()
-	last := reqs[len(reqs)-1]
-	if last.Messages[0].Role != openai.ChatMessageRoleSystem {
-		t.Fatal("first message is not the system message")
-	}
-	if n := len(last.Messages) - 1; n > 10+1 {
-		t.Fatalf("%d history messages sent, want at most 10 plus a kept pair", n)
-	}
-	checkNoOrphans(t, last.Messages)
-	sess, _ := h.store.Session(context.Background(), res.Session)
-	if sess.Messages != 202 {
-		t.Fatalf("stored history has %d messages; trimming must not change it", sess.Messages)
-	}
-}
-
 func checkNoOrphans(t *testing.T, msgs []openai.ChatCompletionMessage) {
 	t.Helper()
 	calls := map[string]bool{}
@@ -316,41 +288,68 @@ func TestWindowRules(t *testing.T) {
 	ai := func(id string, calls ...string) message.Message {
 		m := message.Message{ID: id, Role: message.AI}
 		for _, c := range calls {
-			m.ToolCalls = append(m.ToolCalls, message.ToolCall{ID: c, Name: "x"})
+			m.ToolCalls = append(m.ToolCalls, message.ToolCall{ID: c, Name: "x", Args: "{}"})
 		}
 		return m
 	}
 	tool := func(id, call, content string) message.Message {
 		return message.Message{ID: id, Role: message.Tool, ToolCallID: call, Content: content}
 	}
-	sys := message.Message{ID: "sys", Role: message.System}
-	hum := message.Message{ID: "h", Role: message.Human}
+	hum := message.Message{ID: "h", Role: message.Human, Content: "the task"}
+	big := strings.Repeat("word ", 20000)
 	tests := []struct {
-		name string
-		in   []message.Message
-		keep int
-		want string
+		name      string
+		in        []message.Message
+		from      int  // the summary covers the messages before
+		pinned    bool // h is the run's prompt
+		lim       limits
+		want      string // shown
+		wantOlder string
 	}{
-		{"unanswered call dropped", []message.Message{hum, ai("a1", "c1"), ai("a2")}, 10, "h a2"},
-		{"unanswered last message kept", []message.Message{hum, ai("a1", "c1")}, 10, "h a1"},
-		{"partial answers dropped with their call", []message.Message{hum, ai("a1", "c1", "c2"), tool("t1", "c1", ""), ai("a2")}, 10, "h a2"},
-		{"orphan tool dropped", []message.Message{hum, tool("t1", "zz", ""), ai("a2")}, 10, "h a2"},
-		{"kept tool brings its AI and siblings", []message.Message{hum, ai("a1", "c1", "c2"), tool("t1", "c1", ""), tool("t2", "c2", ""), ai("a2")}, 2, "a1 t1 t2 a2"},
-		{"system always kept", []message.Message{sys, hum, ai("a1"), ai("a2"), ai("a3")}, 2, "sys a2 a3"},
-		{"long tool output cut", []message.Message{hum, ai("a1", "c1"), tool("t1", "c1", strings.Repeat("x", 1000))}, 10, "h a1 t1:cut"},
+		{name: "unanswered call dropped", in: []message.Message{hum, ai("a1", "c1"), ai("a2")}, lim: limits{tokens: 1e6}, want: "h a2"},
+		{name: "unanswered last message kept", in: []message.Message{hum, ai("a1", "c1")}, lim: limits{tokens: 1e6}, want: "h a1"},
+		{name: "partial answers dropped with their call", in: []message.Message{hum, ai("a1", "c1", "c2"), tool("t1", "c1", ""), ai("a2")}, lim: limits{tokens: 1e6}, want: "h a2"},
+		{name: "orphan tool dropped", in: []message.Message{hum, tool("t1", "zz", ""), ai("a2")}, lim: limits{tokens: 1e6}, want: "h a2"},
+		{name: "a turn is never split", in: []message.Message{hum, ai("a1", "c1", "c2"), tool("t1", "c1", ""), tool("t2", "c2", ""), ai("a2")},
+			pinned: true, lim: limits{tokens: 1e6, messages: 3}, want: "h a2", wantOlder: "a1 t1 t2"},
+		{name: "a whole turn fits", in: []message.Message{hum, ai("a1", "c1", "c2"), tool("t1", "c1", ""), tool("t2", "c2", ""), ai("a2")},
+			pinned: true, lim: limits{tokens: 1e6, messages: 4}, want: "h a1 t1 t2 a2"},
+		{name: "the token budget binds", in: []message.Message{hum, ai("a1"), ai("a2", "c1"), tool("t1", "c1", big), ai("a3")},
+			pinned: true, lim: limits{tokens: 200}, want: "h a3", wantOlder: "a1 a2 t1"},
+		{name: "the pinned prompt is shown even before the summary", in: []message.Message{hum, ai("a1"), ai("a2"), ai("a3")},
+			from: 3, pinned: true, lim: limits{tokens: 1e6}, want: "h a3"},
+		{name: "messages before the summary are not older", in: []message.Message{hum, ai("a1"), ai("a2"), ai("a3")},
+			from: 2, lim: limits{tokens: 1e6, messages: 1}, want: "a3", wantOlder: "a2"},
+		{name: "long tool output cut", in: []message.Message{hum, ai("a1", "c1"), tool("t1", "c1", strings.Repeat("x", 1000))},
+			lim: limits{tokens: 1e6, toolBytes: 500}, want: "h a1 t1:cut"},
+		{name: "a newest turn too large is cut to fit", in: []message.Message{hum, ai("a1", "c1"), tool("t1", "c1", big)},
+			pinned: true, lim: limits{tokens: 2000}, want: "h a1 t1:cut"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			for _, m := range Window(tt.in, tt.keep, 500) {
+			var pinned []int
+			if tt.pinned {
+				pinned = []int{0}
+			}
+			var c counter
+			w := selectWindow(tt.in, tt.from, pinned, tt.lim, &c)
+			var got, older []string
+			for _, m := range w.shown {
 				s := m.ID
 				if strings.Contains(m.Content, "cut:") {
 					s += ":cut"
 				}
 				got = append(got, s)
 			}
-			if strings.Join(got, " ") != tt.want {
-				t.Fatalf("got %q, want %q", strings.Join(got, " "), tt.want)
+			olderMsgs, _, _ := w.older(tt.in, tt.from, pinned, 1e9, &c)
+			for _, m := range olderMsgs {
+				older = append(older, m.ID)
+			}
+			if strings.Join(got, " ") != tt.want || strings.Join(older, " ") != tt.wantOlder {
+				t.Fatalf("shown %q older %q, want %q and %q", strings.Join(got, " "), strings.Join(older, " "), tt.want, tt.wantOlder)
+			}
+			if tt.lim.tokens < 1e6 && w.cost > tt.lim.tokens {
+				t.Fatalf("the window costs %d tokens, over %d", w.cost, tt.lim.tokens)
 			}
 		})
 	}

@@ -2,16 +2,15 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/graph"
 	"github.com/agent-lsp/agent-lsp/agent/message"
-	"github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 )
 
@@ -50,35 +49,16 @@ func (rt *Runtime) route(s graph.State) []graph.Route {
 	return routes
 }
 
-// agentNode calls the model with the rebuilt system prompt and the trimmed history.
+// agentNode calls the model with the rebuilt system prompt and the history
+// that fits the budget (compacting it when it has outgrown it).
 func (rt *Runtime) agentNode(ctx context.Context, s graph.State) (graph.Patch, error) {
 	r := runFrom(ctx)
 	project := rt.st.project.Get(s)
-	msgs := rt.st.messages.Get(s)
-	summary := rt.st.summary.Get(s)
+	resp, c, err := rt.chat(ctx, r, s)
 	var writes []graph.Write
-	history := msgs
-	if summary.UpTo != "" {
-		for i, m := range msgs {
-			if m.ID == summary.UpTo {
-				history = msgs[i+1:]
-				break
-			}
-		}
+	if c.compacted {
+		writes = append(writes, rt.st.summary.Set(c.summary))
 	}
-	if th := rt.cfg.SummaryThreshold; th > 0 && len(history) > th && len(history) > rt.cfg.Window {
-		older := history[:len(history)-rt.cfg.Window]
-		next, err := rt.summarize(ctx, r, summary, older)
-		if err != nil {
-			return graph.Patch{}, err
-		}
-		summary = next
-		history = history[len(older):]
-		writes = append(writes, rt.st.summary.Set(summary))
-	}
-	sys := message.Message{ID: "system", Role: message.System, Content: rt.systemPrompt(project, summary, rt.st.todos.Get(s))}
-	req := model.Request{Messages: append([]message.Message{sys}, Window(history, rt.cfg.Window, rt.cfg.MaxToolOutput)...), Tools: r.tools.Specs()}
-	resp, err := rt.cfg.Model.Chat(ctx, req, func(text string) { r.emit(event.MessageDelta{Text: text}) })
 	if err != nil {
 		return graph.Patch{}, err
 	}
@@ -101,31 +81,6 @@ func (rt *Runtime) agentNode(ctx context.Context, s graph.State) (graph.Patch, e
 	return graph.NewPatch(append(writes, rt.st.messages.Append(out...))...), nil
 }
 
-// summarize folds older messages into the summary.
-func (rt *Runtime) summarize(ctx context.Context, r *run, prev Summary, older []message.Message) (Summary, error) {
-	var b strings.Builder
-	if prev.Text != "" {
-		fmt.Fprintf(&b, "Summary so far:\n%s\n\n", prev.Text)
-	}
-	b.WriteString("Conversation to add:\n")
-	for _, m := range older {
-		fmt.Fprintf(&b, "[%s] %s\n", m.Role, tools.Cut(m.Content, 2000))
-		for _, c := range m.ToolCalls {
-			fmt.Fprintf(&b, "  called %s %s\n", c.Name, tools.Cut(c.Args, 300))
-		}
-	}
-	req := model.Request{Messages: []message.Message{
-		{ID: "sum-sys", Role: message.System, Content: "Summarize this coding session for your own later reference: the user's goals, decisions, files touched, results of builds and tests, open problems. At most 300 words."},
-		{ID: "sum-in", Role: message.Human, Content: "Summarize the conversation.\n\n" + b.String()},
-	}}
-	resp, err := rt.cfg.Model.Chat(ctx, req, nil)
-	if err != nil {
-		return prev, fmt.Errorf("summarize history: %w", err)
-	}
-	r.acc.addUsage(resp.Usage)
-	return Summary{Text: resp.Content, UpTo: older[len(older)-1].ID}, nil
-}
-
 // toolsNode runs one tool call of the newest AI message.
 func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, error) {
 	r := runFrom(ctx)
@@ -144,8 +99,8 @@ func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, e
 		Trust: trust{recorded: rt.st.commandFilesChanged.Get(s), acc: r.acc}, CommandEnv: rt.cfg.CommandEnv,
 		Sandbox: rt.cfg.Sandbox, SandboxSettings: rt.cfg.SandboxSettings, Protected: &rt.guard,
 		MaxOutput: rt.cfg.MaxToolOutput, CommandTimeout: rt.cfg.CommandTimeout}
-	env.Subagent = func(ctx context.Context, task string, maxLoops int) (tools.SubagentResult, error) {
-		return rt.subagent(ctx, r, project, task, maxLoops)
+	env.Subagent = func(ctx context.Context, req tools.SubagentRequest) (tools.SubagentResult, error) {
+		return rt.subagent(ctx, r, project, call.ID, req)
 	}
 	r.emit(event.ToolStart{Name: call.Name, Args: call.Args, CallID: call.ID})
 	res := r.tools.Call(ctx, env, call)
@@ -159,7 +114,12 @@ func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, e
 		r.emit(event.Edit{URI: string(uri.File(e.Path)), Applied: e.Applied})
 	}
 	r.emit(event.ToolEnd{CallID: call.ID, Name: call.Name, OK: !res.IsError, Summary: res.Summary})
-	tm := message.Message{ID: toolMessageID(ai.ID, i), Role: message.Tool, Name: "tool@" + project, ToolCallID: call.ID, Content: res.Content}
+	used := usedProject(rt, call, project)
+	content := res.Content
+	if used != project {
+		content = "[project " + used + "] " + content // the model must know where this came from
+	}
+	tm := message.Message{ID: toolMessageID(ai.ID, i), Role: message.Tool, Name: "tool@" + used, ToolCallID: call.ID, Content: content}
 	writes := []graph.Write{rt.st.messages.Append(tm)}
 	// A state effect counts only from the last call of its tool in the turn.
 	later := false
@@ -182,4 +142,22 @@ func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, e
 		writes = append(writes, rt.st.commandFilesChanged.Append(add...))
 	}
 	return graph.NewPatch(writes...), nil
+}
+
+// usedProject is the project a tool call worked in: the one its "project"
+// argument names, else the current one.
+func usedProject(rt *Runtime, call message.ToolCall, current string) string {
+	if call.Name == "switch_project" {
+		return current
+	}
+	var a struct {
+		Project string `json:"project"`
+	}
+	if json.Unmarshal([]byte(call.Args), &a) != nil || a.Project == "" || a.Project == current {
+		return current
+	}
+	if _, ok := rt.cfg.Workspace.Project(a.Project); !ok {
+		return current
+	}
+	return a.Project
 }

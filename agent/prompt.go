@@ -33,6 +33,9 @@ Delegate self-contained side tasks to call_subagent. Use todo_write to plan work
 When you are done, answer briefly: what you changed and why, and anything the user must check.
 `)
 	b.WriteString(rt.projectPrompt(project))
+	if p, ok := rt.cfg.Workspace.Project(project); ok {
+		b.WriteString(rt.instructions(p))
+	}
 	if summary.Text != "" {
 		b.WriteString("\n## Summary of the earlier conversation\n")
 		b.WriteString(summary.Text)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/agent-lsp/agent-lsp/agent/event"
+	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 	"github.com/agent-lsp/agent-lsp/store"
@@ -25,6 +26,13 @@ type run struct {
 	perms     tools.Permissions
 	tools     tools.Set
 	acc       *accumulator
+	specs     []model.ToolSpec // the tools the model is shown: those that fit the budget
+	withheld  []string         // the tools that did not
+
+	inbox struct {
+		sync.Mutex                            // guards held
+		held       map[string]message.Message // queued prompts by ID, until the run reads them
+	}
 }
 
 // accumulator is shared by a run and its subagents.

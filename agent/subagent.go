@@ -2,41 +2,74 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/graph"
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
+	"github.com/agent-lsp/agent-lsp/store"
 )
 
-// subagent runs a task in a fresh state under its own namespace of the session.
-func (rt *Runtime) subagent(ctx context.Context, parent *run, project, task string, maxLoops int) (tools.SubagentResult, error) {
+// SubagentID is the context ID of the subagent a call_subagent tool call
+// starts: derived from the call's ID, so a parent resumed after a crash
+// resumes the same child instead of starting another.
+func SubagentID(callID string) string {
+	var b strings.Builder
+	for _, r := range callID {
+		if r < 0x80 && (r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			b.WriteRune(r)
+		}
+	}
+	return "subagent-" + b.String()
+}
+
+// subagent runs a task in its own context (a namespace of the session): a
+// new one, or the one a crashed parent had started for the same call.
+func (rt *Runtime) subagent(ctx context.Context, parent *run, project, callID string, req tools.SubagentRequest) (tools.SubagentResult, error) {
 	select {
 	case rt.subSem <- struct{}{}:
 		defer func() { <-rt.subSem }()
 	case <-ctx.Done():
 		return tools.SubagentResult{}, ctx.Err()
 	}
-	id := "subagent-" + newID()
+	id := SubagentID(callID)
 	parentID := parent.contextID
 	if parentID == "" {
 		parentID = parent.session.ID
 	}
+	set := parent.tools.Without("call_subagent")
+	if req.ReadOnly || rt.cfg.SubagentsReadOnly {
+		set = tools.Set{}
+		for _, n := range tools.ReadOnlyTools {
+			if t, ok := parent.tools[n]; ok {
+				set[n] = t
+			}
+		}
+	}
 	child := &run{rt: rt, session: parent.session, contextID: id, parentID: parentID, editor: parent.editor, perms: parent.perms,
-		tools: parent.tools.Without("call_subagent"), acc: parent.acc}
-	limit := 2 * maxLoops // a model turn and a tool round are a step each
+		tools: set, acc: parent.acc}
+	child.fitTools(rt)
+	limit := 2 * req.MaxLoops // a model turn and a tool round are a step each
 	if left, ok := graph.StepsLeft(ctx); ok {
 		limit = min(limit, left) // a subagent spends no more than its parent has
 	}
 	if limit < 1 {
 		return tools.SubagentResult{ContextID: id, Result: "no steps are left in this run for a subagent"}, nil
 	}
-	child.emit(event.SubagentStart{Task: task})
-	in := message.NewHuman(task)
-	in.Name = "human@" + project
-	res, err := rt.graph.Invoke(context.WithValue(ctx, runKey{}, child), rt.graphConfig(child, limit),
-		graph.NewPatch(rt.st.messages.Append(in), rt.st.project.Set(project)))
+	child.emit(event.SubagentStart{Task: req.Task})
+	cctx := context.WithValue(ctx, runKey{}, child)
+	var res graph.Result
+	var err error
+	if _, lerr := rt.cfg.Store.Load(ctx, parent.session.ID, id); errors.Is(lerr, store.ErrNotFound) {
+		in := message.Message{ID: id + "-task", Role: message.Human, Name: "human@" + project, Content: req.Task}
+		res, err = rt.graph.Invoke(cctx, rt.graphConfig(child, limit),
+			graph.NewPatch(rt.st.messages.Append(in), rt.st.project.Set(project), rt.st.runStart.Set(in.ID)))
+	} else {
+		res, err = rt.graph.Resume(cctx, rt.graphConfig(child, limit)) // the same child, where it stopped
+	}
 	if ctx.Err() != nil {
 		child.emit(event.SubagentEnd{OK: false, Status: graph.StatusCancelled})
 		return tools.SubagentResult{}, ctx.Err()

@@ -1,81 +1,214 @@
 package agent
 
 import (
+	"encoding/json"
+	"slices"
+
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 )
 
-// Window selects what the model sees of a history, without changing it:
+// limits bound what one model request shows of a history.
+type limits struct {
+	tokens    int // estimated tokens the shown messages may cost
+	messages  int // most messages shown besides the pinned ones; 0: no limit
+	toolBytes int // a tool output longer than this is cut, keeping head and tail
+}
+
+// window is what one model request shows of a session's messages, chosen
+// without changing them:
+//   - the pinned messages (the current run's prompts) are always shown;
+//   - complete turns (an AI message with all its tool answers, or one other
+//     message) are taken from the newest back while they fit the limits, and
+//     never split;
 //   - an AI message whose tool calls are not all answered is dropped (unless it
 //     is the last message), and so are tool messages without their AI message;
-//   - the last keep messages stay, plus every system message, plus the AI
-//     message each kept tool message answers, plus all answers of a kept AI message;
-//   - tool outputs longer than maxTool bytes are cut with a note of their size.
-func Window(msgs []message.Message, keep, maxTool int) []message.Message {
-	answered := map[string]bool{}
-	for _, m := range msgs {
-		if m.Role == message.Tool {
-			answered[m.ToolCallID] = true
+//   - the newest turn is always shown, its tool outputs and arguments cut to
+//     fit when it alone is too large;
+//   - tool outputs longer than toolBytes are cut with a note of their size.
+//
+// Choosing it costs what is shown, not the history's length: the history is
+// read back from its end until the limits are reached.
+type window struct {
+	shown []message.Message // in history order
+	cost  int               // estimated tokens of shown
+	// olderEnd: msgs[from:olderEnd] did not fit and is not covered by the
+	// summary; older returns its complete turns, to compact.
+	olderEnd int
+}
+
+// selectWindow chooses the window of msgs: the messages before index from
+// are covered by the summary and shown only when pinned (pinned holds
+// indexes, ascending).
+func selectWindow(msgs []message.Message, from int, pinned []int, lim limits, c *counter) window {
+	w := window{olderEnd: from}
+	isPinned := func(i int) bool { _, ok := slices.BinarySearch(pinned, i); return ok }
+	for _, i := range pinned {
+		w.cost += c.message(msgs[i])
+	}
+	type placed struct {
+		at int // index in msgs
+		m  message.Message
+	}
+	var shown []placed // newest first
+	count := 0
+	end := len(msgs) // exclusive end of the turn being read
+	for end > from {
+		t, start := turnEnding(msgs, from, end)
+		end = start
+		if len(t) == 0 || (len(t) == 1 && isPinned(t[0])) {
+			continue // dropped (an incomplete call, orphan answers), or pinned
+		}
+		turn := make([]message.Message, len(t))
+		for k, i := range t {
+			turn[k] = msgs[i]
+			if m := turn[k]; m.Role == message.Tool && lim.toolBytes > 0 && len(m.Content) > lim.toolBytes {
+				turn[k].Content = tools.Cut(m.Content, lim.toolBytes)
+			}
+		}
+		cost := costOf(turn, c)
+		newest := len(shown) == 0
+		if !newest && (w.cost+cost > lim.tokens || (lim.messages > 0 && count+len(t) > lim.messages)) {
+			w.olderEnd = t[len(t)-1] + 1
+			break
+		}
+		if newest && w.cost+cost > lim.tokens {
+			shrink(turn, lim.tokens-w.cost)
+			cost = costOf(turn, c)
+		}
+		w.cost += cost
+		count += len(t)
+		for k := len(t) - 1; k >= 0; k-- {
+			shown = append(shown, placed{t[k], turn[k]})
 		}
 	}
-	owner := map[string]int{} // call ID -> index in clean of its AI message
-	clean := make([]message.Message, 0, len(msgs))
-	for i, m := range msgs {
-		switch m.Role {
-		case message.AI:
-			if len(m.ToolCalls) > 0 && i != len(msgs)-1 {
-				complete := true
-				for _, c := range m.ToolCalls {
-					complete = complete && answered[c.ID]
+	for _, i := range pinned {
+		shown = append(shown, placed{i, msgs[i]})
+	}
+	slices.SortFunc(shown, func(a, b placed) int { return a.at - b.at })
+	w.shown = make([]message.Message, len(shown))
+	for k, p := range shown {
+		w.shown[k] = p.m
+	}
+	return w
+}
+
+// turnEnding returns the indexes of the complete turn that ends at
+// msgs[end-1], and where it starts; no indexes when the messages there are
+// dropped. It reads no further back than from.
+func turnEnding(msgs []message.Message, from, end int) ([]int, int) {
+	last := end == len(msgs)
+	i := end - 1
+	for i >= from && msgs[i].Role == message.Tool {
+		i--
+	}
+	if i < from { // answers whose call is covered by the summary or gone
+		return nil, from
+	}
+	m := msgs[i]
+	answers := msgs[i+1 : end]
+	if m.Role != message.AI || len(m.ToolCalls) == 0 {
+		if len(answers) > 0 {
+			return nil, i + 1 // orphan answers: dropped; m is read next
+		}
+		return []int{i}, i
+	}
+	if len(answers) == 0 && last {
+		return []int{i}, i // the call being answered right now
+	}
+	for _, call := range m.ToolCalls {
+		if !slices.ContainsFunc(answers, func(a message.Message) bool { return a.ToolCallID == call.ID }) {
+			return nil, i // a call without its answer: the turn is dropped
+		}
+	}
+	turn := make([]int, 0, 1+len(answers))
+	turn = append(turn, i)
+	for k, a := range answers {
+		if slices.ContainsFunc(m.ToolCalls, func(c message.ToolCall) bool { return c.ID == a.ToolCallID }) {
+			turn = append(turn, i+1+k)
+		}
+	}
+	return turn, i
+}
+
+// older returns what a compaction folds into the summary: the complete
+// turns of msgs[from:w.olderEnd] but the pinned ones, oldest first, as many
+// as cost at most capacity estimated tokens read by the summary, from the
+// newest back. dropped counts the messages before them, which no summary
+// will cover; upTo is the ID of the newest message the compaction covers.
+func (w window) older(msgs []message.Message, from int, pinned []int, capacity int, c *counter) (older []message.Message, dropped int, upTo string) {
+	if w.olderEnd <= from {
+		return nil, 0, ""
+	}
+	upTo = msgs[w.olderEnd-1].ID
+	used := 0
+	end := w.olderEnd
+	for end > from {
+		t, start := turnEnding(msgs, from, end)
+		if len(t) == 1 && slices.Contains(pinned, t[0]) {
+			end = start
+			continue
+		}
+		cost := 0
+		for _, i := range t {
+			cost += min(c.message(msgs[i]), maxSummaryRead)
+		}
+		if used+cost > capacity && len(older) > 0 {
+			break
+		}
+		used += cost
+		for k := len(t) - 1; k >= 0; k-- {
+			older = append(older, msgs[t[k]])
+		}
+		end = start
+	}
+	slices.Reverse(older)
+	for i := from; i < end; i++ {
+		if !slices.Contains(pinned, i) {
+			dropped++
+		}
+	}
+	return older, dropped, upTo
+}
+
+// shrink cuts the tool outputs and call arguments of a turn that alone does
+// not fit in room tokens, evenly, keeping head and tail of each.
+func shrink(t []message.Message, room int) {
+	parts := 0
+	for _, m := range t {
+		parts += 1 + len(m.ToolCalls)
+	}
+	// About three bytes a token for what is cut (Cut keeps at least its minimum).
+	each := max(room, 0) * 3 / max(parts, 1)
+	for k, m := range t {
+		if len(m.Content) > each {
+			m.Content = tools.Cut(m.Content, each)
+		}
+		if len(m.ToolCalls) > 0 {
+			calls := append([]message.ToolCall(nil), m.ToolCalls...)
+			for j := range calls {
+				if len(calls[j].Args) > each {
+					calls[j].Args = shortArgs(calls[j].Args, each)
 				}
-				if !complete {
-					continue
-				}
 			}
-			for _, c := range m.ToolCalls {
-				owner[c.ID] = len(clean)
-			}
-		case message.Tool:
-			if _, ok := owner[m.ToolCallID]; !ok {
-				continue
-			}
+			m.ToolCalls = calls
 		}
-		clean = append(clean, m)
+		t[k] = m
 	}
-	kept := make([]bool, len(clean))
-	start := max(0, len(clean)-keep)
-	for i := range clean {
-		kept[i] = i >= start || clean[i].Role == message.System
+}
+
+// shortArgs shows arguments cut to about n bytes as a JSON object that says
+// so (providers expect arguments to be JSON).
+func shortArgs(args string, n int) string {
+	b, _ := json.Marshal(map[string]string{"shortened for the context window": tools.Cut(args, n)})
+	return string(b)
+}
+
+// costOf sums the estimated tokens of messages.
+func costOf(ms []message.Message, c *counter) int {
+	n := 0
+	for _, m := range ms {
+		n += c.message(m)
 	}
-	// A kept tool message brings its AI message, which brings all its answers.
-	for i := start; i < len(clean); i++ {
-		if clean[i].Role != message.Tool {
-			continue
-		}
-		ai := owner[clean[i].ToolCallID]
-		if kept[ai] && ai >= start {
-			continue
-		}
-		kept[ai] = true
-		calls := map[string]bool{}
-		for _, c := range clean[ai].ToolCalls {
-			calls[c.ID] = true
-		}
-		for j := ai + 1; j < len(clean); j++ {
-			if clean[j].Role == message.Tool && calls[clean[j].ToolCallID] {
-				kept[j] = true
-			}
-		}
-	}
-	out := make([]message.Message, 0, keep+8)
-	for i, m := range clean {
-		if !kept[i] {
-			continue
-		}
-		if m.Role == message.Tool && maxTool > 0 && len(m.Content) > maxTool {
-			m.Content = tools.Cut(m.Content, maxTool)
-		}
-		out = append(out, m)
-	}
-	return out
+	return n
 }

@@ -48,9 +48,13 @@ func (e Event) Type() Type {
 
 // The kinds of event, in the order a run produces them.
 
-// RunStart opens a run (agent.run or agent.resume) in a project.
+// RunStart opens a run (agent.run or agent.resume) in a project, with the
+// model's context size the run fits its requests in and the tools withheld
+// because their definitions would take more than their share of it.
 type RunStart struct {
-	Project string `json:"project"`
+	Project       string   `json:"project"`
+	ContextTokens int      `json:"contextTokens"`
+	Withheld      []string `json:"withheld,omitempty"`
 }
 
 // MessageDelta is streamed text of the model's answer, batched by the server.
@@ -62,6 +66,27 @@ type MessageDelta struct {
 // Message is a complete human or AI message, as stored.
 type Message struct {
 	Message message.Message `json:"message"`
+}
+
+// MessageQueued is a prompt given to the running session: it waits at
+// Position (from 1) for the run's next step, where a Message event reports
+// it read.
+type MessageQueued struct {
+	Message  message.Message `json:"message"`
+	Position int             `json:"position"`
+}
+
+// ContextCompacted reports that older turns left the model's view: folded
+// into the summary by a model call (Summarized), or dropped when that call
+// failed (Error says why). Before and After are the estimated tokens of the
+// history the model would see, Messages how many messages left it.
+type ContextCompacted struct {
+	Before     int    `json:"before"`
+	After      int    `json:"after"`
+	Messages   int    `json:"messages"`
+	Summarized bool   `json:"summarized"`
+	Reason     string `json:"reason"` // "budget", or "overflow" after the provider refused a request
+	Error      string `json:"error,omitempty"`
 }
 
 // ToolStart is a tool call about to run; Args is the model's raw JSON.
@@ -113,6 +138,12 @@ func (MessageDelta) Type() Type { return "message.delta" }
 func (Message) Type() Type { return "message" }
 
 // Type implements Data.
+func (MessageQueued) Type() Type { return "message.queued" }
+
+// Type implements Data.
+func (ContextCompacted) Type() Type { return "context.compacted" }
+
+// Type implements Data.
 func (ToolStart) Type() Type { return "tool.start" }
 
 // Type implements Data.
@@ -142,6 +173,8 @@ var kinds = []kind{
 	{RunStart{}, decode[RunStart]},
 	{MessageDelta{}, decode[MessageDelta]},
 	{Message{}, decode[Message]},
+	{MessageQueued{}, decode[MessageQueued]},
+	{ContextCompacted{}, decode[ContextCompacted]},
 	{ToolStart{}, decode[ToolStart]},
 	{ToolEnd{}, decode[ToolEnd]},
 	{SubagentStart{}, decode[SubagentStart]},

@@ -2,6 +2,12 @@
 // not a model: it replays scripted turns over real HTTP (/v1/chat/completions
 // with SSE streaming and tool-call deltas) so tests and the demo can drive the
 // agent end to end without a real LLM.
+//
+// Where context size matters it behaves like a real provider: it counts every
+// request's prompt tokens with a real tokenizer (CountTokens), refuses a
+// request larger than the script's ContextTokens with a provider's wording
+// (Overflow), and reports counted usage in the last chunk when the request
+// asks for stream_options.include_usage.
 package scripted
 
 import (
@@ -20,10 +26,17 @@ import (
 // Script is a list of conversations. A request belongs to the first
 // conversation whose Match occurs in the request's first user message ("" matches
 // any); each request consumes that conversation's next turn.
+//
+// With ContextTokens set, a request whose CountTokens exceeds it is refused as
+// a provider refuses it (Overflow, by default OpenAI's 400
+// context_length_exceeded answer) and consumes no turn: the same turn answers
+// the next request that fits.
 type Script struct {
 	Turns         []Turn         `json:"turns,omitempty"`     // shorthand for one conversation matching anything
 	ByHistory     bool           `json:"byHistory,omitempty"` // ByHistory of the shorthand conversation
 	Conversations []Conversation `json:"conversations,omitempty"`
+	ContextTokens int            `json:"contextTokens,omitempty"` // the model's context size; 0 = unlimited
+	Overflow      *Overflow      `json:"overflow,omitempty"`      // the answer to a request over ContextTokens; nil = OpenAI's
 }
 
 // Conversation is a sequence of turns for requests whose first user message
@@ -108,7 +121,8 @@ type HTTPError struct {
 	RetryAfter string `json:"retryAfter,omitempty"`
 }
 
-// Usage is scripted token usage.
+// Usage is scripted token usage; it overrides the counted usage the server
+// sends in the last chunk when the request asks for stream_options.include_usage.
 type Usage struct {
 	Prompt     int `json:"prompt"`
 	Completion int `json:"completion"`
@@ -147,12 +161,16 @@ func Load(path string) (Script, error) {
 type Server struct {
 	URL string // base URL to give a client, ending in /v1
 
-	mu       sync.Mutex
-	convs    []Conversation
-	cursor   []int
-	requests []openai.ChatCompletionRequest
-	srv      *http.Server
-	ln       net.Listener
+	mu        sync.Mutex
+	convs     []Conversation
+	cursor    []int
+	limit     int
+	overflow  *Overflow
+	requests  []openai.ChatCompletionRequest
+	counts    []int
+	overflows int
+	srv       *http.Server
+	ln        net.Listener
 }
 
 // Start serves script on addr ("127.0.0.1:0" picks a free port).
@@ -174,10 +192,17 @@ func Start(addr string, script Script) (*Server, error) {
 	return s, nil
 }
 
-// SetScript replaces the script and rewinds every conversation.
+// SetScript replaces the script (its context limit and overflow answer too),
+// rewinds every conversation and forgets the requests recorded so far.
 func (s *Server) SetScript(script Script) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.limit = script.ContextTokens
+	s.overflow = nil
+	if script.Overflow != nil {
+		o := *script.Overflow
+		s.overflow = &o
+	}
 	s.convs = append([]Conversation(nil), script.Conversations...)
 	if len(script.Turns) > 0 {
 		s.convs = append(s.convs, Conversation{Turns: script.Turns, ByHistory: script.ByHistory})
@@ -197,6 +222,8 @@ func (s *Server) SetScript(script Script) {
 	}
 	s.cursor = make([]int, len(s.convs))
 	s.requests = nil
+	s.counts = nil
+	s.overflows = 0
 }
 
 // Close stops the server.
@@ -209,6 +236,22 @@ func (s *Server) Requests() []openai.ChatCompletionRequest {
 	return append([]openai.ChatCompletionRequest(nil), s.requests...)
 }
 
+// Counts returns each recorded request's CountTokens, in the order of
+// Requests.
+func (s *Server) Counts() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.counts...)
+}
+
+// Overflows returns how many requests were refused for exceeding the
+// script's ContextTokens.
+func (s *Server) Overflows() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.overflows
+}
+
 func firstUser(req openai.ChatCompletionRequest) string {
 	for _, m := range req.Messages {
 		if m.Role == openai.ChatMessageRoleUser {
@@ -218,10 +261,30 @@ func firstUser(req openai.ChatCompletionRequest) string {
 	return ""
 }
 
-func (s *Server) next(req openai.ChatCompletionRequest) (Turn, error) {
+// refusal is the answer to a request over the context limit.
+type refusal struct {
+	status int
+	body   string
+}
+
+// next records req (of tokens prompt tokens) and returns its turn, or the
+// overflow answer without consuming a turn when req exceeds the context limit.
+func (s *Server) next(req openai.ChatCompletionRequest, tokens int) (Turn, *refusal, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, req)
+	s.counts = append(s.counts, tokens)
+	if s.limit > 0 && tokens > s.limit {
+		s.overflows++
+		status, body := s.overflow.render(s.limit, tokens)
+		return Turn{}, &refusal{status, body}, nil
+	}
+	turn, err := s.pick(req)
+	return turn, nil, err
+}
+
+// pick returns req's turn and advances its conversation. s.mu is held.
+func (s *Server) pick(req openai.ChatCompletionRequest) (Turn, error) {
 	first := firstUser(req)
 	for i, c := range s.convs {
 		if !strings.Contains(first, c.Match) {
@@ -276,9 +339,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "scripted model: bad request body: "+err.Error())
 		return
 	}
-	turn, err := s.next(req)
+	tokens := CountTokens(req)
+	turn, refused, err := s.next(req, tokens)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if refused != nil {
+		writeOverflow(w, refused.status, refused.body)
 		return
 	}
 	if turn.Delay > 0 {
@@ -299,10 +367,19 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, turn.Error.Status, msg)
 		return
 	}
-	s.stream(w, r, turn)
+	var usage *Usage
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		usage = &Usage{Prompt: tokens, Completion: completionTokens(turn)}
+		if turn.Usage != nil {
+			usage = turn.Usage
+		}
+	}
+	s.stream(w, r, turn, usage)
 }
 
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, turn Turn) {
+// stream sends turn as SSE chunks; usage, when not nil, in a last chunk with
+// no choices, as OpenAI does for stream_options.include_usage.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, turn Turn, usage *Usage) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	flusher, _ := w.(http.Flusher)
@@ -326,10 +403,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, turn Turn) {
 		if id == "" {
 			id = fmt.Sprintf("call_%d_%d", len(s.Requests()), i)
 		}
-		args := string(tc.Args)
-		if tc.ArgsRaw != nil {
-			args = *tc.ArgsRaw
-		}
+		args := toolArgs(tc)
 		idx := i
 		var index *int
 		if !turn.NoIndex {
@@ -348,12 +422,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, turn Turn) {
 		finish = openai.FinishReasonToolCalls
 	}
 	chunk(openai.ChatCompletionStreamChoiceDelta{}, finish)
-	usage := Usage{Prompt: 10, Completion: 5}
-	if turn.Usage != nil {
-		usage = *turn.Usage
+	if usage != nil {
+		events = append(events, openai.ChatCompletionStreamResponse{ID: "scripted", Object: "chat.completion.chunk", Model: "scripted",
+			Choices: []openai.ChatCompletionStreamChoice{}, Usage: &openai.Usage{PromptTokens: usage.Prompt, CompletionTokens: usage.Completion, TotalTokens: usage.Prompt + usage.Completion}})
 	}
-	events = append(events, openai.ChatCompletionStreamResponse{ID: "scripted", Object: "chat.completion.chunk", Model: "scripted",
-		Choices: []openai.ChatCompletionStreamChoice{}, Usage: &openai.Usage{PromptTokens: usage.Prompt, CompletionTokens: usage.Completion, TotalTokens: usage.Prompt + usage.Completion}})
 
 	cutAt := len(events)
 	if turn.Cut {

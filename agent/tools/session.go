@@ -33,11 +33,13 @@ var callSubagent = Tool{
 		"Returns {ok, result, context_id, loops}. Several calls in one turn run in parallel. Write the task so it can be done alone and say what to report back.",
 	Schema: json.RawMessage(`{"type": "object", "properties": {
 		"task": {"type": "string", "description": "Complete instructions for the subagent."},
-		"max_loops": {"type": "integer", "description": "Most model turns the subagent may take (default 10, at most 50, and no more than this run has steps left)."}}, "required": ["task"]}`),
+		"max_loops": {"type": "integer", "description": "Most model turns the subagent may take (default 10, at most 50, and no more than this run has steps left)."},
+		"readOnly": {"type": "boolean", "description": "Give the subagent only the tools that read (read_file, list_files, search): for research that must change nothing."}}, "required": ["task"]}`),
 	Run: func(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
 		var a struct {
 			Task     string
-			MaxLoops int `json:"max_loops"`
+			MaxLoops int  `json:"max_loops"`
+			ReadOnly bool `json:"readOnly"`
 		}
 		if err := decode(args, &a); err != nil {
 			return Result{}, err
@@ -49,7 +51,7 @@ var callSubagent = Tool{
 			a.MaxLoops = 10
 		}
 		a.MaxLoops = min(a.MaxLoops, MaxSubagentLoops)
-		res, err := env.Subagent(ctx, a.Task, a.MaxLoops)
+		res, err := env.Subagent(ctx, SubagentRequest{Task: a.Task, MaxLoops: a.MaxLoops, ReadOnly: a.ReadOnly})
 		if err != nil {
 			return Result{}, err
 		}

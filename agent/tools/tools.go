@@ -77,6 +77,16 @@ type Trust interface {
 	Change(project string)
 }
 
+// SubagentRequest is a task call_subagent gives a subagent.
+type SubagentRequest struct {
+	Task     string
+	MaxLoops int  // already clamped to MaxSubagentLoops
+	ReadOnly bool // only the tools that read
+}
+
+// ReadOnlyTools are the tools a read-only subagent gets.
+var ReadOnlyTools = []string{"read_file", "list_files", "search"}
+
 // SubagentResult is what a parent receives from a subagent.
 type SubagentResult struct {
 	OK        bool   `json:"ok"`
@@ -97,7 +107,7 @@ type Env struct {
 	Editor         Editor
 	Permissions    Permissions
 	Trust          Trust
-	Subagent       func(ctx context.Context, task string, maxLoops int) (SubagentResult, error)
+	Subagent       func(ctx context.Context, req SubagentRequest) (SubagentResult, error)
 	MaxOutput      int           // bytes of tool output kept; default DefaultMaxOutput
 	CommandTimeout time.Duration // default for run_command; default 2 minutes
 	// CommandEnv is the environment commands run with (see ScrubEnv); nil

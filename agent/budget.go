@@ -1,0 +1,249 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/agent-lsp/agent-lsp/agent/message"
+	"github.com/agent-lsp/agent-lsp/agent/model"
+	"github.com/agent-lsp/agent-lsp/agent/tokens"
+)
+
+// Token costs a provider adds around what the messages and tools say: per
+// message (role, separators) and per tool definition.
+const (
+	messageOverhead = 4
+	toolOverhead    = 8
+	replyPriming    = 3
+)
+
+// toolShare is the part of the budget tool definitions may take; the tools
+// past it (least needed first) are withheld from the run.
+const toolShare = 3 // a third
+
+// DefaultContextTokens is the budget of a model the runtime knows nothing
+// about: small enough for the local models most people serve.
+const DefaultContextTokens = 8192
+
+// knownContexts are the context sizes of well-known models, by name prefix
+// (the longest matching prefix wins). A local server may serve a model with
+// a smaller context than it supports (Ollama's num_ctx): set contextTokens.
+var knownContexts = []struct {
+	prefix string
+	tokens int
+}{
+	{"gpt-3.5-turbo", 16385},
+	{"gpt-4", 8192},
+	{"gpt-4-turbo", 128000},
+	{"gpt-4o", 128000},
+	{"gpt-4.1", 1047576},
+	{"gpt-5", 272000},
+	{"o1", 200000},
+	{"o3", 200000},
+	{"o4-mini", 200000},
+	{"claude", 200000},
+	{"gemini", 1048576},
+	{"deepseek", 65536},
+	{"mistral-large", 131072},
+	{"codestral", 262144},
+}
+
+// ContextTokensFor returns the context size the runtime assumes for a model
+// name: a known model's, else DefaultContextTokens.
+func ContextTokensFor(modelName string) int {
+	best, n := 0, DefaultContextTokens
+	name := strings.ToLower(modelName)
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		name = name[i+1:] // "openai/gpt-4o" on a router
+	}
+	for _, k := range knownContexts {
+		if strings.HasPrefix(name, k.prefix) && len(k.prefix) > best {
+			best, n = len(k.prefix), k.tokens
+		}
+	}
+	return n
+}
+
+// budget is what a model's requests may cost, in tokens. One budget serves
+// a runtime's endpoint and model; it learns from the provider: the usage it
+// reports corrects the estimate, an overflow lowers the limit.
+type budget struct {
+	configured int // the contextTokens setting
+
+	mu      sync.Mutex // guards learned and scale
+	learned int        // a lower context size learned from an overflow; 0: none
+	scale   float64    // provider tokens per estimated token, from reported usage
+}
+
+func newBudget(contextTokens int) *budget {
+	return &budget{configured: contextTokens, scale: 1}
+}
+
+// limit is the model's context size as far as the runtime knows.
+func (b *budget) limit() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.learned > 0 {
+		return min(b.learned, b.configured)
+	}
+	return b.configured
+}
+
+// reserve is what stays free for the model's answer: an eighth of the
+// context, at least 256 tokens and at most 4,096.
+func reserve(limit int) int { return min(max(limit/8, 256), 4096) }
+
+// prompt is how many estimated tokens a request may hold: the context less
+// the reply's reserve, converted by the learned scale.
+func (b *budget) prompt() int {
+	l := b.limit()
+	b.mu.Lock()
+	scale := b.scale
+	b.mu.Unlock()
+	return int(float64(l-reserve(l)) / scale)
+}
+
+// observe records the provider's count of a request the runtime estimated.
+// The scale follows the provider's counts, weighted toward the newest, and
+// is kept within 0.5..3.
+func (b *budget) observe(estimated, reported int) {
+	if estimated <= 0 || reported <= 0 {
+		return
+	}
+	r := float64(reported) / float64(estimated)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.scale = min(max(0.5*b.scale+0.5*r*1.05, 0.5), 3)
+}
+
+// overflow records a provider's refusal of a request of estimated tokens:
+// the limit it names, or else a limit below what was sent; and a scale at
+// least its count of the request over the estimate.
+func (b *budget) overflow(e *model.OverflowError, estimated int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e.Requested > 0 && estimated > 0 {
+		b.scale = min(max(b.scale, float64(e.Requested)/float64(estimated)*1.05), 3)
+	}
+	switch {
+	case e.Limit > 0:
+		b.learned = e.Limit
+	default:
+		sent := int(float64(estimated) * b.scale)
+		lower := sent * 3 / 4
+		if b.learned == 0 || lower < b.learned {
+			b.learned = max(lower, 1024)
+		}
+	}
+}
+
+// counter estimates messages and tools, caching each message's count by ID
+// and size (a message's content only changes by being cut for the window).
+type counter struct {
+	mu    sync.Mutex // guards cache
+	cache map[countKey]int
+}
+
+type countKey struct {
+	id   string
+	size int
+}
+
+// maxCounted bounds the cache; past it, it starts over.
+const maxCounted = 200_000
+
+// message returns m's estimated tokens as a provider counts them.
+func (c *counter) message(m message.Message) int {
+	k := countKey{m.ID, len(m.Content)}
+	for _, tc := range m.ToolCalls {
+		k.size += len(tc.Args) << 20
+	}
+	c.mu.Lock()
+	n, ok := c.cache[k]
+	c.mu.Unlock()
+	if ok {
+		return n
+	}
+	n = messageOverhead + tokens.Estimate(m.Content) + tokens.Estimate(m.Name)
+	for _, tc := range m.ToolCalls {
+		n += messageOverhead + tokens.Estimate(tc.Name) + tokens.Estimate(tc.Args)
+	}
+	if m.ToolCallID != "" {
+		n += 8
+	}
+	if m.ID == "" {
+		return n // not cached: a message built for one request (the system prompt)
+	}
+	c.mu.Lock()
+	if c.cache == nil || len(c.cache) >= maxCounted {
+		c.cache = map[countKey]int{}
+	}
+	c.cache[k] = n
+	c.mu.Unlock()
+	return n
+}
+
+// tool returns a tool definition's estimated tokens.
+func toolTokens(t model.ToolSpec) int {
+	b, _ := json.Marshal(t)
+	return toolOverhead + tokens.Estimate(string(b))
+}
+
+// request returns a whole request's estimated tokens.
+func (c *counter) request(req model.Request) int {
+	n := replyPriming
+	for _, m := range req.Messages {
+		n += c.message(m)
+	}
+	for _, t := range req.Tools {
+		n += toolTokens(t)
+	}
+	return n
+}
+
+// toolPriority orders the tools from most to least needed: when their
+// definitions take more than their share of the budget, the last go first.
+var toolPriority = []string{"read_file", "edit_file", "search", "list_files", "create_file", "run_command",
+	"todo_write", "call_subagent", "switch_project"}
+
+// fitTools returns the tools whose definitions fit in share tokens, in
+// priority order, and the names of those withheld.
+func fitTools(specs []model.ToolSpec, share int) (kept []model.ToolSpec, withheld []string) {
+	rank := func(name string) int {
+		for i, n := range toolPriority {
+			if n == name {
+				return i
+			}
+		}
+		return len(toolPriority)
+	}
+	ordered := append([]model.ToolSpec(nil), specs...)
+	for i := 1; i < len(ordered); i++ { // stable insertion sort by priority; a few tools
+		for j := i; j > 0 && rank(ordered[j].Name) < rank(ordered[j-1].Name); j-- {
+			ordered[j], ordered[j-1] = ordered[j-1], ordered[j]
+		}
+	}
+	used := 0
+	for _, t := range ordered {
+		if n := toolTokens(t); used+n <= share {
+			used += n
+			kept = append(kept, t)
+		} else {
+			withheld = append(withheld, t.Name)
+		}
+	}
+	return kept, withheld
+}
+
+// TooLargeError is a run that cannot start: what must be in every request
+// (the system prompt, the tools and the prompt) does not fit the budget.
+type TooLargeError struct {
+	Need, Budget, ContextTokens int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the prompt does not fit the model's context: the system prompt, tools and prompt need about %d tokens, and requests may hold %d (contextTokens %d less room for the answer); shorten the prompt or the selection, or raise contextTokens",
+		e.Need, e.Budget, e.ContextTokens)
+}

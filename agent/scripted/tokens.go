@@ -1,0 +1,146 @@
+package scripted
+
+import (
+	"encoding/json"
+	"sync"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/tiktoken-go/tokenizer"
+)
+
+// Token overheads added by CountTokens, from OpenAI's documented way of
+// counting chat tokens (the "How to count tokens with tiktoken" cookbook) and
+// its function-calling notes.
+const (
+	// TokensPerMessage is the fixed cost of every message: the
+	// <|start|>{role/name}\n{content}<|end|>\n framing.
+	TokensPerMessage = 3
+	// TokensPerName is the extra cost of a message that carries a name.
+	TokensPerName = 1
+	// TokensReplyPriming is added once per request: every reply is primed
+	// with <|start|>assistant<|message|>.
+	TokensReplyPriming = 3
+	// TokensPerTool is the fixed cost of each tool definition, around its
+	// JSON, for the framing the provider wraps the definitions in.
+	TokensPerTool = 8
+	// TokensPerImage is what an image part of a message costs: OpenAI's base
+	// cost of a low-detail image. The scripted server never looks at images.
+	TokensPerImage = 85
+)
+
+var (
+	codecOnce sync.Once
+	codec     tokenizer.Codec
+)
+
+// cl100k returns the cl100k_base codec, loaded on first use (about 20 ms).
+// The codec is read-only after loading and safe for concurrent use.
+func cl100k() tokenizer.Codec {
+	codecOnce.Do(func() {
+		c, err := tokenizer.Get(tokenizer.Cl100kBase)
+		if err != nil {
+			panic("scripted: cl100k_base tokenizer: " + err.Error()) // embedded; cannot fail
+		}
+		codec = c
+	})
+	return codec
+}
+
+// Tokens returns the number of cl100k_base tokens of s.
+func Tokens(s string) int {
+	if s == "" {
+		return 0
+	}
+	n, err := cl100k().Count(s)
+	if err != nil {
+		// Only a strict error mode fails, and the codec keeps the default;
+		// never undercount a request to zero.
+		return len(s)/4 + 1
+	}
+	return n
+}
+
+// CountTokens counts a chat request's prompt tokens as a provider would,
+// independently of the client's own estimate, with the cl100k_base tokenizer
+// (tok(s) below):
+//
+//	total = Σ messages + TokensReplyPriming + Σ tools
+//	message = TokensPerMessage + tok(role) + tok(content)
+//	          + (tok(name) + TokensPerName, when a name is set)
+//	          + Σ tool calls (tok(function name) + tok(arguments))
+//	          + tok(tool_call_id)
+//	tool = TokensPerTool + tok(JSON of {"name","description","parameters"})
+//
+// with TokensPerMessage = 3 and TokensReplyPriming = 3 (OpenAI's documented
+// overheads) and TokensPerTool = 8. A message whose content is a list of parts
+// counts the text of its text parts and TokensPerImage per image; the
+// deprecated function_call of a message counts like a tool call, and the
+// deprecated functions of a request like tools. The tools' parameters are
+// counted as encoding/json writes them after decoding (sorted keys, no
+// spaces), so the order a client wrote them in does not matter.
+func CountTokens(req openai.ChatCompletionRequest) int {
+	total := TokensReplyPriming
+	for _, m := range req.Messages {
+		total += TokensPerMessage + Tokens(m.Role) + Tokens(m.Content)
+		for _, p := range m.MultiContent {
+			switch p.Type {
+			case openai.ChatMessagePartTypeImageURL:
+				total += TokensPerImage
+			default:
+				total += Tokens(p.Text)
+			}
+		}
+		if m.Name != "" {
+			total += Tokens(m.Name) + TokensPerName
+		}
+		for _, tc := range m.ToolCalls {
+			total += Tokens(tc.Function.Name) + Tokens(tc.Function.Arguments)
+		}
+		if m.FunctionCall != nil {
+			total += Tokens(m.FunctionCall.Name) + Tokens(m.FunctionCall.Arguments)
+		}
+		total += Tokens(m.ToolCallID)
+	}
+	for _, t := range req.Tools {
+		total += TokensPerTool
+		if t.Function != nil {
+			total += toolTokens(*t.Function)
+		}
+	}
+	for _, f := range req.Functions {
+		total += TokensPerTool + toolTokens(f)
+	}
+	return total
+}
+
+// toolTokens counts the JSON of a function definition: name, description and
+// parameters.
+func toolTokens(f openai.FunctionDefinition) int {
+	b, err := json.Marshal(struct {
+		Name        string `json:"name"`
+		Description string `json:"description,omitempty"`
+		Parameters  any    `json:"parameters,omitempty"`
+	}{f.Name, f.Description, f.Parameters})
+	if err != nil {
+		return Tokens(f.Name) + Tokens(f.Description)
+	}
+	return Tokens(string(b))
+}
+
+// completionTokens counts what a turn streams: its text plus each tool call's
+// name and arguments, as sent.
+func completionTokens(turn Turn) int {
+	n := Tokens(turn.Text)
+	for _, tc := range turn.ToolCalls {
+		n += Tokens(tc.Name) + Tokens(toolArgs(tc))
+	}
+	return n
+}
+
+// toolArgs returns a tool call's arguments as streamed.
+func toolArgs(tc ToolCall) string {
+	if tc.ArgsRaw != nil {
+		return *tc.ArgsRaw
+	}
+	return string(tc.Args)
+}
