@@ -230,7 +230,7 @@ type Result struct {
 	Usage   model.Usage  `json:"usage"`
 	Error   string       `json:"error,omitempty"`
 	// Position is a queued prompt's place in the queue, from 1.
-	Position int `json:"position,omitempty"`
+	Position int `json:"position,omitzero"` // omitzero: the server encodes with json/v2, whose omitempty keeps 0
 	// Queued holds the prompts queued for this run that it ended without
 	// reading (a cancelled run), so that none is lost.
 	Queued []string `json:"queued,omitempty"`

@@ -337,7 +337,7 @@ func TestSteeringARunningAgent(t *testing.T) {
 			seen = append(seen, string(m.Role)+":"+firstWord(m.Content))
 		}
 	}
-	if strings.Join(seen, " ") != "user:start tool:$ user:also user:and" {
+	if strings.Join(seen, " ") != "user:start tool:exit user:also user:and" {
 		t.Fatalf("the second call saw %v", seen)
 	}
 	if q := h.eventsOf("message.queued"); len(q) != 2 {

@@ -73,8 +73,9 @@ func NewBackend(s config.Settings, enc workspace.Encoding, folders []Folder, env
 	}
 	mode, _ := sandbox.ParseMode(s.Sandbox) // checked when the settings were resolved
 	confine := sandbox.Settings{Mode: mode, Writable: s.SandboxWritable, Network: s.SandboxNetwork, Temp: os.TempDir(), Getenv: getenv}
-	rt, err := agent.New(agent.Config{Model: m, Workspace: ws, Store: db, MaxSteps: s.MaxSteps, Window: s.Window, CommandEnv: env,
-		Sandbox: sb, SandboxSettings: confine})
+	rt, err := agent.New(agent.Config{Model: m, ModelName: s.Model, ContextTokens: s.ContextTokens, Workspace: ws, Store: db,
+		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, CommandEnv: env,
+		Sandbox: sb, SandboxSettings: confine, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) }})
 	if err != nil {
 		db.Close()
 		return nil, notices, err

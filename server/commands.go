@@ -62,22 +62,22 @@ func command[A any, R any](name, doc, result string, fn func(*Server, context.Co
 
 // Commands is every agent.* command, in the order the docs list them.
 var Commands = []Command{
-	command("agent.run", "Runs the agent on a prompt, in a new session or continuing one; returns when the run ends.",
-		"`{session, status, reply, edits, steps, usage, error?}`; status is done, cancelled, failed or limit", (*Server).runCommand),
+	command("agent.run", "Runs the agent on a prompt, in a new session or continuing one; returns when the run ends. Given the session of a running run, it queues the prompt for that run's next step and returns at once.",
+		"`{session, status, reply, edits, steps, usage, error?, queued?, position?}`; status is done, cancelled, failed, limit, or queued (with position; the running run's result covers the prompt); a cancelled run lists the prompts it never read in queued", (*Server).runCommand),
 	command("agent.resume", "Continues an interrupted run from its last checkpoint, without adding a prompt.",
 		"as agent.run", (*Server).resumeCommand),
 	command("agent.cancel", "Cancels a session's running run; the run's own request then ends with status cancelled.",
 		"`{cancelled}`: whether a run was going", (*Server).cancelCommand),
 	command("agent.sessions", "Lists the stored sessions, newest first.",
 		"`[{session, project, title, status, created, updated, messages}]`", (*Server).sessionsCommand),
-	command("agent.session", "Returns a session's transcript.",
-		"`{session, project, status, title, messages: [{id, role, name?, content, toolCalls?, toolCallId?}]}`", (*Server).sessionCommand),
+	command("agent.session", "Returns a session's transcript and the subagents it started; with context, a subagent's transcript instead.",
+		"`{session, context?, project, status, title, messages: [{id, role, name?, content, toolCalls?, toolCallId?}], subagents: [{contextId, task, status}]}`", (*Server).sessionCommand),
 	command("agent.deleteSession", "Deletes a session with its checkpoints and subagents.",
 		"`{deleted}`: whether it existed", (*Server).deleteSessionCommand),
 	command("agent.projects", "Lists the projects (workspace folders) with what detection found, their runtime context, and how their commands are sandboxed here.",
 		"`[{name, path, type, techStack: {language, languageVersion?, packageManager?, buildCommand?, testCommand?, manifests?, others?}, gitBranch?, context: {openFiles, pendingChanges, lastBuild, lastTest, recentErrors}, sandbox: {mode, landlockABI, enforced, notEnforced?, writable?, network}}]`",
 		(*Server).projectsCommand),
-	command("agent.switchProject", "Makes another project the session's current one; its next run works there.",
+	command("agent.switchProject", "Makes another project the current one of a session that is not running; its next run or resume works there, and the model is told.",
 		"`{session, project}`", (*Server).switchProjectCommand),
 }
 
@@ -167,7 +167,10 @@ func (c Command) ArgumentNames() []string {
 // error: unknown sessions and projects and busy sessions are the caller's
 // problem (InvalidParams), the rest is the server's.
 func sessionError(command string, err error) error {
+	var tooLarge *agent.TooLargeError
 	switch {
+	case errors.As(err, &tooLarge):
+		return invalidParams("%s: %v", command, err)
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, agent.ErrUnknownSession), errors.Is(err, agent.ErrUnknownProject),
 		errors.Is(err, agent.ErrSessionBusy), errors.Is(err, agent.ErrNoProject), errors.Is(err, agent.ErrBadSelection):
 		return invalidParams("%s: %v", command, err)

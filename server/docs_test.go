@@ -15,15 +15,17 @@ import (
 
 // eventDocs says when each event kind is sent: adding a kind needs its row.
 var eventDocs = map[event.Type]string{
-	"run.start":      "a run (agent.run or agent.resume) starts, in a project",
-	"message.delta":  "the model streams text of its answer (the session's own run only)",
-	"message":        "a human or AI message is complete",
-	"tool.start":     "a tool call starts; `args` is the model's raw JSON",
-	"tool.end":       "a tool call ended; `ok` false for an error result; `summary` in a few words",
-	"subagent.start": "a subagent starts a task (`contextId`, `parentId` in the envelope)",
-	"subagent.end":   "a subagent ended with a status",
-	"edit":           "the editor applied or refused an edit of `uri`",
-	"run.end":        "the run ended: `status`, and `error` when it failed",
+	"run.start":         "a run (agent.run or agent.resume) starts, in a project; `contextTokens` is the model's context size the run fits its requests in, `withheld` the tools left out to fit it",
+	"message.delta":     "the model streams text of its answer (the session's own run only)",
+	"message":           "a human or AI message is complete (a queued prompt: when the run reads it)",
+	"message.queued":    "a prompt given to the running session waits at `position` for the run's next step",
+	"context.compacted": "older turns left the model's view: `summarized` into the summary, or dropped (`error` says why); `before` and `after` are estimated tokens, `messages` how many left; `reason` is budget or overflow",
+	"tool.start":        "a tool call starts; `args` is the model's raw JSON",
+	"tool.end":          "a tool call ended; `ok` false for an error result; `summary` in a few words",
+	"subagent.start":    "a subagent starts a task (`contextId`, `parentId` in the envelope)",
+	"subagent.end":      "a subagent ended with a status",
+	"edit":              "the editor applied or refused an edit of `uri`",
+	"run.end":           "the run ended: `status`, and `error` when it failed",
 }
 
 func commandsTable() string {

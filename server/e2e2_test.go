@@ -333,7 +333,7 @@ func TestBusySessionAndParallelProjects(t *testing.T) {
 			results <- r
 		}()
 	}
-	// A second run on a running session is refused clearly.
+	// Resuming a running session is refused clearly.
 	var session string
 	c.waitFor("a run to start", func() bool {
 		for _, e := range c.events() {
@@ -342,10 +342,10 @@ func TestBusySessionAndParallelProjects(t *testing.T) {
 		}
 		return false
 	})
-	err := c.command("agent.run", map[string]any{"prompt": "again", "session": session}, nil)
+	err := c.command("agent.resume", map[string]any{"session": session}, nil)
 	var rpcErr *jsonrpc2.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc2.InvalidParams || !strings.Contains(err.Error(), "already running") {
-		t.Fatalf("second run on a running session: %v", err)
+		t.Fatalf("resume of a running session: %v", err)
 	}
 	r1, r2 := <-results, <-results
 	if r1.Status != "done" || r2.Status != "done" || r1.Session == r2.Session {

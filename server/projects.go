@@ -2,9 +2,7 @@ package server
 
 import (
 	"context"
-	"strings"
 
-	"go.lsp.dev/jsonrpc2"
 
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/workspace"
@@ -43,20 +41,8 @@ type SwitchProjectResult struct {
 }
 
 func (s *Server) switchProjectCommand(ctx context.Context, call commandCall, a SwitchProjectArgs) (SwitchProjectResult, error) {
-	ws, st := call.b.Workspace, call.b.Store
-	if _, ok := ws.Project(a.Project); !ok {
-		return SwitchProjectResult{}, invalidParams("agent.switchProject: unknown project %q (projects: %s)", a.Project, strings.Join(ws.Names(), ", "))
+	if err := call.b.Runtime.SwitchProject(ctx, a.Session, a.Project); err != nil {
+		return SwitchProjectResult{}, sessionError("agent.switchProject", err)
 	}
-	if call.b.Runtime.Running(a.Session) {
-		return SwitchProjectResult{}, invalidParams("agent.switchProject: session %s is running", a.Session)
-	}
-	sess, err := storedSession(ctx, call.b, "agent.switchProject", a.Session)
-	if err != nil {
-		return SwitchProjectResult{}, err
-	}
-	sess.Project = a.Project
-	if err := st.PutSession(ctx, sess); err != nil {
-		return SwitchProjectResult{}, jsonrpc2.Errorf(jsonrpc2.InternalError, "agent.switchProject: %v", err)
-	}
-	return SwitchProjectResult{Session: sess.ID, Project: a.Project}, nil
+	return SwitchProjectResult{Session: a.Session, Project: a.Project}, nil
 }

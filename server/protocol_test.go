@@ -55,10 +55,18 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 			{Text: "Resumed."},
 		}},
 		{Match: "Fail please", Turns: []scripted.Turn{{Error: &scripted.HTTPError{Status: 400, Message: "the model refused the request"}}}},
+		{Match: "Read notes.txt", Turns: readTurns(10, "notes.txt", "The notes are long.")},
+		{Match: "Summarize the conversation", Turns: []scripted.Turn{{Text: "The user asked to read notes.txt repeatedly; it holds numbered notes."},
+			{Text: "Still reading notes.txt."}, {Text: "Still reading notes.txt."}, {Text: "Still reading notes.txt."}}},
 	}})
 	roots := map[string]string{"sample": copyFixture(t, "sample"), "other": copyFixture(t, "other")}
 	os.MkdirAll(filepath.Join(roots["sample"], ".git"), 0o755)
 	os.WriteFile(filepath.Join(roots["sample"], ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	var notes strings.Builder
+	for i := 0; notes.Len() < 6000; i++ {
+		fmt.Fprintf(&notes, "Note %d: the handler validates request %d before it answers.\n", i, i*7)
+	}
+	os.WriteFile(filepath.Join(roots["other"], "notes.txt"), []byte(notes.String()), 0o644)
 	// Home, temp and caches are the scenario's own, and Landlock is off (the
 	// report of what it enforces depends on the kernel), so the fixtures do
 	// not depend on the machine.
@@ -108,6 +116,7 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		}
 		return false
 	})
+	do("agent.run", map[string]any{"session": sleeper, "prompt": "Also say hi when you are back"})
 	do("agent.cancel", map[string]any{"session": sleeper})
 	<-slept
 	do("agent.cancel", map[string]any{"session": sleeper})
@@ -115,6 +124,8 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	do("agent.sessions", map[string]any{})
 	do("agent.sessions", map[string]any{"project": "other"})
 	do("agent.session", map[string]any{"session": main})
+	do("agent.session", map[string]any{"session": main, "context": "subagent-call_sub"})
+	do("agent.run", map[string]any{"prompt": "Read notes.txt ten times", "project": "other"})
 	do("agent.switchProject", map[string]any{"session": main, "project": "other"})
 	do("agent.deleteSession", map[string]any{"session": failed})
 	c.waitFor("the last run's end", func() bool {
@@ -124,10 +135,19 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 				n++
 			}
 		}
-		return n == 5
+		return n == 6
 	})
 	paths = map[string]string{"/work/sample": roots["sample"], "/work/other": roots["other"], "/home/user": home, "/tmp": tmp}
 	return cmds, c.notifications("agent/event"), paths
+}
+
+// readTurns reads path n times, one call a turn, then answers.
+func readTurns(n int, path, answer string) []scripted.Turn {
+	var turns []scripted.Turn
+	for i := 0; i < n; i++ {
+		turns = append(turns, scripted.Turn{ToolCalls: []scripted.ToolCall{withID(call("read_file", map[string]any{"path": path}), fmt.Sprintf("call_read_%d", i))}})
+	}
+	return append(turns, scripted.Turn{Text: answer})
 }
 
 func withID(tc scripted.ToolCall, id string) scripted.ToolCall {
@@ -186,6 +206,14 @@ func (n *normalizer) value(v any) any {
 	case map[string]any:
 		for k := range x {
 			x[k] = n.value(x[k])
+		}
+		// Prompt sizes depend on the temporary paths in the system prompt.
+		if x["type"] == "context.compacted" {
+			x["before"], x["after"] = 9000, 2500
+		}
+		if _, ok := x["promptTokens"]; ok {
+			c, _ := x["completionTokens"].(float64)
+			x["promptTokens"], x["totalTokens"] = 1000, 1000+c
 		}
 	}
 	return v

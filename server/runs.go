@@ -97,6 +97,10 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 		k.close("failed: " + err.Error())
 		return agent.Result{}, sessionError(command, err)
 	}
+	if res.Status == agent.StatusQueued {
+		k.close(fmt.Sprintf("queued for the running session (position %d)", res.Position))
+		return res, nil
+	}
 	k.close("")
 	if s.requests.cancelledByRequest(c) && res.Status == store.StatusCancelled {
 		return agent.Result{}, jsonrpc2.Errorf(RequestCancelled, "%s cancelled by $/cancelRequest (session %s, status cancelled)", command, res.Session)

@@ -28,13 +28,23 @@ func (s *Server) sessionsCommand(ctx context.Context, call commandCall, a Sessio
 	return list, nil
 }
 
-// SessionDetail is agent.session's result: a session and its transcript.
+// SessionDetailArgs are agent.session's arguments: a session, and one of
+// its subagents' contexts to read instead of its own run.
+type SessionDetailArgs struct {
+	Session string `json:"session" required:"true"`
+	Context string `json:"context,omitempty"`
+}
+
+// SessionDetail is agent.session's result: a session (or one subagent's
+// context of it) with its transcript and the subagents it started.
 type SessionDetail struct {
-	Session  string            `json:"session"`
-	Project  string            `json:"project"`
-	Status   store.Status      `json:"status"`
-	Title    string            `json:"title"`
-	Messages []message.Message `json:"messages"`
+	Session   string               `json:"session"`
+	Context   string               `json:"context,omitempty"`
+	Project   string               `json:"project"`
+	Status    store.Status         `json:"status"`
+	Title     string               `json:"title"`
+	Messages  []message.Message    `json:"messages"`
+	Subagents []agent.SubagentInfo `json:"subagents"`
 }
 
 // storedSession returns a stored session, or the JSON-RPC error command
@@ -50,16 +60,36 @@ func storedSession(ctx context.Context, b *Backend, command, id string) (store.S
 	return sess, nil
 }
 
-func (s *Server) sessionCommand(ctx context.Context, call commandCall, a SessionArgs) (SessionDetail, error) {
+func (s *Server) sessionCommand(ctx context.Context, call commandCall, a SessionDetailArgs) (SessionDetail, error) {
 	sess, err := storedSession(ctx, call.b, "agent.session", a.Session)
 	if err != nil {
 		return SessionDetail{}, err
 	}
-	msgs, err := call.b.Runtime.Transcript(ctx, a.Session, "")
+	rt := call.b.Runtime
+	msgs, err := rt.Transcript(ctx, a.Session, a.Context)
 	if err != nil {
 		return SessionDetail{}, jsonrpc2.Errorf(jsonrpc2.InternalError, "agent.session: load session %s: %v", a.Session, err)
 	}
-	return SessionDetail{Session: sess.ID, Project: sess.Project, Status: sess.Status, Title: sess.Title, Messages: msgs}, nil
+	subs, err := rt.Subagents(ctx, a.Session, a.Context)
+	if err != nil {
+		return SessionDetail{}, jsonrpc2.Errorf(jsonrpc2.InternalError, "agent.session: subagents of %s: %v", a.Session, err)
+	}
+	d := SessionDetail{Session: sess.ID, Context: a.Context, Project: sess.Project, Status: sess.Status, Title: sess.Title, Messages: msgs, Subagents: subs}
+	if a.Context != "" {
+		if len(msgs) == 0 {
+			return SessionDetail{}, invalidParams("agent.session: session %s has no subagent context %q", a.Session, a.Context)
+		}
+		d.Status = ""
+		for _, sub := range subs {
+			if sub.ContextID == a.Context {
+				d.Status = sub.Status
+			}
+		}
+		if st, err := call.b.Store.Load(ctx, a.Session, a.Context); err == nil {
+			d.Status, d.Title = st.Status, msgs[0].Content
+		}
+	}
+	return d, nil
 }
 
 // DeleteResult is agent.deleteSession's result.

@@ -14,10 +14,15 @@ func TestWireShapeRoundTrip(t *testing.T) {
 		ev   Event
 		wire string
 	}{
-		{Event{Session: "s-1", Seq: 1, Data: RunStart{Project: "web"}}, `{"session":"s-1","seq":1,"type":"run.start","project":"web"}`},
+		{Event{Session: "s-1", Seq: 1, Data: RunStart{Project: "web", ContextTokens: 8192}}, `{"session":"s-1","seq":1,"type":"run.start","project":"web","contextTokens":8192}`},
+		{Event{Session: "s-1", Seq: 1, Data: RunStart{Project: "web", ContextTokens: 3000, Withheld: []string{"switch_project"}}}, `{"session":"s-1","seq":1,"type":"run.start","project":"web","contextTokens":3000,"withheld":["switch_project"]}`},
 		{Event{Session: "s-1", Seq: 2, Data: MessageDelta{Text: "hi"}}, `{"session":"s-1","seq":2,"type":"message.delta","text":"hi"}`},
 		{Event{Session: "s-1", Seq: 3, Data: Message{Message: message.Message{ID: "m", Role: message.AI, Content: "x", ToolCalls: []message.ToolCall{{ID: "c", Name: "read_file", Args: "{}"}}}}},
 			`{"session":"s-1","seq":3,"type":"message","message":{"id":"m","role":"ai","content":"x","toolCalls":[{"id":"c","name":"read_file","args":"{}"}]}}`},
+		{Event{Session: "s-1", Seq: 3, Data: MessageQueued{Message: message.Message{ID: "q", Role: message.Human, Content: "also"}, Position: 1}},
+			`{"session":"s-1","seq":3,"type":"message.queued","message":{"id":"q","role":"human","content":"also"},"position":1}`},
+		{Event{Session: "s-1", Seq: 3, Data: ContextCompacted{Before: 9000, After: 2500, Messages: 6, Summarized: false, Reason: "budget", Error: "the summary failed"}},
+			`{"session":"s-1","seq":3,"type":"context.compacted","before":9000,"after":2500,"messages":6,"summarized":false,"reason":"budget","error":"the summary failed"}`},
 		{Event{Session: "s-1", Seq: 4, ContextID: "subagent-1", ParentID: "s-1", Data: ToolStart{Name: "search", Args: `{"pattern":"x"}`, CallID: "c"}},
 			`{"session":"s-1","seq":4,"type":"tool.start","contextId":"subagent-1","parentId":"s-1","name":"search","args":"{\"pattern\":\"x\"}","callId":"c"}`},
 		{Event{Session: "s-1", Seq: 5, Data: ToolEnd{CallID: "c", Name: "search", OK: false, Summary: "bad pattern"}},

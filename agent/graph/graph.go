@@ -630,3 +630,54 @@ func (g *Graph) Update(ctx context.Context, cfg Config, build func(State) Patch,
 	}
 	return cfg.Checkpointer.Put(context.WithoutCancel(ctx), r.checkpoint(step, status, d, tasks, State{vals: vals}))
 }
+
+// Amend writes a patch to a thread that is not running, as a step of its
+// own that changes nothing else: the pending writes of the newest
+// checkpoint's finished tasks are applied first, then the patch build
+// returns for the resulting state; the status stays, and so do the planned
+// tasks that had not finished, so a later Resume goes on as it would have.
+// It is how a runtime changes a session between runs (switching its
+// project) with the one writer of its state.
+func (g *Graph) Amend(ctx context.Context, cfg Config, build func(State) Patch) error {
+	if cfg.Checkpointer == nil {
+		return errors.New("amend needs a checkpointer")
+	}
+	g.mu.Lock()
+	_, running := g.live[threadKey{cfg.Thread, cfg.Namespace}]
+	g.mu.Unlock()
+	if running {
+		return fmt.Errorf("amend %s/%s: the thread is running", cfg.Thread, cfg.Namespace)
+	}
+	st, err := cfg.Checkpointer.Load(ctx, cfg.Thread, cfg.Namespace)
+	if err != nil {
+		return err
+	}
+	r, err := g.fromState(cfg, st)
+	if err != nil {
+		return err
+	}
+	var patches []Patch
+	var unfinished []task
+	for i, t := range st.Next {
+		raw, ok := st.Pending[t.ID]
+		if !ok {
+			unfinished = append(unfinished, task{Task: t, seq: i})
+			continue
+		}
+		p, err := g.schema.decodePatch(raw)
+		if err != nil {
+			return err
+		}
+		patches = append(patches, p)
+	}
+	vals, _, err := g.schema.apply(r.vals, patches)
+	if err != nil {
+		return fmt.Errorf("amend %s/%s: %w", cfg.Thread, cfg.Namespace, err)
+	}
+	patches = append(patches, build(State{vals: vals}))
+	vals, d, err := g.schema.apply(r.vals, patches)
+	if err != nil {
+		return fmt.Errorf("amend %s/%s: %w", cfg.Thread, cfg.Namespace, err)
+	}
+	return cfg.Checkpointer.Put(context.WithoutCancel(ctx), r.checkpoint(r.step+1, st.Status, d, unfinished, State{vals: vals}))
+}

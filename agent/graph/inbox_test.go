@@ -262,3 +262,42 @@ func TestQueuedInputSurvivesACrash(t *testing.T) {
 		t.Fatalf("pending writes left: %v", st.Pending)
 	}
 }
+
+// Amend changes a stopped thread's state without losing its place: the
+// finished tasks' writes are kept, the unfinished tasks still run on resume.
+func TestAmendKeepsThePlannedWork(t *testing.T) {
+	ts := newTestSchema()
+	g := newGate()
+	gr := loopGraph(t, ts, 1, g)
+	mem := store.NewMemory()
+	cfg := Config{Thread: "t", Checkpointer: mem, Accepts: accepts(ts)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan Result, 1)
+	go func() {
+		res, _ := gr.Invoke(ctx, cfg, NewPatch(ts.msgs.Append(msg("task", "go"))))
+		done <- res
+	}()
+	waitEntered(t, g)
+	cancel() // the tool round is interrupted: "tool" stays planned
+	if res := <-done; res.Status != StatusCancelled {
+		t.Fatalf("%+v", res)
+	}
+	if err := gr.Amend(context.Background(), cfg, func(s State) Patch {
+		return NewPatch(ts.note.Set("amended"), ts.msgs.Append(msg("note", "switched")))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := mem.Load(context.Background(), "t", "")
+	if st.Status != StatusCancelled || len(st.Next) != 1 || st.Next[0].Node != "tool" {
+		t.Fatalf("status %s, next %+v", st.Status, st.Next)
+	}
+	go func() { <-g.entered; g.release <- struct{}{} }()
+	res, err := gr.Resume(context.Background(), cfg)
+	if err != nil || res.Status != StatusDone || ts.note.Get(res.State) != "amended" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	want := []string{"task", "ai1", "note", "tool1", "ai2"}
+	if got := ids(ts.msgs.Get(res.State)); !slices.Equal(got, want) {
+		t.Fatalf("messages %v, want %v", got, want)
+	}
+}

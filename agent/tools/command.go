@@ -119,8 +119,8 @@ var runCommand = Tool{
 			}
 		}
 		record(workspace.Outcome{Status: workspace.StatusPending, Command: line})
-		shown := clip(line, 2<<10) // a command line can be long; the output matters more
-		out, code, err := execute(ctx, p.Root(), argv, timeout, env.commandEnv(), env.maxOutput()-len(shown)-512)
+		shown := clip(line, 200) // the model wrote it; the output matters more
+		out, total, code, err := execute(ctx, p.Root(), argv, timeout, env.commandEnv(), env.maxOutput()-len(shown)-512)
 		var note string
 		if confined {
 			note = guard.leave(p.Root())
@@ -133,7 +133,13 @@ var runCommand = Tool{
 		if status == workspace.StatusFailed {
 			p.AddError(fmt.Sprintf("%s: %s%s", line, header, lastLine(out)))
 		}
-		content := fmt.Sprintf("$ %s\n%s\n%s%s", shown, header, out, note)
+		size := ""
+		if total > int64(len(out)) {
+			size = fmt.Sprintf(" (%d bytes of output; the middle is left out)", total)
+		}
+		// The outcome comes first: when the result is cut again to fit the
+		// model's context, its head stays.
+		content := fmt.Sprintf("%s%s\n$ %s\n%s%s", header, size, shown, out, note)
 		return Result{Content: content, IsError: status == workspace.StatusFailed, Summary: line + ": " + header}, nil
 	},
 }
@@ -318,7 +324,7 @@ func commandTimeout(requested int, def time.Duration) time.Duration {
 // group when it ends (so background children do not outlive it), on timeout
 // or on cancellation. A command whose background children kept its output
 // open past WaitDelay succeeded as far as its own exit status says.
-func execute(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string, keep int) (string, int, error) {
+func execute(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string, keep int) (out string, total int64, code int, err error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
@@ -326,24 +332,32 @@ func execute(ctx context.Context, dir string, argv []string, timeout time.Durati
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	out := newOutput(keep)
-	cmd.Stdout, cmd.Stderr = out, out
-	err := cmd.Run()
+	buf := newOutput(keep)
+	cmd.Stdout, cmd.Stderr = buf, buf
+	err = cmd.Run()
 	if cmd.Process != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what it left running in the background
 	}
+	out, total = buf.String(), buf.Total()
 	if cctx.Err() != nil {
 		if ctx.Err() != nil {
-			return out.String(), -1, ctx.Err()
+			return out, total, -1, ctx.Err()
 		}
-		return out.String(), -1, context.DeadlineExceeded
+		return out, total, -1, context.DeadlineExceeded
 	}
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
-		return out.String(), exit.ExitCode(), nil
+		return out, total, exit.ExitCode(), nil
 	case errors.Is(err, exec.ErrWaitDelay):
-		return out.String(), cmd.ProcessState.ExitCode(), nil
+		return out, total, cmd.ProcessState.ExitCode(), nil
 	}
-	return out.String(), 0, err
+	return out, total, 0, err
+}
+
+// Total is the number of bytes written.
+func (b *boundedOutput) Total() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.total
 }

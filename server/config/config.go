@@ -46,7 +46,12 @@ type Settings struct {
 	// headless run): what the rules do not allow is denied at once.
 	Interactive bool
 	MaxSteps    int
-	Window      int
+	// ContextTokens is the model's context size; 0: the runtime's default
+	// for the model (agent.ContextTokensFor).
+	ContextTokens int
+	Window        int
+	ToolOutput    int  // bytes a tool output is cut to
+	ReadOnlySubs  bool // subagents get only the tools that read
 }
 
 // Setting is one row of the configuration table.
@@ -208,9 +213,39 @@ var Table = []Setting{
 	{Name: "step limit", Init: "maxSteps", Flag: "max-steps", Default: strconv.Itoa(agent.DefaultMaxSteps),
 		Doc:  "most steps of one run (a model turn and a tool round are one step each)",
 		kind: intKind(func(s *Settings) *int { return &s.MaxSteps }, 1, 100000)},
-	{Name: "context window", Init: "window", Default: strconv.Itoa(agent.DefaultWindow),
-		Doc:  "recent messages the model sees (10..100)",
-		kind: intKind(func(s *Settings) *int { return &s.Window }, 10, 100)},
+	{Name: "context tokens", Env: "AGENT_LSP_CONTEXT_TOKENS", Init: "model.contextTokens", Flag: "context-tokens", Default: "auto",
+		Doc:  "the model's context size in tokens; every request fits it with room for the answer. auto: the known size of well-known models, else 8192 (set it to your local server's context: Ollama's num_ctx, llama.cpp's -c)",
+		kind: autoIntKind(func(s *Settings) *int { return &s.ContextTokens }, 1024, 10_000_000)},
+	{Name: "context window", Env: "AGENT_LSP_WINDOW", Init: "window", Flag: "window", Default: strconv.Itoa(agent.DefaultWindow),
+		Doc:  "most recent messages the model sees besides the run's prompts (10..1000); the token budget usually binds first",
+		kind: intKind(func(s *Settings) *int { return &s.Window }, 10, 1000)},
+	{Name: "tool output", Env: "AGENT_LSP_TOOL_OUTPUT", Init: "toolOutput", Flag: "tool-output", Default: strconv.Itoa(tools.DefaultMaxOutput),
+		Doc:  "bytes of one tool output the model sees (1024..1048576), head and tail kept; a small context cuts more",
+		kind: intKind(func(s *Settings) *int { return &s.ToolOutput }, 1024, 1<<20)},
+	{Name: "read-only subagents", Init: "subagents.readOnly", Flag: "read-only-subagents", Default: "false",
+		Doc:  "give subagents only the tools that read (read_file, list_files, search); the model can also ask for it per call",
+		kind: boolKind(func(s *Settings) *bool { return &s.ReadOnlySubs })},
+}
+
+// autoIntKind is an integer within lo..hi, or "auto" (0).
+func autoIntKind(field func(*Settings) *int, lo, hi int) kind {
+	k := intKind(field, lo, hi)
+	parse, parseJSON := k.parse, k.parseJSON
+	k.parse = func(s *Settings, v string) error {
+		if v == "auto" {
+			*field(s) = 0
+			return nil
+		}
+		return parse(s, v)
+	}
+	k.parseJSON = func(s *Settings, raw json.RawMessage) error {
+		if string(raw) == `"auto"` {
+			*field(s) = 0
+			return nil
+		}
+		return parseJSON(s, raw)
+	}
+	return k
 }
 
 // Defaults returns the settings before the environment, initializationOptions

@@ -24,7 +24,7 @@ func TestPrecedence(t *testing.T) {
 	}{
 		{"defaults and environment", ``, nil, func(s Settings) bool {
 			return s.BaseURL == "http://env/v1" && s.Model == "env-model" && s.Durability == store.Sync && s.StorePath == "/env/s.db" &&
-				s.APIKey == "sk-default" && s.Edits == "apply" && s.MaxSteps == 100 && s.Window == 40
+				s.APIKey == "sk-default" && s.Edits == "apply" && s.MaxSteps == 100 && s.Window == 200 && s.ContextTokens == 0 && s.ToolOutput == 16384
 		}},
 		{"initializationOptions win over the environment", `{"model":{"model":"init-model","apiKeyEnv":"MY_KEY"},"store":{"path":"/init.db"},"durability":"exit","edits":"review","permissions":{"allow":["go *"]},"maxSteps":7,"window":12}`, nil,
 			func(s Settings) bool {
@@ -60,7 +60,7 @@ func TestBadValuesNameTheSetting(t *testing.T) {
 		env, init, want string
 	}{
 		{init: `{"maxSteps":"ten"}`, want: "initializationOptions.maxSteps: must be an integer"},
-		{init: `{"window":5}`, want: "initializationOptions.window: must be between 10 and 100, not 5"},
+		{init: `{"window":5}`, want: "initializationOptions.window: must be between 10 and 1000, not 5"},
 		{init: `{"edits":"yolo"}`, want: `initializationOptions.edits: must be apply or review, not "yolo"`},
 		{init: `{"durability":"often"}`, want: `initializationOptions.durability: unknown durability "often"`},
 		{init: `{"permissions":{"allow":"*"}}`, want: "initializationOptions.permissions.allow: must be a list of strings"},
