@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 
-
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
