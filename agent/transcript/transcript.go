@@ -49,7 +49,18 @@ func (t *Writer) Event(e event.Event) {
 	in := indent(e.ContextID)
 	switch d := e.Data.(type) {
 	case event.RunStart:
-		t.line("", "── session %s · project %s", e.Session, d.Project)
+		t.line("", "── session %s · project %s · context %d tokens", e.Session, d.Project, d.ContextTokens)
+		if len(d.Withheld) > 0 {
+			t.line("", "   tools left out to fit the context: %s", strings.Join(d.Withheld, ", "))
+		}
+	case event.MessageQueued:
+		t.line(in, "⏸ queued (%d): %s", d.Position, d.Message.Content)
+	case event.ContextCompacted:
+		if d.Summarized {
+			t.line(in, "  ⋯ %d older messages summarized (%d → %d tokens)", d.Messages, d.Before, d.After)
+		} else {
+			t.line(in, "  ⋯ %d older messages dropped without a summary: %s", d.Messages, d.Error)
+		}
 	case event.Message:
 		switch {
 		case d.Message.Role == message.Human:
