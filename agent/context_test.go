@@ -411,3 +411,38 @@ func BenchmarkWindow(b *testing.B) {
 		})
 	}
 }
+
+// A subagent asked for as read-only, or under the read-only setting, is
+// offered only the tools that read.
+func TestReadOnlySubagents(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    map[string]any
+		setting bool
+	}{
+		{"asked by the model", map[string]any{"task": "look around", "readOnly": true}, false},
+		{"by configuration", map[string]any{"task": "look around"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, scripted.Script{Conversations: []scripted.Conversation{
+				{Match: "look around", Turns: []scripted.Turn{{Text: "looked"}}},
+				{Match: "delegate", Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{call("call_subagent", tc.args)}}, {Text: "done"}}},
+			}}, Config{SubagentsReadOnly: tc.setting})
+			h.run(context.Background(), Request{Prompt: "delegate"})
+			for _, req := range h.srv.Requests() {
+				if req.Messages[1].Content != "look around" {
+					continue
+				}
+				var names []string
+				for _, tl := range req.Tools {
+					names = append(names, tl.Function.Name)
+				}
+				if strings.Join(names, " ") != "read_file search list_files" {
+					t.Fatalf("the subagent was offered %v", names)
+				}
+				return
+			}
+			t.Fatal("the subagent never called the model")
+		})
+	}
+}
