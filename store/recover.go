@@ -32,6 +32,9 @@ func openBolt(path string) (db *bolt.DB, err error) {
 			runtime.GC() // let the abandoned file's finalizer close it
 		}
 	}()
+	if err := checkMeta(path); err != nil {
+		return nil, &CorruptError{Path: path, Cause: err.Error()}
+	}
 	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: LockTimeout})
 	for _, corrupt := range []error{berrors.ErrInvalid, berrors.ErrVersionMismatch, berrors.ErrChecksum, berrors.ErrInvalidMapping} {
 		if errors.Is(err, corrupt) {
