@@ -46,10 +46,20 @@ func cl100k() tokenizer.Codec {
 	return codec
 }
 
-// Tokens returns the number of cl100k_base tokens of s.
+// maxCounted is the most bytes Tokens counts exactly.
+const maxCounted = 1 << 20
+
+// Tokens returns the number of cl100k_base tokens of s (past maxCounted
+// bytes, extrapolated).
 func Tokens(s string) int {
 	if s == "" {
 		return 0
+	}
+	if len(s) > maxCounted {
+		// Beyond a megabyte (a runaway model's arguments) the count is
+		// extrapolated from the first megabyte: exact counting costs
+		// seconds a megabyte under the race detector.
+		return Tokens(s[:maxCounted]) * (len(s) / maxCounted)
 	}
 	n, err := cl100k().Count(s)
 	if err != nil {
