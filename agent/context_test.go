@@ -446,3 +446,32 @@ func TestReadOnlySubagents(t *testing.T) {
 		})
 	}
 }
+
+// A summary call that outlasts the summary timeout is given up: the turns are
+// dropped and the run goes on.
+func TestSlowSummaryIsGivenUp(t *testing.T) {
+	main := scripted.Conversation{Match: "Read big.txt"}
+	for i := 0; i < 12; i++ {
+		main.Turns = append(main.Turns, scripted.Turn{ToolCalls: []scripted.ToolCall{call("read_file", map[string]any{"path": "big.txt"})}})
+	}
+	main.Turns = append(main.Turns, scripted.Turn{Text: "done"})
+	slow := scripted.Conversation{Match: "Summarize the conversation"}
+	for i := 0; i < 20; i++ {
+		slow.Turns = append(slow.Turns, scripted.Turn{Delay: scripted.Duration(3 * time.Second), Text: "too late"})
+	}
+	h := newHarness(t, scripted.Script{Conversations: []scripted.Conversation{slow, main}},
+		Config{ContextTokens: 6000, SummaryTimeout: 100 * time.Millisecond})
+	os.WriteFile(filepath.Join(h.roots["sample"], "big.txt"), []byte(sourceText(4000)), 0o644)
+	res := h.run(context.Background(), Request{Prompt: "Read big.txt a dozen times."})
+	if res.Status != "done" {
+		t.Fatalf("%+v", res)
+	}
+	timedOut := false
+	for _, e := range h.eventsOf("context.compacted") {
+		c := e.Data.(event.ContextCompacted)
+		timedOut = timedOut || (!c.Summarized && strings.Contains(c.Error, "deadline"))
+	}
+	if !timedOut {
+		t.Fatal("no compaction reported the summary's timeout")
+	}
+}
