@@ -19,7 +19,7 @@ var eventDocs = map[event.Type]string{
 	"message.delta":     "the model streams text of its answer (the session's own run only)",
 	"message":           "a human or AI message is complete (a queued prompt: when the run reads it)",
 	"message.queued":    "a prompt given to the running session waits at `position` for the run's next step",
-	"context.compacted": "older turns left the model's view: `summarized` into the summary, or dropped (`error` says why); `before` and `after` are estimated tokens, `messages` how many left; `reason` is budget or overflow",
+	"context.compacted": "older turns left the model's view: `summarized` into the summary, or dropped (`error` says why); `before` and `after` are the estimated tokens of the history the model sees, `messages` how many messages left its view; `reason` is budget or overflow",
 	"tool.start":        "a tool call starts; `args` is the model's raw JSON",
 	"tool.end":          "a tool call ended; `ok` false for an error result; `summary` in a few words",
 	"subagent.start":    "a subagent starts a task (`contextId`, `parentId` in the envelope)",

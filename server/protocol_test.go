@@ -211,7 +211,7 @@ func (n *normalizer) value(v any) any {
 		if x["type"] == "context.compacted" {
 			x["before"], x["after"] = 9000, 2500
 		}
-		if _, ok := x["promptTokens"]; ok {
+		if n, _ := x["promptTokens"].(float64); n > 0 {
 			c, _ := x["completionTokens"].(float64)
 			x["promptTokens"], x["totalTokens"] = 1000, 1000+c
 		}

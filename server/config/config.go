@@ -214,7 +214,7 @@ var Table = []Setting{
 		Doc:  "most steps of one run (a model turn and a tool round are one step each)",
 		kind: intKind(func(s *Settings) *int { return &s.MaxSteps }, 1, 100000)},
 	{Name: "context tokens", Env: "AGENT_LSP_CONTEXT_TOKENS", Init: "model.contextTokens", Flag: "context-tokens", Default: "auto",
-		Doc:  "the model's context size in tokens; every request fits it with room for the answer. auto: the known size of well-known models, else 8192 (set it to your local server's context: Ollama's num_ctx, llama.cpp's -c)",
+		Doc:  "the model's context size in tokens (1024..10000000); every request fits it with room for the answer. auto: the known size of well-known models, else 8192 (set it to your local server's context: Ollama's num_ctx, llama.cpp's -c)",
 		kind: autoIntKind(func(s *Settings) *int { return &s.ContextTokens }, 1024, 10_000_000)},
 	{Name: "context window", Env: "AGENT_LSP_WINDOW", Init: "window", Flag: "window", Default: strconv.Itoa(agent.DefaultWindow),
 		Doc:  "most recent messages the model sees besides the run's prompts (10..1000); the token budget usually binds first",
