@@ -181,17 +181,30 @@ test(":AgentProjects and :AgentSwitch", function()
   vim.ui.select = orig
 end)
 
-test(":AgentCancel stops a slow run", function()
+test(":AgentRun! queues a follow-up into the running run; :AgentCancel stops it and shows the prompt as not sent", function()
   vim.cmd("AgentRun this is slow")
   local run = agent.state.last_run
   wait_for("the run's session", function()
     return run.session ~= nil
   end)
+  local follow_up = "Also say hi when you are back"
+  vim.cmd("AgentRun! " .. follow_up)
+  local queued = agent.state.last_run
+  assert(queued ~= run, "no follow-up request was sent")
+  wait_for("the queued result", function()
+    return queued.result ~= nil
+  end)
+  assert(queued.result.status == "queued" and queued.result.position == 1 and queued.result.session == run.session, vim.inspect(queued.result))
+  assert(contains(notes, function(n) return n:find("queued (position 1): " .. follow_up, 1, true) end), "no queued note: " .. vim.inspect(notes))
+  assert(contains(events, function(e) return e.type == "message.queued" and e.position == 1 and e.message.content == follow_up end), "no message.queued event")
+  assert(run.result == nil and agent.state.runs[next(agent.state.runs)] == run, "the running run should go on alone")
   vim.cmd("AgentCancel")
   wait_for("the cancelled result", function()
     return run.result ~= nil
   end)
   assert(run.result.status == "cancelled", "status " .. tostring(run.result.status))
+  assert(vim.deep_equal(run.result.queued, { follow_up }), "queued: " .. vim.inspect(run.result.queued))
+  assert(contains(notes, function(n) return n:find("not sent: " .. follow_up, 1, true) end), "the unsent prompt is not shown: " .. vim.inspect(notes))
   assert(agent.state.status == "", "statusline still shows " .. agent.state.status)
 end)
 
@@ -201,6 +214,8 @@ test("the event log's buffer kept growing while hidden", function()
   local session = agent.state.last_run.result.session
   assert(text:find(session .. " result: cancelled", 1, true), text)
   assert(text:find("run.end cancelled", 1, true), text)
+  assert(text:find("message.queued (position 1) You", 1, true) and text:find("    queued (position 1): Also say hi when you are back", 1, true), text)
+  assert(text:find("    not sent: Also say hi when you are back", 1, true), text)
 end)
 
 -- answer_review answers the review on screen the way a user would: it moves
@@ -337,6 +352,74 @@ test("allow_edit and scrub_env reach the server: the allowed protected file is e
   assert(run.result.status == "done", "status " .. tostring(run.result.status))
   assert(buffer_text():find('"editor.tabSize": 4', 1, true), "edit not in the buffer: " .. buffer_text())
   vim.cmd("silent write")
+end)
+
+-- A second scripted model, for a run that starts a subagent.
+local subagent_script = {
+  conversations = {
+    { match = "Delegate", turns = {
+      { toolCalls = { { id = "call_sub", name = "call_subagent", args = { task = "List the Go files and report their names." } } } },
+      { text = "The subagent listed the Go files." },
+    } },
+    { match = "List the Go files", turns = {
+      { toolCalls = { { id = "call_list", name = "list_files", args = { pattern = "*.go" } } } },
+      { text = "greet.go" },
+    } },
+  },
+}
+
+-- start_model starts the scripted model on script; it returns the job and its base URL.
+local function start_model(script)
+  local path = vim.fn.tempname() .. ".json"
+  vim.fn.writefile({ vim.fn.json_encode(script) }, path)
+  local url
+  local job = vim.fn.jobstart({ assert(os.getenv("AGENT_LSP_TEST_MODEL_BIN"), "AGENT_LSP_TEST_MODEL_BIN"), "--script", path }, {
+    on_stdout = function(_, data)
+      url = url or (data[1] ~= "" and data[1] or nil)
+    end,
+  })
+  assert(job > 0, "the scripted model did not start")
+  wait_for("the scripted model's URL", function() return url ~= nil end, 5000)
+  return job, url
+end
+
+test("context settings reach the server; a session's subagents are listed and <CR> opens one's transcript", function()
+  local job, url = start_model(subagent_script)
+  agent.config.cmd_env = { OPENAI_BASE_URL = url }
+  agent.config.context_tokens, agent.config.window, agent.config.tool_output, agent.config.read_only_subagents = 16384, 50, 4096, true
+  local ok, err = pcall(function()
+    restart() -- a setting of the wrong shape fails initialize
+    local from = #events
+    local run = run_and_wait("AgentRun Delegate the listing to a subagent")
+    assert(run.result.status == "done", "status " .. tostring(run.result.status) .. ": " .. tostring(run.result.error))
+    local start = contains(vim.list_slice(events, from + 1), function(e) return e.type == "run.start" end)
+    assert(start and start.contextTokens == 16384, "run.start: " .. vim.inspect(start))
+    local session = run.result.session
+    vim.cmd("AgentSession")
+    wait_for("the transcript", function() return vim.api.nvim_buf_get_name(0):find("agent-session://" .. session, 1, true) ~= nil end, 5000)
+    local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+    local row = vim.fn.index(lines, "- done · List the Go files and report their names. (subagent-call_sub)") + 1
+    assert(row > 0, "no subagent line:\n" .. table.concat(lines, "\n"))
+    vim.api.nvim_win_set_cursor(0, { row, 0 })
+    vim.cmd("execute \"normal \\<CR>\"")
+    wait_for("the subagent's transcript", function()
+      return vim.api.nvim_buf_get_name(0):find("agent-session://" .. session .. "/subagent-call_sub", 1, true) ~= nil
+    end, 5000)
+    local text = buffer_text()
+    assert(text:find("# List the Go files and report their names.", 1, true) and text:find("context subagent-call_sub", 1, true), text)
+    assert(text:find("calls `list_files`", 1, true) and text:find("greet.go", 1, true), text)
+    vim.cmd("close")
+    vim.cmd("close")
+    vim.cmd("AgentSession " .. session .. " subagent-call_sub")
+    wait_for("the subagent's transcript from :AgentSession", function()
+      return vim.api.nvim_buf_get_name(0):find("/subagent-call_sub", 1, true) ~= nil
+    end, 5000)
+    vim.cmd("close")
+  end)
+  agent.config.cmd_env = nil
+  agent.config.context_tokens, agent.config.window, agent.config.tool_output, agent.config.read_only_subagents = nil, nil, nil, nil
+  vim.fn.jobstop(job)
+  assert(ok, err)
 end)
 
 test(":help agent-lsp opens the plugin's help", function()

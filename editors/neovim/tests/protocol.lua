@@ -274,12 +274,12 @@ test("every initializationOptions key the plugin sends is a setting of docs/prot
   local settings = documented_settings()
   local config = require("agent_lsp.config")
   config.setup({ model = "m", base_url = "http://m", api_key_env = "K", store = "/s.db", allow = { "a" }, deny = { "d" },
-    allow_edit = { ".env" }, scrub_env = { "*_TOKEN" } })
+    allow_edit = { ".env" }, scrub_env = { "*_TOKEN" }, context_tokens = 8192, window = 50, tool_output = 4096, read_only_subagents = true })
   local paths = option_paths(config.init_options(), "", {})
   config.setup()
   table.sort(paths)
   local unknown = vim.tbl_filter(function(p) return not settings[p] end, paths)
-  assert(#paths == 9 and #unknown == 0, ("not settings: %s (of %s)"):format(table.concat(unknown, ", "), table.concat(paths, ", ")))
+  assert(#paths == 13 and #unknown == 0, ("not settings: %s (of %s)"):format(table.concat(unknown, ", "), table.concat(paths, ", ")))
 end)
 
 harness.finish()

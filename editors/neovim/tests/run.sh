@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Tests of the Neovim plugin: unit tests without a server (unit.lua: the
-# version shims of compat.lua, the initializationOptions, the review's hint,
-# the renderers' text, the event log), the contract (protocol.lua:
+# version shims of compat.lua, the initializationOptions and their checks,
+# the review's hint, the renderers' text, the event log, the commands against
+# a stubbed connection), the contract (protocol.lua:
 # testdata/protocol read with types.lua and rendered with the plugin's
 # renderers; the settings table of docs/protocol.md), then end-to-end tests
 # (e2e.lua) where headless Neovim drives the real agent-lsp binary against the
-# scripted model (a test double that replays testdata/scripts/editors.json).
+# scripted model (a test double that replays testdata/scripts/editors.json;
+# e2e.lua starts a second one with a script of its own for a subagent).
 # Installs Debian's neovim when it is missing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -36,6 +38,7 @@ for _ in $(seq 100); do [[ -s "$work/model-url" ]] && break; sleep 0.1; done
 
 export OPENAI_BASE_URL="$(head -n1 "$work/model-url")" OPENAI_API_KEY=scripted AGENT_LSP_MODEL=scripted
 export AGENT_LSP_TEST_PLUGIN="$work/plugin" AGENT_LSP_TEST_BIN="$work/bin/agent-lsp" AGENT_LSP_TEST_WS="$work/sample" AGENT_LSP_TEST_STORE="$work/sessions.db"
+export AGENT_LSP_TEST_MODEL_BIN="$work/bin/scripted-model" # e2e.lua starts a second one with its own script
 export XDG_STATE_HOME="$work/state" XDG_CACHE_HOME="$work/cache" XDG_DATA_HOME="$work/data"
 cd "$work/sample"
 timeout 300 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$work/plugin" \

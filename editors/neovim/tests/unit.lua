@@ -1,6 +1,9 @@
 -- Headless unit tests without a server: compat.lua's version shims, the
--- initializationOptions of config.lua, the review's hint, the renderers'
--- text beyond the fixtures (protocol.lua covers those) and the event log.
+-- initializationOptions of config.lua and its checks, the review's hint, the
+-- renderers' text beyond the fixtures (protocol.lua covers those), the event
+-- log, and the commands against a stubbed connection (with_server: the
+-- executeCommand requests are recorded and answered by the test, server
+-- messages delivered through the client's handlers).
 -- Only Neovim 0.7.2 (Debian's) installs here, so the paths of newer releases
 -- (0.8's autocommand data, 0.10's get_clients, 0.11's client:method() calls,
 -- str_utfindex(s, encoding) and start{attach = false}, and vim.lsp.start
@@ -373,23 +376,23 @@ end
 
 test("log: deltas stream on their lines, the complete message replaces them", function()
   log.lines = {}
-  log.event(ev(1, "run.start", { project = "sample" }))
+  log.event(ev(1, "run.start", { project = "sample", contextTokens = 8192 }))
   log.event(ev(2, "message.delta", { text = "Hel" }))
   log.event(ev(3, "message.delta", { text = "lo\nthere" }))
-  local want = { "s-1 #1 run.start project sample", "s-1 #2 message.delta Hello", "    there" }
+  local want = { "s-1 #1 run.start project sample · context 8192 tokens", "s-1 #2 message.delta Hello", "    there" }
   assert(vim.deep_equal(log.lines, want), vim.inspect(log.lines))
   log.event(ev(4, "message", { message = { id = "m1", role = "ai", content = "Hello\nthere" } }))
   log.event(ev(5, "future.kind", { detail = "x" }))
-  want = { "s-1 #1 run.start project sample", "s-1 #4 message Agent · m1: Hello", "    there", "s-1 #5 future.kind detail=x" }
+  want = { "s-1 #1 run.start project sample · context 8192 tokens", "s-1 #4 message Agent · m1: Hello", "    there", "s-1 #5 future.kind detail=x" }
   assert(vim.deep_equal(log.lines, want), vim.inspect(log.lines))
 end)
 
 test("log: an event in between ends the stream; the message is then added", function()
   log.lines = {}
   log.event(ev(1, "message.delta", { text = "Hi" }))
-  log.event({ session = "s-2", seq = 1, type = "run.start", project = "other" })
+  log.event({ session = "s-2", seq = 1, type = "run.start", project = "other", contextTokens = 4096 })
   log.event(ev(2, "message", { message = { id = "m1", role = "ai", content = "Hi" } }))
-  local want = { "s-1 #1 message.delta Hi", "s-2 #1 run.start project other", "s-1 #2 message Agent · m1: Hi" }
+  local want = { "s-1 #1 message.delta Hi", "s-2 #1 run.start project other · context 4096 tokens", "s-1 #2 message Agent · m1: Hi" }
   assert(vim.deep_equal(log.lines, want), vim.inspect(log.lines))
 end)
 
@@ -410,6 +413,371 @@ test("log: :AgentLog's buffer shows the lines and follows new ones", function()
   vim.cmd("AgentLog")
   assert(vim.api.nvim_get_current_buf() == b and vim.api.nvim_buf_get_lines(b, -2, -1, false)[1] == "while hidden")
   vim.cmd("close")
+end)
+
+test("log: a queued prompt the run reads while a reply streams is added, not put in the reply's place", function()
+  log.lines = {}
+  log.event(ev(1, "message.delta", { text = "Working" }))
+  log.event(ev(2, "message", { message = { id = "m2", role = "human", content = "Also say hi" } }))
+  local want = { "s-1 #1 message.delta Working", "s-1 #2 message You · m2: Also say hi" }
+  assert(vim.deep_equal(log.lines, want), vim.inspect(log.lines))
+end)
+
+-- config: the context settings ---------------------------------------------
+
+-- notified runs fn with vim.notify recorded; it returns the messages.
+local function notified(fn)
+  local msgs, real = {}, vim.notify
+  vim.notify = function(msg, level)
+    table.insert(msgs, { msg = msg, level = level })
+  end
+  local ok, err = pcall(fn)
+  vim.notify = real
+  assert(ok, err)
+  return msgs
+end
+
+test("init_options: context_tokens, window, tool_output, read_only_subagents are model.contextTokens, window, toolOutput, subagents.readOnly", function()
+  local json, init = sent({ context_tokens = 32768, window = 50, tool_output = 4096, read_only_subagents = true })
+  assert(init.model.contextTokens == 32768 and json:find('"contextTokens":32768', 1, true), json)
+  assert(init.window == 50 and init.toolOutput == 4096, json)
+  assert(vim.deep_equal(init.subagents, { readOnly = true }), json)
+  json, init = sent({ context_tokens = "auto", read_only_subagents = false })
+  assert(init.model.contextTokens == "auto" and json:find('"contextTokens":"auto"', 1, true), json)
+  assert(vim.deep_equal(init.subagents, { readOnly = false }), "false is sent, not dropped: " .. json)
+end)
+
+test("init_options: by default the context settings are not sent (the server's defaults apply)", function()
+  local json, init = sent()
+  assert(init.model == nil and init.window == nil and init.toolOutput == nil and init.subagents == nil, json)
+  for _, key in ipairs({ "contextTokens", "window", "toolOutput", "subagents" }) do
+    assert(not json:find(key, 1, true), key .. " in " .. json)
+  end
+end)
+
+test("setup: a wrong context setting is reported by name and left out, the others are kept", function()
+  local msgs = notified(function()
+    config.setup({ context_tokens = 512, window = 5, tool_output = "16k", read_only_subagents = "yes", model = "m" })
+  end)
+  local text = table.concat(vim.tbl_map(function(m) return m.msg end, msgs), "\n")
+  assert(#msgs == 4, text)
+  for _, m in ipairs(msgs) do
+    assert(m.level == vim.log.levels.ERROR and m.msg:find("^agent%-lsp: ") and m.msg:find("the server's default is used", 1, true), m.msg)
+  end
+  local want = {
+    [[context_tokens must be an integer from 1024 to 10000000 (your model server's context size: Ollama's num_ctx, llama.cpp's -c) or "auto", not 512]],
+    "read_only_subagents must be true or false, not \"yes\"",
+    "tool_output must be an integer from 1024 to 1048576 (bytes), not \"16k\"",
+    "window must be an integer from 10 to 1000 (messages), not 5",
+  }
+  for _, w in ipairs(want) do
+    assert(text:find(w, 1, true), "missing: " .. w .. "\nin:\n" .. text)
+  end
+  local init = config.init_options()
+  assert(vim.deep_equal(init.model, { model = "m" }) and init.window == nil and init.toolOutput == nil and init.subagents == nil, vim.inspect(init))
+  assert(#notified(function() config.setup({ context_tokens = 1024, window = 1000, tool_output = 1048576 }) end) == 0, "bounds are allowed")
+  assert(#notified(function() config.setup({ window = 20.5 }) end) == 1, "a fraction is not an integer")
+  config.setup()
+end)
+
+test("init_options: a wrong value set on the options after setup() is reported too, and not sent", function()
+  config.setup()
+  config.options.window = 5000
+  local init
+  local msgs = notified(function() init = config.init_options() end)
+  assert(#msgs == 1 and msgs[1].msg:find("window must be an integer from 10 to 1000", 1, true), vim.inspect(msgs))
+  assert(init.window == nil and config.options.window == nil, vim.inspect(init))
+  config.setup()
+end)
+
+-- render: the context events, queued results, subagents ----------------------
+
+local events = require("agent_lsp.events")
+
+test("events: context.compacted summarized and dropped, in short lines", function()
+  local base = { session = "s-1", seq = 4, type = "context.compacted", before = 9000, after = 2500, messages = 12 }
+  local lines = events.render(vim.tbl_extend("force", base, { summarized = true, reason = "budget" }))
+  assert(vim.deep_equal(lines, { "s-1 #4 context.compacted ⋯ 12 older messages summarized to fit the context (9000 → 2500 tokens)" }), vim.inspect(lines))
+  lines = events.render(vim.tbl_extend("force", base, { messages = 1, summarized = false, reason = "overflow", error = "the summary\nfailed" }))
+  local want = "s-1 #4 context.compacted ⋯ 1 older message dropped after the model's context overflowed (9000 → 2500 tokens): the summary failed"
+  assert(vim.deep_equal(lines, { want }), vim.inspect(lines))
+end)
+
+test("events: run.start shows the context size, and the withheld tools when there are any", function()
+  local base = { session = "s-1", seq = 1, type = "run.start", project = "sample", contextTokens = 4096 }
+  assert(events.render(base)[1] == "s-1 #1 run.start project sample · context 4096 tokens", events.render(base)[1])
+  local lines = events.render(vim.tbl_extend("force", base, { withheld = {} }))
+  assert(lines[1] == "s-1 #1 run.start project sample · context 4096 tokens", lines[1])
+  lines = events.render(vim.tbl_extend("force", base, { withheld = { "search", "call_subagent" } }))
+  assert(lines[1] == "s-1 #1 run.start project sample · context 4096 tokens · tools left out to fit it: search, call_subagent", lines[1])
+end)
+
+test("events: message.queued shows its position and the prompt", function()
+  local lines = events.render({ session = "s-1", seq = 5, type = "message.queued", position = 2, message = { id = "m9", role = "human", content = "Also\nthis" } })
+  assert(vim.deep_equal(lines, { "s-1 #5 message.queued (position 2) You · m9: Also", "    this" }), vim.inspect(lines))
+end)
+
+local usage0 = { promptTokens = 0, completionTokens = 0, totalTokens = 0 }
+
+test("run_result and run_summary: a queued result says where the prompt waits; a cancelled one what it never read", function()
+  local queued = { session = "s-4", status = "queued", position = 2, reply = "", edits = 0, steps = 0, usage = usage0 }
+  local lines = render.run_result(queued, { prompt = "Also say hi", session = "s-4" })
+  assert(vim.deep_equal(lines, { "s-4 result: queued · 0 edits · 0 steps · 0 tokens (0 prompt + 0 completion)", "    queued (position 2): Also say hi" }), vim.inspect(lines))
+  assert(render.run_summary(queued, "Also say hi") == "queued (position 2): Also say hi", render.run_summary(queued, "Also say hi"))
+  local cancelled = { session = "s-4", status = "cancelled", reply = "", edits = 0, steps = 1, usage = usage0, queued = { "Also say hi", "And\nbye" } }
+  lines = render.run_result(cancelled, { prompt = "Sleep" })
+  local want = { "s-4 result: cancelled · 0 edits · 1 step · 0 tokens (0 prompt + 0 completion)", "    not sent: Also say hi", "    not sent: And", "        bye" }
+  assert(vim.deep_equal(lines, want), vim.inspect(lines))
+  local summary = render.run_summary(cancelled)
+  assert(summary == "cancelled · 0 edits · 1 step · 0 tokens\nnot sent: Also say hi\nnot sent: And bye", summary)
+end)
+
+local detail = {
+  session = "s-1", project = "sample", status = "done", title = "Delegate",
+  messages = { { id = "m1", role = "human", content = "Delegate" } },
+  subagents = {
+    { contextId = "subagent-a", task = "List the files", status = "done" },
+    { contextId = "subagent-b", task = "Never\nstarted", status = "" },
+  },
+}
+
+test("transcript: the subagents with their status and context, each line mapped to its context", function()
+  local lines, contexts = render.transcript(detail)
+  local ia, ib = vim.fn.index(lines, "- done · List the files (subagent-a)") + 1, vim.fn.index(lines, "- not started · Never started (subagent-b)") + 1
+  assert(ia > 0 and ib == ia + 1, table.concat(lines, "\n"))
+  assert(vim.deep_equal(contexts, { [ia] = "subagent-a", [ib] = "subagent-b" }), vim.inspect(contexts))
+  assert(vim.tbl_contains(lines, "## Subagents") and lines[3] == "session s-1 · project sample · status done", table.concat(lines, "\n"))
+  local sub = { session = "s-1", context = "subagent-a", project = "sample", status = "", title = "List the files", messages = {}, subagents = {} }
+  lines, contexts = render.transcript(sub)
+  assert(lines[1] == "# List the files" and lines[3] == "session s-1 · context subagent-a · project sample · status not started", table.concat(lines, "\n"))
+  assert(not vim.tbl_contains(lines, "## Subagents") and next(contexts) == nil, "no subagents, no section")
+end)
+
+-- commands against a stubbed server -------------------------------------------
+
+local client = require("agent_lsp.client")
+local commands = require("agent_lsp.commands")
+local state = require("agent_lsp.state")
+
+-- with_server replaces the client's connection by a recorder: fn(calls, notes)
+-- runs with every executeCommand recorded (command, args, on_result,
+-- extra, on_error) and every notification; nothing is answered unless fn
+-- answers.
+local function with_server(fn)
+  local fake = { id = 99, offset_encoding = "utf-16" }
+  local calls, notes = {}, {}
+  local saved = { current = client.current, execute = client.execute, notify = vim.notify, input = vim.ui.input,
+    progress = vim.lsp.handlers["$/progress"], echo = config.options.echo_progress }
+  vim.lsp.handlers["$/progress"] = function() end -- Neovim's would look for client 99
+  config.options.echo_progress = false
+  client.current = function() return fake end
+  client.execute = function(_, command, args, on_result, extra, on_error)
+    table.insert(calls, { command = command, args = args, on_result = on_result, extra = extra, on_error = on_error })
+    return true, #calls
+  end
+  vim.notify = function(msg, level)
+    table.insert(notes, { msg = msg, level = level or vim.log.levels.INFO })
+  end
+  for k in pairs(state.runs) do
+    state.runs[k] = nil
+  end
+  state.last_run, state.last_session, state.last_result, state.unsent, state.status = nil, nil, nil, nil, ""
+  state.withheld_seen, state.subagents = {}, {}
+  log.lines = {}
+  local ok, err = xpcall(fn, debug.traceback, calls, notes)
+  client.current, client.execute, vim.notify, vim.ui.input = saved.current, saved.execute, saved.notify, saved.input
+  vim.lsp.handlers["$/progress"], config.options.echo_progress = saved.progress, saved.echo
+  if not ok then
+    error(err, 0)
+  end
+end
+
+local function event(fields)
+  client.handlers["agent/event"](nil, fields, { client_id = 99 })
+end
+
+local function progress(token, value)
+  client.handlers["$/progress"](nil, { token = token, value = value }, { client_id = 99 })
+end
+
+local function result(fields)
+  return vim.tbl_extend("force", { reply = "", edits = 0, steps = 0, usage = usage0 }, fields)
+end
+
+local function has_note(notes, text)
+  for _, n in ipairs(notes) do
+    if n.msg:find(text, 1, true) then
+      return n
+    end
+  end
+end
+
+commands.define()
+
+test(":AgentRun! while the last run goes: sent with its session, shown as queued; the run goes on", function()
+  with_server(function(calls, notes)
+    vim.cmd("AgentRun Sleep a while")
+    assert(#calls == 1 and calls[1].args.session == nil, vim.inspect(calls))
+    local token = calls[1].extra.workDoneToken
+    event({ session = "s-4", seq = 1, type = "run.start", project = "other", contextTokens = 8192 })
+    progress(token, { kind = "begin", title = "agent: Sleep a while" })
+    progress(token, { kind = "report", message = "model answering" })
+    vim.cmd("AgentRun! Also say hi when you are back")
+    assert(#calls == 2 and calls[2].command == "agent.run", vim.inspect(calls))
+    assert(calls[2].args.session == "s-4" and calls[2].args.prompt == "Also say hi when you are back", vim.inspect(calls[2].args))
+    local queued_token = calls[2].extra.workDoneToken
+    progress(queued_token, { kind = "begin", title = "agent: Also say hi when you" })
+    progress(queued_token, { kind = "end", message = "queued for the running session (position 1)" })
+    assert(state.status == "agent: model answering", "the running run's progress is gone: " .. state.status)
+    calls[2].on_result(result({ session = "s-4", status = "queued", position = 1 }))
+    event({ session = "s-4", seq = 5, type = "message.queued", position = 1, message = { id = "m5", role = "human", content = "Also say hi when you are back" } })
+    local note = has_note(notes, "queued (position 1): Also say hi when you are back")
+    assert(note and note.level == vim.log.levels.INFO, vim.inspect(notes))
+    assert(not has_note(notes, "queued ·"), "a queued result is not a run's end: " .. vim.inspect(notes))
+    assert(vim.tbl_contains(log.lines, "    queued (position 1): Also say hi when you are back"), table.concat(log.lines, "\n"))
+    assert(state.runs[token] and state.runs[queued_token] == nil, "in flight: " .. vim.inspect(vim.tbl_keys(state.runs)))
+    assert(state.status == "agent: model answering", "status " .. state.status)
+    assert(state.last_result == nil, "the queued result is no run's result")
+    -- A second follow-up goes to the same session.
+    vim.cmd("AgentRun! And then bye")
+    assert(calls[3].args.session == "s-4", vim.inspect(calls[3].args))
+  end)
+end)
+
+test("a cancelled result with queued prompts shows them as not sent; :AgentRun! offers them again", function()
+  with_server(function(calls, notes)
+    vim.cmd("AgentRun Sleep a while")
+    event({ session = "s-4", seq = 1, type = "run.start", project = "other", contextTokens = 8192 })
+    calls[1].on_result(result({ session = "s-4", status = "cancelled", steps = 1, queued = { "Also say hi when you are back" } }))
+    local note = has_note(notes, "not sent: Also say hi when you are back")
+    assert(note and note.level == vim.log.levels.WARN, vim.inspect(notes))
+    assert(note.msg:find("cancelled · 0 edits · 1 step", 1, true) and note.msg:find(":AgentRun! without a prompt offers it again", 1, true), note.msg)
+    assert(vim.tbl_contains(log.lines, "    not sent: Also say hi when you are back"), table.concat(log.lines, "\n"))
+    assert(state.status == "" and next(state.runs) == nil, "still running: " .. state.status)
+    local asked
+    vim.ui.input = function(opts, on_confirm)
+      asked = opts
+      on_confirm(opts.default)
+    end
+    vim.cmd("AgentRun!")
+    assert(asked and asked.default == "Also say hi when you are back", vim.inspect(asked))
+    assert(#calls == 2 and calls[2].args.session == "s-4" and calls[2].args.prompt == "Also say hi when you are back", vim.inspect(calls[2] and calls[2].args))
+    assert(state.unsent == nil, "offered once")
+  end)
+end)
+
+test(":AgentRun without ! starts a new session even while a run goes", function()
+  with_server(function(calls)
+    vim.cmd("AgentRun Sleep a while")
+    event({ session = "s-4", seq = 1, type = "run.start", project = "other", contextTokens = 8192 })
+    vim.cmd("AgentRun Something else")
+    assert(#calls == 2 and calls[2].args.session == nil, vim.inspect(calls[2].args))
+  end)
+end)
+
+test("a follow-up before the run has a session waits for run.start, then goes to that session", function()
+  with_server(function(calls, notes)
+    vim.cmd("AgentRun Sleep a while")
+    vim.cmd("AgentRun! Also say hi")
+    assert(#calls == 1, "sent before the session was known")
+    assert(has_note(notes, "this follow-up goes to it once it has: Also say hi"), vim.inspect(notes))
+    event({ session = "s-7", seq = 1, type = "run.start", project = "other", contextTokens = 8192 })
+    assert(#calls == 2 and calls[2].args.session == "s-7" and calls[2].args.prompt == "Also say hi", vim.inspect(calls[2] and calls[2].args))
+  end)
+end)
+
+test("a follow-up waiting for a run whose request fails is reported as not sent; nothing stays in flight", function()
+  with_server(function(calls, notes)
+    vim.cmd("AgentRun Sleep a while")
+    vim.cmd("AgentRun! Also say hi")
+    calls[1].on_error({ code = -32602, message = "agent.run: no such project" })
+    assert(#calls == 1, "sent without a session")
+    local note = has_note(notes, "not sent: Also say hi")
+    assert(note and note.level == vim.log.levels.WARN, vim.inspect(notes))
+    assert(next(state.runs) == nil and state.status == "", "left in flight: " .. vim.inspect(state.runs))
+    assert(state.last_run.result == false, "the failed run has no result")
+  end)
+end)
+
+test("one run's end leaves another run's progress in the statusline", function()
+  with_server(function(calls)
+    vim.cmd("AgentRun one")
+    vim.cmd("AgentRun two")
+    local t1, t2 = calls[1].extra.workDoneToken, calls[2].extra.workDoneToken
+    progress(t1, { kind = "report", message = "read_file a.go" })
+    progress(t2, { kind = "report", message = "search x" })
+    progress(t2, { kind = "end", message = "done" })
+    assert(state.status == "agent: read_file a.go", state.status)
+    calls[2].on_result(result({ session = "s-2", status = "done" }))
+    assert(state.status == "agent: read_file a.go", state.status)
+    progress(t1, { kind = "end", message = "done" })
+    calls[1].on_result(result({ session = "s-1", status = "done" }))
+    assert(state.status == "", state.status)
+  end)
+end)
+
+test("tools withheld at run.start are reported once per list", function()
+  with_server(function(_, notes)
+    local start = { session = "s-1", seq = 1, type = "run.start", project = "p", contextTokens = 2048 }
+    event(start)
+    event(vim.tbl_extend("force", start, { withheld = {} }))
+    assert(#notes == 0, vim.inspect(notes))
+    event(vim.tbl_extend("force", start, { withheld = { "search", "call_subagent" } }))
+    event(vim.tbl_extend("force", start, { seq = 9, withheld = { "search", "call_subagent" } }))
+    assert(#notes == 1 and notes[1].level == vim.log.levels.WARN, vim.inspect(notes))
+    assert(notes[1].msg:find("tools left out to fit the model's context of 2048 tokens: search, call_subagent", 1, true), notes[1].msg)
+    event(vim.tbl_extend("force", start, { withheld = { "call_subagent" } }))
+    assert(#notes == 2, vim.inspect(notes))
+  end)
+end)
+
+-- transcript_buffers lists the loaded agent-session:// buffers by name.
+local function transcript_buffer(name)
+  local b = vim.fn.bufnr(name)
+  return b ~= -1 and b or nil
+end
+
+test(":AgentSession {session} {context} asks for the subagent's transcript; <CR> on a subagent opens it", function()
+  with_server(function(calls)
+    vim.cmd("AgentSession s-1")
+    assert(#calls == 1 and vim.deep_equal(calls[1].args, { session = "s-1" }), vim.inspect(calls[1].args))
+    calls[1].on_result(detail)
+    local b = assert(transcript_buffer("agent-session://s-1"), "no transcript buffer")
+    assert(vim.api.nvim_get_current_buf() == b)
+    local lines = vim.api.nvim_buf_get_lines(b, 0, -1, false)
+    local row = vim.fn.index(lines, "- not started · Never started (subagent-b)") + 1
+    assert(row > 0, table.concat(lines, "\n"))
+    -- <CR> elsewhere moves down as usual.
+    vim.api.nvim_win_set_cursor(0, { 1, 0 })
+    vim.cmd("execute \"normal \\<CR>\"")
+    assert(vim.api.nvim_win_get_cursor(0)[1] == 2 and #calls == 1, "moved to " .. vim.api.nvim_win_get_cursor(0)[1])
+    vim.api.nvim_win_set_cursor(0, { row, 0 })
+    vim.cmd("execute \"normal \\<CR>\"")
+    assert(#calls == 2 and vim.deep_equal(calls[2].args, { session = "s-1", context = "subagent-b" }), vim.inspect(calls[2] and calls[2].args))
+    calls[2].on_result({ session = "s-1", context = "subagent-b", project = "sample", status = "", title = "Never\nstarted",
+      messages = { { id = "subagent-b-task", role = "human", content = "Never\nstarted" } }, subagents = {} })
+    local sb = assert(transcript_buffer("agent-session://s-1/subagent-b"), "no subagent transcript buffer")
+    lines = vim.api.nvim_buf_get_lines(sb, 0, -1, false)
+    assert(lines[1] == "# Never started" and lines[3] == "session s-1 · context subagent-b · project sample · status not started", table.concat(lines, "\n"))
+    vim.cmd("close")
+    vim.cmd("AgentSession s-1 subagent-a")
+    assert(vim.deep_equal(calls[3].args, { session = "s-1", context = "subagent-a" }), vim.inspect(calls[3].args))
+    -- Completion: the session, then the subagents seen of it.
+    local got = vim.fn.getcompletion("AgentSession s-1 subagent-", "cmdline")
+    assert(vim.deep_equal(got, { "subagent-a", "subagent-b" }), vim.inspect(got))
+    state.last_session = "s-1"
+    got = vim.fn.getcompletion("AgentSession ", "cmdline")
+    assert(vim.deep_equal(got, { "s-1" }), vim.inspect(got))
+    vim.cmd("close")
+  end)
+end)
+
+test("subagent.start events make their contexts complete for :AgentSession", function()
+  with_server(function()
+    event({ session = "s-3", seq = 9, type = "subagent.start", contextId = "subagent-x", parentId = "s-3", task = "t" })
+    local got = vim.fn.getcompletion("AgentSession s-3 ", "cmdline")
+    assert(vim.deep_equal(got, { "subagent-x" }), vim.inspect(got))
+  end)
 end)
 
 harness.finish()

@@ -36,8 +36,47 @@ handlers["$/progress"] = function(err, result, ctx, cfg)
   end
   if text then
     table.insert(run.progress, text)
-    ui.set_status(value.kind == "end" and "" or text)
+    if value.kind == "end" then
+      run.progress_ended = true
+      ui.restore_status() -- another run's progress, if one is going
+    else
+      ui.set_status(text)
+    end
     ui.echo(text)
+  end
+end
+
+---Sends the follow-ups waiting for run's session (see commands.run) to it;
+---session nil: it never became known, and they report what was not sent.
+---@param run AgentLsp.Run
+---@param session string|nil
+function M.settle_waiting(run, session)
+  local waiting = run.waiting or {}
+  run.waiting = nil
+  for _, send in ipairs(waiting) do
+    send(session)
+  end
+end
+
+---Records a subagent context of session, for :AgentSession's completion.
+---@param session string
+---@param context string
+function M.remember_subagent(session, context)
+  local known = state.subagents[session] or {}
+  state.subagents[session] = known
+  if not vim.tbl_contains(known, context) then
+    table.insert(known, context)
+  end
+end
+
+-- withheld reports the tools a run.start left out to fit the context, once
+-- per list.
+local function withheld(ev)
+  local names = require("agent_lsp.events").withheld(ev)
+  if names and not state.withheld_seen[names] then
+    state.withheld_seen[names] = true
+    ui.notify(("tools left out to fit the model's context of %s tokens: %s (a larger context_tokens keeps them, if the model has the room)")
+      :format(tostring(ev.contextTokens), names), vim.log.levels.WARN)
   end
 end
 
@@ -50,14 +89,18 @@ handlers["agent/event"] = function(_, ev)
     return
   end
   log.event(ev)
-  if ev.type == "run.start" and ev.session then
+  if ev.type == "run.start" and ev.session and not ev.contextId then
     for _, run in pairs(state.runs) do
       if run.session == nil or run.session == ev.session then
         run.session = ev.session
+        M.settle_waiting(run, ev.session)
         break
       end
     end
     state.last_session = ev.session
+    withheld(ev)
+  elseif ev.type == "subagent.start" and ev.session and ev.contextId then
+    M.remember_subagent(ev.session, ev.contextId)
   end
   compat.fire("AgentLspEvent", ev)
   -- The hook is a field of the public module, required here rather than at
@@ -67,6 +110,10 @@ handlers["agent/event"] = function(_, ev)
     on_event(ev)
   end
 end
+
+---The handlers of the client's notifications and requests, by method (the
+---tests deliver server messages through them).
+M.handlers = handlers
 
 -- workspace/applyEdit: an edit that needs confirmation goes through the
 -- review diff, any other through Neovim's handler.
@@ -198,15 +245,16 @@ end
 -- Commands ---------------------------------------------------------------
 
 ---Sends workspace/executeCommand with args as the one argument. on_result
----gets the result; an error is reported instead.
+---gets the result; an error is reported instead, then passed to on_error.
 ---@param c table a vim.lsp client
 ---@param command string e.g. "agent.run"
 ---@param args? table
 ---@param on_result? fun(result: any)
 ---@param extra? table more request params, e.g. { workDoneToken = token }
+---@param on_error? fun(err: table) after the error is reported
 ---@return boolean sent
 ---@return integer|nil request_id
-function M.execute(c, command, args, on_result, extra)
+function M.execute(c, command, args, on_result, extra, on_error)
   local params = { command = command, arguments = { args or vim.empty_dict() } }
   for k, v in pairs(extra or {}) do
     params[k] = v
@@ -214,6 +262,9 @@ function M.execute(c, command, args, on_result, extra)
   return compat.call(c, "request", "workspace/executeCommand", params, function(err, result)
     if err then
       ui.notify(command .. ": " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      if on_error then
+        on_error(err)
+      end
       return
     end
     if on_result then

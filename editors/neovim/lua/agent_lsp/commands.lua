@@ -38,12 +38,28 @@ end
 
 ---@class AgentLsp.RunOpts
 ---@field range? integer[] { line1, line2 }, 1-based and inclusive: the lines the prompt is about
----@field session? string continue this session
+---@field session? string continue this session (queued when its run is going)
 ---@field project? string run in this project
+---@field follow_up? boolean continue the last session of this Neovim (:AgentRun!): the session of the run started last, queued when that run is going
+
+-- report_unsent reports the prompts a run's session never read, or
+-- follow-ups that could not be sent, under the line why: a warning, and
+-- :AgentRun! offers them again.
+local function report_unsent(prompts, why)
+  if #prompts == 0 then
+    return
+  end
+  state.unsent = prompts
+  local lines = { why }
+  vim.list_extend(lines, render.unsent_lines(prompts))
+  table.insert(lines, ":AgentRun! without a prompt offers " .. (#prompts == 1 and "it" or "them") .. " again")
+  ui.notify(table.concat(lines, "\n"), vim.log.levels.WARN)
+end
 
 -- start_run sends agent.run or agent.resume and tracks the run until its
 -- result arrives, which it notifies and adds to the event log; it returns the
--- run's progress token.
+-- run's progress token. A queued result (the session's run was going) only
+-- says so: that run goes on, and its result covers the prompt.
 local function start_run(c, command, args, prompt)
   state.next_token = state.next_token + 1
   local token = ("agent-lsp-nvim:%d"):format(state.next_token)
@@ -55,21 +71,38 @@ local function start_run(c, command, args, prompt)
   local sent, request_id = client.execute(c, command, args, function(result)
     state.runs[token] = nil
     run.result = result
+    ui.restore_status(run)
+    if result.status == "queued" then
+      ui.notify((render.run_summary(result, args.prompt)))
+      log.add(render.results[command](result, args))
+      return
+    end
     state.last_result = result
     if result.session then
       state.last_session = result.session
     end
-    ui.set_status("")
+    client.settle_waiting(run, result.session)
     local summary, reply = render.run_summary(result)
     state.last_reply = reply
     local ok = result.status == "done" or result.status == "cancelled"
-    ui.notify(summary, ok and vim.log.levels.INFO or vim.log.levels.WARN)
+    local unsent = type(result.queued) == "table" and result.queued or {}
+    if #unsent > 0 then
+      report_unsent(unsent, summary:match("^[^\n]*"))
+    else
+      ui.notify(summary, ok and vim.log.levels.INFO or vim.log.levels.WARN)
+    end
     log.add(render.results[command](result, args))
     compat.fire("AgentLspRunEnd", result)
-  end, { workDoneToken = token })
+  end, { workDoneToken = token }, function()
+    -- Refused or failed (reported already): nothing runs for this request.
+    state.runs[token] = nil
+    run.result = run.result or false
+    ui.restore_status(run)
+    client.settle_waiting(run, run.session)
+  end)
   if not sent then
     state.runs[token] = nil
-    ui.set_status("")
+    ui.restore_status(run)
     ui.notify(command .. ": the server is not running", vim.log.levels.ERROR)
     return nil
   end
@@ -83,14 +116,34 @@ local function selection_range(bufnr, line1, line2, encoding)
   return { start = { line = line1 - 1, character = 0 }, ["end"] = { line = line2 - 1, character = compat.line_width(last, encoding) } }
 end
 
----Runs the agent on prompt (asked for when empty).
+-- follow_up_target is the session a follow-up goes to: that of the run
+-- started last while it goes, else the last session. When that run has no
+-- session yet, it returns the run instead, to wait on.
+---@return string|nil session
+---@return AgentLsp.Run|nil wait_for
+local function follow_up_target()
+  local last = state.last_run
+  if last and last.result == nil then
+    if last.session then
+      return last.session
+    end
+    return nil, last
+  end
+  return state.last_session
+end
+
+---Runs the agent on prompt (asked for when empty). Given a session whose run
+---is going (opts.session, or opts.follow_up while the last run goes), the
+---prompt is queued for that run's next step: "queued (position N)" is
+---shown, and that run's result covers it.
 ---@param prompt? string
 ---@param opts? AgentLsp.RunOpts
 ---@return string|nil token the run's progress token (state.runs), nil if not started
 function M.run(prompt, opts)
   opts = opts or {}
   if not prompt or prompt:match("^%s*$") then
-    vim.ui.input({ prompt = "Agent: " }, function(input)
+    local default = opts.follow_up and state.unsent and table.concat(vim.tbl_map(render.oneline, state.unsent), " ") or nil
+    vim.ui.input({ prompt = opts.follow_up and "Agent (follow-up): " or "Agent: ", default = default }, function(input)
       if input and not input:match("^%s*$") then
         M.run(input, opts)
       end
@@ -104,12 +157,31 @@ function M.run(prompt, opts)
   local bufnr = vim.api.nvim_get_current_buf()
   ---@type AgentLsp.RunArgs
   local args = { prompt = prompt, edits = config.options.edits, session = opts.session, project = opts.project }
+  local wait_for
+  if opts.follow_up and not args.session then
+    args.session, wait_for = follow_up_target()
+  end
   if not args.session and state.project then
     args.project = args.project or state.project
   end
   if opts.range and client.is_file_buffer(bufnr) then
     args.uri = vim.uri_from_bufnr(bufnr)
     args.range = selection_range(bufnr, opts.range[1], opts.range[2], c.offset_encoding)
+  end
+  state.unsent = nil
+  if wait_for then
+    -- The run started last has no session yet: the prompt goes to it once
+    -- run.start (or the run's result) names it.
+    wait_for.waiting = wait_for.waiting or {}
+    table.insert(wait_for.waiting, function(session)
+      if not session then
+        return report_unsent({ prompt }, "the run ended before it had a session; follow-up not sent:")
+      end
+      args.session, args.project = session, opts.project
+      start_run(c, "agent.run", args, prompt)
+    end)
+    ui.notify("the run has no session yet; this follow-up goes to it once it has: " .. render.oneline(prompt))
+    return nil
   end
   return start_run(c, "agent.run", args, prompt)
 end
@@ -170,7 +242,9 @@ function M.cancel(id)
   else
     for _, run in pairs(state.runs) do
       if run.session then
-        table.insert(targets, run.session)
+        if not vim.tbl_contains(targets, run.session) then -- a follow-up being queued shares it
+          table.insert(targets, run.session)
+        end
       else -- no session yet: cancel the request itself
         local rc = vim.lsp.get_client_by_id(run.client_id)
         if rc and run.request_id then
@@ -192,13 +266,24 @@ function M.cancel(id)
 end
 
 ---Shows a session's transcript in a scratch buffer: session id, else the
----last session of this Neovim, else one picked.
+---last session of this Neovim, else one picked. With context, the transcript
+---of that subagent of the session instead. In a transcript, <CR> on a
+---subagent's line opens the subagent's.
 ---@param id? string
-function M.show_session(id)
+---@param context? string a subagent's context id (AgentLsp.SubagentInfo.contextId)
+function M.show_session(id, context)
+  context = context ~= "" and context or nil
   local go = function(session, c)
     c = c or client.current()
     if c then
-      client.execute(c, "agent.session", { session = session }, render.open_transcript)
+      ---@type AgentLsp.SessionDetailArgs
+      local args = { session = session, context = context }
+      client.execute(c, "agent.session", args, function(detail)
+        for _, sub in ipairs(type(detail.subagents) == "table" and detail.subagents or {}) do
+          client.remember_subagent(session, sub.contextId)
+        end
+        render.open_transcript(detail, M.show_session)
+      end)
     end
   end
   if id and id ~= "" then
@@ -288,6 +373,14 @@ local function complete_sessions()
   return state.last_session and { state.last_session } or {}
 end
 
+-- complete_session_context completes :AgentSession's arguments: the last
+-- session, then the subagent contexts seen of the session given.
+local function complete_session_context(lead, line)
+  local words = vim.split(line:sub(1, #line - #lead), "%s+", { trimempty = true })
+  local list = #words <= 1 and complete_sessions() or (state.subagents[words[2]] or {})
+  return vim.tbl_filter(function(s) return s:sub(1, #lead) == lead end, list)
+end
+
 ---@class AgentLsp.Command
 ---@field name string
 ---@field fn fun(o: table) receives the command's arguments (nvim_create_user_command)
@@ -298,9 +391,9 @@ M.list = {
   {
     name = "AgentRun",
     fn = function(o)
-      M.run(o.args, { range = o.range > 0 and { o.line1, o.line2 } or nil })
+      M.run(o.args, { range = o.range > 0 and { o.line1, o.line2 } or nil, follow_up = o.bang })
     end,
-    opts = { nargs = "*", range = true, desc = "Run the agent on a prompt (with a range: about those lines)" },
+    opts = { nargs = "*", range = true, bang = true, desc = "Run the agent on a prompt (with a range: about those lines; with !: in the last session, queued while its run goes)" },
   },
   {
     name = "AgentResume",
@@ -319,8 +412,13 @@ M.list = {
   },
   {
     name = "AgentSession",
-    fn = function(o) M.show_session(o.args) end,
-    opts = { nargs = "?", complete = complete_sessions, desc = "Show an agent session's transcript" },
+    fn = function(o)
+      if #o.fargs > 2 then
+        return ui.notify(":AgentSession takes a session and a subagent context, not " .. o.args, vim.log.levels.ERROR)
+      end
+      M.show_session(o.fargs[1], o.fargs[2])
+    end,
+    opts = { nargs = "*", complete = complete_session_context, desc = "Show an agent session's transcript, or a subagent's" },
   },
   {
     name = "AgentLog",

@@ -12,6 +12,10 @@ local M = {}
 ---@field base_url? string OpenAI-compatible endpoint, sent in initializationOptions.model; nil keeps OPENAI_BASE_URL, else OpenAI's.
 ---@field api_key_env? string Name of the environment variable that holds the API key; nil means OPENAI_API_KEY.
 ---@field store? string Session store file; nil uses the server's default ($XDG_STATE_HOME/agent-lsp/sessions.db).
+---@field context_tokens? integer|"auto" The model's context size in tokens (1024 or more), which every request fits with room for the answer; set it to your local server's context (Ollama's num_ctx, llama.cpp's -c). nil (the server's default, AGENT_LSP_CONTEXT_TOKENS, else "auto") or "auto": the known size of well-known models, else 8192. Sent as model.contextTokens.
+---@field window? integer Most recent messages the model sees besides the run's prompts, 10 to 1000; nil keeps the server's default (200). The token budget usually binds first.
+---@field tool_output? integer Bytes of one tool output the model sees (head and tail kept), 1024 to 1048576; nil keeps the server's default (16384). Sent as toolOutput.
+---@field read_only_subagents? boolean Give subagents only the tools that read (read_file, list_files, search); nil keeps the server's default (false). Sent as subagents.readOnly.
 ---@field edits AgentLsp.EditMode "apply" sends edits as they are made; "review" shows each as a diff to accept or reject.
 ---@field allow string[] Command patterns the agent may run without asking (* matches any text).
 ---@field deny string[] Command patterns the agent may never run; deny wins over allow.
@@ -41,13 +45,57 @@ M.defaults = {
 ---@type AgentLsp.Config
 M.options = vim.deepcopy(M.defaults)
 
----Merges opts over the defaults into M.options.
+-- is_integer tells whether v is an integer from lo to hi.
+local function is_integer(v, lo, hi)
+  return type(v) == "number" and v == math.floor(v) and v >= lo and v <= hi
+end
+
+---The checks of the options the server bounds, by option: true when the
+---value is fine (nil always is: the server's default), and what it must be.
+---The bounds are the server's: outside them it refuses to start.
+---@type table<string, { ok: fun(v: any): boolean, want: string }>
+M.checks = {
+  context_tokens = {
+    ok = function(v) return v == "auto" or is_integer(v, 1024, 10000000) end,
+    want = [[an integer from 1024 to 10000000 (your model server's context size: Ollama's num_ctx, llama.cpp's -c) or "auto"]],
+  },
+  window = { ok = function(v) return is_integer(v, 10, 1000) end, want = "an integer from 10 to 1000 (messages)" },
+  tool_output = { ok = function(v) return is_integer(v, 1024, 1048576) end, want = "an integer from 1024 to 1048576 (bytes)" },
+  read_only_subagents = { ok = function(v) return type(v) == "boolean" end, want = "true or false" },
+}
+
+---Checks the options of M.checks in o: each wrong value is reported (an
+---error notification naming the option, what it must be and the value) and
+---removed, so that the server's default applies instead of the server
+---refusing to start.
+---@param o table the options
+---@return string[] problems the messages reported
+function M.validate(o)
+  local problems = {}
+  local names = vim.tbl_keys(M.checks)
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local v = o[name]
+    if v ~= nil and not M.checks[name].ok(v) then
+      table.insert(problems, ("%s must be %s, not %s; the server's default is used"):format(name, M.checks[name].want, vim.inspect(v)))
+      o[name] = nil
+    end
+  end
+  for _, msg in ipairs(problems) do
+    vim.notify("agent-lsp: " .. msg, vim.log.levels.ERROR)
+  end
+  return problems
+end
+
+---Merges opts over the defaults into M.options; wrong values of the options
+---the server bounds are reported and left out (M.validate).
 ---@param opts? AgentLsp.Config|table any subset of the options
 function M.setup(opts)
   local merged = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
   if type(merged.cmd) == "string" then
     merged.cmd = { merged.cmd }
   end
+  M.validate(merged)
   for key in pairs(M.options) do
     M.options[key] = nil
   end
@@ -56,20 +104,28 @@ function M.setup(opts)
   end
 end
 
----The server's initializationOptions for the options in effect.
+---The server's initializationOptions for the options in effect (a value set
+---on M.options since setup() is checked here, as in setup()). Options left
+---nil are not sent: the server's defaults apply.
 ---@return table
 function M.init_options()
   local o = M.options
+  M.validate(o)
   local init = {
     edits = o.edits,
     permissions = { allow = o.allow, deny = o.deny, allowEdit = o.allow_edit },
     scrubEnv = o.scrub_env,
+    window = o.window,
+    toolOutput = o.tool_output,
   }
-  if o.model or o.base_url or o.api_key_env then
-    init.model = { model = o.model, baseURL = o.base_url, apiKeyEnv = o.api_key_env }
+  if o.model or o.base_url or o.api_key_env or o.context_tokens then
+    init.model = { model = o.model, baseURL = o.base_url, apiKeyEnv = o.api_key_env, contextTokens = o.context_tokens }
   end
   if o.store then
     init.store = { path = o.store }
+  end
+  if o.read_only_subagents ~= nil then
+    init.subagents = { readOnly = o.read_only_subagents }
   end
   return init
 end

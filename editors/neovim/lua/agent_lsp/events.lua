@@ -12,27 +12,56 @@ local M = {}
 
 local str, word, oneline = render.str, render.word, render.oneline
 
+-- message is the text of a message: its heading and content, then its tool
+-- calls and the call it answers, each on a line.
+local function message(m)
+  assert(type(m) == "table", "message is not an object") -- then the generic text shows it
+  local lines = { render.message_heading(m) .. ":" .. (m.content == "" and "" or (" " .. str(m.content))) }
+  for _, tc in ipairs(m.toolCalls or {}) do
+    table.insert(lines, render.tool_call(tc))
+  end
+  if m.toolCallId then
+    table.insert(lines, "answers " .. m.toolCallId)
+  end
+  return table.concat(lines, "\n")
+end
+
+---The line of a context.compacted event: "⋯ 6 older messages summarized to
+---fit the context (9000 → 2500 tokens)", or "dropped ...: <error>".
+---@param ev AgentLsp.Event.ContextCompacted
+---@return string
+function M.compacted(ev)
+  return ("⋯ %s %s %s (%s → %s tokens)%s"):format(render.count(ev.messages, "older message"), word("summarized", ev.summarized),
+    word("reason", ev.reason), str(ev.before), str(ev.after), ev.error and (": " .. oneline(ev.error)) or "")
+end
+
+---The tools a run.start left out to fit the context, or nil when none.
+---@param ev AgentLsp.Event.RunStart
+---@return string|nil
+function M.withheld(ev)
+  if type(ev.withheld) == "table" and #ev.withheld > 0 then
+    return table.concat(vim.tbl_map(str, ev.withheld), ", ")
+  end
+end
+
 ---The text of each event kind after its envelope, by type; it may span lines.
 ---@type table<string, fun(ev: table): string>
 M.kinds = {
   ["run.start"] = function(ev)
-    return "project " .. str(ev.project)
+    local withheld = M.withheld(ev)
+    return ("project %s · context %s tokens%s"):format(str(ev.project), str(ev.contextTokens),
+      withheld and (" · tools left out to fit it: " .. withheld) or "")
   end,
   ["message.delta"] = function(ev)
     return str(ev.text)
   end,
   ["message"] = function(ev)
-    local m = ev.message
-    assert(type(m) == "table", "message is not an object") -- then the generic text shows it
-    local lines = { render.message_heading(m) .. ":" .. (m.content == "" and "" or (" " .. str(m.content))) }
-    for _, tc in ipairs(m.toolCalls or {}) do
-      table.insert(lines, render.tool_call(tc))
-    end
-    if m.toolCallId then
-      table.insert(lines, "answers " .. m.toolCallId)
-    end
-    return table.concat(lines, "\n")
+    return message(ev.message)
   end,
+  ["message.queued"] = function(ev)
+    return ("(position %s) %s"):format(str(ev.position), message(ev.message))
+  end,
+  ["context.compacted"] = M.compacted,
   ["tool.start"] = function(ev)
     return ("%s %s (%s)"):format(str(ev.name), oneline(ev.args), str(ev.callId))
   end,

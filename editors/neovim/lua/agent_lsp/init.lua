@@ -49,6 +49,9 @@ end
 
 ---Runs the agent on prompt (asked for when empty); opts.range = { line1, line2 }
 ---(1-based) sends those lines as the selection the prompt is about.
+---opts.follow_up (:AgentRun!) continues the last session, and opts.session
+---a given one: while that session's run goes, the prompt is queued for its
+---next step ("queued (position N)" is shown; that run's result covers it).
 ---@param prompt? string
 ---@param opts? AgentLsp.RunOpts
 ---@return string|nil token the run's progress token, a key of state.runs
@@ -75,10 +78,13 @@ function M.sessions()
 end
 
 ---Shows a session's transcript in a read-only Markdown scratch buffer: session
----id, else the last session of this Neovim, else one picked.
+---id, else the last session of this Neovim, else one picked. With context
+---(a subagent's context id, listed under the transcript's Subagents), that
+---subagent's transcript instead; <CR> on a subagent's line opens it too.
 ---@param id? string
-function M.show_session(id)
-  commands.show_session(id)
+---@param context? string
+function M.show_session(id, context)
+  commands.show_session(id, context)
 end
 
 ---Shows the event log: every agent/event so far and the result of each run
@@ -122,10 +128,11 @@ end
 ---@param args? table the command's argument object
 ---@param on_result? fun(result: any)
 ---@param extra? table more request params, e.g. { workDoneToken = token }
+---@param on_error? fun(err: table) called after an error is reported
 ---@return boolean sent
 ---@return integer|nil request_id
-function M.execute(c, command, args, on_result, extra)
-  return client.execute(c, command, args, on_result, extra)
+function M.execute(c, command, args, on_result, extra, on_error)
+  return client.execute(c, command, args, on_result, extra, on_error)
 end
 
 return M

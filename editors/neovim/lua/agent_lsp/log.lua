@@ -63,8 +63,9 @@ function M.add(lines)
 end
 
 ---Appends an agent/event. A delta continues the reply streamed before it
----when nothing came in between; the complete message of that session's own
----run replaces the streamed lines.
+---when nothing came in between; the complete AI message of that session's
+---own run replaces the streamed lines (a queued prompt the run reads then is
+---added after them).
 ---@param ev AgentLsp.AgentEvent
 function M.event(ev)
   local open = stream and stream.session == ev.session and ev.contextId == nil and stream
@@ -74,7 +75,7 @@ function M.event(ev)
     s.text = s.text .. render.str(ev.text)
     set(s.first, events.render({ session = s.session, seq = s.seq, type = ev.type, text = s.text }))
     stream = s
-  elseif ev.type == "message" and open then
+  elseif ev.type == "message" and open and type(ev.message) == "table" and ev.message.role == "ai" then
     set(open.first, events.render(ev))
   else
     set(#M.lines + 1, events.render(ev))

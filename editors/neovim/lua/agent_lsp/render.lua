@@ -19,13 +19,17 @@ function M.str(v)
 end
 
 ---Words shown instead of a value, by field name: every boolean of the
----contract (true and false) and the message roles (as headings).
+---contract (true and false), the message roles (as headings) and the
+---reasons of a compaction.
 M.words = {
   ok = { [true] = "ok", [false] = "failed" },
   applied = { [true] = "applied", [false] = "refused" },
   cancelled = { [true] = "run cancelled", [false] = "no run was going" },
   deleted = { [true] = "deleted", [false] = "was already gone" },
+  summarized = { [true] = "summarized", [false] = "dropped" },
+  network = { [true] = "network allowed", [false] = "no network" },
   role = { human = "You", ai = "Agent", system = "System", tool = "Tool result" },
+  reason = { budget = "to fit the context", overflow = "after the model's context overflowed" },
 }
 
 ---The word for field's value (M.words), else the value as text.
@@ -79,10 +83,14 @@ function M.block(head, text)
   return lines
 end
 
--- count: "1 edit", "2 edits".
-local function count(n, what)
+---n and what, plural unless n is 1: "1 edit", "2 edits".
+---@param n any
+---@param what string
+---@return string
+function M.count(n, what)
   return ("%s %s%s"):format(M.str(n), what, n == 1 and "" or "s")
 end
+local count = M.count
 
 -- parts joins the given values that are present with " · ".
 local function parts(...)
@@ -127,12 +135,37 @@ local function fence(text)
   return lines
 end
 
----The Markdown lines of an agent.session result: title, session, then each
----message under a heading (a tool result under the name of its call).
+-- status_text is a session's or subagent's status; "" (a subagent that
+-- never checkpointed) as words.
+local function status_text(status)
+  return status == "" and "not started" or M.str(status)
+end
+
+---The line of a subagent in a transcript's list: "- done · <task> (subagent-1a2b)".
+---@param sub AgentLsp.SubagentInfo
+---@return string
+function M.subagent_line(sub)
+  return ("- %s · %s (%s)"):format(status_text(sub.status), M.oneline(sub.task), M.str(sub.contextId))
+end
+
+---The Markdown lines of an agent.session result: title, session (and the
+---subagent's context), the subagents it started, then each message under a
+---heading (a tool result under the name of its call). The second result maps
+---the line numbers (1-based) of the subagents' lines to their contexts.
 ---@param s AgentLsp.SessionDetail
----@return string[]
+---@return string[] lines
+---@return table<integer, string> contexts line -> contextId
 function M.transcript(s)
-  local out = { "# " .. M.oneline(s.title), "", parts("session " .. M.str(s.session), "project " .. M.str(s.project), "status " .. M.str(s.status)) }
+  local context = s.context and ("context " .. M.str(s.context)) or nil
+  local out = { "# " .. M.oneline(s.title), "", parts("session " .. M.str(s.session), context, "project " .. M.str(s.project), "status " .. status_text(s.status)) }
+  local contexts = {}
+  if type(s.subagents) == "table" and #s.subagents > 0 then
+    vim.list_extend(out, { "", "## Subagents", "", "<CR> on a subagent opens its transcript (:AgentSession {session} {context})." })
+    for _, sub in ipairs(s.subagents) do
+      table.insert(out, M.subagent_line(sub))
+      contexts[#out] = sub.contextId
+    end
+  end
   local calls = {}
   for _, m in ipairs(s.messages or {}) do
     table.insert(out, "")
@@ -150,14 +183,26 @@ function M.transcript(s)
       end
     end
   end
-  return out
+  return out, contexts
 end
 
----Opens a read-only Markdown scratch buffer with a session's transcript.
+---The name of a transcript's buffer: agent-session://<session>, and
+---/<context> for a subagent's.
+---@param session string
+---@param context? string
+---@return string
+function M.transcript_name(session, context)
+  return "agent-session://" .. session .. (context and context ~= "" and ("/" .. context) or "")
+end
+
+---Opens a read-only Markdown scratch buffer with a session's transcript. With
+---open_context, <CR> on a subagent's line calls it with the session and the
+---subagent's context (elsewhere <CR> moves as usual).
 ---@param s AgentLsp.SessionDetail
+---@param open_context? fun(session: string, context: string)
 ---@return integer bufnr
-function M.open_transcript(s)
-  local name = "agent-session://" .. s.session
+function M.open_transcript(s, open_context)
+  local name = M.transcript_name(s.session, s.context)
   local existing = vim.fn.bufnr(name)
   if existing ~= -1 then
     pcall(vim.api.nvim_buf_delete, existing, { force = true })
@@ -168,9 +213,25 @@ function M.open_transcript(s)
   vim.bo[b].bufhidden = "wipe"
   vim.bo[b].swapfile = false
   pcall(vim.api.nvim_buf_set_name, b, name)
-  vim.api.nvim_buf_set_lines(b, 0, -1, false, M.transcript(s))
+  local lines, contexts = M.transcript(s)
+  vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
   vim.bo[b].modifiable = false
   vim.bo[b].filetype = "markdown"
+  if open_context and next(contexts) then
+    vim.api.nvim_buf_set_keymap(b, "n", "<CR>", "", {
+      noremap = true,
+      nowait = true,
+      desc = "Open the transcript of the subagent on this line",
+      callback = function()
+        local context = contexts[vim.api.nvim_win_get_cursor(0)[1]]
+        if context then
+          open_context(s.session, context)
+        else
+          vim.cmd("normal! " .. vim.v.count1 .. "+")
+        end
+      end,
+    })
+  end
   return b
 end
 
@@ -259,6 +320,26 @@ function M.project_context(c)
   return lines
 end
 
+---The lines under a project's context that say how its commands are
+---confined: the mode, Landlock's ABI, the network, what is enforced, what is
+---not (and why), the writable directories.
+---@param sb AgentLsp.SandboxReport
+---@return string[]
+function M.sandbox_lines(sb)
+  if type(sb) ~= "table" then
+    return {}
+  end
+  local enforced = type(sb.enforced) == "table" and #sb.enforced > 0 and table.concat(sb.enforced, ", ") or "nothing"
+  local lines = { ("    sandbox: %s (Landlock ABI %s) · %s · enforced: %s"):format(M.str(sb.mode), M.str(sb.landlockABI), M.word("network", sb.network), enforced) }
+  for _, why in ipairs(sb.notEnforced or {}) do
+    table.insert(lines, "    not enforced: " .. M.oneline(why))
+  end
+  if sb.writable and #sb.writable > 0 then
+    table.insert(lines, "    writable: " .. table.concat(sb.writable, ", "))
+  end
+  return lines
+end
+
 -- Runs ----------------------------------------------------------------------
 
 -- counts: "done · 1 edit · 9 steps · 105 tokens".
@@ -267,31 +348,71 @@ local function counts(r)
   return parts(M.str(r.status), count(r.edits, "edit"), count(r.steps, "step"), count(usage.totalTokens, "token"))
 end
 
+---What a queued result says: "queued (position 2): <the prompt>".
+---@param r AgentLsp.RunResult
+---@param prompt? string the prompt that was queued
+---@return string
+function M.queued_line(r, prompt)
+  return ("queued (position %s)"):format(M.str(r.position)) .. (prompt and (": " .. M.oneline(prompt)) or "")
+end
+
+---The lines that show the prompts a cancelled run never read, one
+---"not sent: <prompt>" each (a prompt's further lines indented below it).
+---@param queued? string[]
+---@param indent? string before each line
+---@return string[]
+function M.unsent_lines(queued, indent)
+  indent = indent or ""
+  local lines = {}
+  for _, p in ipairs(type(queued) == "table" and queued or {}) do
+    for i, line in ipairs(M.split(p)) do
+      table.insert(lines, indent .. (i == 1 and "not sent: " or "    ") .. line)
+    end
+  end
+  return lines
+end
+
 ---The summary of a run's result for a notification ("done · 1 edit · 3 steps
----· 105 tokens — <the error, else the reply's first line>"), and the whole
----reply without trailing space.
+---· 105 tokens — <the error, else the reply's first line>", then a "not
+---sent: <prompt>" line for each queued prompt the run never read), and the
+---whole reply without trailing space. A queued result is its queued_line.
 ---@param result AgentLsp.RunResult
+---@param prompt? string the prompt of the request
 ---@return string summary
 ---@return string reply
-function M.run_summary(result)
+function M.run_summary(result, prompt)
   local reply = (result.reply or ""):gsub("%s+$", "")
+  if result.status == "queued" then
+    return M.queued_line(result, prompt), reply
+  end
   local after = result.error and M.oneline(result.error) or reply:match("^[^\n]*")
-  return counts(result) .. (after ~= "" and (" — " .. after) or ""), reply
+  local lines = { counts(result) .. (after ~= "" and (" — " .. after) or "") }
+  for _, p in ipairs(type(result.queued) == "table" and result.queued or {}) do
+    table.insert(lines, "not sent: " .. M.oneline(p))
+  end
+  return table.concat(lines, "\n"), reply
 end
 
 ---A run's result in full, for the event log: the counts with the token
----split, the error, then the reply.
+---split, the error, the reply, then for a queued result what was queued, for
+---a cancelled one the prompts it never read (args: the request's, whose
+---prompt a queued line shows).
 ---@param r AgentLsp.RunResult
+---@param args? AgentLsp.RunArgs|AgentLsp.ResumeArgs
 ---@return string[]
-function M.run_result(r)
+function M.run_result(r, args)
   local usage = type(r.usage) == "table" and r.usage or {}
   local lines = { ("%s result: %s (%s prompt + %s completion)"):format(M.str(r.session), counts(r), M.str(usage.promptTokens), M.str(usage.completionTokens)) }
+  if r.position ~= nil or r.status == "queued" then
+    table.insert(lines, "    " .. M.queued_line(r, type(args) == "table" and args.prompt or nil))
+  end
   if r.error then
     vim.list_extend(lines, M.block("    error: ", r.error))
   end
   if r.reply and r.reply ~= "" then
     vim.list_extend(lines, M.block("    ", r.reply))
   end
+  vim.list_extend(lines, M.unsent_lines(r.queued, "    "))
   return lines
 end
 
@@ -320,6 +441,7 @@ M.results = {
     for _, p in ipairs(list) do
       table.insert(lines, M.project_line(p))
       vim.list_extend(lines, M.project_context(p.context))
+      vim.list_extend(lines, M.sandbox_lines(p.sandbox))
     end
     return #lines > 0 and lines or { "no projects" }
   end,

@@ -9,7 +9,9 @@
 ---@field session? string known from the result or the run.start event
 ---@field prompt string
 ---@field progress string[] the progress texts so far
----@field result? AgentLsp.RunResult set when the run ends
+---@field progress_ended? boolean its progress ended (its result is due)
+---@field result? AgentLsp.RunResult|false set when the run ends, or at once when its prompt was queued; false when the request failed (the error was reported)
+---@field waiting? fun(session: string|nil)[] follow-ups sent to this run's session once it is known (nil: it never was)
 
 ---@class AgentLsp.State
 ---@field roots table<string, integer> root -> client id, for starts vim.lsp.start does not track (see compat.start)
@@ -20,6 +22,9 @@
 ---@field last_reply? string the last result's reply, without trailing space
 ---@field last_session? string the session of the last run (:AgentSession, :AgentSwitch)
 ---@field project? string project chosen with :AgentSwitch before any session exists
+---@field unsent? string[] the prompts the last cancelled run never read (:AgentRun! offers them again)
+---@field subagents table<string, string[]> session -> the subagent contexts seen (events, transcripts), for completion
+---@field withheld_seen table<string, boolean> the lists of withheld tools already reported
 ---@field status string statusline text: the running agent's latest progress, or ""
 ---@field start_failed? boolean a failed start was reported (said once, not per buffer)
 
@@ -29,4 +34,6 @@ return {
   runs = {},
   next_token = 0,
   status = "",
+  subagents = {},
+  withheld_seen = {},
 }

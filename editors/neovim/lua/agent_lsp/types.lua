@@ -17,6 +17,10 @@
 
 ---@alias AgentLsp.SessionStatus AgentLsp.RunStatus|"running"
 
+---The status of agent.run's result: a run's end, or "queued" when the
+---session was running and the prompt waits for that run's next step.
+---@alias AgentLsp.RunResultStatus AgentLsp.RunStatus|"queued"
+
 -- Arguments ----------------------------------------------------------------
 
 ---@class AgentLsp.Position
@@ -43,10 +47,15 @@
 ---@field edits? AgentLsp.EditMode
 ---@field durability? AgentLsp.Durability
 
----Arguments of the commands about one session: agent.cancel, agent.session
----and agent.deleteSession.
+---Arguments of the commands about one session: agent.cancel and
+---agent.deleteSession.
 ---@class AgentLsp.SessionArgs
 ---@field session string
+
+---Arguments of agent.session.
+---@class AgentLsp.SessionDetailArgs
+---@field session string
+---@field context? string a subagent's context id: its transcript instead of the session's
 
 ---Arguments of agent.sessions.
 ---@class AgentLsp.SessionsArgs
@@ -68,15 +77,19 @@
 ---@field completionTokens integer
 ---@field totalTokens integer
 
----Result of agent.run and agent.resume, when the run ends.
+---Result of agent.run and agent.resume, when the run ends; for agent.run
+---given a running session, at once with status "queued" (the running run's
+---own result then covers the prompt).
 ---@class AgentLsp.RunResult
 ---@field session string
----@field status AgentLsp.RunStatus
+---@field status AgentLsp.RunResultStatus
 ---@field reply string the agent's answer ("" when it gave none)
 ---@field edits integer
 ---@field steps integer
 ---@field usage AgentLsp.Usage
 ---@field error? string what failed (status "failed")
+---@field position? integer status "queued": the prompt's place in the queue, from 1
+---@field queued? string[] prompts given to the running session that the run ended without reading (status "cancelled")
 
 ---Result of agent.cancel.
 ---@class AgentLsp.CancelResult
@@ -108,13 +121,22 @@
 ---@field toolCalls? AgentLsp.ToolCall[] an AI message's tool calls
 ---@field toolCallId? string the call a "tool" message answers
 
----Result of agent.session.
+---A subagent a session (or a subagent) started, in the order of the calls.
+---@class AgentLsp.SubagentInfo
+---@field contextId string its context, for agent.session's context argument
+---@field task string
+---@field status AgentLsp.SessionStatus|"" "" when it never checkpointed
+
+---Result of agent.session: the session's transcript, or with the context
+---argument a subagent's (its title is the task).
 ---@class AgentLsp.SessionDetail
 ---@field session string
+---@field context? string the subagent's context, when one was asked for
 ---@field project string
----@field status AgentLsp.SessionStatus
+---@field status AgentLsp.SessionStatus|"" a subagent's may be "" (it never checkpointed)
 ---@field title string
 ---@field messages AgentLsp.Message[]
+---@field subagents AgentLsp.SubagentInfo[] the subagents it started
 
 ---Result of agent.deleteSession.
 ---@class AgentLsp.DeleteResult
@@ -147,6 +169,17 @@
 ---@field lastTest AgentLsp.Outcome
 ---@field recentErrors string[] newest first
 
+---@alias AgentLsp.SandboxMode "workspace-write"|"read-only"|"off"
+
+---How a project's commands are confined on this machine.
+---@class AgentLsp.SandboxReport
+---@field mode AgentLsp.SandboxMode
+---@field landlockABI integer the kernel's Landlock ABI (0: none)
+---@field enforced string[] the rights Landlock applies
+---@field notEnforced? string[] what is not confined, and why
+---@field writable? string[] the directories commands may write
+---@field network boolean whether commands can use the network
+
 ---An entry of agent.projects.
 ---@class AgentLsp.ProjectInfo
 ---@field name string
@@ -155,6 +188,7 @@
 ---@field techStack AgentLsp.TechStack
 ---@field gitBranch? string
 ---@field context AgentLsp.ProjectContext
+---@field sandbox AgentLsp.SandboxReport
 
 ---Result of agent.switchProject.
 ---@class AgentLsp.SwitchResult
@@ -196,7 +230,7 @@
 
 ---@class AgentLsp.Call.Session
 ---@field command "agent.session"
----@field arguments AgentLsp.SessionArgs
+---@field arguments AgentLsp.SessionDetailArgs
 ---@field result AgentLsp.SessionDetail
 
 ---@class AgentLsp.Call.DeleteSession
@@ -220,6 +254,8 @@
 ---| AgentLsp.Event.RunStart
 ---| AgentLsp.Event.MessageDelta
 ---| AgentLsp.Event.Message
+---| AgentLsp.Event.MessageQueued
+---| AgentLsp.Event.ContextCompacted
 ---| AgentLsp.Event.ToolStart
 ---| AgentLsp.Event.ToolEnd
 ---| AgentLsp.Event.SubagentStart
@@ -240,16 +276,36 @@
 ---@class AgentLsp.Event.RunStart: AgentLsp.EventBase
 ---@field type "run.start"
 ---@field project string
+---@field contextTokens integer the model's context size the run fits its requests in
+---@field withheld? string[] the tools left out to fit that context
 
 ---Streamed text of the model's answer (the session's own run only).
 ---@class AgentLsp.Event.MessageDelta: AgentLsp.EventBase
 ---@field type "message.delta"
 ---@field text string
 
----A human or AI message is complete.
+---A human or AI message is complete (a queued prompt: when the run reads it).
 ---@class AgentLsp.Event.Message: AgentLsp.EventBase
 ---@field type "message"
 ---@field message AgentLsp.Message
+
+---A prompt given to the running session waits for the run's next step.
+---@class AgentLsp.Event.MessageQueued: AgentLsp.EventBase
+---@field type "message.queued"
+---@field message AgentLsp.Message
+---@field position integer from 1
+
+---@alias AgentLsp.CompactionReason "budget"|"overflow"
+
+---Older turns left the model's view: summarized, or dropped (error says why).
+---@class AgentLsp.Event.ContextCompacted: AgentLsp.EventBase
+---@field type "context.compacted"
+---@field before integer estimated tokens of the history before
+---@field after integer and after
+---@field messages integer how many messages left the view
+---@field summarized boolean true: folded into the summary; false: dropped
+---@field reason AgentLsp.CompactionReason "budget", or "overflow" after the provider refused a request
+---@field error? string why they were dropped without a summary
 
 ---@class AgentLsp.Event.ToolStart: AgentLsp.EventBase
 ---@field type "tool.start"

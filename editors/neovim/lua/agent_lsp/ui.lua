@@ -35,6 +35,21 @@ function M.set_status(text)
   compat.fire("AgentLspStatus")
 end
 
+---Sets the statusline text to the latest progress of a run still in flight
+---other than ended (the run whose progress or result just ended), else "":
+---one run's end, or a prompt queued into a running session, leaves the
+---progress of the others on show.
+---@param ended? AgentLsp.Run
+function M.restore_status(ended)
+  local text = ""
+  for _, run in pairs(state.runs) do
+    if run ~= ended and not run.result and not run.progress_ended and #run.progress > 0 then
+      text = run.progress[#run.progress]
+    end
+  end
+  M.set_status(text)
+end
+
 ---The statusline component: the running agent's latest progress, or "".
 ---@return string
 function M.statusline()
