@@ -236,7 +236,7 @@ func TestRefusedEditReachesModel(t *testing.T) {
 		t.Fatalf("edits %d", res.Edits)
 	}
 	tm := toolMessages(h.srv.Requests()[1])
-	if !strings.Contains(tm[0].Content, "refused the edit of greet.go (user rejected it)") {
+	if !strings.Contains(tm[0].Content, "did not apply the edit of greet.go (user rejected it)") {
 		t.Fatalf("refusal: %q", tm[0].Content)
 	}
 }

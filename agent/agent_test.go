@@ -65,6 +65,10 @@ func (e *diskEditor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditRes
 	return tools.EditResult{Applied: true}, nil
 }
 
+func (e *diskEditor) Save(ctx context.Context, paths []string) (tools.SaveResult, error) {
+	return tools.SaveResult{Saved: paths}, nil // edits are on disk already
+}
+
 type allowAll bool
 
 func (a allowAll) AllowCommand(ctx context.Context, req tools.CommandRequest) (tools.Permission, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
+	"path/filepath"
 	"slices"
 
 	"go.lsp.dev/uri"
@@ -25,8 +27,11 @@ func lastAI(msgs []message.Message) (message.Message, int) {
 
 func toolMessageID(aiID string, i int) string { return fmt.Sprintf("%s-t%d", aiID, i) }
 
-// route sends each unanswered tool call of the newest AI message to its own
-// tools task (calls past MaxCallsPerTurn were answered with an error).
+// route sends the unanswered tool calls of the newest AI message to tools
+// tasks that run in parallel (calls past MaxCallsPerTurn were answered with
+// an error). Calls of the file tools on one file go to one task, in the
+// order the model made them: a second edit of a file is computed against
+// what the first left, and a read after an edit sees it.
 func (rt *Runtime) route(s graph.State) []graph.Route {
 	msgs := rt.st.messages.Get(s)
 	ai, idx := lastAI(msgs)
@@ -37,16 +42,47 @@ func (rt *Runtime) route(s graph.State) []graph.Route {
 	for _, m := range msgs[idx+1:] {
 		answered[m.ToolCallID] = true
 	}
-	var routes []graph.Route
+	project := rt.st.project.Get(s)
+	var groups [][]int
+	byFile := map[string]int{} // file key -> its group
 	for i, c := range ai.ToolCalls {
-		if !answered[c.ID] {
-			routes = append(routes, graph.Send("tools", i))
+		if answered[c.ID] {
+			continue
 		}
+		if key := fileKey(rt, c, project); key != "" {
+			if g, ok := byFile[key]; ok {
+				groups[g] = append(groups[g], i)
+				continue
+			}
+			byFile[key] = len(groups)
+		}
+		groups = append(groups, []int{i})
 	}
-	if len(routes) == 0 {
+	if len(groups) == 0 {
 		return []graph.Route{graph.To("agent")}
 	}
+	routes := make([]graph.Route, len(groups))
+	for k, g := range groups {
+		routes[k] = graph.Send("tools", g)
+	}
 	return routes
+}
+
+// fileTools are the tools whose calls on one file run in order.
+var fileTools = []string{"read_file", "edit_file", "create_file"}
+
+// fileKey names the file a file tool's call works on ("" for other calls).
+func fileKey(rt *Runtime, c message.ToolCall, current string) string {
+	if !slices.Contains(fileTools, c.Name) {
+		return ""
+	}
+	var a struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal([]byte(c.Args), &a) != nil || a.Path == "" {
+		return ""
+	}
+	return usedProject(rt, c, current) + "\x00" + path.Clean(filepath.ToSlash(a.Path))
 }
 
 // agentNode calls the model with the rebuilt system prompt and the history
@@ -81,18 +117,51 @@ func (rt *Runtime) agentNode(ctx context.Context, s graph.State) (graph.Patch, e
 	return graph.NewPatch(append(writes, rt.st.messages.Append(out...))...), nil
 }
 
-// toolsNode runs one tool call of the newest AI message.
+// toolsNode runs tool calls of the newest AI message, in the order its
+// argument lists them (one, or the calls on one file).
 func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, error) {
 	r := runFrom(ctx)
-	var i int
-	if err := s.Arg(&i); err != nil {
-		return graph.Patch{}, err
+	var seq []int
+	if err := s.Arg(&seq); err != nil {
+		var i int // a task planned before calls were grouped
+		if s.Arg(&i) != nil {
+			return graph.Patch{}, err
+		}
+		seq = []int{i}
 	}
 	msgs := rt.st.messages.Get(s)
 	ai, idx := lastAI(msgs)
-	if idx < 0 || i >= len(ai.ToolCalls) {
-		return graph.Patch{}, fmt.Errorf("tool call %d not found", i)
+	var writes []graph.Write
+	var tms []message.Message
+	var changed []string
+	for _, i := range seq {
+		if idx < 0 || i < 0 || i >= len(ai.ToolCalls) {
+			return graph.Patch{}, fmt.Errorf("tool call %d not found", i)
+		}
+		tm, w, files, err := rt.runCall(ctx, r, s, ai, i)
+		if err != nil {
+			return graph.Patch{}, err
+		}
+		tms = append(tms, tm)
+		writes = append(writes, w...)
+		changed = append(changed, files...)
 	}
+	writes = append(writes, rt.st.messages.Append(tms...))
+	if recorded := rt.st.commandFilesChanged.Get(s); len(changed) > 0 {
+		var add []string
+		for _, p := range changed {
+			if !slices.Contains(recorded, p) && !slices.Contains(add, p) {
+				add = append(add, p)
+			}
+		}
+		writes = append(writes, rt.st.commandFilesChanged.Append(add...))
+	}
+	return graph.NewPatch(writes...), nil
+}
+
+// runCall runs call i of ai and returns its tool message, the state it sets
+// (the project, the todos) and the projects whose command files it changed.
+func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai message.Message, i int) (message.Message, []graph.Write, []string, error) {
 	call := ai.ToolCalls[i]
 	project := rt.st.project.Get(s)
 	env := &tools.Env{Workspace: rt.cfg.Workspace, Session: r.session.ID, Project: project, Editor: r.editor, Permissions: r.perms,
@@ -105,7 +174,7 @@ func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, e
 	r.emit(event.ToolStart{Name: call.Name, Args: call.Args, CallID: call.ID})
 	res := r.tools.Call(ctx, env, call)
 	if ctx.Err() != nil {
-		return graph.Patch{}, ctx.Err()
+		return message.Message{}, nil, nil, ctx.Err()
 	}
 	for _, e := range res.Edits {
 		if e.Applied {
@@ -120,7 +189,7 @@ func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, e
 		content = "[project " + used + "] " + content // the model must know where this came from
 	}
 	tm := message.Message{ID: toolMessageID(ai.ID, i), Role: message.Tool, Name: "tool@" + used, ToolCallID: call.ID, Content: content}
-	writes := []graph.Write{rt.st.messages.Append(tm)}
+	var writes []graph.Write
 	// A state effect counts only from the last call of its tool in the turn.
 	later := false
 	for _, c := range ai.ToolCalls[i+1:] {
@@ -132,16 +201,7 @@ func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, e
 	if !later && res.Todos != nil {
 		writes = append(writes, rt.st.todos.Set(*res.Todos))
 	}
-	if recorded := rt.st.commandFilesChanged.Get(s); len(res.CommandFilesChanged) > 0 {
-		var add []string
-		for _, p := range res.CommandFilesChanged {
-			if !slices.Contains(recorded, p) && !slices.Contains(add, p) {
-				add = append(add, p)
-			}
-		}
-		writes = append(writes, rt.st.commandFilesChanged.Append(add...))
-	}
-	return graph.NewPatch(writes...), nil
+	return tm, writes, res.CommandFilesChanged, nil
 }
 
 // usedProject is the project a tool call worked in: the one its "project"

@@ -78,6 +78,26 @@ func (c *client) applyEdit(ctx context.Context, label string, edit workspaceEdit
 	return res, err
 }
 
+// SaveDocumentsResult is a client's answer to agent/saveDocuments.
+type SaveDocumentsResult struct {
+	Saved  []string `json:"saved"`
+	Failed []struct {
+		URI    string `json:"uri"`
+		Reason string `json:"reason"`
+	} `json:"failed"`
+}
+
+// saveDocuments asks the client to save the documents of uris that have
+// unsaved changes (agent/saveDocuments; clients that set
+// experimental.saveDocuments answer it).
+func (c *client) saveDocuments(ctx context.Context, uris []string) (SaveDocumentsResult, error) {
+	var res SaveDocumentsResult
+	_, err := c.conn.Call(ctx, "agent/saveDocuments", struct {
+		URIs []string `json:"uris"`
+	}{uris}, &res)
+	return res, err
+}
+
 // showMessageRequest asks the user to choose one of actions and returns the
 // chosen title, or "" when the user dismissed the request.
 func (c *client) showMessageRequest(ctx context.Context, typ protocol.MessageType, message string, actions ...string) (string, error) {

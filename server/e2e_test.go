@@ -56,6 +56,7 @@ type lspClient struct {
 	edits       []json.RawMessage
 	applyResult func(params json.RawMessage) any
 	askResult   func(params json.RawMessage) any
+	saveResult  func(params json.RawMessage) any // agent/saveDocuments; nil: not supported
 }
 
 type lockedBuffer struct {
@@ -111,7 +112,7 @@ func (c *lspClient) handle(ctx context.Context, req *jsonrpc2.Request) (any, err
 	method := strings.Clone(req.Method()) // Method borrows the read buffer
 	c.mu.Lock()
 	c.notes = append(c.notes, note{method, params})
-	apply, ask := c.applyResult, c.askResult
+	apply, ask, save := c.applyResult, c.askResult, c.saveResult
 	c.mu.Unlock()
 	if !req.IsCall() {
 		return nil, nil // recorded in arrival order, on the read loop
@@ -127,6 +128,10 @@ func (c *lspClient) handle(ctx context.Context, req *jsonrpc2.Request) (any, err
 		return ask(params), nil
 	case "window/workDoneProgress/create":
 		return nil, nil
+	case "agent/saveDocuments":
+		if save != nil {
+			return save(params), nil
+		}
 	}
 	return nil, jsonrpc2.Errorf(jsonrpc2.MethodNotFound, "test client: %s", method)
 }
@@ -151,13 +156,25 @@ func (c *lspClient) initialize(folders map[string]string, initOpts map[string]an
 	var res map[string]any
 	err := c.call("initialize", map[string]any{
 		"processId": os.Getpid(), "workspaceFolders": fs, "initializationOptions": initOpts,
-		"capabilities": map[string]any{"window": map[string]any{"workDoneProgress": true}},
+		"capabilities": c.capabilities(),
 	}, &res)
 	if err != nil {
 		c.t.Fatalf("initialize: %v", err)
 	}
 	c.conn.Notify(context.Background(), "initialized", map[string]any{})
 	return res
+}
+
+// capabilities are the client's: progress, and saving for the agent when
+// the test answers agent/saveDocuments.
+func (c *lspClient) capabilities() map[string]any {
+	caps := map[string]any{"window": map[string]any{"workDoneProgress": true}}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.saveResult != nil {
+		caps["experimental"] = map[string]any{"saveDocuments": true}
+	}
+	return caps
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -389,7 +406,7 @@ func TestRefusedEditAndReviewMode(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	tm := srv.Requests()[1].Messages
-	if got := tm[len(tm)-1].Content; !strings.Contains(got, "refused the edit of notes/todo.txt (rejected in preview)") {
+	if got := tm[len(tm)-1].Content; !strings.Contains(got, "did not apply the edit of notes/todo.txt (rejected in preview)") {
 		t.Fatalf("refusal not sent to the model: %q", got)
 	}
 	var edit struct {

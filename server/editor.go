@@ -25,17 +25,50 @@ type editor struct {
 	review    bool             // every edit needs confirmation
 	allowEdit []workspace.Rule // protected files that need none
 	before    func()           // sends the run's queued events before the edit
-	line      fifo             // edits waiting for a confirmation
+	line      *fifo            // edits waiting for a confirmation: one per connection, so one is on screen at a time
+	saves     bool             // the client answers agent/saveDocuments
+}
+
+// Save implements tools.Editor: agent/saveDocuments for the paths, when the
+// client can save. Saved documents are marked clean at once (their didSave
+// may come later).
+func (e *editor) Save(ctx context.Context, paths []string) (tools.SaveResult, error) {
+	if !e.saves {
+		return tools.SaveResult{}, tools.ErrSaveUnsupported
+	}
+	uris := make([]string, len(paths))
+	for i, p := range paths {
+		uris[i] = string(uri.File(p))
+	}
+	e.before()
+	res, err := e.c.saveDocuments(ctx, uris)
+	if err != nil {
+		return tools.SaveResult{}, fmt.Errorf("agent/saveDocuments: %w", err)
+	}
+	out := tools.SaveResult{Failed: map[string]string{}}
+	for _, u := range res.Saved {
+		p := filename(u)
+		e.ws.Saved(p)
+		out.Saved = append(out.Saved, p)
+	}
+	for _, f := range res.Failed {
+		out.Failed[filename(f.URI)] = f.Reason
+	}
+	return out, nil
 }
 
 // Edit implements tools.Editor.
 func (e *editor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResult, error) {
 	why := e.confirmation(fe)
 	if why != "" {
-		if err := e.line.lock(ctx); err != nil {
+		behind, err := e.line.lock(ctx)
+		if err != nil {
 			return tools.EditResult{}, err
 		}
 		defer e.line.unlock()
+		if behind > 0 {
+			why += fmt.Sprintf(" (1 of %d)", behind+1) // the editors show the queue
+		}
 	}
 	e.before()
 	res, err := e.c.applyEdit(ctx, fe.Label, e.workspaceEdit(fe, why))
@@ -63,9 +96,9 @@ func (e *editor) confirmation(fe tools.FileEdit) string {
 }
 
 // workspaceEdit turns a file edit into a WorkspaceEdit: a TextDocumentEdit
-// with the version the server last saw (null for a file the editor has not
-// open), after a CreateFile for a new file; with a confirmation annotation
-// when why is set.
+// with the version the edit was computed against (null for a file the
+// editor has not open), after a CreateFile for a new file; with a
+// confirmation annotation when why is set.
 func (e *editor) workspaceEdit(fe tools.FileEdit, why string) workspaceEdit {
 	u := string(uri.File(fe.Path))
 	annotation := ""
@@ -76,8 +109,9 @@ func (e *editor) workspaceEdit(fe tools.FileEdit, why string) workspaceEdit {
 	var version *int32
 	if fe.Create {
 		changes = append(changes, createFile{Kind: "create", URI: u, AnnotationID: annotation})
-	} else if doc, ok := e.ws.Document(fe.Path); ok {
-		version = &doc.Version
+	} else if fe.Open {
+		v := fe.Version // the version the edit's ranges refer to: an editor whose buffer moved on refuses it
+		version = &v
 	}
 	edits := make([]annotatedEdit, 0, len(fe.Edits))
 	for _, te := range fe.Edits {
@@ -98,39 +132,43 @@ func lspRange(r workspace.Range) protocol.Range {
 }
 
 // fifo is a lock granted in the order it was asked for, so edits waiting
-// for a confirmation reach the user in the order the agent made them.
+// for a confirmation reach the user one at a time, in the order the agents
+// made them. A connection has one: its runs' confirmations share the queue.
 type fifo struct {
 	mu      sync.Mutex      // guards held and waiting
 	held    bool            // someone holds the lock
 	waiting []chan struct{} // closed, in order, to hand the lock on
 }
 
-// lock waits for the lock; it gives up with ctx's error.
-func (f *fifo) lock(ctx context.Context) error {
+// lock waits for the lock and returns how many wait behind it then; it
+// gives up with ctx's error.
+func (f *fifo) lock(ctx context.Context) (behind int, err error) {
 	f.mu.Lock()
 	if !f.held {
 		f.held = true
 		f.mu.Unlock()
-		return nil
+		return 0, nil
 	}
 	turn := make(chan struct{})
 	f.waiting = append(f.waiting, turn)
 	f.mu.Unlock()
 	select {
 	case <-turn:
-		return nil
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.waiting), nil
 	case <-ctx.Done():
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		for i, w := range f.waiting {
 			if w == turn {
 				f.waiting = append(f.waiting[:i], f.waiting[i+1:]...)
-				return ctx.Err()
+				return 0, ctx.Err()
 			}
 		}
 		// The lock was handed to us as we gave up: pass it on.
 		f.handOn()
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
 }
 

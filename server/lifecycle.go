@@ -24,6 +24,7 @@ type lifecycle struct {
 	state    int
 	backend  *Backend
 	progress bool // the client supports window.workDoneProgress
+	saves    bool // the client answers agent/saveDocuments (experimental.saveDocuments)
 	shutdown bool // shutdown was received
 }
 
@@ -77,15 +78,23 @@ func (l *lifecycle) get() (*Backend, bool) {
 	return l.backend, l.progress
 }
 
-// start moves a new server to ready with b; false if it was not new.
-func (l *lifecycle) start(b *Backend, progress bool) bool {
+// start moves a new server to ready with b and what the client can do;
+// false if it was not new.
+func (l *lifecycle) start(b *Backend, progress, saves bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != stateNew {
 		return false
 	}
-	l.state, l.backend, l.progress = stateReady, b, progress
+	l.state, l.backend, l.progress, l.saves = stateReady, b, progress, saves
 	return true
+}
+
+// canSave reports whether the client saves documents for the agent.
+func (l *lifecycle) canSave() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.saves
 }
 
 // close closes the backend once and reports whether shutdown was received.
@@ -116,6 +125,9 @@ type initializeParams struct {
 		Window struct {
 			WorkDoneProgress bool `json:"workDoneProgress"`
 		} `json:"window"`
+		Experimental struct {
+			SaveDocuments bool `json:"saveDocuments"`
+		} `json:"experimental"`
 	} `json:"capabilities"`
 }
 
@@ -168,7 +180,7 @@ func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawM
 	if err != nil {
 		return nil, invalidParams("initialize: %v", err)
 	}
-	if !s.life.start(b, p.Capabilities.Window.WorkDoneProgress) {
+	if !s.life.start(b, p.Capabilities.Window.WorkDoneProgress, p.Capabilities.Experimental.SaveDocuments) {
 		b.Close()
 		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidRequest, "initialize was already received")
 	}
@@ -196,7 +208,7 @@ func initializeResult(enc workspace.Encoding) map[string]any {
 	return map[string]any{
 		"capabilities": map[string]any{
 			"positionEncoding": string(enc),
-			"textDocumentSync": map[string]any{"openClose": true, "change": 2},
+			"textDocumentSync": map[string]any{"openClose": true, "change": 2, "save": map[string]any{"includeText": false}},
 			"executeCommandProvider": map[string]any{
 				"commands": commandNames(), "workDoneProgress": true,
 			},

@@ -36,12 +36,13 @@ type commandExample struct {
 // protocolScenario runs every command of the contract against the real binary
 // and the scripted model, and returns what the client sent and received: the
 // command examples by name and the agent/event notifications in order.
-func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []json.RawMessage, paths map[string]string) {
+func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []json.RawMessage, requests map[string][]requestExample, paths map[string]string) {
 	srv := model(t, scripted.Script{Conversations: []scripted.Conversation{
 		{Match: "Add a farewell", Turns: []scripted.Turn{
 			{Text: "Looking.", ToolCalls: []scripted.ToolCall{withID(call("read_file", map[string]any{"path": "greet.go"}), "call_read")}},
 			{ToolCalls: []scripted.ToolCall{withID(call("call_subagent", map[string]any{"task": "List the Go files and report their names."}), "call_sub")}},
 			{ToolCalls: []scripted.ToolCall{withID(call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hello, ", "new_text": "Hi, "}), "call_edit")}},
+			{ToolCalls: []scripted.ToolCall{withID(call("run_command", map[string]any{"command": "sleep 0"}), "call_check")}},
 			{ToolCalls: []scripted.ToolCall{withID(call("search", map[string]any{"pattern": "nomatch("}), "call_search")}},
 			{Text: "Done."},
 		}},
@@ -76,6 +77,20 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	env := envFor(t, srv, "HOME="+home, "TMPDIR="+tmp, "XDG_CACHE_HOME=", "GOCACHE=", "GOMODCACHE=", "GOPATH=",
 		"npm_config_cache=", "CARGO_HOME=", "AGENT_LSP_LANDLOCK=false")
 	c := startServer(t, env...)
+	var savesMu sync.Mutex // guards saves, appended by the client's handler
+	var saves []requestExample
+	c.saveResult = func(params json.RawMessage) any { // an editor that saves every document it is asked to
+		var p struct {
+			URIs []string `json:"uris"`
+		}
+		json.Unmarshal(params, &p)
+		res := map[string]any{"saved": p.URIs, "failed": []any{}}
+		b, _ := json.Marshal(res)
+		savesMu.Lock()
+		saves = append(saves, requestExample{Params: params, Result: b})
+		savesMu.Unlock()
+		return res
+	}
 	c.initialize(roots, map[string]any{"permissions": map[string]any{"allow": []string{"sleep *"}}})
 
 	cmds = map[string][]commandExample{}
@@ -109,7 +124,7 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	var sleeper string
 	c.waitFor("the sleep to start", func() bool {
 		for _, e := range c.events() {
-			if e["type"] == "tool.start" && e["name"] == "run_command" {
+			if e["type"] == "tool.start" && e["name"] == "run_command" && strings.Contains(e["args"].(string), "sleep 600") {
 				sleeper = e["session"].(string)
 				return true
 			}
@@ -138,7 +153,18 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		return n == 6
 	})
 	paths = map[string]string{"/work/sample": roots["sample"], "/work/other": roots["other"], "/home/user": home, "/tmp": tmp}
-	return cmds, c.notifications("agent/event"), paths
+	savesMu.Lock()
+	defer savesMu.Unlock()
+	return cmds, c.notifications("agent/event"), map[string][]requestExample{"agent/saveDocuments": saves}, paths
+}
+
+// serverRequests are the agent-lsp requests the server sends the client.
+var serverRequests = []string{"agent/saveDocuments"}
+
+// requestExample is a request the server sent and the client's answer.
+type requestExample struct {
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
 }
 
 // readTurns reads path n times, one call a turn, then answers.
@@ -281,7 +307,7 @@ func golden(t *testing.T, path string, v any) {
 // normalized, under testdata/protocol. The editors' tests decode the same
 // files with their own types and renderers.
 func TestProtocolFixtures(t *testing.T) {
-	cmds, events, paths := protocolScenario(t)
+	cmds, events, requests, paths := protocolScenario(t)
 	n := &normalizer{paths: paths, seen: map[string]string{}, count: map[string]int{}}
 	for _, c := range server.Commands {
 		examples := cmds[c.Name]
@@ -315,12 +341,23 @@ func TestProtocolFixtures(t *testing.T) {
 		}
 		golden(t, filepath.Join(protocolDir, "events", string(typ)+".json"), byType[typ])
 	}
+	for _, m := range serverRequests {
+		if len(requests[m]) == 0 {
+			t.Errorf("the scenario produced no %s request", m)
+			continue
+		}
+		var examples []requestExample
+		for _, r := range requests[m][:1] {
+			examples = append(examples, requestExample{n.json(r.Params), n.json(r.Result)})
+		}
+		golden(t, filepath.Join(protocolDir, "requests", strings.ReplaceAll(m, "/", ".")+".json"), examples)
+	}
 	// Nothing stale: every fixture file is one the contract still has.
 	files, _ := filepath.Glob(filepath.Join(protocolDir, "*", "*.json"))
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
 		if !slices.ContainsFunc(server.Commands, func(c server.Command) bool { return c.Name == name }) &&
-			!slices.Contains(event.Types(), event.Type(name)) {
+			!slices.Contains(event.Types(), event.Type(name)) && !slices.Contains(serverRequests, strings.ReplaceAll(name, ".", "/")) {
 			t.Errorf("%s is not a command or event of the contract any more; delete it", f)
 		}
 	}

@@ -89,7 +89,7 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 		review = o.edits == "review"
 	}
 	req.Events = k.event
-	req.Editor = &editor{c: s.client, ws: call.b.Workspace, review: review, allowEdit: call.b.AllowEdit, before: k.flush}
+	req.Editor = &editor{c: s.client, ws: call.b.Workspace, review: review, allowEdit: call.b.AllowEdit, before: k.flush, saves: s.life.canSave(), line: &s.reviews}
 	req.Permissions = &permissions{rules: call.b.Rules, always: &s.always, c: s.client, interactive: settings.Interactive, before: k.flush}
 	req.MaxSteps, req.Durability = settings.MaxSteps, store.Durability(o.durability)
 	res, err := run(runCtx, req)

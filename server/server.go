@@ -57,6 +57,7 @@ type Server struct {
 	requests inflight       // cancellable requests, by ID and progress token
 	seqs     sequencer      // agent/event sequence numbers, per session
 	always   allowances     // commands allowed "always" for a session
+	reviews  fifo           // edits waiting for the user's confirmation, of every run
 	runs     sync.WaitGroup // agent.run and agent.resume handlers in progress
 	tokens   atomic.Int64   // progress tokens the server created
 	exited   chan struct{}  // closed by the exit notification
@@ -180,6 +181,7 @@ var notificationHandlers = map[string]notificationHandler{
 	"window/workDoneProgress/cancel":      {(*Server).cancelProgress, false},
 	"textDocument/didOpen":                {(*Server).didOpen, true},
 	"textDocument/didChange":              {(*Server).didChange, true},
+	"textDocument/didSave":                {(*Server).didSave, true},
 	"textDocument/didClose":               {(*Server).didClose, true},
 	"workspace/didChangeWorkspaceFolders": {(*Server).didChangeWorkspaceFolders, true},
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // The server keeps the editor's open documents (textDocumentSync: incremental)
-// so that the agent reads unsaved buffers.
+// so that the agent reads unsaved buffers, and knows which have unsaved
+// changes (didSave) so that commands are not run on a disk without them.
 
 func (s *Server) didOpen(b *Backend, params json.RawMessage) error {
 	p, err := decode[struct {
@@ -46,6 +47,19 @@ func (s *Server) didChange(b *Backend, params json.RawMessage) error {
 		changes[i] = workspace.Change{Range: c.Range, Text: c.Text}
 	}
 	return b.Workspace.Change(filename(p.TextDocument.URI), p.TextDocument.Version, changes)
+}
+
+func (s *Server) didSave(b *Backend, params json.RawMessage) error {
+	p, err := decode[struct {
+		TextDocument struct {
+			URI string `json:"uri"`
+		} `json:"textDocument"`
+	}]("textDocument/didSave", params)
+	if err != nil {
+		return err
+	}
+	b.Workspace.Saved(filename(p.TextDocument.URI))
+	return nil
 }
 
 func (s *Server) didClose(b *Backend, params json.RawMessage) error {

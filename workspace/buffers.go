@@ -34,13 +34,6 @@ type Change struct {
 	Text  string
 }
 
-// Document is an open editor buffer.
-type Document struct {
-	Path    string
-	Version int32
-	Text    string
-}
-
 // Offset converts pos to a byte offset in text. A character past the end of
 // its line means the end of the line; a line past the end means the end of text.
 func Offset(text string, pos Position, enc Encoding) int {

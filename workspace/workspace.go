@@ -63,10 +63,19 @@ func (p *Project) Refresh() {
 
 // Workspace is the registry of projects and the editor's open buffers.
 type Workspace struct {
-	mu       sync.RWMutex
-	projects []*Project // in the order they were added
+	mu       sync.RWMutex // guards projects, docs, edited and changed
+	projects []*Project   // in the order they were added
 	docs     map[string]*Document
 	enc      Encoding
+	// edited records, per document, the sessions whose agent edited it.
+	edited map[string]map[string]bool
+	// expecting holds the files the agent asked the editor to change that
+	// the editor has not shown the server yet (ExpectOpen).
+	expecting map[string]bool
+	// changed is closed, and replaced, whenever a document opens, changes,
+	// is saved or closes: waiters for a document's next version select on it.
+	changed chan struct{}
+	locks   editLocks
 }
 
 // New returns an empty workspace whose buffers use the given position encoding.
@@ -74,7 +83,7 @@ func New(enc Encoding) *Workspace {
 	if enc == "" {
 		enc = UTF16
 	}
-	return &Workspace{docs: map[string]*Document{}, enc: enc}
+	return &Workspace{docs: map[string]*Document{}, enc: enc, edited: map[string]map[string]bool{}, changed: make(chan struct{})}
 }
 
 // Encoding returns the position encoding of the buffers.
@@ -228,57 +237,4 @@ func (w *Workspace) Names() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// Open records a document the editor opened.
-func (w *Workspace) Open(path string, version int32, text string) {
-	path = filepath.Clean(path)
-	w.mu.Lock()
-	w.docs[path] = &Document{Path: path, Version: version, Text: text}
-	w.mu.Unlock()
-	if p, ok := w.ProjectFor(path); ok {
-		p.setOpen(path, true)
-	}
-}
-
-// Change applies a didChange to an open document.
-func (w *Workspace) Change(path string, version int32, changes []Change) error {
-	path = filepath.Clean(path)
-	w.mu.Lock()
-	d, ok := w.docs[path]
-	if !ok {
-		w.mu.Unlock()
-		return fmt.Errorf("change %s: document is not open", path)
-	}
-	text, err := ApplyChanges(d.Text, changes, w.enc)
-	if err == nil {
-		w.docs[path] = &Document{Path: path, Version: version, Text: text}
-	}
-	w.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("change %s: %w", path, err)
-	}
-	return nil
-}
-
-// Close forgets an open document.
-func (w *Workspace) Close(path string) {
-	path = filepath.Clean(path)
-	w.mu.Lock()
-	delete(w.docs, path)
-	w.mu.Unlock()
-	if p, ok := w.ProjectFor(path); ok {
-		p.setOpen(path, false)
-	}
-}
-
-// Document returns an open document.
-func (w *Workspace) Document(path string) (Document, bool) {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	d, ok := w.docs[filepath.Clean(path)]
-	if !ok {
-		return Document{}, false
-	}
-	return *d, true
 }

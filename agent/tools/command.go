@@ -119,7 +119,8 @@ var runCommand = Tool{
 			}
 		}
 		record(workspace.Outcome{Status: workspace.StatusPending, Command: line})
-		shown := clip(line, 200) // the model wrote it; the output matters more
+		unsaved := saveForCommand(ctx, env, p) // the command must see the agent's edits
+		shown := clip(line, 200)               // the model wrote it; the output matters more
 		out, total, code, err := execute(ctx, p.Root(), argv, timeout, env.commandEnv(), env.maxOutput()-len(shown)-512)
 		var note string
 		if confined {
@@ -139,7 +140,7 @@ var runCommand = Tool{
 		}
 		// The outcome comes first: when the result is cut again to fit the
 		// model's context, its head stays.
-		content := fmt.Sprintf("%s%s\n$ %s\n%s%s", header, size, shown, out, note)
+		content := fmt.Sprintf("%s%s%s\n$ %s\n%s%s", unsaved, header, size, shown, out, note)
 		return Result{Content: content, IsError: status == workspace.StatusFailed, Summary: line + ": " + header}, nil
 	},
 }

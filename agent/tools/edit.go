@@ -8,12 +8,25 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
-// applyEdit sends one edit through the editor and reports the outcome as a result.
-func applyEdit(ctx context.Context, env *Env, p *workspace.Project, fe FileEdit, done string) (Result, error) {
+// Bounds of the wait for the editor's view of an applied edit: an open
+// document's didChange, or the didOpen of one the editor opens to edit it.
+const (
+	awaitChange = 10 * time.Second
+	awaitOpen   = 2 * time.Second
+)
+
+// applyEdit sends one edit, computed against before, through the editor and
+// reports the outcome as a result. The caller holds the document's edit lock
+// (workspace.LockEdits). An edit the editor says it applied is checked
+// against the text the editor then has: one that did not land as the agent
+// wrote it (a stale buffer, parts unticked or changed by the user in a
+// review) is an error that says what happened.
+func applyEdit(ctx context.Context, env *Env, p *workspace.Project, fe FileEdit, before, done string) (Result, error) {
 	if env.Editor == nil {
 		return errorf("no editor is connected to apply edits")
 	}
@@ -31,6 +44,19 @@ func applyEdit(ctx context.Context, env *Env, p *workspace.Project, fe FileEdit,
 			env.Trust.Change(p.Name())
 		}
 	}
+	enc := env.Workspace.Encoding()
+	changes := make([]workspace.Change, len(fe.Edits))
+	for i, te := range fe.Edits {
+		r := te.Range
+		changes[i] = workspace.Change{Range: &r, Text: te.NewText}
+	}
+	if fe.Create {
+		changes = []workspace.Change{{Text: fe.Edits[0].NewText}}
+	}
+	want, err := workspace.ApplyChanges(before, changes, enc)
+	if err != nil {
+		return errorf("the edit of %s does not apply to its text: %v", rel, err)
+	}
 	p.BeginChange(fe.Path)
 	res, err := env.Editor.Edit(ctx, fe)
 	p.EndChange(fe.Path)
@@ -44,10 +70,75 @@ func applyEdit(ctx context.Context, env *Env, p *workspace.Project, fe FileEdit,
 		if reason == "" {
 			reason = "no reason given"
 		}
-		return Result{Content: fmt.Sprintf("error: the editor refused the edit of %s (%s); the file is unchanged", rel, reason),
+		return Result{Content: fmt.Sprintf("error: the editor did not apply the edit of %s (%s); the file is unchanged. Read it again before editing it.", rel, reason),
 			IsError: true, Summary: "edit of " + rel + " refused", Edits: report, CommandFilesChanged: changed}, nil
 	}
-	return Result{Content: done, Summary: "edited " + rel, Edits: report, CommandFilesChanged: changed}, nil
+	got, seen, onDisk := landed(ctx, env, fe.Path, want, fe.Version, fe.Open)
+	if !onDisk {
+		env.Workspace.NoteEdited(fe.Path, env.Session) // in an editor buffer: saved before commands run
+	}
+	switch {
+	case !seen || got == want:
+		return Result{Content: done, Summary: "edited " + rel, Edits: report, CommandFilesChanged: changed}, nil
+	case got == before:
+		report[0].Applied = false
+		return Result{Content: fmt.Sprintf("error: the editor reported the edit of %s applied, but the file did not change (the user may have unticked it in the preview). Read the file again before editing it.", rel),
+			IsError: true, Summary: "edit of " + rel + " not applied", Edits: report, CommandFilesChanged: changed}, nil
+	}
+	from, to, _ := workspace.ChangedLines(want, got)
+	return Result{Content: fmt.Sprintf("error: the edit of %s was applied with changes by the user at lines %d-%d (changed or kept in part in the review, or typed meanwhile): the file is not what you wrote there. Read the file again before editing it.", rel, from, to),
+		IsError: true, Summary: "edit of " + rel + " changed", Edits: report, CommandFilesChanged: changed}, nil
+}
+
+// landed returns the text of path once the editor shows the applied edit:
+// the document's next version when it was open, else the disk. seen is
+// false when neither shows it (an open document whose change has not come
+// within the bound; a file the editor holds in a buffer it has not shown the
+// server yet): then nothing can be checked, and the next edit of the file
+// first waits a moment for the editor to open it (workspace.ExpectOpen).
+// onDisk: the editor wrote the edit to the file (the headless client).
+func landed(ctx context.Context, env *Env, path, want string, version int32, open bool) (text string, seen, onDisk bool) {
+	if !open {
+		if b, err := os.ReadFile(path); err == nil && string(b) == want {
+			if _, nowOpen := env.Workspace.Document(path); !nowOpen {
+				return want, true, true
+			}
+		}
+		if d, nowOpen := env.Workspace.Document(path); nowOpen {
+			return d.Text, true, false
+		}
+		env.Workspace.ExpectOpen(path)
+		return "", false, false
+	}
+	wctx, cancel := context.WithTimeout(ctx, awaitChange)
+	defer cancel()
+	if d, ok := env.Workspace.AwaitDocument(wctx, path, version); ok {
+		return d.Text, true, false
+	}
+	return "", false, false
+}
+
+// current returns the text an edit of path is computed against and the
+// version it carries: the open document's, else the file's. A file the
+// editor was just asked to change without showing it to the server is
+// given a moment to appear, so that a second edit is not computed against
+// a disk the first did not reach.
+func current(ctx context.Context, env *Env, p *workspace.Project, abs string) (text string, doc workspace.Document, open bool, err error) {
+	if env.Workspace.Expecting(abs) {
+		wctx, cancel := context.WithTimeout(ctx, awaitOpen)
+		env.Workspace.AwaitDocument(wctx, abs, -1)
+		cancel()
+		env.Workspace.ExpectOpenDone(abs)
+	}
+	doc, open = env.Workspace.Document(abs)
+	if open {
+		if len(doc.Text) > workspace.MaxReadSize {
+			return "", doc, open, fmt.Errorf("%s is %d bytes, over the %d-byte limit of an edit", p.Rel(abs), len(doc.Text), workspace.MaxReadSize)
+		}
+		return doc.Text, doc, true, nil
+	}
+	b, err := env.Workspace.ReadFile(p, abs, workspace.MaxReadSize)
+	return string(b), doc, false, err
 }
 
 var editFile = Tool{
@@ -77,13 +168,16 @@ var editFile = Tool{
 		if err != nil {
 			return errorf("%v", err)
 		}
-		b, err := env.Workspace.ReadFile(p, abs, workspace.MaxReadSize)
+		defer env.Workspace.LockEdits(abs)() // parallel edits of one file: one after the other, each on the text before it left
+		// The text and the version its positions refer to, read together:
+		// the edit carries that version, so an editor whose buffer has moved
+		// on since refuses it instead of applying it at stale positions.
+		text, doc, open, err := current(ctx, env, p, abs)
 		if errors.Is(err, fs.ErrNotExist) {
 			return errorf("read %s: no such file (use create_file for a new file)", a.Path)
 		} else if err != nil {
 			return errorf("read %s: %v", a.Path, cleanErr(err, p.Root()))
 		}
-		text := string(b)
 		var from, to int
 		switch {
 		case a.OldText != nil:
@@ -122,11 +216,11 @@ var editFile = Tool{
 			return errorf("give old_text, or start_line (and end_line)")
 		}
 		enc := env.Workspace.Encoding()
-		fe := FileEdit{Path: abs, Label: "agent: edit " + p.Rel(abs), Edits: []TextEdit{{
+		fe := FileEdit{Path: abs, Label: "agent: edit " + p.Rel(abs), Open: open, Version: doc.Version, Edits: []TextEdit{{
 			Range:   workspace.Range{Start: workspace.PositionOf(text, from, enc), End: workspace.PositionOf(text, to, enc)},
 			NewText: a.NewText,
 		}}}
-		return applyEdit(ctx, env, p, fe, fmt.Sprintf("edited %s", p.Rel(abs)))
+		return applyEdit(ctx, env, p, fe, text, fmt.Sprintf("edited %s", p.Rel(abs)))
 	},
 }
 
@@ -146,6 +240,7 @@ var createFile = Tool{
 		if err != nil {
 			return errorf("%v", err)
 		}
+		defer env.Workspace.LockEdits(abs)()
 		if _, err := os.Lstat(abs); err == nil {
 			return errorf("%s already exists; use edit_file", a.Path)
 		}
@@ -154,6 +249,6 @@ var createFile = Tool{
 		}
 		fe := FileEdit{Path: abs, Create: true, Label: "agent: create " + p.Rel(abs),
 			Edits: []TextEdit{{NewText: a.Content}}}
-		return applyEdit(ctx, env, p, fe, fmt.Sprintf("created %s (%d bytes)", p.Rel(abs), len(a.Content)))
+		return applyEdit(ctx, env, p, fe, "", fmt.Sprintf("created %s (%d bytes)", p.Rel(abs), len(a.Content)))
 	},
 }

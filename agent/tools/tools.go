@@ -5,6 +5,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sort"
@@ -17,10 +18,23 @@ import (
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
-// Editor applies file changes in the editor (workspace/applyEdit in the server).
+// Editor applies file changes in the editor (workspace/applyEdit in the
+// server) and saves them before commands run.
 type Editor interface {
 	Edit(ctx context.Context, e FileEdit) (EditResult, error)
+	// Save asks the editor to save the open documents of paths with unsaved
+	// changes. ErrSaveUnsupported when it cannot.
+	Save(ctx context.Context, paths []string) (SaveResult, error)
 }
+
+// SaveResult is what the editor saved, and why it could not save the rest.
+type SaveResult struct {
+	Saved  []string
+	Failed map[string]string // path -> reason
+}
+
+// ErrSaveUnsupported: the editor does not save documents for the agent.
+var ErrSaveUnsupported = errors.New("the editor does not save documents for the agent")
 
 // FileEdit is one change of one file.
 type FileEdit struct {
@@ -29,6 +43,10 @@ type FileEdit struct {
 	Create bool       // create the file first; Edits then insert its content
 	Edits  []TextEdit // ranges in the workspace's position encoding
 	Label  string     // shown by the editor, e.g. "agent: edit main.go"
+	// Open and Version: the edit's ranges refer to version Version of the
+	// document open in the editor; when Open is false, to the file on disk.
+	Open    bool
+	Version int32
 	// Protected says why the file is never changed silently
 	// (workspace.ProtectedPaths); "" for an ordinary file.
 	Protected string
