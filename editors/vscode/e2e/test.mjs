@@ -1,8 +1,10 @@
 // Drives code-server (a real VS Code) in Debian's chromium: opens greet.go, runs
 // "Agent: Run" from the command palette, and checks the progress notification,
-// the status bar, the edited text in the editor and the summary; then cancels a
-// slow run with the notification's Cancel button, and accepts an edit in review
-// mode through VS Code's refactor preview. run.sh sets the environment.
+// the status bar, the edited text in the editor and the summary; then follows
+// up on a slow run (the prompt is queued for it), cancels that run with the
+// notification's Cancel button (its summary offers the unread prompt again),
+// and accepts an edit in review mode through VS Code's refactor preview.
+// run.sh sets the environment.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -86,6 +88,18 @@ async function run(page) {
   await page.keyboard.press("Escape");
   await agentRun("this one is slow");
   await waitFor(() => text(".notifications-toasts").then((t) => t.includes("agent: this one is slow")), "the slow run's progress", 60000);
+
+  // Agent: Follow Up while it runs: the prompt is queued for the running session's next step.
+  await palette("Agent: Follow Up");
+  await waitFor(() => text(".quick-input-widget").then((t) => t.includes("Add to the running session")), "the follow-up input box", 60000);
+  await page.keyboard.type("Also say hi when you are back");
+  await page.keyboard.press("Enter");
+  const queued = await waitFor(
+    () => text(".notifications-toasts").then((t) => (t.includes("queued as #1 for the running session") ? t : "")),
+    "the queued notification",
+    60000,
+  );
+  step(`queued: ${JSON.stringify(queued.slice(0, 200))}`);
   await waitFor(
     () =>
       page.evaluate(() => {
@@ -98,8 +112,19 @@ async function run(page) {
     30000,
   );
   step("clicked Cancel");
-  const cancelled = await waitFor(() => text(".notifications-toasts").then((t) => (t.includes("Agent cancelled") ? t : "")), "the cancelled summary", 60000);
-  step(`cancel: ${JSON.stringify(cancelled.slice(0, 120))}`);
+  // The run ended before reading the queued prompt: its summary says so and offers it again.
+  const cancelled = await waitFor(
+    () =>
+      page.evaluate(() => {
+        const toast = [...document.querySelectorAll(".notifications-toasts .notification-toast")].find((t) => t.innerText.includes("Agent cancelled"));
+        const again = toast && [...toast.querySelectorAll(".monaco-button")].some((b) => b.innerText.trim() === "Send Again");
+        return again ? toast.innerText : "";
+      }),
+    "the cancelled summary with Send Again",
+    60000,
+  );
+  assert.match(cancelled, /1 queued prompt not read/);
+  step(`cancel: ${JSON.stringify(cancelled.slice(0, 160))}`);
 
   // Review mode: the edit opens in VS Code's refactor preview and lands only when applied.
   for (const settingsPath of process.env.E2E_SETTINGS.split(":")) {

@@ -9,7 +9,7 @@ import {
   RevealOutputChannelOn,
   WorkDoneProgress,
 } from "vscode-languageclient/node";
-import { apiKeySecret, findExecutable, initializationOptions, serverExecutable, type Settings } from "./config";
+import { apiKeySecret, findExecutable, initializationOptions, serverExecutable, type SettingProblem, type Settings } from "./config";
 import type { AgentServer, Client } from "./ctx";
 import type { WireEvent } from "./protocol";
 
@@ -21,7 +21,7 @@ export class AgentClient implements Client, vscode.Disposable {
 
   constructor(
     private context: vscode.ExtensionContext,
-    private settings: () => Settings,
+    private settings: (problems?: SettingProblem[]) => Settings,
     private onEvent: (ev: WireEvent) => void,
   ) {}
 
@@ -40,7 +40,12 @@ export class AgentClient implements Client, vscode.Disposable {
       this.log.info("Restricted Mode: agent-lsp starts once the workspace is trusted");
       return;
     }
-    const settings = this.settings();
+    const problems: SettingProblem[] = [];
+    const settings = this.settings(problems);
+    for (const p of problems) {
+      this.log.warn(p.message);
+      this.offerSettings(p.message, p.setting);
+    }
     const apiKey = await this.context.secrets.get(apiKeySecret);
     const exe = serverExecutable(settings, apiKey, process.env);
     if (!findExecutable(exe.command, process.env)) {
@@ -58,18 +63,26 @@ export class AgentClient implements Client, vscode.Disposable {
     try {
       await client.start();
     } catch (e) {
-      this.startFailed(e instanceof Error ? e.message : String(e));
+      // E.g. a setting the server refuses: initialize fails naming it.
+      this.startFailed(e instanceof Error ? e.message : String(e), "agentLsp");
       return;
     }
     this.client = client;
     this.adapter = agentServer(client);
   }
 
-  private startFailed(why: string): void {
+  /** Shows why the server did not start, offering the settings that query finds. */
+  private startFailed(why: string, query = "agentLsp.path"): void {
+    this.offerSettings(`agent-lsp could not start: ${why}`, query, "error");
+  }
+
+  /** Shows message with a button that opens the settings query finds. */
+  private offerSettings(message: string, query: string, level: "warning" | "error" = "warning"): void {
     const open = "Open Settings";
-    void vscode.window.showErrorMessage(`agent-lsp could not start: ${why}`, open).then((pick) => {
+    const shown = level === "error" ? vscode.window.showErrorMessage(message, open) : vscode.window.showWarningMessage(message, open);
+    void shown.then((pick) => {
       if (pick === open) {
-        void vscode.commands.executeCommand("workbench.action.openSettings", "agentLsp.path");
+        void vscode.commands.executeCommand("workbench.action.openSettings", query);
       }
     });
   }

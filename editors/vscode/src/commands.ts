@@ -5,13 +5,14 @@
 import * as vscode from "vscode";
 import type { Cmd, Ctx } from "./ctx";
 import { deleted, errorText, projectItem, sessionItem, switched } from "./format";
-import { cancelRun, launch, runPrompt } from "./launch";
-import { requests, type RunArgs, type RunResult, type SessionInfo } from "./protocol";
+import { cancelRun, followUpRun, launch, runPrompt } from "./launch";
+import { requests, type RunArgs, type SessionInfo } from "./protocol";
 import { sessionDocuments } from "./sessionDocs";
 
 /** The commands by id; package.json contributes exactly these. */
 export const commands = {
   "agentLsp.run": run,
+  "agentLsp.followUp": followUp,
   "agentLsp.resume": resume,
   "agentLsp.showSession": showSession,
   "agentLsp.cancel": cancel,
@@ -41,16 +42,47 @@ export function registerCommands(ctx: Ctx): void {
   }
 }
 
-/** Agent: Run; a non-empty selection goes along. */
+/** Agent: Run: a new session; a non-empty selection goes along. */
 export function run(ctx: Ctx): Cmd {
   return async () => {
-    const editor = vscode.window.activeTextEditor;
-    const about = editor && !editor.selection.isEmpty ? { uri: editor.document.uri, range: editor.selection } : undefined;
-    return promptAndRun(ctx, about, {
+    const about = selection();
+    const busy = ctx.runs.list().some((r) => r.session);
+    const prompt = await vscode.window.showInputBox({
       title: "Agent: Run",
-      prompt: `What should the agent do${about ? ` about ${where(about.uri, about.range)}` : ""}?`,
+      prompt: `What should the agent do${about ? ` about ${where(about.uri, about.range)}` : ""}?${busy ? " (A new session; Agent: Follow Up adds to the running one.)" : ""}`,
       placeHolder: "e.g. Add a unit test for this function",
+      ignoreFocusOut: true,
     });
+    return prompt?.trim() ? runPrompt(ctx, promptArgs(prompt, about), prompt) : undefined;
+  };
+}
+
+/**
+ * Agent: Follow Up: a prompt for the current session (the one running in this
+ * window, else the last one), or for session when given. While that session's
+ * run is going the prompt is queued for its next step; otherwise it continues
+ * the session. With prompt (Send Again after a run left queued prompts unread)
+ * it sends that without asking. A non-empty selection goes along.
+ */
+export function followUp(ctx: Ctx): Cmd {
+  return async (session?: string, prompt?: string) => {
+    session ??= await currentSession(ctx);
+    if (!session) {
+      return undefined;
+    }
+    const about = prompt === undefined ? selection() : undefined;
+    if (prompt === undefined) {
+      const running = ctx.runs.list().find((r) => r.session === session);
+      prompt = await vscode.window.showInputBox({
+        title: "Agent: Follow Up",
+        prompt: running
+          ? `Add to the running session ${session} (${running.title}): the agent reads it at its next step.`
+          : `Continue session ${session}${about ? ` about ${where(about.uri, about.range)}` : ""}.`,
+        placeHolder: "e.g. Also cover the error case",
+        ignoreFocusOut: true,
+      });
+    }
+    return prompt?.trim() ? followUpRun(ctx, session, promptArgs(prompt, about), prompt.trim()) : undefined;
   };
 }
 
@@ -82,7 +114,8 @@ export function askAboutSelection(ctx: Ctx): Cmd {
       void vscode.window.showInformationMessage("Select some code first, then ask the agent about it.");
       return undefined;
     }
-    return promptAndRun(ctx, { uri, range }, { title, prompt: where(uri, range), placeHolder: "e.g. Why can this return nil?" });
+    const prompt = await vscode.window.showInputBox({ title, prompt: where(uri, range), placeHolder: "e.g. Why can this return nil?", ignoreFocusOut: true });
+    return prompt?.trim() ? runPrompt(ctx, promptArgs(prompt, { uri, range }), prompt) : undefined;
   };
 }
 
@@ -93,13 +126,13 @@ export function resume(ctx: Ctx): Cmd {
   };
 }
 
-/** Agent: Show Session: the transcript as a read-only Markdown document. */
+/** Agent: Show Session: the transcript as a read-only Markdown document; with context, one subagent's of the session. */
 export function showSession(ctx: Ctx): Cmd {
   const open = sessionDocuments(ctx);
-  return async (session?: string) => {
+  return async (session?: string, context?: string) => {
     session ??= await pickSession(ctx, "Show which session?");
     if (session) {
-      await open(session);
+      await open(session, context);
     }
   };
 }
@@ -185,17 +218,38 @@ export function restart(ctx: Ctx): Cmd {
   return () => ctx.client.restart();
 }
 
-/** Asks for a prompt and runs it, about a selection when given. */
-async function promptAndRun(
-  ctx: Ctx,
-  about: { uri: vscode.Uri; range: vscode.Range } | undefined,
-  box: vscode.InputBoxOptions,
-): Promise<RunResult | undefined> {
-  const prompt = await vscode.window.showInputBox({ ...box, ignoreFocusOut: true });
-  if (!prompt?.trim()) {
-    return undefined;
+type About = { uri: vscode.Uri; range: vscode.Range };
+
+/** The active editor's selection, unless it is empty. */
+function selection(): About | undefined {
+  const editor = vscode.window.activeTextEditor;
+  return editor && !editor.selection.isEmpty ? { uri: editor.document.uri, range: editor.selection } : undefined;
+}
+
+/** agent.run's arguments for prompt, about a selection when given. */
+function promptArgs(prompt: string, about: About | undefined): RunArgs {
+  return { prompt: prompt.trim(), ...(about && { uri: about.uri.toString(), range: toRange(about.range) }) };
+}
+
+/**
+ * The session a follow-up goes to: the one running in this window (the user
+ * picks when several are), else the session of the last run, else one the
+ * user picks.
+ */
+async function currentSession(ctx: Ctx): Promise<string | undefined> {
+  const running = ctx.runs.list().filter((r): r is typeof r & { session: string } => r.session !== undefined);
+  const sessions = [...new Map(running.map((r) => [r.session, r])).values()];
+  if (sessions.length === 1) {
+    return sessions[0].session;
   }
-  return runPrompt(ctx, { prompt: prompt.trim(), ...(about && { uri: about.uri.toString(), range: toRange(about.range) }) }, prompt);
+  if (sessions.length > 1) {
+    const pick = await vscode.window.showQuickPick(
+      sessions.map((r) => ({ label: r.title, description: r.session, detail: r.message, session: r.session })),
+      { title: "Follow up on which running session?" },
+    );
+    return pick?.session;
+  }
+  return ctx.lastSession ?? (await pickSession(ctx, "Follow up on which session?"));
 }
 
 /** Asks the user for one of the server's sessions that pass filter. */

@@ -15,6 +15,14 @@ export interface Settings {
   deny: string[];
   allowEdit: string[];
   scrubEnv: string[];
+  /** The model's context size in tokens; null: the server's (AGENT_LSP_CONTEXT_TOKENS, else auto). */
+  contextTokens: number | null;
+  /** Most recent messages the model sees; null: the server's (AGENT_LSP_WINDOW, else 200). */
+  window: number | null;
+  /** Bytes of one tool output the model sees; null: the server's (AGENT_LSP_TOOL_OUTPUT, else 16384). */
+  toolOutput: number | null;
+  /** Subagents get only the tools that read. */
+  readOnlySubagents: boolean;
 }
 
 /** The SecretStorage key that holds the API key. */
@@ -31,13 +39,51 @@ export const defaultSettings: Settings = {
   deny: [],
   allowEdit: [],
   scrubEnv: [],
+  contextTokens: null,
+  window: null,
+  toolOutput: null,
+  readOnlySubagents: false,
 };
 
 /** The settings the server reads when it starts: all but the edit mode, which every run sends. A change restarts it. */
 export const serverSettings = (Object.keys(defaultSettings) as (keyof Settings)[]).filter((k) => k !== "edits");
 
-/** Reads settings through get (a WorkspaceConfiguration's get), filling defaults. */
-export function readSettings(get: <T>(key: string) => T | undefined): Settings {
+type TuningKey = "contextTokens" | "window" | "toolOutput" | "readOnlySubagents";
+
+/** A setting that goes to the server as it is: its initializationOptions key, and for an integer its range. */
+interface Tuning {
+  init: string;
+  range?: readonly [number, number];
+}
+
+/**
+ * How much of the conversation the model sees and what subagents may do, by
+ * setting: the initializationOptions key and range of docs/protocol.md's
+ * settings table (package.json declares the same ranges). Unset (null, false):
+ * not sent, so that the server's environment (AGENT_LSP_CONTEXT_TOKENS, ...)
+ * and defaults apply.
+ */
+export const tuning: Record<TuningKey, Tuning> = {
+  contextTokens: { init: "model.contextTokens", range: [1024, 10_000_000] },
+  window: { init: "window", range: [10, 1000] },
+  toolOutput: { init: "toolOutput", range: [1024, 1_048_576] },
+  readOnlySubagents: { init: "subagents.readOnly" },
+};
+
+/** A setting's value that readSettings left out, and why. */
+export interface SettingProblem {
+  /** The full name, e.g. agentLsp.window. */
+  setting: string;
+  message: string;
+}
+
+/**
+ * Reads settings through get (a WorkspaceConfiguration's get), filling
+ * defaults. A value of a tuning setting that is out of range or of the wrong
+ * type is left out (the server would refuse to start with it), and problems
+ * gets why.
+ */
+export function readSettings(get: <T>(key: string) => T | undefined, problems?: SettingProblem[]): Settings {
   const s = { ...defaultSettings };
   const str = (key: keyof Settings) => {
     const v = get<string>(key);
@@ -56,12 +102,29 @@ export function readSettings(get: <T>(key: string) => T | undefined): Settings {
   s.deny = list("deny");
   s.allowEdit = list("allowEdit");
   s.scrubEnv = list("scrubEnv");
+  for (const [key, t] of Object.entries(tuning) as [TuningKey, Tuning][]) {
+    const v = get<unknown>(key);
+    if (t.range ? isIn(v, t.range) : typeof v === "boolean") {
+      (s as Record<TuningKey, unknown>)[key] = v;
+    } else if (v !== undefined && v !== null) {
+      const want = t.range ? `an integer from ${t.range[0]} to ${t.range[1]}` : "true or false";
+      const setting = `agentLsp.${key}`;
+      problems?.push({ setting, message: `${setting} is ${JSON.stringify(v)}, not ${want}: left out, so the server's own value applies.` });
+    }
+  }
   return s;
+}
+
+/** True for an integer within range. */
+function isIn(v: unknown, [min, max]: readonly [number, number]): v is number {
+  return typeof v === "number" && Number.isInteger(v) && v >= min && v <= max;
 }
 
 /**
  * The server's initializationOptions for these settings; never carries the API key.
- * scrubEnv replaces the server's default list, so it goes only when set.
+ * scrubEnv replaces the server's default list, so it goes only when set. A
+ * setting left empty goes not at all, so that the server's environment
+ * (AGENT_LSP_MODEL, AGENT_LSP_CONTEXT_TOKENS, ...) and defaults apply.
  */
 export function initializationOptions(s: Settings): Record<string, unknown> {
   const opts: Record<string, unknown> = {
@@ -74,10 +137,25 @@ export function initializationOptions(s: Settings): Record<string, unknown> {
   if (s.model || s.baseURL) {
     opts.model = { ...(s.model && { model: s.model }), ...(s.baseURL && { baseURL: s.baseURL }) };
   }
+  for (const [key, t] of Object.entries(tuning) as [TuningKey, Tuning][]) {
+    if (s[key] !== null && s[key] !== false) {
+      put(opts, t.init, s[key]);
+    }
+  }
   if (s.storePath) {
     opts.store = { path: expandHome(s.storePath) };
   }
   return opts;
+}
+
+/** Sets the dotted key (e.g. model.contextTokens) of opts to value, adding the objects on its way. */
+function put(opts: Record<string, unknown>, key: string, value: unknown): void {
+  const names = key.split(".");
+  let at = opts;
+  for (const name of names.slice(0, -1)) {
+    at = (at[name] ??= {}) as Record<string, unknown>;
+  }
+  at[names[names.length - 1]] = value;
 }
 
 /** How to start the server: the binary, and its environment with the API key when one is stored. */

@@ -5,7 +5,7 @@
 import * as vscode from "vscode";
 import { AgentClient } from "./client";
 import { registerCommands } from "./commands";
-import { readSettings, type Settings } from "./config";
+import { readSettings, type SettingProblem, type Settings } from "./config";
 import { Ctx } from "./ctx";
 import { watchSettings } from "./settingsChange";
 
@@ -30,8 +30,8 @@ export async function deactivate(): Promise<void> {
   client = undefined;
 }
 
-/** The agentLsp.* settings as they are now. */
-function settings(): Settings {
+/** The agentLsp.* settings as they are now; problems gets the values left out (config.ts). */
+function settings(problems?: SettingProblem[]): Settings {
   const cfg = vscode.workspace.getConfiguration("agentLsp");
-  return readSettings((key) => cfg.get(key));
+  return readSettings((key) => cfg.get(key), problems);
 }

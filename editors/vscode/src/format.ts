@@ -1,7 +1,7 @@
 // Text the extension shows: the output-channel transcript of agent/event,
 // quick-pick items, session transcripts as Markdown, run summaries and error
 // messages. No vscode import.
-import type { AgentEvent, ProjectInfo, ResultOf, RunResult, SessionDetail, SessionInfo } from "./protocol";
+import type { AgentEvent, AgentEventOf, ProjectInfo, ResultOf, RunResult, SessionDetail, SessionInfo, SubagentStatus } from "./protocol";
 
 /** Turns agent/event notifications into transcript text for an output channel. */
 export class EventFormatter {
@@ -21,7 +21,7 @@ export class EventFormatter {
     const sub = ev.contextId ? `[${ev.contextId}] ` : "";
     switch (ev.type) {
       case "run.start":
-        line(`── session ${s}${ev.project ? ` · project ${ev.project}` : ""}`);
+        line(`── session ${s}${ev.project ? ` · project ${ev.project}` : ""} · ${budget(ev)}`);
         break;
       case "message": {
         const m = ev.message;
@@ -35,6 +35,12 @@ export class EventFormatter {
         }
         break;
       }
+      case "message.queued":
+        line(`${sub}queued (position ${ev.position}): ${ev.message.content}`);
+        break;
+      case "context.compacted":
+        line(`${sub}  ${compacted(ev)}`);
+        break;
       case "message.delta":
         if (ev.text !== "") {
           if (!this.openLine.get(s)) {
@@ -69,6 +75,31 @@ export class EventFormatter {
   }
 }
 
+/** A run's token budget, for its header line: the model's context size, and the tools left out to fit it. */
+function budget(ev: AgentEventOf<"run.start">): string {
+  const withheld = ev.withheld?.length ? ` (tools left out to fit it: ${ev.withheld.join(", ")})` : "";
+  return `context ${ev.contextTokens} tokens${withheld}`;
+}
+
+/** Why older messages left the model's view, by context.compacted's reason. */
+const compactedWhy: Record<AgentEventOf<"context.compacted">["reason"], string> = {
+  budget: "to fit the context",
+  overflow: "after the model's context overflowed",
+};
+
+/**
+ * The line of a context.compacted event: how many older messages left the
+ * model's view, why, the history's estimated tokens before and after, and
+ * whether they went into the summary or were dropped (with the error that
+ * cost the summary).
+ */
+function compacted(ev: AgentEventOf<"context.compacted">): string {
+  const n = `${ev.messages} older message${ev.messages === 1 ? "" : "s"}`;
+  const how = ev.summarized ? "summarized" : "dropped";
+  const why = compactedWhy[ev.reason] ?? `(${ev.reason})`;
+  return `⋯ ${n} ${how} ${why}${ev.summarized ? "" : ", without a summary"} (${ev.before} → ${ev.after} tokens)${ev.error ? `: ${ev.error}` : ""}`;
+}
+
 function target(args: string): string {
   try {
     const a = JSON.parse(args) as Record<string, unknown>;
@@ -83,13 +114,30 @@ function target(args: string): string {
   return "";
 }
 
-/** A one-line summary of a finished run, for a notification: counts, then what failed or the reply's first line. */
+/**
+ * A one-line summary of a run's result, for a notification: counts, then what
+ * failed or the reply's first line, then how many queued prompts it never read;
+ * for a queued prompt, its place in the queue.
+ */
 export function summary(r: RunResult): string {
+  if (r.status === "queued") {
+    return `Agent: queued as #${r.position} for the running session ${r.session}; the agent reads it at its next step`;
+  }
   const edits = `${r.edits} edit${r.edits === 1 ? "" : "s"}`;
   const steps = `${r.steps} step${r.steps === 1 ? "" : "s"}`;
   const first = (r.error || r.reply).trim().split("\n")[0] ?? "";
   const short = first.length > 160 ? first.slice(0, 157) + "…" : first;
-  return `Agent ${r.status} (${edits}, ${steps})${short ? ": " + short : ""}`;
+  const n = r.queued?.length ?? 0;
+  const unread = n ? ` · ${n} queued prompt${n === 1 ? "" : "s"} not read` : "";
+  return `Agent ${r.status} (${edits}, ${steps})${short ? ": " + short : ""}${unread}`;
+}
+
+/** The output lines for the queued prompts a run ended without reading, so that none is lost; "" when none. */
+export function unread(r: RunResult): string {
+  if (r.status === "queued" || !r.queued?.length) {
+    return "";
+  }
+  return r.queued.map((p) => `  not read by the ${r.status} run: ${p}\n`).join("");
 }
 
 /** The message after agent.switchProject. */
@@ -134,9 +182,48 @@ function when(ts: string): string {
 
 const roleHeading: Record<string, string> = { human: "You", ai: "Agent", system: "System" };
 
-/** A session's transcript as Markdown. */
+/** The scheme of the session documents (sessionDocs.ts). */
+export const sessionScheme = "agent-session";
+
+/** The (decoded) path of a session's transcript document, or of one subagent's of it. */
+export function sessionDocPath(session: string, context?: string): string {
+  return `/${session}${context ? "/" + context : ""}.md`;
+}
+
+/** The session and subagent context of a transcript document's (decoded) path. */
+export function parseSessionDocPath(path: string): { session: string; context?: string } {
+  const m = /^\/?([^/]*)(?:\/(.*))?\.md$/.exec(path);
+  if (!m) {
+    return { session: path.replace(/^\//, "") };
+  }
+  return m[2] ? { session: m[1], context: m[2] } : { session: m[1] };
+}
+
+/** The link (an encoded URI) that opens a transcript document. */
+export function sessionDocLink(session: string, context?: string): string {
+  return `${sessionScheme}:/${encodeURIComponent(session)}${context ? "/" + encodeURIComponent(context) : ""}.md`;
+}
+
+/** A subagent's status in words. */
+function subagentStatus(s: SubagentStatus): string {
+  return s || "not started";
+}
+
+/** A session's transcript as Markdown, or a subagent's (d.context), with the subagents it started, each linked to its own. */
 export function transcript(d: SessionDetail): string {
-  const out: string[] = [`# ${d.title || "Session " + d.session}`, "", `Session \`${d.session}\` · project **${d.project}** · ${d.status}`];
+  const out: string[] = d.context
+    ? [
+        `# Subagent: ${oneLine(d.title || d.context, 120)}`,
+        "",
+        `Subagent \`${d.context}\` of session [\`${d.session}\`](${sessionDocLink(d.session)}) · project **${d.project}** · ${subagentStatus(d.status)}`,
+      ]
+    : [`# ${d.title || "Session " + d.session}`, "", `Session \`${d.session}\` · project **${d.project}** · ${subagentStatus(d.status)}`];
+  if (d.subagents?.length) {
+    out.push("", "## Subagents", "");
+    for (const a of d.subagents) {
+      out.push(`- [${linkText(a.task || a.contextId)}](${sessionDocLink(d.session, a.contextId)}) · ${subagentStatus(a.status)} · \`${a.contextId}\``);
+    }
+  }
   const calls = new Map<string, string>();
   for (const m of d.messages ?? []) {
     out.push("");
@@ -162,6 +249,17 @@ function fence(text: string): string {
     f += "`";
   }
   return `${f}\n${text}\n${f}`;
+}
+
+/** text on one line, at most n characters. */
+function oneLine(text: string, n: number): string {
+  const t = text.replace(/\s+/g, " ").trim();
+  return t.length > n ? t.slice(0, n - 1) + "…" : t;
+}
+
+/** text as the text of a Markdown link, on one line. */
+function linkText(text: string): string {
+  return oneLine(text, 120).replace(/[\\[\]]/g, (c) => "\\" + c);
 }
 
 function inlineCode(text: string): string {

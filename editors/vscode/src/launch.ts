@@ -1,18 +1,30 @@
 // Starting and cancelling runs: a new run goes to the project the user works
-// in; agent.run and agent.resume go out with the edit mode and a work-done
-// token, show as a cancellable progress notification and in the status bar,
-// and end with a summary that offers the next step.
+// in, a follow-up to its session (queued when that session's run is going);
+// agent.run and agent.resume go out with the edit mode and a work-done token,
+// show as a cancellable progress notification and in the status bar, and end
+// with a summary that offers the next step, and offers back the queued prompts
+// a run ended without reading.
 import * as vscode from "vscode";
 import type { CommandId } from "./commands";
 import type { Ctx } from "./ctx";
-import { summary } from "./format";
-import { requests, type EditMode, type Request, type RunArgs, type RunResult } from "./protocol";
+import { summary, unread } from "./format";
+import { requests, type EditMode, type FinishedRun, type Request, type RunArgs, type RunResult } from "./protocol";
 import type { Run } from "./runs";
 
 /** Runs agent.run in the project picked with Switch Project, else in the project of the file the run is about. */
 export async function runPrompt(ctx: Ctx, args: RunArgs, prompt: string): Promise<RunResult | undefined> {
   const project = ctx.chosenProject ?? (await projectOf(ctx, args.uri ? vscode.Uri.parse(args.uri) : vscode.window.activeTextEditor?.document.uri));
   return launch(ctx, requests.run, { ...args, project }, prompt);
+}
+
+/**
+ * Runs agent.run in session, in the session's own project. When that session's
+ * run is going, the server queues the prompt for its next step and answers at
+ * once: the queued line comes with the message.queued event, the running run's
+ * result covers the prompt, and no second run starts.
+ */
+export async function followUpRun(ctx: Ctx, session: string, args: RunArgs, prompt: string): Promise<RunResult | undefined> {
+  return launch(ctx, requests.run, { ...args, session }, prompt);
 }
 
 /**
@@ -43,6 +55,12 @@ export async function launch<A extends { session?: string; edits?: EditMode }>(
         try {
           const result = await server.send(req, full, { token: run.source.token, workDoneToken: run.token });
           ctx.lastSession = result.session;
+          if (result.status === "queued") {
+            // Not a run of its own: the running run reads it, and its own summary covers it.
+            void vscode.window.showInformationMessage(summary(result));
+            return result;
+          }
+          ctx.output.append(unread(result)); // never lost: the output keeps them, the summary offers them back
           void report(result);
           return result;
         } catch (e) {
@@ -86,18 +104,29 @@ async function projectOf(ctx: Ctx, uri: vscode.Uri | undefined): Promise<string 
   return best?.name;
 }
 
-/** Shows the summary; the user may open the session, or resume it when it did not finish. */
-async function report(r: RunResult): Promise<void> {
+/** The buttons a run's summary may offer, by label: what each does with the run. */
+const actions = {
+  "Show Session": (r) => vscode.commands.executeCommand("agentLsp.showSession" satisfies CommandId, r.session),
+  "Follow Up": (r) => vscode.commands.executeCommand("agentLsp.followUp" satisfies CommandId, r.session),
+  Resume: (r) => vscode.commands.executeCommand("agentLsp.resume" satisfies CommandId, r.session),
+  // The queued prompts the run never read, in order, as one prompt to its session.
+  "Send Again": (r) => vscode.commands.executeCommand("agentLsp.followUp" satisfies CommandId, r.session, (r.queued ?? []).join("\n\n")),
+} satisfies Record<string, (r: FinishedRun) => Thenable<unknown>>;
+
+/**
+ * Shows the summary with the next steps: Send Again first when the run left
+ * queued prompts unread; else Follow Up after a run that finished or was
+ * cancelled, Resume after one that failed or hit the step limit.
+ */
+async function report(r: FinishedRun): Promise<void> {
   const text = summary(r);
-  const show = "Show Session";
-  const pick =
-    r.status === "done" || r.status === "cancelled"
-      ? await vscode.window.showInformationMessage(text, show)
-      : await vscode.window.showWarningMessage(text, show, "Resume");
-  if (pick === show) {
-    await vscode.commands.executeCommand("agentLsp.showSession" satisfies CommandId, r.session);
-  } else if (pick === "Resume") {
-    await vscode.commands.executeCommand("agentLsp.resume" satisfies CommandId, r.session);
+  const pick = r.queued?.length
+    ? await vscode.window.showWarningMessage(text, "Send Again", "Show Session")
+    : r.status === "done" || r.status === "cancelled"
+      ? await vscode.window.showInformationMessage(text, "Show Session", "Follow Up")
+      : await vscode.window.showWarningMessage(text, "Show Session", "Resume");
+  if (pick) {
+    await actions[pick](r);
   }
 }
 

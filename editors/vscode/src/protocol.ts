@@ -28,6 +28,9 @@ export type SessionStatus = "running" | RunStatus;
 /** How a run ended. */
 export type RunStatus = "done" | "cancelled" | "failed" | "limit";
 
+/** A subagent's status: "" when it never checkpointed. */
+export type SubagentStatus = SessionStatus | "";
+
 /** A command without arguments: only `{}` type-checks. */
 export type NoArgs = Record<string, never>;
 
@@ -60,17 +63,35 @@ export interface Usage {
   totalTokens: number;
 }
 
-/** The result of agent.run and agent.resume. */
-export interface RunResult {
+/** The fields every agent.run and agent.resume result has. */
+interface RunOutcome {
   session: string;
-  status: RunStatus;
   reply: string;
   edits: number;
   steps: number;
   usage: Usage;
+}
+
+/** A run that ended: the result of agent.resume, and of agent.run unless it was queued. */
+export interface FinishedRun extends RunOutcome {
+  status: RunStatus;
   /** What failed, for status failed. */
   error?: string;
+  /** The prompts queued for this run that it ended without reading (a cancelled run), in queue order. */
+  queued?: string[];
 }
+
+/**
+ * agent.run given the session of a running run: the prompt waits at position
+ * (from 1) for that run's next step, and that run's own result covers it.
+ */
+export interface QueuedRun extends RunOutcome {
+  status: "queued";
+  position: number;
+}
+
+/** The result of agent.run. */
+export type RunResult = FinishedRun | QueuedRun;
 
 /** One entry of agent.sessions. */
 export interface SessionInfo {
@@ -101,13 +122,32 @@ export interface Message {
   toolCallId?: string;
 }
 
+/** Arguments of agent.session: a session, or one subagent's context of it. */
+export interface SessionDetailArgs extends SessionArgs {
+  /** A subagent's context id (`subagent-...`): its transcript instead of the session's. */
+  context?: string;
+}
+
+/** A subagent a session (or a subagent) started, in the order they were called. */
+export interface SubagentInfo {
+  contextId: string;
+  task: string;
+  status: SubagentStatus;
+}
+
 /** The result of agent.session. */
 export interface SessionDetail {
   session: string;
+  /** The subagent's context, when one was asked for. */
+  context?: string;
   project: string;
-  status: SessionStatus;
+  /** A subagent's context that never checkpointed has status "". */
+  status: SubagentStatus;
+  /** A subagent's title is its task. */
   title: string;
   messages: Message[];
+  /** The subagents this transcript started. */
+  subagents: SubagentInfo[];
 }
 
 /** How a project is built, as the server detected it from its manifests. */
@@ -139,6 +179,17 @@ export interface ProjectContext {
   recentErrors: string[];
 }
 
+/** How a project's commands are sandboxed on this machine. */
+export interface SandboxReport {
+  mode: "workspace-write" | "read-only" | "off";
+  landlockABI: number;
+  enforced: string[];
+  notEnforced?: string[];
+  writable?: string[];
+  /** Whether commands can use the network. */
+  network: boolean;
+}
+
 /** One entry of agent.projects. */
 export interface ProjectInfo {
   name: string;
@@ -147,15 +198,16 @@ export interface ProjectInfo {
   techStack: TechStack;
   gitBranch?: string;
   context: ProjectContext;
+  sandbox: SandboxReport;
 }
 
 /** Every server command by its wire name, with its argument and result types. */
 export interface Commands {
   "agent.run": { args: RunArgs; result: RunResult };
-  "agent.resume": { args: ResumeArgs; result: RunResult };
+  "agent.resume": { args: ResumeArgs; result: FinishedRun };
   "agent.cancel": { args: SessionArgs; result: { cancelled: boolean } };
   "agent.sessions": { args: { project?: string }; result: SessionInfo[] };
-  "agent.session": { args: SessionArgs; result: SessionDetail };
+  "agent.session": { args: SessionDetailArgs; result: SessionDetail };
   "agent.deleteSession": { args: SessionArgs; result: { deleted: boolean } };
   "agent.projects": { args: NoArgs; result: ProjectInfo[] };
   "agent.switchProject": { args: { session: string; project: string }; result: { session: string; project: string } };
@@ -205,7 +257,7 @@ export interface WireEvent {
 /** The envelope of an event of kind T; a subagent's events also name it and its parent. */
 interface Envelope<T extends string> extends WireEvent {
   type: T;
-  /** The subagent that produced the event (`subagent-<8 hex>`); absent for the session's own run. */
+  /** The subagent that produced the event (`subagent-...`); absent for the session's own run. */
   contextId?: string;
   /** The context that started that subagent. */
   parentId?: string;
@@ -214,12 +266,33 @@ interface Envelope<T extends string> extends WireEvent {
 // One interface per event kind: the envelope and exactly the kind's fields (docs/protocol.md, Events).
 export interface RunStartEvent extends Envelope<"run.start"> {
   project: string;
+  /** The model's context size in tokens that the run fits its requests in. */
+  contextTokens: number;
+  /** The tools left out to fit that context. */
+  withheld?: string[];
 }
 export interface MessageDeltaEvent extends Envelope<"message.delta"> {
   text: string;
 }
 export interface MessageEvent extends Envelope<"message"> {
   message: Message;
+}
+/** A prompt given to the running session waits at position for the run's next step; a message event reports it read. */
+export interface MessageQueuedEvent extends Envelope<"message.queued"> {
+  message: Message;
+  position: number;
+}
+/** Older turns left the model's view: summarized into the summary, or dropped (error says why). */
+export interface ContextCompactedEvent extends Envelope<"context.compacted"> {
+  /** Estimated tokens of the history the model would see, before and after. */
+  before: number;
+  after: number;
+  /** How many messages left the model's view. */
+  messages: number;
+  summarized: boolean;
+  /** budget, or overflow after the provider refused a request. */
+  reason: "budget" | "overflow";
+  error?: string;
 }
 export interface ToolStartEvent extends Envelope<"tool.start"> {
   name: string;
@@ -256,6 +329,8 @@ export type AgentEvent =
   | RunStartEvent
   | MessageDeltaEvent
   | MessageEvent
+  | MessageQueuedEvent
+  | ContextCompactedEvent
   | ToolStartEvent
   | ToolEndEvent
   | SubagentStartEvent
@@ -273,6 +348,8 @@ export const eventTypes: readonly string[] = Object.keys({
   "run.start": true,
   "message.delta": true,
   message: true,
+  "message.queued": true,
+  "context.compacted": true,
   "tool.start": true,
   "tool.end": true,
   "subagent.start": true,

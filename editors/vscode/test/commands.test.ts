@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, test } from "node:test";
 import { commands, registerCommands, type CommandId } from "../src/commands";
 import { defaultSettings } from "../src/config";
 import { Ctx, type AgentServer, type Client, type SendOptions } from "../src/ctx";
-import type { ProgressValue, Request, RunStartEvent } from "../src/protocol";
+import type { FinishedRun, MessageQueuedEvent, ProgressValue, Request, RunStartEvent, SessionDetail } from "../src/protocol";
 import { Range, Selection, Uri, stub } from "./vscode-stub";
 
 type Call = { command: string; args: any; workDoneToken?: string; token?: any };
@@ -43,7 +43,7 @@ const project = (name: string, path: string, language: string) => ({
 });
 
 /** The run.start event that binds a run to its session. */
-const runStart = (session: string): RunStartEvent => ({ session, seq: 1, type: "run.start", project: "sample" });
+const runStart = (session: string): RunStartEvent => ({ session, seq: 1, type: "run.start", project: "sample", contextTokens: 8192 });
 
 let server: FakeServer;
 let ctx: Ctx;
@@ -254,7 +254,7 @@ describe("commands", () => {
     ctx.onEvent({ session: "s1", seq: 1, type: "future.kind" });
     assert.deepEqual(stub.output, []);
     ctx.onEvent(runStart("s1"));
-    assert.deepEqual(stub.output, ["── session s1 · project sample\n"]);
+    assert.deepEqual(stub.output, ["── session s1 · project sample · context 8192 tokens\n"]);
   });
 
   test("in Restricted Mode a command says the agent starts once the workspace is trusted", async () => {
@@ -284,6 +284,206 @@ describe("commands", () => {
     await exec("agentLsp.askAboutSelection", ...action.command.arguments);
     assert.deepEqual(server.calls.at(-1)?.args.range, { start: { line: 1, character: 0 }, end: { line: 3, character: 0 } });
     assert.equal(server.calls.at(-1)?.args.uri, "file:///w/a.go");
+  });
+
+  describe("follow-ups and queued prompts", () => {
+    const usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+    /** Ends the slow run going, as the server would: with the prompts queued for it that it never read. */
+    let finishSlow: ((r: Partial<FinishedRun>) => void) | undefined;
+    let queue: string[];
+
+    beforeEach(() => {
+      queue = [];
+      // A server with one slow run of s-slow: agent.run with that session queues while it goes.
+      server.handlers["agent.run"] = (c) => {
+        if (c.args.session === "s-slow" && finishSlow) {
+          queue.push(c.args.prompt);
+          const queued: MessageQueuedEvent = {
+            session: "s-slow",
+            seq: 10 + queue.length,
+            type: "message.queued",
+            message: { id: `q${queue.length}`, role: "human", content: c.args.prompt },
+            position: queue.length,
+          };
+          ctx.onEvent(queued);
+          return { session: "s-slow", status: "queued", position: queue.length, reply: "", edits: 0, steps: 0, usage };
+        }
+        if (c.args.session) {
+          return { session: c.args.session, status: "done", reply: "Continued.", edits: 0, steps: 2, usage };
+        }
+        ctx.onEvent(runStart("s-slow"));
+        return new Promise((resolve) => {
+          finishSlow = (r) => resolve({ session: "s-slow", status: "cancelled", reply: "", edits: 0, steps: 1, usage, ...r });
+        });
+      };
+    });
+    afterEach(() => (finishSlow = undefined));
+
+    test("Agent: Follow Up during a run queues the prompt in that session: no second run, no error, a queued line", async () => {
+      stub.inputs.push("slow work");
+      const running = exec("agentLsp.run");
+      await tick();
+      stub.inputs.push("  Also cover the error case ");
+      const result = await exec("agentLsp.followUp");
+      const call = server.calls.at(-1)!;
+      assert.deepEqual(call.args, { prompt: "Also cover the error case", session: "s-slow", edits: "apply" }, "the running session, without a project");
+      assert.match(stub.inputBoxes.at(-1)?.prompt ?? "", /Add to the running session s-slow \(agent: slow work\)/);
+      assert.equal(result.status, "queued");
+      assert.ok(stub.output.join("").includes("queued (position 1): Also cover the error case\n"), stub.output.join(""));
+      assert.deepEqual(stub.messages, [{ level: "info", text: "Agent: queued as #1 for the running session s-slow; the agent reads it at its next step" }], "where it waits; no summary, no error");
+      assert.deepEqual(ctx.runs.list().map((r) => r.session), ["s-slow"], "only the running run goes on");
+      assert.equal(server.calls.filter((c) => c.command === "agent.cancel").length, 0);
+      // A second follow-up waits behind the first.
+      stub.inputs.push("And the docs");
+      assert.equal((await exec("agentLsp.followUp")).position, 2);
+      assert.match(stub.messages.at(-1)?.text ?? "", /^Agent: queued as #2 for the running session s-slow/);
+      // The run reads both: its own result covers them.
+      finishSlow!({ status: "done", reply: "Did all three.", steps: 5 });
+      await running;
+      assert.deepEqual(stub.messages.at(-1), { level: "info", text: "Agent done (0 edits, 5 steps): Did all three." });
+      assert.equal(stub.messages.length, 3, "one summary, for the run");
+    });
+
+    test("a run that ends without reading its queued prompts lists them and offers them back: Send Again sends them to the session", async () => {
+      stub.inputs.push("slow work");
+      const running = exec("agentLsp.run");
+      await tick();
+      stub.inputs.push("Also say hi");
+      await exec("agentLsp.followUp");
+      stub.inputs.push("And bye");
+      await exec("agentLsp.followUp");
+      stub.buttons.push("Send Again");
+      server.handlers["agent.cancel"] = () => {
+        finishSlow!({ queued: [...queue] });
+        finishSlow = undefined;
+        return { cancelled: true };
+      };
+      await exec("agentLsp.cancel");
+      await running;
+      await tick();
+      assert.deepEqual(stub.messages[2], { level: "warning", text: "Agent cancelled (0 edits, 1 step) · 2 queued prompts not read" });
+      assert.deepEqual(stub.buttonsShown[2], ["Send Again", "Show Session"]);
+      const out = stub.output.join("");
+      assert.ok(out.includes("  not read by the cancelled run: Also say hi\n  not read by the cancelled run: And bye\n"), out);
+      const again = server.calls.at(-1)!;
+      assert.equal(again.command, "agent.run");
+      assert.deepEqual(again.args, { prompt: "Also say hi\n\nAnd bye", session: "s-slow", edits: "apply" }, "sent again, in order, without asking");
+      assert.equal(stub.inputs.length, 0);
+      assert.equal(stub.messages.at(-1)?.text, "Agent done (0 edits, 2 steps): Continued.");
+    });
+
+    test("Agent: Follow Up with no run going continues the last session as a run of its own", async () => {
+      server.handlers["agent.run"] = () => ({ session: "s1", status: "done", reply: "First.", edits: 0, steps: 1, usage });
+      stub.inputs.push("first");
+      await exec("agentLsp.run");
+      server.handlers["agent.run"] = (c) => ({ session: c.args.session, status: "done", reply: "Second.", edits: 1, steps: 2, usage });
+      stub.inputs.push("and then");
+      await exec("agentLsp.followUp");
+      assert.deepEqual(server.calls.at(-1)?.args, { prompt: "and then", session: "s1", edits: "apply" });
+      assert.match(stub.inputBoxes.at(-1)?.prompt ?? "", /Continue session s1/);
+      assert.equal(stub.messages.at(-1)?.text, "Agent done (1 edit, 2 steps): Second.");
+    });
+
+    test("Agent: Follow Up before any run asks for the session; the summary's Follow Up button follows up on its session", async () => {
+      stub.picks.push((items) => items.find((i: { session: string }) => i.session === "s-cut"));
+      stub.inputs.push("go on");
+      stub.buttons.push("Follow Up");
+      stub.inputs.push("one more thing");
+      await exec("agentLsp.followUp");
+      await tick();
+      await tick();
+      const runs = server.calls.filter((c) => c.command === "agent.run").map((c) => c.args);
+      assert.deepEqual(runs, [
+        { prompt: "go on", session: "s-cut", edits: "apply" },
+        { prompt: "one more thing", session: "s-cut", edits: "apply" },
+      ]);
+    });
+
+    test("Agent: Run during a run starts a new session and says that Follow Up adds to the running one", async () => {
+      stub.inputs.push("slow work");
+      const running = exec("agentLsp.run");
+      await tick();
+      assert.doesNotMatch(stub.inputBoxes[0].prompt ?? "", /Follow Up/, "no hint with nothing running");
+      const finish = finishSlow!;
+      server.handlers["agent.run"] = () => ({ session: "s-other", status: "done", reply: "", edits: 0, steps: 1, usage });
+      stub.inputs.push("something else");
+      await exec("agentLsp.run");
+      assert.equal(server.calls.at(-1)?.args.session, undefined);
+      assert.match(stub.inputBoxes.at(-1)?.prompt ?? "", /A new session; Agent: Follow Up adds to the running one/);
+      finish({ status: "done" });
+      await running;
+    });
+  });
+
+  describe("subagent transcripts", () => {
+    const detail = (context?: string): SessionDetail =>
+      context
+        ? {
+            session: "s1",
+            context,
+            project: "sample",
+            status: "done",
+            title: "List the Go files",
+            messages: [
+              { id: "t", role: "human", content: "List the Go files" },
+              { id: "a", role: "ai", content: "greet.go" },
+            ],
+            subagents: [],
+          }
+        : {
+            session: "s1",
+            project: "sample",
+            status: "done",
+            title: "Tidy",
+            messages: [{ id: "1", role: "human", content: "Tidy" }],
+            subagents: [
+              { contextId: "subagent-c1", task: "List the Go files", status: "done" },
+              { contextId: "subagent-c2", task: "Read the tests", status: "cancelled" },
+            ],
+          };
+
+    beforeEach(() => {
+      server.handlers["agent.session"] = (c) => detail(c.args.context);
+    });
+
+    test("a session's transcript lists its subagents with task and status, each a link to its transcript", async () => {
+      await exec("agentLsp.showSession", "s1");
+      const md = stub.opened[0].content;
+      assert.match(md, /## Subagents\n\n- \[List the Go files\]\(agent-session:\/s1\/subagent-c1\.md\) · done · `subagent-c1`\n- \[Read the tests\]\(agent-session:\/s1\/subagent-c2\.md\) · cancelled/);
+      // The links, also without a Markdown extension.
+      const { selector, provider } = stub.linkProviders[0];
+      assert.deepEqual(selector, { scheme: "agent-session" });
+      const doc = await (await import("./vscode-stub")).workspace.openTextDocument(stub.opened[0].uri);
+      const links = provider.provideDocumentLinks(doc);
+      assert.deepEqual(
+        links.map((l: any) => l.target.toString()),
+        ["agent-session:///s1/subagent-c1.md", "agent-session:///s1/subagent-c2.md"],
+      );
+      const line = md.split("\n").findIndex((l) => l.includes("subagent-c1.md"));
+      assert.equal(links[0].range.start.line, line);
+      assert.equal(md.split("\n")[line].slice(links[0].range.start.character, links[0].range.end.character), "agent-session:/s1/subagent-c1.md");
+    });
+
+    test("a subagent's transcript is agent.session with its context, opened from its link or with Show Session", async () => {
+      const provider = stub.contentProviders.get("agent-session");
+      const { Uri } = await import("./vscode-stub");
+      const md: string = await provider.provideTextDocumentContent(Uri.parse("agent-session:/s1/subagent-c1.md"));
+      assert.deepEqual(server.calls.at(-1)?.args, { session: "s1", context: "subagent-c1" });
+      assert.match(md, /^# Subagent: List the Go files\n\nSubagent `subagent-c1` of session \[`s1`\]\(agent-session:\/s1\.md\) · project \*\*sample\*\* · done/);
+      await exec("agentLsp.showSession", "s1", "subagent-c2");
+      assert.equal(stub.opened.at(-1)?.uri.path, "/s1/subagent-c2.md");
+      assert.deepEqual(server.calls.at(-1)?.args, { session: "s1", context: "subagent-c2" });
+      assert.equal((await provider.provideTextDocumentContent(Uri.parse("agent-session:/s1.md"))).includes("## Subagents"), true);
+      assert.deepEqual(server.calls.at(-1)?.args, { session: "s1" }, "a session's own transcript sends no context");
+    });
+
+    test("a subagent that cannot be loaded says so in its document", async () => {
+      server.handlers["agent.session"] = () => {
+        throw new Error('agent.session: session s1 has no subagent context "subagent-x"');
+      };
+      await exec("agentLsp.showSession", "s1", "subagent-x");
+      assert.match(stub.opened[0].content, /^# Subagent subagent-x of session s1\n\nCould not load it: agent.session: session s1 has no subagent context/);
+    });
   });
 
   test("in a multi-root window a run goes to the project of the active file", async () => {

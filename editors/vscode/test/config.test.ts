@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { defaultSettings, findExecutable, initializationOptions, readSettings, serverExecutable } from "../src/config";
+import { defaultSettings, findExecutable, initializationOptions, readSettings, serverExecutable, type SettingProblem } from "../src/config";
 
 test("settings fall back to the defaults and are trimmed", () => {
   const values: Record<string, unknown> = { path: "  ", model: " llama3 ", edits: "bogus", allow: ["go test *", "", 3] };
@@ -37,6 +37,50 @@ test("allowEdit goes with the permissions; scrubEnv goes only when set, since it
     scrubEnv: ["*_TOKEN", "KUBECONFIG"],
   });
   assert.equal("scrubEnv" in initializationOptions(defaultSettings), false, "unset: the server's default list applies");
+});
+
+test("the context settings are read within their ranges; any other value is left to the server and named", () => {
+  const values: Record<string, unknown> = { contextTokens: 32768, window: 50.5, toolOutput: "4096", readOnlySubagents: "yes" };
+  const problems: SettingProblem[] = [];
+  const s = readSettings((k) => values[k] as any, problems);
+  assert.deepEqual([s.contextTokens, s.window, s.toolOutput, s.readOnlySubagents], [32768, null, null, false]);
+  assert.deepEqual(problems, [
+    { setting: "agentLsp.window", message: "agentLsp.window is 50.5, not an integer from 10 to 1000: left out, so the server's own value applies." },
+    { setting: "agentLsp.toolOutput", message: 'agentLsp.toolOutput is "4096", not an integer from 1024 to 1048576: left out, so the server\'s own value applies.' },
+    { setting: "agentLsp.readOnlySubagents", message: 'agentLsp.readOnlySubagents is "yes", not true or false: left out, so the server\'s own value applies.' },
+  ]);
+  // The bounds are in; one past them is out.
+  const at = (v: Record<string, unknown>) => {
+    const p: SettingProblem[] = [];
+    return { s: readSettings((k) => v[k] as any, p), problems: p.map((x) => x.setting) };
+  };
+  const lows = at({ contextTokens: 1024, window: 10, toolOutput: 1024 });
+  assert.deepEqual([lows.s.contextTokens, lows.s.window, lows.s.toolOutput, lows.problems], [1024, 10, 1024, []]);
+  const highs = at({ contextTokens: 10_000_000, window: 1000, toolOutput: 1_048_576, readOnlySubagents: true });
+  assert.deepEqual([highs.s.contextTokens, highs.s.window, highs.s.toolOutput, highs.s.readOnlySubagents, highs.problems], [10_000_000, 1000, 1_048_576, true, []]);
+  const out = at({ contextTokens: 1023, window: 1001, toolOutput: 1_048_577 });
+  assert.deepEqual([out.s.contextTokens, out.s.window, out.s.toolOutput], [null, null, null]);
+  assert.deepEqual(out.problems, ["agentLsp.contextTokens", "agentLsp.window", "agentLsp.toolOutput"]);
+  // Unset is no problem.
+  const empty = at({ contextTokens: null });
+  assert.deepEqual([empty.s.contextTokens, empty.s.window, empty.s.toolOutput, empty.s.readOnlySubagents, empty.problems], [null, null, null, false, []]);
+});
+
+test("the context settings go to model.contextTokens, window, toolOutput and subagents.readOnly, only when set", () => {
+  const opts = initializationOptions({ ...defaultSettings, model: "qwen2.5-coder", contextTokens: 32768, window: 50, toolOutput: 8192, readOnlySubagents: true });
+  assert.deepEqual(opts, {
+    edits: "apply",
+    permissions: { allow: [], deny: [], allowEdit: [] },
+    model: { model: "qwen2.5-coder", contextTokens: 32768 },
+    window: 50,
+    toolOutput: 8192,
+    subagents: { readOnly: true },
+  });
+  assert.deepEqual(initializationOptions({ ...defaultSettings, contextTokens: 4096 }).model, { contextTokens: 4096 }, "without a model name too");
+  const unset = initializationOptions({ ...defaultSettings, readOnlySubagents: false });
+  for (const key of ["model", "window", "toolOutput", "subagents"]) {
+    assert.equal(key in unset, false, `${key} unset: the server's environment (AGENT_LSP_*) and defaults apply`);
+  }
 });
 
 test("the API key reaches the server only through its environment", () => {

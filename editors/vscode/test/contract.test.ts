@@ -4,9 +4,10 @@
 // with its key values. tsc has already checked each fixture against the
 // protocol types (scripts/fixtures.mjs generates test/fixtures from them).
 import assert from "node:assert/strict";
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
-import { deleted, EventFormatter, projectItem, sessionItem, summary, switched, transcript } from "../src/format";
+import { tuning } from "../src/config";
+import { deleted, EventFormatter, projectItem, sessionDocLink, sessionItem, summary, switched, transcript, unread } from "../src/format";
 import { eventTypes, requests, type AgentEventOf, type CommandExample, type CommandName, type EventType, type RunResult } from "../src/protocol";
 import { commandExamples, eventExamples } from "./fixtures";
 
@@ -36,10 +37,22 @@ test("the fixtures name exactly the commands in requests and the event kinds the
 
 /** What an event of each kind shows in the transcript; [] means nothing. */
 const eventShows: { [T in EventType]: (ev: AgentEventOf<T>) => string[] } = {
-  "run.start": (ev) => [ev.session, ev.project],
+  // The header: the session, its project and its token budget, with the tools left out to fit it.
+  "run.start": (ev) => [ev.session, ev.project, `context ${ev.contextTokens} tokens`, ...(ev.withheld ?? [])],
   "message.delta": (ev) => [ev.text],
   // The run's own AI text arrives as deltas; a subagent's is not streamed, so its message shows.
   message: ({ message: m, contextId }) => (m.role === "human" || (m.role === "ai" && contextId && m.content) ? [m.content] : []),
+  // The prompt waits for the run's next step: its place and its text.
+  "message.queued": (ev) => [`queued (position ${ev.position}): ${ev.message.content}`],
+  // How many older messages left the model's view, and how: summarized with the token counts, or dropped and why.
+  "context.compacted": (ev) => [
+    `⋯ ${ev.messages} older message`,
+    ev.summarized ? "summarized" : "dropped",
+    ...(ev.summarized ? [] : ["without a summary"]),
+    `(${ev.before} → ${ev.after} tokens)`,
+    ev.reason === "overflow" ? "overflowed" : "to fit the context",
+    ...(ev.error ? [ev.error] : []),
+  ],
   "tool.start": (ev) => {
     const args: Record<string, unknown> = JSON.parse(ev.args);
     return [ev.name, String(args.path ?? args.pattern ?? args.command)]; // the tool and what it works on
@@ -70,9 +83,27 @@ test("every event fixture shows its key values in the transcript", () => {
   }
 });
 
-/** A run's summary: status, counts, and what failed or the reply. */
-const runShows = ({ result: r }: { result: RunResult }) =>
+/**
+ * A run's summary: status, counts, and what failed or the reply, and the
+ * queued prompts it never read, which the output lists; a queued prompt's
+ * summary (a notification) says where in the queue it waits.
+ */
+const runShows = ({ result: r }: { result: RunResult }) => {
+  if (r.status === "queued") {
+    shows(summary(r), [`queued as #${r.position}`, `running session ${r.session}`], `summary of queued ${r.session}`);
+    assert.equal(unread(r), "", "a queued prompt leaves nothing unread");
+    return;
+  }
   shows(summary(r), [`Agent ${r.status}`, `${r.edits} edit`, `${r.steps} step`, r.error ?? r.reply], `summary of ${r.session}`);
+  if (r.queued?.length) {
+    shows(summary(r), [`${r.queued.length} queued prompt`, "not read"], `summary of ${r.session}`);
+    for (const p of r.queued) {
+      shows(unread(r), [`not read by the ${r.status} run: ${p}`], `unread of ${r.session}`);
+    }
+  } else {
+    assert.equal(unread(r), "", `nothing unread in ${r.session}`);
+  }
+};
 
 /** Checks that the renderer showing each command's result shows its key values. */
 const commandShows: { [C in CommandName]: (ex: CommandExample<C>) => void } = {
@@ -88,9 +119,18 @@ const commandShows: { [C in CommandName]: (ex: CommandExample<C>) => void } = {
       shows(item.detail, [s.session, `${s.messages} messages`], s.session);
     }
   },
-  "agent.session": ({ result: d }) => {
+  "agent.session": ({ arguments: a, result: d }) => {
     const md = transcript(d);
+    assert.equal(d.context, a.context, "a subagent's transcript names its context");
     shows(md, [d.title, d.session, d.project, d.status], "transcript");
+    if (d.context) {
+      shows(md, ["Subagent", d.context, `(${sessionDocLink(d.session)})`], "a subagent's transcript links its session");
+    }
+    // Each subagent with its task and status, linked to its own transcript (agent.session {session, context}).
+    for (const sub of d.subagents) {
+      shows(md, [`[${sub.task}](${sessionDocLink(d.session, sub.contextId)})`, sub.status || "not started", sub.contextId], `subagent ${sub.contextId}`);
+    }
+    assert.equal(md.includes("## Subagents"), d.subagents.length > 0, "the subagents section only when there are some");
     const calls = new Map<string, string>();
     for (const m of d.messages) {
       shows(md, [m.content], `transcript message ${m.id}`);
@@ -125,5 +165,35 @@ function renderExamples<C extends CommandName>(command: C): void {
 test("every command fixture's result shows its key values where the extension shows it", () => {
   for (const command of keys(commandShows)) {
     renderExamples(command);
+  }
+});
+
+/** The rows of docs/protocol.md's settings table, by their initializationOptions key (without backquotes). */
+function settingsTable(): Map<string, { env: string; default: string; what: string }> {
+  const doc = readFileSync("../../docs/protocol.md", "utf8");
+  const table = doc.slice(doc.indexOf("<!-- begin: settings -->"), doc.indexOf("<!-- end: settings -->"));
+  const rows = new Map<string, { env: string; default: string; what: string }>();
+  for (const line of table.split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| setting"))) {
+    const [, env, init, , def, what] = line.split("|").slice(1, -1).map((c) => c.trim().replace(/^`|`$/g, ""));
+    rows.set(init, { env, default: def, what });
+  }
+  return rows;
+}
+
+test("the context settings go under the keys docs/protocol.md names, with its ranges and defaults, as package.json declares them", () => {
+  const rows = settingsTable();
+  const properties = JSON.parse(readFileSync("package.json", "utf8")).contributes.configuration.properties;
+  for (const [key, t] of Object.entries(tuning)) {
+    const row = rows.get(t.init);
+    assert.ok(row, `${key}: protocol.md has no setting ${t.init}`);
+    const p = properties[`agentLsp.${key}`];
+    if (t.range) {
+      assert.ok(row.what.includes(`(${t.range[0]}..${t.range[1]})`), `${key}: protocol.md's range of ${t.init} is not ${t.range}: ${row.what}`);
+      assert.deepEqual([p.minimum, p.maximum, p.default], [t.range[0], t.range[1], null], `${key}: package.json's range, unset by default`);
+      // Unset, the server's environment and default apply; the description says which.
+      shows(p.markdownDescription, [row.env, row.default], `agentLsp.${key}'s description`);
+    } else {
+      assert.deepEqual([p.type, String(p.default)], ["boolean", row.default], `${key}: a boolean with the server's default`);
+    }
   }
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { EventFormatter, projectItem, sessionItem, summary } from "../src/format";
-import type { AgentEvent, ProjectContext, ProjectInfo } from "../src/protocol";
+import { EventFormatter, parseSessionDocPath, projectItem, sessionDocLink, sessionDocPath, sessionItem, summary, transcript, unread } from "../src/format";
+import type { AgentEvent, ProjectContext, ProjectInfo, SandboxReport } from "../src/protocol";
 
 /** An event without its envelope's session and seq, kept a discriminated union. */
 type Body<E = AgentEvent> = E extends AgentEvent ? Omit<E, "session" | "seq"> : never;
@@ -11,7 +11,7 @@ test("the transcript streams reply text and puts tools, edits and the end on the
   let seq = 0;
   const ev = (body: Body) => f.format({ session: "s1", seq: ++seq, ...body });
   const out = [
-    ev({ type: "run.start", project: "sample" }),
+    ev({ type: "run.start", project: "sample", contextTokens: 8192 }),
     ev({ type: "message", message: { id: "m1", role: "human", content: "Add Farewell" } }),
     ev({ type: "message.delta", text: "I'll add " }),
     ev({ type: "message.delta", text: "it." }),
@@ -30,7 +30,7 @@ test("the transcript streams reply text and puts tools, edits and the end on the
   assert.equal(
     out,
     [
-      "── session s1 · project sample",
+      "── session s1 · project sample · context 8192 tokens",
       "You: Add Farewell",
       "Agent: I'll add it.",
       "  → edit_file greet.go",
@@ -48,12 +48,98 @@ test("the transcript streams reply text and puts tools, edits and the end on the
   );
 });
 
+test("a run's header shows its token budget and the tools left out to fit it", () => {
+  const f = new EventFormatter();
+  const start = (contextTokens: number, withheld?: string[]) => f.format({ session: "s1", seq: 1, type: "run.start", project: "sample", contextTokens, ...(withheld && { withheld }) });
+  assert.equal(start(32768), "── session s1 · project sample · context 32768 tokens\n");
+  assert.equal(start(2048, ["call_subagent", "search"]), "── session s1 · project sample · context 2048 tokens (tools left out to fit it: call_subagent, search)\n");
+  assert.equal(start(8192, []), "── session s1 · project sample · context 8192 tokens\n", "an empty list says nothing");
+});
+
+test("a prompt queued for the running session shows with its place, then as read; compaction shows how many messages left, why and how", () => {
+  const f = new EventFormatter();
+  let seq = 0;
+  const ev = (body: Body) => f.format({ session: "s1", seq: ++seq, ...body });
+  const human = { id: "m9", role: "human" as const, content: "Also cover the error case" };
+  const out = [
+    ev({ type: "message.delta", text: "Working" }),
+    ev({ type: "message.queued", message: human, position: 1 }),
+    ev({ type: "context.compacted", before: 9000, after: 2500, messages: 12, summarized: true, reason: "budget" }),
+    ev({ type: "context.compacted", before: 4000, after: 1000, messages: 1, summarized: true, reason: "overflow" }),
+    ev({ type: "context.compacted", before: 9000, after: 2000, messages: 12, summarized: false, reason: "budget", error: "summary call failed: timeout" }),
+    ev({ type: "context.compacted", contextId: "subagent-c1", parentId: "s1", before: 5000, after: 900, messages: 3, summarized: true, reason: "budget" }),
+    ev({ type: "message", message: human }),
+    ev({ type: "run.end", status: "done" }),
+  ].join("");
+  assert.equal(
+    out,
+    [
+      "Agent: Working",
+      "queued (position 1): Also cover the error case",
+      "  ⋯ 12 older messages summarized to fit the context (9000 → 2500 tokens)",
+      "  ⋯ 1 older message summarized after the model's context overflowed (4000 → 1000 tokens)",
+      "  ⋯ 12 older messages dropped to fit the context, without a summary (9000 → 2000 tokens): summary call failed: timeout",
+      "[subagent-c1]   ⋯ 3 older messages summarized to fit the context (5000 → 900 tokens)",
+      "You: Also cover the error case",
+      "── done",
+      "",
+    ].join("\n"),
+  );
+});
+
 test("summaries count edits and steps and show what failed or the reply's first line", () => {
   const usage = { promptTokens: 10, completionTokens: 5, totalTokens: 15 };
   assert.equal(summary({ session: "s", status: "done", reply: "One.\nTwo.", edits: 2, steps: 1, usage }), "Agent done (2 edits, 1 step): One.");
   assert.equal(summary({ session: "s", status: "cancelled", reply: "", edits: 0, steps: 0, usage }), "Agent cancelled (0 edits, 0 steps)");
   assert.equal(summary({ session: "s", status: "failed", reply: "", edits: 0, steps: 0, usage, error: "model down" }), "Agent failed (0 edits, 0 steps): model down");
   assert.ok(summary({ session: "s", status: "done", reply: "x".repeat(500), edits: 0, steps: 1, usage }).length < 200);
+});
+
+test("a run's summary counts the queued prompts it never read, and the output lists each", () => {
+  const usage = { promptTokens: 10, completionTokens: 5, totalTokens: 15 };
+  const cut = { session: "s", status: "cancelled" as const, reply: "", edits: 0, steps: 1, usage, queued: ["Also say hi", "And bye"] };
+  assert.equal(summary(cut), "Agent cancelled (0 edits, 1 step) · 2 queued prompts not read");
+  assert.equal(unread(cut), "  not read by the cancelled run: Also say hi\n  not read by the cancelled run: And bye\n");
+  assert.equal(unread({ ...cut, queued: undefined }), "");
+  const queued = { session: "s", status: "queued" as const, position: 2, reply: "", edits: 0, steps: 0, usage };
+  assert.equal(summary(queued), "Agent: queued as #2 for the running session s; the agent reads it at its next step");
+  assert.equal(unread(queued), "");
+});
+
+test("a session's transcript lists its subagents with task and status, each linked to its own transcript", () => {
+  const md = transcript({
+    session: "s1",
+    project: "sample",
+    status: "done",
+    title: "Tidy up",
+    messages: [{ id: "1", role: "human", content: "Tidy up" }],
+    subagents: [
+      { contextId: "subagent-c1", task: "List the [Go] files\nand report", status: "done" },
+      { contextId: "subagent-c2", task: "Never ran", status: "" },
+    ],
+  });
+  assert.match(md, /^# Tidy up\n\nSession `s1` · project \*\*sample\*\* · done\n\n## Subagents\n\n/);
+  assert.ok(md.includes("- [List the \\[Go\\] files and report](agent-session:/s1/subagent-c1.md) · done · `subagent-c1`\n"), md);
+  assert.ok(md.includes("- [Never ran](agent-session:/s1/subagent-c2.md) · not started · `subagent-c2`\n"), md);
+  const sub = transcript({
+    session: "s1",
+    context: "subagent-c1",
+    project: "sample",
+    status: "",
+    title: "List the Go files",
+    messages: [{ id: "2", role: "human", content: "List the Go files" }],
+    subagents: [],
+  });
+  assert.match(sub, /^# Subagent: List the Go files\n\nSubagent `subagent-c1` of session \[`s1`\]\(agent-session:\/s1\.md\) · project \*\*sample\*\* · not started\n/);
+  assert.ok(!sub.includes("## Subagents"));
+});
+
+test("transcript documents are addressed by session and subagent context", () => {
+  assert.equal(sessionDocPath("s1"), "/s1.md");
+  assert.equal(sessionDocPath("s1", "subagent-c1"), "/s1/subagent-c1.md");
+  assert.deepEqual(parseSessionDocPath("/s1.md"), { session: "s1" });
+  assert.deepEqual(parseSessionDocPath("/s1/subagent-c1.md"), { session: "s1", context: "subagent-c1" });
+  assert.equal(sessionDocLink("s 1", "subagent-c1"), "agent-session:/s%201/subagent-c1.md");
 });
 
 test("session items put the title first and the id in the detail", () => {
@@ -65,6 +151,7 @@ test("session items put the title first and the id in the detail", () => {
 
 test("project items show the tech stack agent.projects sends, branch, path and the build and test commands", () => {
   const context: ProjectContext = { openFiles: [], pendingChanges: [], lastBuild: { status: "unknown" }, lastTest: { status: "unknown" }, recentErrors: [] };
+  const sandbox: SandboxReport = { mode: "workspace-write", landlockABI: 0, enforced: [], network: true };
   const api: ProjectInfo = {
     name: "api",
     path: "/w/api",
@@ -80,12 +167,13 @@ test("project items show the tech stack agent.projects sends, branch, path and t
     },
     gitBranch: "main",
     context,
+    sandbox,
   };
   assert.deepEqual(projectItem(api), {
     label: "api",
     description: "go 1.22 (also javascript) · go modules · main",
     detail: "/w/api · build: go build ./... · test: go test ./...",
   });
-  const bare = projectItem({ name: "notes", path: "/w/notes", type: "unknown", techStack: { language: "unknown" }, context });
+  const bare = projectItem({ name: "notes", path: "/w/notes", type: "unknown", techStack: { language: "unknown" }, context, sandbox });
   assert.deepEqual(bare, { label: "notes", description: "unknown", detail: "/w/notes" });
 });

@@ -16,6 +16,12 @@ const harmless: Record<string, string> = {
   "agentLsp.model": "a model of the endpoint the user chose",
   "agentLsp.edits": "how edits reach the editor; every edit reaches it either way",
   "agentLsp.trace.server": "a trace in a local output channel",
+  // The tuning settings (config.ts): how much of the conversation the model of the user's endpoint
+  // sees, and what subagents may do. Read once per window by the one server, hence window-scoped.
+  "agentLsp.contextTokens": "how much of the conversation each request carries, to the endpoint the user chose",
+  "agentLsp.window": "how many recent messages each request carries, to the endpoint the user chose",
+  "agentLsp.toolOutput": "how much of one tool output a request carries, to the endpoint the user chose",
+  "agentLsp.readOnlySubagents": "which of the main agent's tools subagents get, under the main agent's permissions either way",
 };
 
 /**
@@ -41,6 +47,13 @@ test("every setting that runs programs or sends data elsewhere is machine or app
   for (const key of sensitive) {
     assert.ok(properties[key].scope === "machine" || properties[key].scope === "application", `${key} is scoped ${properties[key].scope ?? "window"}`);
     assert.equal(properties[key].scope, scopes[key], key);
+  }
+});
+
+test("every harmless setting is contributed and window-scoped: the window's one server reads it", () => {
+  for (const key of Object.keys(harmless)) {
+    assert.ok(properties[key], `${key} is not contributed`);
+    assert.ok([undefined, "window"].includes(properties[key].scope), `${key} is scoped ${properties[key].scope}`);
   }
 });
 

@@ -80,6 +80,13 @@ test("with several runs going, the restart waits for the last one", async () => 
   assert.equal(restarts, 1);
 });
 
+test("the context settings restart the server, as every setting the server reads at start does", () => {
+  for (const key of ["contextTokens", "window", "toolOutput", "readOnlySubagents"]) {
+    stub.changeSettings(`agentLsp.${key}`);
+  }
+  assert.equal(restarts, 4);
+});
+
 test("the edit mode applies to the next run without a restart", () => {
   mode = "review";
   stub.changeSettings("agentLsp.edits");

@@ -64,7 +64,7 @@ export class Uri {
   static parse(s: string): Uri {
     const m = /^([a-z-]+):\/\/?(.*)$/.exec(s);
     if (!m) throw new Error("bad uri " + s);
-    return new Uri(m[1], "/" + m[2].replace(/^\/+/, ""));
+    return new Uri(m[1], "/" + decodeURIComponent(m[2].replace(/^\/+/, "")));
   }
   static from(c: { scheme: string; path: string }): Uri {
     return new Uri(c.scheme, c.path);
@@ -75,6 +75,10 @@ export class Uri {
   toString(): string {
     return `${this.scheme}://${this.path}`;
   }
+}
+
+export class DocumentLink {
+  constructor(readonly range: Range, readonly target?: Uri) {}
 }
 
 export class CodeActionKind {
@@ -105,9 +109,13 @@ export enum ProgressLocation {
 export const stub = {
   commands: new Map<string, (...args: any[]) => any>(),
   inputs: [] as (string | undefined)[],
+  /** The options of each input box shown. */
+  inputBoxes: [] as { title?: string; prompt?: string }[],
   picks: [] as ((items: any[]) => any)[],
   buttons: [] as (string | undefined)[],
   messages: [] as { level: string; text: string }[],
+  /** The buttons each of messages offered, in the same order. */
+  buttonsShown: [] as string[][],
   progress: [] as { title: string; reports: string[]; cancel: () => void; done: boolean }[],
   status: { text: "", visible: false },
   /** The status bar messages showing now (setStatusBarMessage). */
@@ -119,13 +127,16 @@ export const stub = {
   opened: [] as { uri: Uri; content: string }[],
   contentProviders: new Map<string, any>(),
   codeActionProviders: [] as any[],
+  linkProviders: [] as { selector: any; provider: any }[],
   activeTextEditor: undefined as any,
   workspaceFolders: undefined as any,
   reset(): void {
     this.inputs = [];
+    this.inputBoxes = [];
     this.picks = [];
     this.buttons = [];
     this.messages = [];
+    this.buttonsShown = [];
     this.progress = [];
     this.output = [];
     this.opened = [];
@@ -141,8 +152,9 @@ export const stub = {
 };
 
 function message(level: string) {
-  return async (text: string, ..._items: any[]) => {
+  return async (text: string, ...items: any[]) => {
     stub.messages.push({ level, text });
+    stub.buttonsShown.push(items.filter((i) => typeof i === "string"));
     return stub.buttons.shift();
   };
 }
@@ -178,7 +190,8 @@ export const window = {
       dispose() {},
     };
   },
-  async showInputBox() {
+  async showInputBox(opts: { title?: string; prompt?: string } = {}) {
+    stub.inputBoxes.push(opts);
     return stub.inputs.shift();
   },
   async showQuickPick(items: any[]) {
@@ -210,6 +223,12 @@ export const window = {
   },
 };
 
+/** The position of offset in text, as TextDocument.positionAt. */
+function positionAt(text: string, offset: number): Position {
+  const before = text.slice(0, offset).split("\n");
+  return new Position(before.length - 1, before[before.length - 1].length);
+}
+
 export const commands = {
   registerCommand(id: string, fn: (...args: any[]) => any) {
     if (stub.commands.has(id)) throw new Error(`command ${id} registered twice`);
@@ -225,6 +244,11 @@ export const languages = {
   registerCodeActionsProvider(_sel: any, provider: any) {
     stub.codeActionProviders.push(provider);
     return new Disposable(() => stub.codeActionProviders.splice(stub.codeActionProviders.indexOf(provider), 1));
+  },
+  registerDocumentLinkProvider(selector: any, provider: any) {
+    const entry = { selector, provider };
+    stub.linkProviders.push(entry);
+    return new Disposable(() => stub.linkProviders.splice(stub.linkProviders.indexOf(entry), 1));
   },
   async setTextDocumentLanguage(doc: any, languageId: string) {
     doc.languageId = languageId;
@@ -250,7 +274,7 @@ export const workspace = {
   async openTextDocument(uri: Uri) {
     const provider = stub.contentProviders.get(uri.scheme);
     const content = await provider.provideTextDocumentContent(uri);
-    const doc = { uri, getText: () => content, languageId: "plaintext" };
+    const doc = { uri, getText: () => content, positionAt: (offset: number) => positionAt(content, offset), languageId: "plaintext" };
     stub.opened.push({ uri, content });
     return doc;
   },
