@@ -65,7 +65,7 @@ agent.on_event = function(ev)
   table.insert(events, ev)
 end
 
-local function run_and_wait(cmd)
+local function run_and_wait(cmd, ms)
   local before = agent.state.last_run
   vim.cmd(cmd)
   wait_for("the run to start", function()
@@ -74,7 +74,7 @@ local function run_and_wait(cmd)
   local run = agent.state.last_run
   wait_for("the run to end", function()
     return run.result ~= nil
-  end)
+  end, ms)
   return run
 end
 
@@ -111,7 +111,6 @@ test(":AgentRun edits the buffer through Neovim's applyEdit and shows progress",
     assert(contains(events, function(e) return e.type == t end), "no agent/event " .. t)
   end
   assert(contains(notes, function(n) return n:find("done · 1 edit", 1, true) end), "no summary: " .. vim.inspect(notes))
-  vim.cmd("silent write")
 end)
 
 local first_session = agent.state.last_session
@@ -196,7 +195,10 @@ test(":AgentRun! queues a follow-up into the running run; :AgentCancel stops it 
   end)
   assert(queued.result.status == "queued" and queued.result.position == 1 and queued.result.session == run.session, vim.inspect(queued.result))
   assert(contains(notes, function(n) return n:find("queued (position 1): " .. follow_up, 1, true) end), "no queued note: " .. vim.inspect(notes))
-  assert(contains(events, function(e) return e.type == "message.queued" and e.position == 1 and e.message.content == follow_up end), "no message.queued event")
+  -- The event and the result travel apart: the event may come second.
+  wait_for("the message.queued event", function()
+    return contains(events, function(e) return e.type == "message.queued" and e.position == 1 and e.message.content == follow_up end) ~= nil
+  end, 5000)
   assert(run.result == nil and agent.state.runs[next(agent.state.runs)] == run, "the running run should go on alone")
   vim.cmd("AgentCancel")
   wait_for("the cancelled result", function()
@@ -218,9 +220,16 @@ test("the event log's buffer kept growing while hidden", function()
   assert(text:find("    not sent: Also say hi when you are back", 1, true), text)
 end)
 
--- answer_review answers the review on screen the way a user would: it moves
--- the cursor in the diff, then presses the accept or reject keys.
-local function answer_review(accept, seen)
+-- text_of returns the text of buffer b.
+local function text_of(b)
+  return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), "\n")
+end
+
+-- answer_review answers the review on screen the way a user would: it types
+-- steps one after the other (keys, read by the review, or normal-mode
+-- commands that move in the diff), recording after each the cursor line and
+-- the proposed side in seen.after[i].
+local function answer_review(steps, seen)
   local timer = vim.loop.new_timer()
   timer:start(50, 50, vim.schedule_wrap(function()
     local cur = require("agent_lsp.review").current()
@@ -228,24 +237,31 @@ local function answer_review(accept, seen)
       return
     end
     seen.done = true
-    seen.proposed = table.concat(vim.api.nvim_buf_get_lines(cur.bufs[1].proposed, 0, -1, false), "\n")
-    seen.original = table.concat(vim.api.nvim_buf_get_lines(cur.bufs[1].original, 0, -1, false), "\n")
-    seen.diff = vim.wo.diff
-    seen.cmdheight = vim.o.cmdheight
     timer:stop()
     timer:close()
+    local file = cur.files[1]
+    seen.proposed, seen.original = text_of(file.proposed), text_of(file.original)
+    seen.diff = vim.wo.diff
+    seen.cmdheight = vim.o.cmdheight
+    seen.statusline = agent.statusline()
     seen.cursor = vim.api.nvim_win_get_cursor(0)[1]
-    -- Move in the diff first (a normal-mode command), then answer with the mapping keys.
-    vim.api.nvim_input("j")
-    vim.defer_fn(function()
-      seen.moved = vim.api.nvim_win_get_cursor(0)[1]
-      vim.api.nvim_input(accept and "ga" or "gr")
-    end, 100)
+    seen.after = {}
+    local function step(i)
+      if steps[i] then
+        vim.api.nvim_input(steps[i])
+        vim.defer_fn(function()
+          seen.after[i] = { cursor = vim.api.nvim_win_get_cursor(0)[1], proposed = vim.api.nvim_buf_is_valid(file.proposed) and text_of(file.proposed) }
+          step(i + 1)
+        end, 100)
+      end
+    end
+    step(1)
   end))
 end
 
--- review_run runs cmd and answers its review; it returns the run and what the review showed.
-local function review_run(cmd, accept)
+-- review_run runs cmd and answers its review with steps; it returns the run
+-- and what the review showed.
+local function review_run(cmd, steps)
   local review = require("agent_lsp.review")
   local seen = {}
   local real_mode = review.mode
@@ -253,34 +269,42 @@ local function review_run(cmd, accept)
     seen.mode = real_mode()
     return seen.mode
   end
-  answer_review(accept, seen)
+  answer_review(steps, seen)
   local ok, run = pcall(run_and_wait, cmd)
   review.mode = real_mode
   assert(ok, run)
   return run, seen
 end
 
+-- show makes path's buffer the current one: :buffer, as a user goes back to
+-- a buffer holding unsaved changes (the agent's edits land unsaved; :edit of
+-- that file would refuse to reload it).
+local function show(path)
+  vim.cmd("buffer " .. vim.fn.fnameescape(path))
+end
+
 test("review mode: a diff in a split, accepted", function()
   agent.config.edits = "review"
-  vim.cmd("edit " .. greet)
-  local run, seen = review_run("1,3AgentRun Exclaim in Greet", true)
+  show(greet)
+  local run, seen = review_run("1,3AgentRun Exclaim in Greet", { "j", "ga" })
   assert(seen.done, "no review was shown; reply: " .. tostring(run.result.reply))
   assert(seen.diff, "the review window is not in diff mode")
-  assert(seen.moved == seen.cursor + 1, ("j did not move in the diff: %s -> %s"):format(seen.cursor, seen.moved))
+  assert(seen.after[1].cursor == seen.cursor + 1, ("j did not move in the diff: %s -> %s"):format(seen.cursor, seen.after[1].cursor))
+  assert(seen.statusline == "agent: review waiting", "statusline during the review: " .. seen.statusline)
+  assert(agent.statusline() ~= "agent: review waiting", "the statusline still shows the review")
   assert(seen.proposed:find('"Hello, " + name + "!"', 1, true), "proposed: " .. seen.proposed)
   assert(not seen.original:find("!", 1, true), "original: " .. seen.original)
   assert(run.result.status == "done", "status " .. tostring(run.result.status))
   assert(buffer_text():find('"Hello, " + name + "!"', 1, true), "accepted edit not in the buffer: " .. buffer_text())
   assert(#vim.api.nvim_list_tabpages() == 1, "the review tab was not closed")
   range_session = run.result.session
-  vim.cmd("silent write")
   log("     (review answered through " .. tostring(seen.mode) .. ")")
 end)
 
 test("review mode: rejected, the buffer stays as it was", function()
-  vim.cmd("edit " .. greet)
+  show(greet)
   local before = buffer_text()
-  local run, seen = review_run("AgentRun Exclaim in Greet", false)
+  local run, seen = review_run("AgentRun Exclaim in Greet", { "gr" })
   assert(seen.done, "no review was shown")
   assert(buffer_text() == before, "rejected edit changed the buffer")
   assert(run.result.status == "done", "status " .. tostring(run.result.status))
@@ -288,15 +312,122 @@ test("review mode: rejected, the buffer stays as it was", function()
   agent.config.edits = "apply"
 end)
 
-test("a range reaches the agent as the selection", function()
+-- session_detail returns agent.session's result for session id.
+local function session_detail(id)
   local detail
-  agent.execute(vim.lsp.get_client_by_id(agent.state.last_run.client_id), "agent.session", { session = range_session }, function(d)
+  agent.execute(vim.lsp.get_client_by_id(agent.state.last_run.client_id), "agent.session", { session = id }, function(d)
     detail = d
   end)
   wait_for("the session", function() return detail ~= nil end, 5000)
+  return detail
+end
+
+-- tool_result returns the content of the session's tool message answering
+-- the call of tool name.
+local function tool_result(detail, name)
+  local call
+  for _, m in ipairs(detail.messages) do
+    for _, c in ipairs(m.toolCalls or {}) do
+      if c.name == name then
+        call = c.id
+      end
+    end
+  end
+  local msg = contains(detail.messages, function(m) return m.role == "tool" and m.toolCallId == call end)
+  assert(msg, ("no result of %s in the transcript: %s"):format(name, vim.inspect(detail.messages)))
+  return msg.content
+end
+
+test("a range reaches the agent as the selection", function()
+  local detail = session_detail(range_session)
   local user = contains(detail.messages, function(m) return m.role == "human" end)
   assert(user and user.content:find("(The user selected greet.go lines 1-3:)", 1, true), "first user message: " .. vim.inspect(user))
   assert(user.content:find("func Greet(name string) string {", 1, true), "selection text missing: " .. user.content)
+end)
+
+local sub_test = ws .. "/sub_test.go"
+
+-- The buffers hold the agent's earlier edits of greet.go, unsaved (as they
+-- landed); nothing in this test writes a file: the plugin saves what the
+-- server asks it to (agent/saveDocuments) before the command runs.
+test("the agent adds a function and its test and runs the tests: the plugin saves its edits first, the tests pass", function()
+  show(greet)
+  assert(vim.bo.modified, "greet.go should hold unsaved edits of the agent by now")
+  local run = run_and_wait("AgentRun Add Sub and run the tests", 120000) -- go test builds in an empty cache
+  assert(run.result.status == "done", "status " .. tostring(run.result.status) .. ": " .. tostring(run.result.error))
+  local detail = session_detail(run.result.session)
+  for _, tool in ipairs({ "create_file", "edit_file" }) do
+    local result = tool_result(detail, tool)
+    assert(not result:find("^error"), tool .. ": " .. result)
+  end
+  local out = tool_result(detail, "run_command")
+  local ended = contains(events, function(e) return e.type == "tool.end" and e.name == "run_command" and e.session == run.result.session end)
+  assert(ended and ended.ok, "run_command did not succeed: " .. vim.inspect(ended) .. "\n" .. out)
+  assert(out:find("\nok%s+example%.com/sample"), "go test did not pass:\n" .. out)
+  assert(not out:find("unsaved in the editor", 1, true), "the command ran without the editor's changes:\n" .. out)
+  for _, path in ipairs({ greet, sub_test }) do
+    local b = vim.fn.bufnr(path)
+    assert(b ~= -1 and vim.api.nvim_buf_is_loaded(b), path .. " is not loaded")
+    assert(not vim.bo[b].modified, path .. " was not saved")
+    assert(table.concat(vim.fn.readfile(path), "\n") == text_of(b), path .. ": the disk differs from the buffer")
+  end
+  local disk = table.concat(vim.fn.readfile(greet), "\n")
+  assert(disk:find("func Sub(a, b int) int {", 1, true) and disk:find("func Farewell", 1, true), "greet.go on disk:\n" .. disk)
+  local created = vim.fn.bufnr(sub_test)
+  local c = vim.lsp.get_client_by_id(run.client_id)
+  assert(vim.lsp.buf_is_attached(created, c.id), "the file the edit created is not attached to agent-lsp")
+end)
+
+test("an edit computed before the user typed is refused, not applied at stale positions", function()
+  show(greet)
+  local b = vim.api.nvim_get_current_buf()
+  local before = buffer_text()
+  local client = require("agent_lsp.client")
+  local apply, answer = client.handlers["workspace/applyEdit"], nil
+  client.handlers["workspace/applyEdit"] = function(err, params, ctx, cfg)
+    -- The user types while the edit is on its way.
+    vim.api.nvim_buf_set_lines(b, 0, 0, false, { "// typed meanwhile" })
+    answer = apply(err, params, ctx, cfg)
+    return answer
+  end
+  local ok, run = pcall(run_and_wait, "AgentRun Shout in Greet")
+  client.handlers["workspace/applyEdit"] = apply
+  assert(ok, run)
+  assert(answer and answer.applied == false, "answer: " .. vim.inspect(answer))
+  assert(answer.failureReason:find("^greet%.go changed since the edit was made %(version %d+, the buffer is at %d+%)$"), answer.failureReason)
+  assert(buffer_text() == "// typed meanwhile\n" .. before, "the buffer changed:\n" .. buffer_text())
+  local out = tool_result(session_detail(run.result.session), "edit_file")
+  assert(out:find("did not apply the edit of greet.go (" .. answer.failureReason, 1, true), out)
+  vim.cmd("edit!") -- the user's line goes: greet.go as saved (by the plugin, in the test before)
+  assert(buffer_text() == before, "greet.go on disk differs from the buffer before:\n" .. buffer_text())
+end)
+
+local notes_txt = ws .. "/notes.txt"
+
+test("review by hunk: a hunk dropped, one taken; exactly that is applied and the model is told", function()
+  vim.fn.writefile({ "one", "two", "three", "four", "five" }, notes_txt)
+  vim.cmd("edit " .. notes_txt)
+  agent.config.edits = "review"
+  -- Drop the first hunk (the cursor starts on it), go to the second and drop
+  -- it, go back to the first and take it again, accept.
+  local run, seen = review_run("AgentRun Capitalize the first and last lines of notes.txt", { "dp", "]c", "dp", "[c", "do", "ga" })
+  agent.config.edits = "apply"
+  assert(seen.done, "no review was shown; reply: " .. tostring(run.result.reply))
+  assert(seen.proposed == "ONE\ntwo\nthree\nfour\nFIVE", "proposed: " .. seen.proposed)
+  local want = {
+    { 1, "one\ntwo\nthree\nfour\nFIVE" },
+    { 5, "one\ntwo\nthree\nfour\nFIVE" },
+    { 5, "one\ntwo\nthree\nfour\nfive" },
+    { 1, "one\ntwo\nthree\nfour\nfive" },
+    { 1, "ONE\ntwo\nthree\nfour\nfive" },
+  }
+  for i, w in ipairs(want) do
+    local got = seen.after[i]
+    assert(got.cursor == w[1] and got.proposed == w[2], ("after %s: line %d, proposed:\n%s"):format(({ "dp", "]c", "dp", "[c", "do" })[i], got.cursor, tostring(got.proposed)))
+  end
+  assert(buffer_text() == "ONE\ntwo\nthree\nfour\nfive", "applied:\n" .. buffer_text())
+  local out = tool_result(session_detail(run.result.session), "edit_file")
+  assert(out:find("was applied with changes by the user at lines 5-5", 1, true), out)
 end)
 
 local settings = ws .. "/.vscode/settings.json"
@@ -307,7 +438,7 @@ test("apply mode: an edit of a protected file is reviewed, the hint says why", f
   vim.fn.writefile({ "{", '  "editor.formatOnSave": false', "}" }, settings)
   vim.cmd("edit " .. settings)
   local from = #echoed
-  local run, seen = review_run("AgentRun Turn on format on save in .vscode/settings.json", true)
+  local run, seen = review_run("AgentRun Turn on format on save in .vscode/settings.json", { "ga" })
   assert(seen.done, "no review was shown; reply: " .. tostring(run.result.reply))
   local hint = contains(vim.list_slice(echoed, from + 1), function(e) return e:find("ga accept, gr reject", 1, true) end)
   assert(hint and hint:find(" — protected file: VS Code settings and tasks can run programs", 1, true), "hint: " .. tostring(hint))
@@ -316,7 +447,6 @@ test("apply mode: an edit of a protected file is reviewed, the hint says why", f
   assert(vim.o.cmdheight == 1, "the review's cmdheight outlived its tab: " .. vim.o.cmdheight)
   assert(run.result.status == "done", "status " .. tostring(run.result.status))
   assert(buffer_text():find('"editor.formatOnSave": true', 1, true), "accepted edit not in the buffer: " .. buffer_text())
-  vim.cmd("silent write")
 end)
 
 -- restart stops the agent-lsp clients and attaches a new one to the current
@@ -351,7 +481,6 @@ test("allow_edit and scrub_env reach the server: the allowed protected file is e
   assert(asked == nil, "reviewed: " .. vim.inspect(asked and asked.edit.changeAnnotations))
   assert(run.result.status == "done", "status " .. tostring(run.result.status))
   assert(buffer_text():find('"editor.tabSize": 4', 1, true), "edit not in the buffer: " .. buffer_text())
-  vim.cmd("silent write")
 end)
 
 -- A second scripted model, for a run that starts a subagent.

@@ -22,7 +22,10 @@
 --     second pass catches a renamed field whose value happens to appear
 --     anyway (a 0, a status, a session id).
 -- The arguments are what the plugin sends, not what it shows: the type check
--- covers them. Last, every initializationOptions key config.lua sends must be
+-- covers them. The requests the server sends the client
+-- (requests/<method>.json, "/" written "."): their names are types.lua's
+-- AgentLsp.ServerRequest, each example checks against its class, and the
+-- plugin's handler answers the example's params with the example's result. Last, every initializationOptions key config.lua sends must be
 -- a setting of the contract's settings table (docs/protocol.md).
 local here = debug.getinfo(1, "S").source:match("^@(.*)/")
 local harness = dofile(here .. "/harness.lua")
@@ -47,7 +50,10 @@ local function load(dir)
   return out
 end
 
-local commands, kinds = load("commands"), load("events")
+local commands, kinds, requests = load("commands"), load("events"), {}
+for name, examples in pairs(load("requests")) do
+  requests[(name:gsub("%.", "/", 1))] = examples
+end
 
 -- declared maps the literal each class of a union alias gives field (its
 -- command or event type) to the class: the names types.lua declares.
@@ -64,6 +70,7 @@ local function declared(alias, field)
 end
 
 local calls, event_classes = declared("AgentLsp.Call", "command"), declared("AgentLsp.AgentEvent", "type")
+local request_classes = declared("AgentLsp.ServerRequest", "method")
 
 local function same_names(got, what, want)
   local g, w = vim.tbl_keys(got), vim.tbl_keys(want)
@@ -80,6 +87,14 @@ end)
 test("the event types are the fixtures': events.kinds and types.lua's AgentLsp.AgentEvent", function()
   same_names(events.kinds, "events.kinds", kinds)
   same_names(event_classes, "types.lua", kinds)
+end)
+
+test("the server's requests are the fixtures': types.lua's AgentLsp.ServerRequest and the client's handlers", function()
+  same_names(request_classes, "types.lua", requests)
+  local handlers = require("agent_lsp.client").handlers
+  for method in pairs(requests) do
+    assert(handlers[method], "no handler of " .. method)
+  end
 end)
 
 test("every boolean of types.lua, and every role, has its words in render.words", function()
@@ -223,6 +238,26 @@ for _, name in ipairs(names) do
   fixture_test("events/" .. name .. ".json: types, and events.render shows every value", kinds[name], event_classes[name],
     function(ev) return ev end,
     function(ev) return events.render(ev) end)
+end
+
+names = vim.tbl_keys(requests)
+table.sort(names)
+for _, method in ipairs(names) do
+  test("requests/" .. method .. ": types, and the handler answers the params with the result", function()
+    local handler = require("agent_lsp.client").handlers[method]
+    local problems = {}
+    for i, example in ipairs(requests[method]) do
+      local e = vim.tbl_extend("force", { method = method }, example)
+      vim.list_extend(problems, luacats.check(types, e, request_classes[method], ("[%d]"):format(i)))
+      -- The fixture's documents are not loaded here: nothing to write, so
+      -- saved, as the server's example says.
+      local got = handler(nil, example.params, { client_id = 0 })
+      if not vim.deep_equal(got, example.result) then
+        table.insert(problems, ("[%d] answered %s, not %s"):format(i, vim.inspect(got), vim.inspect(example.result)))
+      end
+    end
+    assert(#problems == 0, table.concat(problems, "\n"))
+  end)
 end
 
 test("an event type the plugin does not know is a generic line, never an error", function()

@@ -2,9 +2,11 @@
 # Tests of the Neovim plugin: unit tests without a server (unit.lua: the
 # version shims of compat.lua, the initializationOptions and their checks,
 # the review's hint, the renderers' text, the event log, the commands against
-# a stubbed connection), the contract (protocol.lua:
-# testdata/protocol read with types.lua and rendered with the plugin's
-# renderers; the settings table of docs/protocol.md), then end-to-end tests
+# a stubbed connection, the version check of edits, saving before commands,
+# the review by hunk), the contract (protocol.lua: testdata/protocol read
+# with types.lua and rendered with the plugin's renderers, the server's
+# requests answered by the plugin's handlers; the settings table of
+# docs/protocol.md), then end-to-end tests
 # (e2e.lua) where headless Neovim drives the real agent-lsp binary against the
 # scripted model (a test double that replays testdata/scripts/editors.json;
 # e2e.lua starts a second one with a script of its own for a subagent).
@@ -37,6 +39,7 @@ model_pid=$!
 for _ in $(seq 100); do [[ -s "$work/model-url" ]] && break; sleep 0.1; done
 
 export OPENAI_BASE_URL="$(head -n1 "$work/model-url")" OPENAI_API_KEY=scripted AGENT_LSP_MODEL=scripted
+export AGENT_LSP_DAEMON_IDLE=3s # the servers' daemon exits soon after the tests
 export AGENT_LSP_TEST_PLUGIN="$work/plugin" AGENT_LSP_TEST_BIN="$work/bin/agent-lsp" AGENT_LSP_TEST_WS="$work/sample" AGENT_LSP_TEST_STORE="$work/sessions.db"
 export AGENT_LSP_TEST_MODEL_BIN="$work/bin/scripted-model" # e2e.lua starts a second one with its own script
 export XDG_STATE_HOME="$work/state" XDG_CACHE_HOME="$work/cache" XDG_DATA_HOME="$work/data"

@@ -4,10 +4,14 @@
 -- log, and the commands against a stubbed connection (with_server: the
 -- executeCommand requests are recorded and answered by the test, server
 -- messages delivered through the client's handlers).
+-- Then the edits: line hunks, the version check of workspace/applyEdit,
+-- files an edit loads or creates, agent/saveDocuments, and the review by hunk
+-- with mappings (run in a coroutine, as newer releases run the handler).
 -- Only Neovim 0.7.2 (Debian's) installs here, so the paths of newer releases
--- (0.8's autocommand data, 0.10's get_clients, 0.11's client:method() calls,
--- str_utfindex(s, encoding) and start{attach = false}, and vim.lsp.start
--- from 0.8) can only run against stubs of the vim APIs they call. Each case
+-- (0.8's autocommand data and winbar, 0.10's get_clients, 0.11's
+-- client:method() calls, str_utfindex(s, encoding) and start{attach =
+-- false}, vim.lsp.start from 0.8, 0.12's b:changedtick as the document
+-- version) can only run against stubs of the vim APIs they call. Each case
 -- stubs the release it claims, so the cases hold on any Neovim; the "real"
 -- cases call this Neovim's own APIs.
 local harness = dofile(debug.getinfo(1, "S").source:match("^@(.*)/") .. "/harness.lua")
@@ -245,6 +249,61 @@ test("can_yield: not on the main thread, yes in a coroutine", function()
   end)
 end)
 
+-- compat.at_version -------------------------------------------------------
+
+test("at_version up to 0.11: vim.lsp.util.buf_versions, as didOpen and didChange set it (real)", function()
+  with_compat({}, function(compat)
+    local b = vim.api.nvim_create_buf(false, true)
+    local versions = vim.lsp.util.buf_versions
+    versions[b] = 0 -- didOpen
+    local current, at = compat.at_version(b, 0)
+    assert(current == true and at == 0, "at didOpen's version")
+    versions[b] = 5 -- a change since
+    current, at = compat.at_version(b, 0)
+    assert(current == false and at == 5, ("moved on: %s %s"):format(current, at))
+    versions[b] = nil -- no client tracks it
+    current, at = compat.at_version(b, 0)
+    assert(current == false and at == nil, "untracked")
+    current, at = compat.at_version(vim.fn.bufadd(vim.fn.tempname()), 0)
+    assert(current == false and at == nil, "not loaded")
+    vim.api.nvim_buf_delete(b, { force = true })
+  end)
+end)
+
+test("at_version from 0.12 (stubbed): b:changedtick, one tick past it while unmodified (a write)", function()
+  local deprecated = setmetatable({}, { __index = function() error("vim.lsp.util.buf_versions is deprecated") end })
+  with_compat({ release(12), { vim.lsp.util, "buf_versions", deprecated } }, function(compat)
+    local b = vim.api.nvim_create_buf(false, false)
+    local tick = vim.b[b].changedtick
+    assert(compat.at_version(b, tick) == true, "at its changedtick")
+    assert(compat.at_version(b, tick - 1) == true, "unmodified, one tick past: a write raised it")
+    local current, at = compat.at_version(b, tick - 2)
+    assert(current == false and at == tick, "two ticks past")
+    vim.api.nvim_buf_set_lines(b, 0, -1, false, { "typed" })
+    local typed = vim.b[b].changedtick
+    current, at = compat.at_version(b, typed - 1)
+    assert(current == false and at == typed, "modified: one tick past is a change")
+    vim.api.nvim_buf_delete(b, { force = true })
+  end)
+end)
+
+-- compat.winbar ------------------------------------------------------------
+
+test("winbar: none on 0.7 (the caller echoes); from 0.8 (stubbed) the window's, % escaped", function()
+  with_compat({ release(7) }, function(compat)
+    assert(compat.winbar(0, "x") == false)
+  end)
+  local set = {}
+  local wo = setmetatable({}, { __index = function(_, win)
+    set[win] = {}
+    return set[win]
+  end })
+  with_compat({ release(8), { vim, "wo", wo } }, function(compat)
+    assert(compat.winbar(7, "review 100% — ga accept") == true)
+  end)
+  assert(set[7] and set[7].winbar == "review 100%% — ga accept", vim.inspect(set))
+end)
+
 -- config -----------------------------------------------------------------
 
 local config = require("agent_lsp.config")
@@ -279,7 +338,8 @@ end)
 -- review -------------------------------------------------------------------
 
 local review = require("agent_lsp.review")
-local keys = { accept = "ga", reject = "gr" }
+local keys = config.defaults.review_keys
+local keys_text = "]c [c hunks, do take, dp drop, ga accept, gr reject"
 
 -- annotated is an ApplyWorkspaceEditParams whose annotations are given.
 local function annotated(annotations)
@@ -289,7 +349,15 @@ end
 test("review hint: the label, why the edit needs confirmation, the keys", function()
   local params = annotated({ ["agent-lsp.review"] = { label = "x", needsConfirmation = true, description = "protected file: environment files hold secrets; accept or reject" } })
   assert(review.wants_review(params.edit))
-  local want = "agent: edit .env — protected file: environment files hold secrets; accept or reject — ga accept, gr reject"
+  local want = "agent: edit .env — protected file: environment files hold secrets; accept or reject — " .. keys_text
+  assert(review.hint(params, keys) == want, review.hint(params, keys))
+  assert(review.queue(params) == nil, "no queue")
+end)
+
+test("review hint: the place in the queue, from the description's \"(1 of N)\", shown apart", function()
+  local params = annotated({ ["agent-lsp.review"] = { label = "x", needsConfirmation = true, description = "proposed by agent-lsp; accept or reject (1 of 3)" } })
+  assert(review.queue(params) == "1 of 3", tostring(review.queue(params)))
+  local want = "agent: edit .env — proposed by agent-lsp; accept or reject — 1 of 3 — " .. keys_text
   assert(review.hint(params, keys) == want, review.hint(params, keys))
 end)
 
@@ -300,7 +368,7 @@ test("review hint: only descriptions of annotations that need confirmation, each
     c = { label = "c", description = "not asked" },
     d = { label = "d", needsConfirmation = true },
   })
-  assert(review.hint(params, keys) == "agent: edit .env — why — ga accept, gr reject", review.hint(params, keys))
+  assert(review.hint(params, keys) == "agent: edit .env — why — " .. keys_text, review.hint(params, keys))
   params = annotated({ c = { label = "c", description = "not asked" } })
   assert(not review.wants_review(params.edit))
 end)
@@ -778,6 +846,341 @@ test("subagent.start events make their contexts complete for :AgentSession", fun
     local got = vim.fn.getcompletion("AgentSession s-3 ", "cmdline")
     assert(vim.deep_equal(got, { "subagent-x" }), vim.inspect(got))
   end)
+end)
+
+-- hunks ----------------------------------------------------------------------
+
+local hunks = require("agent_lsp.hunks")
+
+local function lines(b)
+  return vim.api.nvim_buf_get_lines(b, 0, -1, false)
+end
+
+test("hunks: between and apply turn one text into the other", function()
+  local cases = {
+    { { "one", "two", "three", "four", "five" }, { "ONE", "two", "three", "four", "FIVE" } },
+    { { "a", "b" }, { "x", "a", "b", "y" } }, -- insertions at both ends
+    { { "a", "b", "c" }, { "a", "c" } }, -- a deletion
+    { { "" }, { "package x", "", "func F() {}" } }, -- into an empty buffer
+    { { "a", "b" }, { "" } },
+  }
+  for i, c in ipairs(cases) do
+    local b = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_lines(b, 0, -1, false, c[1])
+    hunks.apply(b, hunks.between(c[1], c[2]))
+    assert(vim.deep_equal(lines(b), c[2]), ("case %d: %s"):format(i, vim.inspect(lines(b))))
+    vim.api.nvim_buf_delete(b, { force = true })
+  end
+  local got = hunks.between(cases[1][1], cases[1][2])
+  assert(vim.deep_equal(got, { { from = 0, to = 1, lines = { "ONE" } }, { from = 4, to = 5, lines = { "FIVE" } } }), vim.inspect(got))
+  got = hunks.between({ "a", "b" }, { "a", "x", "b" })
+  assert(vim.deep_equal(got, { { from = 1, to = 1, lines = { "x" } } }), vim.inspect(got))
+end)
+
+-- edit: the version check, buffers the edit loads ---------------------------
+
+local edit = require("agent_lsp.edit")
+local r0 = { start = { line = 0, character = 0 }, ["end"] = { line = 0, character = 0 } }
+
+-- doc_edit is a WorkspaceEdit of one TextDocumentEdit of uri at version
+-- (nil or vim.NIL: null) inserting text at its start.
+local function doc_edit(uri, version, text)
+  return { documentChanges = { { textDocument = { uri = uri, version = version }, edits = { { range = r0, newText = text or "new " } } } } }
+end
+
+-- file_buf loads a new temporary file holding lines; it returns the buffer,
+-- the path and the URI.
+local function file_buf(lines_, ext)
+  local path = vim.fn.tempname() .. (ext or ".txt")
+  vim.fn.writefile(lines_ or { "x" }, path)
+  local b = vim.fn.bufadd(path)
+  vim.fn.bufload(b)
+  return b, path, vim.uri_from_fname(path)
+end
+
+-- with_lsp stubs the client lookups of the handlers: client 99 (utf-16),
+-- and attaching (recorded in attached: {bufnr, client_id, lines}).
+local function with_lsp(fn)
+  local attached = {}
+  local saved = { vim.lsp.get_client_by_id, vim.lsp.buf_attach_client, vim.lsp.buf_is_attached }
+  vim.lsp.get_client_by_id = function(id) return id == 99 and { id = 99, offset_encoding = "utf-16" } or nil end
+  vim.lsp.buf_attach_client = function(b, id) table.insert(attached, { b, id, lines(b) }) end
+  vim.lsp.buf_is_attached = function() return false end
+  local ok, err = xpcall(fn, debug.traceback, attached)
+  vim.lsp.get_client_by_id, vim.lsp.buf_attach_client, vim.lsp.buf_is_attached = unpack(saved)
+  if not ok then
+    error(err, 0)
+  end
+end
+
+test("stale: a version the buffer moved past is refused, version 0 too (Neovim's own check skips it); null and the current version pass", function()
+  local b, path, uri = file_buf()
+  local name = vim.fn.fnamemodify(path, ":~:.")
+  vim.lsp.util.buf_versions[b] = 3
+  assert(edit.stale(doc_edit(uri, 3)) == nil, "the current version")
+  assert(edit.stale(doc_edit(uri, nil)) == nil and edit.stale(doc_edit(uri, vim.NIL)) == nil, "null")
+  assert(edit.stale(doc_edit(uri, 0)) == name .. " changed since the edit was made (version 0, the buffer is at 3)", edit.stale(doc_edit(uri, 0)))
+  vim.lsp.util.buf_versions[b] = nil
+  assert(edit.stale(doc_edit(uri, 3)) == name .. " is no longer open in the editor (the edit was made for version 3)", edit.stale(doc_edit(uri, 3)))
+  vim.api.nvim_buf_delete(b, { force = true })
+end)
+
+test("workspace/applyEdit handler: an edit for version 0 of a buffer now at 2 is refused, the buffer untouched; at 2 it applies", function()
+  local b, _, uri = file_buf({ "x" })
+  vim.lsp.util.buf_versions[b] = 2
+  with_lsp(function()
+    local handler = client.handlers["workspace/applyEdit"]
+    local res = handler(nil, { label = "agent: edit x", edit = doc_edit(uri, 0) }, { client_id = 99 })
+    assert(res.applied == false and res.failureReason:find("changed since the edit was made (version 0, the buffer is at 2)", 1, true), vim.inspect(res))
+    assert(vim.deep_equal(lines(b), { "x" }), "the refused edit was applied: " .. vim.inspect(lines(b)))
+    res = handler(nil, { label = "agent: edit x", edit = doc_edit(uri, 2) }, { client_id = 99 })
+    assert(res.applied == true, vim.inspect(res))
+    assert(vim.deep_equal(lines(b), { "new x" }), vim.inspect(lines(b)))
+  end)
+  vim.lsp.util.buf_versions[b] = nil
+  vim.api.nvim_buf_delete(b, { force = true })
+end)
+
+test("apply: a file the edit creates is attached once the edit is applied, not as it loads, holding the text as sent", function()
+  local path = vim.fn.tempname() .. ".go"
+  local uri = vim.uri_from_fname(path)
+  local text = "package x\n\nfunc F() {}\n"
+  local we = { documentChanges = {
+    { kind = "create", uri = uri, options = { overwrite = false, ignoreIfExists = false } },
+    { textDocument = { uri = uri, version = vim.NIL }, edits = { { range = r0, newText = text } } },
+  } }
+  with_lsp(function(attached)
+    local loading
+    local res = edit.apply(we, 99, function()
+      loading = state.loading[vim.uri_to_bufnr(uri)]
+      return edit.as_sent(we, "utf-16")
+    end)
+    local b = vim.fn.bufnr(path)
+    assert(res.applied == true, vim.inspect(res))
+    assert(loading == true and state.loading[b] == nil, "not held off while the edit loads it")
+    assert(#attached == 1 and attached[1][1] == b and attached[1][2] == 99, vim.inspect(attached))
+    assert(vim.deep_equal(attached[1][3], { "package x", "", "func F() {}" }), "attached with: " .. vim.inspect(attached[1][3]))
+    res = edit.apply(we, 99, function() error("boom", 0) end)
+    assert(res.applied == false and res.failureReason == "boom", vim.inspect(res))
+    vim.api.nvim_buf_delete(b, { force = true })
+  end)
+  os.remove(path)
+end)
+
+-- save: agent/saveDocuments -----------------------------------------------------
+
+local save = require("agent_lsp.save")
+
+-- changed returns a loaded buffer of a new file ("old" on disk) changed to "new".
+local function changed()
+  local b, path, uri = file_buf({ "old" })
+  vim.api.nvim_buf_set_lines(b, 0, -1, false, { "new" })
+  return b, path, uri
+end
+
+test("saveDocuments: modified buffers are written (:update); unloaded and unmodified ones count as saved", function()
+  local b, path, uri = changed()
+  local clean, _, clean_uri = file_buf({ "same" })
+  local unloaded = vim.uri_from_fname(vim.fn.tempname() .. ".txt")
+  local res = client.handlers["agent/saveDocuments"](nil, { uris = { uri, clean_uri, unloaded } }, { client_id = 99 })
+  assert(vim.deep_equal(res, { saved = { uri, clean_uri, unloaded }, failed = {} }), vim.inspect(res))
+  assert(vim.deep_equal(vim.fn.readfile(path), { "new" }) and not vim.bo[b].modified, "not written")
+  local json = vim.json.encode(save.documents({}, true))
+  assert(json:find('"failed":[]', 1, true) and json:find('"saved":[]', 1, true), "not JSON arrays: " .. json)
+  for _, x in ipairs({ b, clean }) do
+    vim.api.nvim_buf_delete(x, { force = true })
+  end
+end)
+
+test("saveDocuments: what cannot be written fails with the reason, and stays unwritten", function()
+  local cases = {
+    { function(b) vim.bo[b].readonly = true end, "E45: 'readonly' option is set (add ! to override)" },
+    { function(b) vim.bo[b].buftype = "nofile" end, "not a file buffer (buftype=nofile)" },
+    { function(b) vim.bo[b].modifiable = false end, "the buffer is not modifiable" },
+    { function(b) vim.cmd(("autocmd BufWritePre <buffer=%d> throw 'formatter crashed'"):format(b)) end, "formatter crashed" },
+    { function(b) vim.api.nvim_create_autocmd("BufWritePre", { buffer = b, callback = function() error("gofmt failed", 0) end }) end,
+      "Error executing lua callback: gofmt failed" },
+    { function(b) vim.cmd(("autocmd BufWriteCmd <buffer=%d> let g:agent_lsp_test = 1"):format(b)) end,
+      "not written: the buffer is still modified after :update (a BufWriteCmd that did not write?)" },
+  }
+  local uris, want, made = {}, {}, {}
+  for _, c in ipairs(cases) do
+    local b, path, uri = changed()
+    c[1](b)
+    table.insert(uris, uri)
+    table.insert(want, { uri = uri, reason = c[2] })
+    table.insert(made, { b, path })
+  end
+  local res = save.documents(uris, true)
+  assert(vim.deep_equal(res, { saved = {}, failed = want }), vim.inspect(res))
+  for _, m in ipairs(made) do
+    assert(vim.deep_equal(vim.fn.readfile(m[2]), { "old" }), m[2] .. " was written")
+    vim.api.nvim_buf_delete(m[1], { force = true })
+  end
+end)
+
+test("saveDocuments with save_before_commands off: every document fails with that reason, none is written", function()
+  local b, path, uri = changed()
+  config.options.save_before_commands = false
+  local res = client.handlers["agent/saveDocuments"](nil, { uris = { uri } }, { client_id = 99 })
+  config.options.save_before_commands = true
+  assert(vim.deep_equal(res, { saved = {}, failed = { { uri = uri, reason = "save_before_commands is off" } } }), vim.inspect(res))
+  assert(vim.deep_equal(vim.fn.readfile(path), { "old" }) and vim.bo[b].modified, "written")
+  vim.api.nvim_buf_delete(b, { force = true })
+end)
+
+test("the client announces experimental.saveDocuments", function()
+  assert(client.capabilities().experimental.saveDocuments == true)
+end)
+
+-- review by hunk, with mappings -------------------------------------------------
+
+local five = { "one", "two", "three", "four", "five" }
+
+-- review_params is the review of an edit of uri (not open for the server:
+-- version null) capitalizing the first and last of five lines.
+local function review_params(uri, description)
+  return {
+    label = "agent: edit notes.txt",
+    edit = {
+      changeAnnotations = { ["agent-lsp.review"] = { label = "agent: edit notes.txt", needsConfirmation = true, description = description or "proposed by agent-lsp; accept or reject" } },
+      documentChanges = { { textDocument = { uri = uri, version = vim.NIL }, edits = {
+        { range = { start = { line = 0, character = 0 }, ["end"] = { line = 5, character = 0 } }, newText = "ONE\ntwo\nthree\nfour\nFIVE\n", annotationId = "agent-lsp.review" },
+      } } },
+    },
+  }
+end
+
+-- in_review runs the review of params the way newer releases do, in a
+-- coroutine (so with mappings, on this Neovim's own keymaps), then calls
+-- user(view) while it waits; it returns the review's answer.
+local function in_review(params, user, rev)
+  rev = rev or review
+  local result
+  local co = coroutine.create(function()
+    result = rev.ask(params, "utf-16", keys, 99)
+  end)
+  assert(coroutine.resume(co))
+  local view = assert(rev.current(), "no review open")
+  local ok, err = xpcall(user, debug.traceback, view)
+  if not ok then
+    rev.current().decision = false -- close it
+    if rev.current().resume then rev.current().resume() end
+    vim.wait(1000, function() return result ~= nil end)
+    error(err, 0)
+  end
+  assert(vim.wait(2000, function() return result ~= nil end), "the review did not end")
+  return result
+end
+
+local function press(keys_)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys_, true, false, true), "mx", false)
+end
+
+-- echoes records what fn echoes (and keeps it off the test's output).
+local function echoes(fn)
+  local echoed, echo = {}, vim.api.nvim_echo
+  vim.api.nvim_echo = function(chunks) table.insert(echoed, chunks[1][1]) end
+  local ok, err = xpcall(fn, debug.traceback)
+  vim.api.nvim_echo = echo
+  if not ok then
+    error(err, 0)
+  end
+  return echoed
+end
+
+test("review with mappings: nowait keys, hunks dropped and taken, the proposed side edited; ga applies exactly that", function()
+  local b, _, uri = file_buf(five)
+  local echoed = echoes(function() with_lsp(function(attached)
+    local res = in_review(review_params(uri), function(view)
+      local f = view.files[1]
+      assert(require("agent_lsp").statusline() == "agent: review waiting", require("agent_lsp").statusline())
+      assert(vim.api.nvim_get_current_buf() == f.proposed and vim.bo[f.proposed].modifiable, "the proposed side is current and editable")
+      local mapped = {}
+      for _, m in ipairs(vim.api.nvim_buf_get_keymap(f.proposed, "n")) do
+        mapped[m.lhs] = m.nowait
+      end
+      for _, k in pairs(keys) do
+        assert(mapped[k] == 1, k .. " is not mapped nowait: " .. vim.inspect(mapped))
+      end
+      press("dp")
+      assert(vim.deep_equal(lines(f.proposed), { "one", "two", "three", "four", "FIVE" }), "dp: " .. vim.inspect(lines(f.proposed)))
+      press("]c")
+      assert(vim.api.nvim_win_get_cursor(0)[1] == 5, "]c")
+      press("dp")
+      press("do")
+      press("[c")
+      assert(vim.api.nvim_win_get_cursor(0)[1] == 1, "[c")
+      -- The user edits the proposal between the hunks, then drops and takes
+      -- the first hunk again: the marks follow the edit.
+      vim.api.nvim_buf_set_lines(f.proposed, 2, 3, false, { "three and a half", "3.5" })
+      press("do")
+      assert(vim.deep_equal(lines(f.proposed), { "ONE", "two", "three and a half", "3.5", "four", "FIVE" }), vim.inspect(lines(f.proposed)))
+      -- On the current side, the hunk under the cursor too.
+      vim.cmd("wincmd h")
+      assert(vim.api.nvim_get_current_buf() == f.original, "the current side")
+      vim.api.nvim_win_set_cursor(0, { 5, 0 })
+      press("dp")
+      press("ga")
+    end)
+    assert(res.applied == true, vim.inspect(res))
+    assert(vim.deep_equal(lines(b), { "ONE", "two", "three and a half", "3.5", "four", "five" }), "applied: " .. vim.inspect(lines(b)))
+    assert(#attached == 1 and attached[1][1] == b, "the file's buffer is not attached: " .. vim.inspect(attached))
+  end) end)
+  assert(echoed[1] == "agent: edit notes.txt — proposed by agent-lsp; accept or reject — " .. keys_text, "no winbar on 0.7: the hint is echoed; " .. vim.inspect(echoed))
+  assert(review.current() == nil and require("agent_lsp").statusline() ~= "agent: review waiting", "the review stayed open")
+  assert(#vim.api.nvim_list_tabpages() == 1, "the review tab was not closed")
+  vim.api.nvim_buf_delete(b, { force = true })
+end)
+
+test("review: accepting with every hunk dropped, or after the file changed meanwhile, is refused; gr rejects", function()
+  local b, path, uri = file_buf(five)
+  local name = vim.fn.fnamemodify(path, ":~:.")
+  echoes(function() with_lsp(function()
+    local res = in_review(review_params(uri), function()
+      press("dp]cdpga")
+    end)
+    assert(vim.deep_equal(res, { applied = false, failureReason = "every hunk was dropped in the review" }), vim.inspect(res))
+    res = in_review(review_params(uri), function()
+      vim.api.nvim_buf_set_lines(b, 2, 3, false, { "typed meanwhile" })
+      press("ga")
+    end)
+    assert(vim.deep_equal(res, { applied = false, failureReason = name .. " changed during the review" }), vim.inspect(res))
+    res = in_review(review_params(uri), function()
+      press("gr")
+    end)
+    assert(vim.deep_equal(res, { applied = false, failureReason = "rejected by the user in review" }), vim.inspect(res))
+  end) end)
+  assert(vim.deep_equal(lines(b), { "one", "two", "typed meanwhile", "four", "five" }), vim.inspect(lines(b)))
+  vim.api.nvim_buf_delete(b, { force = true })
+end)
+
+test("review on 0.8+ (stubbed winbar): the hint, with the place in the queue, is in the winbars, not echoed", function()
+  local b, _, uri = file_buf(five)
+  local bars, echoed = {}, {}
+  local wo = setmetatable({}, { __index = function(_, win)
+    bars[win] = bars[win] or {}
+    return bars[win]
+  end })
+  local echo = vim.api.nvim_echo
+  vim.api.nvim_echo = function(chunks) table.insert(echoed, chunks[1][1]) end
+  with_compat({ release(8), { vim, "wo", wo } }, function()
+    package.loaded["agent_lsp.review"] = nil
+    local rev = require("agent_lsp.review")
+    with_lsp(function()
+      in_review(review_params(uri, "proposed by agent-lsp; accept or reject (1 of 3)"), function(view)
+        local want = "agent: edit notes.txt — proposed by agent-lsp; accept or reject — 1 of 3 — " .. keys_text
+        for _, w in ipairs(view.files[1].wins) do
+          assert(bars[w] and bars[w].winbar == want, ("window %d: %s"):format(w, vim.inspect(bars[w])))
+        end
+        press("gr")
+      end, rev)
+    end)
+  end)
+  package.loaded["agent_lsp.review"] = review
+  vim.api.nvim_echo = echo
+  assert(#echoed == 0, "echoed: " .. vim.inspect(echoed))
+  vim.api.nvim_buf_delete(b, { force = true })
 end)
 
 harness.finish()

@@ -1,10 +1,13 @@
 -- The agent-lsp client: finding a buffer's project root, starting the client
 -- and attaching it to buffers, sending workspace/executeCommand, and handling
--- what the server sends ($/progress, agent/event, workspace/applyEdit).
+-- what the server sends ($/progress, agent/event, workspace/applyEdit,
+-- agent/saveDocuments).
 local compat = require("agent_lsp.compat")
 local config = require("agent_lsp.config")
+local edit = require("agent_lsp.edit")
 local log = require("agent_lsp.log")
 local review = require("agent_lsp.review")
+local save = require("agent_lsp.save")
 local state = require("agent_lsp.state")
 local ui = require("agent_lsp.ui")
 
@@ -115,14 +118,33 @@ end
 ---tests deliver server messages through them).
 M.handlers = handlers
 
--- workspace/applyEdit: an edit that needs confirmation goes through the
--- review diff, any other through Neovim's handler.
-handlers["workspace/applyEdit"] = function(err, params, ctx, cfg)
-  if params and review.wants_review(params.edit) then
-    local c = vim.lsp.get_client_by_id(ctx.client_id)
-    return review.ask(params, c and c.offset_encoding or "utf-16", config.options.review_keys)
+-- workspace/applyEdit: an edit computed against text its buffer no longer
+-- holds is refused (edit.stale); one that needs confirmation goes through the
+-- review diff, any other is applied as sent. Files the edit loads are
+-- attached to the client once it is applied (edit.apply).
+---@param params { label?: string, edit: table } ApplyWorkspaceEditParams
+---@return { applied: boolean, failureReason?: string }
+handlers["workspace/applyEdit"] = function(_, params, ctx)
+  local stale = edit.stale(params.edit)
+  if stale then
+    return { applied = false, failureReason = stale }
   end
-  return vim.lsp.handlers["workspace/applyEdit"](err, params, ctx, cfg)
+  local c = vim.lsp.get_client_by_id(ctx.client_id)
+  local encoding = c and c.offset_encoding or "utf-16"
+  if review.wants_review(params.edit) then
+    return review.ask(params, encoding, config.options.review_keys, ctx.client_id)
+  end
+  return edit.apply(params.edit, ctx.client_id, function()
+    return edit.as_sent(params.edit, encoding)
+  end)
+end
+
+-- agent/saveDocuments: the documents the agent edited are saved before its
+-- command runs (unless save_before_commands is off).
+---@param params AgentLsp.SaveDocumentsParams
+---@return AgentLsp.SaveDocumentsResult
+handlers["agent/saveDocuments"] = function(_, params)
+  return save.documents(params.uris, config.options.save_before_commands)
 end
 
 -- Starting ---------------------------------------------------------------
@@ -144,9 +166,19 @@ local function find_root(path)
   return compat.uv.cwd()
 end
 
+---The client's capabilities: Neovim's, and experimental.saveDocuments (the
+---client answers agent/saveDocuments).
+---@return table
+function M.capabilities()
+  local caps = vim.lsp.protocol.make_client_capabilities()
+  caps.experimental = vim.tbl_extend("force", caps.experimental or {}, { saveDocuments = true })
+  return caps
+end
+
 local function client_config(root)
   return {
     name = NAME,
+    capabilities = M.capabilities(),
     cmd = config.options.cmd,
     cmd_env = config.options.cmd_env,
     root_dir = root,
@@ -230,7 +262,7 @@ function M.autostart(enabled)
   vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile" }, {
     group = group,
     callback = function(a)
-      if M.is_file_buffer(a.buf) then
+      if M.is_file_buffer(a.buf) and not state.loading[a.buf] then -- an edit loading it attaches it once applied
         M.attach(a.buf)
       end
     end,

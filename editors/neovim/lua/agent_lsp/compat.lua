@@ -4,8 +4,9 @@
 -- recent releases free of deprecation warnings.
 local M = {}
 
-local has_0_8 = vim.fn.has("nvim-0.8") == 1 -- autocommand data
+local has_0_8 = vim.fn.has("nvim-0.8") == 1 -- autocommand data, 'winbar'
 local has_0_11 = vim.fn.has("nvim-0.11") == 1 -- client:method(), str_utfindex(s, encoding), start{attach=false}
+local has_0_12 = vim.fn.has("nvim-0.12") == 1 -- document versions are b:changedtick (vim.lsp.util.buf_versions deprecated)
 
 ---libuv bindings: vim.uv from 0.10, vim.loop before.
 M.uv = vim.uv or vim.loop
@@ -91,6 +92,42 @@ end
 ---@param data? any
 function M.fire(pattern, data)
   pcall(vim.api.nvim_exec_autocmds, "User", { pattern = pattern, modeline = false, data = has_0_8 and data or nil })
+end
+
+---Whether bufnr still holds the text of version, the document version a
+---server computed an edit against, and the buffer's version as the LSP
+---client knows it (nil: no client tracks the buffer, e.g. it is not loaded).
+---Up to 0.11 that is vim.lsp.util.buf_versions[bufnr]: 0 at didOpen, then the
+---changedtick of each change, as didChange sends it. 0.12 deprecates that
+---table for b:changedtick, which a write raises too, without a didChange: so
+---there an unmodified buffer one tick past version still holds its text, as
+---Neovim's own check of an edit's version allows.
+---@param bufnr integer
+---@param version integer
+---@return boolean current
+---@return integer|nil at
+function M.at_version(bufnr, version)
+  if not vim.api.nvim_buf_is_loaded(bufnr) then
+    return false, nil
+  end
+  if has_0_12 then
+    local tick = vim.b[bufnr].changedtick
+    return tick == version or (tick == version + 1 and not vim.bo[bufnr].modified), tick
+  end
+  local at = vim.lsp.util.buf_versions[bufnr]
+  return at == version, at
+end
+
+---Shows text in the winbar of window win from 0.8, which has one; false
+---before (the caller shows it elsewhere).
+---@param win integer
+---@param text string
+---@return boolean shown
+function M.winbar(win, text)
+  if has_0_8 then
+    vim.wo[win].winbar = text:gsub("%%", "%%%%")
+  end
+  return has_0_8
 end
 
 ---True when the caller may yield: newer releases run server-request handlers

@@ -2,8 +2,12 @@
 local M = {}
 
 ---@class AgentLsp.ReviewKeys
----@field accept string accepts the edit shown in the review diff
----@field reject string rejects it
+---@field accept string accepts the review: the proposed side as it is (the hunks taken, and your changes where it is editable)
+---@field reject string rejects the edit
+---@field take string takes the hunk under the cursor: its proposed text
+---@field drop string drops the hunk under the cursor: its current text stays
+---@field next string moves to the next hunk
+---@field prev string moves to the previous hunk
 
 ---@class AgentLsp.Config
 ---@field cmd string[] Command that starts the server (`agent-lsp` on PATH by default); setup() takes a string as a one-word command.
@@ -23,7 +27,8 @@ local M = {}
 ---@field scrub_env? string[] Patterns (* matches any text) of environment variables the agent's commands never get; nil keeps the server's list (credentials, and sockets such as NVIM and SSH_AUTH_SOCK), a list replaces it, {} removes only the API key's variable. Sent as scrubEnv.
 ---@field root_markers string[] Files whose presence marks a project root; the nearest one upward wins, else the cwd.
 ---@field autostart boolean Attach to every file buffer as it opens (from setup() on); false starts the client on first use.
----@field review_keys AgentLsp.ReviewKeys Keys that answer the review diff.
+---@field review_keys AgentLsp.ReviewKeys Keys of the review diff: move between hunks, take or drop one, accept or reject.
+---@field save_before_commands boolean Save the buffers the agent edited when it runs a command (agent/saveDocuments), so that builds and tests see its edits; false leaves them unsaved (the command's result says so).
 ---@field echo_progress boolean Echo progress in the echo area (statusline() has it either way).
 
 ---@type AgentLsp.Config
@@ -35,7 +40,8 @@ M.defaults = {
   allow_edit = {},
   root_markers = { ".git", "go.mod", "package.json", "Cargo.toml", "pyproject.toml", "mix.exs" },
   autostart = true,
-  review_keys = { accept = "ga", reject = "gr" },
+  review_keys = { accept = "ga", reject = "gr", take = "do", drop = "dp", next = "]c", prev = "[c" },
+  save_before_commands = true,
   echo_progress = true,
 }
 

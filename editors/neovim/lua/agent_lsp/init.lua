@@ -11,7 +11,11 @@
 --             summaries, transcripts
 --   events    text of agent/event notifications
 --   log       the event log (:AgentLog)
---   review    the diff shown for edits that need confirmation
+--   edit      applying workspace edits: the version check, buffers the
+--             edit loads attached once it is applied
+--   hunks     line hunks between two texts, and applying them to a buffer
+--   review    the diff shown for edits that need confirmation, by hunk
+--   save      agent/saveDocuments: saving the agent's edits before commands
 --   types     LuaCATS types of the wire contract (annotations only)
 -- plugin/agent_lsp.lua defines the commands at startup; setup() configures
 -- the plugin and starts attaching to file buffers.
@@ -107,7 +111,8 @@ function M.switch(project)
   commands.switch(project)
 end
 
----Statusline component: the running agent's latest progress, or "".
+---Statusline component: "agent: review waiting" while an edit's review is
+---open, else the running agent's latest progress, or "".
 ---@return string
 function M.statusline()
   return ui.statusline()

@@ -124,8 +124,9 @@ end
 ---@param s AgentLsp.SessionInfo
 ---@return string
 function M.session_item(s)
-  return ("%-9s %-10s %-19s %s  (%s · %s · created %s)"):format(
-    M.str(s.status), M.str(s.project), M.time(s.updated), M.oneline(s.title), M.str(s.session), count(s.messages, "message"), M.time(s.created))
+  return ("%-11s %-10s %-19s %s  (%s · %s · created %s%s)"):format(
+    M.str(s.status), M.str(s.project), M.time(s.updated), M.oneline(s.title), M.str(s.session), count(s.messages, "message"), M.time(s.created),
+    s.root and (" · " .. s.root) or "")
 end
 
 local function fence(text)

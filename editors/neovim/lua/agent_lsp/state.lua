@@ -26,6 +26,8 @@
 ---@field subagents table<string, string[]> session -> the subagent contexts seen (events, transcripts), for completion
 ---@field withheld_seen table<string, boolean> the lists of withheld tools already reported
 ---@field status string statusline text: the running agent's latest progress, or ""
+---@field reviewing boolean an edit's review is open (the statusline says so)
+---@field loading table<integer, boolean> buffers an edit is loading: attached once it is applied (see edit.apply), not as they load
 ---@field start_failed? boolean a failed start was reported (said once, not per buffer)
 
 ---@type AgentLsp.State
@@ -34,6 +36,8 @@ return {
   runs = {},
   next_token = 0,
   status = "",
+  reviewing = false,
+  loading = {},
   subagents = {},
   withheld_seen = {},
 }

@@ -15,7 +15,7 @@
 
 ---@alias AgentLsp.RunStatus "done"|"cancelled"|"failed"|"limit"
 
----@alias AgentLsp.SessionStatus AgentLsp.RunStatus|"running"
+---@alias AgentLsp.SessionStatus AgentLsp.RunStatus|"running"|"interrupted"
 
 ---The status of agent.run's result: a run's end, or "queued" when the
 ---session was running and the prompt waits for that run's next step.
@@ -99,6 +99,7 @@
 ---@class AgentLsp.SessionInfo
 ---@field session string
 ---@field project string
+---@field root? string the project's folder: the session continues only in a window that has it open
 ---@field title string the prompt's first words
 ---@field status AgentLsp.SessionStatus
 ---@field created string RFC 3339
@@ -247,6 +248,32 @@
 ---@field command "agent.switchProject"
 ---@field arguments AgentLsp.SwitchArgs
 ---@field result AgentLsp.SwitchResult
+
+-- Requests the server sends the client (besides LSP's own): each with its
+-- params and result, the shape of an example in
+-- testdata/protocol/requests/<method>.json. --------------------------------
+
+---@alias AgentLsp.ServerRequest
+---| AgentLsp.Request.SaveDocuments
+
+---agent/saveDocuments: before a command runs, save these documents (the
+---session's edits the editor holds unsaved); sent to a client that set
+---capabilities.experimental.saveDocuments.
+---@class AgentLsp.Request.SaveDocuments
+---@field method "agent/saveDocuments"
+---@field params AgentLsp.SaveDocumentsParams
+---@field result AgentLsp.SaveDocumentsResult
+
+---@class AgentLsp.SaveDocumentsParams
+---@field uris string[]
+
+---@class AgentLsp.SaveDocumentsResult
+---@field saved string[] the documents now on disk as in the editor (also those with nothing to write)
+---@field failed AgentLsp.SaveFailure[] those not saved, with the reason
+
+---@class AgentLsp.SaveFailure
+---@field uri string
+---@field reason string e.g. "E45: 'readonly' option is set (add ! to override)"
 
 -- Events: the agent/event notification, one flat object per kind. ----------
 

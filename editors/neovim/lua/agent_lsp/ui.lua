@@ -50,10 +50,23 @@ function M.restore_status(ended)
   M.set_status(text)
 end
 
----The statusline component: the running agent's latest progress, or "".
+---The statusline text while a review is open.
+M.REVIEW_WAITING = "agent: review waiting"
+
+---Marks a review open or closed: the statusline says a review waits while
+---one is open, then shows the progress again.
+---@param open boolean
+function M.set_reviewing(open)
+  state.reviewing = open
+  pcall(vim.cmd, "redrawstatus")
+  compat.fire("AgentLspStatus")
+end
+
+---The statusline component: "agent: review waiting" while a review is open,
+---else the running agent's latest progress, or "".
 ---@return string
 function M.statusline()
-  return state.status
+  return state.reviewing and M.REVIEW_WAITING or state.status
 end
 
 return M
