@@ -3,7 +3,8 @@
 # code-server, opens a copy of testdata/workspaces/sample in Debian's chromium
 # (driven by puppeteer-core), runs "Agent: Run" from the command palette
 # against the scripted model (a test double) and checks the editor's text and
-# the progress notification. The screenshot lands in .test-output/vscode-e2e/.
+# the progress notification, and that the extension saves the agent's edits
+# before its go test runs. The screenshots land in .test-output/vscode-e2e/.
 set -euo pipefail
 e2e="$(cd "$(dirname "$0")" && pwd)"
 ext="$(cd "$e2e/.." && pwd)"
@@ -23,6 +24,14 @@ cleanup() {
 trap cleanup EXIT
 rm -rf "$out" && mkdir -p "$out" "$work/bin" "$work/data/User" "$work/data/Machine" "$work/extensions"
 (cd "$repo" && go build -o "$work/bin/agent-lsp" ./cmd/agent-lsp && go build -o "$work/bin/scripted-model" ./cmd/scripted-model)
+# The extension host's environment comes from a login shell, not from this script: the server it
+# starts, and so the agent's go test, get Go's directory on PATH through this wrapper.
+cat >"$work/bin/agent-lsp-e2e" <<SH
+#!/bin/sh
+# The daemon the server starts exits soon after the test (the default is a minute).
+PATH="$(dirname "$(command -v go)"):\$PATH" AGENT_LSP_DAEMON_IDLE=3s exec "$work/bin/agent-lsp" "\$@"
+SH
+chmod +x "$work/bin/agent-lsp-e2e"
 cp -r "$repo/testdata/workspaces/sample" "$work/sample"
 "$work/bin/scripted-model" --script "$repo/testdata/scripts/editors.json" >"$work/model-url" &
 model_pid=$!
@@ -38,7 +47,7 @@ cat >"$work/data/User/settings.json" <<JSON
   "extensions.autoUpdate": false,
   "update.mode": "none",
   "window.restoreWindows": "none",
-  "agentLsp.path": "$work/bin/agent-lsp",
+  "agentLsp.path": "$work/bin/agent-lsp-e2e",
   "agentLsp.baseURL": "$(head -n1 "$work/model-url")",
   "agentLsp.model": "scripted",
   "agentLsp.storePath": "$work/sessions.db"
@@ -58,5 +67,6 @@ OPENAI_API_KEY=scripted "${cs[@]}" --auth none --bind-addr "127.0.0.1:$port" --d
 	--disable-workspace-trust --disable-getting-started-override "$work/sample" >"$out/code-server.log" 2>&1 &
 cs_pid=$!
 
-export E2E_URL="http://127.0.0.1:$port/?folder=$work/sample" E2E_OUT="$out" E2E_SETTINGS="$work/data/User/settings.json:$work/data/Machine/settings.json"
+export E2E_URL="http://127.0.0.1:$port/?folder=$work/sample" E2E_WORKSPACE="$work/sample" E2E_OUT="$out" \
+	E2E_SETTINGS="$work/data/User/settings.json:$work/data/Machine/settings.json"
 timeout 600 "$node24/node" "$e2e/test.mjs" || { echo "code-server log:" >&2; tail -40 "$out/code-server.log" >&2; exit 1; }

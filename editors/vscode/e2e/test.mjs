@@ -1,16 +1,18 @@
 // Drives code-server (a real VS Code) in Debian's chromium: opens greet.go, runs
 // "Agent: Run" from the command palette, and checks the progress notification,
-// the status bar, the edited text in the editor and the summary; then follows
-// up on a slow run (the prompt is queued for it), cancels that run with the
-// notification's Cancel button (its summary offers the unread prompt again),
-// and accepts an edit in review mode through VS Code's refactor preview.
-// run.sh sets the environment.
+// the status bar, the edited text in the editor and the summary; then a run
+// that adds a function with its test and runs go test, which passes because
+// the extension saved the edits first; then follows up on a slow run (the
+// prompt is queued for it), cancels that run with the notification's Cancel
+// button (its summary offers the unread prompt again), and accepts an edit in
+// review mode through VS Code's refactor preview. run.sh sets the environment.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { readFileSync, writeFileSync } from "node:fs";
 import puppeteer from "puppeteer-core";
 
 const url = process.env.E2E_URL;
+const workspace = process.env.E2E_WORKSPACE;
 const out = process.env.E2E_OUT;
 const step = (msg) => console.error(`e2e: ${msg}`);
 
@@ -84,6 +86,27 @@ async function run(page) {
   const done = await waitFor(() => text(".notifications-toasts").then((t) => (t.includes("Agent done (1 edit") ? t : "")), "the summary", 60000);
   step(`summary: ${JSON.stringify(done.slice(0, 160))}`);
 
+  // Add and test: the agent creates sub_test.go (empty on disk, its text unsaved in the editor) and
+  // adds Sub to greet.go, then runs go test ./... . Before the command the server asks the extension
+  // to save those files (agent/saveDocuments); unsaved, the empty sub_test.go would fail the build.
+  // This test never saves.
+  await page.keyboard.press("Escape");
+  await agentRun("Add Sub and run the tests");
+  const tested = await waitFor(() => text(".notifications-toasts").then((t) => (t.includes("Agent done (2 edits") ? t : "")), "the add-and-test run's summary", 120000);
+  step(`add and test: ${JSON.stringify(tested.slice(0, 160))}`);
+  assert.match(readFileSync(join(workspace, "greet.go"), "utf8"), /func Sub\(a, b int\) int \{/, "greet.go on disk has the new function");
+  assert.match(readFileSync(join(workspace, "sub_test.go"), "utf8"), /func TestSub\(t \*testing\.T\)/, "sub_test.go on disk has its test");
+  await palette("Agent: Show Output");
+  const transcript = await waitFor(
+    () => text(".part.panel").then((t) => (t.includes("run_command: go test ./...:") ? t : "")),
+    "the command's result in the Agent output",
+    60000,
+  );
+  await page.screenshot({ path: join(out, "saved.png") });
+  assert.match(transcript, /⤓ saved for the command: (greet\.go, sub_test\.go|sub_test\.go, greet\.go)/, transcript);
+  assert.match(transcript, /✓ run_command: go test \.\/\.\.\.: exit status 0/, transcript);
+  step("the extension saved the edits and the tests passed");
+
   // A slow run, stopped with the notification's Cancel button.
   await page.keyboard.press("Escape");
   await agentRun("this one is slow");
@@ -134,7 +157,14 @@ async function run(page) {
   await waitFor(() => text(".statusbar").then((t) => t.includes("edits now open in the refactor preview")), "the edit mode change", 60000);
   await page.keyboard.press("Escape");
   await agentRun("Exclaim in Greet");
-  await waitFor(() => text(".part.panel").then((t) => t.includes("greet.go")), "the refactor preview", 60000);
+  await waitFor(
+    () => page.evaluate(() => [...document.querySelectorAll(".part.panel .monaco-button")].some((b) => b.innerText.trim() === "Apply")),
+    "the refactor preview",
+    60000,
+  );
+  await waitFor(() => text(".part.panel").then((t) => t.includes("greet.go")), "greet.go in the refactor preview", 30000);
+  // The preview groups by file, hiding why the edit needs confirmation: the status bar says it while it waits.
+  await waitFor(() => text(".statusbar").then((t) => t.includes("agent: edit greet.go: proposed by agent-lsp; accept or reject")), "the review in the status bar", 30000);
   await page.screenshot({ path: join(out, "review.png") });
   assert.ok(!(await editorText()).includes('name + "!"'), "nothing is applied before the preview is accepted");
   // Edits that need confirmation start unticked: tick the file, then Apply.

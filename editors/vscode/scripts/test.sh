@@ -24,7 +24,10 @@ node scripts/fixtures.mjs
 npx --no-install tsc --noEmit -p .
 echo "vscode: unit and integration tests" >&2
 node esbuild.mjs --tests
-AGENT_LSP_BIN="$work/agent-lsp" AGENT_LSP_MODEL_URL="$(head -n1 "$work/model-url")" AGENT_LSP_SAMPLE="$repo/testdata/workspaces/sample" \
+# The servers' daemons exit soon after the tests; a test that names no store
+# never touches the user's.
+AGENT_LSP_DAEMON_IDLE=3s AGENT_LSP_STORE="$work/default.db" \
+	AGENT_LSP_BIN="$work/agent-lsp" AGENT_LSP_MODEL_URL="$(head -n1 "$work/model-url")" AGENT_LSP_SAMPLE="$repo/testdata/workspaces/sample" \
 	node --test --test-reporter=spec out/test/
 echo "vscode: package" >&2
 npm run --silent package >/dev/null

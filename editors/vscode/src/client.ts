@@ -1,6 +1,8 @@
 // The language client: starts agent-lsp for the whole window with the
 // settings and the stored API key, once the workspace is trusted; restarts it,
-// and adapts it to the typed AgentServer port the commands use.
+// and adapts it to the typed AgentServer port the commands use. It saves the
+// agent's edits before its commands (save.ts) and shows edits waiting for
+// review (review.ts).
 import * as vscode from "vscode";
 import {
   ExecuteCommandRequest,
@@ -12,6 +14,8 @@ import {
 import { apiKeySecret, findExecutable, initializationOptions, serverExecutable, type SettingProblem, type Settings } from "./config";
 import type { AgentServer, Client } from "./ctx";
 import type { WireEvent } from "./protocol";
+import { showReviews } from "./review";
+import { saveForAgent } from "./save";
 
 export class AgentClient implements Client, vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -23,6 +27,8 @@ export class AgentClient implements Client, vscode.Disposable {
     private context: vscode.ExtensionContext,
     private settings: (problems?: SettingProblem[]) => Settings,
     private onEvent: (ev: WireEvent) => void,
+    /** Appends a line to the transcript: what was saved for a command, an edit waiting for review. */
+    private note: (line: string) => void,
   ) {}
 
   server(): AgentServer | undefined {
@@ -57,9 +63,11 @@ export class AgentClient implements Client, vscode.Disposable {
       initializationOptions: initializationOptions(settings),
       outputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
+      middleware: { workspace: { handleApplyEdit: showReviews(this.note) } },
     };
     const client = new LanguageClient("agentLsp", "agent-lsp", exe, clientOptions);
     client.onNotification("agent/event", (ev: WireEvent) => this.onEvent(ev));
+    saveForAgent(client, () => this.settings().saveBeforeCommands, this.note);
     try {
       await client.start();
     } catch (e) {

@@ -121,7 +121,7 @@ export function askAboutSelection(ctx: Ctx): Cmd {
 
 export function resume(ctx: Ctx): Cmd {
   return async (session?: string) => {
-    session ??= await pickSession(ctx, "Resume which session?", (s) => s.status !== "done");
+    session ??= await pickSession(ctx, "Resume which session?", (s) => s.status !== "done" && s.status !== "running");
     return session ? launch(ctx, requests.resume, { session }, `resume ${session}`) : undefined;
   };
 }

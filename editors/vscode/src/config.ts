@@ -23,6 +23,8 @@ export interface Settings {
   toolOutput: number | null;
   /** Subagents get only the tools that read. */
   readOnlySubagents: boolean;
+  /** Save the documents the agent edited before its commands run (agent/saveDocuments). */
+  saveBeforeCommands: boolean;
 }
 
 /** The SecretStorage key that holds the API key. */
@@ -43,10 +45,18 @@ export const defaultSettings: Settings = {
   window: null,
   toolOutput: null,
   readOnlySubagents: false,
+  saveBeforeCommands: true,
 };
 
-/** The settings the server reads when it starts: all but the edit mode, which every run sends. A change restarts it. */
-export const serverSettings = (Object.keys(defaultSettings) as (keyof Settings)[]).filter((k) => k !== "edits");
+/**
+ * The settings the extension reads each time it needs them, so a change
+ * applies at once: the edit mode, which every run sends, and saving before
+ * commands, which each agent/saveDocuments reads.
+ */
+const readEachTime: readonly (keyof Settings)[] = ["edits", "saveBeforeCommands"];
+
+/** The settings the server reads when it starts. A change restarts it. */
+export const serverSettings = (Object.keys(defaultSettings) as (keyof Settings)[]).filter((k) => !readEachTime.includes(k));
 
 type TuningKey = "contextTokens" | "window" | "toolOutput" | "readOnlySubagents";
 
@@ -102,6 +112,7 @@ export function readSettings(get: <T>(key: string) => T | undefined, problems?: 
   s.deny = list("deny");
   s.allowEdit = list("allowEdit");
   s.scrubEnv = list("scrubEnv");
+  s.saveBeforeCommands = get<unknown>("saveBeforeCommands") !== false; // on unless turned off
   for (const [key, t] of Object.entries(tuning) as [TuningKey, Tuning][]) {
     const v = get<unknown>(key);
     if (t.range ? isIn(v, t.range) : typeof v === "boolean") {

@@ -13,8 +13,8 @@ let client: AgentClient | undefined;
 
 /** Activates the extension: one agent-lsp server per window. */
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
-  // The client hands agent/event to the context, which reaches the server through the client.
-  const agent = new AgentClient(context, settings, (ev) => ctx.onEvent(ev));
+  // The client hands agent/event and its own transcript lines to the context, which reaches the server through the client.
+  const agent = new AgentClient(context, settings, (ev) => ctx.onEvent(ev), (line) => ctx.output.appendLine(line));
   const ctx = new Ctx(agent, settings);
   client = agent;
   registerCommands(ctx);

@@ -23,7 +23,8 @@ export type EditMode = "apply" | "review";
 export type Durability = "sync" | "batched" | "exit";
 
 /** A session's status: running, or how its last run ended. */
-export type SessionStatus = "running" | RunStatus;
+/** "interrupted": stored as running, running nowhere now (a crash or a kill cut it off); it resumes. */
+export type SessionStatus = "running" | "interrupted" | RunStatus;
 
 /** How a run ended. */
 export type RunStatus = "done" | "cancelled" | "failed" | "limit";
@@ -97,6 +98,8 @@ export type RunResult = FinishedRun | QueuedRun;
 export interface SessionInfo {
   session: string;
   project: string;
+  /** The project's folder: a session continues only where it is open. Absent when not recorded. */
+  root?: string;
   title: string;
   status: SessionStatus;
   created: string;
@@ -235,6 +238,42 @@ export const requests = {
   projects: request("agent.projects"),
   switchProject: request("agent.switchProject"),
 };
+
+/** Params of agent/saveDocuments: documents the session's agent edited that the editor holds unsaved. */
+export interface SaveDocumentsParams {
+  uris: string[];
+}
+
+/** A document the editor could not save, and why (the agent is told). */
+export interface SaveFailure {
+  uri: string;
+  reason: string;
+}
+
+/** The answer to agent/saveDocuments: every URI asked for, either saved (the disk has its text) or failed. */
+export interface SaveDocumentsResult {
+  saved: string[];
+  failed: SaveFailure[];
+}
+
+/** The requests the server sends the editor, by method, with their params and result (docs/protocol.md). */
+export interface ServerRequests {
+  /** Before a command runs, for a client that declares experimental.saveDocuments. */
+  "agent/saveDocuments": { params: SaveDocumentsParams; result: SaveDocumentsResult };
+}
+
+export type ServerRequestName = keyof ServerRequests;
+
+/** One request and its answer: what a fixture of testdata/protocol/requests holds. */
+export interface RequestExample<M extends ServerRequestName> {
+  params: ServerRequests[M]["params"];
+  result: ServerRequests[M]["result"];
+}
+
+/** The methods of the server's requests, at run time; the Record makes the compiler insist on exactly those of ServerRequests. */
+export const serverRequests = Object.keys({
+  "agent/saveDocuments": true,
+} satisfies Record<ServerRequestName, true>) as ServerRequestName[];
 
 /** A work-done progress value the server reports on a run's token. */
 export interface ProgressValue {

@@ -105,3 +105,9 @@ test("the server binary is found by path or on PATH, and a missing one is report
   assert.equal(findExecutable(join(dir, "not-executable"), {}), undefined);
   assert.equal(findExecutable(dir, {}), undefined, "a directory is not a binary");
 });
+
+test("saving before commands is on unless turned off, and never goes to the server, which asks each time", () => {
+  assert.equal(readSettings(() => undefined).saveBeforeCommands, true);
+  assert.equal(readSettings((k) => (k === "saveBeforeCommands" ? (false as any) : undefined)).saveBeforeCommands, false);
+  assert.deepEqual(initializationOptions({ ...defaultSettings, saveBeforeCommands: false }), initializationOptions(defaultSettings));
+});

@@ -1,14 +1,14 @@
 // The golden fixtures of the wire contract (testdata/protocol, recorded from
 // the real server by the Go tests) through the extension: their file names are
-// exactly the extension's commands and event kinds, and every example renders
-// with its key values. tsc has already checked each fixture against the
+// exactly the extension's commands, event kinds and the requests it answers,
+// and every example renders with its key values. tsc has already checked each fixture against the
 // protocol types (scripts/fixtures.mjs generates test/fixtures from them).
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import { tuning } from "../src/config";
 import { deleted, EventFormatter, projectItem, sessionDocLink, sessionItem, summary, switched, transcript, unread } from "../src/format";
-import { eventTypes, requests, type AgentEventOf, type CommandExample, type CommandName, type EventType, type RunResult } from "../src/protocol";
+import { eventTypes, requests, serverRequests, type AgentEventOf, type CommandExample, type CommandName, type EventType, type RunResult } from "../src/protocol";
 import { commandExamples, eventExamples } from "./fixtures";
 
 const protocol = "../../testdata/protocol"; // the tests run in editors/vscode
@@ -30,9 +30,11 @@ function shows(text: string, want: (string | number)[], what: string): void {
   }
 }
 
-test("the fixtures name exactly the commands in requests and the event kinds the extension knows", () => {
+test("the fixtures name exactly the commands in requests, the event kinds and the server's requests the extension knows", () => {
   assert.deepEqual(Object.values(requests).map((r) => r.command).sort(), fixtureNames("commands"));
   assert.deepEqual([...eventTypes].sort(), fixtureNames("events"));
+  // A request's file is named after its method with "/" written "." (save.test.ts answers them).
+  assert.deepEqual(serverRequests.map((m) => m.replaceAll("/", ".")).sort(), fixtureNames("requests"));
 });
 
 /** What an event of each kind shows in the transcript; [] means nothing. */

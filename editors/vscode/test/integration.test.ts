@@ -1,18 +1,24 @@
 // Integration test: the real agent-lsp binary, started with the very server
 // options and initializationOptions the extension uses, driven through
 // vscode-jsonrpc against the scripted model (a test double, not a model).
-// scripts/test.sh provides the binaries through the environment.
+// The test plays the editor: it applies edits to its documents as VS Code
+// does (unsaved), and saves them with the extension's own agent/saveDocuments
+// handler over the stubbed vscode API. scripts/test.sh provides the binaries
+// through the environment.
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import * as rpc from "vscode-jsonrpc/node";
+import type { ClientCapabilities } from "vscode-languageclient";
 import { defaultSettings, initializationOptions, serverExecutable, tuning, type Settings } from "../src/config";
 import { projectItem } from "../src/format";
-import { requests } from "../src/protocol";
+import { requests, type SessionDetail } from "../src/protocol";
+import { saveForAgent } from "../src/save";
+import { stub, Uri } from "./vscode-stub";
 
 const bin = process.env.AGENT_LSP_BIN;
 const modelURL = process.env.AGENT_LSP_MODEL_URL;
@@ -26,10 +32,39 @@ type Started = {
   edits: any[];
   progress: any[];
   events: any[];
-  stderr: string[];
-  /** The documents open in this "editor", by URI. */
-  docs: Map<string, { version: number; text: string }>;
+  /** The window/logMessage messages: the server's warnings, the settings it does not know among them. */
+  logs: string[];
+  /** The documents open in this "editor", by URI; also the stubbed workspace.textDocuments the save handler sees. */
+  docs: Map<string, EditorDocument>;
+  /** The transcript lines the extension adds (what it saved for a command). */
+  notes: string[];
+  /** What the "user" makes of an edit's text edits before they are applied (as unticking parts in the preview); as sent by default. */
+  keep: (edits: TextEdit[]) => TextEdit[];
 };
+
+type Pos = { line: number; character: number };
+type TextEdit = { range: { start: Pos; end: Pos }; newText: string };
+
+/** A document open in the test "editor": edits leave it unsaved, as in VS Code, until save() writes it and says so (didSave). */
+class EditorDocument {
+  isDirty = false;
+  readonly uri: Uri;
+  constructor(
+    private conn: rpc.MessageConnection,
+    readonly path: string,
+    public version: number,
+    public text: string,
+  ) {
+    this.uri = Uri.file(path);
+  }
+
+  async save(): Promise<boolean> {
+    writeFileSync(this.path, this.text);
+    this.isDirty = false;
+    await this.conn.sendNotification("textDocument/didSave", { textDocument: { uri: pathToFileURL(this.path).href } });
+    return true;
+  }
+}
 
 let dir = "";
 before(() => {
@@ -40,13 +75,14 @@ before(() => {
 });
 after(() => dir && rmSync(dir, { recursive: true, force: true }));
 
-async function startServer(settings: Settings, root: string): Promise<Started> {
+async function startServer(settings: Settings, root: string, init = initializationOptions(settings)): Promise<Started> {
   const exe = serverExecutable(settings, "scripted-key", { ...process.env, OPENAI_BASE_URL: modelURL, AGENT_LSP_MODEL: "scripted" });
-  const proc = spawn(exe.command, exe.args, { env: exe.options.env, stdio: ["pipe", "pipe", "pipe"] });
-  const s: Started = { proc, init: undefined, edits: [], progress: [], events: [], stderr: [], docs: new Map(), conn: undefined as any };
-  proc.stderr!.on("data", (d) => s.stderr.push(String(d)));
+  const proc = spawn(exe.command, exe.args, { env: exe.options.env, stdio: ["pipe", "pipe", "inherit"] });
+  const s: Started = { proc, init: undefined, edits: [], progress: [], events: [], logs: [], docs: new Map(), notes: [], keep: (e) => e, conn: undefined as any };
+  stub.reset(); // the save handler sees this editor's documents
   s.conn = rpc.createMessageConnection(new rpc.StreamMessageReader(proc.stdout!), new rpc.StreamMessageWriter(proc.stdin!));
-  // Like an editor: an edit of an open document changes it, and the server hears of it (didChange).
+  // Like VS Code: a new file is created on disk, empty; an edit of a file not open opens it first
+  // (didOpen); the edit changes the document, unsaved, and the server hears of it (didChange).
   s.conn.onRequest("workspace/applyEdit", async (p: any): Promise<{ applied: boolean; failureReason?: string }> => {
     s.edits.push(p);
     const review = Object.values(p.edit.changeAnnotations ?? {}).some((a: any) => a.needsConfirmation);
@@ -54,32 +90,41 @@ async function startServer(settings: Settings, root: string): Promise<Started> {
       return { applied: false, failureReason: "rejected in review" };
     }
     for (const change of p.edit.documentChanges ?? []) {
-      const doc = change.textDocument && s.docs.get(change.textDocument.uri);
-      if (doc && change.edits) {
-        doc.text = applyTextEdits(doc.text, change.edits);
-        doc.version++;
-        await s.conn.sendNotification("textDocument/didChange", {
-          textDocument: { uri: change.textDocument.uri, version: doc.version },
-          contentChanges: [{ text: doc.text }],
-        });
+      if (change.kind === "create") {
+        writeFileSync(fileURLToPath(change.uri), "", { flag: "wx" });
+        continue;
       }
+      const uri = change.textDocument.uri;
+      const doc = s.docs.get(uri) ?? (await openDocument(s, fileURLToPath(uri), 1));
+      doc.text = applyTextEdits(doc.text, s.keep(change.edits));
+      doc.version++;
+      doc.isDirty = true;
+      await s.conn.sendNotification("textDocument/didChange", { textDocument: { uri, version: doc.version }, contentChanges: [{ text: doc.text }] });
     }
     return { applied: true };
   });
   s.conn.onRequest("window/workDoneProgress/create", () => null);
   s.conn.onNotification("$/progress", (p) => void s.progress.push(p));
   s.conn.onNotification("agent/event", (e) => void s.events.push(e));
+  s.conn.onNotification("window/logMessage", (p) => void s.logs.push(p.message));
+  const capabilities: ClientCapabilities = {
+    window: { workDoneProgress: true },
+    workspace: { applyEdit: true, workspaceFolders: true, workspaceEdit: { documentChanges: true, resourceOperations: ["create"], changeAnnotationSupport: { groupsOnLabel: true } } },
+  };
+  // The extension's own capability and agent/saveDocuments handler, as its LanguageClient registers them.
+  saveForAgent(
+    { registerFeature: (f) => f.fillClientCapabilities(capabilities), onRequest: (method, handler) => s.conn.onRequest(method, handler) },
+    () => settings.saveBeforeCommands,
+    (line) => s.notes.push(line),
+  );
   s.conn.listen();
   const uri = pathToFileURL(root).href;
   const initialized = s.conn.sendRequest("initialize", {
     processId: process.pid,
     rootUri: uri,
     workspaceFolders: [{ uri, name: "sample" }],
-    capabilities: {
-      window: { workDoneProgress: true },
-      workspace: { applyEdit: true, workspaceFolders: true, workspaceEdit: { documentChanges: true, resourceOperations: ["create"], changeAnnotationSupport: { groupsOnLabel: true } } },
-    },
-    initializationOptions: initializationOptions(settings),
+    capabilities,
+    initializationOptions: init,
   });
   try {
     s.init = await initialized;
@@ -94,20 +139,21 @@ async function startServer(settings: Settings, root: string): Promise<Started> {
 }
 
 /** text with the LSP text edits applied (positions in UTF-16 code units, as JavaScript strings count). */
-function applyTextEdits(text: string, edits: { range: { start: Pos; end: Pos }; newText: string }[]): string {
+function applyTextEdits(text: string, edits: TextEdit[]): string {
   const lines = text.split("\n");
   const offset = (p: Pos) => lines.slice(0, p.line).reduce((n, l) => n + l.length + 1, 0) + p.character;
   const sorted = [...edits].sort((a, b) => offset(b.range.start) - offset(a.range.start));
   return sorted.reduce((t, e) => t.slice(0, offset(e.range.start)) + e.newText + t.slice(offset(e.range.end)), text);
 }
-type Pos = { line: number; character: number };
 
 /** Opens the file at path in the "editor" s, at version. */
-async function openDocument(s: Started, path: string, version: number): Promise<void> {
+async function openDocument(s: Started, path: string, version: number): Promise<EditorDocument> {
   const uri = pathToFileURL(path).href;
-  const text = readFileSync(path, "utf8");
-  s.docs.set(uri, { version, text });
-  await s.conn.sendNotification("textDocument/didOpen", { textDocument: { uri, languageId: "go", version, text } });
+  const doc = new EditorDocument(s.conn, path, version, readFileSync(path, "utf8"));
+  s.docs.set(uri, doc);
+  stub.textDocuments.push(doc);
+  await s.conn.sendNotification("textDocument/didOpen", { textDocument: { uri, languageId: "go", version, text: doc.text } });
+  return doc;
 }
 
 async function stop(s: Started): Promise<void> {
@@ -182,6 +228,98 @@ test("review mode marks every edit as needing confirmation, and a rejection reac
   }
 });
 
+/** The content of the tool message answering the session's first call of tool name. */
+async function toolResult(s: Started, session: string, name: string): Promise<string> {
+  const detail: SessionDetail = await s.conn.sendRequest("workspace/executeCommand", { command: requests.session.command, arguments: [{ session }] });
+  const call = detail.messages.flatMap((m) => m.toolCalls ?? []).find((c) => c.name === name);
+  const answer = detail.messages.find((m) => m.role === "tool" && m.toolCallId === call?.id);
+  assert.ok(answer, `no result of ${name} in ${JSON.stringify(detail.messages)}`);
+  return answer.content;
+}
+
+/** A copy of the sample workspace for one test, with files added. */
+function workspaceCopy(name: string, files: Record<string, string> = {}): string {
+  const root = join(dir, name);
+  cpSync(sample!, root, { recursive: true });
+  for (const [file, text] of Object.entries(files)) writeFileSync(join(root, file), text);
+  return root;
+}
+
+test("the extension saves the agent's edits before its command: the tests it runs see them", { skip: missing && "set by scripts/test.sh" }, async () => {
+  const root = workspaceCopy("saved");
+  const settings: Settings = { ...defaultSettings, path: bin!, storePath: join(dir, "saved.db") };
+  const s = await startServer(settings, root);
+  try {
+    const greet = join(root, "greet.go");
+    await openDocument(s, greet, 1);
+    // The agent creates sub_test.go (empty on disk, its text in the editor) and adds Sub to greet.go, then runs go test.
+    const result: any = await s.conn.sendRequest("workspace/executeCommand", {
+      command: "agent.run",
+      arguments: [{ prompt: "Add Sub and run the tests", edits: settings.edits }],
+    });
+    assert.equal(result.status, "done", JSON.stringify(result));
+    assert.equal(result.edits, 2);
+    // Unsaved, sub_test.go would be empty on disk and the build would fail: exit status 0 is the proof.
+    const ran = await toolResult(s, result.session, "run_command");
+    assert.match(ran, /^exit status 0\n\$ go test \.\/\.\.\.\nok\s+example\.com\/sample/, ran);
+    assert.doesNotMatch(ran, /unsaved in the editor/);
+    assert.match(readFileSync(greet, "utf8"), /func Sub\(a, b int\) int \{/);
+    assert.match(readFileSync(join(root, "sub_test.go"), "utf8"), /func TestSub\(t \*testing\.T\)/);
+    assert.deepEqual([...s.docs.values()].map((d) => [d.path, d.isDirty]), [[greet, false], [join(root, "sub_test.go"), false]]);
+    assert.equal(s.notes.length, 1, s.notes.join("\n"));
+    assert.match(s.notes[0], /^  ⤓ saved for the command: (greet\.go, sub_test\.go|sub_test\.go, greet\.go)$/);
+  } finally {
+    await stop(s);
+  }
+});
+
+test("with agentLsp.saveBeforeCommands off, nothing is saved: the command runs on the disk and the agent is told why", { skip: missing && "set by scripts/test.sh" }, async () => {
+  const root = workspaceCopy("unsaved");
+  const settings: Settings = { ...defaultSettings, path: bin!, storePath: join(dir, "unsaved.db"), saveBeforeCommands: false };
+  const s = await startServer(settings, root);
+  try {
+    const greet = join(root, "greet.go");
+    const before = readFileSync(greet, "utf8");
+    const doc = await openDocument(s, greet, 1);
+    const result: any = await s.conn.sendRequest("workspace/executeCommand", {
+      command: "agent.run",
+      arguments: [{ prompt: "Add Mul and run the tests", edits: settings.edits }],
+    });
+    assert.equal(result.status, "done", JSON.stringify(result));
+    const ran = await toolResult(s, result.session, "run_command");
+    assert.match(ran, /^note: the command ran on the files on disk; unsaved in the editor: greet\.go \(your edit; agentLsp\.saveBeforeCommands is off\)\n/, ran);
+    assert.equal(readFileSync(greet, "utf8"), before, "the disk is as it was");
+    assert.deepEqual([doc.isDirty, doc.text.includes("func Mul(a, b int) int")], [true, true], "the edit waits unsaved in the editor");
+    assert.deepEqual(s.notes, ["  ⚠ not saved for the command: greet.go (agentLsp.saveBeforeCommands is off)"]);
+  } finally {
+    await stop(s);
+  }
+});
+
+test("an edit the user keeps only in part reaches the agent as changed by the user at those lines", { skip: missing && "set by scripts/test.sh" }, async () => {
+  const root = workspaceCopy("partial", { "notes.txt": "one\ntwo\nthree\nfour\nfive\n" });
+  const settings: Settings = { ...defaultSettings, path: bin!, storePath: join(dir, "partial.db") };
+  const s = await startServer(settings, root);
+  try {
+    // The server sends the change as one text edit; the "user" keeps its first line and not its last,
+    // as unticking in VS Code's preview or changing the edit before applying it does.
+    s.keep = (edits) => edits.map((e) => ({ ...e, newText: e.newText.replace("FIVE", "five") }));
+    const result: any = await s.conn.sendRequest("workspace/executeCommand", {
+      command: "agent.run",
+      arguments: [{ prompt: "Capitalize the first and last lines of notes.txt", edits: settings.edits }],
+    });
+    assert.equal(result.status, "done", JSON.stringify(result));
+    const notes = s.docs.get(pathToFileURL(join(root, "notes.txt")).href);
+    assert.equal(notes?.text, "ONE\ntwo\nthree\nfour\nfive\n", "the edit landed in part");
+    const edited = await toolResult(s, result.session, "edit_file");
+    assert.match(edited, /the edit of notes\.txt was applied with changes by the user at lines 5-5/, edited);
+    const end = s.events.find((e) => e.type === "tool.end" && e.name === "edit_file");
+    assert.equal(end?.ok, false, "the tool call is an error for the model");
+  } finally {
+    await stop(s);
+  }
+});
+
 test("the request table names exactly the server's commands, and projects render with their stack", { skip: missing && "set by scripts/test.sh" }, async () => {
   const root = join(dir, "sample");
   const s = await startServer({ ...defaultSettings, path: bin!, storePath: join(dir, "projects.db") }, root);
@@ -198,18 +336,24 @@ test("the request table names exactly the server's commands, and projects render
   }
 });
 
+/** The server's warnings about initializationOptions keys it does not know: sent in window/logMessage before its answer to initialize. */
+const unknownKeys = (s: Started) => s.logs.filter((m) => m.includes("is not a setting"));
+
 test("the server takes allowEdit and scrubEnv as the extension sends them", { skip: missing && "set by scripts/test.sh" }, async () => {
   const settings: Settings = { ...defaultSettings, path: bin!, storePath: join(dir, "settings.db"), allowEdit: [".vscode/settings.json"], scrubEnv: ["*_TOKEN"] };
   const s = await startServer(settings, join(dir, "sample"));
   try {
     assert.ok(s.init.capabilities, "a wrong type would fail initialize");
-    // The server logs unknown keys before the line that ends initialize.
-    for (let i = 0; i < 100 && !s.stderr.join("").includes("project(s)"); i++) await new Promise((r) => setTimeout(r, 20));
-    const log = s.stderr.join("");
-    assert.match(log, /project\(s\)/);
-    assert.doesNotMatch(log, /is not a setting/);
+    assert.deepEqual(unknownKeys(s), []);
   } finally {
     await stop(s);
+  }
+  // The same check catches a key the server does not know.
+  const wrong = await startServer(settings, join(dir, "sample"), { ...initializationOptions(settings), allowEdits: ["x"] });
+  try {
+    assert.deepEqual(unknownKeys(wrong), ["agent-lsp: initializationOptions.allowEdits is not a setting of agent-lsp; ignored"]);
+  } finally {
+    await stop(wrong);
   }
 });
 
@@ -238,7 +382,7 @@ test("the context settings reach the server, and a follow-up to the running sess
     const running = s.conn.sendRequest("workspace/executeCommand", { command: "agent.run", arguments: [{ prompt: "this one is slow", edits: settings.edits }] }) as Promise<any>;
     const start = await eventOf(s, (e) => e.type === "run.start");
     assert.equal(start.contextTokens, 16384, "run.start reports the context size the extension set");
-    assert.doesNotMatch(s.stderr.join(""), /is not a setting/);
+    assert.deepEqual(unknownKeys(s), []);
     const queued: any = await s.conn.sendRequest("workspace/executeCommand", {
       command: "agent.run",
       arguments: [{ prompt: "Also say hi", session: start.session, edits: settings.edits }],

@@ -15,6 +15,9 @@ const properties: Record<string, { scope?: string; default?: unknown }> = pkg.co
 const harmless: Record<string, string> = {
   "agentLsp.model": "a model of the endpoint the user chose",
   "agentLsp.edits": "how edits reach the editor; every edit reaches it either way",
+  // Off, commands run on the disk as it is, and the agent is told which of its edits they did not
+  // see; on, the extension saves only what the agent edited. Neither runs a program nor sends data.
+  "agentLsp.saveBeforeCommands": "whether the agent's edits are saved before its commands; the agent is told either way",
   "agentLsp.trace.server": "a trace in a local output channel",
   // The tuning settings (config.ts): how much of the conversation the model of the user's endpoint
   // sees, and what subagents may do. Read once per window by the one server, hence window-scoped.
@@ -50,7 +53,7 @@ test("every setting that runs programs or sends data elsewhere is machine or app
   }
 });
 
-test("every harmless setting is contributed and window-scoped: the window's one server reads it", () => {
+test("every harmless setting is contributed and window-scoped: one value for the window's one server", () => {
   for (const key of Object.keys(harmless)) {
     assert.ok(properties[key], `${key} is not contributed`);
     assert.ok([undefined, "window"].includes(properties[key].scope), `${key} is scoped ${properties[key].scope}`);

@@ -94,6 +94,11 @@ test("the edit mode applies to the next run without a restart", () => {
   assert.deepEqual(stub.statusMessages, ["agent: edits now open in the refactor preview first"]);
 });
 
+test("saving before commands applies to the next command without a restart", () => {
+  stub.changeSettings("agentLsp.saveBeforeCommands");
+  assert.equal(restarts, 0);
+});
+
 test("other extensions' settings change nothing", () => {
   stub.changeSettings("editor.fontSize");
   assert.equal(restarts, 0);

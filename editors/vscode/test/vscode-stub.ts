@@ -130,6 +130,8 @@ export const stub = {
   linkProviders: [] as { selector: any; provider: any }[],
   activeTextEditor: undefined as any,
   workspaceFolders: undefined as any,
+  /** The open documents (workspace.textDocuments): at least uri, isDirty and save(). */
+  textDocuments: [] as { uri: Uri; isDirty: boolean; save(): Promise<boolean> }[],
   reset(): void {
     this.inputs = [];
     this.inputBoxes = [];
@@ -142,6 +144,7 @@ export const stub = {
     this.opened = [];
     this.activeTextEditor = undefined;
     this.workspaceFolders = undefined;
+    this.textDocuments = [];
     this.statusMessages = [];
     this.trusted = true;
   },
@@ -262,6 +265,9 @@ export const workspace = {
   },
   get isTrusted() {
     return stub.trusted;
+  },
+  get textDocuments() {
+    return stub.textDocuments;
   },
   onDidChangeConfiguration: stub.configuration.event,
   asRelativePath(u: Uri | string) {

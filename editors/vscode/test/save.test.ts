@@ -1,0 +1,135 @@
+// Unit tests of saving before commands (agent/saveDocuments) against the
+// stubbed vscode API: what is saved, what is not and why, the setting, and the
+// capability that makes the server ask.
+import assert from "node:assert/strict";
+import { beforeEach, test } from "node:test";
+import type { ClientCapabilities, StaticFeature } from "vscode-languageclient";
+import type { SaveDocumentsParams, SaveDocumentsResult } from "../src/protocol";
+import { notSaved, saveDocuments, saveForAgent } from "../src/save";
+import { requestExamples } from "./fixtures";
+import { Uri, stub } from "./vscode-stub";
+
+/** An open document of the stub: dirty or not; save answers as given and counts its calls. */
+function doc(path: string, isDirty: boolean, save: () => Promise<boolean> = async () => true) {
+  const d = {
+    uri: Uri.file(path),
+    isDirty,
+    saves: 0,
+    async save() {
+      d.saves++;
+      const ok = await save();
+      d.isDirty = d.isDirty && !ok;
+      return ok;
+    },
+  };
+  stub.textDocuments.push(d);
+  return d;
+}
+
+beforeEach(() => stub.reset());
+
+test("a dirty document is saved; one not open, or open with nothing unsaved, counts as saved untouched", async () => {
+  const greet = doc("/w/greet.go", true);
+  const clean = doc("/w/clean.go", false);
+  const r = await saveDocuments({ uris: ["file:///w/greet.go", "file:///w/closed.go", "file:///w/clean.go"] }, true);
+  assert.deepEqual(r, { saved: ["file:///w/greet.go", "file:///w/closed.go", "file:///w/clean.go"], failed: [] });
+  assert.deepEqual([greet.saves, greet.isDirty, clean.saves], [1, false, 0]);
+});
+
+test("only the documents asked for are saved, never the user's other unsaved ones", async () => {
+  const mine = doc("/w/greet.go", true);
+  const users = doc("/w/notes.go", true);
+  await saveDocuments({ uris: ["file:///w/greet.go"] }, true);
+  assert.deepEqual([mine.saves, users.saves, users.isDirty], [1, 0, true]);
+});
+
+test("the server's URIs match documents by their parsed form, not their spelling", async () => {
+  const spaced = doc("/w/my file.go", true);
+  const r = await saveDocuments({ uris: ["file:///w/my%20file.go"] }, true);
+  assert.deepEqual(r.saved, ["file:///w/my%20file.go"], "answered with the URI as the server sent it");
+  assert.equal(spaced.saves, 1);
+});
+
+test("a save VS Code refuses or that throws fails with a reason; the others are saved", async () => {
+  doc("/w/ro.go", true, async () => false);
+  doc("/w/gone.go", true, async () => {
+    throw new Error("EROFS: read-only file system");
+  });
+  doc("/w/ok.go", true);
+  const r = await saveDocuments({ uris: ["file:///w/ro.go", "file:///w/gone.go", "file:///w/ok.go"] }, true);
+  assert.deepEqual(r, {
+    saved: ["file:///w/ok.go"],
+    failed: [
+      { uri: "file:///w/ro.go", reason: notSaved.refused },
+      { uri: "file:///w/gone.go", reason: "saving failed: EROFS: read-only file system" },
+    ],
+  });
+  assert.match(notSaved.refused, /^VS Code did not save it/);
+});
+
+test("with agentLsp.saveBeforeCommands off, nothing is saved and every document fails saying so", async () => {
+  const greet = doc("/w/greet.go", true);
+  const r = await saveDocuments({ uris: ["file:///w/greet.go", "file:///w/closed.go"] }, false);
+  assert.deepEqual(r, {
+    saved: [],
+    failed: [
+      { uri: "file:///w/greet.go", reason: "agentLsp.saveBeforeCommands is off" },
+      { uri: "file:///w/closed.go", reason: "agentLsp.saveBeforeCommands is off" },
+    ],
+  });
+  assert.equal(greet.saves, 0);
+});
+
+/** A client that records what saveForAgent registers. */
+function fakeClient() {
+  const c = {
+    features: [] as StaticFeature[],
+    handlers: new Map<string, (p: SaveDocumentsParams) => Promise<SaveDocumentsResult>>(),
+    registerFeature: (f: StaticFeature) => void c.features.push(f),
+    onRequest: (method: string, h: (p: SaveDocumentsParams) => Promise<SaveDocumentsResult>) => void c.handlers.set(method, h),
+  };
+  return c;
+}
+
+test("the client declares experimental.saveDocuments, keeping other experimental capabilities", () => {
+  const c = fakeClient();
+  saveForAgent(c, () => true, () => {});
+  assert.equal(c.features.length, 1);
+  const caps: ClientCapabilities = { experimental: { other: 1 } };
+  c.features[0].fillClientCapabilities(caps);
+  assert.deepEqual(caps.experimental, { other: 1, saveDocuments: true });
+  const bare: ClientCapabilities = {};
+  c.features[0].fillClientCapabilities(bare);
+  assert.deepEqual(bare.experimental, { saveDocuments: true });
+});
+
+test("the handler reads the setting at each request and notes what it saved in the transcript", async () => {
+  const c = fakeClient();
+  let on = true;
+  const lines: string[] = [];
+  saveForAgent(c, () => on, (l) => lines.push(l));
+  const handle = c.handlers.get("agent/saveDocuments");
+  assert.ok(handle, "agent/saveDocuments has a handler");
+  doc("/w/greet.go", true);
+  doc("/w/ro.go", true, async () => false);
+  await handle({ uris: ["file:///w/greet.go", "file:///w/ro.go"] });
+  assert.deepEqual(lines, ["  ⤓ saved for the command: greet.go", `  ⚠ not saved for the command: ro.go (${notSaved.refused})`]);
+  on = false;
+  lines.length = 0;
+  const r = await handle({ uris: ["file:///w/greet.go"] });
+  assert.deepEqual(r.failed, [{ uri: "file:///w/greet.go", reason: notSaved.off }], "a change of the setting applies to the next request");
+  assert.deepEqual(lines, ["  ⚠ not saved for the command: greet.go (agentLsp.saveBeforeCommands is off)"]);
+});
+
+test("the contract's fixture: its request, with its documents open and unsaved, gets its answer", async () => {
+  for (const ex of requestExamples["agent/saveDocuments"]) {
+    stub.reset();
+    for (const uri of ex.params.uris) {
+      const failure = ex.result.failed.find((f) => f.uri === uri);
+      doc(Uri.parse(uri).path, true, async () => !failure);
+    }
+    const r = await saveDocuments(ex.params, true);
+    assert.deepEqual(r.saved, ex.result.saved);
+    assert.deepEqual(r.failed.map((f) => f.uri), ex.result.failed.map((f) => f.uri));
+  }
+});
