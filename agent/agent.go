@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agent-lsp/agent-lsp/agent/event"
@@ -27,6 +26,7 @@ var (
 	ErrUnknownSession = errors.New("unknown session")
 	ErrUnknownProject = errors.New("unknown project")
 	ErrSessionBusy    = errors.New("session is already running")
+	ErrFolderNotOpen  = errors.New("the session's folder is not open")
 	ErrNoProject      = errors.New("no project is open")
 	ErrBadSelection   = errors.New("the selection cannot be read")
 )
@@ -85,6 +85,10 @@ type Config struct {
 	// and test then ask).
 	Sandbox         *sandbox.Sandbox
 	SandboxSettings sandbox.Settings
+	// Runs is the registry of running sessions; nil: the runtime's own.
+	// Runtimes over one store share one (a session runs once), and a prompt
+	// for a session running in another of them is queued into that run.
+	Runs *Runs
 }
 
 // Summary is the compressed history of old turns.
@@ -105,15 +109,7 @@ type Runtime struct {
 	budget  *budget              // the model's context, learned as it answers
 	counter counter              // token estimates of messages, by ID
 
-	mu     sync.Mutex            // guards active
-	active map[string]*activeRun // session ID -> its running run
-}
-
-// activeRun is a session's run in progress.
-type activeRun struct {
-	cancel context.CancelFunc
-	run    *run          // set once the run has started its graph
-	done   chan struct{} // closed when the run has ended
+	runs *Runs // the sessions running now, maybe shared with other runtimes
 }
 
 // schema is the state one run of the graph holds.
@@ -180,7 +176,10 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.CommandTimeout = DefaultCommandTimeout
 	}
 	s, st := newSchema()
-	rt := &Runtime{cfg: cfg, schema: s, st: st, active: map[string]*activeRun{}, subSem: make(chan struct{}, cfg.SubagentConcurrency),
+	if cfg.Runs == nil {
+		cfg.Runs = NewRuns()
+	}
+	rt := &Runtime{cfg: cfg, schema: s, st: st, runs: cfg.Runs, subSem: make(chan struct{}, cfg.SubagentConcurrency),
 		budget: newBudget(cfg.ContextTokens)}
 	g, err := graph.New(s).
 		Node("agent", rt.agentNode).
@@ -237,56 +236,34 @@ type Result struct {
 }
 
 // Cancel cancels a session's running run and reports whether one was running.
-func (rt *Runtime) Cancel(session string) bool {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	a, ok := rt.active[session]
-	if ok {
-		a.cancel()
-	}
-	return ok
-}
+func (rt *Runtime) Cancel(session string) bool { return rt.runs.cancel(session) }
 
 // ContextTokens is the model's context size as the runtime knows it: the
 // configured one, or a smaller one a provider's refusal taught it.
 func (rt *Runtime) ContextTokens() int { return rt.budget.limit() }
 
-// Running reports whether a session has a run in progress.
-func (rt *Runtime) Running(session string) bool {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	_, ok := rt.active[session]
-	return ok
-}
+// Running reports whether a session has a run in progress (in any runtime
+// sharing this one's Runs).
+func (rt *Runtime) Running(session string) bool { return rt.runs.Running(session) }
 
 func errBusy(session string) error {
 	return fmt.Errorf("%w: %s (cancel it or wait for it to end)", ErrSessionBusy, session)
 }
 
-// begin marks session as running until the returned func is called.
-func (rt *Runtime) begin(ctx context.Context, session string) (context.Context, *activeRun, func(), error) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if _, busy := rt.active[session]; busy {
-		return nil, nil, nil, errBusy(session)
+// localProject is the name, in this runtime's workspace, of the project a
+// stored session works in: found by its folder, so that a session is never
+// continued in another repository that has the same name here.
+// ErrFolderNotOpen when this workspace lacks the folder. A session stored
+// before folders were recorded goes by its project's name.
+func (rt *Runtime) localProject(sess store.Session) (string, error) {
+	if sess.Root == "" {
+		return sess.Project, nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	a := &activeRun{cancel: cancel, done: make(chan struct{})}
-	rt.active[session] = a
-	return ctx, a, func() {
-		cancel()
-		rt.mu.Lock()
-		delete(rt.active, session)
-		rt.mu.Unlock()
-		close(a.done)
-	}, nil
-}
-
-// started records the run of an active session once it exists.
-func (rt *Runtime) started(a *activeRun, r *run) {
-	rt.mu.Lock()
-	a.run = r
-	rt.mu.Unlock()
+	p, ok := rt.cfg.Workspace.ProjectAt(sess.Root)
+	if !ok {
+		return "", fmt.Errorf("%w: session %s works in %s: open folder %s in this window to continue it", ErrFolderNotOpen, sess.ID, sess.Root, sess.Root)
+	}
+	return p.Name(), nil
 }
 
 // resolveProject picks the run's project: the requested one, the session's,
@@ -345,12 +322,16 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 		now := time.Now()
 		sess = store.Session{ID: "s-" + message.NewID(), Title: transcript.Title(req.Prompt), Status: store.StatusRunning, Created: now, Updated: now}
 	}
-	project, err := rt.resolveProject(req.Project, sess.Project)
+	current, err := rt.localProject(sess)
+	if err != nil {
+		return Result{}, err
+	}
+	project, err := rt.resolveProject(req.Project, current)
 	if err != nil {
 		return Result{}, err
 	}
 	sess.Project = project
-	ctx, active, end, err := rt.begin(ctx, sess.ID)
+	ctx, active, end, err := rt.runs.begin(ctx, rt, sess.ID)
 	if err != nil {
 		return Result{}, err
 	}
@@ -368,7 +349,7 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	if err := rt.fits(r, project, human); err != nil {
 		return Result{}, err
 	}
-	rt.started(active, r)
+	rt.runs.started(active, r)
 	r.emit(event.RunStart{Project: project, ContextTokens: rt.budget.limit(), Withheld: r.withheld})
 	r.emit(event.Message{Message: human})
 	if req.Durability != "" {
@@ -385,14 +366,20 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	ctx, active, end, err := rt.begin(ctx, sess.ID)
+	if local, err := rt.localProject(sess); err != nil {
+		return Result{}, err
+	} else if local != sess.Project {
+		return Result{}, fmt.Errorf("%w: session %s works in the folder %s, open here as project %s but stored as %s: continue it with a prompt (agent.run) instead",
+			ErrFolderNotOpen, sess.ID, sess.Root, local, sess.Project)
+	}
+	ctx, active, end, err := rt.runs.begin(ctx, rt, sess.ID)
 	if err != nil {
 		return Result{}, err
 	}
 	defer end()
 	r := rt.newRun(sess, req)
 	r.fitTools(rt)
-	rt.started(active, r)
+	rt.runs.started(active, r)
 	r.emit(event.RunStart{Project: sess.Project, ContextTokens: rt.budget.limit(), Withheld: r.withheld})
 	if req.Durability != "" {
 		ctx = store.WithDurability(ctx, req.Durability)
@@ -451,6 +438,9 @@ func (rt *Runtime) graphConfig(r *run, maxSteps int) graph.Config {
 			sess.Messages = len(rt.st.messages.Get(s))
 			if p := rt.st.project.Get(s); p != "" {
 				sess.Project = p
+				if proj, ok := rt.cfg.Workspace.Project(p); ok {
+					sess.Root = proj.Root()
+				}
 			}
 			return &sess
 		}

@@ -55,6 +55,9 @@ func (rt *Runtime) SwitchProject(ctx context.Context, session, project string) e
 	}
 	cfg := graph.Config{Thread: session, Checkpointer: rt.cfg.Store, Index: func(s graph.State, status graph.Status) *store.Session {
 		sess.Status, sess.Updated, sess.Project = status, time.Now(), project
+		if p, ok := rt.cfg.Workspace.Project(project); ok {
+			sess.Root = p.Root()
+		}
 		sess.Messages = len(rt.st.messages.Get(s))
 		return &sess
 	}}

@@ -17,20 +17,24 @@ var errNotRunning = errors.New("session is not running")
 // and read at the run's next step boundary. errNotRunning when the session
 // is not running (or its run has just ended: then once it has).
 func (rt *Runtime) queue(ctx context.Context, req Request) (Result, error) {
-	rt.mu.Lock()
-	a := rt.active[req.Session]
-	var r *run
-	if a != nil {
-		r = a.run
-	}
-	rt.mu.Unlock()
+	a, r := rt.runs.get(req.Session)
 	if a == nil {
 		return Result{}, errNotRunning
 	}
 	if r == nil { // the run is starting: it will take input once it has
 		return Result{}, errBusy(req.Session)
 	}
+	owner := a.rt // the run may be another window's (a shared Runs): its graph holds the inbox
 	project := r.session.Project
+	if p, ok := owner.cfg.Workspace.Project(project); ok && owner != rt {
+		local, ok := rt.cfg.Workspace.ProjectAt(p.Root())
+		if !ok {
+			return Result{}, fmt.Errorf("%w: session %s works in %s: open folder %s in this window to continue it", ErrFolderNotOpen, req.Session, p.Root(), p.Root())
+		}
+		if req.Project == local.Name() {
+			req.Project = project
+		}
+	}
 	if req.Project != "" && req.Project != project {
 		return Result{}, fmt.Errorf("%w: a prompt for a running session runs in its project (%s); switch projects after it ends", ErrSessionBusy, project)
 	}
@@ -41,7 +45,7 @@ func (rt *Runtime) queue(ctx context.Context, req Request) (Result, error) {
 	human := message.NewHuman(text)
 	human.Name = "human@" + project
 	r.hold(human)
-	pos, err := rt.graph.Queue(ctx, rt.graphConfig(r, 0), human.ID, graph.NewPatch(rt.st.messages.Append(human)))
+	pos, err := owner.graph.Queue(ctx, owner.graphConfig(r, 0), human.ID, graph.NewPatch(owner.st.messages.Append(human)))
 	if errors.Is(err, graph.ErrNotRunning) {
 		r.drop(human.ID)
 		select { // the run is ending; the prompt starts the next one

@@ -1,12 +1,8 @@
 package server
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/agent-lsp/agent-lsp/agent"
@@ -31,6 +27,8 @@ type Backend struct {
 	AllowEdit []workspace.Rule // protected files the settings let the agent change without confirmation
 	Sandbox   *sandbox.Sandbox // confines commands (Landlock)
 	Confine   sandbox.Settings // how each project's commands are confined
+
+	closeStore func() // closes the store if this backend opened it (not the daemon's)
 }
 
 // Folder is one workspace folder as the editor names it.
@@ -44,7 +42,7 @@ type Folder struct {
 // scrubbed of the API key and the settings' scrubEnv patterns. The notices
 // are problems the user should hear of (a folder that could not be added, a
 // store that could not be opened); they do not stop the backend.
-func NewBackend(s config.Settings, enc workspace.Encoding, folders []Folder, environ []string, getenv func(string) string, warn func(string)) (*Backend, []string, error) {
+func NewBackend(hub *Hub, s config.Settings, enc workspace.Encoding, folders []Folder, environ []string, getenv func(string) string, warn func(string)) (*Backend, []string, error) {
 	var notices []string
 	rules, err := shellrule.NewSet(nonEmpty(s.Allow), nonEmpty(s.Deny))
 	if err != nil {
@@ -60,27 +58,40 @@ func NewBackend(s config.Settings, enc workspace.Encoding, folders []Folder, env
 			notices = append(notices, "workspace folder skipped: "+err.Error())
 		}
 	}
-	db, note := openStore(s.StorePath, ws.Roots(), s.Durability, warn)
-	if note != "" {
-		notices = append(notices, note)
+	db, err := hub.sharedStore(s.StorePath)
+	if err != nil {
+		return nil, notices, err
+	}
+	owned := db == nil
+	if owned {
+		var note string
+		db, note = openStore(s.StorePath, s.Durability, warn)
+		if note != "" {
+			notices = append(notices, note)
+		}
+	}
+	closeStore := func() {
+		if owned {
+			db.Close()
+		}
 	}
 	m := model.NewOpenAI(model.Config{BaseURL: s.BaseURL, Model: s.Model, APIKey: s.APIKey})
 	env := tools.ScrubEnv(environ, []string{s.APIKeyEnv, "OPENAI_API_KEY"}, s.ScrubEnv)
 	sb, err := sandbox.New(s.Landlock)
 	if err != nil {
-		db.Close()
+		closeStore()
 		return nil, notices, err
 	}
 	mode, _ := sandbox.ParseMode(s.Sandbox) // checked when the settings were resolved
 	confine := sandbox.Settings{Mode: mode, Writable: s.SandboxWritable, Network: s.SandboxNetwork, Temp: os.TempDir(), Getenv: getenv}
 	rt, err := agent.New(agent.Config{Model: m, ModelName: s.Model, ContextTokens: s.ContextTokens, Workspace: ws, Store: db,
 		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, CommandEnv: env,
-		Sandbox: sb, SandboxSettings: confine, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) }})
+		Sandbox: sb, SandboxSettings: confine, Runs: hub.runs, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) }})
 	if err != nil {
-		db.Close()
+		closeStore()
 		return nil, notices, err
 	}
-	return &Backend{Settings: s, Workspace: ws, Store: db, Runtime: rt, Rules: rules, AllowEdit: allowEdit, Sandbox: sb, Confine: confine}, notices, nil
+	return &Backend{Settings: s, Workspace: ws, Store: db, Runtime: rt, Rules: rules, AllowEdit: allowEdit, Sandbox: sb, Confine: confine, closeStore: closeStore}, notices, nil
 }
 
 // nonEmpty drops blank patterns (an empty entry of an editor's list setting).
@@ -94,8 +105,8 @@ func nonEmpty(patterns []string) []string {
 	return out
 }
 
-// Close closes the store; runs must have ended.
-func (b *Backend) Close() error { return b.Store.Close() }
+// Close closes the store if the backend opened it; runs must have ended.
+func (b *Backend) Close() { b.closeStore() }
 
 // StoreName says where sessions are kept, for logs.
 func (b *Backend) StoreName() string {
@@ -105,28 +116,13 @@ func (b *Backend) StoreName() string {
 	return "memory"
 }
 
-// openStore opens the store file at path. When another process holds it,
-// the window keeps its sessions in a sibling file named after its folders, so
-// it finds them again when reopened; failing that, in memory. The note says
-// what happened, if anything. (The shared-store daemon will replace the
-// sibling file.)
-func openStore(path string, roots []string, d store.Durability, warn func(string)) (store.Store, string) {
+// openStore opens the store file at path. When another process holds it
+// (a server started with --no-daemon while a daemon or another server owns
+// the file), the window's sessions are kept in memory; the note says so.
+func openStore(path string, d store.Durability, warn func(string)) (store.Store, string) {
 	db, err := store.Open(path, store.WithDefaultDurability(d), store.WithWarn(warn))
 	if err == nil {
 		return db, db.Recovered()
 	}
-	if errors.Is(err, store.ErrLocked) {
-		alt := siblingStorePath(path, roots)
-		if db, err2 := store.Open(alt, store.WithDefaultDurability(d), store.WithWarn(warn)); err2 == nil {
-			return db, fmt.Sprintf("%v; this window keeps its sessions in %s", err, alt)
-		}
-	}
 	return store.NewMemory(), fmt.Sprintf("%v; sessions of this window are kept in memory only", err)
-}
-
-// siblingStorePath is the store file of one set of workspace folders, beside main.
-func siblingStorePath(main string, roots []string) string {
-	h := sha256.Sum256([]byte(strings.Join(roots, "\x00")))
-	ext := filepath.Ext(main)
-	return strings.TrimSuffix(main, ext) + "." + hex.EncodeToString(h[:4]) + ext
 }

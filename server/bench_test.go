@@ -41,7 +41,7 @@ func BenchmarkInitialize(b *testing.B) {
 	dir := b.TempDir()
 	for i := 0; i < b.N; i++ {
 		cmd := exec.Command(bin)
-		cmd.Env = append(os.Environ(), "AGENT_LSP_STORE="+filepath.Join(dir, "s.db"), "OPENAI_API_KEY=x")
+		cmd.Env = append(os.Environ(), "AGENT_LSP_DAEMON=off", "AGENT_LSP_STORE="+filepath.Join(dir, "s.db"), "OPENAI_API_KEY=x")
 		in, _ := cmd.StdinPipe()
 		out, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {

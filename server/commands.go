@@ -172,7 +172,8 @@ func sessionError(command string, err error) error {
 	case errors.As(err, &tooLarge):
 		return invalidParams("%s: %v", command, err)
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, agent.ErrUnknownSession), errors.Is(err, agent.ErrUnknownProject),
-		errors.Is(err, agent.ErrSessionBusy), errors.Is(err, agent.ErrNoProject), errors.Is(err, agent.ErrBadSelection):
+		errors.Is(err, agent.ErrSessionBusy), errors.Is(err, agent.ErrNoProject), errors.Is(err, agent.ErrBadSelection),
+		errors.Is(err, agent.ErrFolderNotOpen):
 		return invalidParams("%s: %v", command, err)
 	}
 	return jsonrpc2.Errorf(jsonrpc2.InternalError, "%s: %v", command, err)

@@ -271,7 +271,7 @@ func TestKillAndResume(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				if len(list) != 1 || list[0].Session != session || list[0].Status != "running" {
+				if len(list) != 1 || list[0].Session != session || list[0].Status != "interrupted" {
 					t.Fatalf("sessions after kill: %+v", list)
 				}
 				var v sessionView

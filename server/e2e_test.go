@@ -84,7 +84,9 @@ type stdio struct {
 func startServer(t *testing.T, env ...string) *lspClient {
 	t.Helper()
 	cmd := exec.Command(binary)
-	cmd.Env = append(os.Environ(), env...)
+	// The server in-process: these tests are about it (server/daemon tests
+	// the daemon); a test may turn the daemon on in env.
+	cmd.Env = append(append(os.Environ(), "AGENT_LSP_DAEMON=off"), env...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	c := &lspClient{t: t, cmd: cmd, stderr: &lockedBuffer{}}

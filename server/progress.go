@@ -38,7 +38,7 @@ func (q *sequencer) next(session string) int64 {
 // owns the batch of text deltas; no lock is held while it calls the client.
 type reporter struct {
 	c     *client
-	seqs  *sequencer
+	hub   *Hub            // numbers events per session and passes them to the session's followers
 	token json.RawMessage // the run's progress token; nil: no progress
 	in    chan report
 	done  chan struct{}
@@ -53,8 +53,8 @@ type report struct {
 }
 
 // newReporter starts a reporter whose progress (on token, if any) begins with title.
-func newReporter(c *client, seqs *sequencer, token json.RawMessage, title string) *reporter {
-	k := &reporter{c: c, seqs: seqs, token: token, in: make(chan report, 256), done: make(chan struct{})}
+func newReporter(c *client, hub *Hub, token json.RawMessage, title string) *reporter {
+	k := &reporter{c: c, hub: hub, token: token, in: make(chan report, 256), done: make(chan struct{})}
 	k.progress(progressValue{Kind: "begin", Title: title, Cancellable: true})
 	go k.loop()
 	return k
@@ -174,10 +174,12 @@ func (k *reporter) flushText(b *batch) {
 	}
 }
 
-// send numbers an event in its session's sequence and sends it.
+// send numbers an event in its session's sequence and sends it, also to
+// the connections following the session.
 func (k *reporter) send(e event.Event) {
-	e.Seq = k.seqs.next(e.Session)
+	e.Seq = k.hub.seqs.next(e.Session)
 	k.c.event(e)
+	k.hub.watchers.send(e, k.c)
 }
 
 // progressOf is the progress line an event makes, if any, and whether it ends

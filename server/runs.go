@@ -82,7 +82,7 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	if token != nil {
 		s.requests.setToken(token, c)
 	}
-	k := newReporter(s.client, &s.seqs, token, title)
+	k := newReporter(s.client, s.opts.Hub, token, title)
 	settings := call.b.Settings
 	review := settings.Edits == "review"
 	if o.edits != "" {
@@ -92,6 +92,14 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	req.Editor = &editor{c: s.client, ws: call.b.Workspace, review: review, allowEdit: call.b.AllowEdit, before: k.flush, saves: s.life.canSave(), line: &s.reviews}
 	req.Permissions = &permissions{rules: call.b.Rules, always: &s.always, c: s.client, interactive: settings.Interactive, before: k.flush}
 	req.MaxSteps, req.Durability = settings.MaxSteps, store.Durability(o.durability)
+	if req.Durability == "" {
+		req.Durability = settings.Durability // the daemon's store is shared: each connection's setting applies to its runs
+	}
+	if req.Session != "" && call.b.Runtime.Running(req.Session) {
+		// Likely queued into a run of another window: follow the session
+		// from now on, so that this window sees its prompt queued.
+		s.opts.Hub.watchers.watch(req.Session, s.client)
+	}
 	res, err := run(runCtx, req)
 	if err != nil {
 		k.close("failed: " + err.Error())
@@ -99,9 +107,11 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	}
 	if res.Status == agent.StatusQueued {
 		k.close(fmt.Sprintf("queued for the running session (position %d)", res.Position))
+		s.opts.Hub.watchers.watch(res.Session, s.client) // its run may be another window's
 		return res, nil
 	}
 	k.close("")
+	s.opts.Hub.watchers.ended(res.Session)
 	if s.requests.cancelledByRequest(c) && res.Status == store.StatusCancelled {
 		return agent.Result{}, jsonrpc2.Errorf(RequestCancelled, "%s cancelled by $/cancelRequest (session %s, status cancelled)", command, res.Session)
 	}

@@ -43,6 +43,9 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// Exit is called when the parent process named in initialize dies; nil means os.Exit.
 	Exit func(code int)
+	// Hub is what this connection shares with others of the process (the
+	// daemon's store and running sessions); nil: its own.
+	Hub *Hub
 }
 
 // Server serves one editor connection. Each piece of its shared state has one
@@ -55,7 +58,6 @@ type Server struct {
 
 	life     lifecycle      // the LSP state and the backend
 	requests inflight       // cancellable requests, by ID and progress token
-	seqs     sequencer      // agent/event sequence numbers, per session
 	always   allowances     // commands allowed "always" for a session
 	reviews  fifo           // edits waiting for the user's confirmation, of every run
 	runs     sync.WaitGroup // agent.run and agent.resume handlers in progress
@@ -78,6 +80,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	if opts.Exit == nil {
 		opts.Exit = os.Exit
 	}
+	if opts.Hub == nil {
+		opts.Hub = NewHub(nil, "")
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &Server{opts: opts, ctx: ctx, exited: make(chan struct{})}
@@ -97,11 +102,12 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	select {
 	case <-s.conn.Done():
 	case <-s.exited:
-		// Do not wait for the read loop: a blocking read of stdin ends only at EOF.
 	case <-ctx.Done():
-		s.conn.Close()
+		// Here and after exit, do not wait for the read loop: a blocking read
+		// of stdin ends only at EOF (the caller closes a socket).
 	}
 	s.stopRuns()
+	opts.Hub.watchers.forget(s.client)
 	shutdown := s.life.close()
 	select {
 	case <-s.exited:
@@ -109,6 +115,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 			return errors.New("exit without shutdown")
 		}
 		return nil
+	case <-ctx.Done():
+		return nil // stopped (SIGTERM, or the daemon): the runs were cancelled and checkpointed
 	default:
 	}
 	s.conn.Close()

@@ -28,10 +28,15 @@ const (
 	StatusCancelled Status = "cancelled"
 	StatusFailed    Status = "failed"
 	StatusLimit     Status = "limit"
+	// StatusInterrupted is never stored: the session index shows it for a
+	// session stored as running that runs nowhere now (a crash or a kill
+	// cut it off; it resumes).
+	StatusInterrupted Status = "interrupted"
 )
 
-// Ended reports whether s ends a run: every status but StatusRunning.
-func (s Status) Ended() bool { return s != StatusRunning }
+// Ended reports whether s ends a run: every status but StatusRunning and
+// StatusInterrupted.
+func (s Status) Ended() bool { return s != StatusRunning && s != StatusInterrupted }
 
 // OpKind is the kind of one list operation.
 type OpKind uint8
@@ -98,6 +103,7 @@ type State struct {
 type Session struct {
 	ID       string    `json:"session"`
 	Project  string    `json:"project"`
+	Root     string    `json:"root,omitempty"` // the project's folder: a session continues only where it is open
 	Title    string    `json:"title"`
 	Status   Status    `json:"status"`
 	Created  time.Time `json:"created"`

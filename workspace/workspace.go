@@ -198,6 +198,20 @@ func (w *Workspace) Project(name string) (*Project, bool) {
 	return nil, false
 }
 
+// ProjectAt returns the project whose root folder is root (as given or
+// with its links resolved).
+func (w *Workspace) ProjectAt(root string) (*Project, bool) {
+	root = filepath.Clean(root)
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	for _, p := range w.projects {
+		if p.root == root || p.realRoot == root {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
 // ProjectFor returns the project holding path; with nested folders the
 // longest root wins.
 func (w *Workspace) ProjectFor(path string) (*Project, bool) {

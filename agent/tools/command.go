@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -325,10 +326,33 @@ func commandTimeout(requested int, def time.Duration) time.Duration {
 // group when it ends (so background children do not outlive it), on timeout
 // or on cancellation. A command whose background children kept its output
 // open past WaitDelay succeeded as far as its own exit status says.
+// lookPath finds a program in the PATH of env, the environment the command
+// runs with (a daemon serves connections with other environments than its
+// own, which is empty); else as exec does, in this process's PATH.
+func lookPath(name string, env []string) string {
+	if strings.ContainsRune(name, '/') {
+		return name
+	}
+	for i := len(env) - 1; i >= 0; i-- {
+		path, ok := strings.CutPrefix(env[i], "PATH=")
+		if !ok {
+			continue
+		}
+		for _, dir := range filepath.SplitList(path) {
+			p := filepath.Join(dir, name)
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				return p
+			}
+		}
+		break
+	}
+	return name
+}
+
 func execute(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string, keep int) (out string, total int64, code int, err error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
+	cmd := exec.CommandContext(cctx, lookPath(argv[0], env), argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

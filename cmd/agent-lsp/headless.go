@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/uri"
@@ -23,6 +24,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/transcript"
 	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/server/daemon"
 	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
@@ -64,6 +66,7 @@ type runFlags struct {
 	project, session string
 	resume           string
 	json             bool
+	noDaemon         bool
 	settings         *config.Flags // model, endpoint, store, limits, permissions
 }
 
@@ -76,6 +79,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.session, "session", "", "continue this session with a new prompt")
 	fs.StringVar(&f.resume, "resume", "", "resume this interrupted session (no prompt)")
 	fs.BoolVar(&f.json, "json", false, "print agent/event lines and a result line as JSON on stdout")
+	fs.BoolVar(&f.noDaemon, "no-daemon", false, "run in-process even when a daemon owns the store (also AGENT_LSP_DAEMON=off)")
 	f.settings = config.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, runUsage)
@@ -295,19 +299,20 @@ func failed(err error, usage bool) resultLine {
 	return resultLine{Result: agent.Result{Status: store.StatusFailed, Error: err.Error()}, usageError: usage}
 }
 
-// headless starts the server in-process, drives one run over JSON-RPC as an
-// editor would, prints its result and returns the exit code.
+// headless drives one run over JSON-RPC as an editor would, through the
+// daemon of the store when one runs, else in-process (serving the daemon's
+// address meanwhile, so that editors and the CLI reach the store), prints
+// its result and returns the exit code.
 func headless(f runFlags, prompt string, stdout, stderr io.Writer) int {
 	ctx := context.Background()
-	c2sR, c2sW := io.Pipe()
-	s2cR, s2cW := io.Pipe()
-	served := make(chan error, 1)
-	go func() {
-		served <- server.Serve(ctx, c2sR, s2cW, server.Options{Flags: f.settings, Logf: func(string, ...any) {}})
-		s2cW.Close()
-	}()
+	stream, served, err := serverFor(ctx, f)
+	if err != nil {
+		res := failed(err, false)
+		(&client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr}).printResult(res, stdout)
+		return res.exitCode()
+	}
 	cl := &client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr, tr: transcript.New(stderr), enc: workspace.UTF8}
-	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(pipeRWC{s2cR, c2sW, []io.Closer{c2sW, s2cR}}))
+	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(stream))
 	conn.Go(ctx, cl.handle)
 	defer conn.Close()
 
@@ -315,9 +320,73 @@ func headless(f runFlags, prompt string, stdout, stderr io.Writer) int {
 	cl.printResult(res, stdout)
 	conn.Call(ctx, "shutdown", nil, nil)
 	conn.Notify(ctx, "exit", nil)
-	<-served
+	served()
 	return res.exitCode()
 }
+
+// serverFor connects a headless run to a server: the daemon's, else one
+// in-process. served waits for the server to end after exit.
+func serverFor(ctx context.Context, f runFlags) (stream io.ReadWriteCloser, served func(), err error) {
+	opts := server.Options{Flags: f.settings, Logf: func(string, ...any) {}}
+	if !f.noDaemon && daemonEnabled(os.Getenv) {
+		st, _, err := config.Resolve(os.Getenv, nil, f.settings)
+		if err != nil {
+			return nil, nil, err
+		}
+		path, err := filepath.Abs(st.StorePath)
+		if err != nil {
+			return nil, nil, err
+		}
+		dir, _ := os.Getwd()
+		s, err := daemon.Dial(path, daemon.Hello{Op: "serve", Env: os.Environ(), Dir: dir, Args: append(f.settings.Args(), "-store="+path)})
+		switch {
+		case err == nil:
+			done := make(chan struct{})
+			return connStream{s}, func() { // the daemon closes the connection after exit
+				go func() { io.Copy(io.Discard, s.Reader); close(done) }()
+				select {
+				case <-done:
+				case <-time.After(10 * time.Second):
+				}
+				s.Conn.Close()
+			}, nil
+		case !daemon.IsNoDaemon(err):
+			return nil, nil, err
+		}
+		// None runs: serve the store here, and its address while the run lives.
+		if d, err := daemon.Open(ctx, daemon.Config{Store: path, Idle: -1, Sessions: sessionsOn}); err == nil {
+			if err := d.Listen(); err == nil {
+				go d.Serve(ctx)
+			}
+			opts.Hub = d.Hub()
+			stream, served := inProcess(ctx, opts)
+			return stream, func() { served(); d.Close() }, nil
+		}
+		// The store is held by a server without a daemon: it says so itself.
+	}
+	stream, served = inProcess(ctx, opts)
+	return stream, served, nil
+}
+
+// inProcess starts a server in this process.
+func inProcess(ctx context.Context, opts server.Options) (io.ReadWriteCloser, func()) {
+	c2sR, c2sW := io.Pipe()
+	s2cR, s2cW := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		server.Serve(ctx, c2sR, s2cW, opts)
+		s2cW.Close()
+		close(done)
+	}()
+	return pipeRWC{s2cR, c2sW, []io.Closer{c2sW, s2cR}}, func() { <-done }
+}
+
+// connStream is a daemon connection as the client's stream.
+type connStream struct{ s *daemon.Session }
+
+func (c connStream) Read(p []byte) (int, error)  { return c.s.Reader.Read(p) }
+func (c connStream) Write(p []byte) (int, error) { return c.s.Conn.Write(p) }
+func (c connStream) Close() error                { return c.s.Conn.Close() }
 
 // drive initializes the server and runs the command, cancelling it on SIGINT
 // or SIGTERM (a second signal quits at once).

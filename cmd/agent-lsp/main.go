@@ -16,6 +16,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/server/daemon"
 )
 
 const usage = `agent-lsp: a coding agent in your editor, over the Language Server Protocol.
@@ -24,8 +25,10 @@ Usage:
   agent-lsp [flags]              serve LSP over stdin/stdout (editors start it like this)
   agent-lsp run [flags] [PROMPT | -]
                                  run the agent headless on a workspace (CI, scripts)
-  agent-lsp sessions [list|show ID|delete ID] [flags]
+  agent-lsp sessions [list|show ID|delete ID|prune] [flags]
                                  list, read or delete stored sessions
+  agent-lsp daemon [status|stop] [flags]
+                                 the per-user daemon that owns the store (started when needed)
   agent-lsp version              print the version
 
 Run 'agent-lsp COMMAND --help' for a command's flags.
@@ -45,6 +48,8 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runCommand(args[1:], stdin, stdout, stderr)
 		case "sessions":
 			return sessionsCommand(args[1:], stdout, stderr)
+		case "daemon":
+			return daemonCommand(args[1:], stdout, stderr)
 		case "version", "--version":
 			fmt.Fprintf(stdout, "agent-lsp %s (%s %s/%s)\n", server.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return 0
@@ -56,12 +61,14 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	opts := server.Options{Flags: config.Register(fs)}
 	fs.Bool("stdio", true, "serve over stdin/stdout (the only transport; accepted for clients that pass it)")
+	noDaemon := fs.Bool("no-daemon", false, "serve in-process instead of through the per-user daemon that shares the store (also AGENT_LSP_DAEMON=off)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
 		fmt.Fprint(stderr, "\nSettings, lowest to highest precedence: defaults, environment, initializationOptions, flags.\n"+
 			"Environment: OPENAI_API_KEY (or the variable model.apiKeyEnv names), OPENAI_BASE_URL, AGENT_LSP_MODEL,\n"+
-			"AGENT_LSP_STORE, AGENT_LSP_DURABILITY. The wire contract is docs/protocol.md.\n")
+			"AGENT_LSP_STORE, AGENT_LSP_DURABILITY, AGENT_LSP_DAEMON (off: no daemon), AGENT_LSP_DAEMON_IDLE.\n"+
+			"The server forwards to the daemon of its store (agent-lsp daemon --help). The wire contract is docs/protocol.md.\n")
 	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -77,6 +84,10 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	opts.Logf = logger.Printf
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	if !*noDaemon && daemonEnabled(os.Getenv) {
+		f := daemon.Forwarder{Flags: opts.Flags, Environ: os.Environ(), Starter: daemon.Starter{Idle: daemonIdle(os.Getenv, stderr)}, Stderr: stderr}
+		return f.Forward(ctx, stdin, stdout)
+	}
 	if err := server.Serve(ctx, stdin, stdout, opts); err != nil {
 		logger.Printf("%v", err)
 		return 1

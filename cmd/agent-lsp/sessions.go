@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/transcript"
 	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/server/daemon"
 	"github.com/agent-lsp/agent-lsp/store"
 )
 
@@ -26,37 +28,25 @@ Flags:
 `
 
 func sessionsCommand(args []string, stdout, stderr io.Writer) int {
-	sub := "list"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, args = args[0], args[1:]
+	_, _, path, code := parseSessions(args, io.Discard)
+	if code >= 0 {
+		_, _, _, code = parseSessions(args, stderr) // prints the usage or the error
+		return code
 	}
-	fs := flag.NewFlagSet("agent-lsp sessions", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("store", "", "session store file (default from AGENT_LSP_STORE, else ~/.local/state/agent-lsp/sessions.db)")
-	project := fs.String("project", "", "only sessions of this project (list)")
-	olderThan := fs.Duration("older-than", 0, "age for prune, e.g. 720h")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, sessionsUsage)
-		fs.PrintDefaults()
-	}
-	var id string
-	if sub == "show" || sub == "delete" {
-		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-			fmt.Fprintf(stderr, "agent-lsp sessions %s: missing session ID\n", sub)
-			return 2
+	if daemonEnabled(os.Getenv) {
+		// A daemon owns the store while editors run: it runs the command.
+		res, err := daemon.RunSessions(path, args)
+		if err == nil {
+			fmt.Fprint(stdout, res.Stdout)
+			fmt.Fprint(stderr, res.Stderr)
+			return res.Code
 		}
-		id, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
+		if !daemon.IsNoDaemon(err) {
+			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
+			return 1
 		}
-		return 2
 	}
-	if *path == "" {
-		*path = config.StorePath(os.Getenv)
-	}
-	db, err := store.Open(*path, store.WithWarn(func(msg string) { fmt.Fprintf(stderr, "agent-lsp sessions: %s\n", msg) }))
+	db, err := store.Open(path, store.WithWarn(func(msg string) { fmt.Fprintf(stderr, "agent-lsp sessions: %s\n", msg) }))
 	if err != nil {
 		fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
 		return 1
@@ -65,7 +55,63 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 	if r := db.Recovered(); r != "" {
 		fmt.Fprintf(stderr, "agent-lsp sessions: %s\n", r)
 	}
-	ctx := context.Background()
+	return sessionsOn(context.Background(), db, func(string) bool { return false }, args, stdout, stderr)
+}
+
+// sessionFlags are the parsed arguments of agent-lsp sessions.
+type sessionFlags struct {
+	sub, id, project string
+	olderThan        time.Duration
+}
+
+// parseSessions parses the arguments; code is -1 when they are good, else
+// the exit code (0 after --help).
+func parseSessions(args []string, stderr io.Writer) (f sessionFlags, fs *flag.FlagSet, path string, code int) {
+	f.sub = "list"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		f.sub, args = args[0], args[1:]
+	}
+	fs = flag.NewFlagSet("agent-lsp sessions", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	storePath := fs.String("store", "", "session store file (default from AGENT_LSP_STORE, else ~/.local/state/agent-lsp/sessions.db)")
+	fs.StringVar(&f.project, "project", "", "only sessions of this project (list)")
+	fs.DurationVar(&f.olderThan, "older-than", 0, "age for prune, e.g. 720h")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, sessionsUsage)
+		fs.PrintDefaults()
+	}
+	if f.sub == "show" || f.sub == "delete" {
+		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+			fmt.Fprintf(stderr, "agent-lsp sessions %s: missing session ID\n", f.sub)
+			return f, fs, "", 2
+		}
+		f.id, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return f, fs, "", 0
+		}
+		return f, fs, "", 2
+	}
+	path = *storePath
+	if path == "" {
+		path = config.StorePath(os.Getenv)
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return f, fs, path, -1
+}
+
+// sessionsOn runs agent-lsp sessions ARGS on db (here, or in the daemon
+// that owns it); running says whether a session runs now.
+func sessionsOn(ctx context.Context, db *store.Bolt, running func(string) bool, args []string, stdout, stderr io.Writer) int {
+	f, fs, path, code := parseSessions(args, stderr)
+	if code >= 0 {
+		return code
+	}
+	sub, id, project, olderThan := f.sub, f.id, &f.project, &f.olderThan
+	path = db.Path()
 	switch sub {
 	case "list":
 		list, err := db.Sessions(ctx, *project)
@@ -73,8 +119,13 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
 			return 1
 		}
+		for i, s := range list {
+			if s.Status == store.StatusRunning && !running(s.ID) {
+				list[i].Status = store.StatusInterrupted
+			}
+		}
 		if len(list) == 0 {
-			fmt.Fprintln(stderr, "no sessions in", *path)
+			fmt.Fprintln(stderr, "no sessions in", path)
 			return 0
 		}
 		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
@@ -100,6 +151,10 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 			tr.Message(m)
 		}
 	case "delete":
+		if running(id) {
+			fmt.Fprintf(stderr, "agent-lsp sessions: session %s is running; cancel it first\n", id)
+			return 1
+		}
 		ok, err := db.DeleteSession(ctx, id)
 		if err != nil {
 			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)

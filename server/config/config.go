@@ -339,6 +339,19 @@ func (f *Flags) Set(flagName, value string) error {
 	return fmt.Errorf("no setting has the flag --%s", flagName)
 }
 
+// Args are the flags as a command line that Register parses back into the
+// same Flags (a forwarder passes them to the daemon).
+func (f *Flags) Args() []string {
+	if f == nil {
+		return nil
+	}
+	out := make([]string, 0, len(f.set))
+	for _, v := range f.set {
+		out = append(out, "-"+v.setting.Flag+"="+v.value)
+	}
+	return out
+}
+
 // Resolve combines the defaults, the environment, initializationOptions (raw
 // JSON, may be empty) and the flags, lowest to highest. It returns the
 // settings and warnings about initializationOptions keys no setting reads; a

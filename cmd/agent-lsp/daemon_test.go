@@ -1,0 +1,526 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/uri"
+
+	"github.com/agent-lsp/agent-lsp/agent/scripted"
+)
+
+// window is an editor window: the binary started as an editor starts it
+// (through the daemon), with its own environment and model endpoint, and
+// a JSON-RPC client over its stdio.
+type window struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	conn   jsonrpc2.Conn
+	stderr *bytes.Buffer
+	exited chan struct{} // closed when the process has exited
+	code   int
+
+	mu     sync.Mutex // guards events
+	events []map[string]any
+}
+
+// daemonEnv is the environment of windows on store with model srv.
+func daemonEnv(store string, srv *scripted.Server, extra ...string) []string {
+	return append([]string{"OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-window", "AGENT_LSP_MODEL=scripted",
+		"AGENT_LSP_STORE=" + store, "AGENT_LSP_DAEMON=on", "AGENT_LSP_DAEMON_IDLE=2s", "AGENT_LSP_LANDLOCK=false"}, extra...)
+}
+
+// openWindow starts bin (the test binary when "") with env and initializes
+// it on folders.
+func openWindow(t *testing.T, bin string, env []string, folders map[string]string) *window {
+	t.Helper()
+	w := startWindow(t, bin, env)
+	var fs []map[string]string
+	for name, dir := range folders {
+		fs = append(fs, map[string]string{"uri": string(uri.File(dir)), "name": name})
+	}
+	if err := w.call("initialize", map[string]any{"processId": nil, "workspaceFolders": fs, "capabilities": map[string]any{}}, nil); err != nil {
+		t.Fatalf("initialize: %v\n%s", err, w.stderr)
+	}
+	w.conn.Notify(context.Background(), "initialized", map[string]any{})
+	return w
+}
+
+func startWindow(t *testing.T, bin string, env []string) *window {
+	t.Helper()
+	if bin == "" {
+		bin = binary
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), env...)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	w := &window{t: t, cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{})}
+	cmd.Stderr = w.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		cmd.Wait()
+		w.code = cmd.ProcessState.ExitCode()
+		close(w.exited)
+	}()
+	w.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(rwc{stdout, stdin}))
+	w.conn.Go(context.Background(), w.handle)
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		w.conn.Close()
+		<-w.exited
+	})
+	return w
+}
+
+type rwc struct {
+	io.ReadCloser
+	io.WriteCloser
+}
+
+func (r rwc) Close() error { r.WriteCloser.Close(); return r.ReadCloser.Close() }
+
+func (w *window) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
+	if req.Method() == "agent/event" {
+		var e map[string]any
+		json.Unmarshal(req.Params(), &e)
+		w.mu.Lock()
+		w.events = append(w.events, e)
+		w.mu.Unlock()
+	}
+	if !req.IsCall() {
+		return nil, nil
+	}
+	switch req.Method() {
+	case "workspace/applyEdit":
+		return map[string]any{"applied": true}, nil
+	case "window/workDoneProgress/create":
+		return nil, nil
+	case "window/showMessageRequest":
+		return map[string]string{"title": "Allow once"}, nil
+	}
+	return nil, jsonrpc2.Errorf(jsonrpc2.MethodNotFound, "test window: %s", req.Method())
+}
+
+func (w *window) call(method string, params, result any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err := w.conn.Call(ctx, method, params, result)
+	return err
+}
+
+func (w *window) command(name string, args, result any) error {
+	return w.call("workspace/executeCommand", map[string]any{"command": name, "arguments": []any{args}}, result)
+}
+
+// close ends the window as an editor does: shutdown, exit.
+func (w *window) close() int {
+	w.call("shutdown", nil, nil)
+	w.conn.Notify(context.Background(), "exit", nil)
+	return w.wait()
+}
+
+// wait waits (generously bounded) for the process to exit and returns its code.
+func (w *window) wait() int {
+	select {
+	case <-w.exited:
+		return w.code
+	case <-time.After(30 * time.Second):
+		w.t.Fatalf("the server did not exit\n%s", w.stderr)
+		return -1
+	}
+}
+
+// eventsOf returns the window's events of session.
+func (w *window) eventsOf(session string) []map[string]any {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []map[string]any
+	for _, e := range w.events {
+		if e["session"] == session {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+type daemonStatus struct {
+	Pid         int    `json:"pid"`
+	Socket      string `json:"socket"`
+	Store       string `json:"store"`
+	Version     string `json:"version"`
+	Connections int    `json:"connections"`
+	Running     int    `json:"running"`
+}
+
+// status runs agent-lsp daemon status --json; ok false when none runs.
+func status(t *testing.T, store string) (daemonStatus, bool) {
+	t.Helper()
+	out, err := exec.Command(binary, "daemon", "status", "--json", "--store", store).Output()
+	var st daemonStatus
+	if err != nil {
+		return st, false
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		t.Fatalf("status: %v: %s", err, out)
+	}
+	return st, true
+}
+
+// stopDaemon stops the store's daemon at the end of a test.
+func stopDaemon(t *testing.T, store string) {
+	t.Cleanup(func() { exec.Command(binary, "daemon", "stop", "--now", "--store", store).Run() })
+}
+
+// eventually waits (generously bounded) for cond.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// daemonsOf lists the pids of daemon processes serving store.
+func daemonsOf(store string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 3 && args[1] == "daemon" && strings.Contains(string(b), store) {
+			var pid int
+			fmt.Sscan(e.Name(), &pid)
+			if st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); !strings.Contains(string(st), ") Z ") {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+func sample(t *testing.T) string {
+	ws := filepath.Join(t.TempDir(), "sample")
+	os.CopyFS(ws, os.DirFS("../../testdata/workspaces/sample"))
+	return ws
+}
+
+func model(t *testing.T, script scripted.Script) *scripted.Server {
+	srv, err := scripted.Start("127.0.0.1:0", script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+type sessionRow struct {
+	Session string `json:"session"`
+	Status  string `json:"status"`
+	Project string `json:"project"`
+	Root    string `json:"root"`
+}
+
+type result struct {
+	Session  string `json:"session"`
+	Status   string `json:"status"`
+	Reply    string `json:"reply"`
+	Position int    `json:"position"`
+}
+
+// Two windows and the command line on one store: one daemon serves them
+// all, each reaches only its own model endpoint, and every one of them sees
+// every session.
+func TestDaemonSharedByWindowsAndCLI(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	stopDaemon(t, store)
+	srvA := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "answer from A"}}})
+	srvB := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "answer from B"}}})
+	srvC := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "answer from the CLI"}}})
+	ws := sample(t)
+	a := openWindow(t, "", daemonEnv(store, srvA), map[string]string{"sample": ws})
+	b := openWindow(t, "", daemonEnv(store, srvB), map[string]string{"sample": ws})
+
+	var ra, rb result
+	if err := a.command("agent.run", map[string]any{"prompt": "hello from A"}, &ra); err != nil || ra.Reply != "answer from A" {
+		t.Fatalf("A: %+v %v", ra, err)
+	}
+	if err := b.command("agent.run", map[string]any{"prompt": "hello from B"}, &rb); err != nil || rb.Reply != "answer from B" {
+		t.Fatalf("B: %+v %v", rb, err)
+	}
+	if len(srvA.Requests()) != 1 || len(srvB.Requests()) != 1 {
+		t.Fatalf("each window must reach only its own model: A got %d requests, B %d", len(srvA.Requests()), len(srvB.Requests()))
+	}
+	st, ok := status(t, store)
+	if !ok || st.Connections != 2 || len(daemonsOf(store)) != 1 {
+		t.Fatalf("status %+v (running: %v), daemons %v", st, ok, daemonsOf(store))
+	}
+
+	// The command line, while the editors are connected.
+	cli := exec.Command(binary, "run", "--workspace", ws, "--json", "hello from the CLI")
+	cli.Env = append(os.Environ(), daemonEnv(store, srvC)...)
+	out, err := cli.Output()
+	if err != nil || !strings.Contains(string(out), "answer from the CLI") {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if len(srvC.Requests()) != 1 || len(srvA.Requests()) != 1 || len(srvB.Requests()) != 1 {
+		t.Fatal("the CLI's run reached another endpoint than its own")
+	}
+	list := exec.Command(binary, "sessions", "--store", store)
+	list.Env = append(os.Environ(), "AGENT_LSP_DAEMON=on")
+	out, err = list.CombinedOutput()
+	if err != nil || strings.Count(string(out), "s-") != 3 {
+		t.Fatalf("sessions while editors run: %v\n%s", err, out)
+	}
+	for _, w := range []*window{a, b} {
+		var rows []sessionRow
+		if err := w.command("agent.sessions", map[string]any{}, &rows); err != nil || len(rows) != 3 {
+			t.Fatalf("agent.sessions: %+v %v", rows, err)
+		}
+		for _, r := range rows {
+			if r.Status != "done" || r.Root != ws {
+				t.Errorf("session %+v", r)
+			}
+		}
+	}
+	if code := a.close(); code != 0 {
+		t.Fatalf("window A exited %d: %s", code, a.stderr)
+	}
+	if st, _ := status(t, store); st.Connections != 1 {
+		t.Fatalf("after A closed: %+v", st)
+	}
+}
+
+// Eight servers started at once end up with one daemon.
+func TestDaemonEightStartsAtOnce(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	stopDaemon(t, store)
+	srv := model(t, scripted.Script{})
+	ws := sample(t)
+	var wg sync.WaitGroup
+	windows := make([]*window, 8)
+	for i := range windows {
+		wg.Go(func() { windows[i] = openWindow(t, "", daemonEnv(store, srv), map[string]string{"sample": ws}) })
+	}
+	wg.Wait()
+	if pids := daemonsOf(store); len(pids) != 1 {
+		t.Fatalf("%d daemons: %v", len(pids), pids)
+	}
+	if st, _ := status(t, store); st.Connections != 8 {
+		t.Fatalf("status: %+v", st)
+	}
+}
+
+// The daemon exits once no connection has been open for its idle time.
+func TestDaemonIdleExit(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	stopDaemon(t, store)
+	srv := model(t, scripted.Script{})
+	w := openWindow(t, "", daemonEnv(store, srv, "AGENT_LSP_DAEMON_IDLE=1s"), map[string]string{"sample": sample(t)})
+	st, ok := status(t, store)
+	if !ok {
+		t.Fatal("no daemon")
+	}
+	if code := w.close(); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	eventually(t, "the idle daemon to exit", func() bool { _, running := status(t, store); return !running })
+	eventually(t, fmt.Sprintf("daemon %d to end", st.Pid), func() bool { return len(daemonsOf(store)) == 0 })
+	if _, err := os.Stat(store + ".daemon"); !os.IsNotExist(err) {
+		t.Fatalf("the sidecar outlived the daemon: %v", err)
+	}
+}
+
+func withID(c scripted.ToolCall, id string) scripted.ToolCall { c.ID = id; return c }
+
+// runAsync starts agent.run in w and returns a channel with its result.
+func runAsync(w *window, args map[string]any) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		var r result
+		if err := w.command("agent.run", args, &r); err != nil {
+			r.Status = "error: " + err.Error()
+		}
+		ch <- r
+	}()
+	return ch
+}
+
+// sessionStarted waits for w's first run.start event and returns its session.
+func sessionStarted(t *testing.T, w *window) string {
+	t.Helper()
+	var session string
+	eventually(t, "the run to start", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, e := range w.events {
+			if e["type"] == "run.start" {
+				session, _ = e["session"].(string)
+				return true
+			}
+		}
+		return false
+	})
+	return session
+}
+
+// hasEvent reports whether w received an event of typ for session.
+func hasEvent(w *window, session, typ string) bool {
+	for _, e := range w.eventsOf(session) {
+		if e["type"] == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// A daemon killed mid-run: the window's server exits at once with a clear
+// message; the next window starts a fresh daemon, sees the session
+// interrupted and resumes it to the end.
+func TestDaemonKilledMidRun(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	stopDaemon(t, store)
+	ws := sample(t)
+	read := withID(call("read_file", map[string]any{"path": "greet.go"}), "call_read")
+	slow := model(t, scripted.Script{Conversations: []scripted.Conversation{{Match: "read greet.go", ByHistory: true, Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{read}},
+		{Delay: scripted.Duration(time.Minute), Text: "never sent"},
+	}}}})
+	fast := model(t, scripted.Script{Conversations: []scripted.Conversation{{Match: "read greet.go", ByHistory: true, Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{read}},
+		{Text: "greet.go greets"},
+	}}}})
+	a := openWindow(t, "", daemonEnv(store, slow, "AGENT_LSP_DURABILITY=sync"), map[string]string{"sample": ws})
+	runAsync(a, map[string]any{"prompt": "read greet.go"})
+	session := sessionStarted(t, a)
+	eventually(t, "the read to end", func() bool { return hasEvent(a, session, "tool.end") })
+	st, ok := status(t, store)
+	if !ok {
+		t.Fatal("no daemon")
+	}
+	syscall.Kill(st.Pid, syscall.SIGKILL)
+	if code := a.wait(); code == 0 || !strings.Contains(a.stderr.String(), "ended the connection") {
+		t.Fatalf("the window's server exited %d after its daemon died: %s", code, a.stderr)
+	}
+
+	b := openWindow(t, "", daemonEnv(store, fast), map[string]string{"sample": ws})
+	if st2, _ := status(t, store); st2.Pid == st.Pid {
+		t.Fatal("no fresh daemon")
+	}
+	var rows []sessionRow
+	if err := b.command("agent.sessions", map[string]any{}, &rows); err != nil || len(rows) != 1 || rows[0].Status != "interrupted" {
+		t.Fatalf("sessions after the kill: %+v %v", rows, err)
+	}
+	var r result
+	if err := b.command("agent.resume", map[string]any{"session": session}, &r); err != nil || r.Status != "done" || r.Reply != "greet.go greets" {
+		t.Fatalf("resume: %+v %v", r, err)
+	}
+}
+
+// When a window's server goes away mid-run (the editor closed, or the
+// process was killed), the daemon cancels that connection's run cleanly: it
+// is stored as cancelled, with no tool call left unanswered, and resumes in
+// another window. The daemon keeps serving.
+func TestDaemonClosedConnectionCancelsItsRuns(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	stopDaemon(t, store)
+	ws := sample(t)
+	sleep := withID(call("run_command", map[string]any{"command": "sleep 60"}), "call_sleep")
+	script := func(answer string) scripted.Script {
+		return scripted.Script{Conversations: []scripted.Conversation{{Match: "sleep", ByHistory: true, Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{sleep}}, {Text: answer},
+		}}}}
+	}
+	a := openWindow(t, "", daemonEnv(store, model(t, script("slept"))), map[string]string{"sample": ws})
+	runAsync(a, map[string]any{"prompt": "sleep"})
+	session := sessionStarted(t, a)
+	eventually(t, "the command to start", func() bool { return hasEvent(a, session, "tool.start") })
+	st, _ := status(t, store)
+	a.cmd.Process.Kill()
+	a.wait()
+	var out []byte
+	t.Cleanup(func() {
+		if t.Failed() {
+			log, _ := os.ReadFile(store + ".daemon.log")
+			t.Logf("sessions:\n%s\ndaemon log:\n%s\nevents: %v", out, log, a.eventsOf(session))
+		}
+	})
+	eventually(t, "the run to be cancelled", func() bool {
+		out, _ = exec.Command(binary, "sessions", "--store", store).CombinedOutput()
+		return strings.Contains(string(out), "cancelled")
+	})
+	if st2, ok := status(t, store); !ok || st2.Pid != st.Pid {
+		t.Fatalf("the daemon did not survive a closed connection: %+v", st2)
+	}
+	b := openWindow(t, "", daemonEnv(store, model(t, script("resumed"))), map[string]string{"sample": ws})
+	var r result
+	if err := b.command("agent.run", map[string]any{"session": session, "prompt": "go on"}, &r); err != nil || r.Status != "done" {
+		t.Fatalf("continue: %+v %v", r, err)
+	}
+}
+
+// A session running in one window is busy in the others: a prompt from
+// another window is queued into its run, that window receives the session's
+// events with the same sequence numbers, and a window without the session's
+// folder is told to open it.
+func TestDaemonSessionBusyAcrossWindows(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	stopDaemon(t, store)
+	ws := sample(t)
+	srvA := model(t, scripted.Script{Turns: []scripted.Turn{
+		{Delay: scripted.Duration(8 * time.Second), ToolCalls: []scripted.ToolCall{call("read_file", map[string]any{"path": "greet.go"})}},
+		{Text: "read it, and covered the follow-up"},
+	}})
+	srvB := model(t, scripted.Script{})
+	a := openWindow(t, "", daemonEnv(store, srvA), map[string]string{"sample": ws})
+	b := openWindow(t, "", daemonEnv(store, srvB), map[string]string{"sample": ws})
+	other := openWindow(t, "", daemonEnv(store, srvB), map[string]string{"elsewhere": t.TempDir()})
+	done := runAsync(a, map[string]any{"prompt": "read greet.go"})
+	session := sessionStarted(t, a)
+
+	var q result
+	if err := b.command("agent.run", map[string]any{"session": session, "prompt": "and say hello"}, &q); err != nil || q.Status != "queued" || q.Position != 1 {
+		t.Fatalf("a prompt from another window: %+v %v", q, err)
+	}
+	err := other.command("agent.run", map[string]any{"session": session, "prompt": "take over"}, &q)
+	if err == nil || !strings.Contains(err.Error(), "open folder "+ws) {
+		t.Fatalf("a window without the folder: %v", err)
+	}
+	if r := <-done; r.Status != "done" || r.Reply != "read it, and covered the follow-up" {
+		t.Fatalf("the run: %+v", r)
+	}
+	if len(srvB.Requests()) != 0 {
+		t.Fatal("the queued prompt ran on the other window's model")
+	}
+	eventually(t, "B to get the run's end", func() bool { return hasEvent(b, session, "run.end") })
+	seqs := map[string]float64{}
+	for _, e := range a.eventsOf(session) {
+		seqs[fmt.Sprint(e["type"], e["seq"])] = e["seq"].(float64)
+	}
+	for _, e := range b.eventsOf(session) {
+		if _, ok := seqs[fmt.Sprint(e["type"], e["seq"])]; !ok {
+			t.Errorf("B's event %v seq %v is not A's: one sequence per session", e["type"], e["seq"])
+		}
+	}
+	if !hasEvent(b, session, "message.queued") {
+		t.Error("B did not see its prompt queued")
+	}
+}

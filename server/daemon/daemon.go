@@ -1,0 +1,386 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/store"
+)
+
+// DefaultIdle is how long a daemon waits after its last connection closed
+// before it exits (AGENT_LSP_DAEMON_IDLE).
+const DefaultIdle = 60 * time.Second
+
+// SessionsFunc runs `agent-lsp sessions ARGS` against st; running says
+// whether a session runs now. It returns the exit code.
+type SessionsFunc func(ctx context.Context, st *store.Bolt, running func(string) bool, args []string, stdout, stderr io.Writer) int
+
+// Config configures a daemon.
+type Config struct {
+	Store string        // the store file, an absolute path
+	Idle  time.Duration // exit this long after the last connection; <0: never; 0: DefaultIdle
+	// Durability is the store's default durability; a connection's settings
+	// override it per run.
+	Durability store.Durability
+	Logf       func(format string, args ...any) // the daemon's log; never given secrets
+	Sessions   SessionsFunc
+}
+
+// Daemon owns a store and serves every connection over it: one server per
+// connection, one Hub (store, running sessions, event sequences) for all.
+type Daemon struct {
+	cfg    Config
+	db     *store.Bolt
+	hub    *server.Hub
+	l      net.Listener
+	socket string
+	nconns atomic.Int64 // connections being served, for status
+
+	mu       sync.Mutex          // guards the fields below
+	conns    map[net.Conn]func() // open connections -> cancels their server
+	retire   bool                // a newer binary connected: exit once idle, at once
+	stopping bool                // stop was asked: exit once no session runs
+	idle     *time.Timer         // runs out idle; nil while connections are open
+	quit     chan struct{}       // closed to end Serve
+	quitOnce sync.Once
+	serving  sync.WaitGroup // connection handlers
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens the daemon's store, importing the sibling files earlier
+// versions wrote when the store was locked; it does not listen yet.
+func Open(ctx context.Context, cfg Config) (*Daemon, error) {
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Idle == 0 {
+		cfg.Idle = DefaultIdle
+	}
+	if err := storeDir(cfg.Store); err != nil {
+		return nil, fmt.Errorf("store directory: %w", err)
+	}
+	db, err := store.Open(cfg.Store, store.WithDefaultDurability(cfg.Durability), store.WithWarn(func(m string) { cfg.Logf("store: %s", m) }))
+	if err != nil {
+		return nil, err
+	}
+	if r := db.Recovered(); r != "" {
+		cfg.Logf("store: %s", r)
+	}
+	if n, notes := store.ImportSiblings(ctx, db); n > 0 || len(notes) > 0 {
+		cfg.Logf("imported %d session(s) from the store files of earlier versions", n)
+		for _, note := range notes {
+			cfg.Logf("%s", note)
+		}
+	}
+	return &Daemon{cfg: cfg, db: db, hub: server.NewHub(db, cfg.Store), conns: map[net.Conn]func(){}, quit: make(chan struct{})}, nil
+}
+
+// Hub is what the daemon's connections share; an in-process server (a
+// headless run serving the daemon's address) uses it too.
+func (d *Daemon) Hub() *server.Hub { return d.hub }
+
+// Listen listens on a new socket and records it in the store's sidecar, so
+// that forwarders find the daemon.
+func (d *Daemon) Listen() error {
+	l, name, err := listen()
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	d.l, d.socket = l, name
+	if err := writeSidecar(d.cfg.Store, sidecar{Socket: name, Pid: os.Getpid(), Version: Version(), Handshake: handshakeVersion()}); err != nil {
+		l.Close()
+		return fmt.Errorf("record the daemon's address: %w", err)
+	}
+	d.cfg.Logf("agent-lsp %s daemon (pid %d) serves %s on %s", Version(), os.Getpid(), d.cfg.Store, name)
+	return nil
+}
+
+// Serve accepts connections until ctx ends, the daemon is stopped or it has
+// been idle for Config.Idle; then it cancels the connections' runs (each
+// leaves a resumable checkpoint), waits for their servers and closes the
+// store. A panic in one connection never ends the daemon.
+func (d *Daemon) Serve(ctx context.Context) error {
+	go func() {
+		for {
+			c, err := d.l.Accept()
+			if err != nil {
+				d.end()
+				return
+			}
+			d.serving.Add(1)
+			go func() {
+				defer d.serving.Done()
+				d.handle(ctx, c)
+			}()
+		}
+	}()
+	d.mu.Lock()
+	d.armIdleLocked()
+	d.mu.Unlock()
+	select {
+	case <-ctx.Done():
+	case <-d.quit:
+	}
+	return d.Close()
+}
+
+// Close stops listening, removes the sidecar, cancels every connection's
+// server, waits for them and closes the store.
+// Close may be called more than once.
+func (d *Daemon) Close() error {
+	d.closeOnce.Do(func() {
+		d.end()
+		if d.l != nil {
+			d.l.Close()
+			removeSidecar(d.cfg.Store, d.socket)
+		}
+		d.mu.Lock()
+		for _, cancel := range d.conns {
+			cancel() // the server ends its runs (they checkpoint) and closes the connection
+		}
+		d.mu.Unlock()
+		d.serving.Wait()
+		d.closeErr = d.db.Close()
+	})
+	return d.closeErr
+}
+
+func (d *Daemon) end() { d.quitOnce.Do(func() { close(d.quit) }) }
+
+// armIdleLocked starts the idle countdown when no connection is open. d.mu is held.
+func (d *Daemon) armIdleLocked() {
+	if len(d.conns) > 0 || d.cfg.Idle < 0 {
+		return
+	}
+	if d.retire {
+		d.cfg.Logf("a newer agent-lsp connected earlier: exiting now that no window uses this daemon")
+		d.end()
+		return
+	}
+	if d.idle == nil {
+		idle := d.cfg.Idle
+		d.idle = time.AfterFunc(idle, func() {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if len(d.conns) == 0 {
+				d.cfg.Logf("idle for %s: exiting", idle)
+				d.end()
+			}
+		})
+	}
+}
+
+// track records an open connection whose server cancel stops.
+func (d *Daemon) track(c net.Conn, cancel func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.conns[c] = cancel
+	if d.idle != nil {
+		d.idle.Stop()
+		d.idle = nil
+	}
+	d.nconns.Add(1)
+}
+
+func (d *Daemon) untrack(c net.Conn) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.conns, c)
+	d.nconns.Add(-1)
+	d.armIdleLocked()
+}
+
+// handle serves one connection: it checks the peer, reads its Hello and
+// does what it asks.
+func (d *Daemon) handle(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	defer func() {
+		if v := recover(); v != nil {
+			d.cfg.Logf("panic in a connection: %v\n%s", v, debug.Stack())
+		}
+	}()
+	welcome := Welcome{Handshake: handshakeVersion(), Version: Version()}
+	if uid, err := peerUID(c); err != nil || uid != os.Getuid() {
+		d.cfg.Logf("refused a connection from uid %d (%v): the daemon serves uid %d only", uid, err, os.Getuid())
+		welcome.Error = fmt.Sprintf("refused: this agent-lsp daemon serves only uid %d", os.Getuid())
+		writeLine(c, welcome)
+		return
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	var hello Hello
+	if err := readLine(br, &hello); err != nil {
+		if !errors.Is(err, io.EOF) { // EOF: a forwarder checking that the daemon is up
+			d.cfg.Logf("a connection sent no handshake: %v", err)
+		}
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	if hello.Handshake != handshakeVersion() {
+		welcome.Error = fmt.Sprintf("incompatible: this daemon is agent-lsp %s (handshake %d), the client agent-lsp %s (handshake %d)",
+			Version(), handshakeVersion(), hello.Version, hello.Handshake)
+		d.cfg.Logf("%s", welcome.Error)
+		if newer(hello.Version, Version()) {
+			d.retireWhenIdle(hello.Version)
+		}
+		writeLine(c, welcome)
+		return
+	}
+	if newer(hello.Version, Version()) {
+		d.retireWhenIdle(hello.Version)
+	}
+	switch hello.Op {
+	case opServe:
+		d.serve(ctx, c, br, hello, welcome)
+	case opStatus:
+		welcome.Status = &Status{Pid: os.Getpid(), Socket: d.socket, Store: d.cfg.Store, Version: Version(),
+			Connections: int(d.nconns.Load()), Running: d.hub.Running()}
+		writeLine(c, welcome)
+	case opStop:
+		writeLine(c, welcome)
+		d.stop(hello.Now)
+	case opSessions:
+		d.sessions(ctx, c, hello, welcome)
+	default:
+		welcome.Error = fmt.Sprintf("unknown operation %q", hello.Op)
+		writeLine(c, welcome)
+	}
+}
+
+// retireWhenIdle makes the daemon exit as soon as no connection is open: a
+// newer binary's daemon then takes over. An older binary never retires a
+// newer daemon.
+func (d *Daemon) retireWhenIdle(version string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.retire {
+		d.cfg.Logf("agent-lsp %s connected: this daemon (%s) exits once no window uses it", version, Version())
+	}
+	d.retire = true
+}
+
+// stop ends the daemon: at once (cancelling the runs, which checkpoint), or
+// once no session runs.
+func (d *Daemon) stop(now bool) {
+	d.mu.Lock()
+	already := d.stopping
+	d.stopping = true
+	d.mu.Unlock()
+	if already {
+		return
+	}
+	if now {
+		d.cfg.Logf("stopping now: cancelling the runs")
+		d.end()
+		return
+	}
+	d.cfg.Logf("stopping once the runs in progress end")
+	go func() {
+		for d.hub.Running() > 0 {
+			select {
+			case <-d.quit:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		d.end()
+	}()
+}
+
+// serve runs a server on the connection with the client's environment and
+// flags, over the daemon's hub.
+func (d *Daemon) serve(ctx context.Context, c net.Conn, br *bufio.Reader, hello Hello, welcome Welcome) {
+	fs := flag.NewFlagSet("agent-lsp", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	flags := config.Register(fs)
+	fs.Bool("stdio", true, "")
+	if err := fs.Parse(hello.Args); err != nil {
+		welcome.Error = fmt.Sprintf("bad flags: %v", err)
+		writeLine(c, welcome)
+		return
+	}
+	if err := writeLine(c, welcome); err != nil {
+		return
+	}
+	env := append([]string(nil), hello.Env...)
+	getenv := lookup(env)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d.track(c, cancel)
+	defer d.untrack(c)
+	id := randomHex(3)
+	d.cfg.Logf("connection %s opened (%s)", id, hello.Dir)
+	defer d.cfg.Logf("connection %s closed", id)
+	err := server.Serve(cctx, readCloser{br, c}, c, server.Options{
+		Flags:   flags,
+		Getenv:  getenv,
+		Environ: func() []string { return env },
+		Logf:    func(format string, args ...any) { d.cfg.Logf("["+id+"] "+format, args...) },
+		Exit:    func(int) { cancel() }, // the editor died: end this connection, never the daemon
+		Hub:     d.hub,
+	})
+	if cctx.Err() != nil {
+		return // the daemon ended it (stopped, or the editor's process died): the forwarder says so
+	}
+	code := 0
+	if err != nil {
+		code = 1
+		d.cfg.Logf("connection %s: %v", id, err)
+	}
+	c.Write(endFrame(code)) // the forwarder exits with the server's code, not as if the daemon died
+}
+
+// sessions runs the sessions subcommand on the daemon's store.
+func (d *Daemon) sessions(ctx context.Context, c net.Conn, hello Hello, welcome Welcome) {
+	if d.cfg.Sessions == nil {
+		welcome.Error = "this daemon cannot list sessions"
+		writeLine(c, welcome)
+		return
+	}
+	writeLine(c, welcome)
+	var out, errb bytes.Buffer
+	code := d.cfg.Sessions(ctx, d.db, d.hub.Runs().Running, hello.Args, &out, &errb)
+	writeLine(c, SessionsResult{Stdout: out.String(), Stderr: errb.String(), Code: code})
+}
+
+// lookup is Getenv over an environment list.
+func lookup(env []string) func(string) string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return func(k string) string { return m[k] }
+}
+
+// readCloser reads from the handshake's buffered reader; closing it closes
+// the connection's reading side only, so that the end frame can still be
+// written after the server closed its stream.
+type readCloser struct {
+	*bufio.Reader
+	c net.Conn
+}
+
+func (r readCloser) Close() error {
+	if uc, ok := r.c.(*net.UnixConn); ok {
+		return uc.CloseRead()
+	}
+	return nil
+}

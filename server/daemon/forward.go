@@ -1,0 +1,179 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/agent-lsp/agent-lsp/server/config"
+)
+
+// Forwarder is the agent-lsp an editor starts: it reads the editor's
+// initialize request, finds (or starts) the daemon of the store the server
+// would use, and forwards the connection to it unchanged.
+type Forwarder struct {
+	Flags   *config.Flags // the command line's settings
+	Environ []string      // the editor's environment, sent to the daemon for this connection only
+	Starter Starter
+	Stderr  io.Writer
+}
+
+// Forward forwards in and out through the daemon until the server ends or
+// the daemon goes away. It returns the process's exit code: the server's
+// when it ended (after the editor's exit, or the editor closing the
+// connection); 1 with a clear message when the daemon ended the connection
+// (the editor restarts the server, which starts a fresh daemon).
+func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(f.Stderr, "agent-lsp: "+format+"\n", args...)
+		return 1
+	}
+	br := bufio.NewReaderSize(in, 64<<10)
+	first, body, err := readFrame(br) // a bad frame: the server answers it; the store is then the default one
+	if errors.Is(err, io.EOF) && len(first) == 0 {
+		return 0 // the editor closed at once
+	}
+	storePath, err := f.storePath(body)
+	if err != nil {
+		return fail("%v", err)
+	}
+	dir, _ := os.Getwd()
+	args := append(f.Flags.Args(), "-store="+storePath)
+	s, err := f.Starter.Connect(ctx, storePath, Hello{Op: opServe, Env: f.Environ, Dir: dir, Args: args})
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer s.Conn.Close()
+	go func() {
+		<-ctx.Done() // SIGTERM: the daemon cancels this connection's runs when it closes
+		s.Conn.Close()
+	}()
+	go func() {
+		// The editor's bytes go on unparsed (the server answers bad frames);
+		// at its end the daemon cancels this connection's runs.
+		if _, err := s.Conn.Write(first); err == nil {
+			io.Copy(s.Conn, br)
+		}
+		if uc, ok := s.Conn.(*net.UnixConn); ok {
+			uc.CloseWrite()
+		}
+	}()
+	for {
+		frame, _, err := readFrame(s.Reader)
+		if ctx.Err() != nil {
+			return 0
+		}
+		if err != nil {
+			return fail("the agent-lsp daemon for %s ended the connection (%v); restart the language server: a new daemon starts and interrupted sessions resume (daemon log: %s)",
+				storePath, err, LogPath(storePath))
+		}
+		if code, ok := endCode(frame); ok {
+			return code
+		}
+		if _, err := out.Write(frame); err != nil {
+			return 0 // the editor is gone
+		}
+	}
+}
+
+// endHeader marks the daemon's last frame on a connection whose server
+// ended (after the editor's exit, or its closing the connection): its value
+// is the exit code the server would have had in-process. A connection that
+// ends without it ended because the daemon did.
+const endHeader = "Agent-Lsp-End"
+
+// endFrame is the frame that ends a connection with code.
+func endFrame(code int) []byte {
+	return []byte(fmt.Sprintf("Content-Length: 0\r\n%s: %d\r\n\r\n", endHeader, code))
+}
+
+// endCode reads an end frame's exit code.
+func endCode(frame []byte) (int, bool) {
+	i := bytes.Index(frame, []byte(endHeader+": "))
+	if i < 0 || !bytes.HasSuffix(frame, []byte("\r\n\r\n")) { // an end frame has no body
+		return 0, false
+	}
+	rest := frame[i+len(endHeader)+2:]
+	n, err := strconv.Atoi(string(rest[:bytes.IndexByte(rest, '\r')]))
+	return n, err == nil
+}
+
+// storePath is the store the server would use for this initialize request:
+// flags, then initializationOptions, then the environment (config.Resolve).
+func (f Forwarder) storePath(body []byte) (string, error) {
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			InitOptions json.RawMessage `json:"initializationOptions"`
+		} `json:"params"`
+	}
+	json.Unmarshal(body, &msg)
+	getenv := lookup(f.Environ)
+	var opts json.RawMessage
+	if msg.Method == "initialize" {
+		opts = msg.Params.InitOptions
+	}
+	st, _, err := config.Resolve(getenv, opts, f.Flags)
+	if err != nil { // the daemon's server reports it to the editor; the store is still the one named
+		if st, _, err = config.Resolve(getenv, nil, f.Flags); err != nil {
+			return "", err
+		}
+	}
+	p, err := filepath.Abs(st.StorePath)
+	if err != nil {
+		return "", fmt.Errorf("store path %q: %w", st.StorePath, err)
+	}
+	return p, nil
+}
+
+// maxFrame bounds one message the forwarder reads (the server's own limit
+// is lower; this only keeps a broken stream from taking memory).
+const maxFrame = 256 << 20
+
+// readFrame reads one LSP message: its bytes as read (headers and body) and
+// its body. On an error, frame holds what was read.
+func readFrame(r *bufio.Reader) (frame, body []byte, err error) {
+	var buf bytes.Buffer
+	length := -1
+	for {
+		line, err := r.ReadString('\n')
+		buf.WriteString(line)
+		if err != nil {
+			return buf.Bytes(), nil, err
+		}
+		if buf.Len() > 64<<10 {
+			return buf.Bytes(), nil, fmt.Errorf("LSP headers over 64 KiB")
+		}
+		h := strings.TrimRight(line, "\r\n")
+		if h == "" {
+			if length < 0 {
+				return buf.Bytes(), nil, fmt.Errorf("no Content-Length")
+			}
+			break
+		}
+		name, value, _ := strings.Cut(h, ":")
+		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
+			n, err := strconv.Atoi(strings.TrimSpace(value))
+			if err != nil || n < 0 || n > maxFrame {
+				return buf.Bytes(), nil, fmt.Errorf("bad Content-Length %q", strings.TrimSpace(value))
+			}
+			length = n
+		}
+	}
+	start := buf.Len()
+	buf.Grow(length)
+	if _, err := io.CopyN(&buf, r, int64(length)); err != nil {
+		return buf.Bytes(), nil, err
+	}
+	b := buf.Bytes()
+	return b, b[start:], nil
+}

@@ -1,0 +1,252 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// startTimeout bounds starting a daemon and waiting for it to answer.
+const startTimeout = 20 * time.Second
+
+// Starter starts a daemon for a store when none runs.
+type Starter struct {
+	Exe  string        // the agent-lsp binary; "" means this one
+	Idle time.Duration // the daemon's idle time; 0: its default
+}
+
+// Session is an open connection to a daemon after the handshake.
+type Session struct {
+	Conn    net.Conn
+	Reader  *bufio.Reader // reads Conn, holding what followed the Welcome
+	Welcome Welcome
+}
+
+// Dial connects to the daemon of store and says hello; errNoDaemon when
+// none runs. A daemon that refuses (another handshake, another user) is an
+// *IncompatibleError or an error naming why.
+func Dial(store string, hello Hello) (*Session, error) {
+	c, _, err := dial(store)
+	if err != nil {
+		return nil, err
+	}
+	s, err := greet(c, hello)
+	return withStore(s, err, store)
+}
+
+// IsNoDaemon reports whether err says that no daemon runs for the store.
+func IsNoDaemon(err error) bool { return errors.Is(err, errNoDaemon) }
+
+// IncompatibleError is a daemon that speaks another handshake.
+type IncompatibleError struct {
+	Store                  string
+	Daemon, Client         string // versions
+	DaemonHello, ClientHel int    // handshakes
+}
+
+func (e *IncompatibleError) Error() string {
+	exe, _ := os.Executable()
+	if newer(e.Daemon, e.Client) {
+		return fmt.Sprintf("the agent-lsp daemon serving %s is agent-lsp %s, which this binary (%s, agent-lsp %s) cannot talk to: update %s to agent-lsp %s or later",
+			e.Store, e.Daemon, exe, e.Client, exe, e.Daemon)
+	}
+	return fmt.Sprintf("an older agent-lsp daemon (%s, incompatible with this agent-lsp %s) serves %s for other windows: it exits once they close (or run `agent-lsp daemon stop`); then start this server again",
+		e.Daemon, e.Client, e.Store)
+}
+
+func greet(c net.Conn, hello Hello) (*Session, error) {
+	hello.Handshake, hello.Version = handshakeVersion(), Version()
+	if err := writeLine(c, hello); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("daemon handshake: %w", err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	var w Welcome
+	if err := readLine(br, &w); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("daemon handshake: %w", err)
+	}
+	c.SetReadDeadline(time.Time{})
+	if w.Handshake != hello.Handshake {
+		c.Close()
+		return nil, &IncompatibleError{Daemon: w.Version, Client: hello.Version, DaemonHello: w.Handshake, ClientHel: hello.Handshake}
+	}
+	if w.Error != "" {
+		c.Close()
+		return nil, fmt.Errorf("the agent-lsp daemon refused the connection: %s", w.Error)
+	}
+	return &Session{Conn: c, Reader: br, Welcome: w}, nil
+}
+
+// Connect connects to the daemon of store, starting one when none runs.
+// Starting is serialized by a lock file, so that forwarders starting at
+// once end up with one daemon.
+func (st Starter) Connect(ctx context.Context, store string, hello Hello) (*Session, error) {
+	s, err := Dial(store, hello)
+	if !IsNoDaemon(err) {
+		return withStore(s, err, store)
+	}
+	if err := storeDir(store); err != nil {
+		return nil, fmt.Errorf("store directory: %w", err)
+	}
+	unlock, err := lockFile(ctx, lockPath(store))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if s, err := Dial(store, hello); !IsNoDaemon(err) { // another one started it meanwhile
+		return withStore(s, err, store)
+	}
+	if err := st.start(ctx, store); err != nil {
+		return nil, err
+	}
+	s, err = Dial(store, hello)
+	return withStore(s, err, store)
+}
+
+// withStore names the store in an *IncompatibleError.
+func withStore(s *Session, err error, store string) (*Session, error) {
+	var inc *IncompatibleError
+	if errors.As(err, &inc) {
+		inc.Store = store
+	}
+	return s, err
+}
+
+// start starts a detached daemon for store and waits until it answers. It
+// gets no environment: each connection brings its own.
+func (st Starter) start(ctx context.Context, store string) error {
+	exe := st.Exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("start the daemon: %w", err)
+		}
+	}
+	args := []string{"daemon", "--store", store}
+	if st.Idle != 0 {
+		args = append(args, "--idle", st.Idle.String())
+	}
+	logf, err := os.OpenFile(LogPath(store), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("start the daemon: log file: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, args...)
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // its own session: the editor's signals do not reach it
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the daemon: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }() // reaps it if it fails; a detached daemon outlives us
+	deadline := time.NewTimer(startTimeout)
+	defer deadline.Stop()
+	for {
+		if c, _, err := dial(store); err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("the agent-lsp daemon did not start (%v): %s", err, lastLine(LogPath(store)))
+		case <-deadline.C:
+			return fmt.Errorf("the agent-lsp daemon did not answer within %s (its log: %s)", startTimeout, LogPath(store))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// lastLine is the last line of a log file, for an error message.
+func lastLine(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// lockFile takes an exclusive lock on path, waiting for it.
+func lockFile(ctx context.Context, path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("daemon lock: %w", err)
+	}
+	deadline := time.Now().Add(startTimeout + 5*time.Second)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("daemon lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// RunSessions runs `agent-lsp sessions ARGS` in the daemon of store;
+// IsNoDaemon(err) when none runs.
+func RunSessions(store string, args []string) (SessionsResult, error) {
+	s, err := Dial(store, Hello{Op: opSessions, Args: args})
+	if err != nil {
+		return SessionsResult{}, err
+	}
+	defer s.Conn.Close()
+	var res SessionsResult
+	if err := readLine(s.Reader, &res); err != nil {
+		return res, fmt.Errorf("the daemon did not finish the command: %w", err)
+	}
+	return res, nil
+}
+
+// StatusOf asks the daemon of store how it is; IsNoDaemon(err) when none runs.
+func StatusOf(store string) (Status, error) {
+	s, err := Dial(store, Hello{Op: opStatus})
+	if err != nil {
+		return Status{}, err
+	}
+	s.Conn.Close()
+	if s.Welcome.Status == nil {
+		return Status{}, fmt.Errorf("the daemon sent no status")
+	}
+	return *s.Welcome.Status, nil
+}
+
+// Stop asks the daemon of store to stop (now: at once, cancelling its runs,
+// which checkpoint) and waits until it is gone or ctx ends.
+func Stop(ctx context.Context, store string, now bool) error {
+	s, err := Dial(store, Hello{Op: opStop, Now: now})
+	if err != nil {
+		return err
+	}
+	s.Conn.Close()
+	for {
+		c, _, err := dial(store)
+		if err != nil {
+			return nil
+		}
+		c.Close()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the daemon is still running (%w); it stops once its runs end", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/agent/event"
+	"github.com/agent-lsp/agent-lsp/store"
+)
+
+// Hub is what the connections of one process share: in the daemon, every
+// window's connection. It holds the store they all use, the sessions
+// running in any of them, one event sequence per session, and the
+// connections that follow a session they queued a prompt into. A Serve
+// without a hub has its own and opens the store its settings name.
+type Hub struct {
+	store     store.Store // nil: each connection opens the store its settings name
+	storePath string      // the file of store
+	runs      *agent.Runs
+	seqs      sequencer
+	watchers  watchers
+}
+
+// NewHub returns a hub over st, the store at path, which it never closes;
+// st nil makes a hub whose connections open their own store.
+func NewHub(st store.Store, path string) *Hub {
+	return &Hub{store: st, storePath: filepath.Clean(path), runs: agent.NewRuns()}
+}
+
+// Running is how many sessions run now, in all connections.
+func (h *Hub) Running() int { return h.runs.Count() }
+
+// Runs is the registry of the sessions running in the hub's connections.
+func (h *Hub) Runs() *agent.Runs { return h.runs }
+
+// sharedStore returns the hub's store for settings that name path, or nil
+// when the hub has none; an error when the hub serves another file.
+func (h *Hub) sharedStore(path string) (store.Store, error) {
+	if h.store == nil {
+		return nil, nil
+	}
+	if filepath.Clean(path) != h.storePath {
+		return nil, fmt.Errorf("this agent-lsp daemon serves the store %s, not %s", h.storePath, path)
+	}
+	return h.store, nil
+}
+
+// watchers are the connections following sessions that run in another:
+// each receives the session's events until its run ends.
+type watchers struct {
+	mu sync.Mutex                  // guards by
+	by map[string]map[*client]bool // session -> following connections
+}
+
+// watch makes c receive session's events until its run ends.
+func (w *watchers) watch(session string, c *client) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.by == nil {
+		w.by = map[string]map[*client]bool{}
+	}
+	if w.by[session] == nil {
+		w.by[session] = map[*client]bool{}
+	}
+	w.by[session][c] = true
+}
+
+// ended stops every connection following session: its run ended.
+func (w *watchers) ended(session string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.by, session)
+}
+
+// forget drops c from every session: its connection closed.
+func (w *watchers) forget(c *client) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for s, cs := range w.by {
+		delete(cs, c)
+		if len(cs) == 0 {
+			delete(w.by, s)
+		}
+	}
+}
+
+// send gives e to the connections following its session, but from.
+func (w *watchers) send(e event.Event, from *client) {
+	w.mu.Lock()
+	var to []*client
+	for c := range w.by[e.Session] {
+		if c != from {
+			to = append(to, c)
+		}
+	}
+	w.mu.Unlock()
+	for _, c := range to { // no lock held while calling a client
+		c.event(e)
+	}
+}

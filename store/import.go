@@ -1,0 +1,563 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// importBatchBytes bounds the bytes of session data Import gathers in memory
+// before writing them to the store in one transaction.
+const importBatchBytes = 16 << 20
+
+// ImportedSuffix is appended to a sibling store file's name once
+// ImportSiblings has imported it, so that it is imported only once.
+const ImportedSuffix = ".imported"
+
+// Import copies into b the sessions of the store file at path that b does not
+// have yet and returns how many it copied.
+//
+// Invariants:
+//   - path is opened read-only and is never modified; another process holding
+//     it open for writing makes Import fail with an error wrapping ErrLocked
+//     after LockTimeout, instead of waiting.
+//   - A damaged file never panics, faults or hangs the process: a file cut
+//     short is refused before it is mapped, its page tree is checked (pages
+//     in the file, each reached once, elements within their pages) before
+//     bbolt walks it, and a bbolt panic or memory fault while reading it is
+//     turned into an error. Such damage makes Import fail with an error
+//     wrapping *CorruptError before anything is written to b. Damage inside a
+//     key or value cannot be seen (bbolt keeps no checksums of them) and is
+//     copied as it is; the store skips such records when it reads them.
+//   - A session is copied whole, in one transaction: its record in the session
+//     index and its entire thread bucket (every namespace, value, list item,
+//     pending write and bucket sequence) byte for byte, so it loads exactly as
+//     it loaded from path and its lists go on numbering where they left off.
+//   - A session whose ID b already has (in its index or as a thread) is
+//     skipped: b's version is kept. Import is thus idempotent, and a second
+//     Import of the same file returns 0.
+//   - When Import returns nil, the copied sessions are durable in b,
+//     whatever b's durability mode. Sessions are written in transactions of at
+//     most about 16 MiB; if a later one fails, the earlier ones stay and
+//     the count says how many.
+//
+// Import should run before b serves the sessions it may copy: a session that
+// a run is writing in Exit mode (held in memory, not yet in b) is not seen as
+// present.
+func (b *Bolt) Import(ctx context.Context, path string) (sessions int, err error) {
+	return b.importFile(ctx, path, nil)
+}
+
+// importFile is Import; after, when set, runs once everything is copied,
+// while path is still open (and share-locked), so that a process of an
+// earlier agent-lsp waiting to write to path cannot slip in between the copy
+// and after's rename.
+func (b *Bolt) importFile(ctx context.Context, path string, after func()) (n int, err error) {
+	n, err = b.importLocked(ctx, path, after)
+	if err != nil {
+		return n, fmt.Errorf("import sessions from %s: %w", path, err)
+	}
+	return n, nil
+}
+
+func (b *Bolt) importLocked(ctx context.Context, path string, after func()) (n int, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, fmt.Errorf("not a regular file")
+	}
+	if own, err := os.Stat(b.path); err == nil && os.SameFile(fi, own) {
+		return 0, fmt.Errorf("it is the store's own file")
+	}
+	if fi.Size() == 0 {
+		// bbolt writes its meta pages as it creates a file: an empty one was
+		// never initialized and holds no session.
+		if after != nil {
+			after()
+		}
+		return 0, nil
+	}
+	// The file's pages are read through bbolt's memory map: a page that is not
+	// there (a file cut short, a bad block) must fail this call, not fault the
+	// process. Every read of the file happens on this goroutine.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer guard(path, &err)
+
+	src, err := openBoltReadOnly(path)
+	if err != nil {
+		return 0, err
+	}
+	defer src.Close()
+	// bbolt trusts the file's page tree: a page that points back at an
+	// ancestor makes a cursor loop until memory runs out. The tree is walked
+	// first, outside the memory map, while the lock keeps writers out.
+	if err := verifyTree(path); err != nil {
+		return 0, &CorruptError{Path: path, Cause: err.Error()}
+	}
+
+	have, err := b.sessionIDs()
+	if err != nil {
+		return 0, err
+	}
+	limit := 4*fi.Size() + 1<<20 // no valid file yields more bytes than this
+	var read int64
+	err = src.View(func(tx *bolt.Tx) error {
+		index := tx.Bucket(bSessions)
+		if index == nil {
+			return nil // not a session store, or one never used: nothing to import
+		}
+		threads := tx.Bucket(bThreads)
+		var batch []sessionCopy
+		var size int64
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			k, err := b.writeImported(batch)
+			n += k
+			batch, size = nil, 0
+			return err
+		}
+		c := index.Cursor()
+		for id, rec := c.First(); id != nil; id, rec = c.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if rec == nil || have[string(id)] {
+				continue // a nested bucket is no session record; b's own version is kept
+			}
+			s := sessionCopy{id: bytes.Clone(id), record: bytes.Clone(rec)}
+			s.size = int64(len(id) + len(rec))
+			if threads != nil {
+				if t := threads.Bucket(id); t != nil {
+					tree, err := copyBucket(t, &s.size, limit-read)
+					if err != nil {
+						return fmt.Errorf("session %q: %w", id, err)
+					}
+					s.thread = tree
+				}
+			}
+			read += s.size
+			if read > limit {
+				return &CorruptError{Path: path, Cause: fmt.Sprintf("its records add up to more than %d bytes in a file of %d", limit, fi.Size())}
+			}
+			batch = append(batch, s)
+			if size += s.size; size >= importBatchBytes {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return flush()
+	})
+	if err != nil {
+		return n, err
+	}
+	if after != nil {
+		after()
+	}
+	return n, nil
+}
+
+// openBoltReadOnly is openBolt for a file that is only read: it is never
+// created or initialized, and its lock is shared.
+func openBoltReadOnly(path string) (db *bolt.DB, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			db, err = nil, &CorruptError{Path: path, Cause: fmt.Sprint(v)}
+			runtime.GC() // let the abandoned file's finalizer close it
+		}
+	}()
+	if err := checkMeta(path); err != nil {
+		return nil, &CorruptError{Path: path, Cause: err.Error()}
+	}
+	db, err = bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: LockTimeout})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w (waited %s)", ErrLocked, LockTimeout)
+	}
+	for _, corrupt := range []error{berrors.ErrInvalid, berrors.ErrVersionMismatch, berrors.ErrChecksum, berrors.ErrInvalidMapping} {
+		if errors.Is(err, corrupt) {
+			return nil, &CorruptError{Path: path, Cause: err.Error()}
+		}
+	}
+	return db, err
+}
+
+// sessionIDs returns the IDs b has, in its index or as threads.
+func (b *Bolt) sessionIDs() (map[string]bool, error) {
+	if err := b.Flush(); err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	err := b.view(func(tx *bolt.Tx) error {
+		tx.Bucket(bSessions).ForEach(func(k, _ []byte) error {
+			have[string(k)] = true
+			return nil
+		})
+		return tx.Bucket(bThreads).ForEachBucket(func(k []byte) error {
+			have[string(k)] = true
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the store's sessions: %w", err)
+	}
+	return have, nil
+}
+
+// sessionCopy is one session read from another store file.
+type sessionCopy struct {
+	id, record []byte
+	thread     *bucketCopy // nil: the session has no checkpoint
+	size       int64
+}
+
+// bucketCopy is a bucket read into memory: its sequence and its entries in
+// key order, each a value or a nested bucket.
+type bucketCopy struct {
+	seq     uint64
+	entries []entryCopy
+}
+
+type entryCopy struct {
+	key, value []byte
+	bucket     *bucketCopy // set for a nested bucket; value is then nil
+}
+
+// copyBucket reads bkt and its nested buckets into memory, adding the bytes
+// read to *size; more than budget bytes means the file is damaged.
+func copyBucket(bkt *bolt.Bucket, size *int64, budget int64) (*bucketCopy, error) {
+	out := &bucketCopy{seq: bkt.Sequence()}
+	c := bkt.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		*size += int64(len(k) + len(v))
+		if *size > budget {
+			return nil, fmt.Errorf("its records are larger than the file")
+		}
+		e := entryCopy{key: bytes.Clone(k)}
+		if v == nil {
+			if nested := bkt.Bucket(k); nested != nil {
+				sub, err := copyBucket(nested, size, budget)
+				if err != nil {
+					return nil, err
+				}
+				e.bucket = sub
+			} else {
+				e.value = []byte{} // an empty value
+			}
+		} else {
+			e.value = bytes.Clone(v)
+		}
+		out.entries = append(out.entries, e)
+	}
+	return out, nil
+}
+
+// writeImported writes the sessions of batch that b does not have, in one
+// durable transaction, and returns how many it wrote.
+func (b *Bolt) writeImported(batch []sessionCopy) (int, error) {
+	var n int
+	err := b.submit(func(tx *bolt.Tx) error {
+		n = 0 // the committer may run this twice: alone after a failed group
+		index, threads := tx.Bucket(bSessions), tx.Bucket(bThreads)
+		for _, s := range batch {
+			if index.Get(s.id) != nil || threads.Bucket(s.id) != nil {
+				continue // written since the IDs were listed: b's version is kept
+			}
+			if err := index.Put(s.id, s.record); err != nil {
+				return fmt.Errorf("session %q: %w", s.id, err)
+			}
+			if s.thread != nil {
+				t, err := threads.CreateBucket(s.id)
+				if err != nil {
+					return fmt.Errorf("session %q: %w", s.id, err)
+				}
+				if err := pasteBucket(t, s.thread); err != nil {
+					return fmt.Errorf("session %q: %w", s.id, err)
+				}
+			}
+			n++
+		}
+		return nil
+	}, true)
+	if err != nil {
+		return 0, fmt.Errorf("write %d sessions: %w", len(batch), err)
+	}
+	return n, nil
+}
+
+// pasteBucket writes src into the empty bucket dst.
+func pasteBucket(dst *bolt.Bucket, src *bucketCopy) error {
+	for _, e := range src.entries {
+		if e.bucket == nil {
+			if err := dst.Put(e.key, e.value); err != nil {
+				return err
+			}
+			continue
+		}
+		sub, err := dst.CreateBucket(e.key)
+		if err != nil {
+			return fmt.Errorf("bucket %q: %w", e.key, err)
+		}
+		if err := pasteBucket(sub, e.bucket); err != nil {
+			return fmt.Errorf("bucket %q: %w", e.key, err)
+		}
+	}
+	return dst.SetSequence(src.seq)
+}
+
+// IsSiblingStore reports whether name (a base name) is a sibling store file
+// of the store file main: in main's directory, main's base name without its
+// extension, a dot, exactly 8 lowercase hexadecimal digits, then main's
+// extension ("sessions.db" -> "sessions.1a2b3c4d.db"). Earlier versions kept
+// a window's sessions there when another process held main.
+func IsSiblingStore(main, name string) bool {
+	base := filepath.Base(main)
+	ext := filepath.Ext(base)
+	stem := strings.TrimSuffix(base, ext) + "."
+	if len(name) != len(stem)+8+len(ext) || !strings.HasPrefix(name, stem) || !strings.HasSuffix(name, ext) {
+		return false
+	}
+	for _, c := range name[len(stem) : len(stem)+8] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ImportSiblings imports into b the sessions of every sibling store file of
+// b.Path() (see IsSiblingStore) and returns how many sessions it imported,
+// with one note per problem, a sentence meant for the user.
+//
+// Invariants:
+//   - It never fails: a sibling that cannot be imported (held by another
+//     process, damaged, unreadable) is left in place, untouched, and named in
+//     a note saying why; the next call tries it again.
+//   - A sibling imported in full is renamed to <name>.imported (or
+//     <name>.imported.2, ... if that exists), while still share-locked, so
+//     that it is imported once and kept for inspection. If the rename fails, a
+//     note says so; a later call imports nothing new from it (Import skips
+//     sessions b has) and tries the rename again.
+//   - Files whose names merely resemble a sibling's (sessions.db.bak,
+//     sessions.xyz.db, sessions.1A2B3C4D.db) and entries other than regular
+//     files are not touched.
+func ImportSiblings(ctx context.Context, b *Bolt) (imported int, notes []string) {
+	dir := filepath.Dir(b.Path())
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, []string{fmt.Sprintf("Sessions kept beside the store by earlier versions were not looked for: the folder %s cannot be read (%v).", dir, err)}
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !IsSiblingStore(b.Path(), e.Name()) {
+			continue
+		}
+		if ctx.Err() != nil {
+			notes = append(notes, fmt.Sprintf("Importing the sessions kept beside the store was cut short (%v); the rest is tried next time.", ctx.Err()))
+			return imported, notes
+		}
+		path := filepath.Join(dir, e.Name())
+		var renameErr error
+		n, err := b.importFile(ctx, path, func() { _, renameErr = renameImported(path) })
+		imported += n
+		switch {
+		case err != nil:
+			notes = append(notes, siblingNote(path, n, err))
+		case renameErr != nil:
+			notes = append(notes, fmt.Sprintf("The sessions kept in %s were imported (%d new), but the file could not be renamed (%v); it is checked again next time and nothing is imported twice.", path, n, renameErr))
+		}
+	}
+	return imported, notes
+}
+
+// siblingNote says why the sibling at path was not imported.
+func siblingNote(path string, n int, err error) string {
+	var why string
+	var corrupt *CorruptError
+	switch {
+	case errors.Is(err, ErrLocked):
+		why = "another agent-lsp process is using it"
+	case errors.As(err, &corrupt):
+		why = "it is damaged: " + corrupt.Cause
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		why = "the import was cut short"
+	default:
+		why = err.Error()
+	}
+	partial := ""
+	if n > 0 {
+		partial = fmt.Sprintf(" (%d of its sessions were imported before that)", n)
+	}
+	return fmt.Sprintf("The sessions kept in %s were not imported because %s%s; the file is left in place and tried again next time.", path, why, partial)
+}
+
+// renameImported renames an imported sibling to <path>.imported, or
+// <path>.imported.N when that exists, and returns the new name.
+func renameImported(path string) (string, error) {
+	to := path + ImportedSuffix
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(to); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if i > 100 {
+			return "", fmt.Errorf("%s and 99 numbered variants exist", to)
+		}
+		to = fmt.Sprintf("%s%s.%d", path, ImportedSuffix, i)
+	}
+	if err := os.Rename(path, to); err != nil {
+		return "", err
+	}
+	return to, nil
+}
+
+// bbolt's page layout (version 2), mirrored from go.etcd.io/bbolt/internal/common
+// like the meta constants of meta.go.
+const (
+	boltBranchPage   = 0x01
+	boltLeafPage     = 0x02
+	boltBucketLeaf   = 0x01 // a leaf element that is a nested bucket
+	boltElemSize     = 16   // a branch or leaf page element
+	boltBucketHeader = 16   // a bucket value: root page id, sequence; an inline page follows when root is 0
+)
+
+// verifyTree walks every page the newest meta page of the bbolt file at path
+// reaches, reading the file (never through a memory map), and reports the
+// first damage that would make bbolt fault, panic or loop: a page out of the
+// file or reached twice (a cycle), a page that is neither branch nor leaf, an
+// element, key or value past its page, a bucket value too short. It cannot
+// see damage inside keys and values: bbolt keeps no checksums of them.
+func verifyTree(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	head := make([]byte, boltPageHeader+boltMetaSum+8)
+	m0, err0 := readMeta(f, 0, head)
+	var ps uint32 = 4096
+	if err0 == nil {
+		ps = m0.pageSize
+	}
+	m1, err1 := readMeta(f, int64(ps), head)
+	var m boltMeta
+	switch {
+	case err0 != nil && err1 != nil:
+		return fmt.Errorf("no valid meta page (%v)", err0)
+	case err0 != nil:
+		m = m1
+	case err1 != nil || m0.txid >= m1.txid:
+		m = m0
+	default:
+		m = m1
+	}
+	pageSize := uint64(m.pageSize)
+	limit := min(m.pgid, uint64(fi.Size())/pageSize)
+	seen := make([]bool, limit)
+	le := binary.LittleEndian
+	type todo struct {
+		pgid   uint64
+		inline []byte // an inline bucket's page, when set
+	}
+	work := []todo{{pgid: m.root}}
+	for len(work) > 0 {
+		t := work[len(work)-1]
+		work = work[:len(work)-1]
+		p, where := t.inline, "an inline bucket"
+		if p == nil {
+			where = fmt.Sprintf("page %d", t.pgid)
+			if t.pgid < 2 || t.pgid >= limit {
+				return fmt.Errorf("a branch or bucket points to page %d, out of the file's %d", t.pgid, limit)
+			}
+			if seen[t.pgid] {
+				return fmt.Errorf("page %d is reached twice", t.pgid)
+			}
+			hdr := make([]byte, boltPageHeader)
+			if _, err := f.ReadAt(hdr, int64(t.pgid*pageSize)); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			if id := le.Uint64(hdr); id != t.pgid {
+				return fmt.Errorf("page %d calls itself page %d", t.pgid, id)
+			}
+			overflow := uint64(le.Uint32(hdr[12:]))
+			if overflow >= limit-t.pgid {
+				return fmt.Errorf("page %d runs %d pages past the file's end", t.pgid, overflow)
+			}
+			for i := t.pgid; i <= t.pgid+overflow; i++ {
+				if seen[i] {
+					return fmt.Errorf("page %d is reached twice", i)
+				}
+				seen[i] = true
+			}
+			p = make([]byte, (1+overflow)*pageSize)
+			if _, err := f.ReadAt(p, int64(t.pgid*pageSize)); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+		}
+		if len(p) < boltPageHeader {
+			return fmt.Errorf("%s is cut short", where)
+		}
+		flags, count := le.Uint16(p[8:]), uint64(le.Uint16(p[10:]))
+		size := uint64(len(p))
+		switch {
+		case t.inline != nil && flags != boltLeafPage:
+			return fmt.Errorf("an inline bucket's page is not a leaf (flags %#x)", flags)
+		case flags == boltBranchPage && count == 0:
+			return fmt.Errorf("%s is a branch with no element", where)
+		case flags != boltLeafPage && flags != boltBranchPage:
+			return fmt.Errorf("%s is neither a branch nor a leaf (flags %#x)", where, flags)
+		}
+		if boltPageHeader+count*boltElemSize > size {
+			return fmt.Errorf("%s: %d elements do not fit in it", where, count)
+		}
+		for i := uint64(0); i < count; i++ {
+			off := boltPageHeader + i*boltElemSize
+			e := p[off : off+boltElemSize]
+			switch flags {
+			case boltBranchPage:
+				pos, ksize := uint64(le.Uint32(e[0:])), uint64(le.Uint32(e[4:]))
+				if off+pos+ksize > size {
+					return fmt.Errorf("%s: element %d's key is past the page", where, i)
+				}
+				work = append(work, todo{pgid: le.Uint64(e[8:])})
+			case boltLeafPage:
+				eflags, pos := le.Uint32(e[0:]), uint64(le.Uint32(e[4:]))
+				ksize, vsize := uint64(le.Uint32(e[8:])), uint64(le.Uint32(e[12:]))
+				if off+pos+ksize+vsize > size {
+					return fmt.Errorf("%s: element %d's key or value is past the page", where, i)
+				}
+				if eflags&boltBucketLeaf == 0 {
+					continue
+				}
+				v := p[off+pos+ksize : off+pos+ksize+vsize]
+				if len(v) < boltBucketHeader {
+					return fmt.Errorf("%s: element %d is a bucket of %d bytes", where, i, len(v))
+				}
+				if root := le.Uint64(v); root != 0 {
+					work = append(work, todo{pgid: root})
+				} else {
+					work = append(work, todo{inline: v[boltBucketHeader:]})
+				}
+			}
+		}
+	}
+	return nil
+}
