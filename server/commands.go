@@ -62,14 +62,14 @@ func command[A any, R any](name, doc, result string, fn func(*Server, context.Co
 
 // Commands is every agent.* command, in the order the docs list them.
 var Commands = []Command{
-	command("agent.run", "Runs the agent on a prompt, in a new session or continuing one; returns when the run ends. Given the session of a running run, it queues the prompt for that run's next step and returns at once.",
+	command("agent.run", "Runs the agent on a prompt, in a new session or continuing one; returns when the run ends. Given the session of a running run (in any window of the daemon), it queues the prompt for that run's next step and returns at once; that window then receives the session's events. A session continues only in a window that has its folder open.",
 		"`{session, status, reply, edits, steps, usage, error?, queued?, position?}`; status is done, cancelled, failed, limit, or queued (with position; the running run's result covers the prompt); a cancelled run lists the prompts it never read in queued", (*Server).runCommand),
 	command("agent.resume", "Continues an interrupted run from its last checkpoint, without adding a prompt.",
 		"as agent.run", (*Server).resumeCommand),
 	command("agent.cancel", "Cancels a session's running run; the run's own request then ends with status cancelled.",
 		"`{cancelled}`: whether a run was going", (*Server).cancelCommand),
-	command("agent.sessions", "Lists the stored sessions, newest first.",
-		"`[{session, project, title, status, created, updated, messages}]`", (*Server).sessionsCommand),
+	command("agent.sessions", "Lists the stored sessions of the store (every window's), newest first.",
+		"`[{session, project, root, title, status, created, updated, messages}]`; status is running (running now, in any window), interrupted (cut off by a crash or a kill: resume it), or how the last run ended; root is the project's folder", (*Server).sessionsCommand),
 	command("agent.session", "Returns a session's transcript and the subagents it started; with context, a subagent's transcript instead.",
 		"`{session, context?, project, status, title, messages: [{id, role, name?, content, toolCalls?, toolCallId?}], subagents: [{contextId, task, status}]}`", (*Server).sessionCommand),
 	command("agent.deleteSession", "Deletes a session with its checkpoints and subagents.",

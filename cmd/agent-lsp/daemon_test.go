@@ -524,3 +524,84 @@ func TestDaemonSessionBusyAcrossWindows(t *testing.T) {
 		t.Error("B did not see its prompt queued")
 	}
 }
+
+// Sessions an earlier version kept in a sibling file (when the store was
+// locked by another window) are imported once, when the daemon opens the
+// store: they are listed and read like any other.
+func TestDaemonImportsSiblingStores(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "sessions.db")
+	sibling := filepath.Join(dir, "sessions.1a2b3c4d.db")
+	stopDaemon(t, store)
+	ws := sample(t)
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "kept in the sibling"}}})
+	old := exec.Command(binary, "run", "--no-daemon", "--workspace", ws, "remember me")
+	old.Env = append(os.Environ(), daemonEnv(sibling, srv)...)
+	if out, err := old.CombinedOutput(); err != nil {
+		t.Fatalf("writing the sibling: %v\n%s", err, out)
+	}
+	w := openWindow(t, "", daemonEnv(store, srv), map[string]string{"sample": ws})
+	var rows []sessionRow
+	if err := w.command("agent.sessions", map[string]any{}, &rows); err != nil || len(rows) != 1 || rows[0].Status != "done" {
+		t.Fatalf("sessions: %+v %v", rows, err)
+	}
+	var detail struct {
+		Messages []struct {
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	if err := w.command("agent.session", map[string]any{"session": rows[0].Session}, &detail); err != nil ||
+		len(detail.Messages) != 2 || detail.Messages[1].Content != "kept in the sibling" {
+		t.Fatalf("session: %+v %v", detail, err)
+	}
+	if _, err := os.Stat(sibling + ".imported"); err != nil {
+		t.Fatalf("the sibling was not marked imported: %v", err)
+	}
+	if _, err := os.Stat(sibling); !os.IsNotExist(err) {
+		t.Fatal("the sibling is still there: it would be imported again")
+	}
+}
+
+// A headless run when no daemon runs works in-process and serves the
+// daemon's address while it lives: the store stays reachable (status,
+// sessions); afterwards the address is gone. The daemon never keeps an
+// environment of its own: the first window's key is not in it.
+func TestHeadlessServesTheDaemonAddress(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	stopDaemon(t, store)
+	ws := sample(t)
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Delay: scripted.Duration(3 * time.Second), Text: "slowly done"}}})
+	run := exec.Command(binary, "run", "--workspace", ws, "take your time")
+	run.Env = append(os.Environ(), daemonEnv(store, srv)...)
+	var out bytes.Buffer
+	run.Stdout, run.Stderr = &out, &out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var st daemonStatus
+	eventually(t, "the run to serve the store's address", func() bool {
+		var ok bool
+		st, ok = status(t, store)
+		return ok
+	})
+	if st.Pid != run.Process.Pid {
+		t.Fatalf("status %+v: want the run's own pid %d", st, run.Process.Pid)
+	}
+	if err := run.Wait(); err != nil || !strings.Contains(out.String(), "slowly done") {
+		t.Fatalf("run: %v\n%s", err, &out)
+	}
+	if _, ok := status(t, store); ok {
+		t.Fatal("the address outlived the run")
+	}
+
+	w := openWindow(t, "", daemonEnv(store, srv), map[string]string{"sample": ws})
+	st, _ = status(t, store)
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", st.Pid))
+	if err != nil || bytes.Contains(environ, []byte("sk-window")) || bytes.Contains(environ, []byte("OPENAI")) {
+		t.Fatalf("the daemon's environment: %q %v", environ, err)
+	}
+	var rows []sessionRow
+	if err := w.command("agent.sessions", map[string]any{}, &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("sessions: %+v %v", rows, err)
+	}
+}
