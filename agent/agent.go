@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agent-lsp/agent-lsp/agent/event"
@@ -59,6 +60,8 @@ type Config struct {
 	ContextTokens int
 	// ModelName names the model, for its known context size.
 	ModelName string
+	// Endpoint names the model's endpoint (its base URL) in what the user reads.
+	Endpoint string
 	// Window is the most recent messages the model sees besides the run's
 	// prompts, 10..1000; default DefaultWindow. The token budget usually
 	// binds first.
@@ -85,6 +88,9 @@ type Config struct {
 	// and test then ask).
 	Sandbox         *sandbox.Sandbox
 	SandboxSettings sandbox.Settings
+	// Prices is what models cost (USD per million tokens), by model name:
+	// usage events and results then carry a cost.
+	Prices map[string]model.Price
 	// Runs is the registry of running sessions; nil: the runtime's own.
 	// Runtimes over one store share one (a session runs once), and a prompt
 	// for a session running in another of them is queued into that run.
@@ -99,15 +105,17 @@ type Summary struct {
 
 // Runtime runs agent sessions. It is safe for concurrent use.
 type Runtime struct {
-	cfg     Config
-	graph   *graph.Graph
-	schema  *graph.Schema
-	st      schema
-	prompts promptCache
-	subSem  chan struct{}
-	guard   tools.ProtectedGuard // protected files around sandboxed commands
-	budget  *budget              // the model's context, learned as it answers
-	counter counter              // token estimates of messages, by ID
+	cfg         Config
+	graph       *graph.Graph
+	schema      *graph.Schema
+	st          schema
+	prompts     promptCache
+	subSem      chan struct{}
+	guard       tools.ProtectedGuard // protected files around sandboxed commands
+	budgetMu    sync.Mutex           // guards budgets
+	budgets     map[string]*budget   // each model's context, learned as it answers
+	autoContext bool                 // ContextTokens was not configured: each model's known size
+	counter     counter              // token estimates of messages, by ID
 
 	runs *Runs // the sessions running now, maybe shared with other runtimes
 }
@@ -160,9 +168,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.MaxToolOutput <= 0 {
 		cfg.MaxToolOutput = tools.DefaultMaxOutput
 	}
-	if cfg.ContextTokens <= 0 {
-		cfg.ContextTokens = ContextTokensFor(cfg.ModelName)
-	}
+
 	if cfg.SummaryTimeout <= 0 {
 		cfg.SummaryTimeout = DefaultSummaryTimeout
 	}
@@ -180,7 +186,7 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.Runs = NewRuns()
 	}
 	rt := &Runtime{cfg: cfg, schema: s, st: st, runs: cfg.Runs, subSem: make(chan struct{}, cfg.SubagentConcurrency),
-		budget: newBudget(cfg.ContextTokens)}
+		budgets: map[string]*budget{}, autoContext: cfg.ContextTokens <= 0}
 	g, err := graph.New(s).
 		Node("agent", rt.agentNode).
 		Node("tools", rt.toolsNode).
@@ -215,6 +221,18 @@ type Request struct {
 	MaxSteps int
 	// Durability overrides the store's default for this run ("" keeps it).
 	Durability store.Durability
+	// Model overrides the session's recorded model, else the configured
+	// one, for this run and the session's next ones.
+	Model string
+	// Context lists what the user attached: files, or parts of them (Range
+	// set), read as the editor has them and added to the prompt.
+	Context []Attachment
+}
+
+// Attachment is a file, or a part of it, the user attached to a prompt.
+type Attachment struct {
+	Path  string
+	Range *workspace.Range // nil: the whole file
 }
 
 // Result is how a run ended: the result of agent.run and agent.resume. A
@@ -240,7 +258,24 @@ func (rt *Runtime) Cancel(session string) bool { return rt.runs.cancel(session) 
 
 // ContextTokens is the model's context size as the runtime knows it: the
 // configured one, or a smaller one a provider's refusal taught it.
-func (rt *Runtime) ContextTokens() int { return rt.budget.limit() }
+func (rt *Runtime) ContextTokens() int { return rt.budgetFor(rt.cfg.ModelName).limit() }
+
+// budgetFor is a model's budget: the configured context size, else the
+// model's known one; what a refusal teaches is kept per model.
+func (rt *Runtime) budgetFor(model string) *budget {
+	rt.budgetMu.Lock()
+	defer rt.budgetMu.Unlock()
+	b, ok := rt.budgets[model]
+	if !ok {
+		limit := rt.cfg.ContextTokens
+		if rt.autoContext {
+			limit = ContextTokensFor(model)
+		}
+		b = newBudget(limit)
+		rt.budgets[model] = b
+	}
+	return b
+}
 
 // Running reports whether a session has a run in progress (in any runtime
 // sharing this one's Runs).
@@ -350,7 +385,7 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	rt.runs.started(active, r)
-	r.emit(event.RunStart{Project: project, ContextTokens: rt.budget.limit(), Withheld: r.withheld})
+	r.emit(event.RunStart{Project: project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
 	r.emit(event.Message{Message: human})
 	if req.Durability != "" {
 		ctx = store.WithDurability(ctx, req.Durability)
@@ -380,7 +415,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	r := rt.newRun(sess, req)
 	r.fitTools(rt)
 	rt.runs.started(active, r)
-	r.emit(event.RunStart{Project: sess.Project, ContextTokens: rt.budget.limit(), Withheld: r.withheld})
+	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
 	if req.Durability != "" {
 		ctx = store.WithDurability(ctx, req.Durability)
 	}
@@ -392,34 +427,59 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 // text of a file inside a project (a file outside every project, or one that
 // cannot be read as a regular file, is refused).
 func (rt *Runtime) promptText(req Request) (string, error) {
-	if req.Selection == nil {
-		return req.Prompt, nil
+	text := req.Prompt
+	if req.Selection != nil {
+		q, err := rt.quote(req.Selection.Path, &req.Selection.Range, 8<<10)
+		if err != nil {
+			return "", err
+		}
+		text += "\n\n(The user selected " + q
 	}
-	sel := req.Selection
-	p, ok := rt.cfg.Workspace.ProjectFor(sel.Path)
+	for _, a := range req.Context {
+		q, err := rt.quote(a.Path, a.Range, rt.cfg.MaxToolOutput)
+		if err != nil {
+			return "", err
+		}
+		text += "\n\n(The user attached " + q
+	}
+	return text, nil
+}
+
+// quote is a file's text (an open document's, unsaved changes included),
+// or the part in rng, fenced and cut to limit bytes, after its name: "NAME
+// lines A-B:)" or "NAME (N lines):)". The file must be inside a project.
+func (rt *Runtime) quote(path string, rng *workspace.Range, limit int) (string, error) {
+	p, ok := rt.cfg.Workspace.ProjectFor(path)
 	if !ok {
-		return "", fmt.Errorf("%w: %s is outside every project", ErrBadSelection, sel.Path)
+		return "", fmt.Errorf("%w: %s is outside every project", ErrBadSelection, path)
 	}
-	abs, err := p.Resolve(sel.Path)
+	abs, err := p.Resolve(path)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrBadSelection, err)
 	}
-	b, err := rt.cfg.Workspace.ReadFile(p, abs, workspace.MaxReadSize)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBadSelection, err)
+	var s string
+	if d, open := rt.cfg.Workspace.Document(abs); open {
+		s = d.Text
+	} else {
+		b, err := rt.cfg.Workspace.ReadFile(p, abs, workspace.MaxReadSize)
+		if err != nil {
+			return "", fmt.Errorf("%w: %v", ErrBadSelection, err)
+		}
+		s = string(b)
 	}
-	s := string(b)
+	if rng == nil {
+		return fmt.Sprintf("%s (%d lines):)\n```\n%s\n```", p.Rel(abs), strings.Count(s, "\n")+1, tools.Cut(s, limit)), nil
+	}
 	enc := rt.cfg.Workspace.Encoding()
 	text := ""
-	if from, to := workspace.Offset(s, sel.Range.Start, enc), workspace.Offset(s, sel.Range.End, enc); from <= to {
-		text = tools.Cut(s[from:to], 8<<10)
+	if from, to := workspace.Offset(s, rng.Start, enc), workspace.Offset(s, rng.End, enc); from <= to {
+		text = tools.Cut(s[from:to], limit)
 	}
-	last := sel.Range.End.Line
-	if sel.Range.End.Character == 0 && last > sel.Range.Start.Line {
+	last := rng.End.Line
+	if rng.End.Character == 0 && last > rng.Start.Line {
 		last-- // a selection of whole lines ends at the start of the next one
 	}
-	return fmt.Sprintf("%s\n\n(The user selected %s lines %d-%d:)\n```\n%s\n```", req.Prompt, p.Rel(abs),
-		sel.Range.Start.Line+1, last+1, text), nil
+	return fmt.Sprintf("%s lines %d-%d:)\n```\n%s\n```", p.Rel(abs), rng.Start.Line+1, last+1, text), nil
 }
 
 // graphConfig is where a run's state lives: the session's thread, the run's
@@ -434,7 +494,7 @@ func (rt *Runtime) graphConfig(r *run, maxSteps int) graph.Config {
 	if r.contextID == "" {
 		cfg.Index = func(s graph.State, status graph.Status) *store.Session {
 			sess := r.session
-			sess.Status, sess.Updated = status, time.Now()
+			sess.Status, sess.Updated, sess.Model = status, time.Now(), r.model
 			sess.Messages = len(rt.st.messages.Get(s))
 			if p := rt.st.project.Get(s); p != "" {
 				sess.Project = p
@@ -467,7 +527,7 @@ func (rt *Runtime) finish(ctx context.Context, r *run, res graph.Result, err err
 		}
 	}
 	if err != nil {
-		out.Status, out.Error = graph.StatusFailed, err.Error()
+		out.Status, out.Error = graph.StatusFailed, rt.explain(r, err)
 	}
 	r.emit(event.RunEnd{Status: out.Status, Error: out.Error})
 	return out, nil

@@ -133,7 +133,7 @@ func newHarness(t *testing.T, script scripted.Script, cfg Config) *harness {
 		cfg.Sandbox = sb
 		cfg.SandboxSettings = sandbox.Settings{Mode: sandbox.WorkspaceWrite, Temp: os.TempDir()}
 	}
-	cfg.Model = model.NewOpenAI(model.Config{BaseURL: srv.URL, Model: "scripted", APIKey: "sk-x", Backoff: time.Millisecond, Timeout: 5 * time.Second})
+	cfg.Model = model.NewOpenAI(model.Config{BaseURL: srv.URL, Model: "scripted", APIKey: "sk-x", Backoff: time.Millisecond, Timeout: time.Minute})
 	if h.rt, err = New(cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ const (
 // fitTools chooses the tools the run shows the model: those whose
 // definitions fit in their share of the budget.
 func (r *run) fitTools(rt *Runtime) {
-	r.specs, r.withheld = fitTools(r.tools.Specs(), rt.budget.prompt()/toolShare)
+	r.specs, r.withheld = fitTools(r.tools.Specs(), r.budget.prompt()/toolShare)
 }
 
 // fits checks, before a run starts, that its system prompt, tools and prompt
@@ -43,9 +43,9 @@ func (r *run) fitTools(rt *Runtime) {
 func (rt *Runtime) fits(r *run, project string, prompt message.Message) error {
 	r.fitTools(rt)
 	sys := message.Message{ID: "", Role: message.System, Content: rt.systemPrompt(project, Summary{}, nil)}
-	need := rt.counter.request(model.Request{Messages: []message.Message{sys, prompt}, Tools: r.specs})
-	if room := rt.budget.prompt(); need > room {
-		return &TooLargeError{Need: need, Budget: room, ContextTokens: rt.budget.limit()}
+	need := rt.counter.request(model.Request{Messages: []message.Message{sys, prompt}, Tools: r.specs, Model: r.model})
+	if room := r.budget.prompt(); need > room {
+		return &TooLargeError{Need: need, Budget: room, ContextTokens: r.budget.limit()}
 	}
 	return nil
 }
@@ -102,7 +102,7 @@ func (rt *Runtime) compose(ctx context.Context, r *run, s graph.State, summary S
 	out := composed{summary: summary}
 	build := func() (message.Message, limits) {
 		sys := message.Message{Role: message.System, Content: rt.systemPrompt(project, out.summary, todos)}
-		room := rt.budget.prompt() - replyPriming - rt.counter.message(sys)
+		room := r.budget.prompt() - replyPriming - rt.counter.message(sys)
 		for _, t := range r.specs {
 			room -= toolTokens(t)
 		}
@@ -114,7 +114,7 @@ func (rt *Runtime) compose(ctx context.Context, r *run, s graph.State, summary S
 	from := afterSummary(msgs, out.summary)
 	w := selectWindow(msgs, from, pinned, lim, &rt.counter)
 	if w.olderEnd <= from && reason != "overflow" {
-		out.req = model.Request{Messages: append([]message.Message{sys}, w.shown...), Tools: r.specs}
+		out.req = model.Request{Messages: append([]message.Message{sys}, w.shown...), Tools: r.specs, Model: r.model}
 		out.estimate = rt.counter.request(out.req)
 		return out
 	}
@@ -128,7 +128,7 @@ func (rt *Runtime) compose(ctx context.Context, r *run, s graph.State, summary S
 	}
 	kept := selectWindow(msgs, from, pinned, target, &rt.counter)
 	if kept.olderEnd > from {
-		older, dropped, upTo := kept.older(msgs, from, pinned, maxSummaryCalls*rt.summaryRoom(out.summary), &rt.counter)
+		older, dropped, upTo := kept.older(msgs, from, pinned, maxSummaryCalls*rt.summaryRoom(r, out.summary), &rt.counter)
 		before := kept.cost + costOf(older, &rt.counter)
 		var done compaction
 		out.summary, done = rt.compact(ctx, r, out.summary, older, dropped, upTo)
@@ -144,7 +144,7 @@ func (rt *Runtime) compose(ctx context.Context, r *run, s graph.State, summary S
 		}
 		r.emit(ev)
 	}
-	out.req = model.Request{Messages: append([]message.Message{sys}, w.shown...), Tools: r.specs}
+	out.req = model.Request{Messages: append([]message.Message{sys}, w.shown...), Tools: r.specs, Model: r.model}
 	out.estimate = rt.counter.request(out.req)
 	return out
 }
@@ -173,7 +173,7 @@ func (rt *Runtime) compact(ctx context.Context, r *run, prev Summary, older []me
 	next := prev
 	rest := older
 	for calls := 0; len(rest) > 0 && calls < maxSummaryCalls; calls++ {
-		part := rt.summaryPart(next, rest)
+		part := rt.summaryPart(r, next, rest)
 		sum, err := rt.summarize(ctx, r, next, rest[:part])
 		if err != nil {
 			done.err = err
@@ -195,14 +195,14 @@ func (rt *Runtime) compact(ctx context.Context, r *run, prev Summary, older []me
 }
 
 // summaryRoom is what one summary call may read, in estimated tokens.
-func (rt *Runtime) summaryRoom(prev Summary) int {
-	return max(rt.budget.prompt()-600-rt.counter.message(message.Message{Content: prev.Text}), 500)
+func (rt *Runtime) summaryRoom(r *run, prev Summary) int {
+	return max(r.budget.prompt()-600-rt.counter.message(message.Message{Content: prev.Text}), 500)
 }
 
 // summaryPart is how many of the older messages one summary call can take
 // within the budget: whole turns, at least one message.
-func (rt *Runtime) summaryPart(prev Summary, older []message.Message) int {
-	room := rt.summaryRoom(prev)
+func (rt *Runtime) summaryPart(r *run, prev Summary, older []message.Message) int {
+	room := rt.summaryRoom(r, prev)
 	used, n := 0, 0
 	for n < len(older) {
 		cost := min(rt.counter.message(older[n]), maxSummaryRead)
@@ -246,7 +246,7 @@ func (rt *Runtime) summarize(ctx context.Context, r *run, prev Summary, older []
 	req := model.Request{Messages: []message.Message{
 		{ID: "sum-sys", Role: message.System, Content: summaryInstructions},
 		{ID: "sum-in", Role: message.Human, Content: "Summarize the conversation.\n\n" + b.String()},
-	}}
+	}, Model: r.model}
 	sctx, cancel := context.WithTimeout(ctx, rt.cfg.SummaryTimeout)
 	defer cancel()
 	resp, err := rt.cfg.Model.Chat(sctx, req, nil)
@@ -256,9 +256,9 @@ func (rt *Runtime) summarize(ctx context.Context, r *run, prev Summary, older []
 		}
 		return prev, fmt.Errorf("summarize history: %w", err)
 	}
-	r.acc.addUsage(resp.Usage)
+	r.used(resp.Usage)
 	text := strings.TrimSpace(resp.Content)
-	if max := rt.budget.prompt() / 8 * 3; len(text) > max { // a summary of at most an eighth of the budget
+	if max := r.budget.prompt() / 8 * 3; len(text) > max { // a summary of at most an eighth of the budget
 		text = tools.Cut(text, max)
 	}
 	return Summary{Text: text, UpTo: older[len(older)-1].ID}, nil
@@ -277,16 +277,16 @@ func (rt *Runtime) chat(ctx context.Context, r *run, s graph.State) (model.Respo
 		c.compacted = summary != rt.st.summary.Get(s)
 		var over *model.OverflowError
 		if errors.As(err, &over) && ctx.Err() == nil {
-			rt.budget.overflow(over, c.estimate)
-			rt.cfg.Log("session %s: the model refused a request of about %d tokens as too large (%v); the budget is now %d tokens", r.session.ID, c.estimate, over, rt.budget.limit())
+			r.budget.overflow(over, c.estimate)
+			rt.cfg.Log("session %s: the model refused a request of about %d tokens as too large (%v); the budget is now %d tokens", r.session.ID, c.estimate, over, r.budget.limit())
 			if attempt < maxOverflowRetries {
 				reason = "overflow"
 				continue
 			}
-			return resp, c, fmt.Errorf("the model's context is too small for this conversation even after compacting it %d times (limit %d tokens): %w", maxOverflowRetries, rt.budget.limit(), err)
+			return resp, c, fmt.Errorf("the model's context is too small for this conversation even after compacting it %d times (limit %d tokens): %w", maxOverflowRetries, r.budget.limit(), err)
 		}
 		if err == nil {
-			rt.budget.observe(c.estimate, resp.Usage.PromptTokens)
+			r.budget.observe(c.estimate, resp.Usage.PromptTokens)
 		}
 		return resp, c, err
 	}

@@ -98,7 +98,7 @@ func (rt *Runtime) agentNode(ctx context.Context, s graph.State) (graph.Patch, e
 	if err != nil {
 		return graph.Patch{}, err
 	}
-	r.acc.addUsage(resp.Usage)
+	r.used(resp.Usage)
 	ai := message.NewAI(resp.Content, resp.ToolCalls...)
 	ai.Name = "ai@" + project
 	for i := range ai.ToolCalls {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -28,6 +29,8 @@ type run struct {
 	acc       *accumulator
 	specs     []model.ToolSpec // the tools the model is shown: those that fit the budget
 	withheld  []string         // the tools that did not
+	model     string           // the model of this run: the request's, the session's, else the configured one
+	budget    *budget          // that model's context, as learned
 
 	inbox struct {
 		sync.Mutex                            // guards held
@@ -53,10 +56,24 @@ func (a *accumulator) emit(e event.Event) {
 	a.events(e)
 }
 
-func (a *accumulator) addUsage(u model.Usage) {
+// addUsage adds a model call's usage and returns the run's so far.
+func (a *accumulator) addUsage(u model.Usage) model.Usage {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.usage = a.usage.Add(u)
-	a.mu.Unlock()
+	return a.usage
+}
+
+// used accounts for one model call: priced when the price table has the
+// model, added to the run's usage, and reported as a usage event.
+func (r *run) used(u model.Usage) {
+	if p, ok := r.rt.cfg.Prices[r.model]; ok {
+		u.Cost = p.Cost(u)
+	}
+	total := r.acc.addUsage(u)
+	r.emit(event.Usage{Model: r.model, Prompt: u.PromptTokens, Completion: u.CompletionTokens, Total: u.TotalTokens,
+		ContextTokens: r.budget.limit(), Cost: u.Cost,
+		Run: event.RunUsage{Prompt: total.PromptTokens, Completion: total.CompletionTokens, Total: total.TotalTokens, Cost: total.Cost}})
 }
 
 func (a *accumulator) addEdit() {
@@ -112,8 +129,9 @@ func (a *accumulator) totals() (model.Usage, int) {
 }
 
 func (rt *Runtime) newRun(sess store.Session, req Request) *run {
+	name := cmp.Or(req.Model, sess.Model, rt.cfg.ModelName)
 	return &run{rt: rt, session: sess, editor: req.Editor, perms: req.Permissions, tools: rt.cfg.Tools,
-		acc: &accumulator{events: req.Events}}
+		acc: &accumulator{events: req.Events}, model: name, budget: rt.budgetFor(name)}
 }
 
 // emit sends one event of this run (or subagent).

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"strings"
@@ -27,8 +28,13 @@ type Backend struct {
 	AllowEdit []workspace.Rule // protected files the settings let the agent change without confirmation
 	Sandbox   *sandbox.Sandbox // confines commands (Landlock)
 	Confine   sandbox.Settings // how each project's commands are confined
+	Model     *model.OpenAI    // the endpoint
 
-	closeStore func() // closes the store if this backend opened it (not the daemon's)
+	hub        *Hub
+	environ    []string            // the connection's environment, commands start from it scrubbed
+	getenv     func(string) string // reads the connection's environment
+	warn       func(string)        // tells the user (window/logMessage)
+	closeStore func()              // closes the store if this backend opened it (not the daemon's)
 }
 
 // Folder is one workspace folder as the editor names it.
@@ -44,14 +50,6 @@ type Folder struct {
 // store that could not be opened); they do not stop the backend.
 func NewBackend(hub *Hub, s config.Settings, enc workspace.Encoding, folders []Folder, environ []string, getenv func(string) string, warn func(string)) (*Backend, []string, error) {
 	var notices []string
-	rules, err := shellrule.NewSet(nonEmpty(s.Allow), nonEmpty(s.Deny))
-	if err != nil {
-		return nil, nil, err
-	}
-	var allowEdit []workspace.Rule
-	for _, p := range nonEmpty(s.AllowEdit) {
-		allowEdit = append(allowEdit, workspace.Rule{Pattern: p, Why: "allowed by the allowEdit setting"})
-	}
 	ws := workspace.New(enc)
 	for _, f := range folders {
 		if _, err := ws.Add(f.Name, f.Path); err != nil {
@@ -70,28 +68,63 @@ func NewBackend(hub *Hub, s config.Settings, enc workspace.Encoding, folders []F
 			notices = append(notices, note)
 		}
 	}
-	closeStore := func() {
+	base := &Backend{Workspace: ws, Store: db, hub: hub, environ: environ, getenv: getenv, warn: warn, closeStore: func() {
 		if owned {
 			db.Close()
 		}
+	}}
+	b, err := base.with(s)
+	if err != nil {
+		base.Close()
+		return nil, notices, err
+	}
+	return b, notices, nil
+}
+
+// with composes a backend for settings s over b's workspace and store: the
+// rules, the model, the sandbox and a new runtime (sharing the hub's
+// registry of running sessions, so a run of the old runtime goes on and
+// stays busy). The new backend owns the store's closing.
+func (b *Backend) with(s config.Settings) (*Backend, error) {
+	rules, err := shellrule.NewSet(nonEmpty(s.Allow), nonEmpty(s.Deny))
+	if err != nil {
+		return nil, err
+	}
+	var allowEdit []workspace.Rule
+	for _, p := range nonEmpty(s.AllowEdit) {
+		allowEdit = append(allowEdit, workspace.Rule{Pattern: p, Why: "allowed by the allowEdit setting"})
 	}
 	m := model.NewOpenAI(model.Config{BaseURL: s.BaseURL, Model: s.Model, APIKey: s.APIKey})
-	env := tools.ScrubEnv(environ, []string{s.APIKeyEnv, "OPENAI_API_KEY"}, s.ScrubEnv)
+	env := tools.ScrubEnv(b.environ, []string{s.APIKeyEnv, "OPENAI_API_KEY"}, s.ScrubEnv)
 	sb, err := sandbox.New(s.Landlock)
 	if err != nil {
-		closeStore()
-		return nil, notices, err
+		return nil, err
 	}
 	mode, _ := sandbox.ParseMode(s.Sandbox) // checked when the settings were resolved
-	confine := sandbox.Settings{Mode: mode, Writable: s.SandboxWritable, Network: s.SandboxNetwork, Temp: os.TempDir(), Getenv: getenv}
-	rt, err := agent.New(agent.Config{Model: m, ModelName: s.Model, ContextTokens: s.ContextTokens, Workspace: ws, Store: db,
-		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, CommandEnv: env,
-		Sandbox: sb, SandboxSettings: confine, Runs: hub.runs, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) }})
+	temp := cmp.Or(b.getenv("TMPDIR"), os.TempDir())
+	confine := sandbox.Settings{Mode: mode, Writable: s.SandboxWritable, Network: s.SandboxNetwork, Temp: temp, Getenv: b.getenv}
+	warn := b.warn
+	rt, err := agent.New(agent.Config{Model: m, ModelName: s.Model, Endpoint: s.BaseURL, ContextTokens: s.ContextTokens, Workspace: b.Workspace, Store: b.Store,
+		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, Prices: s.Prices, CommandEnv: env,
+		Sandbox: sb, SandboxSettings: confine, Runs: b.hub.runs, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) }})
 	if err != nil {
-		closeStore()
-		return nil, notices, err
+		return nil, err
 	}
-	return &Backend{Settings: s, Workspace: ws, Store: db, Runtime: rt, Rules: rules, AllowEdit: allowEdit, Sandbox: sb, Confine: confine, closeStore: closeStore}, notices, nil
+	return &Backend{Model: m, Settings: s, Workspace: b.Workspace, Store: b.Store, Runtime: rt, Rules: rules, AllowEdit: allowEdit,
+		Sandbox: sb, Confine: confine, hub: b.hub, environ: b.environ, getenv: b.getenv, warn: b.warn, closeStore: b.closeStore}, nil
+}
+
+// Reconfigure returns the backend for new settings (didChangeConfiguration):
+// the next runs use them; runs in progress keep theirs. Settings that only a
+// restart applies (the store file) are kept, and the notices say so.
+func (b *Backend) Reconfigure(s config.Settings) (*Backend, []string, error) {
+	var notices []string
+	if s.StorePath != b.Settings.StorePath {
+		notices = append(notices, fmt.Sprintf("the store file stays %s until the server restarts", b.Settings.StorePath))
+		s.StorePath = b.Settings.StorePath
+	}
+	nb, err := b.with(s)
+	return nb, notices, err
 }
 
 // nonEmpty drops blank patterns (an empty entry of an editor's list setting).

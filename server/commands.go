@@ -77,6 +77,8 @@ var Commands = []Command{
 	command("agent.projects", "Lists the projects (workspace folders) with what detection found, their runtime context, and how their commands are sandboxed here.",
 		"`[{name, path, type, techStack: {language, languageVersion?, packageManager?, buildCommand?, testCommand?, manifests?, others?}, gitBranch?, context: {openFiles, pendingChanges, lastBuild, lastTest, recentErrors}, sandbox: {mode, landlockABI, enforced, notEnforced?, writable?, network}}]`",
 		(*Server).projectsCommand),
+	command("agent.models", "Lists the models the endpoint offers (its GET /models), and the one runs use unless agent.run names another.",
+		"`{baseURL, current, models: [{id, ownedBy?}]}`; an endpoint without a model list is an error that says so, with its URL", (*Server).modelsCommand),
 	command("agent.switchProject", "Makes another project the current one of a session that is not running; its next run or resume works there, and the model is told.",
 		"`{session, project}`", (*Server).switchProjectCommand),
 }

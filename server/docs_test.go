@@ -25,6 +25,7 @@ var eventDocs = map[event.Type]string{
 	"subagent.start":    "a subagent starts a task (`contextId`, `parentId` in the envelope)",
 	"subagent.end":      "a subagent ended with a status",
 	"edit":              "the editor applied or refused an edit of `uri`",
+	"usage":             "after each model call (the run's, its subagents' and its summaries'): that call's `prompt`, `completion` and `total` tokens as the endpoint reported them, the `contextTokens` the request was fitted into, and `run`, the run's totals so far; `cost` (USD) when the price table has the `model`",
 	"run.end":           "the run ended: `status`, and `error` when it failed",
 }
 

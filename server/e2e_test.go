@@ -18,6 +18,7 @@ import (
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
+	"github.com/agent-lsp/agent-lsp/server"
 )
 
 // binary is the agent-lsp executable built once for these tests.
@@ -273,7 +274,7 @@ func TestProjectsListsFolders(t *testing.T) {
 	res := c.initialize(map[string]string{"sample": sample, "other": other}, nil)
 	caps := res["capabilities"].(map[string]any)
 	cmds := caps["executeCommandProvider"].(map[string]any)
-	if len(cmds["commands"].([]any)) != 8 || cmds["workDoneProgress"] != true || caps["positionEncoding"] != "utf-16" {
+	if len(cmds["commands"].([]any)) != len(server.Commands) || cmds["workDoneProgress"] != true || caps["positionEncoding"] != "utf-16" {
 		t.Fatalf("capabilities: %v", caps)
 	}
 	var projects []struct {

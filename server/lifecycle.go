@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"syscall"
@@ -87,6 +88,18 @@ func (l *lifecycle) start(b *Backend, progress, saves bool) bool {
 		return false
 	}
 	l.state, l.backend, l.progress, l.saves = stateReady, b, progress, saves
+	return true
+}
+
+// replace makes nb the backend of a ready server; false when the server is
+// not ready (then nb is not used).
+func (l *lifecycle) replace(nb *Backend) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != stateReady {
+		return false
+	}
+	l.backend = nb
 	return true
 }
 
@@ -188,14 +201,13 @@ func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawM
 		s.notice(msgWarning, "%s", n)
 	}
 	for _, n := range notices { // problems the user must act on
-		s.notice(msgWarning, "%s", n)
-		s.client.showMessage(msgWarning, "agent-lsp: "+n)
+		s.act(n)
 	}
 	if b.Confine.Mode != sandbox.Off && b.Sandbox.ABI() == 0 {
 		s.notice(msgWarning, "commands are not sandboxed: this kernel has no Landlock (or it is turned off); every command asks first")
 	}
 	if st.APIKey == "" && strings.Contains(st.BaseURL, "api.openai.com") {
-		s.notice(msgWarning, "no API key: set %s (or point OPENAI_BASE_URL at a local server)", st.APIKeyEnv)
+		s.act(fmt.Sprintf("no API key: set %s (or point OPENAI_BASE_URL at a local server), then restart the server", st.APIKeyEnv))
 	}
 	s.logf("agent-lsp %s: %d project(s), model %s at %s, store %s", Version, len(b.Workspace.Projects()), st.Model, st.BaseURL, b.StoreName())
 	if p.ProcessID != nil && *p.ProcessID > 0 {

@@ -91,7 +91,8 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		savesMu.Unlock()
 		return res
 	}
-	c.initialize(roots, map[string]any{"permissions": map[string]any{"allow": []string{"sleep *"}}})
+	c.initialize(roots, map[string]any{"permissions": map[string]any{"allow": []string{"sleep *"}},
+		"model": map[string]any{"prices": map[string]any{"scripted": map[string]float64{"input": 2.5, "output": 10}}}})
 
 	cmds = map[string][]commandExample{}
 	var mu sync.Mutex // guards cmds: the sleeping run answers while agent.cancel does
@@ -113,10 +114,12 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		return r.Session
 	}
 	do("agent.projects", map[string]any{})
+	do("agent.models", map[string]any{})
 	main := session(do("agent.run", map[string]any{"prompt": "Add a farewell to greet.go", "project": "sample"}))
 	greet := string(uri.File(filepath.Join(roots["sample"], "greet.go")))
 	do("agent.run", map[string]any{"prompt": "Explain the selection", "uri": greet,
-		"range": map[string]any{"start": map[string]int{"line": 2, "character": 0}, "end": map[string]int{"line": 4, "character": 1}}})
+		"range":   map[string]any{"start": map[string]int{"line": 2, "character": 0}, "end": map[string]int{"line": 4, "character": 1}},
+		"context": []map[string]any{{"uri": string(uri.File(filepath.Join(roots["sample"], "greet_test.go")))}}, "model": "scripted"})
 	failed := session(do("agent.run", map[string]any{"prompt": "Fail please", "project": "other"}))
 
 	slept := make(chan struct{})
@@ -152,7 +155,7 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		}
 		return n == 6
 	})
-	paths = map[string]string{"/work/sample": roots["sample"], "/work/other": roots["other"], "/home/user": home, "/tmp": tmp}
+	paths = map[string]string{"http://localhost:11434/v1": srv.URL, "/work/sample": roots["sample"], "/work/other": roots["other"], "/home/user": home, "/tmp": tmp}
 	savesMu.Lock()
 	defer savesMu.Unlock()
 	return cmds, c.notifications("agent/event"), map[string][]requestExample{"agent/saveDocuments": saves}, paths
@@ -237,9 +240,19 @@ func (n *normalizer) value(v any) any {
 		if x["type"] == "context.compacted" {
 			x["before"], x["after"] = 9000, 2500
 		}
+		// Costs follow the scenario's price table (2.5/10 USD per million).
+		price := func(prompt, completion float64) float64 { return (prompt*2.5 + completion*10) / 1e6 }
 		if n, _ := x["promptTokens"].(float64); n > 0 {
 			c, _ := x["completionTokens"].(float64)
-			x["promptTokens"], x["totalTokens"] = 1000, 1000+c
+			x["promptTokens"], x["totalTokens"], x["cost"] = 1000, 1000+c, price(1000, c)
+		}
+		if x["type"] == "usage" {
+			c, _ := x["completion"].(float64)
+			x["prompt"], x["total"], x["cost"] = 1000, 1000+c, price(1000, c)
+			if run, ok := x["run"].(map[string]any); ok {
+				rc, _ := run["completion"].(float64)
+				run["prompt"], run["total"], run["cost"] = 4000, 4000+rc, price(4000, rc)
+			}
 		}
 	}
 	return v

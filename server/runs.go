@@ -23,6 +23,16 @@ type RunArgs struct {
 	Range      *workspace.Range `json:"range,omitempty"`
 	Edits      string           `json:"edits,omitempty"`
 	Durability string           `json:"durability,omitempty"`
+	Model      string           `json:"model,omitempty"`
+	Context    []ContextRef     `json:"context,omitempty"`
+}
+
+// ContextRef is a document, or a range of it, the user attached to a
+// prompt (#buffer, #selection, a file): the server reads it as the editor
+// has it.
+type ContextRef struct {
+	URI   string           `json:"uri" required:"true"`
+	Range *workspace.Range `json:"range,omitempty"`
 }
 
 // ResumeArgs are agent.resume's arguments.
@@ -30,6 +40,7 @@ type ResumeArgs struct {
 	Session    string `json:"session" required:"true"`
 	Edits      string `json:"edits,omitempty"`
 	Durability string `json:"durability,omitempty"`
+	Model      string `json:"model,omitempty"`
 }
 
 // runOptions are the arguments agent.run and agent.resume share.
@@ -51,16 +62,28 @@ func (a RunArgs) validate() error    { return runOptions{a.Edits, a.Durability}.
 func (a ResumeArgs) validate() error { return runOptions{a.Edits, a.Durability}.validate() }
 
 func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (agent.Result, error) {
-	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt}
+	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt, Model: a.Model}
 	if a.URI != "" && a.Range != nil {
 		req.Selection = &agent.Selection{Path: filename(a.URI), Range: *a.Range}
+	}
+	for i, c := range a.Context {
+		if c.URI == "" {
+			return agent.Result{}, invalidParams("agent.run: context[%d] has no uri", i)
+		}
+		req.Context = append(req.Context, agent.Attachment{Path: filename(c.URI), Range: c.Range})
+	}
+	if err := s.checkModel(ctx, call.b, "agent.run", a.Model); err != nil {
+		return agent.Result{}, err
 	}
 	title := "agent: " + transcript.FirstWords(a.Prompt, 6)
 	return s.startRun(ctx, call, "agent.run", title, runOptions{a.Edits, a.Durability}, req, call.b.Runtime.Run)
 }
 
 func (s *Server) resumeCommand(ctx context.Context, call commandCall, a ResumeArgs) (agent.Result, error) {
-	req := agent.Request{Session: a.Session}
+	req := agent.Request{Session: a.Session, Model: a.Model}
+	if err := s.checkModel(ctx, call.b, "agent.resume", a.Model); err != nil {
+		return agent.Result{}, err
+	}
 	return s.startRun(ctx, call, "agent.resume", "agent: resume "+a.Session, runOptions{a.Edits, a.Durability}, req, call.b.Runtime.Resume)
 }
 

@@ -96,11 +96,13 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 		}
 		return nil
 	})}
-	s.conn = jsonrpc2.NewConn(newGuardedStream(rwc, opts.Logf))
+	stream := newGuardedStream(rwc, opts.Logf)
+	s.conn = jsonrpc2.NewConn(stream)
 	s.client = &client{conn: s.conn, ctx: ctx}
 	s.conn.Go(ctx, s.handle)
 	select {
 	case <-s.conn.Done():
+	case <-stream.Ended(): // the client is gone: its runs are cancelled below
 	case <-s.exited:
 	case <-ctx.Done():
 		// Here and after exit, do not wait for the read loop: a blocking read
@@ -138,6 +140,13 @@ func (s *Server) notice(typ protocol.MessageType, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	s.logf("%s", msg)
 	s.client.logMessage(typ, "agent-lsp: "+msg)
+}
+
+// act tells the user of a problem they must act on: window/showMessage
+// (and the log).
+func (s *Server) act(msg string) {
+	s.notice(msgWarning, "%s", msg)
+	s.client.showMessage(msgWarning, "agent-lsp: "+msg)
 }
 
 // stopRuns cancels every run and waits for them to checkpoint.
@@ -192,6 +201,7 @@ var notificationHandlers = map[string]notificationHandler{
 	"textDocument/didSave":                {(*Server).didSave, true},
 	"textDocument/didClose":               {(*Server).didClose, true},
 	"workspace/didChangeWorkspaceFolders": {(*Server).didChangeWorkspaceFolders, true},
+	"workspace/didChangeConfiguration":    {(*Server).didChangeConfiguration, true},
 }
 
 // handle is the handler chain: requests and notifications run in arrival order

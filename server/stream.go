@@ -42,12 +42,20 @@ type guardedStream struct {
 
 	pmu     sync.Mutex          // guards pending
 	pending map[string]struct{} // ids of requests read and not answered yet
+
+	ended   chan struct{} // closed when reading ends: the client is gone (or stopped sending)
+	endOnce sync.Once
 }
 
 func newGuardedStream(rw io.ReadWriteCloser, logf func(string, ...any)) *guardedStream {
 	return &guardedStream{inner: jsonrpc2.NewHeaderStream(rw), in: bufio.NewReaderSize(rw, 64<<10),
-		limit: MaxMessageSize, logf: logf, pending: map[string]struct{}{}}
+		limit: MaxMessageSize, logf: logf, pending: map[string]struct{}{}, ended: make(chan struct{})}
 }
+
+// Ended is closed when the stream can be read no more. The connection's
+// done channel waits for requests in flight (a run) to end; this does not,
+// so that the server can cancel them: their client is gone.
+func (s *guardedStream) Ended() <-chan struct{} { return s.ended }
 
 // frameError is a frame that cannot be delivered; the stream answers it,
 // unless it reads as a notification (which is never answered).
@@ -68,12 +76,14 @@ func (s *guardedStream) Read(ctx context.Context) (jsonrpc2.Message, int64, erro
 			s.reject(ctx, fe) // answered at once: the next frame may wait for the answer
 			if fe.resync {
 				if err := s.resync(); err != nil {
+					s.endOnce.Do(func() { close(s.ended) })
 					return nil, n, err
 				}
 			}
 			continue
 		}
 		if err != nil {
+			s.endOnce.Do(func() { close(s.ended) })
 			return nil, n, err
 		}
 		msg, fe := s.decode(body)

@@ -103,7 +103,8 @@ type State struct {
 type Session struct {
 	ID       string    `json:"session"`
 	Project  string    `json:"project"`
-	Root     string    `json:"root,omitempty"` // the project's folder: a session continues only where it is open
+	Root     string    `json:"root,omitempty"`  // the project's folder: a session continues only where it is open
+	Model    string    `json:"model,omitempty"` // the model of its last run: its next run's unless one is given
 	Title    string    `json:"title"`
 	Status   Status    `json:"status"`
 	Created  time.Time `json:"created"`

@@ -161,6 +161,30 @@ func (Edit) Type() Type { return "edit" }
 // Type implements Data.
 func (RunEnd) Type() Type { return "run.end" }
 
+// Usage is sent after each model call of a run (its subagents' and its
+// summaries' included): the call's tokens as the endpoint reported them,
+// and the run's so far.
+type Usage struct {
+	Model         string   `json:"model"`
+	Prompt        int      `json:"prompt"`
+	Completion    int      `json:"completion"`
+	Total         int      `json:"total"`
+	ContextTokens int      `json:"contextTokens"` // the context size the request was fitted into
+	Cost          float64  `json:"cost,omitzero"` // USD, when the price table has the model
+	Run           RunUsage `json:"run"`           // cumulative over the run, subagents included
+}
+
+// RunUsage is a run's tokens (and cost) so far.
+type RunUsage struct {
+	Prompt     int     `json:"prompt"`
+	Completion int     `json:"completion"`
+	Total      int     `json:"total"`
+	Cost       float64 `json:"cost,omitzero"`
+}
+
+// Type implements Data.
+func (Usage) Type() Type { return "usage" }
+
 type kind struct {
 	zero   Data
 	decode func([]byte) (Data, error)
@@ -180,6 +204,7 @@ var kinds = []kind{
 	{SubagentStart{}, decode[SubagentStart]},
 	{SubagentEnd{}, decode[SubagentEnd]},
 	{Edit{}, decode[Edit]},
+	{Usage{}, decode[Usage]},
 	{RunEnd{}, decode[RunEnd]},
 }
 

@@ -30,6 +30,9 @@ func TestWireShapeRoundTrip(t *testing.T) {
 		{Event{Session: "s-1", Seq: 6, ContextID: "subagent-1", ParentID: "s-1", Data: SubagentStart{Task: "t"}}, `{"session":"s-1","seq":6,"type":"subagent.start","contextId":"subagent-1","parentId":"s-1","task":"t"}`},
 		{Event{Session: "s-1", Seq: 7, ContextID: "subagent-1", ParentID: "s-1", Data: SubagentEnd{OK: true, Status: "done"}}, `{"session":"s-1","seq":7,"type":"subagent.end","contextId":"subagent-1","parentId":"s-1","ok":true,"status":"done"}`},
 		{Event{Session: "s-1", Seq: 8, Data: Edit{URI: "file:///a.go", Applied: true}}, `{"session":"s-1","seq":8,"type":"edit","uri":"file:///a.go","applied":true}`},
+		{Event{Session: "s-1", Seq: 8, Data: Usage{Model: "m", Prompt: 100, Completion: 20, Total: 120, ContextTokens: 8192, Cost: 0.5,
+			Run: RunUsage{Prompt: 300, Completion: 50, Total: 350, Cost: 1.25}}},
+			`{"session":"s-1","seq":8,"type":"usage","model":"m","prompt":100,"completion":20,"total":120,"contextTokens":8192,"cost":0.5,"run":{"prompt":300,"completion":50,"total":350,"cost":1.25}}`},
 		{Event{Session: "s-1", Seq: 9, Data: RunEnd{Status: "failed", Error: "boom"}}, `{"session":"s-1","seq":9,"type":"run.end","status":"failed","error":"boom"}`},
 	}
 	seen := map[Type]bool{}

@@ -21,18 +21,31 @@ type ToolSpec struct {
 type Request struct {
 	Messages []message.Message
 	Tools    []ToolSpec
+	Model    string // overrides the configured model for this request when set
 }
 
 // Usage counts tokens.
 type Usage struct {
-	PromptTokens     int `json:"promptTokens"`
-	CompletionTokens int `json:"completionTokens"`
-	TotalTokens      int `json:"totalTokens"`
+	PromptTokens     int     `json:"promptTokens"`
+	CompletionTokens int     `json:"completionTokens"`
+	TotalTokens      int     `json:"totalTokens"`
+	Cost             float64 `json:"cost,omitzero"` // USD, when the price table has the model
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{u.PromptTokens + o.PromptTokens, u.CompletionTokens + o.CompletionTokens, u.TotalTokens + o.TotalTokens}
+	return Usage{u.PromptTokens + o.PromptTokens, u.CompletionTokens + o.CompletionTokens, u.TotalTokens + o.TotalTokens, u.Cost + o.Cost}
+}
+
+// Price is what a model costs, in USD per million tokens.
+type Price struct {
+	Input  float64 `json:"input"`
+	Output float64 `json:"output"`
+}
+
+// Cost is what u cost at p.
+func (p Price) Cost(u Usage) float64 {
+	return (float64(u.PromptTokens)*p.Input + float64(u.CompletionTokens)*p.Output) / 1e6
 }
 
 // Response is the model's answer: content and tool calls (ID and role are left

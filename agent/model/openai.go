@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -194,7 +195,7 @@ func (m *OpenAI) once(ctx context.Context, req Request, onDelta func(string)) (R
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 	defer cancel()
 	creq := openai.ChatCompletionRequest{
-		Model:         m.cfg.Model,
+		Model:         cmp.Or(req.Model, m.cfg.Model),
 		Messages:      toOpenAI(req.Messages),
 		Stream:        true,
 		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
@@ -223,7 +224,7 @@ func (m *OpenAI) once(ctx context.Context, req Request, onDelta func(string)) (R
 			return Response{}, err
 		}
 		if chunk.Usage != nil {
-			resp.Usage = Usage{chunk.Usage.PromptTokens, chunk.Usage.CompletionTokens, chunk.Usage.TotalTokens}
+			resp.Usage = Usage{PromptTokens: chunk.Usage.PromptTokens, CompletionTokens: chunk.Usage.CompletionTokens, TotalTokens: chunk.Usage.TotalTokens}
 		}
 		for _, ch := range chunk.Choices {
 			if ch.Delta.Content != "" {

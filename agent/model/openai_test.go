@@ -41,7 +41,7 @@ func TestStreamingText(t *testing.T) {
 	if resp.Content != "Hello, streaming world! 你好" || len(deltas) < 5 || strings.Join(deltas, "") != resp.Content {
 		t.Fatalf("content %q from %d deltas", resp.Content, len(deltas))
 	}
-	if resp.Usage != (Usage{12, 7, 19}) {
+	if resp.Usage != (Usage{PromptTokens: 12, CompletionTokens: 7, TotalTokens: 19}) {
 		t.Fatalf("usage %+v", resp.Usage)
 	}
 	reqs := srv.Requests()

@@ -1,7 +1,8 @@
 // Package scripted is a test double of an OpenAI-compatible chat server. It is
 // not a model: it replays scripted turns over real HTTP (/v1/chat/completions
-// with SSE streaming and tool-call deltas) so tests and the demo can drive the
-// agent end to end without a real LLM.
+// with SSE streaming and tool-call deltas) and lists models (/v1/models, or
+// refuses to, as servers without a list do) so tests and the demo can drive
+// the agent end to end without a real LLM.
 //
 // Where context size matters it behaves like a real provider: it counts every
 // request's prompt tokens with a real tokenizer (CountTokens), refuses a
@@ -37,6 +38,15 @@ type Script struct {
 	Conversations []Conversation `json:"conversations,omitempty"`
 	ContextTokens int            `json:"contextTokens,omitempty"` // the model's context size; 0 = unlimited
 	Overflow      *Overflow      `json:"overflow,omitempty"`      // the answer to a request over ContextTokens; nil = OpenAI's
+	// Models are the model IDs GET /v1/models lists, in this order; nil
+	// lists "scripted".
+	Models []string `json:"models,omitempty"`
+	// ModelsStatus, when neither 0 nor 200, is the status GET /v1/models
+	// answers instead of the list, with the body real servers send: 404, 405
+	// and 501 as a Go or Gin router without the route (text: "404 page not
+	// found", "405 method not allowed"), 401 as OpenAI (JSON quoting the
+	// key masked, e.g. "sk-ab*****wxyz"), any other as OpenAI's JSON error.
+	ModelsStatus int `json:"modelsStatus,omitempty"`
 }
 
 // Conversation is a sequence of turns for requests whose first user message
@@ -169,6 +179,8 @@ type Server struct {
 	requests  []openai.ChatCompletionRequest
 	counts    []int
 	overflows int
+	models    []string
+	modelsSt  int
 	srv       *http.Server
 	ln        net.Listener
 }
@@ -183,10 +195,7 @@ func Start(addr string, script Script) (*Server, error) {
 	s.SetScript(script)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handle)
-	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"object":"list","data":[{"id":"scripted","object":"model","owned_by":"agent-lsp test double"}]}`)
-	})
+	mux.HandleFunc("GET /v1/models", s.handleModels)
 	s.srv = &http.Server{Handler: mux}
 	go s.srv.Serve(ln)
 	return s, nil
@@ -198,6 +207,11 @@ func (s *Server) SetScript(script Script) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.limit = script.ContextTokens
+	s.models = append([]string(nil), script.Models...)
+	if script.Models == nil {
+		s.models = []string{"scripted"}
+	}
+	s.modelsSt = script.ModelsStatus
 	s.overflow = nil
 	if script.Overflow != nil {
 		o := *script.Overflow
@@ -325,6 +339,65 @@ func nextByHistory(turns []Turn, req openai.ChatCompletionRequest) int {
 		return -1
 	}
 	return 0
+}
+
+// handleModels answers GET /v1/models: the script's Models, or its
+// ModelsStatus with the body a real server sends.
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	models, status := s.models, s.modelsSt
+	s.mu.Unlock()
+	switch status {
+	case 0, http.StatusOK:
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		// What Go's and Gin's routers answer for a route they do not have.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		text := strings.ToLower(http.StatusText(status))
+		if status == http.StatusNotFound {
+			text = "page not found"
+		}
+		fmt.Fprintf(w, "%d %s", status, text)
+		return
+	case http.StatusUnauthorized:
+		// OpenAI's wording, which quotes the key masked.
+		key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if key == "" {
+			writeOpenAIError(w, status, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth.", nil)
+			return
+		}
+		masked := key
+		if len(key) > 8 {
+			masked = key[:5] + strings.Repeat("*", len(key)-9) + key[len(key)-4:]
+		}
+		writeOpenAIError(w, status, "Incorrect API key provided: "+masked+". You can find your API key at https://platform.openai.com/account/api-keys.", "invalid_api_key")
+		return
+	default:
+		writeOpenAIError(w, status, http.StatusText(status), nil)
+		return
+	}
+	type entry struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []entry `json:"data"`
+	}{Object: "list", Data: []entry{}}
+	for _, id := range models {
+		list.Data = append(list.Data, entry{ID: id, Object: "model", Created: 1700000000, OwnedBy: "agent-lsp test double"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(list)
+}
+
+// writeOpenAIError writes an error as OpenAI's API does.
+func writeOpenAIError(w http.ResponseWriter, status int, msg string, code any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": code}})
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

@@ -459,6 +459,10 @@ func TestDaemonClosedConnectionCancelsItsRuns(t *testing.T) {
 	var out []byte
 	t.Cleanup(func() {
 		if t.Failed() {
+			if st, ok := status(t, store); ok {
+				syscall.Kill(st.Pid, syscall.SIGQUIT) // its goroutines, into its log
+				time.Sleep(time.Second)
+			}
 			log, _ := os.ReadFile(store + ".daemon.log")
 			t.Logf("sessions:\n%s\ndaemon log:\n%s\nevents: %v", out, log, a.eventsOf(session))
 		}

@@ -29,6 +29,7 @@ Usage:
                                  list, read or delete stored sessions
   agent-lsp daemon [status|stop] [flags]
                                  the per-user daemon that owns the store (started when needed)
+  agent-lsp doctor [--json]      check the setup: endpoint, key, store, sandbox, projects
   agent-lsp version              print the version
 
 Run 'agent-lsp COMMAND --help' for a command's flags.
@@ -50,6 +51,8 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return sessionsCommand(args[1:], stdout, stderr)
 		case "daemon":
 			return daemonCommand(args[1:], stdout, stderr)
+		case "doctor":
+			return doctorCommand(args[1:], stdout, stderr)
 		case "version", "--version":
 			fmt.Fprintf(stdout, "agent-lsp %s (%s %s/%s)\n", server.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return 0

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 	"github.com/agent-lsp/agent-lsp/store"
@@ -50,8 +51,9 @@ type Settings struct {
 	// for the model (agent.ContextTokensFor).
 	ContextTokens int
 	Window        int
-	ToolOutput    int  // bytes a tool output is cut to
-	ReadOnlySubs  bool // subagents get only the tools that read
+	ToolOutput    int                    // bytes a tool output is cut to
+	ReadOnlySubs  bool                   // subagents get only the tools that read
+	Prices        map[string]model.Price // USD per million tokens, by model
 }
 
 // Setting is one row of the configuration table.
@@ -130,6 +132,47 @@ func intKind(field func(*Settings) *int, lo, hi int) kind {
 			return fmt.Errorf("must be an integer")
 		}
 		return set(s, n)
+	}}
+}
+
+// priceKind reads a price table: "model=in/out,..." (in USD per million
+// tokens), or in JSON an object {model: {input, output}}.
+func priceKind() kind {
+	parse := func(s *Settings, v string) error {
+		prices := map[string]model.Price{}
+		for _, entry := range strings.Split(v, ",") {
+			if strings.TrimSpace(entry) == "" {
+				continue
+			}
+			name, pair, ok := strings.Cut(entry, "=")
+			in, out, ok2 := strings.Cut(pair, "/")
+			var p model.Price
+			_, err1 := fmt.Sscan(strings.TrimSpace(in), &p.Input)
+			_, err2 := fmt.Sscan(strings.TrimSpace(out), &p.Output)
+			if !ok || !ok2 || err1 != nil || err2 != nil || strings.TrimSpace(name) == "" || p.Input < 0 || p.Output < 0 {
+				return fmt.Errorf("must be model=input/output in USD per million tokens, e.g. gpt-4o=2.5/10, not %q", entry)
+			}
+			prices[strings.TrimSpace(name)] = p
+		}
+		s.Prices = prices
+		return nil
+	}
+	return kind{"table", parse, func(s *Settings, raw json.RawMessage) error {
+		var v string
+		if json.Unmarshal(raw, &v) == nil {
+			return parse(s, v)
+		}
+		var m map[string]model.Price
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fmt.Errorf("must be an object {model: {input, output}} in USD per million tokens")
+		}
+		for name, p := range m {
+			if p.Input < 0 || p.Output < 0 {
+				return fmt.Errorf("%s: prices must not be negative", name)
+			}
+		}
+		s.Prices = m
+		return nil
 	}}
 }
 
@@ -225,6 +268,9 @@ var Table = []Setting{
 	{Name: "read-only subagents", Init: "subagents.readOnly", Flag: "read-only-subagents", Default: "false",
 		Doc:  "give subagents only the tools that read (read_file, list_files, search); the model can also ask for it per call",
 		kind: boolKind(func(s *Settings) *bool { return &s.ReadOnlySubs })},
+	{Name: "prices", Env: "AGENT_LSP_PRICES", Init: "model.prices", Flag: "prices", Default: "none",
+		Doc:  "USD per million input/output tokens by model, e.g. gpt-4o=2.5/10,gpt-4o-mini=0.15/0.6 (an object {model: {input, output}} in initializationOptions): usage events and results then carry a cost",
+		kind: priceKind()},
 }
 
 // autoIntKind is an integer within lo..hi, or "auto" (0).
@@ -253,7 +299,7 @@ func autoIntKind(field func(*Settings) *int, lo, hi int) kind {
 func Defaults(getenv func(string) string) Settings {
 	s := Settings{ScrubEnv: slices.Clone(tools.DefaultScrubEnv)}
 	for _, st := range Table {
-		if st.kind.typ != "list" && !strings.HasPrefix(st.Default, "$") {
+		if st.kind.typ != "list" && st.kind.typ != "table" && !strings.HasPrefix(st.Default, "$") { // their default is empty
 			if err := st.kind.parse(&s, st.Default); err != nil {
 				panic(fmt.Sprintf("config: default of %s: %v", st.Name, err))
 			}
@@ -461,7 +507,7 @@ func Markdown() string {
 			flag = "--" + st.Flag
 		}
 		def := code(st.Default)
-		if st.kind.typ == "list" {
+		if st.kind.typ == "list" || st.kind.typ == "table" {
 			def = st.Default
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", st.Name, code(st.Env), code(st.Init), code(flag), def, st.Doc)

@@ -14,7 +14,9 @@ import (
 func TestPanicInAConnectionKeepsTheDaemon(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sessions.db")
 	d, err := Open(context.Background(), Config{Store: path, Idle: -1,
-		Sessions: func(context.Context, *store.Bolt, func(string) bool, []string, io.Writer, io.Writer) int { panic("a bug") }})
+		Sessions: func(context.Context, *store.Bolt, func(string) bool, []string, io.Writer, io.Writer) int {
+			panic("a bug")
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,71 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/agent-lsp/agent-lsp/agent/model"
+)
+
+// The endpoint's models: agent.models, and the check of a model a run asks
+// for.
+
+// ModelsArgs are agent.models' arguments (none).
+type ModelsArgs struct{}
+
+// ModelsResult is agent.models' result.
+type ModelsResult struct {
+	BaseURL string            `json:"baseURL"`
+	Current string            `json:"current"` // the model runs use unless they name one
+	Models  []model.ModelInfo `json:"models"`
+}
+
+// modelsTimeout bounds asking the endpoint for its models.
+const modelsTimeout = 10 * time.Second
+
+func (s *Server) modelsCommand(ctx context.Context, call commandCall, _ ModelsArgs) (ModelsResult, error) {
+	list, err := call.b.models(ctx)
+	if err != nil {
+		return ModelsResult{}, jsonrpc2.Errorf(jsonrpc2.InternalError, "agent.models: %v", err)
+	}
+	return ModelsResult{BaseURL: call.b.Settings.BaseURL, Current: call.b.Settings.Model, Models: list}, nil
+}
+
+// models lists the endpoint's models.
+func (b *Backend) models(ctx context.Context) ([]model.ModelInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, modelsTimeout)
+	defer cancel()
+	list, err := b.Model.Models(ctx)
+	if list == nil && err == nil {
+		list = []model.ModelInfo{}
+	}
+	return list, err
+}
+
+// checkModel refuses a model the endpoint does not offer, when it has a
+// list; an endpoint without one (404) or out of reach is not asked twice:
+// the run then says what the endpoint answers.
+func (s *Server) checkModel(ctx context.Context, b *Backend, command, name string) error {
+	if name == "" {
+		return nil
+	}
+	list, err := b.models(ctx)
+	if err != nil {
+		if !errors.Is(err, model.ErrNoModelList) {
+			s.logf("%s: could not check model %q: %v", command, name, err)
+		}
+		return nil
+	}
+	if model.Offers(list, name) {
+		return nil
+	}
+	ids := make([]string, len(list))
+	for i, m := range list {
+		ids[i] = m.ID
+	}
+	return invalidParams("%s: the endpoint %s does not offer the model %q; it offers: %s", command, b.Settings.BaseURL, name, strings.Join(ids, ", "))
+}
