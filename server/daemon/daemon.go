@@ -54,6 +54,7 @@ type Daemon struct {
 	conns    map[net.Conn]func() // open connections -> cancels their server
 	retire   bool                // a newer binary connected: exit once idle, at once
 	stopping bool                // stop was asked: exit once no session runs
+	closed   bool                // Close has begun: connections accepted now are not served
 	idle     *time.Timer         // runs out idle; nil while connections are open
 	quit     chan struct{}       // closed to end Serve
 	quitOnce sync.Once
@@ -123,7 +124,14 @@ func (d *Daemon) Serve(ctx context.Context) error {
 				d.end()
 				return
 			}
-			d.serving.Add(1)
+			d.mu.Lock()
+			if d.closed { // accepted as Close shut the listener: it is not served
+				d.mu.Unlock()
+				c.Close()
+				continue
+			}
+			d.serving.Add(1) // under d.mu, so that Close's Wait sees it
+			d.mu.Unlock()
 			go func() {
 				defer d.serving.Done()
 				d.handle(ctx, c)
@@ -151,6 +159,7 @@ func (d *Daemon) Close() error {
 			removeSidecar(d.cfg.Store, d.socket)
 		}
 		d.mu.Lock()
+		d.closed = true
 		for _, cancel := range d.conns {
 			cancel() // the server ends its runs (they checkpoint) and closes the connection
 		}
@@ -233,13 +242,21 @@ func (d *Daemon) handle(ctx context.Context, c net.Conn) {
 	}
 	c.SetReadDeadline(time.Time{})
 	if hello.Handshake != handshakeVersion() {
+		if hello.Op == opStop { // any binary of this user may stop it: what IncompatibleError advises
+			writeLine(c, welcome)
+			d.stop(hello.Now)
+			return
+		}
 		welcome.Error = fmt.Sprintf("incompatible: this daemon is agent-lsp %s (handshake %d), the client agent-lsp %s (handshake %d)",
 			Version(), handshakeVersion(), hello.Version, hello.Handshake)
 		d.cfg.Logf("%s", welcome.Error)
+		writeLine(c, welcome)
 		if newer(hello.Version, Version()) {
 			d.retireWhenIdle(hello.Version)
+			d.mu.Lock()
+			d.armIdleLocked() // no window uses it: exit now, so that the newer binary starts its daemon
+			d.mu.Unlock()
 		}
-		writeLine(c, welcome)
 		return
 	}
 	if newer(hello.Version, Version()) {

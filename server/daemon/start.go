@@ -63,19 +63,21 @@ func (e *IncompatibleError) Error() string {
 
 func greet(c net.Conn, hello Hello) (*Session, error) {
 	hello.Handshake, hello.Version = handshakeVersion(), Version()
-	if err := writeLine(c, hello); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("daemon handshake: %w", err)
-	}
+	// A daemon that refuses the peer answers without reading the Hello and
+	// closes: the write may then fail (EPIPE) with the answer already here.
+	werr := writeLine(c, hello)
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(c)
 	var w Welcome
 	if err := readLine(br, &w); err != nil {
 		c.Close()
+		if werr != nil {
+			err = werr
+		}
 		return nil, fmt.Errorf("daemon handshake: %w", err)
 	}
 	c.SetReadDeadline(time.Time{})
-	if w.Handshake != hello.Handshake {
+	if w.Handshake != hello.Handshake && (hello.Op != opStop || w.Error != "") { // a daemon of any handshake takes a stop
 		c.Close()
 		return nil, &IncompatibleError{Daemon: w.Version, Client: hello.Version, DaemonHello: w.Handshake, ClientHel: hello.Handshake}
 	}

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/uri"
+
+	"github.com/agent-lsp/agent-lsp/agent/scripted"
+	"github.com/agent-lsp/agent-lsp/server"
+)
+
+// The binary the benchmarks run: without -race (binary has it, which
+// inflates every timing), built once.
+func benchBinary(b *testing.B) string { return variant(b, "", "") }
+
+// benchServer is agent-lsp started as an editor starts it, with a JSON-RPC
+// client over its stdio (window needs a *testing.T).
+type benchServer struct {
+	cmd    *exec.Cmd
+	conn   jsonrpc2.Conn
+	stderr bytes.Buffer
+	exited chan struct{}
+}
+
+func startServer(b *testing.B, bin string, env []string) *benchServer {
+	b.Helper()
+	s := &benchServer{cmd: exec.Command(bin), exited: make(chan struct{})}
+	s.cmd.Env = append(os.Environ(), env...)
+	stdin, _ := s.cmd.StdinPipe()
+	stdout, _ := s.cmd.StdoutPipe()
+	s.cmd.Stderr = &s.stderr
+	if err := s.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	go func() { s.cmd.Wait(); close(s.exited) }()
+	s.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(rwc{stdout, stdin}))
+	s.conn.Go(context.Background(), func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
+		return nil, nil // window/workDoneProgress/create and the like: fine
+	})
+	return s
+}
+
+func (s *benchServer) call(b *testing.B, method string, params, result any) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := s.conn.Call(ctx, method, params, result); err != nil {
+		b.Fatalf("%s: %v\n%s", method, err, s.stderr.String())
+	}
+}
+
+func (s *benchServer) initialize(b *testing.B, ws string) {
+	s.call(b, "initialize", map[string]any{"processId": nil, "capabilities": map[string]any{},
+		"workspaceFolders": []map[string]string{{"uri": string(uri.File(ws)), "name": "sample"}}}, nil)
+	s.conn.Notify(context.Background(), "initialized", map[string]any{})
+}
+
+// close ends the server as an editor does and waits (bounded) for it.
+func (s *benchServer) close(b *testing.B) {
+	s.call(b, "shutdown", nil, nil)
+	s.conn.Notify(context.Background(), "exit", nil)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		b.Fatalf("the server did not exit\n%s", s.stderr.String())
+	}
+	s.conn.Close()
+}
+
+// benchSetup is a workspace, a model endpoint and a fresh store directory.
+func benchSetup(b *testing.B) (ws string, srv *scripted.Server, dir string) {
+	dir = b.TempDir()
+	ws = filepath.Join(dir, "sample")
+	if err := os.CopyFS(ws, os.DirFS("../../testdata/workspaces/sample")); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := scripted.Start("127.0.0.1:0", scripted.Script{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Close() })
+	return ws, srv, dir
+}
+
+// stopBenchDaemon stops the daemon of store and waits until its process is gone.
+func stopBenchDaemon(b *testing.B, bin, store string) {
+	exec.Command(bin, "daemon", "stop", "--now", "--store", store).Run()
+	for deadline := time.Now().Add(30 * time.Second); len(serving(store)) > 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatalf("the daemon of %s did not exit", store)
+		}
+	}
+}
+
+// One request and its response (workspace/executeCommand agent.projects)
+// between an editor and agent-lsp: served in-process, through the daemon,
+// and the floor: a small message to and fro over an abstract Unix socket.
+func BenchmarkForwarderRoundTrip(b *testing.B) {
+	request := map[string]any{"command": "agent.projects", "arguments": []any{map[string]any{}}}
+	serve := func(b *testing.B, daemon bool) {
+		bin := benchBinary(b)
+		ws, srv, dir := benchSetup(b)
+		store := filepath.Join(dir, "sessions.db")
+		mode := "AGENT_LSP_DAEMON=off"
+		if daemon {
+			mode = "AGENT_LSP_DAEMON=on"
+			b.Cleanup(func() { stopBenchDaemon(b, bin, store) })
+		}
+		s := startServer(b, bin, daemonEnv(store, srv, mode, "AGENT_LSP_DAEMON_IDLE=1h"))
+		s.initialize(b, ws)
+		var projects []map[string]any
+		s.call(b, "workspace/executeCommand", request, &projects) // warm up
+		if len(projects) != 1 {
+			b.Fatalf("agent.projects: %v", projects)
+		}
+		b.ResetTimer()
+		start := time.Now()
+		for range b.N {
+			s.call(b, "workspace/executeCommand", request, nil)
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		b.ReportMetric(float64(elapsed.Nanoseconds())/1e3/float64(b.N), "µs/op")
+		s.close(b)
+	}
+	b.Run("in-process", func(b *testing.B) { serve(b, false) })
+	b.Run("forwarder", func(b *testing.B) { serve(b, true) })
+	// The daemon without the forwarder: this process says hello on the
+	// daemon's socket itself (as a headless run does), which tells the
+	// forwarder's own share from the daemon's.
+	b.Run("daemon-direct", func(b *testing.B) {
+		bin := benchBinary(b)
+		ws, srv, dir := benchSetup(b)
+		store := filepath.Join(dir, "sessions.db")
+		env := daemonEnv(store, srv, "AGENT_LSP_DAEMON=on", "AGENT_LSP_DAEMON_IDLE=1h")
+		b.Cleanup(func() { stopBenchDaemon(b, bin, store) })
+		s := startServer(b, bin, env) // starts the daemon
+		s.initialize(b, ws)
+		s.close(b)
+		var sc struct{ Socket string }
+		raw, err := os.ReadFile(store + ".daemon")
+		if err != nil || json.Unmarshal(raw, &sc) != nil {
+			b.Fatalf("sidecar: %v %s", err, raw)
+		}
+		c, err := net.Dial("unix", sc.Socket)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		hello, _ := json.Marshal(map[string]any{"handshake": currentHandshake(b), "version": server.Version, "op": "serve",
+			"env": env, "dir": ws, "args": []string{"-store=" + store}})
+		c.Write(append(hello, '\n'))
+		br := bufio.NewReader(c)
+		if line, err := br.ReadBytes('\n'); err != nil || bytes.Contains(line, []byte(`"error"`)) {
+			b.Fatalf("welcome: %v %s", err, line)
+		}
+		conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(struct {
+			io.Reader
+			io.WriteCloser
+		}{br, c}))
+		conn.Go(context.Background(), func(ctx context.Context, req *jsonrpc2.Request) (any, error) { return nil, nil })
+		defer conn.Close()
+		ds := &benchServer{conn: conn}
+		ds.initialize(b, ws)
+		ds.call(b, "workspace/executeCommand", request, nil)
+		b.ResetTimer()
+		start := time.Now()
+		for range b.N {
+			ds.call(b, "workspace/executeCommand", request, nil)
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		b.ReportMetric(float64(elapsed.Nanoseconds())/1e3/float64(b.N), "µs/op")
+	})
+	b.Run("transport-floor", func(b *testing.B) {
+		name := "@agent-lsp-bench-" + randomName()
+		l, err := net.Listen("unix", name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		body := `{"jsonrpc":"2.0","id":1,"method":"workspace/executeCommand","params":{"command":"agent.projects","arguments":[{}]}}`
+		msg := []byte(fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body))
+		go func() {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			buf := make([]byte, len(msg))
+			for {
+				if _, err := io.ReadFull(c, buf); err != nil {
+					return
+				}
+				if _, err := c.Write(buf); err != nil {
+					return
+				}
+			}
+		}()
+		c, err := net.Dial("unix", name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		buf := make([]byte, len(msg))
+		b.ResetTimer()
+		start := time.Now()
+		for range b.N {
+			if _, err := c.Write(msg); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		b.ReportMetric(float64(elapsed.Nanoseconds())/1e3/float64(b.N), "µs/op")
+	})
+}
+
+// From starting agent-lsp to the initialize response: in-process, through
+// a running daemon, and when the forwarder must start the daemon (a fresh
+// store each time; stopping it is not timed).
+func BenchmarkForwarderStartup(b *testing.B) {
+	startup := func(b *testing.B, mode string) {
+		bin := benchBinary(b)
+		ws, srv, dir := benchSetup(b)
+		store := filepath.Join(dir, "sessions.db")
+		env := daemonEnv(store, srv, "AGENT_LSP_DAEMON=on", "AGENT_LSP_DAEMON_IDLE=1h")
+		switch mode {
+		case "in-process":
+			env = daemonEnv(store, srv, "AGENT_LSP_DAEMON=off")
+		case "daemon-running":
+			b.Cleanup(func() { stopBenchDaemon(b, bin, store) })
+			s := startServer(b, bin, env) // starts the daemon
+			s.initialize(b, ws)
+			s.close(b)
+		}
+		var total time.Duration
+		b.ResetTimer()
+		for i := range b.N {
+			b.StopTimer()
+			if mode == "daemon-start" {
+				store = filepath.Join(dir, fmt.Sprint(i), "sessions.db")
+				env = daemonEnv(store, srv, "AGENT_LSP_DAEMON=on", "AGENT_LSP_DAEMON_IDLE=1h")
+			}
+			b.StartTimer()
+			start := time.Now()
+			s := startServer(b, bin, env)
+			s.initialize(b, ws)
+			total += time.Since(start)
+			b.StopTimer()
+			s.close(b)
+			if mode == "daemon-start" {
+				stopBenchDaemon(b, bin, store)
+			}
+		}
+		b.ReportMetric(float64(total.Nanoseconds())/1e6/float64(b.N), "ms/op")
+	}
+	for _, mode := range []string{"in-process", "daemon-running", "daemon-start"} {
+		b.Run(mode, func(b *testing.B) { startup(b, mode) })
+	}
+}
+
+func randomName() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
