@@ -26,7 +26,11 @@ type Hub struct {
 // NewHub returns a hub over st, the store at path, which it never closes;
 // st nil makes a hub whose connections open their own store.
 func NewHub(st store.Store, path string) *Hub {
-	return &Hub{store: st, storePath: filepath.Clean(path), runs: agent.NewRuns()}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = filepath.Clean(path)
+	}
+	return &Hub{store: st, storePath: abs, runs: agent.NewRuns()}
 }
 
 // Running is how many sessions run now, in all connections.
@@ -41,7 +45,7 @@ func (h *Hub) sharedStore(path string) (store.Store, error) {
 	if h.store == nil {
 		return nil, nil
 	}
-	if filepath.Clean(path) != h.storePath {
+	if abs, err := filepath.Abs(path); err != nil || abs != h.storePath {
 		return nil, fmt.Errorf("this agent-lsp daemon serves the store %s, not %s", h.storePath, path)
 	}
 	return h.store, nil

@@ -609,3 +609,34 @@ func TestHeadlessServesTheDaemonAddress(t *testing.T) {
 		t.Fatalf("sessions: %+v %v", rows, err)
 	}
 }
+
+// A relative --store names the file in the working directory, in-process
+// and through the daemon alike (the demo runs with one).
+func TestRelativeStore(t *testing.T) {
+	dir := t.TempDir()
+	ws := sample(t)
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "first"}, {Text: "second"}}})
+	store := filepath.Join(dir, "rel", "s.db")
+	stopDaemon(t, store)
+	run := func() string {
+		cmd := exec.Command(binary, "run", "--store", "rel/s.db", "--workspace", ws, "hello")
+		cmd.Env = append(os.Environ(), daemonEnv("", srv)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	if out := run(); !strings.Contains(out, "first") {
+		t.Fatal(out)
+	}
+	w := openWindow(t, "", daemonEnv(store, srv), map[string]string{"sample": ws}) // a daemon now owns it
+	if out := run(); !strings.Contains(out, "second") {
+		t.Fatal(out)
+	}
+	var rows []sessionRow
+	if err := w.command("agent.sessions", map[string]any{}, &rows); err != nil || len(rows) != 2 {
+		t.Fatalf("sessions: %+v %v", rows, err)
+	}
+}

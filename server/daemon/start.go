@@ -16,6 +16,10 @@ import (
 // startTimeout bounds starting a daemon and waiting for it to answer.
 const startTimeout = 20 * time.Second
 
+// maxLog is the size past which a daemon's log is moved aside when the next
+// daemon starts.
+const maxLog = 8 << 20
+
 // Starter starts a daemon for a store when none runs.
 type Starter struct {
 	Exe  string        // the agent-lsp binary; "" means this one
@@ -136,6 +140,9 @@ func (st Starter) start(ctx context.Context, store string) error {
 	args := []string{"daemon", "--store", store}
 	if st.Idle != 0 {
 		args = append(args, "--idle", st.Idle.String())
+	}
+	if fi, err := os.Stat(LogPath(store)); err == nil && fi.Size() > maxLog {
+		os.Rename(LogPath(store), LogPath(store)+".1") // one old log is kept
 	}
 	logf, err := os.OpenFile(LogPath(store), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
