@@ -140,7 +140,7 @@ func (c *lspClient) handle(ctx context.Context, req *jsonrpc2.Request) (any, err
 }
 
 func (c *lspClient) call(method string, params, result any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // only to catch a hang: a 200-turn run under -race on a loaded machine took over a minute
 	defer cancel()
 	_, err := c.conn.Call(ctx, method, params, result)
 	return err

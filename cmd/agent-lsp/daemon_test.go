@@ -117,7 +117,7 @@ func (w *window) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 }
 
 func (w *window) call(method string, params, result any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // only to catch a hang
 	defer cancel()
 	_, err := w.conn.Call(ctx, method, params, result)
 	return err
