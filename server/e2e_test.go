@@ -209,7 +209,7 @@ func (c *lspClient) notifications(method string) []json.RawMessage {
 
 func (c *lspClient) waitFor(what string, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute) // only to catch a hang
 	for !cond() {
 		if time.Now().After(deadline) {
 			c.t.Fatalf("timed out waiting for %s", what)

@@ -25,7 +25,7 @@ func TestFifoOrderAndPositions(t *testing.T) {
 			behind, _ := f.lock(context.Background())
 			granted <- grant{who, behind}
 		}()
-		for deadline := time.Now().Add(10 * time.Second); waiting() != who; time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(time.Minute); waiting() != who; time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("waiter %d never queued", who)
 			}
@@ -35,7 +35,7 @@ func TestFifoOrderAndPositions(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error)
 	go func() { _, err := f.lock(ctx); gaveUp <- err }()
-	for deadline := time.Now().Add(10 * time.Second); waiting() != 4; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); waiting() != 4; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the fourth waiter never queued")
 		}
