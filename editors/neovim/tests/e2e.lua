@@ -38,7 +38,8 @@ end
 -- -u NONE loads no plugin/ files: source ours the way such a setup would.
 test("plugin/agent_lsp.lua defines the commands and loads nothing else", function()
   vim.cmd("runtime plugin/agent_lsp.lua")
-  for _, name in ipairs({ "AgentRun", "AgentResume", "AgentCancel", "AgentSessions", "AgentSession", "AgentLog", "AgentProjects", "AgentSwitch" }) do
+  for _, name in ipairs({ "AgentRun", "AgentResume", "AgentCancel", "AgentSessions", "AgentSession", "AgentLog", "AgentProjects", "AgentSwitch",
+    "AgentChat", "AgentReply", "AgentModel", "AgentWorkspace" }) do
     assert(vim.fn.exists(":" .. name) == 2, ":" .. name .. " is not defined")
   end
   local loaded = {}
@@ -290,8 +291,8 @@ test("review mode: a diff in a split, accepted", function()
   assert(seen.done, "no review was shown; reply: " .. tostring(run.result.reply))
   assert(seen.diff, "the review window is not in diff mode")
   assert(seen.after[1].cursor == seen.cursor + 1, ("j did not move in the diff: %s -> %s"):format(seen.cursor, seen.after[1].cursor))
-  assert(seen.statusline == "agent: review waiting", "statusline during the review: " .. seen.statusline)
-  assert(agent.statusline() ~= "agent: review waiting", "the statusline still shows the review")
+  assert(seen.statusline == "agent: waiting for review", "statusline during the review: " .. seen.statusline)
+  assert(agent.statusline() ~= "agent: waiting for review", "the statusline still shows the review")
   assert(seen.proposed:find('"Hello, " + name + "!"', 1, true), "proposed: " .. seen.proposed)
   assert(not seen.original:find("!", 1, true), "original: " .. seen.original)
   assert(run.result.status == "done", "status " .. tostring(run.result.status))
@@ -485,6 +486,7 @@ end)
 
 -- A second scripted model, for a run that starts a subagent.
 local subagent_script = {
+  models = { "scripted", "other-model" },
   conversations = {
     { match = "Delegate", turns = {
       { toolCalls = { { id = "call_sub", name = "call_subagent", args = { task = "List the Go files and report their names." } } } },
@@ -512,6 +514,265 @@ local function start_model(script)
   return job, url
 end
 
+-- The chat -------------------------------------------------------------------
+
+local chat = require("agent_lsp.chat")
+
+-- chat_buffer is the current buffer's chat, which must be one.
+local function chat_buffer()
+  local c = chat.chats[vim.api.nvim_get_current_buf()]
+  assert(c, "the current buffer is no chat: " .. vim.api.nvim_buf_get_name(0))
+  return c
+end
+
+-- type_prompt replaces the text under the chat's last "## You" heading.
+local function type_prompt(text)
+  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  local h
+  for i = #lines, 1, -1 do
+    if lines[i] == "## You" then
+      h = i
+      break
+    end
+  end
+  assert(h, "no ## You heading:\n" .. buffer_text())
+  vim.api.nvim_buf_set_lines(0, h, -1, false, { text })
+end
+
+-- spy_runs records the arguments of the agent.run requests sent from now on.
+local function spy_runs()
+  local client_mod = require("agent_lsp.client")
+  local execute, sent = client_mod.execute, {}
+  client_mod.execute = function(c, command, args, ...)
+    if command == "agent.run" then
+      table.insert(sent, vim.deepcopy(args))
+    end
+    return execute(c, command, args, ...)
+  end
+  return sent, function() client_mod.execute = execute end
+end
+
+local function wait_chat_idle(c, what)
+  wait_for(what, function() return c.running == 0 end, 20000)
+end
+
+test(":AgentChat: a chat with a follow-up; the second request carries the session and the model sees the first exchange", function()
+  vim.cmd("edit " .. greet)
+  local sent, restore = spy_runs()
+  local ok, err = pcall(function()
+    vim.cmd("AgentChat!")
+    local c = chat_buffer()
+    assert(vim.bo.buftype == "nofile" and vim.bo.filetype == "markdown", vim.bo.buftype .. " " .. vim.bo.filetype)
+    for _, lhs in ipairs({ "<C-S>", "<CR>", "<C-C>", "q", "gs", "]]", "[[", "gy" }) do
+      local m = vim.fn.maparg(lhs, "n", false, true)
+      assert(m.buffer == 1 and m.nowait == 1, lhs .. " is not a buffer-local nowait mapping: " .. vim.inspect(m))
+    end
+    type_prompt("Chat about greeting")
+    vim.cmd("execute \"normal \\<C-s>\"")
+    wait_chat_idle(c, "the chat's first run")
+    local text = buffer_text()
+    assert(c.session, "the chat has no session")
+    assert(vim.api.nvim_buf_get_name(0):find("agent://chat/" .. c.session, 1, true), vim.api.nvim_buf_get_name(0))
+    for _, want in ipairs({ "## You\nChat about greeting\n\n## Agent", "- `read_file` { \"path\": \"greet.go\" } · ok: read greet.go",
+      "Greet says hello to a name.", "— done · 0 edits · 3 steps · ", " tokens" }) do
+      assert(text:find(want, 1, true), "the chat lacks " .. vim.inspect(want) .. ":\n" .. text)
+    end
+    assert(text:match("\n## You\n$"), "the chat does not end with an empty input:\n" .. text)
+    type_prompt("What did I ask?")
+    vim.cmd("execute \"normal \\<CR>\"")
+    wait_chat_idle(c, "the follow-up")
+    text = buffer_text()
+    assert(#sent == 2, "agent.run requests: " .. vim.inspect(sent))
+    assert(sent[1].session == nil and sent[2].session == c.session, "sessions sent: " .. vim.inspect(sent))
+    assert(sent[2].prompt == "What did I ask?", sent[2].prompt)
+    -- The scripted model answers from the conversation whose first user
+    -- message is the chat's first prompt: only a request with the first
+    -- exchange gets this turn.
+    assert(text:find("## You\nWhat did I ask?\n\n## Agent\nYou asked about greeting before; Greet says hello.", 1, true), text)
+    assert(select(2, text:gsub("— done", "")) == 2, "two end lines expected:\n" .. text)
+    -- ]] and [[ move between the turns' headings.
+    vim.api.nvim_win_set_cursor(0, { 1, 0 })
+    vim.cmd("normal ]]")
+    assert(vim.api.nvim_get_current_line() == "## You", vim.api.nvim_get_current_line())
+    vim.cmd("normal ]]")
+    assert(vim.api.nvim_get_current_line() == "## Agent", vim.api.nvim_get_current_line())
+    vim.cmd("normal [[")
+    assert(vim.api.nvim_get_current_line() == "## You", vim.api.nvim_get_current_line())
+    -- :AgentReply shows the last whole reply.
+    vim.cmd("AgentReply")
+    assert(buffer_text() == "You asked about greeting before; Greet says hello.", buffer_text())
+    vim.cmd("close")
+    -- q hides it; :AgentChat opens it again, with the transcript kept.
+    local buf = c.buf
+    vim.fn.win_gotoid(vim.fn.bufwinid(buf))
+    vim.cmd("normal q")
+    assert(#vim.fn.win_findbuf(buf) == 0, "q did not hide the chat")
+    vim.cmd("AgentChat")
+    assert(vim.api.nvim_get_current_buf() == buf, "AgentChat opened another buffer: " .. vim.api.nvim_buf_get_name(0))
+    vim.cmd("normal q")
+  end)
+  restore()
+  assert(ok, err)
+end)
+
+test("the chat reopens a session from its transcript (agent.session)", function()
+  local session = agent.state.last_session
+  for buf, c in pairs(chat.chats) do
+    if c.session == session then
+      vim.api.nvim_buf_delete(buf, { force = true })
+    end
+  end
+  vim.cmd("AgentChat")
+  wait_for("the chat of the last session", function() return chat.chats[vim.api.nvim_get_current_buf()] ~= nil end, 5000)
+  local text = buffer_text()
+  assert(text:find("## You\nChat about greeting\n\n## Agent\n- `read_file`", 1, true), text)
+  assert(text:find("## You\nWhat did I ask?\n\n## Agent\nYou asked about greeting before", 1, true), text)
+  vim.cmd("normal q")
+end)
+
+test("<C-c> in the chat cancels its run", function()
+  vim.cmd("edit " .. greet)
+  vim.cmd("AgentChat!")
+  local c = chat_buffer()
+  type_prompt("Chat and take your time")
+  vim.cmd("execute \"normal \\<C-s>\"")
+  wait_for("the run's session", function() return c.session ~= nil end, 10000)
+  vim.cmd("execute \"normal \\<C-c>\"")
+  wait_chat_idle(c, "the cancelled run")
+  local text = buffer_text()
+  assert(text:find("— cancelled", 1, true), text)
+  vim.cmd("normal q")
+end)
+
+test("a failed run shows its reason in the chat", function()
+  vim.cmd("AgentChat!")
+  local c = chat_buffer()
+  type_prompt("Nothing in the script answers this")
+  vim.cmd("execute \"normal \\<C-s>\"")
+  wait_chat_idle(c, "the failed run")
+  local text = buffer_text()
+  assert(text:find("— failed · ", 1, true), text)
+  local line = contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), function(l) return l:find("^— failed") end)
+  assert(line:find("tokens — %S"), "no reason after the counts: " .. line)
+  vim.cmd("normal q")
+end)
+
+test("#buffer:<name> reaches the model through context: the buffer as the editor has it", function()
+  local path = ws .. "/ctxnote.txt"
+  vim.fn.writefile({ "nothing to see on disk" }, path)
+  vim.cmd("edit " .. path)
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, { "unsaved: zebra-context-7 lives here" })
+  vim.cmd("edit " .. greet)
+  local sent, restore = spy_runs()
+  local ok, err = pcall(function()
+    vim.cmd("AgentChat!")
+    local c = chat_buffer()
+    type_prompt("Summarize #buffer:ctxnote.txt")
+    vim.cmd("execute \"normal \\<C-s>\"")
+    wait_chat_idle(c, "the run with context")
+    assert(#sent == 1 and sent[1].context and sent[1].context[1].uri == vim.uri_from_fname(path), "context sent: " .. vim.inspect(sent))
+    assert(sent[1].prompt == "Summarize #buffer:ctxnote.txt", "the prompt carries no file text: " .. sent[1].prompt)
+    local text = buffer_text()
+    assert(text:find("The attached buffer mentions a zebra.", 1, true), text)
+    vim.cmd("normal q")
+  end)
+  restore()
+  assert(ok, err)
+end)
+
+-- health_report runs :checkhealth agent_lsp and returns the report's text.
+local function health_report()
+  vim.cmd("checkhealth agent_lsp")
+  local text = buffer_text()
+  vim.cmd("bwipeout!")
+  return text
+end
+
+test(":checkhealth agent_lsp: a missing binary is an ERROR", function()
+  local cmd = agent.config.cmd
+  agent.config.cmd = { "/nonexistent/agent-lsp" }
+  local ok, text = pcall(health_report)
+  agent.config.cmd = cmd
+  assert(ok, text)
+  assert(text:find("ERROR: server binary not found: /nonexistent/agent-lsp", 1, true), text)
+end)
+
+test(":checkhealth agent_lsp: a working setup is OK, with a live check of the endpoint, and never shows the key", function()
+  agent.config.allow = { "go test *", "*" }
+  local key = vim.env.OPENAI_API_KEY
+  vim.env.OPENAI_API_KEY = "sk-test-5ecret-key" -- doctor's environment is Neovim's
+  local ok, text = pcall(health_report)
+  agent.config.allow, vim.env.OPENAI_API_KEY = {}, key
+  assert(ok, text)
+  assert(not text:find("ERROR", 1, true), text)
+  for _, want in ipairs({ "OK: Neovim 0.7.2: the review of an edit reads its keys in a prompt", "OK: server: agent-lsp ", "OK: doctor: ready",
+    "OK: API key: present in OPENAI_API_KEY", "OK: endpoint: " .. os.getenv("OPENAI_BASE_URL") .. "/models answered ok in ",
+    "OK: store: " .. store, "OK: client ", 'WARNING: allow has a bare "*"' }) do
+    assert(text:find(want, 1, true), "the report lacks " .. vim.inspect(want) .. ":\n" .. text)
+  end
+  assert(not text:find("5ecret", 1, true), "the key is shown:\n" .. text)
+end)
+
+test("two roots, one client: the second project is a workspace folder of the same client; :AgentWorkspace lists, removes and adds it", function()
+  local compat = require("agent_lsp.compat")
+  local client_mod = require("agent_lsp.client")
+  local other = vim.fn.fnamemodify(ws, ":h") .. "/other-root"
+  vim.fn.mkdir(other, "p")
+  vim.fn.writefile({ "module other", "", "go 1.22" }, other .. "/go.mod")
+  vim.fn.writefile({ "package other" }, other .. "/other.go")
+  vim.cmd("edit " .. greet)
+  local first = contains(vim.tbl_values(vim.lsp.buf_get_clients(0)), function(c) return c.name == "agent-lsp" end)
+  assert(first, "greet.go has no client")
+  vim.cmd("edit " .. other .. "/other.go")
+  wait_for("other.go to attach", function() return vim.lsp.buf_is_attached(0, first.id) end, 5000)
+  assert(#compat.get_clients("agent-lsp") == 1, "clients: " .. #compat.get_clients("agent-lsp"))
+  local folders = client_mod.folders(first.id)
+  assert(vim.tbl_contains(folders, ws) and vim.tbl_contains(folders, other), vim.inspect(folders))
+  local function project_names()
+    local names
+    agent.projects(function(list) names = vim.tbl_map(function(p) return p.name end, list) end)
+    wait_for("agent.projects", function() return names ~= nil end, 5000)
+    table.sort(names)
+    return names
+  end
+  local names = project_names()
+  assert(vim.deep_equal(names, { "other-root", "sample" }), vim.inspect(names))
+  vim.cmd("AgentWorkspace remove " .. other)
+  names = project_names()
+  assert(vim.deep_equal(names, { "sample" }), "after remove: " .. vim.inspect(names))
+  vim.cmd("AgentWorkspace add " .. other)
+  names = project_names()
+  assert(vim.deep_equal(names, { "other-root", "sample" }), "after add: " .. vim.inspect(names))
+  vim.cmd("edit " .. greet)
+end)
+
+test("a crashed server is restarted, with its folders and buffers", function()
+  local client_mod = require("agent_lsp.client")
+  local backoff = client_mod.backoff
+  client_mod.backoff = { 100, 100 }
+  local ok, err = pcall(function()
+    vim.cmd("edit " .. greet)
+    local c = contains(vim.tbl_values(vim.lsp.buf_get_clients(0)), function(x) return x.name == "agent-lsp" end)
+    local folders = client_mod.folders(c.id)
+    assert(#folders == 2, vim.inspect(folders))
+    vim.loop.kill(c.rpc.pid, 9)
+    wait_for("the new client", function()
+      local n = contains(vim.tbl_values(vim.lsp.buf_get_clients(0)), function(x) return x.name == "agent-lsp" and x.id ~= c.id end)
+      return n and agent.state.initialized[n.id]
+    end, 10000)
+    local n = contains(vim.tbl_values(vim.lsp.buf_get_clients(0)), function(x) return x.name == "agent-lsp" and x.id ~= c.id end)
+    wait_for("the folders", function() return #client_mod.folders(n.id) == 2 end, 5000)
+    assert(contains(notes, function(m) return m:find("restarting the server", 1, true) end), vim.inspect(notes))
+  end)
+  client_mod.backoff = backoff
+  agent.state.restarts = 0
+  assert(ok, err)
+end)
+
+-- Whatever the chat tests left open, the next tests start from greet.go.
+vim.cmd("silent! only")
+vim.cmd("edit " .. greet)
+
 test("context settings reach the server; a session's subagents are listed and <CR> opens one's transcript", function()
   local job, url = start_model(subagent_script)
   agent.config.cmd_env = { OPENAI_BASE_URL = url }
@@ -521,6 +782,20 @@ test("context settings reach the server; a session's subagents are listed and <C
     local from = #events
     local run = run_and_wait("AgentRun Delegate the listing to a subagent")
     assert(run.result.status == "done", "status " .. tostring(run.result.status) .. ": " .. tostring(run.result.error))
+    -- :AgentModel completes the endpoint's models (agent.models, live).
+    agent.state.models = nil
+    local names = vim.fn.getcompletion("AgentModel ", "cmdline")
+    table.sort(names)
+    assert(vim.deep_equal(names, { "other-model", "scripted" }), ":AgentModel completes " .. vim.inspect(names))
+    -- A model the endpoint does not offer: the run is refused, naming the offered ones, in the chat too.
+    vim.cmd("AgentModel no-such-model")
+    vim.cmd("AgentChat! Delegate the listing to a subagent")
+    local chat_state = require("agent_lsp.chat").chats[vim.api.nvim_get_current_buf()]
+    wait_for("the refusal", function() return chat_state.running == 0 end, 10000)
+    local refused = contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), function(l) return l:find("^— refused: ") end)
+    assert(refused and refused:find("other-model", 1, true), "no refusal naming the offered models:\n" .. buffer_text())
+    agent.state.model = nil
+    vim.cmd("bwipeout!")
     local start = contains(vim.list_slice(events, from + 1), function(e) return e.type == "run.start" end)
     assert(start and start.contextTokens == 16384, "run.start: " .. vim.inspect(start))
     local session = run.result.session

@@ -13,13 +13,15 @@ end
 ---@param name string
 ---@param fn fun()
 function M.test(name, fn)
+  local start = vim.loop.hrtime()
   local ok, err = xpcall(fn, debug.traceback)
+  local took = ("(%.1f s)"):format((vim.loop.hrtime() - start) / 1e9)
   if ok then
     passed = passed + 1
-    M.log("ok   " .. name)
+    M.log("ok   " .. name .. " " .. took)
   else
     table.insert(failures, name)
-    M.log("FAIL " .. name .. "\n" .. tostring(err))
+    M.log("FAIL " .. name .. " " .. took .. "\n" .. tostring(err))
   end
 end
 

@@ -3,13 +3,16 @@
 # version shims of compat.lua, the initializationOptions and their checks,
 # the review's hint, the renderers' text, the event log, the commands against
 # a stubbed connection, the version check of edits, saving before commands,
-# the review by hunk), the contract (protocol.lua: testdata/protocol read
+# the review by hunk; the chat's helpers, #references, :AgentModel, the
+# statusline's tokens, the health check's reporters and setting checks, the
+# project roots), the contract (protocol.lua: testdata/protocol read
 # with types.lua and rendered with the plugin's renderers, the server's
 # requests answered by the plugin's handlers; the settings table of
 # docs/protocol.md), then end-to-end tests
 # (e2e.lua) where headless Neovim drives the real agent-lsp binary against the
 # scripted model (a test double that replays testdata/scripts/editors.json;
-# e2e.lua starts a second one with a script of its own for a subagent).
+# e2e.lua starts a second one with a script of its own for a subagent), and
+# the install recipe of README.md loaded the way lazy.nvim loads it (lazy.lua).
 # Installs Debian's neovim when it is missing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -27,6 +30,7 @@ timeout 60 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$repo/editors/neov
 timeout 60 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$repo/editors/neovim" \
 	-c "luafile $here/protocol.lua"
 
+gocache="$(go env GOCACHE)" # the lazy.nvim recipe's build uses it (XDG_CACHE_HOME changes below)
 work="$(mktemp -d)"
 trap 'kill "${model_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 (cd "$repo" && go build -o "$work/bin/agent-lsp" ./cmd/agent-lsp && go build -o "$work/bin/scripted-model" ./cmd/scripted-model)
@@ -43,6 +47,14 @@ export AGENT_LSP_DAEMON_IDLE=3s # the servers' daemon exits soon after the tests
 export AGENT_LSP_TEST_PLUGIN="$work/plugin" AGENT_LSP_TEST_BIN="$work/bin/agent-lsp" AGENT_LSP_TEST_WS="$work/sample" AGENT_LSP_TEST_STORE="$work/sessions.db"
 export AGENT_LSP_TEST_MODEL_BIN="$work/bin/scripted-model" # e2e.lua starts a second one with its own script
 export XDG_STATE_HOME="$work/state" XDG_CACHE_HOME="$work/cache" XDG_DATA_HOME="$work/data"
+# The install recipe: a copy of the repository's sources for the build of
+# README.md's lazy.nvim spec (lazy.lua runs it), without a built binary.
+lazy="$work/lazy/agent-lsp"
+mkdir -p "$lazy/editors"
+(cd "$repo" && cp -r go.mod go.sum agent cmd server store workspace "$lazy/")
+cp -r "$repo/editors/neovim" "$lazy/editors/neovim"
+rm -rf "$lazy/editors/neovim/bin" "$lazy/editors/neovim/doc/tags"
 cd "$work/sample"
 timeout 300 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$work/plugin" \
 	-c "luafile $here/e2e.lua"
+GOCACHE="$gocache" AGENT_LSP_TEST_LAZY_DIR="$lazy" timeout 300 nvim --headless -u NONE -i NONE -n -c "luafile $here/lazy.lua"

@@ -119,7 +119,8 @@ end)
 local cfg = { name = "agent-lsp", root_dir = "/src/sample" }
 
 -- start_stubs stubs the client starts of a release: vim.lsp.start (nil
--- before 0.8) and start_client record their calls and return client 7.
+-- before 0.8) and start_client record their calls and return client 7,
+-- whose is_stopped is false (a method from 0.11).
 local function start_stubs(minor, calls)
   local function started(kind)
     return function(...)
@@ -127,37 +128,42 @@ local function start_stubs(minor, calls)
       return 7
     end
   end
+  local seven = minor >= 11 and { is_stopped = function(self) assert(self.is_stopped) return false end }
+    or { is_stopped = function(...) assert(select("#", ...) == 0) return false end }
   return {
     release(minor),
     { vim.lsp, "start", minor >= 8 and started("start") or nil },
     { vim.lsp, "start_client", started("start_client") },
-    { vim.lsp, "get_client_by_id", function(id) return id == 7 and {} or nil end },
+    { vim.lsp, "get_client_by_id", function(id) return id == 7 and seven or nil end },
     { vim.lsp, "buf_attach_client", function(bufnr, id) table.insert(calls, { "attach", bufnr, id }) end },
   }
 end
 
-test("start on 0.7: start_client and buf_attach_client, reused through known", function()
+test("start on 0.7: one client, start_client then buf_attach_client; every later buffer attaches to it", function()
   local calls, known = {}, {}
   with_compat(start_stubs(7, calls), function(compat)
     assert(compat.start(cfg, 3, known) == 7)
-    assert(compat.start(cfg, 4, known) == 7)
-    assert(known["/src/sample"] == 7, vim.inspect(known))
+    assert(compat.start(vim.tbl_extend("force", cfg, { root_dir = "/src/other" }), 4, known) == 7)
+    assert(known.id == 7, vim.inspect(known))
   end)
   local want = { { "start_client", cfg }, { "attach", 3, 7 }, { "attach", 4, 7 } }
   assert(vim.deep_equal(calls, want), vim.inspect(calls))
 end)
 
-test("start on 0.8 to 0.10 (stubbed): vim.lsp.start for a buffer, start_client for none", function()
+test("start on 0.8 to 0.10 (stubbed): vim.lsp.start with reuse_client by name for a buffer, then the known client; start_client for none", function()
   local calls, known = {}, {}
   with_compat(start_stubs(10, calls), function(compat)
     assert(compat.start(cfg, 3, known) == 7)
-    assert(compat.start(cfg, nil, known) == 7)
+    assert(compat.start(cfg, 4, known) == 7)
+    assert(compat.start(cfg, nil, {}) == 7)
   end)
-  local want = { { "start", cfg, { bufnr = 3 } }, { "start_client", cfg } }
-  assert(vim.deep_equal(calls, want), vim.inspect(calls))
+  assert(calls[1][1] == "start" and calls[1][2] == cfg and calls[1][3].bufnr == 3, vim.inspect(calls[1]))
+  local reuse = calls[1][3].reuse_client
+  assert(reuse({ name = cfg.name }, cfg) and not reuse({ name = "other" }, cfg), "reuse_client matches by name")
+  assert(vim.deep_equal({ calls[2], calls[3] }, { { "attach", 4, 7 }, { "start_client", cfg } }), vim.inspect(calls))
 end)
 
-test("start on 0.11 (stubbed): vim.lsp.start{attach = false} for no buffer", function()
+test("start on 0.11 (stubbed): vim.lsp.start{attach = false} for no buffer, once", function()
   local calls, known = {}, {}
   with_compat(start_stubs(11, calls), function(compat)
     assert(compat.start(cfg, nil, known) == 7)
@@ -1094,7 +1100,7 @@ test("review with mappings: nowait keys, hunks dropped and taken, the proposed s
   local echoed = echoes(function() with_lsp(function(attached)
     local res = in_review(review_params(uri), function(view)
       local f = view.files[1]
-      assert(require("agent_lsp").statusline() == "agent: review waiting", require("agent_lsp").statusline())
+      assert(require("agent_lsp").statusline() == "agent: waiting for review", require("agent_lsp").statusline())
       assert(vim.api.nvim_get_current_buf() == f.proposed and vim.bo[f.proposed].modifiable, "the proposed side is current and editable")
       local mapped = {}
       for _, m in ipairs(vim.api.nvim_buf_get_keymap(f.proposed, "n")) do
@@ -1128,7 +1134,7 @@ test("review with mappings: nowait keys, hunks dropped and taken, the proposed s
     assert(#attached == 1 and attached[1][1] == b, "the file's buffer is not attached: " .. vim.inspect(attached))
   end) end)
   assert(echoed[1] == "agent: edit notes.txt — proposed by agent-lsp; accept or reject — " .. keys_text, "no winbar on 0.7: the hint is echoed; " .. vim.inspect(echoed))
-  assert(review.current() == nil and require("agent_lsp").statusline() ~= "agent: review waiting", "the review stayed open")
+  assert(review.current() == nil and require("agent_lsp").statusline() ~= "agent: waiting for review", "the review stayed open")
   assert(#vim.api.nvim_list_tabpages() == 1, "the review tab was not closed")
   vim.api.nvim_buf_delete(b, { force = true })
 end)
@@ -1181,6 +1187,265 @@ test("review on 0.8+ (stubbed winbar): the hint, with the place in the queue, is
   vim.api.nvim_echo = echo
   assert(#echoed == 0, "echoed: " .. vim.inspect(echoed))
   vim.api.nvim_buf_delete(b, { force = true })
+end)
+
+
+-- Conversations 2: health, models, statusline, chat helpers ---------------------
+
+test("health: the health module's report_* on 0.7 (real)", function()
+  local h = require("agent_lsp.compat").health()
+  local legacy = require("health")
+  assert(h.start == legacy.report_start and h.ok == legacy.report_ok and h.error == legacy.report_error, "not the health module's reporters")
+end)
+
+test("health: vim.health.start/ok/... from 0.10 (stubbed), vim.health.report_* on 0.8 (stubbed)", function()
+  local new = { start = function() end, ok = function() end, info = function() end, warn = function() end, error = function() end }
+  with_compat({ release(10), { vim, "health", new } }, function(compat)
+    local h = compat.health()
+    assert(h.start == new.start and h.ok == new.ok and h.warn == new.warn and h.error == new.error and h.info == new.info)
+    assert(compat.requests_in_coroutine(), "0.10 runs server requests in a coroutine")
+  end)
+  local old = { report_start = function() end, report_ok = function() end, report_info = function() end, report_warn = function() end, report_error = function() end }
+  with_compat({ release(8), { vim, "health", old } }, function(compat)
+    local h = compat.health()
+    assert(h.start == old.report_start and h.ok == old.report_ok and h.error == old.report_error)
+    assert(not compat.requests_in_coroutine())
+  end)
+end)
+
+test("health: a bare * allow rule and a review key that prefixes a global mapping are reported", function()
+  local health = require("agent_lsp.health")
+  vim.api.nvim_set_keymap("n", "grn", "<Nop>", {})
+  local problems = health.setting_problems({ allow = { "go test *", " * " }, review_keys = { reject = "gr", accept = "ga" } })
+  vim.api.nvim_del_keymap("n", "grn")
+  assert(#problems == 2, vim.inspect(problems))
+  assert(problems[1]:find('bare "*"', 1, true), problems[1])
+  assert(problems[2]:find("review key gr (reject) is the prefix of the global mappings grn", 1, true), problems[2])
+  assert(#health.setting_problems({ allow = { "go *" }, review_keys = { reject = "gr" } }) == 0)
+end)
+
+test(":AgentModel lists agent.models, the choice is each next run's model; :AgentModel {name} sets it; completion", function()
+  with_server(function(calls, notes)
+    local select = vim.ui.select
+    local shown
+    vim.ui.select = function(items, opts, on_choice)
+      shown = { items = items, opts = opts }
+      on_choice(items[2])
+    end
+    local ok, err = pcall(function()
+      vim.cmd("AgentModel")
+      assert(calls[1].command == "agent.models", vim.inspect(calls))
+      calls[1].on_result({ baseURL = "http://m/v1", current = "a", models = { { id = "a", ownedBy = "me" }, { id = "b" } } })
+      assert(shown.opts.format_item(shown.items[1]) == "a (me)" and shown.opts.prompt:find("http://m/v1", 1, true), vim.inspect(shown))
+      assert(state.model == "b" and has_note(notes, "the next runs use model b"), vim.inspect(notes))
+      vim.cmd("AgentRun hello")
+      assert(calls[2].command == "agent.run" and calls[2].args.model == "b", vim.inspect(calls[2].args))
+      vim.cmd("AgentModel c")
+      vim.cmd("AgentResume s-1")
+      assert(calls[3].command == "agent.resume" and calls[3].args.model == "c", vim.inspect(calls[3]))
+      assert(vim.deep_equal(vim.fn.getcompletion("AgentModel ", "cmdline"), { "a", "b" }), vim.inspect(vim.fn.getcompletion("AgentModel ", "cmdline")))
+    end)
+    vim.ui.select = select
+    state.model, state.models = nil, nil
+    assert(ok, err)
+  end)
+end)
+
+test("statusline: the run's tokens and cost from usage events; waiting for permission while the server asks", function()
+  with_server(function(calls)
+    vim.cmd("AgentRun count tokens")
+    local token = calls[1].extra.workDoneToken
+    progress(token, { kind = "begin", title = "agent: count tokens" })
+    progress(token, { kind = "report", message = "model answering" })
+    event({ session = "s-9", seq = 2, type = "usage", model = "m", prompt = 10, completion = 2, total = 12, contextTokens = 8192,
+      cost = 0.5, run = { prompt = 100, completion = 20, total = 120, cost = 1.25 } })
+    local ui = require("agent_lsp.ui")
+    assert(ui.statusline() == "agent: model answering · 120 tokens · $1.25", ui.statusline())
+    -- A subagent's usage does not replace the run's totals.
+    event({ session = "s-9", seq = 3, type = "usage", contextId = "subagent-x", parentId = "s-9", model = "m", prompt = 1, completion = 1, total = 2,
+      contextTokens = 8192, run = { prompt = 1, completion = 1, total = 2 } })
+    assert(ui.statusline() == "agent: model answering · 120 tokens · $1.25", ui.statusline())
+    local default = vim.lsp.handlers["window/showMessageRequest"]
+    local during
+    vim.lsp.handlers["window/showMessageRequest"] = function()
+      during = ui.statusline()
+      return { title = "Allow once" }
+    end
+    local answer = client.handlers["window/showMessageRequest"](nil, { type = 2, message = "run go test?", actions = { { title = "Allow once" } } }, { client_id = 99 })
+    vim.lsp.handlers["window/showMessageRequest"] = default
+    assert(during == "agent: waiting for permission", tostring(during))
+    assert(answer.title == "Allow once" and ui.statusline():find("^agent: model answering"), ui.statusline())
+    calls[1].on_result(result({ session = "s-9", status = "done" }))
+    assert(ui.statusline() == "", "after the run: " .. ui.statusline())
+    state.usage = nil
+  end)
+end)
+
+test("chat: a transcript in the chat's shape, end lines with cost and the failure's reason", function()
+  local chat = require("agent_lsp.chat")
+  local lines = chat.transcript_lines({ session = "s-1", project = "p", status = "done", title = "Hi", subagents = {}, messages = {
+    { id = "1", role = "human", content = "Hi" },
+    { id = "2", role = "ai", content = "", toolCalls = { { id = "c", name = "read_file", args = '{"path":"a.go"}' } } },
+    { id = "3", role = "tool", content = "package a", toolCallId = "c" },
+    { id = "4", role = "ai", content = "Hello." },
+  } })
+  local want = { "# Hi", "", "session s-1 · project p · status done", "", "## You", "Hi", "", "## Agent", '- `read_file` {"path":"a.go"}', "Hello." }
+  assert(vim.deep_equal(lines, want), vim.inspect(lines))
+  local done = chat.end_lines(result({ status = "done", edits = 1, steps = 2, usage = { promptTokens = 90, completionTokens = 10, totalTokens = 100, cost = 0.0021 } }))
+  assert(done[1] == "— done · 1 edit · 2 steps · 100 tokens · $0.0021", done[1])
+  local failed = chat.end_lines(result({ status = "failed", error = "the endpoint refused the key: check OPENAI_API_KEY" }))
+  assert(failed[1] == "— failed · 0 edits · 0 steps · 0 tokens — the endpoint refused the key: check OPENAI_API_KEY", failed[1])
+end)
+
+test("chat: gy's code block is the one around the cursor, else the nearest", function()
+  local chat = require("agent_lsp.chat")
+  local text = { "a", "```go", "x := 1", "```", "b", "c", "d", "```", "y", "z", "```" }
+  assert(vim.deep_equal(chat.code_block(text, 3), { "x := 1" }))
+  assert(vim.deep_equal(chat.code_block(text, 7), { "y", "z" }))
+  assert(vim.deep_equal(chat.code_block(text, 1), { "x := 1" }))
+  assert(chat.code_block({ "no code" }, 1) == nil)
+end)
+
+test("context: #buffer:<name>, #buffer and #selection become references; what names nothing is a problem", function()
+  local context = require("agent_lsp.context")
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir .. "/a", "p")
+  vim.fn.mkdir(dir .. "/b", "p")
+  local bufs = {}
+  for _, rel in ipairs({ "a/x.go", "b/x.go", "a/only.go" }) do
+    vim.cmd("edit " .. dir .. "/" .. rel)
+    vim.api.nvim_buf_set_lines(0, 0, -1, false, { "line one", "line two" })
+    bufs[rel] = vim.api.nvim_get_current_buf()
+  end
+  local attached = {}
+  local attach = context.attach
+  context.attach = function(b) table.insert(attached, b) end
+  local ok, err = pcall(function()
+    local c = { id = 99, offset_encoding = "utf-16" }
+    local out, problems = context.resolve("look at #buffer:only.go and #buffer:a/x.go", nil, c)
+    assert(#problems == 0, vim.inspect(problems))
+    assert(vim.deep_equal(out.context, { { uri = vim.uri_from_bufnr(bufs["a/only.go"]) }, { uri = vim.uri_from_bufnr(bufs["a/x.go"]) } }), vim.inspect(out.context))
+    assert(out.prompt == "look at #buffer:only.go and #buffer:a/x.go" and #attached == 2)
+    _, problems = context.resolve("#buffer:x.go #buffer:nope.go #buffer", nil, c)
+    assert(#problems == 3, vim.inspect(problems))
+    assert(problems[1]:find("names several buffers", 1, true) and problems[2]:find("no loaded file buffer", 1, true), vim.inspect(problems))
+    vim.api.nvim_buf_set_mark(bufs["a/only.go"], "<", 1, 5, {})
+    vim.api.nvim_buf_set_mark(bufs["a/only.go"], ">", 2, 3, {})
+    out = context.resolve("explain #selection", bufs["a/only.go"], c)
+    local want = { uri = vim.uri_from_bufnr(bufs["a/only.go"]), range = { start = { line = 0, character = 5 }, ["end"] = { line = 1, character = 4 } } }
+    assert(vim.deep_equal(out.context, { want }), vim.inspect(out.context))
+    vim.diagnostic.set(vim.api.nvim_create_namespace("agent-lsp-test"), bufs["a/only.go"], { { lnum = 1, col = 0, message = "unused x", severity = 1 } })
+    out = context.resolve("fix #diagnostics", bufs["a/only.go"], c)
+    assert(#out.context == 0 and out.prompt:find("fix #diagnostics\n\nDiagnostics:\n.*only.go:2: unused x$"), out.prompt)
+    assert(vim.tbl_contains(context.candidates(), "#buffer:" .. vim.fn.fnamemodify(dir .. "/a/only.go", ":.")), vim.inspect(context.candidates()))
+  end)
+  context.attach = attach
+  for _, b in pairs(bufs) do
+    vim.api.nvim_buf_delete(b, { force = true })
+  end
+  assert(ok, err)
+end)
+
+
+test("find_root: the nearest manifest folder; the outermost .git only where there is none", function()
+  local client_mod = require("agent_lsp.client")
+  local top = vim.fn.tempname()
+  for _, d in ipairs({ "/.git", "/pkg/a/.git", "/pkg/a/src", "/pkg/b/src", "/docs" }) do
+    vim.fn.mkdir(top .. d, "p")
+  end
+  vim.fn.writefile({ "{}" }, top .. "/pkg/b/package.json")
+  assert(client_mod.find_root(top .. "/pkg/b/src/x.js") == top .. "/pkg/b", client_mod.find_root(top .. "/pkg/b/src/x.js"))
+  -- No manifest: the outermost .git, not the nearer one of pkg/a.
+  assert(client_mod.find_root(top .. "/pkg/a/src/x.txt") == top, client_mod.find_root(top .. "/pkg/a/src/x.txt"))
+  assert(client_mod.find_root(top .. "/docs/x.md") == top)
+end)
+
+
+test("chat (stubbed server): a send, a prompt queued while it runs, the stream, tool items, the end line; <C-c> cancels; gs switches", function()
+  local chat = require("agent_lsp.chat")
+  with_server(function(calls)
+    vim.cmd("AgentChat!")
+    local buf = vim.api.nvim_get_current_buf()
+    local function text() return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") end
+    local function type_prompt(p)
+      local n = vim.api.nvim_buf_line_count(buf)
+      vim.api.nvim_buf_set_lines(buf, n - 1, n, false, { p })
+    end
+    type_prompt("Explain greet")
+    chat.send(buf)
+    assert(#calls == 1 and calls[1].command == "agent.run" and calls[1].args.session == nil, vim.inspect(calls))
+    event({ session = "s-7", seq = 1, type = "run.start", project = "p", contextTokens = 8192 })
+    assert(chat.chats[buf].session == "s-7" and vim.api.nvim_buf_get_name(buf):find("agent://chat/s-7", 1, true), vim.api.nvim_buf_get_name(buf))
+    event({ session = "s-7", seq = 2, type = "message.delta", text = "Let me " })
+    event({ session = "s-7", seq = 3, type = "message.delta", text = "look.\nFirst" })
+    event({ session = "s-7", seq = 4, type = "tool.start", name = "read_file", args = '{"path":"greet.go"}', callId = "c1" })
+    event({ session = "s-8", seq = 1, type = "message.delta", text = "another session's text" })
+    type_prompt("And the tests?")
+    chat.send(buf)
+    assert(calls[2].args.session == "s-7" and calls[2].args.prompt == "And the tests?", vim.inspect(calls[2].args))
+    calls[2].on_result(result({ session = "s-7", status = "queued", position = 1 }))
+    event({ session = "s-7", seq = 5, type = "tool.end", name = "read_file", callId = "c1", ok = true, summary = "12 lines" })
+    event({ session = "s-7", seq = 6, type = "message", message = { id = "m6", role = "human", content = "And the tests?" } })
+    event({ session = "s-7", seq = 7, type = "message.delta", text = "They pass." })
+    calls[1].on_result(result({ session = "s-7", status = "done", steps = 3, usage = { promptTokens = 10, completionTokens = 5, totalTokens = 15, cost = 0.25 } }))
+    local want = table.concat({
+      "## You", "Explain greet", "", "## Agent", "Let me look.", "First", '- `read_file` {"path":"greet.go"} · ok: 12 lines', "",
+      "## You", "And the tests?", "_queued (position 1): the running run reads it at its next step_", "", "## Agent", "They pass.",
+      "— done · 0 edits · 3 steps · 15 tokens · $0.25", "", "## You", "" }, "\n")
+    assert(text():find(want, 1, true), "got:\n" .. text() .. "\nwant the end:\n" .. want)
+    assert(not text():find("another session", 1, true), text())
+    -- <C-c> sends agent.cancel for the chat's session.
+    chat.cancel(buf)
+    assert(calls[3].command == "agent.cancel" and calls[3].args.session == "s-7", vim.inspect(calls[3]))
+    -- gs picks a session and opens its chat from agent.session.
+    local select = vim.ui.select
+    vim.ui.select = function(items, _, on_choice) on_choice(items[1]) end
+    chat.switch()
+    assert(calls[4].command == "agent.sessions", vim.inspect(calls[4]))
+    calls[4].on_result({ { session = "s-1", project = "p", title = "Old", status = "done", created = "", updated = "", messages = 2 } })
+    vim.ui.select = select
+    assert(calls[5].command == "agent.session" and calls[5].args.session == "s-1", vim.inspect(calls[5]))
+    calls[5].on_result({ session = "s-1", project = "p", status = "done", title = "Old", subagents = {},
+      messages = { { id = "1", role = "human", content = "Old question" }, { id = "2", role = "ai", content = "Old answer" } } })
+    local other = vim.api.nvim_get_current_buf()
+    assert(other ~= buf and chat.chats[other].session == "s-1", vim.api.nvim_buf_get_name(other))
+    assert(table.concat(vim.api.nvim_buf_get_lines(other, 0, -1, false), "\n"):find("## You\nOld question\n\n## Agent\nOld answer\n\n## You\n", 1, true))
+    vim.cmd("silent! only")
+    vim.api.nvim_buf_delete(other, { force = true })
+    vim.api.nvim_buf_delete(buf, { force = true })
+  end)
+end)
+
+
+test("register: vim.lsp.config(name, config) from 0.11 (stubbed), nothing before", function()
+  local calls = {}
+  local lsp_config = setmetatable({}, { __call = function(_, ...) table.insert(calls, { ... }) end })
+  with_compat({ release(11), { vim.lsp, "config", lsp_config } }, function(compat)
+    assert(compat.register("agent-lsp", function() return cfg end) == true)
+  end)
+  assert(#calls == 1 and calls[1][1] == "agent-lsp" and calls[1][2] == cfg, vim.inspect(calls))
+  with_compat({ release(10), { vim.lsp, "config", lsp_config } }, function(compat)
+    assert(compat.register("agent-lsp", function() error("made before 0.11") end) == false)
+  end)
+  assert(#calls == 1, vim.inspect(calls))
+end)
+
+test("the client config reuses a client of its name, and a buffer it attaches adds its project as a folder", function()
+  local client_mod = require("agent_lsp.client")
+  local conf = client_mod.config("/src/a")
+  assert(conf.reuse_client({ name = "agent-lsp" }, conf) and not conf.reuse_client({ name = "gopls" }, conf))
+  local added = {}
+  local add_folder = client_mod.add_folder
+  client_mod.add_folder = function(id, root) table.insert(added, { id, root }) end
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir .. "/pkg", "p")
+  vim.fn.writefile({ "module m" }, dir .. "/pkg/go.mod")
+  vim.cmd("edit " .. dir .. "/pkg/main.go")
+  local ok, err = pcall(conf.on_attach, { id = 5 }, vim.api.nvim_get_current_buf())
+  client_mod.add_folder = add_folder
+  vim.cmd("bwipeout!")
+  assert(ok, err)
+  assert(vim.deep_equal(added, { { 5, dir .. "/pkg" } }), vim.inspect(added))
 end)
 
 harness.finish()

@@ -104,6 +104,17 @@ handlers["agent/event"] = function(_, ev)
     withheld(ev)
   elseif ev.type == "subagent.start" and ev.session and ev.contextId then
     M.remember_subagent(ev.session, ev.contextId)
+  elseif ev.type == "usage" and not ev.contextId and type(ev.run) == "table" then
+    state.usage = ev.run
+    ui.set_status(state.status)
+  end
+  -- The chat shows its session's events (when a chat was ever opened).
+  local chat = package.loaded["agent_lsp.chat"]
+  if chat then
+    if ev.type == "run.start" then
+      chat.adopt(ev)
+    end
+    chat.on_event(ev)
   end
   compat.fire("AgentLspEvent", ev)
   -- The hook is a field of the public module, required here rather than at
@@ -139,6 +150,19 @@ handlers["workspace/applyEdit"] = function(_, params, ctx)
   end)
 end
 
+-- window/showMessageRequest: the server asks whether the agent may run a
+-- command; Neovim's handler asks the user, and the statusline says the agent
+-- waits for permission meanwhile.
+handlers["window/showMessageRequest"] = function(err, params, ctx, cfg)
+  ui.set_asking(true)
+  local ok, result, e = pcall(vim.lsp.handlers["window/showMessageRequest"], err, params, ctx, cfg)
+  ui.set_asking(false)
+  if not ok then
+    error(result)
+  end
+  return result, e
+end
+
 -- agent/saveDocuments: the documents the agent edited are saved before its
 -- command runs (unless save_before_commands is off).
 ---@param params AgentLsp.SaveDocumentsParams
@@ -149,21 +173,152 @@ end
 
 -- Starting ---------------------------------------------------------------
 
--- find_root walks up from path's directory (vim.fs, which could do it, is 0.8+)
--- to the nearest one holding a root marker; else the cwd.
-local function find_root(path)
+-- has tells whether dir holds one of the markers.
+local function has(dir, markers)
+  for _, marker in ipairs(markers) do
+    if compat.uv.fs_stat(dir .. "/" .. marker) then
+      return true
+    end
+  end
+  return false
+end
+
+---The project of path: the nearest folder upward with a manifest (a root
+---marker other than .git), else the outermost folder with a .git, else the
+---cwd. (vim.fs, which could walk, is 0.8+.)
+---@param path string a file, or "" for the cwd
+---@return string
+function M.find_root(path)
   local dir = path ~= "" and vim.fn.fnamemodify(path, ":p:h") or compat.uv.cwd()
-  local prev
+  local manifests = vim.tbl_filter(function(m) return m ~= ".git" end, config.options.root_markers)
+  local git, prev
   while dir and dir ~= prev do
-    for _, marker in ipairs(config.options.root_markers) do
-      if compat.uv.fs_stat(dir .. "/" .. marker) then
-        return dir
-      end
+    if has(dir, manifests) then
+      return dir
+    end
+    if compat.uv.fs_stat(dir .. "/.git") then
+      git = dir
     end
     prev = dir
     dir = vim.fn.fnamemodify(dir, ":h")
   end
-  return compat.uv.cwd()
+  return git or compat.uv.cwd()
+end
+local find_root = M.find_root
+
+-- Workspace folders ------------------------------------------------------
+
+---The workspace folders of client id (the roots it serves).
+---@param id integer
+---@return string[] dirs
+function M.folders(id)
+  local c = vim.lsp.get_client_by_id(id)
+  return vim.tbl_map(function(f) return vim.uri_to_fname(f.uri) end, c and c.workspace_folders or {})
+end
+
+-- change_folders sends workspace/didChangeWorkspaceFolders, or keeps the
+-- change until the client is initialized (its on_init sends it).
+local function change_folders(id, added, removed)
+  local c = vim.lsp.get_client_by_id(id)
+  if not c then
+    return
+  end
+  if not state.initialized[id] then
+    local pending = state.pending_folders[id] or { added = {}, removed = {} }
+    state.pending_folders[id] = pending
+    vim.list_extend(pending.added, added)
+    vim.list_extend(pending.removed, removed)
+    return
+  end
+  compat.call(c, "notify", "workspace/didChangeWorkspaceFolders", { event = { added = added, removed = removed } })
+end
+
+-- folder_list is client c's list of workspace folders, which add_folder and
+-- remove_folder change. Before its initialization 0.7 has none yet (and
+-- sets it from the config when initialized, which on_init then corrects).
+local function folder_list(c)
+  if not c.workspace_folders then
+    c.workspace_folders = vim.deepcopy(c.config and c.config.workspace_folders or {})
+  end
+  return c.workspace_folders
+end
+
+-- index_of is the index of uri in list, or nil.
+local function index_of(list, uri)
+  for i, f in ipairs(list) do
+    if f.uri == uri then
+      return i
+    end
+  end
+end
+
+---Adds root to client id's workspace folders (workspace/didChangeWorkspaceFolders)
+---unless it has it.
+---@param id integer
+---@param root string
+---@return boolean added
+function M.add_folder(id, root)
+  local c = vim.lsp.get_client_by_id(id)
+  if not c then
+    return false
+  end
+  local list, uri = folder_list(c), vim.uri_from_fname(root)
+  if index_of(list, uri) then
+    return false
+  end
+  local folder = { uri = uri, name = vim.fn.fnamemodify(root, ":t") }
+  table.insert(list, folder)
+  change_folders(id, { folder }, {})
+  return true
+end
+
+---Removes root from client id's workspace folders.
+---@param id integer
+---@param root string
+---@return boolean removed
+function M.remove_folder(id, root)
+  local c = vim.lsp.get_client_by_id(id)
+  local list = c and folder_list(c) or {}
+  local i = index_of(list, vim.uri_from_fname(root))
+  if not i then
+    return false
+  end
+  local folder = table.remove(list, i)
+  change_folders(id, {}, { folder })
+  return true
+end
+
+-- Restarts -----------------------------------------------------------------
+
+---The waits before restarting a crashed server, in ms: the nth restart in a
+---row waits backoff[n]; after the last, the plugin stops trying until the
+---next start.
+M.backoff = { 500, 2000, 8000, 30000 }
+
+-- restart starts the client again after a crash, with the folders and the
+-- buffers the crashed one had.
+local function restart(folders, bufs)
+  state.restarts = (state.restarts or 0) + 1
+  local wait = M.backoff[state.restarts]
+  if not wait then
+    ui.notify("the server keeps crashing; not restarting it again (:checkhealth agent_lsp)", vim.log.levels.ERROR)
+    return
+  end
+  ui.notify(("restarting the server in %.1f s"):format(wait / 1000), vim.log.levels.WARN)
+  vim.defer_fn(function()
+    local id
+    for _, b in ipairs(bufs) do
+      if vim.api.nvim_buf_is_loaded(b) and M.is_file_buffer(b) then
+        id = M.attach(b) or id
+      end
+    end
+    id = id or M.attach(0)
+    for _, dir in ipairs(folders) do
+      if id then
+        M.add_folder(id, dir)
+      end
+    end
+  end, wait)
 end
 
 ---The client's capabilities: Neovim's, and experimental.saveDocuments (the
@@ -176,6 +331,7 @@ function M.capabilities()
 end
 
 local function client_config(root)
+  local id -- the client's, known at on_init
   return {
     name = NAME,
     capabilities = M.capabilities(),
@@ -185,10 +341,59 @@ local function client_config(root)
     workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ":t") } },
     init_options = config.init_options(),
     handlers = handlers,
-    on_exit = function(code, signal)
-      if code ~= 0 and signal ~= 15 then
+    -- One client for every root: a start for another root (vim.lsp.start,
+    -- vim.lsp.enable on 0.11+) reuses the running client, and each buffer
+    -- it attaches adds its project as a workspace folder.
+    reuse_client = function(c, conf)
+      return c.name == conf.name
+    end,
+    on_attach = function(c, bufnr)
+      if M.is_file_buffer(bufnr) then
+        M.add_folder(c.id, find_root(vim.api.nvim_buf_get_name(bufnr)))
+      end
+    end,
+    on_init = function(c)
+      id = c.id
+      state.initialized[c.id] = true
+      vim.defer_fn(function() -- a minute of service ends a run of crashes
+        if state.initialized[c.id] then
+          state.restarts = 0
+        end
+      end, 60000)
+      local pending = state.pending_folders[c.id]
+      state.pending_folders[c.id] = nil
+      if pending then
+        local list = folder_list(c)
+        for _, f in ipairs(pending.added) do
+          if not index_of(list, f.uri) then
+            table.insert(list, f)
+          end
+        end
+        for _, f in ipairs(pending.removed) do
+          local i = index_of(list, f.uri)
+          if i then
+            table.remove(list, i)
+          end
+        end
+        change_folders(c.id, pending.added, pending.removed)
+      end
+    end,
+    on_exit = function(code, signal, client_id)
+      client_id = client_id or id
+      local served = client_id and state.initialized[client_id]
+      local folders = client_id and M.folders(client_id) or {}
+      local bufs = client_id and vim.lsp.get_buffers_by_client_id and vim.lsp.get_buffers_by_client_id(client_id) or {}
+      if client_id then
+        state.initialized[client_id] = nil
+      end
+      if (code ~= 0 or signal ~= 0) and signal ~= 15 then
         vim.schedule(function()
           ui.notify(("server exited (code %d, signal %d); see :lua vim.cmd('edit '..vim.lsp.get_log_path())"):format(code, signal), vim.log.levels.WARN)
+          -- A server that served, then crashed, comes back; one that never
+          -- initialized (a wrong setting, a broken binary) does not.
+          if served and state.roots.id == client_id then
+            restart(folders, bufs)
+          end
         end)
       end
     end,
@@ -228,6 +433,7 @@ function M.attach(bufnr)
     return nil
   end
   state.start_failed = nil
+  M.add_folder(id, root)
   return id
 end
 
@@ -251,10 +457,19 @@ function M.current()
   return id and vim.lsp.get_client_by_id(id)
 end
 
+---The client's config for a start in root (see compat.register).
+---@param root string
+---@return table
+function M.config(root)
+  return client_config(root)
+end
+
 ---Attaches to file buffers as they open, and to those already loaded, when
 ---enabled. Recreating the augroup drops what an earlier setup() created.
+---On 0.11+ the config is registered with vim.lsp.config too (compat.register).
 ---@param enabled boolean
 function M.autostart(enabled)
+  compat.register(NAME, function() return client_config(compat.uv.cwd()) end)
   local group = vim.api.nvim_create_augroup("agent_lsp", { clear = true })
   if not enabled then
     return
@@ -302,7 +517,7 @@ function M.execute(c, command, args, on_result, extra, on_error)
     if on_result then
       on_result(result)
     end
-  end, vim.api.nvim_get_current_buf())
+  end, nil) -- no buffer: the client sends every buffer's pending didChange first, so the server reads what the editor has
 end
 
 return M

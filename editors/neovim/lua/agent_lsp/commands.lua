@@ -41,6 +41,9 @@ end
 ---@field session? string continue this session (queued when its run is going)
 ---@field project? string run in this project
 ---@field follow_up? boolean continue the last session of this Neovim (:AgentRun!): the session of the run started last, queued when that run is going
+---@field context? AgentLsp.ContextRef[] documents or ranges attached to the prompt (the chat's #buffer, #selection)
+---@field client? table the vim.lsp client to send it to (a chat's: the client that ran its session)
+---@field on_result? fun(result: AgentLsp.RunResult|false, run: AgentLsp.Run, err?: table) called with the run's result (false: the request failed, err its error when the server answered one)
 
 -- report_unsent reports the prompts a run's session never read, or
 -- follow-ups that could not be sent, under the line why: a warning, and
@@ -60,13 +63,15 @@ end
 -- result arrives, which it notifies and adds to the event log; it returns the
 -- run's progress token. A queued result (the session's run was going) only
 -- says so: that run goes on, and its result covers the prompt.
-local function start_run(c, command, args, prompt)
+local function start_run(c, command, args, prompt, on_result)
+  on_result = on_result or function() end
   state.next_token = state.next_token + 1
   local token = ("agent-lsp-nvim:%d"):format(state.next_token)
   ---@type AgentLsp.Run
   local run = { client_id = c.id, session = args.session, prompt = prompt, progress = {} }
   state.runs[token] = run
   state.last_run = run
+  state.usage = nil -- the statusline's tokens are the new run's
   ui.set_status("agent: starting")
   local sent, request_id = client.execute(c, command, args, function(result)
     state.runs[token] = nil
@@ -75,6 +80,7 @@ local function start_run(c, command, args, prompt)
     if result.status == "queued" then
       ui.notify((render.run_summary(result, args.prompt)))
       log.add(render.results[command](result, args))
+      on_result(result, run)
       return
     end
     state.last_result = result
@@ -92,18 +98,21 @@ local function start_run(c, command, args, prompt)
       ui.notify(summary, ok and vim.log.levels.INFO or vim.log.levels.WARN)
     end
     log.add(render.results[command](result, args))
+    on_result(result, run)
     compat.fire("AgentLspRunEnd", result)
-  end, { workDoneToken = token }, function()
+  end, { workDoneToken = token }, function(err)
     -- Refused or failed (reported already): nothing runs for this request.
     state.runs[token] = nil
     run.result = run.result or false
     ui.restore_status(run)
     client.settle_waiting(run, run.session)
+    on_result(false, run, err)
   end)
   if not sent then
     state.runs[token] = nil
     ui.restore_status(run)
     ui.notify(command .. ": the server is not running", vim.log.levels.ERROR)
+    on_result(false, run)
     return nil
   end
   run.request_id = request_id
@@ -150,13 +159,14 @@ function M.run(prompt, opts)
     end)
     return nil
   end
-  local c = client.current()
+  local c = opts.client or client.current()
   if not c then
     return nil
   end
   local bufnr = vim.api.nvim_get_current_buf()
   ---@type AgentLsp.RunArgs
-  local args = { prompt = prompt, edits = config.options.edits, session = opts.session, project = opts.project }
+  local args = { prompt = prompt, edits = config.options.edits, session = opts.session, project = opts.project, model = state.model,
+    context = opts.context and #opts.context > 0 and opts.context or nil }
   local wait_for
   if opts.follow_up and not args.session then
     args.session, wait_for = follow_up_target()
@@ -178,12 +188,12 @@ function M.run(prompt, opts)
         return report_unsent({ prompt }, "the run ended before it had a session; follow-up not sent:")
       end
       args.session, args.project = session, opts.project
-      start_run(c, "agent.run", args, prompt)
+      start_run(c, "agent.run", args, prompt, opts.on_result)
     end)
     ui.notify("the run has no session yet; this follow-up goes to it once it has: " .. render.oneline(prompt))
     return nil
   end
-  return start_run(c, "agent.run", args, prompt)
+  return start_run(c, "agent.run", args, prompt, opts.on_result)
 end
 
 -- pick_session lets the user pick one of the sessions that pass filter (all
@@ -218,7 +228,7 @@ function M.resume(id)
   local go = function(session, c)
     c = c or client.current()
     if c then
-      start_run(c, "agent.resume", { session = session, edits = config.options.edits }, "resume " .. session)
+      start_run(c, "agent.resume", { session = session, edits = config.options.edits, model = state.model }, "resume " .. session)
     end
   end
   if id and id ~= "" then
@@ -367,6 +377,114 @@ function M.show_log()
   log.open()
 end
 
+---:AgentChat [prompt]: opens or toggles the chat of the current session;
+---with a prompt, sends it there.
+---@param prompt? string
+---@param new? boolean a new chat (:AgentChat!)
+function M.chat(prompt, new)
+  require("agent_lsp.chat").toggle(prompt, new)
+end
+
+---:AgentReply: the last run's whole reply in a Markdown scratch buffer.
+function M.reply()
+  if not state.last_reply or state.last_reply == "" then
+    return ui.notify("no reply yet")
+  end
+  vim.cmd("botright new")
+  local b = vim.api.nvim_get_current_buf()
+  vim.bo[b].buftype = "nofile"
+  vim.bo[b].bufhidden = "wipe"
+  vim.bo[b].swapfile = false
+  vim.api.nvim_buf_set_lines(b, 0, -1, false, render.split(state.last_reply))
+  vim.bo[b].modifiable = false
+  vim.bo[b].filetype = "markdown"
+  pcall(vim.api.nvim_buf_set_name, b, "agent://reply/" .. (state.last_session or "last"))
+end
+
+---:AgentModel [name]: with a name, the model of the next runs (sent as each
+---run's model); without, picks one of those agent.models lists.
+---@param name? string
+function M.model(name)
+  if name and name ~= "" then
+    state.model = name
+    return ui.notify("the next runs use model " .. name)
+  end
+  local c = client.current()
+  if not c then
+    return
+  end
+  client.execute(c, "agent.models", vim.empty_dict(), function(r)
+    state.models = vim.tbl_map(function(m) return m.id end, type(r.models) == "table" and r.models or {})
+    vim.ui.select(r.models or {}, {
+      prompt = ("Model (%s; now %s)"):format(render.str(r.baseURL), state.model or render.str(r.current)),
+      format_item = function(m) return m.id .. (m.ownedBy and (" (" .. m.ownedBy .. ")") or "") end,
+      kind = "agent-lsp.model",
+    }, function(m)
+      if m then
+        M.model(m.id)
+      end
+    end)
+  end)
+end
+
+-- complete_models completes :AgentModel from agent.models, asked once (and
+-- again after an empty answer) with a short wait.
+local function complete_models(lead)
+  if not state.models then
+    local c = compat.get_clients("agent-lsp")[1]
+    local res = c and compat.call(c, "request_sync", "workspace/executeCommand", { command = "agent.models", arguments = { vim.empty_dict() } }, 2000, 0)
+    local r = res and res.result
+    if type(r) == "table" and type(r.models) == "table" then
+      state.models = vim.tbl_map(function(m) return m.id end, r.models)
+    end
+  end
+  return vim.tbl_filter(function(id) return id:sub(1, #lead) == lead end, state.models or {})
+end
+
+---:AgentWorkspace add|remove|list [dir]: the client's workspace folders
+---(the projects the agent works in). add takes dir (default: the current
+---buffer's project), remove a folder of the list.
+---@param action string
+---@param dir? string
+function M.workspace(action, dir)
+  local c = client.current()
+  if not c then
+    return
+  end
+  dir = dir and dir ~= "" and vim.fn.fnamemodify(vim.fn.expand(dir), ":p"):gsub("/$", "") or nil
+  local actions = {
+    add = function()
+      local root = dir or client.find_root(vim.api.nvim_buf_get_name(0))
+      ui.notify(client.add_folder(c.id, root) and ("added " .. root) or (root .. " is already a workspace folder"))
+    end,
+    remove = function()
+      if not dir then
+        return ui.notify(":AgentWorkspace remove takes a folder", vim.log.levels.ERROR)
+      end
+      ui.notify(client.remove_folder(c.id, dir) and ("removed " .. dir) or (dir .. " is not a workspace folder"))
+    end,
+    list = function()
+      ui.print(table.concat(client.folders(c.id), "\n"))
+    end,
+  }
+  local fn = actions[action ~= "" and action or "list"]
+  if not fn then
+    return ui.notify(":AgentWorkspace takes add, remove or list, not " .. action, vim.log.levels.ERROR)
+  end
+  fn()
+end
+
+-- complete_workspace completes :AgentWorkspace: the actions, then for remove the folders.
+local function complete_workspace(lead, line)
+  local words = vim.split(line:sub(1, #line - #lead), "%s+", { trimempty = true })
+  local list = { "add", "remove", "list" }
+  if #words >= 2 then
+    local c = compat.get_clients("agent-lsp")[1]
+    list = words[2] == "remove" and c and client.folders(c.id) or vim.fn.getcompletion(lead, "dir")
+  end
+  return vim.tbl_filter(function(s) return s:sub(1, #lead) == lead end, list)
+end
+
 -- The command table -------------------------------------------------------
 
 local function complete_sessions()
@@ -424,6 +542,26 @@ M.list = {
     name = "AgentLog",
     fn = function() M.show_log() end,
     opts = { desc = "Show the agent's event log" },
+  },
+  {
+    name = "AgentChat",
+    fn = function(o) M.chat(o.args, o.bang) end,
+    opts = { nargs = "*", bang = true, desc = "Open or toggle the agent chat of the current session (with a prompt: send it; with !: a new chat)" },
+  },
+  {
+    name = "AgentReply",
+    fn = function() M.reply() end,
+    opts = { desc = "Show the agent's last full reply" },
+  },
+  {
+    name = "AgentModel",
+    fn = function(o) M.model(o.args) end,
+    opts = { nargs = "?", complete = complete_models, desc = "Choose the model of the next agent runs" },
+  },
+  {
+    name = "AgentWorkspace",
+    fn = function(o) M.workspace(o.fargs[1] or "list", o.fargs[2]) end,
+    opts = { nargs = "*", complete = complete_workspace, desc = "Add, remove or list the agent's workspace folders" },
   },
   {
     name = "AgentProjects",

@@ -39,32 +39,56 @@ function M.get_clients(name)
   return list
 end
 
----Starts a client for config, or reuses the one running for config.root_dir,
----and attaches it to bufnr (nil: to no buffer). vim.lsp.start (0.8+) does the
----reuse for a buffer. Otherwise known (root -> client id, kept by the caller)
----does: 0.7 lists a client only once it is initialized, and before 0.11
----vim.lsp.start always attaches, so those starts go through start_client.
+---Starts the one client of the plugin, or reuses the running one, and
+---attaches it to bufnr (nil: to no buffer). known.id is the client's id, kept
+---by the caller: 0.7 lists a client only once it is initialized, and a second
+---buffer may open before that. Without a known client, vim.lsp.start (0.8+)
+---reuses a running client of config's name (reuse_client), e.g. one started
+---before setup(); before 0.11 vim.lsp.start always attaches, so a start for
+---no buffer goes through start_client there, and start{attach = false} from
+---0.11.
 ---@param config table vim.lsp client config (name, cmd, root_dir, ...)
 ---@param bufnr integer|nil
----@param known table<string, integer>
+---@param known { id?: integer }
 ---@return integer|nil client_id
 function M.start(config, bufnr, known)
-  if bufnr and vim.lsp.start then
-    return vim.lsp.start(config, { bufnr = bufnr })
+  local id = known.id
+  local running = id and vim.lsp.get_client_by_id(id)
+  if running and M.call(running, "is_stopped") then
+    running = nil
   end
-  local id = known[config.root_dir]
-  if not (id and vim.lsp.get_client_by_id(id)) then
+  if running then
+    if bufnr then
+      vim.lsp.buf_attach_client(bufnr, id)
+    end
+  elseif bufnr and vim.lsp.start then
+    id = vim.lsp.start(config, { bufnr = bufnr, reuse_client = function(c, conf) return c.name == conf.name end })
+  else
     if has_0_11 then
       id = vim.lsp.start(config, { attach = false })
     else
       id = vim.lsp.start_client(config)
     end
-    known[config.root_dir] = id
+    if id and bufnr then
+      vim.lsp.buf_attach_client(bufnr, id)
+    end
   end
-  if id and bufnr then
-    vim.lsp.buf_attach_client(bufnr, id)
-  end
+  known.id = id
   return id
+end
+
+---Registers config as the LSP config called name with vim.lsp.config from
+---0.11, so that vim.lsp.enable(name) and :checkhealth vim.lsp know it (the
+---config's reuse_client keeps one client); nothing before 0.11.
+---@param name string
+---@param make_config fun(): table the config, made only where it is registered
+---@return boolean registered
+function M.register(name, make_config)
+  if has_0_11 and vim.lsp.config then
+    vim.lsp.config(name, make_config())
+    return true
+  end
+  return false
 end
 
 ---The length of line in a position encoding, i.e. the character of its end:
@@ -128,6 +152,26 @@ function M.winbar(win, text)
     vim.wo[win].winbar = text:gsub("%%", "%%%%")
   end
   return has_0_8
+end
+
+---The reporter of :checkhealth: vim.health.start/ok/... from 0.10,
+---vim.health.report_* on 0.8 and 0.9, the health module's report_* on 0.7.
+---@return { start: fun(s: string), ok: fun(s: string), info: fun(s: string), warn: fun(s: string, advice?: string[]), error: fun(s: string, advice?: string[]) }
+function M.health()
+  local h = vim.health
+  if h and h.start then
+    return { start = h.start, ok = h.ok, info = h.info, warn = h.warn, error = h.error }
+  end
+  h = (h and h.report_start) and h or require("health")
+  return { start = h.report_start, ok = h.report_ok, info = h.report_info, warn = h.report_warn, error = h.report_error }
+end
+
+---Whether this release runs the handlers of server requests in a coroutine
+---(0.10 and later as far as the plugin relies on it; 0.7 never does): the
+---review waits for its mappings there, and reads its keys in a prompt before.
+---@return boolean
+function M.requests_in_coroutine()
+  return vim.fn.has("nvim-0.10") == 1
 end
 
 ---True when the caller may yield: newer releases run server-request handlers

@@ -9,8 +9,22 @@ local M = {}
 ---@field next string moves to the next hunk
 ---@field prev string moves to the previous hunk
 
+---@class AgentLsp.ChatKeys
+---@field send string sends the prompt under the last ## You (normal and insert mode)
+---@field send_normal string sends it too (normal mode)
+---@field cancel string cancels the chat's run (normal and insert mode)
+---@field hide string hides the chat
+---@field sessions string switches the chat to another session
+---@field next_turn string moves to the next heading
+---@field prev_turn string moves to the previous heading
+---@field yank_code string yanks the nearest code block
+
+---@class AgentLsp.ChatOptions
+---@field layout "vertical"|"float"|"tab" how :AgentChat opens the chat
+---@field keys AgentLsp.ChatKeys buffer-local keys of the chat (nowait); "" or false leaves one unmapped
+
 ---@class AgentLsp.Config
----@field cmd string[] Command that starts the server (`agent-lsp` on PATH by default); setup() takes a string as a one-word command.
+---@field cmd string[] Command that starts the server: by default the binary the install recipe built into the plugin (bin/agent-lsp), else `agent-lsp` on PATH; setup() takes a string as a one-word command.
 ---@field cmd_env? table<string, string> Extra environment for the server, e.g. `{ OPENAI_BASE_URL = "http://localhost:11434/v1" }`; keep API keys out (in your shell's environment).
 ---@field model? string Model name, sent in initializationOptions.model; nil keeps the server's default and AGENT_LSP_MODEL.
 ---@field base_url? string OpenAI-compatible endpoint, sent in initializationOptions.model; nil keeps OPENAI_BASE_URL, else OpenAI's.
@@ -30,10 +44,20 @@ local M = {}
 ---@field review_keys AgentLsp.ReviewKeys Keys of the review diff: move between hunks, take or drop one, accept or reject.
 ---@field save_before_commands boolean Save the buffers the agent edited when it runs a command (agent/saveDocuments), so that builds and tests see its edits; false leaves them unsaved (the command's result says so).
 ---@field echo_progress boolean Echo progress in the echo area (statusline() has it either way).
+---@field chat AgentLsp.ChatOptions The chat buffer (:AgentChat): its layout and keys.
+
+---The binary the install recipe builds into the plugin (bin/agent-lsp beside
+---lua/), which the default cmd prefers to agent-lsp on PATH.
+---@return string
+function M.default_binary()
+  local root = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h:h")
+  local built = root .. "/bin/agent-lsp"
+  return vim.fn.executable(built) == 1 and built or "agent-lsp"
+end
 
 ---@type AgentLsp.Config
 M.defaults = {
-  cmd = { "agent-lsp" },
+  cmd = { M.default_binary() },
   edits = "apply",
   allow = {},
   deny = {},
@@ -43,6 +67,10 @@ M.defaults = {
   review_keys = { accept = "ga", reject = "gr", take = "do", drop = "dp", next = "]c", prev = "[c" },
   save_before_commands = true,
   echo_progress = true,
+  chat = {
+    layout = "vertical",
+    keys = { send = "<C-s>", send_normal = "<CR>", cancel = "<C-c>", hide = "q", sessions = "gs", next_turn = "]]", prev_turn = "[[", yank_code = "gy" },
+  },
 }
 
 ---The options in effect: the defaults until setup(). setup() refills this

@@ -35,6 +35,20 @@ function M.compacted(ev)
     word("reason", ev.reason), str(ev.before), str(ev.after), ev.error and (": " .. oneline(ev.error)) or "")
 end
 
+---The line of a usage event: "scripted: 1000 prompt + 11 completion = 1011
+---tokens (context 8192) · $0.0026 · run: 4000 + 11 = 4011 tokens · $0.0101".
+---@param ev AgentLsp.Event.Usage
+---@return string
+function M.usage(ev)
+  local run = type(ev.run) == "table" and ev.run or {}
+  local function cost(c)
+    local s = render.cost(c)
+    return s and (" · " .. s) or ""
+  end
+  return ("%s: %s prompt + %s completion = %s tokens (context %s)%s · run: %s + %s = %s tokens%s"):format(str(ev.model), str(ev.prompt),
+    str(ev.completion), str(ev.total), str(ev.contextTokens), cost(ev.cost), str(run.prompt), str(run.completion), str(run.total), cost(run.cost))
+end
+
 ---The tools a run.start left out to fit the context, or nil when none.
 ---@param ev AgentLsp.Event.RunStart
 ---@return string|nil
@@ -77,6 +91,7 @@ M.kinds = {
   ["edit"] = function(ev)
     return ("%s %s"):format(word("applied", ev.applied), str(ev.uri))
   end,
+  ["usage"] = M.usage,
   ["run.end"] = function(ev)
     return str(ev.status) .. (ev.error and (": " .. str(ev.error)) or "")
   end,

@@ -16,6 +16,9 @@
 --   hunks     line hunks between two texts, and applying them to a buffer
 --   review    the diff shown for edits that need confirmation, by hunk
 --   save      agent/saveDocuments: saving the agent's edits before commands
+--   chat      the chat buffer (:AgentChat): transcript, live runs, sending
+--   context   the chat's #references: agent.run's context
+--   health    :checkhealth agent_lsp
 --   types     LuaCATS types of the wire contract (annotations only)
 -- plugin/agent_lsp.lua defines the commands at startup; setup() configures
 -- the plugin and starts attaching to file buffers.
@@ -111,7 +114,21 @@ function M.switch(project)
   commands.switch(project)
 end
 
----Statusline component: "agent: review waiting" while an edit's review is
+---Opens or toggles the chat of the current session (:AgentChat); with prompt,
+---sends it there; new: a new chat (:AgentChat!).
+---@param prompt? string
+---@param new? boolean
+function M.chat(prompt, new)
+  commands.chat(prompt, new)
+end
+
+---Sets the model of the next runs; without name, picks one of agent.models.
+---@param name? string
+function M.model(name)
+  commands.model(name)
+end
+
+---Statusline component: "agent: waiting for review" while an edit's review is
 ---open, else the running agent's latest progress, or "".
 ---@return string
 function M.statusline()

@@ -124,9 +124,9 @@ end
 ---@param s AgentLsp.SessionInfo
 ---@return string
 function M.session_item(s)
-  return ("%-11s %-10s %-19s %s  (%s · %s · created %s%s)"):format(
+  return ("%-11s %-10s %-19s %s  (%s · %s · created %s%s%s)"):format(
     M.str(s.status), M.str(s.project), M.time(s.updated), M.oneline(s.title), M.str(s.session), count(s.messages, "message"), M.time(s.created),
-    s.root and (" · " .. s.root) or "")
+    s.model and (" · model " .. s.model) or "", s.root and (" · " .. s.root) or "")
 end
 
 local function fence(text)
@@ -343,11 +343,26 @@ end
 
 -- Runs ----------------------------------------------------------------------
 
--- counts: "done · 1 edit · 9 steps · 105 tokens".
+---A cost in USD: "$0.00332" (nil when there is none: no price for the model).
+---@param cost any
+---@return string|nil
+function M.cost(cost)
+  if type(cost) ~= "number" then
+    return nil
+  end
+  local s = tostring(cost)
+  if s:find("e", 1, true) then
+    s = ("%.8f"):format(cost):gsub("0+$", "")
+  end
+  return "$" .. s
+end
+
+-- counts: "done · 1 edit · 9 steps · 105 tokens · $0.0031".
 local function counts(r)
   local usage = type(r.usage) == "table" and r.usage or {}
-  return parts(M.str(r.status), count(r.edits, "edit"), count(r.steps, "step"), count(usage.totalTokens, "token"))
+  return parts(M.str(r.status), count(r.edits, "edit"), count(r.steps, "step"), count(usage.totalTokens, "token"), M.cost(usage.cost))
 end
+M.counts = counts
 
 ---What a queued result says: "queued (position 2): <the prompt>".
 ---@param r AgentLsp.RunResult
@@ -417,6 +432,18 @@ function M.run_result(r, args)
   return lines
 end
 
+---The lines of agent.models: the endpoint and the current model, then each
+---model offered ("* " marks the current one), with its owner.
+---@param r AgentLsp.ModelsResult
+---@return string[]
+function M.models(r)
+  local lines = { ("endpoint %s · current model %s"):format(M.str(r.baseURL), M.str(r.current)) }
+  for _, m in ipairs(type(r.models) == "table" and r.models or {}) do
+    table.insert(lines, ("%s %s%s"):format(m.id == r.current and "*" or "-", M.str(m.id), m.ownedBy and (" (" .. m.ownedBy .. ")") or ""))
+  end
+  return lines
+end
+
 -- Results by command ----------------------------------------------------------
 
 ---The renderer of each command's result, by command name: the lines that
@@ -446,6 +473,7 @@ M.results = {
     end
     return #lines > 0 and lines or { "no projects" }
   end,
+  ["agent.models"] = M.models,
   ["agent.switchProject"] = function(r)
     return { ("session %s now works on project %s"):format(M.str(r.session), M.str(r.project)) }
   end,

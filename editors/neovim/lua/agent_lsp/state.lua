@@ -14,7 +14,10 @@
 ---@field waiting? fun(session: string|nil)[] follow-ups sent to this run's session once it is known (nil: it never was)
 
 ---@class AgentLsp.State
----@field roots table<string, integer> root -> client id, for starts vim.lsp.start does not track (see compat.start)
+---@field roots { id?: integer } the one client of this Neovim, which serves every root as a workspace folder (see compat.start)
+---@field initialized table<integer, boolean> clients initialized (on_init ran) and not exited
+---@field pending_folders table<integer, { added: table[], removed: table[] }> folder changes waiting for a client's initialization
+---@field restarts? integer crashed servers restarted in a row (the backoff's index)
 ---@field runs table<string, AgentLsp.Run> progress token -> run in flight
 ---@field next_token integer counter behind the progress tokens
 ---@field last_run? AgentLsp.Run the run started last
@@ -28,11 +31,17 @@
 ---@field status string statusline text: the running agent's latest progress, or ""
 ---@field reviewing boolean an edit's review is open (the statusline says so)
 ---@field loading table<integer, boolean> buffers an edit is loading: attached once it is applied (see edit.apply), not as they load
+---@field model? string the model chosen with :AgentModel, sent as each run's model
+---@field models? string[] the model ids agent.models listed last (:AgentModel's completion)
+---@field usage? AgentLsp.RunUsage the latest usage event's run totals (the statusline's tokens)
+---@field waiting? string what the agent waits for: "review" or "permission" (the statusline says so)
 ---@field start_failed? boolean a failed start was reported (said once, not per buffer)
 
 ---@type AgentLsp.State
 return {
   roots = {},
+  initialized = {},
+  pending_folders = {},
   runs = {},
   next_token = 0,
   status = "",

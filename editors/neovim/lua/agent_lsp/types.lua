@@ -40,12 +40,20 @@
 ---@field range? AgentLsp.Range
 ---@field edits? AgentLsp.EditMode this run's edit mode
 ---@field durability? AgentLsp.Durability this run's checkpoint durability
+---@field model? string the model of this run and the session's next ones
+---@field context? AgentLsp.ContextRef[] documents or ranges attached (#buffer, #selection): the server reads them as the editor has them
+
+---A document (or a range of it) attached to a prompt.
+---@class AgentLsp.ContextRef
+---@field uri string
+---@field range? AgentLsp.Range
 
 ---Arguments of agent.resume.
 ---@class AgentLsp.ResumeArgs
 ---@field session string
 ---@field edits? AgentLsp.EditMode
 ---@field durability? AgentLsp.Durability
+---@field model? string
 
 ---Arguments of the commands about one session: agent.cancel and
 ---agent.deleteSession.
@@ -76,6 +84,7 @@
 ---@field promptTokens integer
 ---@field completionTokens integer
 ---@field totalTokens integer
+---@field cost? number USD, when the price table has the model
 
 ---Result of agent.run and agent.resume, when the run ends; for agent.run
 ---given a running session, at once with status "queued" (the running run's
@@ -100,6 +109,7 @@
 ---@field session string
 ---@field project string
 ---@field root? string the project's folder: the session continues only in a window that has it open
+---@field model? string the model the session recorded
 ---@field title string the prompt's first words
 ---@field status AgentLsp.SessionStatus
 ---@field created string RFC 3339
@@ -191,6 +201,17 @@
 ---@field context AgentLsp.ProjectContext
 ---@field sandbox AgentLsp.SandboxReport
 
+---A model the endpoint offers.
+---@class AgentLsp.ModelInfo
+---@field id string
+---@field ownedBy? string
+
+---Result of agent.models.
+---@class AgentLsp.ModelsResult
+---@field baseURL string
+---@field current string the model runs use unless agent.run names another
+---@field models AgentLsp.ModelInfo[]
+
 ---Result of agent.switchProject.
 ---@class AgentLsp.SwitchResult
 ---@field session string
@@ -208,6 +229,7 @@
 ---| AgentLsp.Call.DeleteSession
 ---| AgentLsp.Call.Projects
 ---| AgentLsp.Call.SwitchProject
+---| AgentLsp.Call.Models
 
 ---@class AgentLsp.Call.Run
 ---@field command "agent.run"
@@ -249,6 +271,11 @@
 ---@field arguments AgentLsp.SwitchArgs
 ---@field result AgentLsp.SwitchResult
 
+---@class AgentLsp.Call.Models
+---@field command "agent.models"
+---@field arguments AgentLsp.NoArgs
+---@field result AgentLsp.ModelsResult
+
 -- Requests the server sends the client (besides LSP's own): each with its
 -- params and result, the shape of an example in
 -- testdata/protocol/requests/<method>.json. --------------------------------
@@ -288,6 +315,7 @@
 ---| AgentLsp.Event.SubagentStart
 ---| AgentLsp.Event.SubagentEnd
 ---| AgentLsp.Event.Edit
+---| AgentLsp.Event.Usage
 ---| AgentLsp.Event.RunEnd
 ---| AgentLsp.EventBase # a kind this plugin does not know: shown as a generic line
 
@@ -361,6 +389,24 @@
 ---@field type "edit"
 ---@field uri string
 ---@field applied boolean
+
+---The run's tokens (and cost) so far, in a usage event.
+---@class AgentLsp.RunUsage
+---@field prompt integer
+---@field completion integer
+---@field total integer
+---@field cost? number USD
+
+---After each model call (the run's, its subagents', its summaries').
+---@class AgentLsp.Event.Usage: AgentLsp.EventBase
+---@field type "usage"
+---@field model string
+---@field prompt integer that call's tokens
+---@field completion integer
+---@field total integer
+---@field contextTokens integer the context the request was fitted into
+---@field cost? number USD, when the price table has the model
+---@field run AgentLsp.RunUsage the run's totals so far
 
 ---@class AgentLsp.Event.RunEnd: AgentLsp.EventBase
 ---@field type "run.end"

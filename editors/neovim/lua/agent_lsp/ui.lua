@@ -51,7 +51,10 @@ function M.restore_status(ended)
 end
 
 ---The statusline text while a review is open.
-M.REVIEW_WAITING = "agent: review waiting"
+M.REVIEW_WAITING = "agent: waiting for review"
+
+---The statusline text while the server asks to run a command.
+M.PERMISSION_WAITING = "agent: waiting for permission"
 
 ---Marks a review open or closed: the statusline says a review waits while
 ---one is open, then shows the progress again.
@@ -62,11 +65,32 @@ function M.set_reviewing(open)
   compat.fire("AgentLspStatus")
 end
 
----The statusline component: "agent: review waiting" while a review is open,
----else the running agent's latest progress, or "".
+---Marks the server's question (may the agent run this command?) open or
+---answered: the statusline says the agent waits for permission meanwhile.
+---@param open boolean
+function M.set_asking(open)
+  state.waiting = open and "permission" or nil
+  pcall(vim.cmd, "redrawstatus")
+  compat.fire("AgentLspStatus")
+end
+
+---The statusline component: "agent: waiting for review" while a review is
+---open, "agent: waiting for permission" while the server asks to run a
+---command, else the running agent's latest progress with the run's tokens
+---(and cost) so far, or "".
 ---@return string
 function M.statusline()
-  return state.reviewing and M.REVIEW_WAITING or state.status
+  if state.reviewing then
+    return M.REVIEW_WAITING
+  elseif state.waiting == "permission" then
+    return M.PERMISSION_WAITING
+  end
+  local u = state.usage
+  if state.status == "" or type(u) ~= "table" or not next(state.runs) then
+    return state.status
+  end
+  local cost = require("agent_lsp.render").cost(u.cost)
+  return ("%s · %s tokens%s"):format(state.status, tostring(u.total), cost and (" · " .. cost) or "")
 end
 
 return M

@@ -1,0 +1,237 @@
+-- :checkhealth agent_lsp: Neovim and the review mode it gets, the server
+-- binary and its version, `agent-lsp doctor --json` (settings, the API key's
+-- presence, a live check of the endpoint, the store, the sandbox), the
+-- running clients, settings that will misbehave, and the integrations found.
+-- The API key is never shown: doctor reports only whether it is present.
+local compat = require("agent_lsp.compat")
+local config = require("agent_lsp.config")
+
+local M = {}
+
+---The plugins the agent works with when they are installed, by module name.
+M.integrations = {
+  { module = "telescope", what = "pickers (vim.ui.select through telescope-ui-select)" },
+  { module = "fzf-lua", what = "pickers (vim.ui.select through fzf-lua's register_ui_select)" },
+  { module = "snacks", what = "pickers and notifications" },
+  { module = "fidget", what = "shows the agent's $/progress" },
+  { module = "lualine", what = "statusline: require('agent_lsp').statusline()" },
+}
+
+---Runs argv with env, waiting at most timeout_ms; nil output when it could
+---not start or timed out.
+---@param argv string[]
+---@param env? table<string, string>
+---@param timeout_ms integer
+---@return string|nil output stdout
+---@return integer code the exit code (-1: timed out, -2: did not start)
+function M.run(argv, env, timeout_ms)
+  local out = {}
+  local ok, job = pcall(vim.fn.jobstart, argv, {
+    env = env,
+    stdout_buffered = true,
+    on_stdout = function(_, data) out = data end,
+  })
+  if not ok or job <= 0 then
+    return nil, -2
+  end
+  local code = vim.fn.jobwait({ job }, timeout_ms)[1]
+  if code == -1 then
+    vim.fn.jobstop(job)
+    return nil, -1
+  end
+  return table.concat(out, "\n"), code
+end
+
+-- doctor_argv is the doctor command for the options in effect: the settings
+-- the plugin sends in initializationOptions that doctor has flags for, and
+-- the workspace folders of the running clients (else the cwd).
+local function doctor_argv(bin, o, folders)
+  local argv = { bin, "doctor", "--json" }
+  local flags = { model = "--model", base_url = "--base-url", store = "--store" }
+  for key, flag in pairs(flags) do
+    if o[key] then
+      vim.list_extend(argv, { flag, tostring(o[key]) })
+    end
+  end
+  for _, f in ipairs(folders) do
+    vim.list_extend(argv, { "--workspace", f })
+  end
+  return argv
+end
+
+-- prefixes lists the global normal-mode mappings that key is a prefix of.
+local function prefixes(key)
+  local found = {}
+  local want = vim.api.nvim_replace_termcodes(key, true, true, true)
+  for _, m in ipairs(vim.api.nvim_get_keymap("n")) do
+    local lhs = vim.api.nvim_replace_termcodes(m.lhs, true, true, true)
+    if #lhs > #want and lhs:sub(1, #want) == want then
+      table.insert(found, m.lhs)
+    end
+  end
+  return found
+end
+
+---The settings that will misbehave: a bare * allow rule, review keys that are
+---the prefix of a global mapping (the review maps them nowait, which hides
+---those mappings in the review).
+---@param o AgentLsp.Config
+---@return string[]
+function M.setting_problems(o)
+  local out = {}
+  for _, rule in ipairs(o.allow or {}) do
+    if vim.trim(rule) == "*" then
+      table.insert(out, 'allow has a bare "*": every command runs without asking (only deny rules stop one)')
+    end
+  end
+  local names = vim.tbl_keys(o.review_keys or {})
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local key = o.review_keys[name]
+    local hidden = prefixes(key)
+    if #hidden > 0 then
+      table.insert(out, ("review key %s (%s) is the prefix of the global mappings %s: in the review it acts at once and hides them"):format(key, name, table.concat(hidden, ", ")))
+    end
+  end
+  return out
+end
+
+-- Sections ----------------------------------------------------------------------
+
+local function neovim(h)
+  local v = vim.version()
+  local version = ("%d.%d.%d"):format(v.major, v.minor, v.patch)
+  if compat.requests_in_coroutine() then
+    h.ok(("Neovim %s: the review of an edit waits for its mappings (server requests run in a coroutine)"):format(version))
+  else
+    h.ok(("Neovim %s: the review of an edit reads its keys in a prompt while the server waits (server requests run synchronously before 0.10)"):format(version))
+  end
+end
+
+-- binary reports the server binary; it returns its path, or nil when missing.
+local function binary(h, o)
+  local bin = o.cmd and o.cmd[1]
+  if not bin or vim.fn.executable(bin) ~= 1 then
+    h.error(("server binary not found: %s"):format(tostring(bin)), {
+      "build it: go build -o editors/neovim/bin/agent-lsp ./cmd/agent-lsp (the plugin finds it there), or put agent-lsp on PATH",
+      "or set cmd in require('agent_lsp').setup({ cmd = { '/path/to/agent-lsp' } })",
+    })
+    return nil
+  end
+  local path = vim.fn.exepath(bin)
+  local out, code = M.run({ bin, "--version" }, nil, 5000)
+  if code == 0 and out then
+    h.ok(("server: %s (%s)"):format(vim.trim(out), path ~= "" and path or bin))
+  else
+    h.warn(("server %s did not tell its version (exit %d)"):format(bin, code))
+  end
+  return bin
+end
+
+local function doctor(h, o, bin)
+  local folders = {}
+  for _, c in ipairs(compat.get_clients("agent-lsp")) do
+    for _, f in ipairs(c.workspace_folders or {}) do
+      if f.uri then
+        table.insert(folders, vim.uri_to_fname(f.uri))
+      end
+    end
+  end
+  if #folders == 0 then
+    folders = { compat.uv.cwd() }
+  end
+  local env = o.cmd_env and vim.tbl_extend("force", vim.fn.environ(), o.cmd_env) or nil
+  if o.api_key_env and o.api_key_env ~= "OPENAI_API_KEY" then
+    -- doctor reads the key from OPENAI_API_KEY: hand it the one apiKeyEnv names (never shown).
+    env = env or vim.fn.environ()
+    env.OPENAI_API_KEY = vim.env[o.api_key_env]
+  end
+  local out, code = M.run(doctor_argv(bin, o, folders), env, 15000)
+  local ok, d = pcall(vim.fn.json_decode, out or "")
+  if not out or not ok or type(d) ~= "table" then
+    h.error(("agent-lsp doctor --json gave no report (exit %d)"):format(code))
+    return
+  end
+  local report = d.ok and h.ok or h.error
+  report(("doctor: %s (version %s, %s)"):format(d.ok and "ready" or "the next run will fail", tostring(d.version), tostring(d.platform)))
+  h.info(("model %s at %s"):format(tostring(d.model), tostring(d.baseURL)))
+  local key = type(d.apiKey) == "table" and d.apiKey or {}
+  if key.present then
+    h.ok(("API key: present in %s"):format(tostring(key.variable)))
+  else
+    h.info(("API key: %s is not set (local endpoints need none)"):format(tostring(key.variable)))
+  end
+  local e = type(d.endpoint) == "table" and d.endpoint or {}
+  local detail = ("%s answered %s in %s ms"):format(tostring(e.url), tostring(e.status), tostring(e.latencyMs))
+  if e.status == "ok" then
+    h.ok(("endpoint: %s, %s models%s"):format(detail, tostring(e.modelCount),
+      e.modelOffered == false and " (the model is not one of them)" or (e.modelOffered and ", the model among them" or "")))
+  else
+    h.info(("endpoint: %s (doctor's problems below say what to do)"):format(detail))
+  end
+  local s = type(d.store) == "table" and d.store or {}
+  local store = s.writable and h.ok or h.error
+  store(("store: %s (%s%s)"):format(tostring(s.path), s.writable and "writable" or "not writable", s.servedBy and (", served by " .. s.servedBy) or ""))
+  local sb = type(d.sandbox) == "table" and d.sandbox or {}
+  h.info(("sandbox: %s, Landlock ABI %s"):format(tostring(sb.mode), tostring(sb.landlockABI)))
+  for _, p in ipairs(type(d.projects) == "table" and d.projects or {}) do
+    h.info(("project %s (%s): %s"):format(tostring(p.name), tostring(p.type), tostring(p.path)))
+  end
+  for _, p in ipairs(type(d.problems) == "table" and d.problems or {}) do
+    h.error(p)
+  end
+  for _, w in ipairs(type(d.warnings) == "table" and d.warnings or {}) do
+    h.warn(w)
+  end
+end
+
+local function clients(h)
+  local list = compat.get_clients("agent-lsp")
+  if #list == 0 then
+    h.info("no agent-lsp client is running (one starts with the first file buffer after setup(), or the first :Agent command)")
+  end
+  for _, c in ipairs(list) do
+    local folders = vim.tbl_map(function(f) return vim.uri_to_fname(f.uri) end, c.workspace_folders or {})
+    local bufs = vim.lsp.get_buffers_by_client_id and #vim.lsp.get_buffers_by_client_id(c.id) or 0
+    h.ok(("client %d: %d buffers, folders %s"):format(c.id, bufs, #folders > 0 and table.concat(folders, ", ") or tostring(c.config.root_dir)))
+  end
+end
+
+local function integrations(h)
+  for _, i in ipairs(M.integrations) do
+    local found = #vim.api.nvim_get_runtime_file("lua/" .. i.module, true) > 0
+      or #vim.api.nvim_get_runtime_file("lua/" .. i.module .. ".lua", true) > 0
+    if found then
+      h.ok(("%s found: %s"):format(i.module, i.what))
+    else
+      h.info(("%s not found (optional: %s)"):format(i.module, i.what))
+    end
+  end
+end
+
+---The check :checkhealth agent_lsp runs.
+function M.check()
+  local h = compat.health()
+  local o = config.options
+  h.start("agent-lsp: Neovim")
+  neovim(h)
+  h.start("agent-lsp: server")
+  local bin = binary(h, o)
+  if bin then
+    doctor(h, o, bin)
+  end
+  h.start("agent-lsp: clients")
+  clients(h)
+  h.start("agent-lsp: settings")
+  local problems = M.setting_problems(o)
+  if #problems == 0 then
+    h.ok("no setting known to misbehave")
+  end
+  for _, p in ipairs(problems) do
+    h.warn(p)
+  end
+  h.start("agent-lsp: integrations")
+  integrations(h)
+end
+
+return M
