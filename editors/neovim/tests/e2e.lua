@@ -626,6 +626,8 @@ test("the chat reopens a session from its transcript (agent.session)", function(
   wait_for("the chat of the last session", function() return chat.chats[vim.api.nvim_get_current_buf()] ~= nil end, 5000)
   local text = buffer_text()
   assert(text:find("## You\nChat about greeting\n\n## Agent\n- `read_file`", 1, true), text)
+  -- The tool item's final status, from the session's tool message.
+  assert(text:find("\n%- `read_file` [^\n]* · ok\n"), "the reopened tool item has no status:\n" .. text)
   assert(text:find("## You\nWhat did I ask?\n\n## Agent\nYou asked about greeting before", 1, true), text)
   vim.cmd("normal q")
 end)

@@ -3,7 +3,8 @@
 # version shims of compat.lua, the initializationOptions and their checks,
 # the review's hint, the renderers' text, the event log, the commands against
 # a stubbed connection, the version check of edits, saving before commands,
-# the review by hunk; the chat's helpers, #references, :AgentModel, the
+# the review by hunk; per-session commands routed to the session's client;
+# the chat's helpers, #references, :AgentModel, the
 # statusline's tokens, the health check's reporters and setting checks, the
 # project roots), the contract (protocol.lua: testdata/protocol read
 # with types.lua and rendered with the plugin's renderers, the server's

@@ -9,8 +9,9 @@
 -- with mappings (run in a coroutine, as newer releases run the handler).
 -- Only Neovim 0.7.2 (Debian's) installs here, so the paths of newer releases
 -- (0.8's autocommand data and winbar, 0.10's get_clients, 0.11's
--- client:method() calls, str_utfindex(s, encoding) and start{attach =
--- false}, vim.lsp.start from 0.8, 0.12's b:changedtick as the document
+-- client:method() calls, str_utfindex(s, encoding), start{attach =
+-- false} and attaching through vim.lsp.config/vim.lsp.enable, vim.lsp.start
+-- from 0.8, 0.12's b:changedtick as the document
 -- version) can only run against stubs of the vim APIs they call. Each case
 -- stubs the release it claims, so the cases hold on any Neovim; the "real"
 -- cases call this Neovim's own APIs.
@@ -163,13 +164,15 @@ test("start on 0.8 to 0.10 (stubbed): vim.lsp.start with reuse_client by name fo
   assert(vim.deep_equal({ calls[2], calls[3] }, { { "attach", 4, 7 }, { "start_client", cfg } }), vim.inspect(calls))
 end)
 
-test("start on 0.11 (stubbed): vim.lsp.start{attach = false} for no buffer, once", function()
+test("start on 0.11 (stubbed): vim.lsp.start{attach = false} for no buffer, once, reusing the config's client", function()
   local calls, known = {}, {}
+  local reuse = function() return true end
+  local conf = vim.tbl_extend("force", cfg, { reuse_client = reuse })
   with_compat(start_stubs(11, calls), function(compat)
-    assert(compat.start(cfg, nil, known) == 7)
-    assert(compat.start(cfg, nil, known) == 7)
+    assert(compat.start(conf, nil, known) == 7)
+    assert(compat.start(conf, nil, known) == 7)
   end)
-  local want = { { "start", cfg, { attach = false } } }
+  local want = { { "start", conf, { attach = false, reuse_client = reuse } } }
   assert(vim.deep_equal(calls, want), vim.inspect(calls))
 end)
 
@@ -645,8 +648,8 @@ local function with_server(fn)
   vim.lsp.handlers["$/progress"] = function() end -- Neovim's would look for client 99
   config.options.echo_progress = false
   client.current = function() return fake end
-  client.execute = function(_, command, args, on_result, extra, on_error)
-    table.insert(calls, { command = command, args = args, on_result = on_result, extra = extra, on_error = on_error })
+  client.execute = function(c, command, args, on_result, extra, on_error)
+    table.insert(calls, { client = c, command = command, args = args, on_result = on_result, extra = extra, on_error = on_error })
     return true, #calls
   end
   vim.notify = function(msg, level)
@@ -656,7 +659,7 @@ local function with_server(fn)
     state.runs[k] = nil
   end
   state.last_run, state.last_session, state.last_result, state.unsent, state.status = nil, nil, nil, nil, ""
-  state.withheld_seen, state.subagents = {}, {}
+  state.withheld_seen, state.subagents, state.session_clients = {}, {}, {}
   log.lines = {}
   local ok, err = xpcall(fn, debug.traceback, calls, notes)
   client.current, client.execute, vim.notify, vim.ui.input = saved.current, saved.execute, saved.notify, saved.input
@@ -1289,7 +1292,7 @@ test("chat: a transcript in the chat's shape, end lines with cost and the failur
     { id = "3", role = "tool", content = "package a", toolCallId = "c" },
     { id = "4", role = "ai", content = "Hello." },
   } })
-  local want = { "# Hi", "", "session s-1 · project p · status done", "", "## You", "Hi", "", "## Agent", '- `read_file` {"path":"a.go"}', "Hello." }
+  local want = { "# Hi", "", "session s-1 · project p · status done", "", "## You", "Hi", "", "## Agent", '- `read_file` {"path":"a.go"} · ok', "Hello." }
   assert(vim.deep_equal(lines, want), vim.inspect(lines))
   local done = chat.end_lines(result({ status = "done", edits = 1, steps = 2, usage = { promptTokens = 90, completionTokens = 10, totalTokens = 100, cost = 0.0021 } }))
   assert(done[1] == "— done · 1 edit · 2 steps · 100 tokens · $0.0021", done[1])
@@ -1420,7 +1423,7 @@ end)
 test("register: vim.lsp.config(name, config) from 0.11 (stubbed), nothing before", function()
   local calls = {}
   local lsp_config = setmetatable({}, { __call = function(_, ...) table.insert(calls, { ... }) end })
-  with_compat({ release(11), { vim.lsp, "config", lsp_config } }, function(compat)
+  with_compat({ release(11), { vim.lsp, "config", lsp_config }, { vim.lsp, "enable", function() error("enabled by register") end } }, function(compat)
     assert(compat.register("agent-lsp", function() return cfg end) == true)
   end)
   assert(#calls == 1 and calls[1][1] == "agent-lsp" and calls[1][2] == cfg, vim.inspect(calls))
@@ -1446,6 +1449,193 @@ test("the client config reuses a client of its name, and a buffer it attaches ad
   vim.cmd("bwipeout!")
   assert(ok, err)
   assert(vim.deep_equal(added, { { 5, dir .. "/pkg" } }), vim.inspect(added))
+end)
+
+-- with_client loads compat.lua and client.lua afresh under stubs (client.lua
+-- takes compat's paths at its load), calls fn(client) and restores both.
+local function with_client(stubs, fn)
+  local saved = package.loaded["agent_lsp.client"]
+  with_compat(stubs, function()
+    package.loaded["agent_lsp.client"] = nil
+    local ok, err = xpcall(fn, debug.traceback, require("agent_lsp.client"))
+    package.loaded["agent_lsp.client"] = saved
+    if not ok then
+      error(err, 0)
+    end
+  end)
+end
+
+-- project_file opens a new file main.go in a folder pkg with a go.mod; it
+-- returns the buffer and the folder.
+local function project_file()
+  local dir = vim.fn.tempname() .. "/pkg"
+  vim.fn.mkdir(dir, "p")
+  vim.fn.writefile({ "module m" }, dir .. "/go.mod")
+  vim.cmd("edit " .. dir .. "/main.go")
+  return vim.api.nvim_get_current_buf(), dir
+end
+
+test("autostart on 0.11 (stubbed): vim.lsp.config and vim.lsp.enable (once) attach, with the plugin's root_dir; no autocommand of the plugin's", function()
+  local configs, enables, notes = {}, {}, {}
+  local lsp_config = setmetatable({}, { __call = function(_, name, c) table.insert(configs, { name, c }) end })
+  local five = { id = 5, name = "agent-lsp" }
+  five.is_stopped = function(self) assert(self == five, "is_stopped not called as a method") return false end
+  local group = vim.api.nvim_create_augroup("agent_lsp", { clear = true })
+  vim.api.nvim_create_autocmd("BufReadPost", { group = group, callback = function() end }) -- an earlier setup()'s
+  local saved = { cmd = config.options.cmd, notify = vim.notify, roots = state.roots.id, failed = state.start_failed }
+  config.options.cmd = { "agent-lsp-not-installed-for-this-test" }
+  state.start_failed = nil
+  vim.notify = function(msg, level) table.insert(notes, { msg = msg, level = level }) end
+  local buf, dir, scratch
+  local ok, err = pcall(with_client, { release(11), { vim.lsp, "config", lsp_config }, { vim.lsp, "enable", recorder(enables) },
+    { vim.lsp, "get_client_by_id", function(id) return id == 5 and five or nil end } }, function(client_mod)
+    local attached = {}
+    client_mod.attach = function(b) table.insert(attached, b) end
+    client_mod.autostart(true)
+    assert(#enables == 1 and enables[1].n == 1 and enables[1][1] == "agent-lsp", vim.inspect(enables))
+    assert(#configs == 1 and configs[1][1] == "agent-lsp", vim.inspect(configs))
+    local c = configs[1][2]
+    assert(c.name == "agent-lsp" and c.cmd == config.options.cmd, vim.inspect(c.cmd))
+    assert(c.handlers == client_mod.handlers and c.handlers["agent/event"] and c.handlers["workspace/applyEdit"], "handlers")
+    assert(c.capabilities.experimental.saveDocuments == true and c.capabilities.workspace, "capabilities")
+    assert(c.root_dir == client_mod.root_dir and c.workspace_folders == nil, "root_dir is the plugin's function")
+    assert(c.reuse_client({ name = "agent-lsp" }, c) and not c.reuse_client({ name = "gopls" }, c), "one client")
+    assert(type(c.on_attach) == "function" and type(c.init_options) == "table")
+    assert(#vim.api.nvim_get_autocmds({ group = "agent_lsp" }) == 0, vim.inspect(vim.api.nvim_get_autocmds({ group = "agent_lsp" })))
+    -- vim.lsp.enable skips a command that is not executable silently: the plugin says so, once.
+    assert(#notes == 1 and notes[1].level == vim.log.levels.ERROR and notes[1].msg:find("agent-lsp-not-installed-for-this-test: not found", 1, true), vim.inspect(notes))
+    -- root_dir: the project of a file; nothing for a scratch buffer or a
+    -- buffer an edit is loading (attached once the edit is applied).
+    buf, dir = project_file()
+    local roots = {}
+    local on_dir = function(r) table.insert(roots, r) end
+    c.root_dir(buf, on_dir)
+    state.loading[buf] = true
+    c.root_dir(buf, on_dir)
+    state.loading[buf] = nil
+    scratch = vim.api.nvim_create_buf(false, true)
+    c.root_dir(scratch, on_dir)
+    assert(vim.deep_equal(roots, { dir }), vim.inspect(roots))
+    assert(#attached == 0, "the plugin attached buffers itself: " .. vim.inspect(attached))
+    -- A client vim.lsp.enable started becomes the one client (restarts, :AgentWorkspace).
+    state.roots.id = nil
+    c.on_init(five)
+    assert(state.roots.id == 5, vim.inspect(state.roots))
+    state.initialized[5] = nil
+    -- setup({ autostart = false }) disables what setup() enabled; a second one does nothing.
+    client_mod.autostart(false)
+    client_mod.autostart(false)
+    assert(#enables == 2 and enables[2].n == 2 and enables[2][1] == "agent-lsp" and enables[2][2] == false, vim.inspect(enables))
+  end)
+  config.options.cmd, vim.notify, state.roots.id, state.start_failed = saved.cmd, saved.notify, saved.roots, saved.failed
+  vim.api.nvim_create_augroup("agent_lsp", { clear = true })
+  for _, b in ipairs({ buf, scratch }) do
+    if b then
+      vim.api.nvim_buf_delete(b, { force = true })
+    end
+  end
+  assert(ok, err)
+end)
+
+test("autostart before 0.11 (stubbed 0.10; 0.7 in e2e.lua): the plugin's autocommand attaches, vim.lsp.config and enable are not called", function()
+  local configs, enables, attached = {}, {}, {}
+  local lsp_config = setmetatable({}, { __call = function(_, ...) table.insert(configs, { ... }) end })
+  local buf
+  local ok, err = pcall(with_client, { release(10), { vim.lsp, "config", lsp_config }, { vim.lsp, "enable", recorder(enables) } }, function(client_mod)
+    client_mod.attach = function(b) table.insert(attached, b) end
+    client_mod.autostart(true)
+    assert(#configs == 0 and #enables == 0, vim.inspect({ configs, enables }))
+    assert(#vim.api.nvim_get_autocmds({ group = "agent_lsp", event = "BufReadPost" }) == 1, "no BufReadPost autocommand")
+    buf = project_file()
+    assert(vim.tbl_contains(attached, buf), vim.inspect(attached))
+  end)
+  vim.api.nvim_create_augroup("agent_lsp", { clear = true })
+  if buf then
+    vim.api.nvim_buf_delete(buf, { force = true })
+  end
+  assert(ok, err)
+end)
+
+test("per-session commands go to the client that ran the session (two stubbed clients); unknown sessions to the current one", function()
+  local a = { id = 41, name = "agent-lsp", offset_encoding = "utf-16", is_stopped = function() return false end }
+  local b = { id = 42, name = "agent-lsp", offset_encoding = "utf-16", stopped = false }
+  b.is_stopped = function() return b.stopped end
+  local get = vim.lsp.get_client_by_id
+  vim.lsp.get_client_by_id = function(id) return ({ [41] = a, [42] = b })[id] end
+  local ok, err = pcall(with_server, function(calls)
+    local function last(command)
+      for i = #calls, 1, -1 do
+        if calls[i].command == command then
+          return calls[i]
+        end
+      end
+    end
+    -- s-b ran on b: its result names it.
+    commands.run("a task for b", { client = b })
+    assert(calls[1].client == b, "sent to " .. vim.inspect(calls[1].client))
+    calls[1].on_result(result({ session = "s-b", status = "done" }))
+    -- s-a runs on a: its run.start (sent by a) names it.
+    commands.run("a task for a", { client = a })
+    client.handlers["agent/event"](nil, { session = "s-a", seq = 1, type = "run.start", project = "p", contextTokens = 8192 }, { client_id = 41 })
+    assert(state.session_clients["s-a"] == 41 and state.session_clients["s-b"] == 42, vim.inspect(state.session_clients))
+    vim.cmd("AgentCancel s-b")
+    assert(last("agent.cancel").client == b and last("agent.cancel").args.session == "s-b", vim.inspect(last("agent.cancel")))
+    vim.cmd("AgentResume s-b")
+    assert(last("agent.resume").client == b and last("agent.resume").args.session == "s-b", vim.inspect(last("agent.resume")))
+    vim.cmd("AgentSession s-a")
+    assert(last("agent.session").client == a and last("agent.session").args.session == "s-a")
+    -- :AgentRun! follows up in the session of the run started last (s-b's resume): on b.
+    vim.cmd("AgentRun! and then?")
+    assert(last("agent.run").client == b and last("agent.run").args.session == "s-b", vim.inspect(last("agent.run").args))
+    -- :AgentCancel without a session: every run going, each on its own client.
+    local before = #calls
+    vim.cmd("AgentCancel")
+    local cancels = {}
+    for i = before + 1, #calls do
+      cancels[calls[i].args.session] = calls[i].client
+    end
+    assert(cancels["s-a"] == a and cancels["s-b"] == b and #calls == before + 2, vim.inspect(cancels))
+    -- :AgentSwitch moves the last session on its client.
+    state.last_session = "s-a"
+    vim.cmd("AgentSwitch other")
+    assert(last("agent.switchProject").client == a, "switch")
+    -- A session no client is known for, or whose client stopped: the current client.
+    vim.cmd("AgentCancel s-unknown")
+    assert(last("agent.cancel").client.id == 99, vim.inspect(last("agent.cancel").client))
+    b.stopped = true
+    vim.cmd("AgentResume s-b")
+    assert(last("agent.resume").client.id == 99, vim.inspect(last("agent.resume").client))
+    -- The chat's <C-c> goes to its session's client too.
+    local chat = require("agent_lsp.chat")
+    local cbuf = vim.api.nvim_create_buf(false, true)
+    chat.chats[cbuf] = { buf = cbuf, session = "s-a", tools = {}, running = 1 }
+    chat.cancel(cbuf)
+    chat.chats[cbuf] = nil
+    vim.api.nvim_buf_delete(cbuf, { force = true })
+    assert(last("agent.cancel").client == a and last("agent.cancel").args.session == "s-a", vim.inspect(last("agent.cancel")))
+    for k in pairs(state.runs) do
+      state.runs[k] = nil
+    end
+  end)
+  vim.lsp.get_client_by_id = get
+  assert(ok, err)
+end)
+
+test("chat: tool items of a reopened transcript show their final status from the tool messages", function()
+  local chat = require("agent_lsp.chat")
+  local lines = chat.transcript_lines({ session = "s-2", project = "p", status = "cancelled", title = "Tools", subagents = {}, messages = {
+    { id = "1", role = "human", content = "Do it" },
+    { id = "2", role = "ai", content = "", toolCalls = {
+      { id = "c1", name = "read_file", args = '{"path":"a.go"}' },
+      { id = "c2", name = "edit_file", args = '{"path":"a.go"}' },
+      { id = "c3", name = "run_command", args = '{"command":"go test"}' } } },
+    { id = "3", role = "tool", content = "package a", toolCallId = "c1" },
+    { id = "4", role = "tool", content = "error: the editor did not apply the edit of a.go (stale); the file is unchanged.", toolCallId = "c2" },
+  } })
+  local want = { "## Agent", '- `read_file` {"path":"a.go"} · ok', '- `edit_file` {"path":"a.go"} · failed', '- `run_command` {"command":"go test"}' }
+  assert(vim.deep_equal(vim.list_slice(lines, #lines - 3), want), vim.inspect(lines))
+  local statuses = chat.tool_statuses({ { role = "tool", toolCallId = "x", content = "the word error: later is fine" }, { role = "tool", toolCallId = "y", content = "error:" } })
+  assert(vim.deep_equal(statuses, { x = "ok", y = "failed" }), vim.inspect(statuses))
 end)
 
 harness.finish()

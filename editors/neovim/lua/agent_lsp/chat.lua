@@ -86,16 +86,35 @@ local function follow(chat)
   end
 end
 
+---The final status of each tool call of messages, by call id: "failed" when
+---its tool message (the result) starts with "error:", else "ok"; a call
+---without a result (its run was interrupted) has none.
+---@param messages AgentLsp.Message[]
+---@return table<string, string>
+function M.tool_statuses(messages)
+  local statuses = {}
+  for _, m in ipairs(messages) do
+    if m.role == "tool" and type(m.toolCallId) == "string" then
+      local content = type(m.content) == "string" and m.content or ""
+      statuses[m.toolCallId] = render.word("ok", content:find("^error:") == nil)
+    end
+  end
+  return statuses
+end
+
 ---The lines of a transcript in the chat's shape: each human message under
----"## You", each AI message under "## Agent" with its tool calls as items;
----tool results are left out (the calls show them).
+---"## You", each AI message under "## Agent" with its tool calls as items
+---with their final status (M.tool_statuses); tool results are left out (the
+---items show them).
 ---@param detail AgentLsp.SessionDetail
 ---@return string[]
 function M.transcript_lines(detail)
   local out = { "# " .. render.oneline(detail.title ~= "" and detail.title or "Agent chat"), "",
     ("session %s · project %s · status %s"):format(render.str(detail.session), render.str(detail.project), render.str(detail.status)) }
+  local messages = type(detail.messages) == "table" and detail.messages or {}
+  local statuses = M.tool_statuses(messages)
   local last_role
-  for _, m in ipairs(type(detail.messages) == "table" and detail.messages or {}) do
+  for _, m in ipairs(messages) do
     if m.role == "human" or m.role == "ai" then
       if m.role ~= last_role then
         vim.list_extend(out, { "", m.role == "human" and YOU or AGENT })
@@ -105,7 +124,7 @@ function M.transcript_lines(detail)
         vim.list_extend(out, render.split(m.content))
       end
       for _, tc in ipairs(m.toolCalls or {}) do
-        table.insert(out, M.tool_line(tc.name, tc.args))
+        table.insert(out, M.tool_line(tc.name, tc.args, statuses[tc.id]))
       end
     end
   end
@@ -238,7 +257,7 @@ function M.send(buf)
   if prompt == "" then
     return ui.notify("nothing to send: write the prompt under the last " .. YOU .. " heading", vim.log.levels.WARN)
   end
-  local c = chat.client_id and vim.lsp.get_client_by_id(chat.client_id) or client.current()
+  local c = client.for_session(session, chat.client_id and vim.lsp.get_client_by_id(chat.client_id))
   if not c then
     return
   end
@@ -300,7 +319,7 @@ function M.cancel(buf)
   if not session then
     return ui.notify("nothing is running in this chat")
   end
-  local c = chat.client_id and vim.lsp.get_client_by_id(chat.client_id) or client.current()
+  local c = client.for_session(session, chat.client_id and vim.lsp.get_client_by_id(chat.client_id))
   if c then
     client.execute(c, "agent.cancel", { session = session }, function(res)
       if not res.cancelled then
@@ -479,6 +498,10 @@ function M.open_session(session, c, origin, prompt)
       return buf
     end
   end
+  c = client.for_session(session, c)
+  if not c then
+    return
+  end
   client.execute(c, "agent.session", { session = session }, function(detail)
     local buf = new_buffer(M.transcript_lines(detail), session, c.id, origin)
     show(buf)
@@ -525,7 +548,7 @@ function M.toggle(prompt, new)
     end
   end
   if session then
-    local c = client.current()
+    local c = client.for_session(session)
     return c and M.open_session(session, c, origin, prompt)
   end
   local c = client.current()

@@ -61,6 +61,32 @@ function M.settle_waiting(run, session)
   end
 end
 
+---Records that client id ran session: the per-session commands (cancel,
+---resume, the transcript, ...) go to that client (M.for_session).
+---@param session string|nil
+---@param id integer|nil
+function M.remember_session(session, id)
+  if type(session) == "string" and session ~= "" and id then
+    state.session_clients[session] = id
+  end
+end
+
+---The client that ran session (M.remember_session) while that client runs, else
+---fallback, else the current client (M.current). Normally one client serves
+---the whole Neovim; after a restart, or with clients started elsewhere, the
+---session's own server is the one that knows its run.
+---@param session string|nil
+---@param fallback? table a vim.lsp client
+---@return table|nil client
+function M.for_session(session, fallback)
+  local id = session and state.session_clients[session]
+  local c = id and vim.lsp.get_client_by_id(id)
+  if c and not compat.call(c, "is_stopped") then
+    return c
+  end
+  return fallback or M.current()
+end
+
 ---Records a subagent context of session, for :AgentSession's completion.
 ---@param session string
 ---@param context string
@@ -87,14 +113,16 @@ end
 -- event goes to the event log, the AgentLspEvent autocommand and the on_event
 -- hook.
 ---@param ev AgentLsp.AgentEvent
-handlers["agent/event"] = function(_, ev)
+handlers["agent/event"] = function(_, ev, ctx)
   if type(ev) ~= "table" then
     return
   end
   log.event(ev)
   if ev.type == "run.start" and ev.session and not ev.contextId then
+    M.remember_session(ev.session, ctx and ctx.client_id)
     for _, run in pairs(state.runs) do
-      if run.session == nil or run.session == ev.session then
+      local mine = not (ctx and ctx.client_id) or run.client_id == ctx.client_id -- a run of the client that sent it
+      if mine and (run.session == nil or run.session == ev.session) then
         run.session = ev.session
         M.settle_waiting(run, ev.session)
         break
@@ -330,6 +358,21 @@ function M.capabilities()
   return caps
 end
 
+---The root_dir of the config vim.lsp.enable uses (0.11+): on_dir gets the
+---project of a buffer holding a file (find_root), the start or reuse of the
+---one client goes on from there; other buffers, and those an edit is loading
+---(attached once it is applied, see edit.apply), are left alone.
+---@param bufnr integer
+---@param on_dir fun(root: string)
+function M.root_dir(bufnr, on_dir)
+  if M.is_file_buffer(bufnr) and not state.loading[bufnr] then
+    on_dir(find_root(vim.api.nvim_buf_get_name(bufnr)))
+  end
+end
+
+-- client_config is the client's config for a start in root; root nil: the
+-- config vim.lsp.enable starts from (0.11+), whose root_dir is M.root_dir
+-- and whose first workspace folder Neovim derives from the root it gives.
 local function client_config(root)
   local id -- the client's, known at on_init
   return {
@@ -337,8 +380,8 @@ local function client_config(root)
     capabilities = M.capabilities(),
     cmd = config.options.cmd,
     cmd_env = config.options.cmd_env,
-    root_dir = root,
-    workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ":t") } },
+    root_dir = root or M.root_dir,
+    workspace_folders = root and { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ":t") } } or nil,
     init_options = config.init_options(),
     handlers = handlers,
     -- One client for every root: a start for another root (vim.lsp.start,
@@ -355,6 +398,11 @@ local function client_config(root)
     on_init = function(c)
       id = c.id
       state.initialized[c.id] = true
+      -- A client vim.lsp.enable started (0.11+) is the one client from now on.
+      local known = state.roots.id and vim.lsp.get_client_by_id(state.roots.id)
+      if not known or compat.call(known, "is_stopped") then
+        state.roots.id = c.id
+      end
       vim.defer_fn(function() -- a minute of service ends a run of crashes
         if state.initialized[c.id] then
           state.restarts = 0
@@ -407,6 +455,18 @@ function M.is_file_buffer(bufnr)
   return vim.api.nvim_buf_is_valid(bufnr) and vim.bo[bufnr].buftype == "" and vim.api.nvim_buf_get_name(bufnr) ~= ""
 end
 
+-- failed reports that the client could not start, once until a start
+-- succeeds.
+local function failed(why)
+  if not state.start_failed then
+    state.start_failed = true
+    ui.notify(("could not start %s: %s (:help agent-lsp-troubleshooting)"):format(table.concat(config.options.cmd, " "), why), vim.log.levels.ERROR)
+  end
+end
+
+-- NOT_FOUND is why a command that is not executable does not start.
+local NOT_FOUND = "not found or not executable; put agent-lsp on PATH or set cmd"
+
 ---Attaches the client of the buffer's project root to the buffer, starting it
 ---if needed (a buffer without a file only gets the client started). A failure
 ---is reported once, until a start succeeds.
@@ -416,15 +476,8 @@ function M.attach(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local file = M.is_file_buffer(bufnr)
   local root = find_root(file and vim.api.nvim_buf_get_name(bufnr) or "")
-  local cmd = config.options.cmd
-  local function failed(why)
-    if not state.start_failed then
-      state.start_failed = true
-      ui.notify(("could not start %s: %s (:help agent-lsp-troubleshooting)"):format(table.concat(cmd, " "), why), vim.log.levels.ERROR)
-    end
-  end
-  if vim.fn.executable(cmd[1]) ~= 1 then
-    failed("not found or not executable; put agent-lsp on PATH or set cmd")
+  if vim.fn.executable(config.options.cmd[1]) ~= 1 then
+    failed(NOT_FOUND)
     return nil
   end
   local ok, id = pcall(compat.start, client_config(root), file and bufnr or nil, state.roots)
@@ -457,20 +510,31 @@ function M.current()
   return id and vim.lsp.get_client_by_id(id)
 end
 
----The client's config for a start in root (see compat.register).
----@param root string
+---The client's config for a start in root; root nil: the config
+---vim.lsp.enable starts from (0.11+), whose root_dir is M.root_dir.
+---@param root? string
 ---@return table
 function M.config(root)
   return client_config(root)
 end
 
 ---Attaches to file buffers as they open, and to those already loaded, when
----enabled. Recreating the augroup drops what an earlier setup() created.
----On 0.11+ the config is registered with vim.lsp.config too (compat.register).
+---enabled. On 0.11+ Neovim does that: the config (root_dir M.root_dir,
+---reuse_client keeping one client, whose on_attach adds each buffer's
+---project as a workspace folder) goes to vim.lsp.config and
+---vim.lsp.enable (compat.enable); before, the plugin's own autocommand
+---attaches them. Recreating the augroup drops what an earlier setup()
+---created.
 ---@param enabled boolean
 function M.autostart(enabled)
-  compat.register(NAME, function() return client_config(compat.uv.cwd()) end)
   local group = vim.api.nvim_create_augroup("agent_lsp", { clear = true })
+  if compat.enable(NAME, function() return client_config(nil) end, enabled) then
+    -- vim.lsp.enable skips a command that is not executable without a word.
+    if enabled and vim.fn.executable(config.options.cmd[1]) ~= 1 then
+      failed(NOT_FOUND)
+    end
+    return
+  end
   if not enabled then
     return
   end

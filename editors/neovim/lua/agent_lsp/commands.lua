@@ -78,6 +78,7 @@ local function start_run(c, command, args, prompt, on_result)
     run.result = result
     ui.restore_status(run)
     if result.status == "queued" then
+      client.remember_session(result.session or args.session, c.id)
       ui.notify((render.run_summary(result, args.prompt)))
       log.add(render.results[command](result, args))
       on_result(result, run)
@@ -86,6 +87,7 @@ local function start_run(c, command, args, prompt, on_result)
     state.last_result = result
     if result.session then
       state.last_session = result.session
+      client.remember_session(result.session, c.id)
     end
     client.settle_waiting(run, result.session)
     local summary, reply = render.run_summary(result)
@@ -159,10 +161,6 @@ function M.run(prompt, opts)
     end)
     return nil
   end
-  local c = opts.client or client.current()
-  if not c then
-    return nil
-  end
   local bufnr = vim.api.nvim_get_current_buf()
   ---@type AgentLsp.RunArgs
   local args = { prompt = prompt, edits = config.options.edits, session = opts.session, project = opts.project, model = state.model,
@@ -170,6 +168,14 @@ function M.run(prompt, opts)
   local wait_for
   if opts.follow_up and not args.session then
     args.session, wait_for = follow_up_target()
+  end
+  -- A session's prompts go to the client that ran it (a run without a
+  -- session yet: to that run's client).
+  local c = opts.client
+    or (wait_for and client.for_session(nil, vim.lsp.get_client_by_id(wait_for.client_id)))
+    or client.for_session(args.session)
+  if not c then
+    return nil
   end
   if not args.session and state.project then
     args.project = args.project or state.project
@@ -226,7 +232,7 @@ end
 ---@param id? string
 function M.resume(id)
   local go = function(session, c)
-    c = c or client.current()
+    c = client.for_session(session, c)
     if c then
       start_run(c, "agent.resume", { session = session, edits = config.options.edits, model = state.model }, "resume " .. session)
     end
@@ -242,24 +248,19 @@ end
 ---Cancels the runs this Neovim started, or session id.
 ---@param id? string
 function M.cancel(id)
-  local c = client.current()
-  if not c then
-    return
-  end
-  local targets = {}
+  local targets, clients = {}, {} -- sessions; session -> the client of its run
   if id and id ~= "" then
     table.insert(targets, id)
   else
     for _, run in pairs(state.runs) do
+      local rc = vim.lsp.get_client_by_id(run.client_id)
       if run.session then
         if not vim.tbl_contains(targets, run.session) then -- a follow-up being queued shares it
           table.insert(targets, run.session)
+          clients[run.session] = rc
         end
-      else -- no session yet: cancel the request itself
-        local rc = vim.lsp.get_client_by_id(run.client_id)
-        if rc and run.request_id then
-          compat.call(rc, "cancel_request", run.request_id)
-        end
+      elseif rc and run.request_id then -- no session yet: cancel the request itself
+        compat.call(rc, "cancel_request", run.request_id)
       end
     end
   end
@@ -268,6 +269,10 @@ function M.cancel(id)
     return
   end
   for _, session in ipairs(targets) do
+    local c = client.for_session(session, clients[session])
+    if not c then
+      return
+    end
     local args = { session = session }
     client.execute(c, "agent.cancel", args, function(res)
       notify_result("agent.cancel", res, args)
@@ -284,7 +289,7 @@ end
 function M.show_session(id, context)
   context = context ~= "" and context or nil
   local go = function(session, c)
-    c = c or client.current()
+    c = client.for_session(session, c)
     if c then
       ---@type AgentLsp.SessionDetailArgs
       local args = { session = session, context = context }
@@ -315,7 +320,7 @@ function M.sessions()
         M.resume(session)
       elseif choice == "Delete" then
         local args = { session = session }
-        client.execute(c, "agent.deleteSession", args, function(res)
+        client.execute(client.for_session(session, c), "agent.deleteSession", args, function(res)
           notify_result("agent.deleteSession", res, args)
         end)
       end
@@ -344,13 +349,13 @@ end
 ---@param project? string
 function M.switch(project)
   local go = function(name)
-    local c = client.current()
-    if not c then
-      return
-    end
     if not state.last_session then
       state.project = name
       ui.notify("the next run uses project " .. name)
+      return
+    end
+    local c = client.for_session(state.last_session)
+    if not c then
       return
     end
     local args = { session = state.last_session, project = name }

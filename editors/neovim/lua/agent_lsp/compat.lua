@@ -5,7 +5,7 @@
 local M = {}
 
 local has_0_8 = vim.fn.has("nvim-0.8") == 1 -- autocommand data, 'winbar'
-local has_0_11 = vim.fn.has("nvim-0.11") == 1 -- client:method(), str_utfindex(s, encoding), start{attach=false}
+local has_0_11 = vim.fn.has("nvim-0.11") == 1 -- client:method(), str_utfindex(s, encoding), start{attach=false}, vim.lsp.config/enable
 local has_0_12 = vim.fn.has("nvim-0.12") == 1 -- document versions are b:changedtick (vim.lsp.util.buf_versions deprecated)
 
 ---libuv bindings: vim.uv from 0.10, vim.loop before.
@@ -65,7 +65,8 @@ function M.start(config, bufnr, known)
     id = vim.lsp.start(config, { bufnr = bufnr, reuse_client = function(c, conf) return c.name == conf.name end })
   else
     if has_0_11 then
-      id = vim.lsp.start(config, { attach = false })
+      -- reuse_client: vim.lsp.enable may have started the client already.
+      id = vim.lsp.start(config, { attach = false, reuse_client = config.reuse_client })
     else
       id = vim.lsp.start_client(config)
     end
@@ -84,11 +85,39 @@ end
 ---@param make_config fun(): table the config, made only where it is registered
 ---@return boolean registered
 function M.register(name, make_config)
-  if has_0_11 and vim.lsp.config then
+  if has_0_11 and vim.lsp.config and vim.lsp.enable then
     vim.lsp.config(name, make_config())
     return true
   end
   return false
+end
+
+-- enabled holds the names this module enabled with vim.lsp.enable.
+local enabled = {}
+
+---Lets Neovim attach the client called name from 0.11: registers its config
+---(M.register) and enables it with vim.lsp.enable, whose FileType
+---autocommand asks the config's root_dir(bufnr, on_dir) for each buffer of
+---a file and starts or reuses (the config's reuse_client) the client. With
+---on false, a config this module enabled is disabled again (vim.lsp.enable
+---(name, false), which stops its clients). Before 0.11 it does nothing and
+---returns false: the caller attaches buffers with its own autocommand.
+---@param name string
+---@param make_config fun(): table the config, with root_dir a function
+---@param on boolean
+---@return boolean handled true where vim.lsp.enable attaches buffers
+function M.enable(name, make_config, on)
+  if not M.register(name, make_config) then
+    return false
+  end
+  if on then
+    vim.lsp.enable(name)
+    enabled[name] = true
+  elseif enabled[name] then
+    vim.lsp.enable(name, false)
+    enabled[name] = nil
+  end
+  return true
 end
 
 ---The length of line in a position encoding, i.e. the character of its end:

@@ -27,6 +27,7 @@
 ---@field project? string project chosen with :AgentSwitch before any session exists
 ---@field unsent? string[] the prompts the last cancelled run never read (:AgentRun! offers them again)
 ---@field subagents table<string, string[]> session -> the subagent contexts seen (events, transcripts), for completion
+---@field session_clients table<string, integer> session -> the id of the client that ran it (run.start, a run's result): per-session commands go there
 ---@field withheld_seen table<string, boolean> the lists of withheld tools already reported
 ---@field status string statusline text: the running agent's latest progress, or ""
 ---@field reviewing boolean an edit's review is open (the statusline says so)
@@ -48,5 +49,6 @@ return {
   reviewing = false,
   loading = {},
   subagents = {},
+  session_clients = {},
   withheld_seen = {},
 }
