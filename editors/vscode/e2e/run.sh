@@ -4,7 +4,8 @@
 # (driven by puppeteer-core), runs "Agent: Run" from the command palette
 # against the scripted model (a test double) and checks the editor's text and
 # the progress notification, and that the extension saves the agent's edits
-# before its go test runs. The screenshots land in .test-output/vscode-e2e/.
+# before its go test runs; then the chat view, the model picker and a settings
+# change without a restart. The screenshots land in .test-output/vscode-e2e/.
 set -euo pipefail
 e2e="$(cd "$(dirname "$0")" && pwd)"
 ext="$(cd "$e2e/.." && pwd)"
@@ -29,11 +30,14 @@ rm -rf "$out" && mkdir -p "$out" "$work/bin" "$work/data/User" "$work/data/Machi
 cat >"$work/bin/agent-lsp-e2e" <<SH
 #!/bin/sh
 # The daemon the server starts exits soon after the test (the default is a minute).
+# Each start is logged: the test checks that settings changes do not restart the server.
+date +%s >>"$work/starts.log"
 PATH="$(dirname "$(command -v go)"):\$PATH" AGENT_LSP_DAEMON_IDLE=3s exec "$work/bin/agent-lsp" "\$@"
 SH
 chmod +x "$work/bin/agent-lsp-e2e"
 cp -r "$repo/testdata/workspaces/sample" "$work/sample"
-"$work/bin/scripted-model" --script "$repo/testdata/scripts/editors.json" >"$work/model-url" &
+node "$ext/scripts/script.mjs" "$work/script.json"
+"$work/bin/scripted-model" --script "$work/script.json" >"$work/model-url" &
 model_pid=$!
 for _ in $(seq 100); do [[ -s "$work/model-url" ]] && break; sleep 0.1; done
 
@@ -68,5 +72,6 @@ OPENAI_API_KEY=scripted "${cs[@]}" --auth none --bind-addr "127.0.0.1:$port" --d
 cs_pid=$!
 
 export E2E_URL="http://127.0.0.1:$port/?folder=$work/sample" E2E_WORKSPACE="$work/sample" E2E_OUT="$out" \
-	E2E_SETTINGS="$work/data/User/settings.json:$work/data/Machine/settings.json"
+	E2E_SETTINGS="$work/data/User/settings.json:$work/data/Machine/settings.json" \
+	E2E_STARTS="$work/starts.log"
 timeout 600 "$node24/node" "$e2e/test.mjs" || { echo "code-server log:" >&2; tail -40 "$out/code-server.log" >&2; exit 1; }

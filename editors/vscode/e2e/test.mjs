@@ -32,6 +32,11 @@ try {
 } catch (e) {
   failed = true;
   console.error(e);
+  // What the agent did, for the failure's reader.
+  await page.keyboard.press("Escape").catch(() => {});
+  await palette("Agent: Show Output").catch(() => {});
+  await new Promise((r) => setTimeout(r, 1000));
+  writeFileSync(join(out, "failure-output.txt"), await text(".part.panel"));
 } finally {
   await page.screenshot({ path: join(out, failed ? "failure.png" : "screenshot.png") }).catch(() => {});
   await browser.close();
@@ -191,7 +196,120 @@ async function run(page) {
   step("applied the refactor preview");
   await waitFor(() => editorText().then((t) => t.includes('return "Hello, " + name + "!"')), "the reviewed edit in the editor", 60000);
   await waitFor(() => text(".notifications-toasts").then((t) => t.includes("Agent done (1 edit")), "the review run's summary", 60000);
+  step("review passed");
+  await conversations();
   step("passed");
+}
+
+/** The number of times the server was started (run.sh's wrapper logs each start). */
+function starts() {
+  try {
+    return readFileSync(process.env.E2E_STARTS, "utf8").trim().split("\n").filter(Boolean).length;
+  } catch {
+    return 0;
+  }
+}
+
+/** Sets key to value in the user and machine settings files, as the user editing settings.json. */
+function setSetting(key, value) {
+  for (const settingsPath of process.env.E2E_SETTINGS.split(":")) {
+    const settings = JSON.parse(readFileSync(settingsPath, "utf8"));
+    writeFileSync(settingsPath, JSON.stringify({ ...settings, [key]: value }, null, 2));
+  }
+}
+
+/**
+ * Conversations: the model picker, the chat view (a follow-up in the same
+ * session, Stop, a failed run's reason, the end line with tokens and the
+ * model), and a settings change that reaches the server without a restart.
+ */
+async function conversations() {
+  // The edit mode change above went to the server without a restart: it started once.
+  assert.equal(starts(), 1, "settings changes did not restart the server");
+
+  // Agent: Select Model: the endpoint's models in a quick pick; the status bar shows the pick.
+  await page.keyboard.press("Escape");
+  await palette("Agent: Select Model");
+  await waitFor(() => text(".quick-input-list").then((t) => t.includes("scripted-large")), "the endpoint's models in the quick pick", 60000);
+  await page.keyboard.type("scripted-large");
+  await page.keyboard.press("Enter");
+  await waitFor(() => text(".statusbar").then((t) => t.includes("scripted-large")), "the chosen model in the status bar", 30000);
+  step("picked scripted-large");
+
+  // The chat view: a prompt, then a follow-up in the same session.
+  await palette("Agent: Show Chat");
+  const chat = await waitFor(() => chatFrame(), "the chat view", 60000);
+  await chatSend(chat, "VSC chat about Greet: what does it do?");
+  await waitFor(() => chatText(chat).then((t) => t.includes("says hello to a name") && /── done[^\n]*scripted-large/.test(t)), "the chat's first reply and end line", 60000);
+  const session = await chat.evaluate(() => document.body.dataset.session);
+  assert.match(session, /^s-/, "the chat follows the session its run started");
+  const first = await chatText(chat);
+  assert.match(first, /read_file greet\.go/, "the tool call shows");
+  assert.match(first, /── done · 0 edits · \d+ steps · [\d.]+k tokens · scripted-large/, first);
+  await chatSend(chat, "And what does it return?");
+  await waitFor(() => chatText(chat).then((t) => t.includes("Still the same session") && (t.match(/── done/g) ?? []).length === 2), "the follow-up's reply", 60000);
+  assert.equal(await chat.evaluate(() => document.body.dataset.session), session, "the follow-up stayed in the session");
+  step(`chat: a follow-up in session ${session}`);
+  await page.screenshot({ path: join(out, "chat.png") });
+
+  // Stop from the chat.
+  await chat.click("#new");
+  await chatSend(chat, "VSC stop me now");
+  await waitFor(() => chat.$eval("#stop", (b) => !b.hidden).catch(() => false), "the Stop button", 60000);
+  await chat.click("#stop");
+  await waitFor(() => chatText(chat).then((t) => t.includes("── cancelled")), "the cancelled end line", 60000);
+  assert.ok(await chat.$eval("#stop", (b) => b.hidden), "Stop hides once the run ended");
+  step("stopped from the chat");
+
+  // A failed run shows its reason, in the chat and in the notification (the newest toast once the others are cleared).
+  await page.keyboard.press("Escape");
+  await palette("Notifications: Clear All Notifications");
+  await chat.click("#new");
+  await chatSend(chat, "VSC fail please");
+  const failed = await waitFor(() => chatText(chat).then((t) => (t.includes("── failed") ? t : "")), "the failed end line", 60000);
+  assert.match(failed, /── failed[^\n]*: [^\n]*the model refused the request/, failed);
+  // A toast may hide before it is read: the notification center keeps every notification.
+  await page.keyboard.press("Escape");
+  await palette("Notifications: Show Notifications");
+  const failedNote = /Agent failed[^\n]*the model refused the request/;
+  await waitFor(
+    () => Promise.all([text(".notifications-toasts"), text(".notifications-center")]).then((t) => failedNote.test(t.join("\n"))),
+    "the failed run's reason in a notification",
+    30000,
+  );
+  await page.keyboard.press("Escape");
+  step("a failed run shows its reason");
+
+  // A settings change goes to the running server: the next run uses it, the server is not restarted.
+  setSetting("agentLsp.contextTokens", 16384);
+  await new Promise((r) => setTimeout(r, 2000)); // the settings file is read when it changes
+  await chat.click("#new");
+  await chatSend(chat, "VSC settings live, please");
+  await waitFor(() => chatText(chat).then((t) => t.includes("── done")), "the run after the settings change", 60000);
+  await page.keyboard.press("Escape");
+  await palette("Agent: Show Output");
+  await waitFor(() => text(".part.panel").then((t) => t.includes("context 16384 tokens")), "the new context size in the run's header", 60000);
+  assert.equal(starts(), 1, "the settings change did not restart the server");
+  step("a settings change applied without a restart");
+}
+
+/** The frame of the chat view's page. A frame still loading can leave a query pending: each gets two seconds. */
+async function chatFrame() {
+  for (const f of page.frames()) {
+    const prompt = await Promise.race([f.$("#prompt").catch(() => null), new Promise((r) => setTimeout(() => r(null), 2000))]);
+    if (prompt) return f;
+  }
+  return undefined;
+}
+
+async function chatSend(chat, prompt) {
+  await chat.click("#prompt");
+  await chat.type("#prompt", prompt);
+  await chat.click("#send");
+}
+
+async function chatText(chat) {
+  return chat.$eval("#log", (el) => el.innerText.replace(/\u00a0/g, " ")).catch(() => "");
 }
 
 // agentRun runs Agent: Run from the command palette with prompt.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tests of the VS Code extension: type check, unit tests (vscode stubbed), the
 # integration test against the real binary and the scripted model, and the
-# offline .vsix package. With --e2e it also runs the code-server end-to-end test.
+# offline .vsix package, and the platform .vsix with the server binary. With --e2e it also runs the code-server end-to-end test.
 set -euo pipefail
 ext="$(cd "$(dirname "$0")/.." && pwd)"
 repo="$(cd "$ext/../.." && pwd)"
@@ -15,7 +15,8 @@ fi
 work="$(mktemp -d)"
 trap 'kill "${model_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 (cd "$repo" && go build -o "$work/agent-lsp" ./cmd/agent-lsp && go build -o "$work/scripted-model" ./cmd/scripted-model)
-"$work/scripted-model" --script "$repo/testdata/scripts/editors.json" >"$work/model-url" &
+node scripts/script.mjs "$work/script.json"
+"$work/scripted-model" --script "$work/script.json" >"$work/model-url" &
 model_pid=$!
 for _ in $(seq 100); do [[ -s "$work/model-url" ]] && break; sleep 0.1; done
 
@@ -32,6 +33,11 @@ AGENT_LSP_DAEMON_IDLE=3s AGENT_LSP_STORE="$work/default.db" \
 echo "vscode: package" >&2
 npm run --silent package >/dev/null
 ls -l dist/agent-lsp.vsix >&2
+echo "vscode: platform package carrying the server binary" >&2
+npm run --silent package:platform >/dev/null 2>&1
+platform_vsix="dist/agent-lsp-$(node -p 'process.platform + "-" + process.arch').vsix"
+unzip -Z "$platform_vsix" | grep -E '^-rwx.* extension/bin/agent-lsp$' >&2 || { echo "vscode: $platform_vsix lacks an executable bin/agent-lsp" >&2; exit 1; }
+[[ ! -e bin ]] || { echo "vscode: bin/ left behind" >&2; exit 1; }
 
 if [[ "${1:-}" == "--e2e" ]]; then
 	bash "$ext/e2e/run.sh"

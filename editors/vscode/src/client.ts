@@ -1,21 +1,25 @@
 // The language client: starts agent-lsp for the whole window with the
-// settings and the stored API key, once the workspace is trusted; restarts it,
-// and adapts it to the typed AgentServer port the commands use. It saves the
+// settings and the stored API key, once the workspace is trusted and a command
+// first needs it (the binary found by locate.ts); sends it settings changes
+// (workspace/didChangeConfiguration), restarts it, and adapts it to the typed
+// AgentServer port the commands use. It saves the
 // agent's edits before its commands (save.ts) and shows edits waiting for
 // review (review.ts).
 import * as vscode from "vscode";
 import {
+  DidChangeConfigurationNotification,
   ExecuteCommandRequest,
   LanguageClient,
   type LanguageClientOptions,
   RevealOutputChannelOn,
   WorkDoneProgress,
 } from "vscode-languageclient/node";
-import { apiKeySecret, findExecutable, initializationOptions, serverExecutable, type SettingProblem, type Settings } from "./config";
+import { apiKeySecret, bundledBinary, initializationOptions, type SettingProblem, type Settings } from "./config";
+import { locateServer } from "./locate";
 import type { AgentServer, Client } from "./ctx";
 import type { WireEvent } from "./protocol";
 import { showReviews } from "./review";
-import { saveForAgent } from "./save";
+import { didSave, saveForAgent } from "./save";
 
 export class AgentClient implements Client, vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -46,24 +50,20 @@ export class AgentClient implements Client, vscode.Disposable {
       this.log.info("Restricted Mode: agent-lsp starts once the workspace is trusted");
       return;
     }
-    const problems: SettingProblem[] = [];
-    const settings = this.settings(problems);
-    for (const p of problems) {
-      this.log.warn(p.message);
-      this.offerSettings(p.message, p.setting);
-    }
-    const apiKey = await this.context.secrets.get(apiKeySecret);
-    const exe = serverExecutable(settings, apiKey, process.env);
-    if (!findExecutable(exe.command, process.env)) {
+    const found = await this.findServer();
+    if (!found.ok) {
+      const exe = found.exe;
       this.startFailed(`\`${exe.command}\` was not found${exe.command.includes("/") ? "" : " on PATH"}. Install agent-lsp or set agentLsp.path.`);
       return;
     }
+    const { settings, exe } = found;
+    this.showProblems(found.problems);
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
       initializationOptions: initializationOptions(settings),
       outputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      middleware: { workspace: { handleApplyEdit: showReviews(this.note) } },
+      middleware: { workspace: { handleApplyEdit: showReviews(this.note) }, didSave },
     };
     const client = new LanguageClient("agentLsp", "agent-lsp", exe, clientOptions);
     client.onNotification("agent/event", (ev: WireEvent) => this.onEvent(ev));
@@ -77,6 +77,43 @@ export class AgentClient implements Client, vscode.Disposable {
     }
     this.client = client;
     this.adapter = agentServer(client);
+  }
+
+  /** The settings and the binary to start (locate.ts): read now, and again while the configuration settles. */
+  private async findServer(settleMs = 5000) {
+    return locateServer({
+      read: () => {
+        const problems: SettingProblem[] = [];
+        return { settings: this.settings(problems), problems };
+      },
+      apiKey: await this.context.secrets.get(apiKeySecret),
+      env: process.env,
+      bundled: bundledBinary(this.context.extensionPath, process.platform),
+      settled: () => settled(500),
+      settleMs,
+      log: (line) => this.log.info(line),
+    });
+  }
+
+  /** Logs and shows the setting values left out. */
+  private showProblems(problems: SettingProblem[]): void {
+    for (const p of problems) {
+      this.log.warn(p.message);
+      this.offerSettings(p.message, p.setting);
+    }
+  }
+
+  /** Sends the settings to the running server, which applies them to its next runs; nothing when it is not running (it reads them when it starts). */
+  async configure(): Promise<void> {
+    const c = this.client;
+    if (!c) {
+      return;
+    }
+    const problems: SettingProblem[] = [];
+    const settings = initializationOptions(this.settings(problems));
+    this.showProblems(problems);
+    // The server answers settings it refuses with window/showMessage, which the client shows.
+    await c.sendNotification(DidChangeConfigurationNotification.type, { settings });
   }
 
   /** Shows why the server did not start, offering the settings that query finds. */
@@ -126,6 +163,19 @@ export class AgentClient implements Client, vscode.Disposable {
     void this.stop();
     this.log.dispose();
   }
+}
+
+/** Resolves at the next configuration change, or after ms. */
+function settled(ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      sub.dispose();
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    const sub = vscode.workspace.onDidChangeConfiguration(done);
+  });
 }
 
 /** The typed port over client: each request is one workspace/executeCommand with one argument object. */

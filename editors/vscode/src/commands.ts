@@ -4,7 +4,7 @@
 // document provider) with ctx.pushCleanup.
 import * as vscode from "vscode";
 import type { Cmd, Ctx } from "./ctx";
-import { deleted, errorText, projectItem, sessionItem, switched } from "./format";
+import { deleted, errorText, modelItem, projectItem, sessionItem, switched } from "./format";
 import { cancelRun, followUpRun, launch, runPrompt } from "./launch";
 import { requests, type RunArgs, type SessionInfo } from "./protocol";
 import { sessionDocuments } from "./sessionDocs";
@@ -22,6 +22,8 @@ export const commands = {
   "agentLsp.showOutput": showOutput,
   "agentLsp.restart": restart,
   "agentLsp.askAboutSelection": askAboutSelection,
+  "agentLsp.selectModel": selectModel,
+  "agentLsp.showChat": showChat,
 } satisfies Record<string, (ctx: Ctx) => Cmd>;
 
 export type CommandId = keyof typeof commands;
@@ -157,7 +159,7 @@ export function cancel(ctx: Ctx): Cmd {
 /** Agent: Switch Project: moves the last session, or else the next run, to another project. */
 export function switchProject(ctx: Ctx): Cmd {
   return async () => {
-    const projects = await ctx.server().send(requests.projects, {});
+    const projects = await (await ctx.ready()).send(requests.projects, {});
     const pick = await vscode.window.showQuickPick(
       projects.map((p) => ({ ...projectItem(p), name: p.name })),
       { title: ctx.lastSession ? `Switch session ${ctx.lastSession} to project` : "Run the next session in project" },
@@ -167,7 +169,7 @@ export function switchProject(ctx: Ctx): Cmd {
     }
     ctx.chosenProject = pick.name;
     if (ctx.lastSession) {
-      const r = await ctx.server().send(requests.switchProject, { session: ctx.lastSession, project: pick.name });
+      const r = await (await ctx.ready()).send(requests.switchProject, { session: ctx.lastSession, project: pick.name });
       void vscode.window.showInformationMessage(switched(r));
     } else {
       void vscode.window.showInformationMessage(`The next agent run uses project ${pick.name}.`);
@@ -185,7 +187,7 @@ export function deleteSession(ctx: Ctx): Cmd {
     if (ok !== "Delete") {
       return;
     }
-    const r = await ctx.server().send(requests.deleteSession, { session });
+    const r = await (await ctx.ready()).send(requests.deleteSession, { session });
     if (ctx.lastSession === session) {
       ctx.lastSession = undefined;
     }
@@ -208,6 +210,45 @@ export function setApiKey(ctx: Ctx): Cmd {
     await ctx.client.setApiKey(key.trim());
     void vscode.window.showInformationMessage(key.trim() ? "API key saved; the agent server restarted with it." : "API key removed.");
   };
+}
+
+/**
+ * Agent: Select Model: one of the endpoint's models (agent.models), kept for
+ * this workspace and named by every run from then on; the server keeps
+ * running. An endpoint without a model list: the user types the name.
+ */
+export function selectModel(ctx: Ctx): Cmd {
+  return async () => {
+    const chosen = ctx.models.get() ?? "";
+    let list;
+    try {
+      list = await (await ctx.ready()).send(requests.models, {});
+    } catch (e) {
+      const typed = await vscode.window.showInputBox({
+        title: "Agent: Select Model",
+        prompt: `The endpoint lists no models (${errorText(e)}). Type a model name for this workspace; empty: the settings' model.`,
+        value: chosen,
+        ignoreFocusOut: true,
+      });
+      return typed === undefined ? undefined : pickModel(ctx, typed.trim() || undefined);
+    }
+    const fallback = { label: "$(discard) Settings' model", description: list.current, model: undefined as string | undefined };
+    const pick = await vscode.window.showQuickPick(
+      [...list.models.map((m) => ({ ...modelItem(m, list, chosen), model: m.id as string | undefined })), fallback],
+      { title: `Model for this workspace (${list.baseURL})`, matchOnDetail: true },
+    );
+    return pick ? pickModel(ctx, pick.model) : undefined;
+  };
+}
+
+async function pickModel(ctx: Ctx, model: string | undefined): Promise<void> {
+  await ctx.models.set(model);
+  vscode.window.setStatusBarMessage(`agent: the next runs use ${model ?? "the settings' model"}`, 5000);
+}
+
+/** Agent: Show Chat: reveals the chat view. */
+export function showChat(): Cmd {
+  return () => vscode.commands.executeCommand("agentLsp.chat.focus");
 }
 
 export function showOutput(ctx: Ctx): Cmd {
@@ -254,7 +295,7 @@ async function currentSession(ctx: Ctx): Promise<string | undefined> {
 
 /** Asks the user for one of the server's sessions that pass filter. */
 async function pickSession(ctx: Ctx, title: string, filter?: (s: SessionInfo) => boolean): Promise<string | undefined> {
-  const all = await ctx.server().send(requests.sessions, {});
+  const all = await (await ctx.ready()).send(requests.sessions, {});
   const list = filter ? all.filter(filter) : all;
   if (list.length === 0) {
     void vscode.window.showInformationMessage(all.length === 0 ? "No agent sessions yet." : "No session to choose from.");

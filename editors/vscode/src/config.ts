@@ -25,7 +25,20 @@ export interface Settings {
   readOnlySubagents: boolean;
   /** Save the documents the agent edited before its commands run (agent/saveDocuments). */
   saveBeforeCommands: boolean;
+  /** USD per million input and output tokens, by model; empty: the server's (AGENT_LSP_PRICES, else none). */
+  prices: Prices;
+  /** Start the server when the window opens, not when a command first needs it. */
+  autoStart: boolean;
 }
+
+/** USD per million tokens of one model's input (prompt) and output (completion). */
+export interface Price {
+  input: number;
+  output: number;
+}
+
+/** Prices by model name. */
+export type Prices = Record<string, Price>;
 
 /** The SecretStorage key that holds the API key. */
 export const apiKeySecret = "agentLsp.apiKey";
@@ -46,17 +59,41 @@ export const defaultSettings: Settings = {
   toolOutput: null,
   readOnlySubagents: false,
   saveBeforeCommands: true,
+  prices: {},
+  autoStart: false,
 };
 
 /**
- * The settings the extension reads each time it needs them, so a change
- * applies at once: the edit mode, which every run sends, and saving before
- * commands, which each agent/saveDocuments reads.
+ * What a change of each setting does (settingsChange.ts). restart: the server
+ * reads it when it starts (the binary; the store file, which the server keeps
+ * until it restarts). configure: it goes to the running server as
+ * workspace/didChangeConfiguration, for the runs that start from then on.
+ * local: the extension reads it each time it needs it.
  */
-const readEachTime: readonly (keyof Settings)[] = ["edits", "saveBeforeCommands"];
+export const settingEffect: Record<keyof Settings, "restart" | "configure" | "local"> = {
+  path: "restart",
+  storePath: "restart",
+  model: "configure",
+  baseURL: "configure",
+  edits: "configure",
+  allow: "configure",
+  deny: "configure",
+  allowEdit: "configure",
+  scrubEnv: "configure",
+  contextTokens: "configure",
+  window: "configure",
+  toolOutput: "configure",
+  readOnlySubagents: "configure",
+  prices: "configure",
+  saveBeforeCommands: "local",
+  autoStart: "local",
+};
 
-/** The settings the server reads when it starts. A change restarts it. */
-export const serverSettings = (Object.keys(defaultSettings) as (keyof Settings)[]).filter((k) => !readEachTime.includes(k));
+/** The settings whose change restarts the server. */
+export const restartSettings = (Object.keys(settingEffect) as (keyof Settings)[]).filter((k) => settingEffect[k] === "restart");
+
+/** The settings whose change goes to the running server. */
+export const configureSettings = (Object.keys(settingEffect) as (keyof Settings)[]).filter((k) => settingEffect[k] === "configure");
 
 type TuningKey = "contextTokens" | "window" | "toolOutput" | "readOnlySubagents";
 
@@ -113,6 +150,8 @@ export function readSettings(get: <T>(key: string) => T | undefined, problems?: 
   s.allowEdit = list("allowEdit");
   s.scrubEnv = list("scrubEnv");
   s.saveBeforeCommands = get<unknown>("saveBeforeCommands") !== false; // on unless turned off
+  s.autoStart = get<unknown>("autoStart") === true;
+  s.prices = readPrices(get<unknown>("prices"), problems);
   for (const [key, t] of Object.entries(tuning) as [TuningKey, Tuning][]) {
     const v = get<unknown>(key);
     if (t.range ? isIn(v, t.range) : typeof v === "boolean") {
@@ -124,6 +163,33 @@ export function readSettings(get: <T>(key: string) => T | undefined, problems?: 
     }
   }
   return s;
+}
+
+/**
+ * The valid entries of the prices setting: {model: {input, output}} with
+ * non-negative numbers. Others are left out (the server would refuse the
+ * whole setting), and problems gets why.
+ */
+export function readPrices(v: unknown, problems?: SettingProblem[]): Prices {
+  const out: Prices = {};
+  if (v === undefined || v === null) {
+    return out;
+  }
+  const setting = "agentLsp.prices";
+  if (typeof v !== "object" || Array.isArray(v)) {
+    problems?.push({ setting, message: `${setting} is ${JSON.stringify(v)}, not an object of models: left out, so the server's own prices apply.` });
+    return out;
+  }
+  const price = (n: unknown) => typeof n === "number" && Number.isFinite(n) && n >= 0;
+  for (const [model, p] of Object.entries(v as Record<string, unknown>)) {
+    const { input, output } = (p ?? {}) as Record<string, unknown>;
+    if (model.trim() && price(input) && price(output)) {
+      out[model.trim()] = { input: input as number, output: output as number };
+    } else {
+      problems?.push({ setting, message: `${setting}: the price of ${JSON.stringify(model)} is ${JSON.stringify(p)}, not {"input": USD, "output": USD} per million tokens: left out.` });
+    }
+  }
+  return out;
 }
 
 /** True for an integer within range. */
@@ -148,6 +214,9 @@ export function initializationOptions(s: Settings): Record<string, unknown> {
   if (s.model || s.baseURL) {
     opts.model = { ...(s.model && { model: s.model }), ...(s.baseURL && { baseURL: s.baseURL }) };
   }
+  if (Object.keys(s.prices).length > 0) {
+    put(opts, "model.prices", s.prices);
+  }
   for (const [key, t] of Object.entries(tuning) as [TuningKey, Tuning][]) {
     if (s[key] !== null && s[key] !== false) {
       put(opts, t.init, s[key]);
@@ -169,17 +238,30 @@ function put(opts: Record<string, unknown>, key: string, value: unknown): void {
   at[names[names.length - 1]] = value;
 }
 
-/** How to start the server: the binary, and its environment with the API key when one is stored. */
+/**
+ * How to start the server: the binary, and its environment with the API key
+ * when one is stored. The binary: agentLsp.path when the user set it, else
+ * the one bundled in a platform .vsix (bundled, when present), else
+ * agent-lsp on PATH.
+ */
 export function serverExecutable(
   s: Settings,
   apiKey: string | undefined,
   env: NodeJS.ProcessEnv,
+  bundled?: string,
 ): { command: string; args: string[]; options: { env: NodeJS.ProcessEnv } } {
   const child: NodeJS.ProcessEnv = { ...env };
   if (apiKey) {
     child.OPENAI_API_KEY = apiKey;
   }
-  return { command: expandHome(s.path), args: [], options: { env: child } };
+  const command = s.path === defaultSettings.path && bundled ? bundled : expandHome(s.path);
+  return { command, args: [], options: { env: child } };
+}
+
+/** The binary a platform .vsix carries (npm run package:platform puts it in bin/), or undefined when this one has none. */
+export function bundledBinary(extensionPath: string, platform: NodeJS.Platform): string | undefined {
+  const p = path.join(extensionPath, "bin", platform === "win32" ? "agent-lsp.exe" : "agent-lsp");
+  return findExecutable(p, {}) ? p : undefined;
 }
 
 function expandHome(p: string): string {

@@ -5,8 +5,10 @@
 import * as vscode from "vscode";
 import type { Settings } from "./config";
 import { EventFormatter } from "./format";
-import { isAgentEvent, type ProgressValue, type Request, type WireEvent } from "./protocol";
+import { memoryState, ModelChoice } from "./models";
+import { isAgentEvent, type AgentEvent, type ProgressValue, type Request, type WireEvent } from "./protocol";
 import { Runs } from "./runs";
+import { UsageStatus } from "./usage";
 
 /** A command handler, as vscode.commands.registerCommand takes it. */
 export type Cmd = (...args: any[]) => unknown;
@@ -29,8 +31,12 @@ export interface AgentServer {
 export interface Client {
   /** The server, or undefined while it is not running. */
   server(): AgentServer | undefined;
+  /** Starts the server unless it runs; a failure is shown to the user, and server() stays undefined. */
+  start(): Promise<void>;
   /** Restarts the server. */
   restart(): Promise<void>;
+  /** Sends the settings to the running server (workspace/didChangeConfiguration), for its next runs. */
+  configure(): Promise<void>;
   /** Stores (or, with "", deletes) the API key and restarts the server. */
   setApiKey(key: string): Promise<void>;
 }
@@ -38,17 +44,39 @@ export interface Client {
 export class Ctx implements vscode.Disposable {
   readonly output = vscode.window.createOutputChannel("Agent");
   readonly runs = new Runs();
+  readonly usage = new UsageStatus();
+  /** The model this workspace picked (Agent: Select Model). */
+  readonly models: ModelChoice;
+  private events = new vscode.EventEmitter<AgentEvent>();
+  /** Every agent/event of a known kind, after the transcript has it (the chat view listens). */
+  readonly onAgentEvent = this.events.event;
   /** The session of the latest run, which Switch Project moves. */
   lastSession: string | undefined;
   /** The project picked with Switch Project, for new runs. */
   chosenProject: string | undefined;
   private formatter = new EventFormatter();
-  private subscriptions: vscode.Disposable[] = [this.output, this.runs];
+  private subscriptions: vscode.Disposable[] = [this.output, this.runs, this.usage, this.events];
 
   constructor(
     readonly client: Client,
     readonly settings: () => Settings,
-  ) {}
+    /** Where the chosen model is kept: the workspace's state. */
+    state: vscode.Memento = memoryState(),
+  ) {
+    this.models = new ModelChoice(state, () => this.settings().model);
+    this.subscriptions.push(this.models);
+  }
+
+  /**
+   * The server, started first when it is not running (the server starts when
+   * a command first needs it); throws, for the user to read, when it cannot run.
+   */
+  async ready(): Promise<AgentServer> {
+    if (!this.client.server()) {
+      await this.client.start();
+    }
+    return this.server();
+  }
 
   /** The running server; throws, for the user to read, when it is not running. */
   server(): AgentServer {
@@ -72,10 +100,14 @@ export class Ctx implements vscode.Disposable {
       this.runs.started(ev.session);
       this.lastSession = ev.session;
     }
+    if (ev.type === "usage") {
+      this.usage.record(ev);
+    }
     const text = this.formatter.format(ev);
     if (text) {
       this.output.append(text);
     }
+    this.events.fire(ev);
   }
 
   /** Disposes d with the context. */

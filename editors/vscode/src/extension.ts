@@ -1,8 +1,10 @@
-// Entry point: one agent-lsp server per window (client.ts), started once the
-// workspace is trusted; the context the commands work in (ctx.ts), the
-// commands (commands.ts), and the reaction to settings changes
-// (settingsChange.ts).
+// Entry point: one agent-lsp server per window (client.ts), started when a
+// command or the chat first needs it (or at once with agentLsp.autoStart),
+// once the workspace is trusted; the context the commands work in (ctx.ts),
+// the commands (commands.ts), the chat view (chat.ts), and the reaction to
+// settings changes (settingsChange.ts).
 import * as vscode from "vscode";
+import { ChatView } from "./chat";
 import { AgentClient } from "./client";
 import { registerCommands } from "./commands";
 import { readSettings, type SettingProblem, type Settings } from "./config";
@@ -15,13 +17,17 @@ let client: AgentClient | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   // The client hands agent/event and its own transcript lines to the context, which reaches the server through the client.
   const agent = new AgentClient(context, settings, (ev) => ctx.onEvent(ev), (line) => ctx.output.appendLine(line));
-  const ctx = new Ctx(agent, settings);
+  const ctx = new Ctx(agent, settings, context.workspaceState);
   client = agent;
   registerCommands(ctx);
   watchSettings(ctx);
+  const chat = new ChatView(ctx);
+  ctx.pushCleanup(chat, chat.register());
   // In Restricted Mode (package.json: untrustedWorkspaces "limited") the server waits for trust.
-  context.subscriptions.push(ctx, agent, vscode.workspace.onDidGrantWorkspaceTrust(() => void agent.start()));
-  await agent.start();
+  const autoStart = () => settings().autoStart && void agent.start();
+  context.subscriptions.push(ctx, agent, vscode.workspace.onDidGrantWorkspaceTrust(autoStart));
+  // Otherwise the first command that needs the server starts it (Ctx.ready), with the settings as they are then.
+  autoStart();
 }
 
 /** Stops the server. */

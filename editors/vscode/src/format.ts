@@ -1,7 +1,7 @@
 // Text the extension shows: the output-channel transcript of agent/event,
 // quick-pick items, session transcripts as Markdown, run summaries and error
 // messages. No vscode import.
-import type { AgentEvent, AgentEventOf, ProjectInfo, ResultOf, RunResult, SessionDetail, SessionInfo, SubagentStatus } from "./protocol";
+import type { AgentEvent, AgentEventOf, ModelInfo, ModelsResult, ProjectInfo, ResultOf, RunResult, SessionDetail, SessionInfo, SubagentStatus } from "./protocol";
 
 /** Turns agent/event notifications into transcript text for an output channel. */
 export class EventFormatter {
@@ -65,6 +65,8 @@ export class EventFormatter {
       case "edit":
         line(`${sub}  ${ev.applied ? "edited" : "edit refused"} ${ev.uri}`);
         break;
+      case "usage":
+        break; // the status bar shows the run's tokens and cost (usage.ts); the end line repeats them
       case "run.end":
         line(`── ${ev.status}${ev.error ? `: ${ev.error}` : ""}`);
         break;
@@ -129,7 +131,23 @@ export function summary(r: RunResult): string {
   const short = first.length > 160 ? first.slice(0, 157) + "…" : first;
   const n = r.queued?.length ?? 0;
   const unread = n ? ` · ${n} queued prompt${n === 1 ? "" : "s"} not read` : "";
-  return `Agent ${r.status} (${edits}, ${steps})${short ? ": " + short : ""}${unread}`;
+  const used = r.usage?.totalTokens ? `, ${usageText({ total: r.usage.totalTokens, cost: r.usage.cost })}` : "";
+  return `Agent ${r.status} (${edits}, ${steps}${used})${short ? ": " + short : ""}${unread}`;
+}
+
+/** A token count in words: 1234 → "1.2k", 980 → "980". */
+export function tokens(n: number): string {
+  return n >= 1_000_000 ? `${(n / 1_000_000).toFixed(1)}M` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n);
+}
+
+/** A cost in USD, with the precision small sums need: 0.01011 → "$0.0101". */
+export function dollars(cost: number): string {
+  return cost >= 1 ? `$${cost.toFixed(2)}` : `$${cost.toPrecision(3).replace(/0+$/, "").replace(/\.$/, "")}`;
+}
+
+/** A run's tokens and, when priced, its cost: "4.0k tokens · $0.0101". */
+export function usageText(u: { total: number; cost?: number }): string {
+  return `${tokens(u.total)} tokens${u.cost ? ` · ${dollars(u.cost)}` : ""}`;
 }
 
 /** The output lines for the queued prompts a run ended without reading, so that none is lost; "" when none. */
@@ -150,11 +168,17 @@ export function deleted(session: string, r: ResultOf<"agent.deleteSession">): st
   return r.deleted ? `Deleted session ${session}.` : `Session ${session} was already gone.`;
 }
 
+/** A quick-pick item for a model of agent.models; chosen is the model this workspace picked ("" for none). */
+export function modelItem(m: ModelInfo, r: ModelsResult, chosen: string): { label: string; description: string; detail?: string } {
+  const marks = [m.id === chosen && "selected", m.id === r.current && "the server's default"].filter(Boolean).join(", ");
+  return { label: m.id, description: marks, ...(m.ownedBy && { detail: m.ownedBy }) };
+}
+
 /** A quick-pick item for a session. */
 export function sessionItem(s: SessionInfo): { label: string; description: string; detail: string } {
   return {
     label: s.title || s.session,
-    description: `${s.status} · ${s.project}`,
+    description: [s.status, s.project, s.model].filter(Boolean).join(" · "),
     detail: `${s.session} · ${s.messages} messages · updated ${when(s.updated)}`,
   };
 }

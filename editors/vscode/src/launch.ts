@@ -12,9 +12,9 @@ import { requests, type EditMode, type FinishedRun, type Request, type RunArgs, 
 import type { Run } from "./runs";
 
 /** Runs agent.run in the project picked with Switch Project, else in the project of the file the run is about. */
-export async function runPrompt(ctx: Ctx, args: RunArgs, prompt: string): Promise<RunResult | undefined> {
+export async function runPrompt(ctx: Ctx, args: RunArgs, prompt: string, onBegin?: (run: Run) => void): Promise<RunResult | undefined> {
   const project = ctx.chosenProject ?? (await projectOf(ctx, args.uri ? vscode.Uri.parse(args.uri) : vscode.window.activeTextEditor?.document.uri));
-  return launch(ctx, requests.run, { ...args, project }, prompt);
+  return launch(ctx, requests.run, { ...args, project }, prompt, onBegin);
 }
 
 /**
@@ -23,23 +23,29 @@ export async function runPrompt(ctx: Ctx, args: RunArgs, prompt: string): Promis
  * once: the queued line comes with the message.queued event, the running run's
  * result covers the prompt, and no second run starts.
  */
-export async function followUpRun(ctx: Ctx, session: string, args: RunArgs, prompt: string): Promise<RunResult | undefined> {
-  return launch(ctx, requests.run, { ...args, session }, prompt);
+export async function followUpRun(ctx: Ctx, session: string, args: RunArgs, prompt: string, onBegin?: (run: Run) => void): Promise<RunResult | undefined> {
+  return launch(ctx, requests.run, { ...args, session }, prompt, onBegin);
 }
 
 /**
  * Sends req (agent.run or agent.resume) and follows it until it ends; prompt
- * titles the run. Undefined when the run was cancelled before its session was known.
+ * titles the run; onBegin gets the run as it starts (its session is bound at
+ * its run.start event). Undefined when the run was cancelled before its
+ * session was known.
  */
-export async function launch<A extends { session?: string; edits?: EditMode }>(
+export async function launch<A extends { session?: string; edits?: EditMode; model?: string }>(
   ctx: Ctx,
   req: Request<A, RunResult>,
   args: NoInfer<A>,
   prompt: string,
+  onBegin?: (run: Run) => void,
 ): Promise<RunResult | undefined> {
-  const server = ctx.server();
-  const full = { ...args, edits: ctx.settings().edits };
+  const server = await ctx.ready();
+  const model = ctx.models.get();
+  // The workspace's model (Agent: Select Model) goes with every run; unset, the session's or the settings' applies.
+  const full = { ...args, edits: ctx.settings().edits, ...(model && { model }) };
   const run = ctx.runs.begin(`agent: ${firstWords(prompt, 6)}`, args.session);
+  onBegin?.(run);
   ctx.output.appendLine(`▶ ${prompt}`);
   try {
     return await vscode.window.withProgress(
@@ -83,7 +89,7 @@ export async function launch<A extends { session?: string; edits?: EditMode }>(
 /** Cancels run: with agent.cancel once its session is known, else by cancelling the request. */
 export async function cancelRun(ctx: Ctx, run: Run): Promise<void> {
   if (run.session) {
-    await ctx.server().send(requests.cancel, { session: run.session });
+    await (await ctx.ready()).send(requests.cancel, { session: run.session });
   } else {
     run.source.cancel(); // sends $/cancelRequest
   }
@@ -95,7 +101,7 @@ async function projectOf(ctx: Ctx, uri: vscode.Uri | undefined): Promise<string 
     return undefined;
   }
   let best: { name: string; path: string } | undefined;
-  for (const p of await ctx.server().send(requests.projects, {})) {
+  for (const p of await (await ctx.ready()).send(requests.projects, {})) {
     const inside = uri.fsPath === p.path || uri.fsPath.startsWith(p.path.endsWith("/") ? p.path : p.path + "/");
     if (inside && (!best || p.path.length > best.path.length)) {
       best = p;
@@ -106,6 +112,7 @@ async function projectOf(ctx: Ctx, uri: vscode.Uri | undefined): Promise<string 
 
 /** The buttons a run's summary may offer, by label: what each does with the run. */
 const actions = {
+  "Show Reply": (r) => showReply(r.reply),
   "Show Session": (r) => vscode.commands.executeCommand("agentLsp.showSession" satisfies CommandId, r.session),
   "Follow Up": (r) => vscode.commands.executeCommand("agentLsp.followUp" satisfies CommandId, r.session),
   Resume: (r) => vscode.commands.executeCommand("agentLsp.resume" satisfies CommandId, r.session),
@@ -113,21 +120,43 @@ const actions = {
   "Send Again": (r) => vscode.commands.executeCommand("agentLsp.followUp" satisfies CommandId, r.session, (r.queued ?? []).join("\n\n")),
 } satisfies Record<string, (r: FinishedRun) => Thenable<unknown>>;
 
+type Action = keyof typeof actions;
+
 /**
- * Shows the summary with the next steps: Send Again first when the run left
- * queued prompts unread; else Follow Up after a run that finished or was
- * cancelled, Resume after one that failed or hit the step limit.
+ * How a run's summary shows, by its status: the notification's level and its
+ * buttons. A failed run is an error whose text says what failed and what to
+ * do (the server's sentence); Resume continues it once that is fixed.
+ */
+const reports: Record<FinishedRun["status"], { level: "info" | "warning" | "error"; buttons: Action[] }> = {
+  done: { level: "info", buttons: ["Show Reply", "Show Session", "Follow Up"] },
+  cancelled: { level: "info", buttons: ["Show Session", "Follow Up"] },
+  limit: { level: "warning", buttons: ["Show Session", "Resume"] },
+  failed: { level: "error", buttons: ["Resume", "Show Session"] },
+};
+
+const show = {
+  info: vscode.window.showInformationMessage,
+  warning: vscode.window.showWarningMessage,
+  error: vscode.window.showErrorMessage,
+};
+
+/**
+ * Shows the summary with the next steps (reports); Send Again first when the
+ * run left queued prompts unread; Show Reply only when there is a reply.
  */
 async function report(r: FinishedRun): Promise<void> {
-  const text = summary(r);
-  const pick = r.queued?.length
-    ? await vscode.window.showWarningMessage(text, "Send Again", "Show Session")
-    : r.status === "done" || r.status === "cancelled"
-      ? await vscode.window.showInformationMessage(text, "Show Session", "Follow Up")
-      : await vscode.window.showWarningMessage(text, "Show Session", "Resume");
+  const how = r.queued?.length ? { level: "warning" as const, buttons: ["Send Again", "Show Session"] as Action[] } : reports[r.status];
+  const buttons = how.buttons.filter((b) => b !== "Show Reply" || r.reply.trim() !== "");
+  const pick = (await show[how.level](summary(r), ...buttons)) as Action | undefined;
   if (pick) {
     await actions[pick](r);
   }
+}
+
+/** Opens reply as rendered Markdown (the Markdown preview of an untitled document). */
+export async function showReply(reply: string): Promise<void> {
+  const doc = await vscode.workspace.openTextDocument({ language: "markdown", content: reply });
+  await vscode.commands.executeCommand("markdown.showPreview", doc.uri);
 }
 
 function firstWords(s: string, n: number): string {

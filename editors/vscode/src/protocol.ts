@@ -40,21 +40,38 @@ export interface SessionArgs {
   session: string;
 }
 
+/** A range of a document, in the negotiated position encoding. */
+export interface WireRange {
+  start: { line: number; character: number };
+  end: { line: number; character: number };
+}
+
+/** A document, or a range of it, attached to a prompt (#file, #selection): the server reads it as the editor has it. */
+export interface ContextRef {
+  uri: string;
+  range?: WireRange;
+}
+
 /** Arguments of agent.run. */
 export interface RunArgs {
   prompt: string;
   project?: string;
   session?: string;
   uri?: string;
-  range?: { start: { line: number; character: number }; end: { line: number; character: number } };
+  range?: WireRange;
   edits?: EditMode;
   durability?: Durability;
+  /** The model of this run and of the session's next ones. */
+  model?: string;
+  /** Documents and ranges attached to the prompt; never their text. */
+  context?: ContextRef[];
 }
 
 /** Arguments of agent.resume. */
 export interface ResumeArgs extends SessionArgs {
   edits?: EditMode;
   durability?: Durability;
+  model?: string;
 }
 
 /** The model's token counts of a run. */
@@ -62,6 +79,8 @@ export interface Usage {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
+  /** USD, when the price table has the model. */
+  cost?: number;
 }
 
 /** The fields every agent.run and agent.resume result has. */
@@ -102,6 +121,8 @@ export interface SessionInfo {
   root?: string;
   title: string;
   status: SessionStatus;
+  /** The model of its last run: its next run's unless one is given. */
+  model?: string;
   created: string;
   updated: string;
   messages: number;
@@ -204,6 +225,19 @@ export interface ProjectInfo {
   sandbox: SandboxReport;
 }
 
+/** A model the endpoint offers. */
+export interface ModelInfo {
+  id: string;
+  ownedBy?: string;
+}
+
+/** The result of agent.models: the endpoint, the model runs use unless they name one, and the endpoint's list. */
+export interface ModelsResult {
+  baseURL: string;
+  current: string;
+  models: ModelInfo[];
+}
+
 /** Every server command by its wire name, with its argument and result types. */
 export interface Commands {
   "agent.run": { args: RunArgs; result: RunResult };
@@ -214,6 +248,7 @@ export interface Commands {
   "agent.deleteSession": { args: SessionArgs; result: { deleted: boolean } };
   "agent.projects": { args: NoArgs; result: ProjectInfo[] };
   "agent.switchProject": { args: { session: string; project: string }; result: { session: string; project: string } };
+  "agent.models": { args: NoArgs; result: ModelsResult };
 }
 
 export type CommandName = keyof Commands;
@@ -237,6 +272,7 @@ export const requests = {
   deleteSession: request("agent.deleteSession"),
   projects: request("agent.projects"),
   switchProject: request("agent.switchProject"),
+  models: request("agent.models"),
 };
 
 /** Params of agent/saveDocuments: documents the session's agent edited that the editor holds unsaved. */
@@ -357,6 +393,24 @@ export interface EditEvent extends Envelope<"edit"> {
   uri: string;
   applied: boolean;
 }
+/** A run's tokens (and cost) so far, its subagents' included. */
+export interface RunUsage {
+  prompt: number;
+  completion: number;
+  total: number;
+  cost?: number;
+}
+/** After each model call: that call's tokens, the context it was fitted into, and the run's totals. */
+export interface UsageEvent extends Envelope<"usage"> {
+  model: string;
+  prompt: number;
+  completion: number;
+  total: number;
+  contextTokens: number;
+  /** USD, when the price table has the model. */
+  cost?: number;
+  run: RunUsage;
+}
 export interface RunEndEvent extends Envelope<"run.end"> {
   status: RunStatus;
   /** What failed, for status failed. */
@@ -375,6 +429,7 @@ export type AgentEvent =
   | SubagentStartEvent
   | SubagentEndEvent
   | EditEvent
+  | UsageEvent
   | RunEndEvent;
 
 export type EventType = AgentEvent["type"];
@@ -394,6 +449,7 @@ export const eventTypes: readonly string[] = Object.keys({
   "subagent.start": true,
   "subagent.end": true,
   edit: true,
+  usage: true,
   "run.end": true,
 } satisfies Record<EventType, true>);
 

@@ -64,17 +64,59 @@ export async function saveDocuments(params: SaveDocumentsParams, enabled: boolea
   };
 }
 
-/** Saves the document of uri when it is open with unsaved changes: "" once the disk has its text, else why not. */
+/** How often a save VS Code refuses is tried again, and how long apart (ms). */
+export const saveRetry = { times: 2, waitMs: 250 };
+
+/**
+ * Saves the document of uri when it is open with unsaved changes: "" once the
+ * disk has its text, else why not. VS Code may be saving the file itself at
+ * that moment (a workspace edit that creates a file, say), and then refuses
+ * this save: the disk then has the text, or gets it shortly, so a refused save
+ * is checked against the disk and tried again before it counts as refused.
+ */
 async function save(uri: string): Promise<string> {
   const want = vscode.Uri.parse(uri).toString();
   const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === want);
   if (!doc?.isDirty) {
     return ""; // not open, or nothing unsaved: the disk has what the editor has
   }
+  for (let attempt = 0; ; attempt++) {
+    try {
+      if ((await doc.save()) || !doc.isDirty || (await onDisk(doc))) {
+        return "";
+      }
+    } catch (e) {
+      return notSaved.threw(e);
+    }
+    if (attempt >= saveRetry.times) {
+      return notSaved.refused;
+    }
+    await new Promise((r) => setTimeout(r, saveRetry.waitMs));
+  }
+}
+
+/**
+ * The didSave middleware: tells the server a document was saved only when the
+ * disk has its text. The server takes textDocument/didSave to mean that the
+ * document as it has it now is on disk. A save that raced an edit (VS Code for
+ * the Web saves after a delay by default, files.autoSave afterDelay, and may
+ * start a save just before the agent's edit lands) wrote the text before the
+ * edit: told of it, the server would not ask to save the edit before the next
+ * command, and the command would run without it.
+ */
+export async function didSave(doc: vscode.TextDocument, next: (doc: vscode.TextDocument) => Promise<void>): Promise<void> {
+  if (!doc.isDirty && (await onDisk(doc))) {
+    return next(doc);
+  }
+}
+
+/** True when the file on disk has doc's text; false when it differs or cannot be read. */
+async function onDisk(doc: vscode.TextDocument): Promise<boolean> {
   try {
-    return (await doc.save()) ? "" : notSaved.refused;
-  } catch (e) {
-    return notSaved.threw(e);
+    const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(doc.uri));
+    return text.replace(/^\uFEFF/, "") === doc.getText();
+  } catch {
+    return false;
   }
 }
 

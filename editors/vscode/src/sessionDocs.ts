@@ -31,7 +31,7 @@ export function sessionDocuments(ctx: Ctx): (session: string, context?: string) 
 async function markdown(ctx: Ctx, uri: vscode.Uri): Promise<string> {
   const { session, context } = parseSessionDocPath(uri.path);
   try {
-    return transcript(await ctx.server().send(requests.session, { session, ...(context && { context }) }));
+    return transcript(await (await ctx.ready()).send(requests.session, { session, ...(context && { context }) }));
   } catch (e) {
     return `# ${context ? `Subagent ${context} of session` : "Session"} ${session}\n\nCould not load it: ${errorText(e)}\n`;
   }

@@ -59,6 +59,8 @@ beforeEach(() => {
     keys: [],
     restarts: 0,
     server: () => server,
+    start: async () => {},
+    configure: async () => {},
     setApiKey: async (k) => void client.keys.push(k),
     restart: async () => void client.restarts++,
   };

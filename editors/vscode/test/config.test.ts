@@ -111,3 +111,17 @@ test("saving before commands is on unless turned off, and never goes to the serv
   assert.equal(readSettings((k) => (k === "saveBeforeCommands" ? (false as any) : undefined)).saveBeforeCommands, false);
   assert.deepEqual(initializationOptions({ ...defaultSettings, saveBeforeCommands: false }), initializationOptions(defaultSettings));
 });
+
+test("prices: valid entries are kept, the others left out with a problem naming them", () => {
+  const problems: SettingProblem[] = [];
+  const s = readSettings(
+    (key) => (key === "prices" ? ({ "gpt-4o": { input: 2.5, output: 10 }, bad: { input: -1, output: 1 }, half: { input: 1 } } as any) : undefined),
+    problems,
+  );
+  assert.deepEqual(s.prices, { "gpt-4o": { input: 2.5, output: 10 } });
+  assert.deepEqual(problems.map((p) => p.setting), ["agentLsp.prices", "agentLsp.prices"]);
+  assert.match(problems[0].message, /"bad"/);
+  const listed: SettingProblem[] = [];
+  assert.deepEqual(readSettings((key) => (key === "prices" ? ([1] as any) : undefined), listed).prices, {});
+  assert.match(listed[0].message, /not an object of models/);
+});

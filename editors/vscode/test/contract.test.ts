@@ -6,8 +6,9 @@
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
-import { tuning } from "../src/config";
-import { deleted, EventFormatter, projectItem, sessionDocLink, sessionItem, summary, switched, transcript, unread } from "../src/format";
+import { defaultSettings, initializationOptions, tuning } from "../src/config";
+import { ChatTranscript } from "../src/chatModel";
+import { deleted, dollars, EventFormatter, modelItem, projectItem, sessionDocLink, sessionItem, summary, switched, tokens, transcript, unread, usageText } from "../src/format";
 import { eventTypes, requests, serverRequests, type AgentEventOf, type CommandExample, type CommandName, type EventType, type RunResult } from "../src/protocol";
 import { commandExamples, eventExamples } from "./fixtures";
 
@@ -63,6 +64,8 @@ const eventShows: { [T in EventType]: (ev: AgentEventOf<T>) => string[] } = {
   "subagent.start": (ev) => ["subagent", ev.task],
   "subagent.end": (ev) => ["subagent", ev.status],
   edit: (ev) => [ev.applied ? "edited" : "edit refused", ev.uri],
+  // Not in the transcript: the status bar and the chat's end line show the run's totals (checked below).
+  usage: () => [],
   "run.end": (ev) => [ev.status, ...(ev.error ? [ev.error] : [])],
 };
 
@@ -78,6 +81,60 @@ function formatExamples<T extends EventType>(type: T): void {
     shows(text, ev.contextId ? [`[${ev.contextId}]`, ...want] : want, what); // a subagent's lines name it
   }
 }
+
+test("every usage fixture's run totals show as tokens, and its cost when priced", () => {
+  for (const ev of eventExamples.usage) {
+    const text = usageText(ev.run);
+    shows(text, [tokens(ev.run.total), "tokens"], `usage #${ev.seq}`);
+    assert.equal(text.includes("$"), ev.run.cost !== undefined, `usage #${ev.seq}: a cost only when priced: ${text}`);
+  }
+});
+
+test("every usage fixture's totals and model show in the chat's end line of its run", () => {
+  for (const ev of eventExamples.usage) {
+    const chat = new ChatTranscript(ev.session);
+    chat.event({ session: ev.session, seq: 1, type: "run.start", project: "sample", contextTokens: ev.contextTokens });
+    chat.event(ev);
+    const [end] = chat.event({ session: ev.session, seq: ev.seq + 1, type: "run.end", status: "done" });
+    shows(end.html, [`${tokens(ev.run.total)} tokens`, ev.model, ...(ev.run.cost ? [dollars(ev.run.cost)] : [])], `chat end line after usage #${ev.seq}`);
+  }
+});
+
+/** What an event of each kind shows in the chat view's transcript (escaped HTML); [] means nothing. */
+const chatShows: { [T in EventType]: (ev: AgentEventOf<T>) => string[] } = {
+  "run.start": () => [],
+  "message.delta": (ev) => (ev.contextId ? [] : [ev.text.replace(/[<>&]/g, "")].filter(Boolean)),
+  message: ({ message: m, contextId }) => (m.role === "ai" && contextId && m.content ? ["Subagent"] : []),
+  "message.queued": (ev) => [`queued #${ev.position}`],
+  "context.compacted": (ev) => [`${ev.messages} older messages`, `(${ev.before} → ${ev.after} tokens)`],
+  "tool.start": (ev) => [ev.name, "⟳"],
+  "tool.end": (ev) => [ev.name, ev.ok ? "✓" : "✗"],
+  "subagent.start": () => ["subagent"],
+  "subagent.end": (ev) => ["subagent", ev.status],
+  edit: (ev) => [ev.applied ? "edited" : "edit refused", `data-open="${ev.uri}"`],
+  usage: () => [],
+  "run.end": (ev) => [`── ${ev.status}`],
+};
+
+function chatExamples<T extends EventType>(type: T): void {
+  for (const ev of eventExamples[type]) {
+    const html = new ChatTranscript(ev.session)
+      .event(ev)
+      .map((i) => i.html)
+      .join("\n");
+    const want = chatShows[type](ev);
+    if (want.length === 0) {
+      assert.equal(html, "", `${type} #${ev.seq} shows nothing in the chat`);
+    }
+    shows(html, want, `chat ${type} #${ev.seq}`);
+  }
+}
+
+test("every event fixture shows its key values in the chat view", () => {
+  for (const type of keys(chatShows)) {
+    chatExamples(type);
+  }
+});
 
 test("every event fixture shows its key values in the transcript", () => {
   for (const type of keys(eventShows)) {
@@ -97,6 +154,9 @@ const runShows = ({ result: r }: { result: RunResult }) => {
     return;
   }
   shows(summary(r), [`Agent ${r.status}`, `${r.edits} edit`, `${r.steps} step`, r.error ?? r.reply], `summary of ${r.session}`);
+  if (r.usage.totalTokens) {
+    shows(summary(r), [usageText({ total: r.usage.totalTokens, cost: r.usage.cost })], `summary of ${r.session}: its usage`);
+  }
   if (r.queued?.length) {
     shows(summary(r), [`${r.queued.length} queued prompt`, "not read"], `summary of ${r.session}`);
     for (const p of r.queued) {
@@ -117,7 +177,7 @@ const commandShows: { [C in CommandName]: (ex: CommandExample<C>) => void } = {
     for (const s of result) {
       const item = sessionItem(s);
       shows(item.label, [s.title], s.session);
-      shows(item.description, [s.status, s.project], s.session);
+      shows(item.description, [s.status, s.project, ...(s.model ? [s.model] : [])], s.session);
       shows(item.detail, [s.session, `${s.messages} messages`], s.session);
     }
   },
@@ -156,6 +216,14 @@ const commandShows: { [C in CommandName]: (ex: CommandExample<C>) => void } = {
     }
   },
   "agent.switchProject": ({ result }) => shows(switched(result), [result.session, result.project], "switch"),
+  "agent.models": ({ result }) => {
+    for (const m of result.models) {
+      const item = modelItem(m, result, "");
+      assert.equal(item.label, m.id);
+      shows(item.detail ?? "", m.ownedBy ? [m.ownedBy] : [], m.id);
+      assert.equal(item.description.includes("default"), m.id === result.current, `${m.id}: the server's default is marked`);
+    }
+  },
 };
 
 function renderExamples<C extends CommandName>(command: C): void {
@@ -198,4 +266,15 @@ test("the context settings go under the keys docs/protocol.md names, with its ra
       assert.deepEqual([p.type, String(p.default)], ["boolean", row.default], `${key}: a boolean with the server's default`);
     }
   }
+});
+
+test("agentLsp.prices goes under the key docs/protocol.md names, unset by default so that its environment variable applies", () => {
+  const row = settingsTable().get("model.prices");
+  assert.ok(row, "protocol.md has no setting model.prices");
+  const p = JSON.parse(readFileSync("package.json", "utf8")).contributes.configuration.properties["agentLsp.prices"];
+  assert.deepEqual(p.default, {});
+  shows(p.markdownDescription, [row.env], "agentLsp.prices' description");
+  const prices = { "gpt-4o": { input: 2.5, output: 10 } };
+  assert.deepEqual(initializationOptions({ ...defaultSettings, prices }).model, { prices });
+  assert.equal("model" in initializationOptions(defaultSettings), false, "unset: not sent");
 });

@@ -89,16 +89,18 @@ test("a prompt queued for the running session shows with its place, then as read
 
 test("summaries count edits and steps and show what failed or the reply's first line", () => {
   const usage = { promptTokens: 10, completionTokens: 5, totalTokens: 15 };
-  assert.equal(summary({ session: "s", status: "done", reply: "One.\nTwo.", edits: 2, steps: 1, usage }), "Agent done (2 edits, 1 step): One.");
-  assert.equal(summary({ session: "s", status: "cancelled", reply: "", edits: 0, steps: 0, usage }), "Agent cancelled (0 edits, 0 steps)");
-  assert.equal(summary({ session: "s", status: "failed", reply: "", edits: 0, steps: 0, usage, error: "model down" }), "Agent failed (0 edits, 0 steps): model down");
+  assert.equal(summary({ session: "s", status: "done", reply: "One.\nTwo.", edits: 2, steps: 1, usage }), "Agent done (2 edits, 1 step, 15 tokens): One.");
+  assert.equal(summary({ session: "s", status: "cancelled", reply: "", edits: 0, steps: 0, usage }), "Agent cancelled (0 edits, 0 steps, 15 tokens)");
+  assert.equal(summary({ session: "s", status: "failed", reply: "", edits: 0, steps: 0, usage, error: "model down" }), "Agent failed (0 edits, 0 steps, 15 tokens): model down");
   assert.ok(summary({ session: "s", status: "done", reply: "x".repeat(500), edits: 0, steps: 1, usage }).length < 200);
+  const priced = { promptTokens: 4000, completionTokens: 11, totalTokens: 4011, cost: 0.01011 };
+  assert.equal(summary({ session: "s", status: "done", reply: "Hi.", edits: 0, steps: 1, usage: priced }), "Agent done (0 edits, 1 step, 4.0k tokens · $0.0101): Hi.");
 });
 
 test("a run's summary counts the queued prompts it never read, and the output lists each", () => {
   const usage = { promptTokens: 10, completionTokens: 5, totalTokens: 15 };
   const cut = { session: "s", status: "cancelled" as const, reply: "", edits: 0, steps: 1, usage, queued: ["Also say hi", "And bye"] };
-  assert.equal(summary(cut), "Agent cancelled (0 edits, 1 step) · 2 queued prompts not read");
+  assert.equal(summary(cut), "Agent cancelled (0 edits, 1 step, 15 tokens) · 2 queued prompts not read");
   assert.equal(unread(cut), "  not read by the cancelled run: Also say hi\n  not read by the cancelled run: And bye\n");
   assert.equal(unread({ ...cut, queued: undefined }), "");
   const queued = { session: "s", status: "queued" as const, position: 2, reply: "", edits: 0, steps: 0, usage };

@@ -58,6 +58,10 @@ class EditorDocument {
     this.uri = Uri.file(path);
   }
 
+  getText(): string {
+    return this.text;
+  }
+
   async save(): Promise<boolean> {
     writeFileSync(this.path, this.text);
     this.isDirty = false;
@@ -415,5 +419,96 @@ test("the ranges the extension checks are the server's: both bounds start it, on
         return true;
       });
     }
+  }
+});
+
+/** Runs agent.run with args through s, as the extension does. */
+function runOn(s: Started, args: Record<string, unknown>): Promise<any> {
+  return s.conn.sendRequest("workspace/executeCommand", { command: requests.run.command, arguments: [{ edits: "apply", ...args }] }) as Promise<any>;
+}
+
+test("the model picker's model: agent.models lists the endpoint's, a run naming one uses it (usage, the session), an unknown one is refused naming them", { skip: missing && "set by scripts/test.sh" }, async () => {
+  const settings: Settings = { ...defaultSettings, path: bin!, storePath: join(dir, "models.db") };
+  const s = await startServer(settings, join(dir, "sample"));
+  try {
+    const list: any = await s.conn.sendRequest("workspace/executeCommand", { command: requests.models.command, arguments: [{}] });
+    assert.deepEqual(list.models.map((m: any) => m.id), ["scripted", "scripted-large"]);
+    assert.equal(list.current, "scripted");
+    const result = await runOn(s, { prompt: "VSC which model answers", model: "scripted-large" });
+    assert.equal(result.status, "done", JSON.stringify(result));
+    const usage = s.events.filter((e) => e.type === "usage" && e.session === result.session);
+    assert.ok(usage.length > 0 && usage.every((e) => e.model === "scripted-large"), JSON.stringify(usage));
+    const rows: any[] = await s.conn.sendRequest("workspace/executeCommand", { command: requests.sessions.command, arguments: [{}] });
+    assert.equal(rows.find((r) => r.session === result.session)?.model, "scripted-large", "the session records the model");
+    // A follow-up naming none keeps the session's model.
+    const again = await runOn(s, { prompt: "and again", session: result.session });
+    assert.equal(s.events.filter((e) => e.type === "usage" && e.session === again.session).at(-1)?.model, "scripted-large");
+    await assert.rejects(runOn(s, { prompt: "VSC which model answers", model: "gpt-nope" }), (e: any) => {
+      assert.equal(e.code, -32602);
+      assert.match(e.message, /gpt-nope/);
+      assert.match(e.message, /scripted-large/, "the refusal names the offered models");
+      return true;
+    });
+  } finally {
+    await stop(s);
+  }
+});
+
+test("a settings change reaches the running server as didChangeConfiguration: the next run uses it, no restart", { skip: missing && "set by scripts/test.sh" }, async () => {
+  const settings: Settings = { ...defaultSettings, path: bin!, storePath: join(dir, "live.db"), contextTokens: 16384 };
+  const s = await startServer(settings, join(dir, "sample"));
+  try {
+    const first = await runOn(s, { prompt: "VSC settings live one" });
+    const start1 = await eventOf(s, (e) => e.type === "run.start" && e.session === first.session);
+    assert.equal(start1.contextTokens, 16384);
+    // What settingsChange.ts makes the client send: the settings in initializationOptions' shape.
+    await s.conn.sendNotification("workspace/didChangeConfiguration", { settings: initializationOptions({ ...settings, contextTokens: 32768, prices: { scripted: { input: 2, output: 8 } } }) });
+    const second = await runOn(s, { prompt: "VSC settings live two" });
+    const start2 = await eventOf(s, (e) => e.type === "run.start" && e.session === second.session);
+    assert.equal(start2.contextTokens, 32768, "the next run uses the new context size");
+    assert.ok(second.usage.cost > 0, `the new prices give a cost: ${JSON.stringify(second.usage)}`);
+    assert.equal(s.proc.exitCode, null, "the same server process");
+    // A value the server refuses comes back as a message, the old settings kept.
+    const shown: string[] = [];
+    s.conn.onNotification("window/showMessage", (p: any) => void shown.push(p.message));
+    await s.conn.sendNotification("workspace/didChangeConfiguration", { settings: { ...initializationOptions(settings), window: 3 } });
+    for (let i = 0; i < 100 && shown.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.match(shown.join("\n"), /window/, shown.join("\n"));
+  } finally {
+    await stop(s);
+  }
+});
+
+test("a failed run's result says what failed in a sentence", { skip: missing && "set by scripts/test.sh" }, async () => {
+  const settings: Settings = { ...defaultSettings, path: bin!, storePath: join(dir, "failed.db") };
+  const s = await startServer(settings, join(dir, "sample"));
+  try {
+    const result = await runOn(s, { prompt: "VSC fail please" });
+    assert.equal(result.status, "failed");
+    assert.match(result.error, /refused the request \(HTTP 400\): the model refused the request/);
+    const end = await eventOf(s, (e) => e.type === "run.end" && e.session === result.session);
+    assert.equal(end.error, result.error);
+  } finally {
+    await stop(s);
+  }
+});
+
+test("#file and #selection go as context references: the server reads the editor's unsaved text", { skip: missing && "set by scripts/test.sh" }, async () => {
+  const root = workspaceCopy("context", { "notes.txt": "nothing to see\n" });
+  const settings: Settings = { ...defaultSettings, path: bin!, storePath: join(dir, "context.db") };
+  const s = await startServer(settings, root);
+  try {
+    const notes = join(root, "notes.txt");
+    const doc = await openDocument(s, notes, 1);
+    // Unsaved in the editor: only the server reading the editor's text sees the token.
+    doc.text = "line one\nVSC-okapi-context lives here\n";
+    doc.version++;
+    await s.conn.sendNotification("textDocument/didChange", { textDocument: { uri: pathToFileURL(notes).href, version: doc.version }, contentChanges: [{ text: doc.text }] });
+    const uri = pathToFileURL(notes).href;
+    const result = await runOn(s, { prompt: "What does #selection say?", context: [{ uri, range: { start: { line: 1, character: 0 }, end: { line: 2, character: 0 } } }] });
+    assert.equal(result.status, "done", JSON.stringify(result));
+    assert.equal(result.reply, "The attached buffer mentions an okapi.");
+  } finally {
+    await stop(s);
   }
 });

@@ -5,16 +5,17 @@ import assert from "node:assert/strict";
 import { beforeEach, test } from "node:test";
 import type { ClientCapabilities, StaticFeature } from "vscode-languageclient";
 import type { SaveDocumentsParams, SaveDocumentsResult } from "../src/protocol";
-import { notSaved, saveDocuments, saveForAgent } from "../src/save";
+import { didSave, notSaved, saveDocuments, saveForAgent, saveRetry } from "../src/save";
 import { requestExamples } from "./fixtures";
 import { Uri, stub } from "./vscode-stub";
 
 /** An open document of the stub: dirty or not; save answers as given and counts its calls. */
-function doc(path: string, isDirty: boolean, save: () => Promise<boolean> = async () => true) {
+function doc(path: string, isDirty: boolean, save: () => Promise<boolean> = async () => true, text = "") {
   const d = {
     uri: Uri.file(path),
     isDirty,
     saves: 0,
+    getText: () => text,
     async save() {
       d.saves++;
       const ok = await save();
@@ -26,7 +27,26 @@ function doc(path: string, isDirty: boolean, save: () => Promise<boolean> = asyn
   return d;
 }
 
-beforeEach(() => stub.reset());
+beforeEach(() => {
+  stub.reset();
+  saveRetry.waitMs = 1;
+});
+
+test("a save VS Code refuses while it saves the file itself counts as saved once the disk has the text; a busy one is tried again", async () => {
+  // VS Code is saving greet.go itself (a workspace edit that created a file): it refuses this save, the disk gets the text.
+  stub.fileTexts.set("/w/greet.go", "package sample // with Sub\n");
+  const racing = doc("/w/greet.go", true, async () => false, "package sample // with Sub\n");
+  // Busy once, then saved.
+  let tries = 0;
+  const busy = doc("/w/busy.go", true, async () => ++tries > 1, "x");
+  stub.fileTexts.set("/w/busy.go", "");
+  // Refused for good: the disk keeps its old text.
+  stub.fileTexts.set("/w/ro.go", "old");
+  const ro = doc("/w/ro.go", true, async () => false, "new");
+  const r = await saveDocuments({ uris: ["file:///w/greet.go", "file:///w/busy.go", "file:///w/ro.go"] }, true);
+  assert.deepEqual(r, { saved: ["file:///w/greet.go", "file:///w/busy.go"], failed: [{ uri: "file:///w/ro.go", reason: notSaved.refused }] });
+  assert.deepEqual([racing.saves, busy.saves, ro.saves], [1, 2, saveRetry.times + 1]);
+});
 
 test("a dirty document is saved; one not open, or open with nothing unsaved, counts as saved untouched", async () => {
   const greet = doc("/w/greet.go", true);
@@ -132,4 +152,18 @@ test("the contract's fixture: its request, with its documents open and unsaved, 
     assert.deepEqual(r.saved, ex.result.saved);
     assert.deepEqual(r.failed.map((f) => f.uri), ex.result.failed.map((f) => f.uri));
   }
+});
+
+test("didSave reaches the server only when the disk has the document's text, not for a save an edit overtook", async () => {
+  const told: string[] = [];
+  const next = async (d: any) => void told.push(d.uri.path);
+  stub.fileTexts.set("/w/saved.go", "new");
+  await didSave(doc("/w/saved.go", false, undefined, "new") as any, next);
+  // files.autoSave wrote the text before the agent's edit, which landed during the save: the document is dirty again.
+  stub.fileTexts.set("/w/overtaken.go", "before the edit");
+  await didSave(doc("/w/overtaken.go", true, undefined, "with the edit") as any, next);
+  // Not dirty, but the disk lags (the edit's change arrived before the save's news).
+  stub.fileTexts.set("/w/lagging.go", "before the edit");
+  await didSave(doc("/w/lagging.go", false, undefined, "with the edit") as any, next);
+  assert.deepEqual(told, ["/w/saved.go"]);
 });

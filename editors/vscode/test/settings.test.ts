@@ -19,6 +19,8 @@ const harmless: Record<string, string> = {
   // see; on, the extension saves only what the agent edited. Neither runs a program nor sends data.
   "agentLsp.saveBeforeCommands": "whether the agent's edits are saved before its commands; the agent is told either way",
   "agentLsp.trace.server": "a trace in a local output channel",
+  // The server starts only in a trusted workspace either way, with the user's machine-scoped binary.
+  "agentLsp.autoStart": "when the server starts: at once, or when a command first needs it",
   // The tuning settings (config.ts): how much of the conversation the model of the user's endpoint
   // sees, and what subagents may do. Read once per window by the one server, hence window-scoped.
   "agentLsp.contextTokens": "how much of the conversation each request carries, to the endpoint the user chose",
@@ -41,6 +43,8 @@ const scopes: Record<string, "machine" | "application"> = {
   "agentLsp.deny": "application",
   "agentLsp.allowEdit": "application",
   "agentLsp.scrubEnv": "application",
+  // What the user's account pays per token: a workspace must not hide or inflate the cost shown.
+  "agentLsp.prices": "application",
 };
 
 const sensitive = Object.keys(properties).filter((k) => !(k in harmless));

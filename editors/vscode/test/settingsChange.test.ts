@@ -1,8 +1,9 @@
-// Unit tests of the reaction to settings changes: a change applies to the next
-// run and never stops a running one.
+// Unit tests of the reaction to settings changes: a change goes to the running
+// server (workspace/didChangeConfiguration) for its next runs; only the binary
+// and the store file restart it, and never during a run.
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, test } from "node:test";
-import { defaultSettings } from "../src/config";
+import { configureSettings, defaultSettings, restartSettings } from "../src/config";
 import { Ctx, type AgentServer, type Client } from "../src/ctx";
 import { launch } from "../src/launch";
 import { requests, type RunResult } from "../src/protocol";
@@ -27,14 +28,22 @@ class SlowServer implements AgentServer {
 let server: SlowServer;
 let ctx: Ctx;
 let restarts: number;
+let configures: number;
 let mode: "apply" | "review";
 
 beforeEach(() => {
   stub.reset();
   server = new SlowServer();
   restarts = 0;
+  configures = 0;
   mode = "apply";
-  const client: Client = { server: () => server, restart: async () => void restarts++, setApiKey: async () => {} };
+  const client: Client = {
+    server: () => server,
+    start: async () => {},
+    restart: async () => void restarts++,
+    configure: async () => void configures++,
+    setApiKey: async () => {},
+  };
   ctx = new Ctx(client, () => ({ ...defaultSettings, edits: mode }));
   watchSettings(ctx);
 });
@@ -43,19 +52,43 @@ afterEach(() => ctx.dispose());
 
 const run = (prompt: string) => launch(ctx, requests.run, { prompt }, prompt);
 const tick = () => new Promise((r) => setTimeout(r, 0));
-const waitingNote = () => stub.statusMessages.filter((m) => m.includes("restarts with them when the running agent ends"));
+const waitingNote = () => stub.statusMessages.filter((m) => m.includes("restarts with the new binary or store when the running agent ends"));
 
-test("with no run going, a settings change restarts the server at once", () => {
-  stub.changeSettings("agentLsp.baseURL");
-  assert.equal(restarts, 1);
+test("only the binary and the store file restart the server", () => {
+  assert.deepEqual(restartSettings, ["path", "storePath"]);
+});
+
+test("with no run going, a change of agentLsp.path restarts the server at once", () => {
+  stub.changeSettings("agentLsp.path");
+  assert.deepEqual([restarts, configures], [1, 0]);
   assert.deepEqual(stub.messages, []);
 });
 
-test("a settings change during a run restarts the server only once the run has ended, without asking", async () => {
+test("every other server setting goes to the running server without a restart", () => {
+  for (const key of configureSettings) {
+    stub.changeSettings(`agentLsp.${key}`);
+  }
+  assert.equal(restarts, 0);
+  assert.equal(configures, configureSettings.length);
+  for (const key of ["baseURL", "model", "allow", "prices", "contextTokens", "window", "toolOutput", "readOnlySubagents"]) {
+    assert.ok(configureSettings.includes(key as never), key);
+  }
+});
+
+test("a change during a run goes to the server at once: it applies to the next runs, the running one keeps its settings", async () => {
   const running = run("slow work");
   await tick();
   stub.changeSettings("agentLsp.baseURL");
-  stub.changeSettings("agentLsp.allow", "agentLsp.scrubEnv");
+  assert.deepEqual([restarts, configures], [0, 1]);
+  server.finish();
+  await running;
+});
+
+test("a change of the binary during a run restarts the server only once the run has ended, without asking", async () => {
+  const running = run("slow work");
+  await tick();
+  stub.changeSettings("agentLsp.path");
+  stub.changeSettings("agentLsp.storePath");
   assert.equal(restarts, 0, "the running run goes on");
   assert.deepEqual(stub.messages, [], "no prompt offers to stop the run");
   assert.equal(waitingNote().length, 1, "the status bar says when the change applies, once");
@@ -63,7 +96,7 @@ test("a settings change during a run restarts the server only once the run has e
   await running;
   assert.equal(restarts, 1);
   assert.deepEqual(waitingNote(), []);
-  stub.changeSettings("agentLsp.model");
+  stub.changeSettings("agentLsp.path");
   assert.equal(restarts, 2, "with nothing running again, a change restarts at once");
 });
 
@@ -80,27 +113,21 @@ test("with several runs going, the restart waits for the last one", async () => 
   assert.equal(restarts, 1);
 });
 
-test("the context settings restart the server, as every setting the server reads at start does", () => {
-  for (const key of ["contextTokens", "window", "toolOutput", "readOnlySubagents"]) {
-    stub.changeSettings(`agentLsp.${key}`);
-  }
-  assert.equal(restarts, 4);
-});
-
-test("the edit mode applies to the next run without a restart", () => {
+test("the edit mode goes to the server and says how edits now arrive", () => {
   mode = "review";
   stub.changeSettings("agentLsp.edits");
-  assert.equal(restarts, 0);
+  assert.deepEqual([restarts, configures], [0, 1]);
   assert.deepEqual(stub.statusMessages, ["agent: edits now open in the refactor preview first"]);
 });
 
-test("saving before commands applies to the next command without a restart", () => {
+test("saving before commands and autoStart are the extension's own: the server hears nothing", () => {
   stub.changeSettings("agentLsp.saveBeforeCommands");
-  assert.equal(restarts, 0);
+  stub.changeSettings("agentLsp.autoStart");
+  assert.deepEqual([restarts, configures], [0, 0]);
 });
 
 test("other extensions' settings change nothing", () => {
   stub.changeSettings("editor.fontSize");
-  assert.equal(restarts, 0);
+  assert.deepEqual([restarts, configures], [0, 0]);
   assert.deepEqual(stub.statusMessages, []);
 });

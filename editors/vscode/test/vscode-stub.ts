@@ -69,6 +69,9 @@ export class Uri {
   static from(c: { scheme: string; path: string }): Uri {
     return new Uri(c.scheme, c.path);
   }
+  static joinPath(base: Uri, ...parts: string[]): Uri {
+    return new Uri(base.scheme, [base.path.replace(/\/$/, ""), ...parts].join("/"));
+  }
   get fsPath(): string {
     return this.path;
   }
@@ -118,6 +121,18 @@ export const stub = {
   buttonsShown: [] as string[][],
   progress: [] as { title: string; reports: string[]; cancel: () => void; done: boolean }[],
   status: { text: "", visible: false },
+  /** The status bar items created with an id (createStatusBarItem(id, ...)), by id. */
+  items: new Map<string, { text: string; tooltip: string; visible: boolean; command?: string; name?: string }>(),
+  /** The webview view providers, by view id. */
+  webviewViews: new Map<string, any>(),
+  /** The files that exist for workspace.fs.stat, by path. */
+  files: new Set<string>(),
+  /** File texts workspace.fs.readFile returns, by path (else it reads the real file). */
+  fileTexts: new Map<string, string>(),
+  /** The commands executed that no one registered (built-in ones), with their arguments. */
+  executed: [] as { id: string; args: any[] }[],
+  /** What showTextDocument was given. */
+  shown: [] as any[],
   /** The status bar messages showing now (setStatusBarMessage). */
   statusMessages: [] as string[],
   /** Fires workspace.onDidChangeConfiguration; see changeSettings. */
@@ -131,7 +146,7 @@ export const stub = {
   activeTextEditor: undefined as any,
   workspaceFolders: undefined as any,
   /** The open documents (workspace.textDocuments): at least uri, isDirty and save(). */
-  textDocuments: [] as { uri: Uri; isDirty: boolean; save(): Promise<boolean> }[],
+  textDocuments: [] as { uri: Uri; isDirty: boolean; save(): Promise<boolean>; getText?(): string }[],
   reset(): void {
     this.inputs = [];
     this.inputBoxes = [];
@@ -147,6 +162,10 @@ export const stub = {
     this.textDocuments = [];
     this.statusMessages = [];
     this.trusted = true;
+    this.files = new Set();
+    this.fileTexts = new Map();
+    this.executed = [];
+    this.shown = [];
   },
   /** Fires a configuration change of the settings keys (full names, e.g. agentLsp.baseURL). */
   changeSettings(...keys: string[]): void {
@@ -166,7 +185,12 @@ export const window = {
   get activeTextEditor() {
     return stub.activeTextEditor;
   },
-  createStatusBarItem() {
+  createStatusBarItem(id?: unknown) {
+    if (typeof id === "string") {
+      const item = { text: "", tooltip: "", visible: false, command: undefined as string | undefined, name: undefined as string | undefined, show() { item.visible = true; }, hide() { item.visible = false; }, dispose() { stub.items.delete(id); } };
+      stub.items.set(id, item);
+      return item;
+    }
     return {
       command: undefined as string | undefined,
       tooltip: "",
@@ -222,7 +246,12 @@ export const window = {
     });
   },
   async showTextDocument(doc: any) {
+    stub.shown.push(doc);
     return { document: doc };
+  },
+  registerWebviewViewProvider(id: string, provider: any) {
+    stub.webviewViews.set(id, provider);
+    return new Disposable(() => stub.webviewViews.delete(id));
   },
 };
 
@@ -239,7 +268,9 @@ export const commands = {
     return new Disposable(() => stub.commands.delete(id));
   },
   async executeCommand(id: string, ...args: any[]) {
-    return stub.commands.get(id)?.(...args);
+    const fn = stub.commands.get(id);
+    if (!fn) stub.executed.push({ id, args });
+    return fn?.(...args);
   },
 };
 
@@ -270,6 +301,17 @@ export const workspace = {
     return stub.textDocuments;
   },
   onDidChangeConfiguration: stub.configuration.event,
+  fs: {
+    /** The text of stub.fileTexts, else the real file (the integration test's documents are real files). */
+    async readFile(u: Uri) {
+      const text = stub.fileTexts.get(u.path) ?? (await import("node:fs")).readFileSync(u.path, "utf8");
+      return new TextEncoder().encode(text);
+    },
+    async stat(u: Uri) {
+      if (!stub.files.has(u.path)) throw new Error(`ENOENT ${u.path}`);
+      return { type: 1 };
+    },
+  },
   asRelativePath(u: Uri | string) {
     return typeof u === "string" ? u : u.path.split("/").pop()!;
   },
@@ -277,7 +319,12 @@ export const workspace = {
     stub.contentProviders.set(scheme, provider);
     return new Disposable(() => stub.contentProviders.delete(scheme));
   },
-  async openTextDocument(uri: Uri) {
+  async openTextDocument(uri: Uri | { content: string; language?: string }) {
+    if (!(uri instanceof Uri)) {
+      const untitled = Uri.from({ scheme: "untitled", path: `/Untitled-${stub.opened.length + 1}` });
+      stub.opened.push({ uri: untitled, content: uri.content });
+      return { uri: untitled, getText: () => uri.content, languageId: uri.language ?? "plaintext" };
+    }
     const provider = stub.contentProviders.get(uri.scheme);
     const content = await provider.provideTextDocumentContent(uri);
     const doc = { uri, getText: () => content, positionAt: (offset: number) => positionAt(content, offset), languageId: "plaintext" };

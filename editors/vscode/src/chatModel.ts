@@ -1,0 +1,261 @@
+// The chat view's transcript of one session, as HTML items the webview shows
+// in order: the user's prompts (with their attached #file/#selection
+// references), the agent's replies rendered as Markdown while they stream,
+// tool calls as collapsible rows with their status, edits linked to their
+// files, queued prompts, and the end line of each run (status, what failed,
+// edits, steps, tokens and cost). Built from agent/event notifications and
+// from a stored transcript (agent.session). No vscode import.
+import { dollars, tokens } from "./format";
+import { escapeHtml, renderInline, renderMarkdown } from "./markdown";
+import type { AgentEvent, FinishedRun, Message, SessionDetail, UsageEvent } from "./protocol";
+
+/** One row of the transcript: its id in the page, and its HTML. */
+export interface ChatItem {
+  id: string;
+  html: string;
+}
+
+/** A reference attached to a prompt, as the chat shows it. */
+export interface RefLabel {
+  label: string;
+}
+
+/** The end of a run, as its end line shows it. */
+export interface RunEnd {
+  status: string;
+  error?: string;
+  edits?: number;
+  steps?: number;
+  usage?: { total: number; cost?: number };
+  /** The model of the run's last call. */
+  model?: string;
+}
+
+/** Tool call marks by state. */
+const toolMarks = { running: "⟳", ok: "✓", failed: "✗" } as const;
+
+/** The target a tool call works on, from its JSON arguments: a path, a command, a pattern... */
+export function toolTarget(args: string): string {
+  try {
+    const a = JSON.parse(args) as Record<string, unknown>;
+    for (const k of ["path", "command", "pattern", "task", "project"]) {
+      if (typeof a[k] === "string") {
+        return a[k] as string;
+      }
+    }
+  } catch {
+    // not JSON: no target
+  }
+  return "";
+}
+
+/** The last segment of a file URI's path, for a link's text. */
+export function fileName(uri: string): string {
+  const path = uri.replace(/^[a-z-]+:\/*/, "/");
+  return decodeURIComponent(path.split("/").pop() || path);
+}
+
+/** The end line of a run: "done · 1 edit · 3 steps · 1.2k tokens · $0.01 · gpt-4o", and what failed. */
+export function endLine(e: RunEnd): string {
+  const parts = [e.status];
+  if (e.edits !== undefined) parts.push(`${e.edits} edit${e.edits === 1 ? "" : "s"}`);
+  if (e.steps !== undefined) parts.push(`${e.steps} step${e.steps === 1 ? "" : "s"}`);
+  if (e.usage?.total) parts.push(`${tokens(e.usage.total)} tokens`);
+  if (e.usage?.cost) parts.push(dollars(e.usage.cost));
+  if (e.model) parts.push(e.model);
+  return parts.join(" · ") + (e.error ? `: ${e.error}` : "");
+}
+
+export class ChatTranscript {
+  private items = new Map<string, ChatItem>();
+  private order: string[] = [];
+  private next = 0;
+  /** The id of the agent reply streaming now, and its text so far. */
+  private reply: { id: string; text: string } | undefined;
+  /** Tool rows by call id. */
+  private tools = new Map<string, { id: string; name: string; args: string; target: string; sub?: string }>();
+  /** The run going: its edits so far and its latest usage. */
+  private run = { edits: 0, usage: undefined as UsageEvent | undefined, endId: "" };
+
+  /** The session shown; undefined for a new chat until its run starts. */
+  constructor(public session?: string) {}
+
+  /** Every item, in order. */
+  all(): ChatItem[] {
+    return this.order.map((id) => this.items.get(id)!);
+  }
+
+  private put(html: string, id = `i${++this.next}`): ChatItem {
+    if (!this.items.has(id)) {
+      this.order.push(id);
+    }
+    const item = { id, html };
+    this.items.set(id, item);
+    return item;
+  }
+
+  /** A prompt the user sent, with the references attached to it. */
+  user(prompt: string, refs: RefLabel[] = [], note = ""): ChatItem[] {
+    this.closeReply();
+    const chips = refs.map((r) => `<span class="ref">#${escapeHtml(r.label)}</span>`).join(" ");
+    return [this.put(`<div class="msg user"><div class="who">You${note ? ` <span class="note">${escapeHtml(note)}</span>` : ""}</div>${renderMarkdown(prompt)}${chips ? `<div class="refs">${chips}</div>` : ""}</div>`)];
+  }
+
+  /** A line of the extension's own (an error before the run started, a note). */
+  note(text: string, kind: "info" | "error" = "info"): ChatItem[] {
+    return [this.put(`<div class="line ${kind}">${renderInline(text)}</div>`)];
+  }
+
+  /** The items ev adds or changes; [] for what the chat does not show. */
+  event(ev: AgentEvent): ChatItem[] {
+    const sub = ev.contextId;
+    switch (ev.type) {
+      case "run.start":
+        this.closeReply();
+        this.run = { edits: 0, usage: undefined, endId: "" };
+        return [];
+      case "message.delta":
+        if (sub || ev.text === "") {
+          return [];
+        }
+        this.reply ??= { id: `i${++this.next}`, text: "" };
+        this.reply.text += ev.text;
+        return [this.put(agentHtml(this.reply.text), this.reply.id)];
+      case "message":
+        return this.message(ev.message, sub);
+      case "message.queued":
+        return [this.put(`<div class="msg user queued"><div class="who">You <span class="note">queued #${ev.position}: the agent reads it at its next step</span></div>${renderMarkdown(ev.message.content)}</div>`, `q-${ev.message.id}`)];
+      case "tool.start": {
+        this.closeReply();
+        const row = { id: `t-${ev.callId}`, name: ev.name, args: ev.args, target: toolTarget(ev.args), sub };
+        this.tools.set(ev.callId, row);
+        return [this.put(toolHtml(row, "running", ""), row.id)];
+      }
+      case "tool.end": {
+        const row = this.tools.get(ev.callId) ?? { id: `t-${ev.callId}`, name: ev.name, args: "", target: "", sub };
+        return [this.put(toolHtml(row, ev.ok ? "ok" : "failed", ev.summary), row.id)];
+      }
+      case "edit":
+        this.run.edits += ev.applied ? 1 : 0;
+        return [
+          this.put(
+            `<div class="line edit">${ev.applied ? "edited" : "edit refused:"} <a href="#" data-open="${escapeHtml(ev.uri)}">${escapeHtml(fileName(ev.uri))}</a></div>`,
+          ),
+        ];
+      case "subagent.start":
+        return [this.put(`<div class="line sub">⤷ subagent: ${renderInline(ev.task)}</div>`)];
+      case "subagent.end":
+        return [this.put(`<div class="line sub">⤶ subagent ${escapeHtml(ev.status)}</div>`)];
+      case "context.compacted":
+        return [this.put(`<div class="line note">⋯ ${ev.messages} older messages ${ev.summarized ? "summarized" : "dropped"} (${ev.before} → ${ev.after} tokens)</div>`)];
+      case "usage":
+        this.run.usage = ev; // its run totals include the subagents'
+        return [];
+      case "run.end":
+        this.closeReply();
+        return [this.endItem({ status: ev.status, error: ev.error, edits: this.run.edits, usage: this.run.usage?.run, model: this.run.usage?.model })];
+      default:
+        ev satisfies never;
+        return [];
+    }
+  }
+
+  /** Completes the end line with what only the run's result has (its steps, its exact counts). */
+  result(r: FinishedRun): ChatItem[] {
+    const usage = { total: r.usage.totalTokens, cost: r.usage.cost };
+    return [this.endItem({ status: r.status, error: r.error, edits: r.edits, steps: r.steps, usage, model: this.run.usage?.model })];
+  }
+
+  private endItem(e: RunEnd): ChatItem {
+    this.run.endId ||= `e${++this.next}`;
+    const kind = e.status === "failed" ? "error" : e.status === "done" ? "ok" : "warn";
+    return this.put(`<div class="end ${kind}">── ${renderInline(endLine(e))}</div>`, this.run.endId);
+  }
+
+  private message(m: Message, sub: string | undefined): ChatItem[] {
+    if (m.role === "human" && !sub) {
+      return []; // the chat showed the prompt when it was sent (or queued)
+    }
+    if (m.role === "ai" && sub) {
+      return m.content ? [this.put(`<div class="msg agent sub"><div class="who">Subagent</div>${renderMarkdown(m.content)}</div>`)] : [];
+    }
+    if (m.role === "ai") {
+      const out = this.reply && m.content ? [this.put(agentHtml(m.content), this.reply.id)] : [];
+      this.closeReply();
+      return out;
+    }
+    return [];
+  }
+
+  private closeReply(): void {
+    this.reply = undefined;
+  }
+
+  /** The transcript of a stored session: its prompts, replies and tool calls with their results. */
+  static fromSession(d: SessionDetail): ChatTranscript {
+    const t = new ChatTranscript(d.session);
+    const calls = new Map<string, { id: string; name: string; args: string; target: string }>();
+    for (const m of d.messages) {
+      if (m.role === "human") {
+        t.user(m.content);
+      } else if (m.role === "ai") {
+        if (m.content) {
+          t.put(agentHtml(m.content));
+        }
+        for (const c of m.toolCalls ?? []) {
+          const row = { id: `t-${c.id}`, name: c.name, args: c.args, target: toolTarget(c.args) };
+          calls.set(c.id, row);
+          t.put(toolHtml(row, "running", ""), row.id);
+        }
+      } else if (m.role === "tool" && m.toolCallId && calls.has(m.toolCallId)) {
+        const row = calls.get(m.toolCallId)!;
+        const failed = /^error\b/i.test(m.content);
+        t.put(toolHtml(row, failed ? "failed" : "ok", firstLine(m.content)), row.id);
+      }
+    }
+    if (d.status && d.status !== "running") {
+      t.endItem({ status: d.status });
+      t.run.endId = "";
+    }
+    return t;
+  }
+}
+
+function agentHtml(text: string): string {
+  return `<div class="msg agent"><div class="who">Agent</div>${renderMarkdown(text)}</div>`;
+}
+
+function toolHtml(row: { name: string; args: string; target: string; sub?: string }, state: keyof typeof toolMarks, summary: string): string {
+  const who = row.sub ? `<span class="note">[${escapeHtml(row.sub)}]</span> ` : "";
+  return (
+    `<details class="tool ${state}"><summary>${who}<span class="mark">${toolMarks[state]}</span> <b>${escapeHtml(row.name)}</b> ${escapeHtml(row.target)}` +
+    `${summary ? ` <span class="note">${escapeHtml(summary)}</span>` : ""}</summary><pre>${escapeHtml(row.args)}</pre></details>`
+  );
+}
+
+function firstLine(s: string): string {
+  const l = s.trim().split("\n")[0] ?? "";
+  return l.length > 120 ? l.slice(0, 119) + "…" : l;
+}
+
+/** A reference typed in a prompt: #file (the active editor's), #file:PATH, or #selection. */
+export interface TypedRef {
+  kind: "file" | "selection";
+  /** For #file:PATH, the path as typed (relative to a workspace folder). */
+  path?: string;
+}
+
+/** The #file, #file:PATH and #selection references of prompt, in order, each once. */
+export function parseRefs(prompt: string): TypedRef[] {
+  const seen = new Set<string>();
+  const out: TypedRef[] = [];
+  for (const m of prompt.matchAll(/(?:^|\s)#(file|selection)(?::(\S+?))?(?=[.,;:!?]?(?:\s|$))/g)) {
+    const ref: TypedRef = m[1] === "file" && m[2] ? { kind: "file", path: m[2] } : { kind: m[1] as TypedRef["kind"] };
+    const key = `${ref.kind}:${ref.path ?? ""}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push(ref);
+    }
+  }
+  return out;
+}
