@@ -88,6 +88,9 @@ type Config struct {
 	// and test then ask).
 	Sandbox         *sandbox.Sandbox
 	SandboxSettings sandbox.Settings
+	// ToolSource adds other programs' tools (MCP servers') to a run, per
+	// project; nil: only Tools.
+	ToolSource ToolSource
 	// Prices is what models cost (USD per million tokens), by model name:
 	// usage events and results then carry a cost.
 	Prices map[string]model.Price
@@ -95,6 +98,14 @@ type Config struct {
 	// Runtimes over one store share one (a session runs once), and a prompt
 	// for a session running in another of them is queued into that run.
 	Runs *Runs
+}
+
+// ToolSource provides tools of other programs for a project's runs.
+type ToolSource interface {
+	// Tools returns the tools for runs in project: what fails to start is
+	// left out (and reported by the source itself), never an error that
+	// stops the run.
+	Tools(ctx context.Context, project *workspace.Project) tools.Set
 }
 
 // Summary is the compressed history of old turns.
@@ -381,6 +392,7 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	human := message.NewHuman(text)
 	human.Name = "human@" + project
 	r := rt.newRun(sess, req)
+	rt.addTools(ctx, r, project)
 	if err := rt.fits(r, project, human); err != nil {
 		return Result{}, err
 	}
@@ -413,6 +425,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	}
 	defer end()
 	r := rt.newRun(sess, req)
+	rt.addTools(ctx, r, sess.Project)
 	r.fitTools(rt)
 	rt.runs.started(active, r)
 	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld})

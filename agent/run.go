@@ -134,6 +134,30 @@ func (rt *Runtime) newRun(sess store.Session, req Request) *run {
 		acc: &accumulator{events: req.Events}, model: name, budget: rt.budgetFor(name)}
 }
 
+// addTools adds the tool source's tools for project to the run's; the
+// runtime's own win a name clash.
+func (rt *Runtime) addTools(ctx context.Context, r *run, project string) {
+	if rt.cfg.ToolSource == nil {
+		return
+	}
+	p, ok := rt.cfg.Workspace.Project(project)
+	if !ok {
+		return
+	}
+	extra := rt.cfg.ToolSource.Tools(ctx, p)
+	if len(extra) == 0 {
+		return
+	}
+	set := make(tools.Set, len(r.tools)+len(extra))
+	for name, t := range extra {
+		set[name] = t
+	}
+	for name, t := range r.tools {
+		set[name] = t
+	}
+	r.tools = set
+}
+
 // emit sends one event of this run (or subagent).
 func (r *run) emit(d event.Data) {
 	e := event.Event{Session: r.session.ID, Data: d}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"path"
 	"strings"
 	"sync"
 
@@ -48,6 +49,7 @@ func (a *allowances) allow(session, command string) {
 // asked, with the parsed line shown one command per row.
 type permissions struct {
 	rules       shellrule.Set
+	tools       toolRules // the allow and deny rules that name other programs' tools
 	always      *allowances
 	c           *client
 	interactive bool   // false: the client cannot answer; deny what the rules do not allow
@@ -76,6 +78,71 @@ func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest
 		return tools.Permission{Allowed: true}, nil
 	case AllowAlways:
 		p.always.allow(req.Session, req.Command)
+		return tools.Permission{Allowed: true}, nil
+	case "":
+		return tools.Permission{Reason: "the user dismissed the question"}, nil
+	}
+	return tools.Permission{Reason: "the user denied it"}, nil
+}
+
+// toolRules are the allow and deny rules that name tools of other programs:
+// `mcp__server__tool`, or globs such as `mcp__server__*`.
+type toolRules struct{ allow, deny []string }
+
+// newToolRules picks the rules that name MCP tools from the settings' rules.
+func newToolRules(allow, deny []string) toolRules {
+	pick := func(rules []string) []string {
+		var out []string
+		for _, r := range rules {
+			if r = strings.TrimSpace(r); strings.HasPrefix(r, "mcp__") {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	return toolRules{allow: pick(allow), deny: pick(deny)}
+}
+
+// match returns the first rule that matches name.
+func match(rules []string, name string) (string, bool) {
+	for _, r := range rules {
+		if ok, _ := path.Match(r, name); ok {
+			return r, true
+		}
+	}
+	return "", false
+}
+
+// AllowTool implements tools.ToolPermissions: a deny rule naming the tool
+// wins, then an allow rule or an "always" answer of this session; else the
+// user is asked (the first call of each tool in a session), and a client
+// that cannot answer denies it, naming the flag that allows it.
+func (p *permissions) AllowTool(ctx context.Context, req tools.ToolRequest) (tools.Permission, error) {
+	if r, ok := match(p.tools.deny, req.Tool); ok {
+		return tools.Permission{Reason: fmt.Sprintf("denied by the rule %q", r)}, nil
+	}
+	key := "tool " + req.Tool
+	if _, ok := match(p.tools.allow, req.Tool); ok || p.always.allowed(req.Session, key) {
+		return tools.Permission{Allowed: true}, nil
+	}
+	if !p.interactive {
+		return tools.Permission{Reason: fmt.Sprintf("no allow rule names %s; this run cannot ask (headless), so it is denied: allow it with --allow %s (or --allow 'mcp__%s__*')", req.Tool, req.Tool, req.Server)}, nil
+	}
+	p.before()
+	args := req.Args
+	if len(args) > 300 {
+		args = args[:300] + "…"
+	}
+	question := fmt.Sprintf("agent-lsp wants to call %s, a tool of the MCP server %s, in project %s, with:\n  %s", req.Tool, req.Server, req.Project, args)
+	choice, err := p.c.showMessageRequest(ctx, msgWarning, question, AllowOnce, AllowAlways, Deny)
+	if err != nil {
+		return tools.Permission{}, err
+	}
+	switch choice {
+	case AllowOnce:
+		return tools.Permission{Allowed: true}, nil
+	case AllowAlways:
+		p.always.allow(req.Session, key)
 		return tools.Permission{Allowed: true}, nil
 	case "":
 		return tools.Permission{Reason: "the user dismissed the question"}, nil

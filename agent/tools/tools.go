@@ -198,6 +198,9 @@ type Tool struct {
 	Description string
 	Schema      json.RawMessage
 	Run         func(ctx context.Context, env *Env, args json.RawMessage) (Result, error)
+	// External names the program that provides the tool (an MCP server);
+	// "" for agent-lsp's own.
+	External string
 }
 
 // Set is a set of tools by name.

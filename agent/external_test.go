@@ -1,0 +1,79 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agent-lsp/agent-lsp/agent/scripted"
+	"github.com/agent-lsp/agent-lsp/agent/tools"
+	"github.com/agent-lsp/agent-lsp/workspace"
+)
+
+// fakeSource provides one external tool per project, which echoes its
+// arguments.
+type fakeSource struct{ calls []string }
+
+func (f *fakeSource) Tools(_ context.Context, p *workspace.Project) tools.Set {
+	name := "mcp__echo__say"
+	return tools.Set{name: tools.External(name, "echo", "Says the text back.", json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`),
+		func(_ context.Context, args json.RawMessage, limit int) (tools.Result, error) {
+			f.calls = append(f.calls, p.Name()+":"+string(args))
+			return tools.Result{Content: "echo: " + string(args), Summary: "said"}, nil
+		})}
+}
+
+// toolPerms allows commands, and other programs' tools by name.
+type toolPerms struct {
+	allowAll
+	tools map[string]bool
+}
+
+func (p toolPerms) AllowTool(_ context.Context, req tools.ToolRequest) (tools.Permission, error) {
+	if p.tools[req.Tool] {
+		return tools.Permission{Allowed: true}, nil
+	}
+	return tools.Permission{Reason: "the test denies " + req.Tool}, nil
+}
+
+// A tool source's tools reach the model next to the runtime's own; a call
+// asks the permission port first; a port that cannot be asked denies it.
+func TestExternalTools(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		perms tools.Permissions
+		want  string
+		calls int
+	}{
+		{"allowed", toolPerms{allowAll: true, tools: map[string]bool{"mcp__echo__say": true}}, `echo: {"text":"hi"}`, 1},
+		{"denied", toolPerms{allowAll: true}, "not allowed: the test denies mcp__echo__say", 0},
+		{"cannot ask", allowAll(true), "this client cannot be asked to allow it", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := &fakeSource{}
+			h := newHarness(t, scripted.Script{Turns: []scripted.Turn{
+				{ToolCalls: []scripted.ToolCall{call("mcp__echo__say", map[string]any{"text": "hi"})}},
+				{Text: "done"},
+			}}, Config{ToolSource: src})
+			res := h.run(context.Background(), Request{Prompt: "say hi", Permissions: c.perms})
+			if res.Status != "done" {
+				t.Fatalf("%+v", res)
+			}
+			reqs := h.srv.Requests()
+			var names []string
+			for _, tl := range reqs[0].Tools {
+				names = append(names, tl.Function.Name)
+			}
+			if !strings.Contains(strings.Join(names, ","), "mcp__echo__say") || !strings.Contains(strings.Join(names, ","), "read_file") {
+				t.Fatalf("tools shown: %v", names)
+			}
+			if tm := toolMessages(reqs[1]); len(tm) != 1 || !strings.Contains(tm[0].Content, c.want) {
+				t.Fatalf("tool result: %+v", tm)
+			}
+			if len(src.calls) != c.calls || (c.calls == 1 && src.calls[0] != `sample:{"text":"hi"}`) {
+				t.Fatalf("calls: %v", src.calls)
+			}
+		})
+	}
+}

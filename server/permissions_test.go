@@ -1,0 +1,37 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/agent-lsp/agent-lsp/agent/tools"
+)
+
+// Rules name other programs' tools by name or glob; deny wins; what no rule
+// allows is denied by a client that cannot ask, naming the flag.
+func TestAllowTool(t *testing.T) {
+	p := &permissions{always: &allowances{}, before: func() {},
+		tools: newToolRules([]string{"git status", "mcp__fs__*", "mcp__db__query"}, []string{"mcp__fs__write*"})}
+	for _, c := range []struct {
+		tool, want string
+		allowed    bool
+	}{
+		{"mcp__fs__read_file", "", true},
+		{"mcp__db__query", "", true},
+		{"mcp__fs__write_file", `denied by the rule "mcp__fs__write*"`, false},
+		{"mcp__db__drop", "allow it with --allow mcp__db__drop (or --allow 'mcp__db__*')", false},
+	} {
+		perm, err := p.AllowTool(context.Background(), tools.ToolRequest{Session: "s", Project: "p", Tool: c.tool, Server: strings.Split(c.tool, "__")[1]})
+		if err != nil || perm.Allowed != c.allowed || !strings.Contains(perm.Reason, c.want) {
+			t.Errorf("%s: %+v %v", c.tool, perm, err)
+		}
+	}
+	p.always.allow("s", "tool mcp__db__drop") // "Always for this session"
+	if perm, _ := p.AllowTool(context.Background(), tools.ToolRequest{Session: "s", Tool: "mcp__db__drop"}); !perm.Allowed {
+		t.Error("an always answer does not hold")
+	}
+	if perm, _ := p.AllowTool(context.Background(), tools.ToolRequest{Session: "other", Tool: "mcp__db__drop"}); perm.Allowed {
+		t.Error("an always answer leaked to another session")
+	}
+}
