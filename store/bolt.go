@@ -25,12 +25,14 @@ var ErrLocked = errors.New("store is in use by another agent-lsp process")
 var (
 	bSessions = []byte("sessions")
 	bThreads  = []byte("threads")
-	bValues   = []byte("values")
-	bLists    = []byte("lists")
-	bPending  = []byte("pending")
-	bItems    = []byte("items")
-	bIDs      = []byte("ids")
-	kHead     = []byte("head")
+	// bApprovals holds the user's approvals of what repositories ask to run.
+	bApprovals = []byte("approvals")
+	bValues    = []byte("values")
+	bLists     = []byte("lists")
+	bPending   = []byte("pending")
+	bItems     = []byte("items")
+	bIDs       = []byte("ids")
+	kHead      = []byte("head")
 )
 
 // Bolt is a Store in one bbolt file.
@@ -105,7 +107,7 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 func initBuckets(db *bolt.DB, path string) (err error) {
 	defer guard(path, &err)
 	return db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bSessions, bThreads} {
+		for _, b := range [][]byte{bSessions, bThreads, bApprovals} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -482,4 +484,34 @@ func (b *Bolt) DeleteOlderThan(ctx context.Context, t time.Time) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// Approval implements Approvals.
+func (b *Bolt) Approval(ctx context.Context, key string) (string, error) {
+	var v string
+	err := b.view(func(tx *bolt.Tx) error {
+		if bk := tx.Bucket(bApprovals); bk != nil {
+			v = string(bk.Get([]byte(key)))
+		}
+		return nil
+	})
+	return v, err
+}
+
+// SetApproval implements Approvals.
+func (b *Bolt) SetApproval(ctx context.Context, key, value string) error {
+	err := b.submit(func(tx *bolt.Tx) error {
+		bk, err := tx.CreateBucketIfNotExists(bApprovals)
+		if err != nil {
+			return err
+		}
+		if value == "" {
+			return bk.Delete([]byte(key))
+		}
+		return bk.Put([]byte(key), []byte(value))
+	}, true)
+	if err != nil {
+		return fmt.Errorf("store approval: %w", err)
+	}
+	return nil
 }

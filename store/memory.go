@@ -11,10 +11,11 @@ import (
 
 // Memory is a Store kept in memory, for tests and for runs that need no persistence.
 type Memory struct {
-	mu       sync.Mutex
-	threads  map[threadKey]*memThread
-	sessions map[string]Session
-	now      func() time.Time
+	mu        sync.Mutex
+	threads   map[threadKey]*memThread
+	sessions  map[string]Session
+	approvals map[string]string
+	now       func() time.Time
 }
 
 type threadKey struct{ thread, ns string }
@@ -216,4 +217,26 @@ func sortSessions(s []Session) {
 		}
 		return s[i].ID > s[j].ID
 	})
+}
+
+// Approval implements Approvals.
+func (m *Memory) Approval(ctx context.Context, key string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.approvals[key], nil
+}
+
+// SetApproval implements Approvals.
+func (m *Memory) SetApproval(ctx context.Context, key, value string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.approvals == nil {
+		m.approvals = map[string]string{}
+	}
+	if value == "" {
+		delete(m.approvals, key)
+	} else {
+		m.approvals[key] = value
+	}
+	return nil
 }

@@ -141,5 +141,17 @@ type Sessions interface {
 type Store interface {
 	Checkpointer
 	Sessions
+	Approvals
 	Close() error
+}
+
+// Approvals remembers the user's answers about what a repository asks to
+// run (its MCP servers), by key. They are not sessions: deleting or pruning
+// sessions keeps them.
+type Approvals interface {
+	// Approval returns the value stored under key, "" when none is.
+	Approval(ctx context.Context, key string) (string, error)
+	// SetApproval stores value under key; "" deletes it. It is durable
+	// when it returns.
+	SetApproval(ctx context.Context, key, value string) error
 }
