@@ -54,6 +54,10 @@ type Settings struct {
 	ToolOutput    int                    // bytes a tool output is cut to
 	ReadOnlySubs  bool                   // subagents get only the tools that read
 	Prices        map[string]model.Price // USD per million tokens, by model
+	MCPServers    json.RawMessage        // the editor's MCP servers, in the .mcp.json shape
+	MCPConfig     []string               // files of MCP servers (--mcp-config)
+	AllowMCP      []string               // repository servers that start without asking
+	MCPTimeout    int                    // seconds per MCP tool call
 }
 
 // Setting is one row of the configuration table.
@@ -133,6 +137,20 @@ func intKind(field func(*Settings) *int, lo, hi int) kind {
 		}
 		return set(s, n)
 	}}
+}
+
+// objectKind is a JSON object: in initializationOptions as is, on a
+// command line or in the environment as JSON text.
+func objectKind(field func(*Settings) *json.RawMessage) kind {
+	set := func(s *Settings, raw json.RawMessage) error {
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &probe); err != nil {
+			return fmt.Errorf("must be a JSON object")
+		}
+		*field(s) = append(json.RawMessage(nil), raw...)
+		return nil
+	}
+	return kind{"object", func(s *Settings, v string) error { return set(s, json.RawMessage(v)) }, set}
 }
 
 // priceKind reads a price table: "model=in/out,..." (in USD per million
@@ -268,6 +286,18 @@ var Table = []Setting{
 	{Name: "read-only subagents", Init: "subagents.readOnly", Flag: "read-only-subagents", Default: "false",
 		Doc:  "give subagents only the tools that read (read_file, list_files, search); the model can also ask for it per call",
 		kind: boolKind(func(s *Settings) *bool { return &s.ReadOnlySubs })},
+	{Name: "MCP servers", Init: "mcpServers", Default: "none",
+		Doc:  "Model Context Protocol servers, as in .mcp.json: {NAME: {command, args, env, cwd} | {type: http, url, headers}}; ${VAR} takes the editor's environment",
+		kind: objectKind(func(s *Settings) *json.RawMessage { return &s.MCPServers })},
+	{Name: "MCP config files", Init: "mcp.configFiles", Flag: "mcp-config", Default: "none",
+		Doc:  "files in the .mcp.json shape whose servers runs may use (repeatable)",
+		kind: listKind(func(s *Settings) *[]string { return &s.MCPConfig })},
+	{Name: "allowed MCP servers", Init: "mcp.allow", Flag: "allow-mcp", Default: "none",
+		Doc:  "servers of a repository's .mcp.json that start without asking, by name, * for all (repeatable); headless runs start none without it",
+		kind: listKind(func(s *Settings) *[]string { return &s.AllowMCP })},
+	{Name: "MCP timeout", Env: "AGENT_LSP_MCP_TIMEOUT", Init: "mcpTimeout", Flag: "mcp-timeout", Default: "60",
+		Doc:  "seconds one MCP tool call may take (1..3600); it is cancelled with its run too",
+		kind: intKind(func(s *Settings) *int { return &s.MCPTimeout }, 1, 3600)},
 	{Name: "prices", Env: "AGENT_LSP_PRICES", Init: "model.prices", Flag: "prices", Default: "none",
 		Doc:  "USD per million input/output tokens by model, e.g. gpt-4o=2.5/10,gpt-4o-mini=0.15/0.6 (an object {model: {input, output}} in initializationOptions): usage events and results then carry a cost",
 		kind: priceKind()},
@@ -299,7 +329,7 @@ func autoIntKind(field func(*Settings) *int, lo, hi int) kind {
 func Defaults(getenv func(string) string) Settings {
 	s := Settings{ScrubEnv: slices.Clone(tools.DefaultScrubEnv)}
 	for _, st := range Table {
-		if st.kind.typ != "list" && st.kind.typ != "table" && !strings.HasPrefix(st.Default, "$") { // their default is empty
+		if st.kind.typ != "list" && st.kind.typ != "table" && st.kind.typ != "object" && !strings.HasPrefix(st.Default, "$") { // their default is empty
 			if err := st.kind.parse(&s, st.Default); err != nil {
 				panic(fmt.Sprintf("config: default of %s: %v", st.Name, err))
 			}
@@ -507,7 +537,7 @@ func Markdown() string {
 			flag = "--" + st.Flag
 		}
 		def := code(st.Default)
-		if st.kind.typ == "list" || st.kind.typ == "table" {
+		if st.kind.typ == "list" || st.kind.typ == "table" || st.kind.typ == "object" {
 			def = st.Default
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", st.Name, code(st.Env), code(st.Init), code(flag), def, st.Doc)
