@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -29,11 +30,13 @@ type Backend struct {
 	Sandbox   *sandbox.Sandbox // confines commands (Landlock)
 	Confine   sandbox.Settings // how each project's commands are confined
 	Model     *model.OpenAI    // the endpoint
+	MCP       *mcpSource       // the MCP servers of the projects
 
 	hub        *Hub
 	environ    []string            // the connection's environment, commands start from it scrubbed
 	getenv     func(string) string // reads the connection's environment
 	warn       func(string)        // tells the user (window/logMessage)
+	ask        asker               // asks the user a question (window/showMessageRequest)
 	closeStore func()              // closes the store if this backend opened it (not the daemon's)
 }
 
@@ -48,7 +51,7 @@ type Folder struct {
 // scrubbed of the API key and the settings' scrubEnv patterns. The notices
 // are problems the user should hear of (a folder that could not be added, a
 // store that could not be opened); they do not stop the backend.
-func NewBackend(hub *Hub, s config.Settings, enc workspace.Encoding, folders []Folder, environ []string, getenv func(string) string, warn func(string)) (*Backend, []string, error) {
+func NewBackend(hub *Hub, s config.Settings, enc workspace.Encoding, folders []Folder, environ []string, getenv func(string) string, warn func(string), ask asker) (*Backend, []string, error) {
 	var notices []string
 	ws := workspace.New(enc)
 	for _, f := range folders {
@@ -68,7 +71,7 @@ func NewBackend(hub *Hub, s config.Settings, enc workspace.Encoding, folders []F
 			notices = append(notices, note)
 		}
 	}
-	base := &Backend{Workspace: ws, Store: db, hub: hub, environ: environ, getenv: getenv, warn: warn, closeStore: func() {
+	base := &Backend{Workspace: ws, Store: db, hub: hub, environ: environ, getenv: getenv, warn: warn, ask: ask, closeStore: func() {
 		if owned {
 			db.Close()
 		}
@@ -104,14 +107,25 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 	temp := cmp.Or(b.getenv("TMPDIR"), os.TempDir())
 	confine := sandbox.Settings{Mode: mode, Writable: s.SandboxWritable, Network: s.SandboxNetwork, Temp: temp, Getenv: b.getenv}
 	warn := b.warn
+	src := b.MCP
+	if src == nil || !src.same(s) {
+		if src != nil {
+			src.close() // the servers restart with the new definitions
+		}
+		ask := b.ask
+		if !s.Interactive {
+			ask = nil
+		}
+		src = &mcpSource{settings: s, ws: b.Workspace, getenv: b.getenv, env: env, approvals: b.Store, ask: ask, log: warn}
+	}
 	rt, err := agent.New(agent.Config{Model: m, ModelName: s.Model, Endpoint: s.BaseURL, ContextTokens: s.ContextTokens, Workspace: b.Workspace, Store: b.Store,
-		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, Prices: s.Prices, CommandEnv: env,
+		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, Prices: s.Prices, CommandEnv: env, ToolSource: src,
 		Sandbox: sb, SandboxSettings: confine, Runs: b.hub.runs, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) }})
 	if err != nil {
 		return nil, err
 	}
 	return &Backend{Model: m, Settings: s, Workspace: b.Workspace, Store: b.Store, Runtime: rt, Rules: rules, AllowEdit: allowEdit,
-		Sandbox: sb, Confine: confine, hub: b.hub, environ: b.environ, getenv: b.getenv, warn: b.warn, closeStore: b.closeStore}, nil
+		Sandbox: sb, Confine: confine, MCP: src, hub: b.hub, environ: b.environ, getenv: b.getenv, warn: b.warn, ask: b.ask, closeStore: b.closeStore}, nil
 }
 
 // Reconfigure returns the backend for new settings (didChangeConfiguration):
@@ -138,8 +152,17 @@ func nonEmpty(patterns []string) []string {
 	return out
 }
 
-// Close closes the store if the backend opened it; runs must have ended.
-func (b *Backend) Close() { b.closeStore() }
+// Close stops the MCP servers and closes the store if the backend opened
+// it; runs must have ended.
+func (b *Backend) Close() {
+	if b.MCP != nil {
+		b.MCP.close()
+	}
+	b.closeStore()
+}
+
+// asker asks the user to choose one of actions ("" when dismissed).
+type asker func(ctx context.Context, message string, actions ...string) (string, error)
 
 // StoreName says where sessions are kept, for logs.
 func (b *Backend) StoreName() string {

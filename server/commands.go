@@ -79,6 +79,8 @@ var Commands = []Command{
 		(*Server).projectsCommand),
 	command("agent.models", "Lists the models the endpoint offers (its GET /models), and the one runs use unless agent.run names another.",
 		"`{baseURL, current, models: [{id, ownedBy?}]}`; an endpoint without a model list is an error that says so, with its URL", (*Server).modelsCommand),
+	command("agent.mcp", "Lists each project's MCP servers: where each is defined, whether it runs (or why not: failed, waiting for approval, denied) and how many tools it gives.",
+		"`[{project, root, servers: [{name, source, origin, transport, status, reason?, tools}]}]`; tools is -1 before a server's first listing", (*Server).mcpCommand),
 	command("agent.switchProject", "Makes another project the current one of a session that is not running; its next run or resume works there, and the model is told.",
 		"`{session, project}`", (*Server).switchProjectCommand),
 }

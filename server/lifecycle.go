@@ -189,7 +189,10 @@ func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawM
 		return nil, invalidParams("%v", err)
 	}
 	enc := p.encoding()
-	b, notices, err := NewBackend(s.opts.Hub, st, enc, p.folders(), s.opts.Environ(), s.opts.Getenv, func(msg string) { s.notice(msgWarning, "%s", msg) })
+	b, notices, err := NewBackend(s.opts.Hub, st, enc, p.folders(), s.opts.Environ(), s.opts.Getenv, func(msg string) { s.notice(msgWarning, "%s", msg) },
+		func(ctx context.Context, message string, actions ...string) (string, error) {
+			return s.client.showMessageRequest(ctx, msgWarning, message, actions...)
+		})
 	if err != nil {
 		return nil, invalidParams("initialize: %v", err)
 	}

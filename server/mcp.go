@@ -1,0 +1,335 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agent-lsp/agent-lsp/agent/mcp"
+	"github.com/agent-lsp/agent-lsp/agent/tools"
+	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/store"
+	"github.com/agent-lsp/agent-lsp/workspace"
+)
+
+// Choices of the question whether a repository's MCP server may start.
+const (
+	MCPAllow       = "Allow"
+	MCPAlwaysHere  = "Always for this project"
+	MCPDeny        = "Deny"
+	maxProjectMCP  = 256 << 10 // bytes of a repository's .mcp.json read
+	mcpApprovalKey = "mcp"
+)
+
+// mcpSource gives a project's runs the tools of the MCP servers it may use:
+// the editor's (initializationOptions.mcpServers), those of the files the
+// --mcp-config flag names, the user's ($XDG_CONFIG_HOME/agent-lsp/mcp.json)
+// and the project's own .mcp.json. A project's servers are repository
+// content: each starts only once the user approved its definition (asked
+// once, remembered per project folder and definition hash when the answer
+// is "Always"), or when allowMCP names it; headless runs never ask.
+type mcpSource struct {
+	settings  config.Settings
+	ws        *workspace.Workspace
+	getenv    func(string) string
+	env       []string // the clean command environment servers start from
+	approvals store.Approvals
+	ask       asker // nil: the client cannot be asked
+	log       func(string)
+
+	mu       sync.Mutex             // guards projects
+	projects map[string]*mcpProject // by project root
+}
+
+// mcpProject is the MCP servers of one project.
+type mcpProject struct {
+	manager *mcp.Manager
+	servers []mcpServerInfo // every definition, with why it does not run if it does not
+}
+
+// mcpServerInfo is a server as agent.mcp lists it.
+type mcpServerInfo struct {
+	Name      string   `json:"name"`
+	Source    string   `json:"source"`    // user, editor, flag or project
+	Origin    string   `json:"origin"`    // the file or setting that defines it
+	Transport string   `json:"transport"` // stdio or http
+	Status    string   `json:"status"`    // running, stopped, starting, failed, waiting for approval, denied
+	Reason    string   `json:"reason,omitempty"`
+	Tools     int      `json:"tools"` // -1 before its first listing
+	Withheld  []string `json:"withheld,omitempty"`
+}
+
+// Tools implements agent.ToolSource.
+func (m *mcpSource) Tools(ctx context.Context, p *workspace.Project) tools.Set {
+	mp := m.project(ctx, p)
+	if mp == nil || mp.manager == nil {
+		return nil
+	}
+	list, errs := mp.manager.ModelTools(ctx)
+	for name, err := range errs {
+		m.log(fmt.Sprintf("MCP server %s of project %s: %v", name, p.Name(), err))
+	}
+	set := tools.Set{}
+	mgr := mp.manager
+	for _, t := range list {
+		ref := t.Ref
+		set[t.Name] = tools.External(t.Name, ref.Server, t.Description, t.InputSchema,
+			func(ctx context.Context, args json.RawMessage, limit int) (tools.Result, error) {
+				res, err := mgr.Call(ctx, ref.Server, ref.Tool, args)
+				if err != nil {
+					return tools.Result{Content: fmt.Sprintf("error: the MCP server %s could not run %s: %v", ref.Server, ref.Tool, err),
+						IsError: true, Summary: ref.Server + ": " + ref.Tool + " failed"}, nil
+				}
+				text, isErr := mcp.ResultText(res, limit)
+				if isErr {
+					text = "error: " + text
+				}
+				return tools.Result{Content: text, IsError: isErr, Summary: ref.Server + ": " + ref.Tool}, nil
+			})
+	}
+	return set
+}
+
+// project returns the servers of p, reading their definitions and asking
+// about the repository's own at the project's first run.
+func (m *mcpSource) project(ctx context.Context, p *workspace.Project) *mcpProject {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if mp, ok := m.projects[p.Root()]; ok {
+		return mp
+	}
+	defs, infos := m.definitions(p)
+	var run []mcp.Definition
+	for i, d := range defs {
+		ok, why := m.approved(ctx, p, d)
+		if !ok {
+			infos[i].Status, infos[i].Reason = why, approvalHint(d, why)
+			continue
+		}
+		run = append(run, d)
+	}
+	mp := &mcpProject{servers: infos}
+	if len(run) > 0 {
+		timeout := time.Duration(m.settings.MCPTimeout) * time.Second
+		mgr, err := mcp.NewManager(run, mcp.Options{Env: m.env, Dir: p.Root(), CallTimeout: timeout, ClientVersion: Version,
+			Log: func(server, line string) { m.log(fmt.Sprintf("mcp %s: %s", server, line)) }})
+		if err != nil {
+			m.log(fmt.Sprintf("MCP servers of project %s: %v", p.Name(), err))
+		} else {
+			mp.manager = mgr
+		}
+	}
+	if m.projects == nil {
+		m.projects = map[string]*mcpProject{}
+	}
+	m.projects[p.Root()] = mp
+	return mp
+}
+
+// definitions are the project's server definitions, merged (editor over
+// flag over user over project), with their listing entries.
+func (m *mcpSource) definitions(p *workspace.Project) ([]mcp.Definition, []mcpServerInfo) {
+	lookup := func(k string) (string, bool) {
+		v := m.getenv(k)
+		return v, v != ""
+	}
+	var lists [][]mcp.Definition
+	add := func(cfg *mcp.Config, err error) {
+		if err != nil {
+			m.log(err.Error())
+			return
+		}
+		for _, w := range cfg.Warnings {
+			m.log(w)
+		}
+		lists = append(lists, cfg.Servers)
+	}
+	if len(m.settings.MCPServers) > 0 {
+		add(mcp.ParseServers(m.settings.MCPServers, "initializationOptions.mcpServers", mcp.SourceEditor, lookup))
+	}
+	for _, f := range m.settings.MCPConfig {
+		if b, err := os.ReadFile(f); err != nil {
+			m.log(fmt.Sprintf("MCP config %s: %v", f, err))
+		} else {
+			add(mcp.Parse(b, f, mcp.SourceFlag, lookup))
+		}
+	}
+	if user := userMCPFile(m.getenv); user != "" {
+		if b, err := os.ReadFile(user); err == nil {
+			add(mcp.Parse(b, user, mcp.SourceUser, lookup))
+		}
+	}
+	if b, err := m.ws.ReadFile(p, filepath.Join(p.Root(), ".mcp.json"), maxProjectMCP); err == nil {
+		add(mcp.Parse(b, filepath.Join(p.Root(), ".mcp.json"), mcp.SourceProject, lookup))
+	}
+	defs := mcp.Merge(lists...)
+	infos := make([]mcpServerInfo, len(defs))
+	for i, d := range defs {
+		infos[i] = mcpServerInfo{Name: d.Name, Source: string(d.Source), Origin: d.Origin, Transport: string(d.Transport), Status: "stopped", Tools: -1}
+	}
+	return defs, infos
+}
+
+// userMCPFile is $XDG_CONFIG_HOME/agent-lsp/mcp.json, else under ~/.config.
+func userMCPFile(getenv func(string) string) string {
+	dir := getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home := getenv("HOME")
+		if home == "" {
+			return ""
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "agent-lsp", "mcp.json")
+}
+
+// approved says whether d may start: always for the user's and the
+// editor's servers; for the repository's, when allowMCP names it, when the
+// user approved this very definition before, or when the user says so now.
+// Otherwise why is "waiting for approval" or "denied".
+func (m *mcpSource) approved(ctx context.Context, p *workspace.Project, d mcp.Definition) (ok bool, why string) {
+	if d.Source != mcp.SourceProject {
+		return true, ""
+	}
+	if m.preApproved(ctx, p, d) {
+		return true, ""
+	}
+	key := approvalKey(p, d)
+	if m.ask == nil {
+		return false, "waiting for approval"
+	}
+	choice, err := m.ask(ctx, approvalQuestion(p, d), MCPAllow, MCPAlwaysHere, MCPDeny)
+	switch {
+	case err != nil:
+		return false, "waiting for approval"
+	case choice == MCPAllow:
+		return true, ""
+	case choice == MCPAlwaysHere:
+		if err := m.approvals.SetApproval(ctx, key, d.Hash()); err != nil {
+			m.log(fmt.Sprintf("remember the approval of %s: %v", d.Name, err))
+		}
+		return true, ""
+	}
+	return false, "denied"
+}
+
+// approvalQuestion shows what a repository's server would run.
+func approvalQuestion(p *workspace.Project, d mcp.Definition) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "The repository %s defines the MCP server %s (%s). Start it?\n", p.Root(), d.Name, d.Origin)
+	b.WriteString("  " + d.Summary() + "\n")
+	if len(d.Env) > 0 {
+		names := make([]string, 0, len(d.Env))
+		for k := range d.Env {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(&b, "  sets: %s\n", strings.Join(names, ", "))
+	}
+	if d.Transport == mcp.TransportStdio {
+		cwd := d.Cwd
+		if cwd == "" {
+			cwd = p.Root()
+		}
+		fmt.Fprintf(&b, "  in: %s (not sandboxed)\n", cwd)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// approvalHint says how to let a server start.
+func approvalHint(d mcp.Definition, why string) string {
+	if why == "denied" {
+		return "the user denied it in this window"
+	}
+	return fmt.Sprintf("a repository's server starts once approved: allow it when asked, or with --allow-mcp %s", d.Name)
+}
+
+// describe lists p's servers for agent.mcp: as they run, or, before the
+// project's first run, as defined (a repository's server that is not
+// approved yet is waiting for approval).
+func (m *mcpSource) describe(ctx context.Context, p *workspace.Project) []mcpServerInfo {
+	m.mu.Lock()
+	mp := m.projects[p.Root()]
+	m.mu.Unlock()
+	if mp == nil {
+		defs, infos := m.definitions(p)
+		for i, d := range defs {
+			if d.Source == mcp.SourceProject && !m.preApproved(ctx, p, d) {
+				infos[i].Status, infos[i].Reason = "waiting for approval", approvalHint(d, "")
+			}
+		}
+		return infos
+	}
+	infos := slices.Clone(mp.servers)
+	if mp.manager != nil {
+		for _, st := range mp.manager.Status() {
+			for i := range infos {
+				if infos[i].Name == st.Name {
+					infos[i].Status, infos[i].Reason, infos[i].Tools = string(st.State), st.Reason, st.Tools
+				}
+			}
+		}
+	}
+	return infos
+}
+
+// preApproved says whether a repository's server starts without asking.
+func (m *mcpSource) preApproved(ctx context.Context, p *workspace.Project, d mcp.Definition) bool {
+	if slices.Contains(m.settings.AllowMCP, d.Name) || slices.Contains(m.settings.AllowMCP, "*") {
+		return true
+	}
+	v, err := m.approvals.Approval(ctx, approvalKey(p, d))
+	return err == nil && v == d.Hash()
+}
+
+func approvalKey(p *workspace.Project, d mcp.Definition) string {
+	return strings.Join([]string{mcpApprovalKey, p.Root(), d.Name}, "\x00")
+}
+
+// same reports whether s defines the same servers as the source's settings.
+func (m *mcpSource) same(s config.Settings) bool {
+	o := m.settings
+	return string(o.MCPServers) == string(s.MCPServers) && slices.Equal(o.MCPConfig, s.MCPConfig) &&
+		slices.Equal(o.AllowMCP, s.AllowMCP) && o.MCPTimeout == s.MCPTimeout && o.Interactive == s.Interactive
+}
+
+// close stops every server.
+func (m *mcpSource) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, mp := range m.projects {
+		if mp.manager != nil {
+			mp.manager.Close()
+		}
+	}
+	m.projects = nil
+}
+
+// MCPArgs are agent.mcp's arguments (none).
+type MCPArgs struct{}
+
+// MCPProject is one project's MCP servers in agent.mcp's result.
+type MCPProject struct {
+	Project string          `json:"project"`
+	Root    string          `json:"root"`
+	Servers []mcpServerInfo `json:"servers"`
+}
+
+func (s *Server) mcpCommand(ctx context.Context, call commandCall, _ MCPArgs) ([]MCPProject, error) {
+	out := []MCPProject{}
+	for _, p := range call.b.Workspace.Projects() {
+		infos := call.b.MCP.describe(ctx, p)
+		if infos == nil {
+			infos = []mcpServerInfo{}
+		}
+		out = append(out, MCPProject{Project: p.Name(), Root: p.Root(), Servers: infos})
+	}
+	return out, nil
+}

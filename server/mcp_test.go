@@ -1,0 +1,200 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/agent-lsp/agent-lsp/agent/scripted"
+)
+
+var (
+	mcpServerOnce sync.Once
+	mcpServerBin  string
+	mcpServerErr  error
+)
+
+// mcpTestServer builds our MCP test server (testdata/mcp/testserver).
+func mcpTestServer(t *testing.T) string {
+	mcpServerOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mcp-testserver")
+		if err != nil {
+			mcpServerErr = err
+			return
+		}
+		mcpServerBin = filepath.Join(dir, "testserver")
+		if out, err := exec.Command("go", "build", "-o", mcpServerBin, "../testdata/mcp/testserver").CombinedOutput(); err != nil {
+			mcpServerErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if mcpServerErr != nil {
+		t.Fatal(mcpServerErr)
+	}
+	return mcpServerBin
+}
+
+// asked records the questions a client was asked and answers them.
+type asked struct {
+	mu        sync.Mutex
+	questions []string
+	answer    func(q string) string
+}
+
+func (a *asked) handle(params json.RawMessage) any {
+	var p struct {
+		Message string `json:"message"`
+	}
+	json.Unmarshal(params, &p)
+	a.mu.Lock()
+	a.questions = append(a.questions, p.Message)
+	a.mu.Unlock()
+	return map[string]string{"title": a.answer(p.Message)}
+}
+
+func (a *asked) count(substr string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, q := range a.questions {
+		if strings.Contains(q, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+type mcpServerRow struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	Status string `json:"status"`
+	Tools  int    `json:"tools"`
+}
+
+func mcpServers(t *testing.T, c *lspClient) map[string]mcpServerRow {
+	t.Helper()
+	var res []struct {
+		Servers []mcpServerRow `json:"servers"`
+	}
+	if err := c.command("agent.mcp", map[string]any{}, &res); err != nil || len(res) != 1 {
+		t.Fatalf("agent.mcp: %+v %v", res, err)
+	}
+	out := map[string]mcpServerRow{}
+	for _, s := range res[0].Servers {
+		out[s.Name] = s
+	}
+	return out
+}
+
+// An editor-configured MCP server starts without asking; its tools reach
+// the model as mcp__<server>__<tool>; the first call of a tool asks; its
+// result reaches the model; the server never sees the API key.
+func TestMCPEditorServer(t *testing.T) {
+	bin := mcpTestServer(t)
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("mcp__tools__echo", map[string]any{"text": "hello from mcp"})}},
+		{ToolCalls: []scripted.ToolCall{call("mcp__tools__env", map[string]any{"name": "OPENAI_API_KEY"})}},
+		{Text: "done"},
+	}})
+	c := startServer(t, envFor(t, srv)...)
+	a := &asked{answer: func(string) string { return "Always for this session" }}
+	c.askResult = a.handle
+	c.initialize(map[string]string{"sample": copyFixture(t, "sample")},
+		map[string]any{"mcpServers": map[string]any{"tools": map[string]any{"command": bin}}})
+	if rows := mcpServers(t, c); rows["tools"].Source != "editor" || rows["tools"].Status != "stopped" {
+		t.Fatalf("before the first run: %+v", rows)
+	}
+	var res runResult
+	if err := c.command("agent.run", map[string]any{"prompt": "use the tools"}, &res); err != nil || res.Status != "done" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	reqs := srv.Requests()
+	var names []string
+	for _, tl := range reqs[0].Tools {
+		names = append(names, tl.Function.Name)
+	}
+	if !strings.Contains(strings.Join(names, " "), "mcp__tools__echo") {
+		t.Fatalf("tools shown to the model: %v", names)
+	}
+	if tm := mcpToolResults(reqs[1]); !strings.Contains(tm, "hello from mcp") {
+		t.Fatalf("echo result: %q", tm)
+	}
+	if tm := mcpToolResults(reqs[2]); strings.Contains(tm, "sk-e2e-test-key") {
+		t.Fatalf("the MCP server saw the API key: %q", tm)
+	}
+	if n := a.count("mcp__tools__echo, a tool of the MCP server tools"); n != 1 {
+		t.Fatalf("asked %d times about echo: %v", n, a.questions)
+	}
+	if rows := mcpServers(t, c); rows["tools"].Status != "running" || rows["tools"].Tools < 5 {
+		t.Fatalf("after the run: %+v", rows)
+	}
+}
+
+// toolResults is the text of the tool messages of the newest turn of a request.
+func mcpToolResults(req openai.ChatCompletionRequest) string {
+	var b strings.Builder
+	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "tool"; i-- {
+		b.WriteString(req.Messages[i].Content)
+	}
+	return b.String()
+}
+
+// A repository's .mcp.json server does not start until the user approves
+// it; "Always for this project" is remembered in the store for the same
+// definition, and asked again when the definition changes; denied, the
+// server does not start and agent.mcp says so.
+func TestMCPProjectServerNeedsApproval(t *testing.T) {
+	bin := mcpTestServer(t)
+	sample := copyFixture(t, "sample")
+	write := func(args ...string) {
+		b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"repo": map[string]any{"command": bin, "args": args}}})
+		os.WriteFile(filepath.Join(sample, ".mcp.json"), b, 0o644)
+	}
+	write()
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "a"}, {Text: "b"}, {Text: "c"}, {Text: "d"}}})
+	env := envFor(t, srv)
+	session := func(answer string) (*lspClient, *asked) {
+		c := startServer(t, env...)
+		a := &asked{answer: func(string) string { return answer }}
+		c.askResult = a.handle
+		c.initialize(map[string]string{"sample": sample}, nil)
+		var res runResult
+		if err := c.command("agent.run", map[string]any{"prompt": "hi"}, &res); err != nil || res.Status != "done" {
+			t.Fatalf("%+v %v", res, err)
+		}
+		return c, a
+	}
+	c, a := session("Always for this project")
+	if a.count("defines the MCP server repo") != 1 || mcpServers(t, c)["repo"].Status != "running" {
+		t.Fatalf("first window: asked %v, servers %+v", a.questions, mcpServers(t, c))
+	}
+	closeServer(c)
+	c2, a2 := session("Deny")
+	if n := a2.count("defines the MCP server repo"); n != 0 || mcpServers(t, c2)["repo"].Status != "running" {
+		t.Fatalf("the approval was not remembered: asked %v", a2.questions)
+	}
+	closeServer(c2)
+	write("--changed")
+	c3, a3 := session("Deny")
+	if n := a3.count("defines the MCP server repo"); n != 1 {
+		t.Fatalf("a changed definition was not asked about again: %v", a3.questions)
+	}
+	if rows := mcpServers(t, c3); rows["repo"].Status != "denied" {
+		t.Fatalf("denied: %+v", rows)
+	}
+}
+
+// closeServer ends a server as an editor does and waits for it to exit, so
+// that the next one opens the store.
+func closeServer(c *lspClient) {
+	c.call("shutdown", nil, nil)
+	c.conn.Notify(context.Background(), "exit", nil)
+	c.cmd.Wait()
+}
