@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
@@ -75,5 +76,60 @@ func TestExternalTools(t *testing.T) {
 				t.Fatalf("calls: %v", src.calls)
 			}
 		})
+	}
+}
+
+// growingSource adds a tool once a call asked for it, as an MCP server does
+// with tools/list_changed.
+type growingSource struct {
+	mu    sync.Mutex
+	added bool
+}
+
+func (g *growingSource) Tools(context.Context, *workspace.Project) tools.Set {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	set := tools.Set{"mcp__g__add": tools.External("mcp__g__add", "g", "Adds a tool.", json.RawMessage(`{"type":"object"}`),
+		func(context.Context, json.RawMessage, int) (tools.Result, error) {
+			g.mu.Lock()
+			g.added = true
+			g.mu.Unlock()
+			return tools.Result{Content: "added"}, nil
+		})}
+	if g.added {
+		set["mcp__g__fresh"] = tools.External("mcp__g__fresh", "g", "New.", json.RawMessage(`{"type":"object"}`),
+			func(context.Context, json.RawMessage, int) (tools.Result, error) {
+				return tools.Result{Content: "fresh ran"}, nil
+			})
+	}
+	return set
+}
+
+// A tool that appears during a run (tools/list_changed) is shown to the
+// model at its next step, and can be called.
+func TestExternalToolsRefreshEachStep(t *testing.T) {
+	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("mcp__g__add", map[string]any{})}},
+		{ToolCalls: []scripted.ToolCall{call("mcp__g__fresh", map[string]any{})}},
+		{Text: "done"},
+	}}, Config{ToolSource: &growingSource{}})
+	perms := toolPerms{allowAll: true, tools: map[string]bool{"mcp__g__add": true, "mcp__g__fresh": true}}
+	if res := h.run(context.Background(), Request{Prompt: "grow", Permissions: perms}); res.Status != "done" {
+		t.Fatalf("%+v", res)
+	}
+	reqs := h.srv.Requests()
+	has := func(i int, name string) bool {
+		for _, tl := range reqs[i].Tools {
+			if tl.Function.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	if has(0, "mcp__g__fresh") || !has(1, "mcp__g__fresh") {
+		t.Fatal("the new tool was not shown at the next step")
+	}
+	if tm := toolMessages(reqs[2]); len(tm) != 2 || tm[1].Content != "fresh ran" {
+		t.Fatalf("%+v", tm)
 	}
 }

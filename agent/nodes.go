@@ -90,6 +90,9 @@ func fileKey(rt *Runtime, c message.ToolCall, current string) string {
 func (rt *Runtime) agentNode(ctx context.Context, s graph.State) (graph.Patch, error) {
 	r := runFrom(ctx)
 	project := rt.st.project.Get(s)
+	if r.contextID == "" {
+		rt.refreshTools(ctx, r, project) // a subagent keeps the tools it started with
+	}
 	resp, c, err := rt.chat(ctx, r, s)
 	var writes []graph.Write
 	if c.compacted {

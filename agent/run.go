@@ -29,6 +29,7 @@ type run struct {
 	acc       *accumulator
 	specs     []model.ToolSpec // the tools the model is shown: those that fit the budget
 	withheld  []string         // the tools that did not
+	base      tools.Set        // the runtime's tools, without the tool source's (set once it added some)
 	model     string           // the model of this run: the request's, the session's, else the configured one
 	budget    *budget          // that model's context, as learned
 
@@ -140,22 +141,46 @@ func (rt *Runtime) addTools(ctx context.Context, r *run, project string) {
 	if rt.cfg.ToolSource == nil {
 		return
 	}
+	if r.base == nil {
+		r.base = r.tools
+	}
 	p, ok := rt.cfg.Workspace.Project(project)
 	if !ok {
+		r.tools = r.base
 		return
 	}
 	extra := rt.cfg.ToolSource.Tools(ctx, p)
-	if len(extra) == 0 {
-		return
-	}
-	set := make(tools.Set, len(r.tools)+len(extra))
+	set := make(tools.Set, len(r.base)+len(extra))
 	for name, t := range extra {
 		set[name] = t
 	}
-	for name, t := range r.tools {
+	for name, t := range r.base {
 		set[name] = t
 	}
 	r.tools = set
+}
+
+// refreshTools takes the tool source's current tools at a step (a server
+// announced a changed list, the run moved to another project) and fits
+// them again when they changed.
+func (rt *Runtime) refreshTools(ctx context.Context, r *run, project string) {
+	if rt.cfg.ToolSource == nil {
+		return
+	}
+	before := r.tools
+	rt.addTools(ctx, r, project)
+	if len(before) != len(r.tools) || !sameNames(before, r.tools) {
+		r.fitTools(rt)
+	}
+}
+
+func sameNames(a, b tools.Set) bool {
+	for name := range a {
+		if _, ok := b[name]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // emit sends one event of this run (or subagent).

@@ -92,7 +92,8 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		return res
 	}
 	c.initialize(roots, map[string]any{"permissions": map[string]any{"allow": []string{"sleep *"}},
-		"model": map[string]any{"prices": map[string]any{"scripted": map[string]float64{"input": 2.5, "output": 10}}}})
+		"model":      map[string]any{"prices": map[string]any{"scripted": map[string]float64{"input": 2.5, "output": 10}}},
+		"mcpServers": map[string]any{"docs": map[string]any{"command": mcpTestServer(t)}}})
 
 	cmds = map[string][]commandExample{}
 	var mu sync.Mutex // guards cmds: the sleeping run answers while agent.cancel does
@@ -115,6 +116,7 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	}
 	do("agent.projects", map[string]any{})
 	do("agent.models", map[string]any{})
+	do("agent.mcp", map[string]any{})
 	main := session(do("agent.run", map[string]any{"prompt": "Add a farewell to greet.go", "project": "sample"}))
 	greet := string(uri.File(filepath.Join(roots["sample"], "greet.go")))
 	do("agent.run", map[string]any{"prompt": "Explain the selection", "uri": greet,
