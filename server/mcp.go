@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agent-lsp/agent-lsp/agent/mcp"
+	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/store"
@@ -43,6 +45,8 @@ type mcpSource struct {
 	approvals store.Approvals
 	ask       asker // nil: the client cannot be asked
 	log       func(string)
+	sandbox   *sandbox.Sandbox // confines stdio servers as the project's commands are, unless a definition opts out
+	confine   sandbox.Settings
 
 	mu       sync.Mutex             // guards projects
 	projects map[string]*mcpProject // by project root
@@ -119,7 +123,8 @@ func (m *mcpSource) project(ctx context.Context, p *workspace.Project) *mcpProje
 	if len(run) > 0 {
 		timeout := time.Duration(m.settings.MCPTimeout) * time.Second
 		mgr, err := mcp.NewManager(run, mcp.Options{Env: m.env, Dir: p.Root(), CallTimeout: timeout, ClientVersion: Version,
-			Log: func(server, line string) { m.log(fmt.Sprintf("mcp %s: %s", server, line)) }})
+			Log:     func(server, line string) { m.log(fmt.Sprintf("mcp %s: %s", server, line)) },
+			Prepare: func(d mcp.Definition, cmd *exec.Cmd) error { m.confineServer(p, d, cmd); return nil }})
 		if err != nil {
 			m.log(fmt.Sprintf("MCP servers of project %s: %v", p.Name(), err))
 		} else {
@@ -131,6 +136,28 @@ func (m *mcpSource) project(ctx context.Context, p *workspace.Project) *mcpProje
 	}
 	m.projects[p.Root()] = mp
 	return mp
+}
+
+// confineServer runs a stdio server in the sandbox under the project's
+// policy (as its commands run), unless its definition opts out.
+func (m *mcpSource) confineServer(p *workspace.Project, d mcp.Definition, cmd *exec.Cmd) {
+	if m.sandbox == nil || d.Unsandboxed {
+		return
+	}
+	policy := m.confine.Policy(p.Name(), string(p.Info().Type), p.Root())
+	if !m.sandbox.Confines(policy) {
+		return
+	}
+	argv := m.sandbox.Argv(policy, append([]string{cmd.Path}, cmd.Args[1:]...)...)
+	cmd.Path, cmd.Args = argv[0], argv
+}
+
+// sandboxed says whether d's server would run in the sandbox.
+func (m *mcpSource) sandboxed(p *workspace.Project, d mcp.Definition) bool {
+	if m.sandbox == nil || d.Unsandboxed || d.Transport != mcp.TransportStdio {
+		return false
+	}
+	return m.sandbox.Confines(m.confine.Policy(p.Name(), string(p.Info().Type), p.Root()))
 }
 
 // definitions are the project's server definitions, merged (editor over
@@ -205,7 +232,7 @@ func (m *mcpSource) approved(ctx context.Context, p *workspace.Project, d mcp.De
 	if m.ask == nil {
 		return false, "waiting for approval"
 	}
-	choice, err := m.ask(ctx, approvalQuestion(p, d), MCPAllow, MCPAlwaysHere, MCPDeny)
+	choice, err := m.ask(ctx, approvalQuestion(p, d, m.sandboxed(p, d)), MCPAllow, MCPAlwaysHere, MCPDeny)
 	switch {
 	case err != nil:
 		return false, "waiting for approval"
@@ -221,7 +248,7 @@ func (m *mcpSource) approved(ctx context.Context, p *workspace.Project, d mcp.De
 }
 
 // approvalQuestion shows what a repository's server would run.
-func approvalQuestion(p *workspace.Project, d mcp.Definition) string {
+func approvalQuestion(p *workspace.Project, d mcp.Definition, sandboxed bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The repository %s defines the MCP server %s (%s). Start it?\n", p.Root(), d.Name, d.Origin)
 	b.WriteString("  " + d.Summary() + "\n")
@@ -238,7 +265,11 @@ func approvalQuestion(p *workspace.Project, d mcp.Definition) string {
 		if cwd == "" {
 			cwd = p.Root()
 		}
-		fmt.Fprintf(&b, "  in: %s (not sandboxed)\n", cwd)
+		where := "in the sandbox"
+		if !sandboxed {
+			where = "NOT sandboxed: with your rights"
+		}
+		fmt.Fprintf(&b, "  in: %s (%s)\n", cwd, where)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

@@ -172,7 +172,7 @@ func TestMCPProjectServerNeedsApproval(t *testing.T) {
 		return c, a
 	}
 	c, a := session("Always for this project")
-	if a.count("defines the MCP server repo") != 1 || mcpServers(t, c)["repo"].Status != "running" {
+	if a.count("defines the MCP server repo") != 1 || a.count("(in the sandbox)") != 1 || mcpServers(t, c)["repo"].Status != "running" {
 		t.Fatalf("first window: asked %v, servers %+v", a.questions, mcpServers(t, c))
 	}
 	closeServer(c)

@@ -81,6 +81,9 @@ type Definition struct {
 	// URL and Headers address an http server.
 	URL     string
 	Headers map[string]string
+	// Unsandboxed: the definition opts out of the sandbox ("sandbox":
+	// false): a stdio server then runs with the user's rights.
+	Unsandboxed bool
 	// Unexpanded lists the ${...} references left literal because the
 	// definition comes from a project (Source is SourceProject).
 	Unexpanded []string
@@ -105,6 +108,7 @@ type rawServer struct {
 	Cwd     json.RawMessage `json:"cwd"`
 	URL     json.RawMessage `json:"url"`
 	Headers json.RawMessage `json:"headers"`
+	Sandbox *bool           `json:"sandbox"`
 }
 
 // Parse reads the {"mcpServers": {NAME: {...}}} shape (Claude Code's
@@ -181,6 +185,7 @@ func (p *parser) parse(data json.RawMessage) (Definition, error) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return def, p.errorf("must be an object with command or url: %v", err)
 	}
+	def.Unsandboxed = raw.Sandbox != nil && !*raw.Sandbox
 	var err error
 	if def.Command, err = p.str("command", raw.Command); err != nil {
 		return def, err
@@ -389,7 +394,8 @@ func (d Definition) Hash() string {
 		Cwd       string            `json:"cwd"`
 		URL       string            `json:"url"`
 		Headers   map[string]string `json:"headers"`
-	}{d.Transport, d.Command, d.Args, d.Env, d.Cwd, d.URL, d.Headers}
+		Unbound   bool              `json:"unsandboxed,omitempty"`
+	}{d.Transport, d.Command, d.Args, d.Env, d.Cwd, d.URL, d.Headers, d.Unsandboxed}
 	if canon.Args == nil {
 		canon.Args = []string{}
 	}
