@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agent-lsp/agent-lsp/agent/scripted"
+)
+
+var (
+	mcpBinOnce sync.Once
+	mcpBin     string
+)
+
+// mcpServerBinary builds testdata/mcp/testserver once.
+func mcpServerBinary(t *testing.T) string {
+	mcpBinOnce.Do(func() {
+		mcpBin = filepath.Join(filepath.Dir(binary), "mcp-testserver")
+		if out, err := exec.Command("go", "build", "-o", mcpBin, "../../testdata/mcp/testserver").CombinedOutput(); err != nil {
+			t.Fatalf("build the MCP test server: %v\n%s", err, out)
+		}
+	})
+	return mcpBin
+}
+
+// Headless runs start a repository's MCP server only when --allow-mcp names
+// it, and call an MCP tool only when --allow names it; servers of a
+// --mcp-config file start without asking.
+func TestHeadlessMCP(t *testing.T) {
+	bin := mcpServerBinary(t)
+	turns := func() scripted.Script {
+		return scripted.Script{Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{call("mcp__repo__echo", map[string]any{"text": "from the repo server"})}},
+			{Text: "done"},
+		}}
+	}
+	cases := []struct {
+		name, want string
+		args       []string
+		asked      bool // the tool was listed to the model
+	}{
+		{"not allowed to start", `unknown tool "mcp__repo__echo"`, nil, false},
+		{"started, call not allowed", "allow it with --allow mcp__repo__echo", []string{"--allow-mcp", "repo"}, true},
+		{"started and allowed", "from the repo server", []string{"--allow-mcp", "*", "--allow", "mcp__repo__*"}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cl := newCLI(t)
+			cl.srv.SetScript(turns())
+			b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"repo": map[string]any{"command": bin}}})
+			os.WriteFile(filepath.Join(cl.workspace, ".mcp.json"), b, 0o644)
+			args := append([]string{"run", "--no-daemon", "--workspace", cl.workspace}, c.args...)
+			out, errOut, code := cl.run(t, "", append(args, "use the repo's tool")...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s %s", code, out, errOut)
+			}
+			reqs := cl.srv.Requests()
+			listed := false
+			for _, tl := range reqs[0].Tools {
+				listed = listed || tl.Function.Name == "mcp__repo__echo"
+			}
+			if listed != c.asked {
+				t.Fatalf("listed %v, want %v", listed, c.asked)
+			}
+			if tm := reqs[1].Messages[len(reqs[1].Messages)-1].Content; !strings.Contains(tm, c.want) {
+				t.Fatalf("tool result %q, want %q", tm, c.want)
+			}
+		})
+	}
+
+	t.Run("a --mcp-config file", func(t *testing.T) {
+		cl := newCLI(t)
+		cl.srv.SetScript(scripted.Script{Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{call("mcp__mine__echo", map[string]any{"text": "from my server"})}},
+			{Text: "done"},
+		}})
+		cfg := filepath.Join(t.TempDir(), "mcp.json")
+		b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"mine": map[string]any{"command": bin}}})
+		os.WriteFile(cfg, b, 0o644)
+		_, errOut, code := cl.run(t, "", "run", "--no-daemon", "--workspace", cl.workspace, "--mcp-config", cfg, "--allow", "mcp__mine__echo", "echo")
+		reqs := cl.srv.Requests()
+		if code != 0 || len(reqs) != 2 || !strings.Contains(reqs[1].Messages[len(reqs[1].Messages)-1].Content, "from my server") {
+			t.Fatalf("exit %d %s: %+v", code, errOut, reqs)
+		}
+	})
+}
