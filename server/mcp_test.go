@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"os"
@@ -197,4 +198,38 @@ func closeServer(c *lspClient) {
 	c.call("shutdown", nil, nil)
 	c.conn.Notify(context.Background(), "exit", nil)
 	c.cmd.Wait()
+}
+
+// An HTTP MCP server configured by the editor: its tools reach the model
+// and a call goes through.
+func TestMCPHTTPServer(t *testing.T) {
+	cmd := exec.Command(mcpTestServer(t), "-http", "127.0.0.1:0")
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	url := strings.TrimSpace(strings.TrimPrefix(line, "listening on "))
+	if err != nil || !strings.HasPrefix(url, "http://") {
+		t.Fatalf("the test server said %q: %v", line, err)
+	}
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("mcp__web__echo", map[string]any{"text": "over http"})}},
+		{Text: "done"},
+	}})
+	c := startServer(t, envFor(t, srv)...)
+	c.initialize(map[string]string{"sample": copyFixture(t, "sample")}, map[string]any{
+		"mcpServers":  map[string]any{"web": map[string]any{"type": "http", "url": url}},
+		"permissions": map[string]any{"allow": []string{"mcp__web__*"}}})
+	var res runResult
+	if err := c.command("agent.run", map[string]any{"prompt": "echo over http"}, &res); err != nil || res.Status != "done" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if tm := mcpToolResults(srv.Requests()[1]); !strings.Contains(tm, "over http") {
+		t.Fatalf("result %q", tm)
+	}
+	if rows := mcpServers(t, c); rows["web"].Status != "running" || rows["web"].Source != "editor" {
+		t.Fatalf("%+v", rows)
+	}
 }
