@@ -233,3 +233,61 @@ func TestMCPHTTPServer(t *testing.T) {
 		t.Fatalf("%+v", rows)
 	}
 }
+
+// A slow MCP call is cancelled with its run (the server hears it), and a
+// server that crashes mid-call gives the model an error, then serves the
+// next call (restarted).
+func TestMCPCancelAndCrash(t *testing.T) {
+	srv := model(t, scripted.Script{Conversations: []scripted.Conversation{
+		{Match: "be slow", Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{call("mcp__tools__slow", map[string]any{"seconds": 60})}}, {Text: "never"}}},
+		{Match: "crash it", Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{call("mcp__tools__crash", map[string]any{})}},
+			{ToolCalls: []scripted.ToolCall{call("mcp__tools__echo", map[string]any{"text": "back again"})}},
+			{Text: "done"},
+		}},
+	}})
+	c := startServer(t, envFor(t, srv)...)
+	c.initialize(map[string]string{"sample": copyFixture(t, "sample")}, map[string]any{
+		"mcpServers":  map[string]any{"tools": map[string]any{"command": mcpTestServer(t)}},
+		"permissions": map[string]any{"allow": []string{"mcp__tools__*"}}})
+	done := make(chan runResult, 1)
+	go func() {
+		var r runResult
+		c.command("agent.run", map[string]any{"prompt": "be slow"}, &r)
+		done <- r
+	}()
+	var session string
+	c.waitFor("the slow call to start", func() bool {
+		for _, e := range c.events() {
+			if e["type"] == "tool.start" && e["name"] == "mcp__tools__slow" {
+				session = e["session"].(string)
+				return true
+			}
+		}
+		return false
+	})
+	if err := c.command("agent.cancel", map[string]any{"session": session}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.Status != "cancelled" {
+		t.Fatalf("the run: %+v", r)
+	}
+	c.waitFor("the server to hear the cancellation", func() bool {
+		for _, n := range c.notifications("window/logMessage") {
+			if strings.Contains(string(n), "slow: cancelled") {
+				return true
+			}
+		}
+		return false
+	})
+
+	var r runResult
+	if err := c.command("agent.run", map[string]any{"prompt": "crash it"}, &r); err != nil || r.Status != "done" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	reqs := srv.Requests()
+	crashed, again := mcpToolResults(reqs[len(reqs)-2]), mcpToolResults(reqs[len(reqs)-1])
+	if !strings.HasPrefix(crashed, "error: the MCP server tools could not run crash") || !strings.Contains(again, "back again") {
+		t.Fatalf("after a crash: %q, then %q", crashed, again)
+	}
+}
