@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 
 echo "== go vet"
 go vet ./...
+echo "== the reference MCP server the Go tests run (npm)"
+bash testdata/mcp/everything/install.sh
 echo "== go test -race"
 go test -race -count=1 ./...
 echo "== fuzz (short runs over the seed corpus and beyond)"

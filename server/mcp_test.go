@@ -291,3 +291,34 @@ func TestMCPCancelAndCrash(t *testing.T) {
 		t.Fatalf("after a crash: %q, then %q", crashed, again)
 	}
 }
+
+// The reference MCP server (@modelcontextprotocol/server-everything, from
+// npm: testdata/mcp/everything/install.sh) over stdio: an independent
+// implementation of the protocol agrees with ours on listing and calling.
+func TestMCPServerEverything(t *testing.T) {
+	bin, _ := filepath.Abs("../testdata/mcp/everything/node_modules/.bin/mcp-server-everything")
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%v: run testdata/mcp/everything/install.sh (scripts/test-all.sh does)", err)
+		}
+		t.Skipf("%v: run testdata/mcp/everything/install.sh", err)
+	}
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("mcp__everything__echo", map[string]any{"message": "from the reference server"})}},
+		{Text: "done"},
+	}})
+	c := startServer(t, envFor(t, srv)...)
+	c.initialize(map[string]string{"sample": copyFixture(t, "sample")}, map[string]any{
+		"mcpServers":  map[string]any{"everything": map[string]any{"command": bin, "args": []string{"stdio"}}},
+		"permissions": map[string]any{"allow": []string{"mcp__everything__*"}}})
+	var res runResult
+	if err := c.command("agent.run", map[string]any{"prompt": "echo"}, &res); err != nil || res.Status != "done" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if tm := mcpToolResults(srv.Requests()[1]); !strings.Contains(tm, "Echo: from the reference server") {
+		t.Fatalf("result %q", tm)
+	}
+	if rows := mcpServers(t, c); rows["everything"].Status != "running" || rows["everything"].Tools < 5 {
+		t.Fatalf("%+v", rows)
+	}
+}
