@@ -56,6 +56,14 @@ type mcpSource struct {
 type mcpProject struct {
 	manager *mcp.Manager
 	servers []mcpServerInfo // every definition, with why it does not run if it does not
+	idle    *time.Timer     // stops the servers after the idle time without a call; reset by each call
+}
+
+// used restarts the project's idle countdown: a call begins.
+func (mp *mcpProject) used(idle time.Duration) {
+	if mp.idle != nil {
+		mp.idle.Reset(idle)
+	}
 }
 
 // mcpServerInfo is a server as agent.mcp lists it.
@@ -86,6 +94,8 @@ func (m *mcpSource) Tools(ctx context.Context, p *workspace.Project) tools.Set {
 		ref := t.Ref
 		set[t.Name] = tools.External(t.Name, ref.Server, t.Description, t.InputSchema,
 			func(ctx context.Context, args json.RawMessage, limit int) (tools.Result, error) {
+				mp.used(m.idle())
+				defer mp.used(m.idle()) // counted from the call's end too: a long call is not idle
 				res, err := mgr.Call(ctx, ref.Server, ref.Tool, args)
 				if err != nil {
 					return tools.Result{Content: fmt.Sprintf("error: the MCP server %s could not run %s: %v", ref.Server, ref.Tool, err),
@@ -129,6 +139,11 @@ func (m *mcpSource) project(ctx context.Context, p *workspace.Project) *mcpProje
 			m.log(fmt.Sprintf("MCP servers of project %s: %v", p.Name(), err))
 		} else {
 			mp.manager = mgr
+			mp.idle = time.AfterFunc(m.idle(), func() {
+				for _, name := range mgr.Servers() {
+					mgr.Stop(name) // the next call starts it again
+				}
+			})
 		}
 	}
 	if m.projects == nil {
@@ -328,7 +343,15 @@ func approvalKey(p *workspace.Project, d mcp.Definition) string {
 func (m *mcpSource) same(s config.Settings) bool {
 	o := m.settings
 	return string(o.MCPServers) == string(s.MCPServers) && slices.Equal(o.MCPConfig, s.MCPConfig) &&
-		slices.Equal(o.AllowMCP, s.AllowMCP) && o.MCPTimeout == s.MCPTimeout && o.Interactive == s.Interactive
+		slices.Equal(o.AllowMCP, s.AllowMCP) && o.MCPTimeout == s.MCPTimeout && o.MCPIdle == s.MCPIdle && o.Interactive == s.Interactive
+}
+
+// idle is how long a project's servers wait for a call before they stop.
+func (m *mcpSource) idle() time.Duration {
+	if m.settings.MCPIdle <= 0 {
+		return 10 * time.Minute
+	}
+	return time.Duration(m.settings.MCPIdle) * time.Second
 }
 
 // close stops every server.
@@ -336,6 +359,9 @@ func (m *mcpSource) close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, mp := range m.projects {
+		if mp.idle != nil {
+			mp.idle.Stop()
+		}
 		if mp.manager != nil {
 			mp.manager.Close()
 		}

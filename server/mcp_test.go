@@ -322,3 +322,28 @@ func TestMCPServerEverything(t *testing.T) {
 		t.Fatalf("%+v", rows)
 	}
 }
+
+// A project's servers stop after mcpIdle seconds without a call, and the
+// next call starts them again.
+func TestMCPIdleStop(t *testing.T) {
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("mcp__tools__echo", map[string]any{"text": "one"})}}, {Text: "a"},
+		{ToolCalls: []scripted.ToolCall{call("mcp__tools__echo", map[string]any{"text": "two"})}}, {Text: "b"},
+	}})
+	c := startServer(t, envFor(t, srv)...)
+	c.initialize(map[string]string{"sample": copyFixture(t, "sample")}, map[string]any{
+		"mcpServers": map[string]any{"tools": map[string]any{"command": mcpTestServer(t)}}, "mcpIdle": 1,
+		"permissions": map[string]any{"allow": []string{"mcp__tools__*"}}})
+	var r runResult
+	if err := c.command("agent.run", map[string]any{"prompt": "first"}, &r); err != nil || r.Status != "done" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	c.waitFor("the idle servers to stop", func() bool { return mcpServers(t, c)["tools"].Status == "stopped" })
+	if err := c.command("agent.run", map[string]any{"prompt": "second"}, &r); err != nil || r.Status != "done" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	reqs := srv.Requests()
+	if tm := mcpToolResults(reqs[len(reqs)-1]); !strings.Contains(tm, "two") {
+		t.Fatalf("after the idle stop: %q", tm)
+	}
+}

@@ -58,6 +58,7 @@ type Settings struct {
 	MCPConfig     []string               // files of MCP servers (--mcp-config)
 	AllowMCP      []string               // repository servers that start without asking
 	MCPTimeout    int                    // seconds per MCP tool call
+	MCPIdle       int                    // seconds without a call before a project's servers stop
 }
 
 // Setting is one row of the configuration table.
@@ -295,6 +296,9 @@ var Table = []Setting{
 	{Name: "allowed MCP servers", Init: "mcp.allow", Flag: "allow-mcp", Default: "none",
 		Doc:  "servers of a repository's .mcp.json that start without asking, by name, * for all (repeatable); headless runs start none without it",
 		kind: listKind(func(s *Settings) *[]string { return &s.AllowMCP })},
+	{Name: "MCP idle", Init: "mcpIdle", Flag: "mcp-idle", Default: "600",
+		Doc:  "seconds without a call after which a project's MCP servers stop (1..86400); the next call starts them again",
+		kind: intKind(func(s *Settings) *int { return &s.MCPIdle }, 1, 86400)},
 	{Name: "MCP timeout", Env: "AGENT_LSP_MCP_TIMEOUT", Init: "mcpTimeout", Flag: "mcp-timeout", Default: "60",
 		Doc:  "seconds one MCP tool call may take (1..3600); it is cancelled with its run too",
 		kind: intKind(func(s *Settings) *int { return &s.MCPTimeout }, 1, 3600)},
