@@ -178,45 +178,56 @@ func (m *mcpSource) sandboxed(p *workspace.Project, d mcp.Definition) bool {
 // definitions are the project's server definitions, merged (editor over
 // flag over user over project), with their listing entries.
 func (m *mcpSource) definitions(p *workspace.Project) ([]mcp.Definition, []mcpServerInfo) {
-	lookup := func(k string) (string, bool) {
-		v := m.getenv(k)
-		return v, v != ""
+	defs, notes := MCPDefinitions(m.settings, m.ws, m.getenv, p)
+	for _, n := range notes {
+		m.log(n)
 	}
-	var lists [][]mcp.Definition
-	add := func(cfg *mcp.Config, err error) {
-		if err != nil {
-			m.log(err.Error())
-			return
-		}
-		for _, w := range cfg.Warnings {
-			m.log(w)
-		}
-		lists = append(lists, cfg.Servers)
-	}
-	if len(m.settings.MCPServers) > 0 {
-		add(mcp.ParseServers(m.settings.MCPServers, "initializationOptions.mcpServers", mcp.SourceEditor, lookup))
-	}
-	for _, f := range m.settings.MCPConfig {
-		if b, err := os.ReadFile(f); err != nil {
-			m.log(fmt.Sprintf("MCP config %s: %v", f, err))
-		} else {
-			add(mcp.Parse(b, f, mcp.SourceFlag, lookup))
-		}
-	}
-	if user := userMCPFile(m.getenv); user != "" {
-		if b, err := os.ReadFile(user); err == nil {
-			add(mcp.Parse(b, user, mcp.SourceUser, lookup))
-		}
-	}
-	if b, err := m.ws.ReadFile(p, filepath.Join(p.Root(), ".mcp.json"), maxProjectMCP); err == nil {
-		add(mcp.Parse(b, filepath.Join(p.Root(), ".mcp.json"), mcp.SourceProject, lookup))
-	}
-	defs := mcp.Merge(lists...)
 	infos := make([]mcpServerInfo, len(defs))
 	for i, d := range defs {
 		infos[i] = mcpServerInfo{Name: d.Name, Source: string(d.Source), Origin: d.Origin, Transport: string(d.Transport), Status: "stopped", Tools: -1}
 	}
 	return defs, infos
+}
+
+// MCPDefinitions reads the MCP servers project p may use under settings s:
+// the editor's (initializationOptions.mcpServers), the --mcp-config files,
+// the user's mcp.json and the project's .mcp.json (read inside the project
+// boundary), merged, editor over flag over user over project. getenv
+// expands ${VAR} in all but the project's. notes are problems worth telling
+// the user (a file that does not parse, an unset variable).
+func MCPDefinitions(s config.Settings, ws *workspace.Workspace, getenv func(string) string, p *workspace.Project) (defs []mcp.Definition, notes []string) {
+	lookup := func(k string) (string, bool) {
+		v := getenv(k)
+		return v, v != ""
+	}
+	var lists [][]mcp.Definition
+	add := func(cfg *mcp.Config, err error) {
+		if err != nil {
+			notes = append(notes, err.Error())
+			return
+		}
+		notes = append(notes, cfg.Warnings...)
+		lists = append(lists, cfg.Servers)
+	}
+	if len(s.MCPServers) > 0 {
+		add(mcp.ParseServers(s.MCPServers, "initializationOptions.mcpServers", mcp.SourceEditor, lookup))
+	}
+	for _, f := range s.MCPConfig {
+		if b, err := os.ReadFile(f); err != nil {
+			notes = append(notes, fmt.Sprintf("MCP config %s: %v", f, err))
+		} else {
+			add(mcp.Parse(b, f, mcp.SourceFlag, lookup))
+		}
+	}
+	if user := userMCPFile(getenv); user != "" {
+		if b, err := os.ReadFile(user); err == nil {
+			add(mcp.Parse(b, user, mcp.SourceUser, lookup))
+		}
+	}
+	if b, err := ws.ReadFile(p, filepath.Join(p.Root(), ".mcp.json"), maxProjectMCP); err == nil {
+		add(mcp.Parse(b, filepath.Join(p.Root(), ".mcp.json"), mcp.SourceProject, lookup))
+	}
+	return mcp.Merge(lists...), notes
 }
 
 // userMCPFile is $XDG_CONFIG_HOME/agent-lsp/mcp.json, else under ~/.config.

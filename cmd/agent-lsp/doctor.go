@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	mcpdef "github.com/agent-lsp/agent-lsp/agent/mcp"
 	llm "github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/server"
@@ -107,6 +108,20 @@ type doctorProject struct {
 	Path string `json:"path"`
 	workspace.Info
 	Sandbox sandbox.Report `json:"sandbox"`
+	MCP     []doctorMCP    `json:"mcp"` // the MCP servers its runs may use; doctor starts none
+}
+
+// doctorMCP is one MCP server a project's runs may use.
+type doctorMCP struct {
+	Name      string `json:"name"`
+	Source    string `json:"source"` // user, editor, flag or project
+	Origin    string `json:"origin"`
+	Transport string `json:"transport"`
+	Command   string `json:"command"` // what it runs (or its URL); never a variable's value
+	// Approval is "needed" for a repository's server that --allow-mcp does
+	// not name (the editor asks at the project's first run; headless runs
+	// do not start it), else "not needed".
+	Approval string `json:"approval"`
 }
 
 func doctorCommand(args []string, stdout, stderr io.Writer) int {
@@ -391,8 +406,18 @@ func (r *doctorReport) checkSandbox(st config.Settings, getenv func(string) stri
 			continue
 		}
 		snap := p.Snapshot()
+		defs, notes := server.MCPDefinitions(st, ws, getenv, p)
+		r.Warnings = append(r.Warnings, notes...)
+		servers := []doctorMCP{}
+		for _, d := range defs {
+			approval := "not needed"
+			if d.Source == mcpdef.SourceProject && !slices.Contains(st.AllowMCP, d.Name) && !slices.Contains(st.AllowMCP, "*") {
+				approval = "needed"
+			}
+			servers = append(servers, doctorMCP{Name: d.Name, Source: string(d.Source), Origin: d.Origin, Transport: string(d.Transport), Command: d.Summary(), Approval: approval})
+		}
 		r.Projects = append(r.Projects, doctorProject{Name: snap.Name, Path: snap.Path, Info: snap.Info,
-			Sandbox: sb.Describe(confine.Policy(snap.Name, string(snap.Type), snap.Path))})
+			Sandbox: sb.Describe(confine.Policy(snap.Name, string(snap.Type), snap.Path)), MCP: servers})
 		if snap.Type == workspace.Unknown {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("project %s: no manifest found (go.mod, package.json, Cargo.toml, ...): the agent knows no build or test command for it", snap.Name))
 		}
@@ -502,6 +527,13 @@ func (r *doctorReport) print(w io.Writer) {
 		}
 		if p.Type == workspace.Unknown {
 			mark, more = markWarn, append(more, "no manifest found: no build or test command")
+		}
+		for _, m := range p.MCP {
+			note := ""
+			if m.Approval == "needed" {
+				note = " (the repository's: asked before it starts; headless needs --allow-mcp " + m.Name + ")"
+			}
+			more = append(more, fmt.Sprintf("mcp:   %s (%s, %s): %s%s", m.Name, m.Source, m.Transport, m.Command, note))
 		}
 		line(mark, "project", text, more...)
 	}

@@ -89,3 +89,28 @@ func TestHeadlessMCP(t *testing.T) {
 		}
 	})
 }
+
+// doctor lists the MCP servers each project's runs may use, says which need
+// approval, and starts none of them.
+func TestDoctorListsMCPServers(t *testing.T) {
+	cl := newCLI(t)
+	marker := filepath.Join(t.TempDir(), "started")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"repo": map[string]any{"command": "touch", "args": []string{marker}}}})
+	os.WriteFile(filepath.Join(cl.workspace, ".mcp.json"), b, 0o644)
+	out, errOut, _ := cl.run(t, "", "doctor", "--json", "--workspace", cl.workspace)
+	var rep struct {
+		Projects []struct {
+			MCP []struct{ Name, Source, Approval, Command string } `json:"mcp"`
+		} `json:"projects"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Projects) != 1 || len(rep.Projects[0].MCP) != 1 {
+		t.Fatalf("%v: %s %s", err, out, errOut)
+	}
+	m := rep.Projects[0].MCP[0]
+	if m.Name != "repo" || m.Source != "project" || m.Approval != "needed" || !strings.Contains(m.Command, "touch") {
+		t.Fatalf("%+v", m)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatal("doctor started a repository's MCP server")
+	}
+}
