@@ -116,7 +116,7 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 		if !s.Interactive {
 			ask = nil
 		}
-		src = &mcpSource{settings: s, ws: b.Workspace, getenv: b.getenv, env: env, approvals: b.Store, ask: ask, log: warn, sandbox: sb, confine: confine}
+		src = &mcpSource{settings: s, ws: b.Workspace, getenv: b.getenv, env: env, approvals: b.Store, ask: ask, log: warn, sandbox: sb, confine: confine, pool: &b.hub.mcp}
 	}
 	rt, err := agent.New(agent.Config{Model: m, ModelName: s.Model, Endpoint: s.BaseURL, ContextTokens: s.ContextTokens, Workspace: b.Workspace, Store: b.Store,
 		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, Prices: s.Prices, CommandEnv: env, ToolSource: src,

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -47,6 +49,7 @@ type mcpSource struct {
 	log       func(string)
 	sandbox   *sandbox.Sandbox // confines stdio servers as the project's commands are, unless a definition opts out
 	confine   sandbox.Settings
+	pool      *mcpPool // shares managers with the process's other connections
 
 	mu       sync.Mutex             // guards projects
 	projects map[string]*mcpProject // by project root
@@ -55,6 +58,7 @@ type mcpSource struct {
 // mcpProject is the MCP servers of one project.
 type mcpProject struct {
 	manager *mcp.Manager
+	release func()          // gives the manager back to the pool
 	servers []mcpServerInfo // every definition, with why it does not run if it does not
 	idle    *time.Timer     // stops the servers after the idle time without a call; reset by each call
 }
@@ -132,13 +136,16 @@ func (m *mcpSource) project(ctx context.Context, p *workspace.Project) *mcpProje
 	mp := &mcpProject{servers: infos}
 	if len(run) > 0 {
 		timeout := time.Duration(m.settings.MCPTimeout) * time.Second
-		mgr, err := mcp.NewManager(run, mcp.Options{Env: m.env, Dir: p.Root(), CallTimeout: timeout, ClientVersion: Version,
-			Log:     func(server, line string) { m.log(fmt.Sprintf("mcp %s: %s", server, line)) },
-			Prepare: func(d mcp.Definition, cmd *exec.Cmd) error { m.confineServer(p, d, cmd); return nil }})
+		create := func() (*mcp.Manager, error) {
+			return mcp.NewManager(run, mcp.Options{Env: m.env, Dir: p.Root(), CallTimeout: timeout, ClientVersion: Version,
+				Log:     func(server, line string) { m.log(fmt.Sprintf("mcp %s: %s", server, line)) },
+				Prepare: func(d mcp.Definition, cmd *exec.Cmd) error { m.confineServer(p, d, cmd); return nil }})
+		}
+		mgr, release, err := m.pool.acquire(m.poolKey(p, run, timeout), create)
 		if err != nil {
 			m.log(fmt.Sprintf("MCP servers of project %s: %v", p.Name(), err))
 		} else {
-			mp.manager = mgr
+			mp.manager, mp.release = mgr, release
 			mp.idle = time.AfterFunc(m.idle(), func() {
 				for _, name := range mgr.Servers() {
 					mgr.Stop(name) // the next call starts it again
@@ -357,6 +364,20 @@ func (m *mcpSource) same(s config.Settings) bool {
 		slices.Equal(o.AllowMCP, s.AllowMCP) && o.MCPTimeout == s.MCPTimeout && o.MCPIdle == s.MCPIdle && o.Interactive == s.Interactive
 }
 
+// poolKey identifies servers that run identically: the definitions, the
+// environment, the folder, the timeout and whether they are confined.
+func (m *mcpSource) poolKey(p *workspace.Project, defs []mcp.Definition, timeout time.Duration) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00", p.Root(), p.Name(), timeout)
+	for _, d := range defs {
+		fmt.Fprintf(h, "%s\x00%s\x00%v\x00", d.Name, d.Hash(), m.sandboxed(p, d))
+	}
+	for _, kv := range m.env {
+		fmt.Fprintf(h, "%s\x00", kv)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // idle is how long a project's servers wait for a call before they stop.
 func (m *mcpSource) idle() time.Duration {
 	if m.settings.MCPIdle <= 0 {
@@ -373,8 +394,8 @@ func (m *mcpSource) close() {
 		if mp.idle != nil {
 			mp.idle.Stop()
 		}
-		if mp.manager != nil {
-			mp.manager.Close()
+		if mp.release != nil {
+			mp.release()
 		}
 	}
 	m.projects = nil

@@ -114,3 +114,59 @@ func TestDoctorListsMCPServers(t *testing.T) {
 		t.Fatal("doctor started a repository's MCP server")
 	}
 }
+
+// processesOf counts the live processes running path.
+func processesOf(path string) int {
+	n := 0
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(b), path) {
+			continue
+		}
+		if st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); strings.Contains(string(st), ") Z ") {
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+// Windows of one daemon whose MCP servers are defined and run alike share
+// the servers' processes; a window whose environment differs gets its own.
+func TestDaemonSharesMCPServers(t *testing.T) {
+	bin := mcpServerBinary(t)
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	stopDaemon(t, store)
+	ws := sample(t)
+	srv := model(t, scripted.Script{Conversations: []scripted.Conversation{{Match: "echo", ByHistory: true, Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{withID(call("mcp__tools__echo", map[string]any{"text": "shared"}), "call_echo")}}, {Text: "done"},
+	}}}})
+	opts := map[string]any{"mcpServers": map[string]any{"tools": map[string]any{"command": bin, "sandbox": false}},
+		"permissions": map[string]any{"allow": []string{"mcp__tools__*"}}}
+	open := func(extra ...string) *window {
+		w := startWindow(t, "", daemonEnv(store, srv, extra...))
+		if err := w.call("initialize", map[string]any{"processId": nil, "capabilities": map[string]any{}, "initializationOptions": opts,
+			"workspaceFolders": []map[string]string{{"uri": "file://" + ws, "name": "sample"}}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var r result
+		if err := w.command("agent.run", map[string]any{"prompt": "echo"}, &r); err != nil || r.Status != "done" {
+			t.Fatalf("%+v %v", r, err)
+		}
+		return w
+	}
+	a := open()
+	b := open()
+	if n := processesOf(bin); n != 1 {
+		t.Fatalf("%d server processes for two windows defined alike, want 1", n)
+	}
+	c := open("SOMETHING_ELSE=1")
+	if n := processesOf(bin); n != 2 {
+		t.Fatalf("%d server processes with a third window of another environment, want 2", n)
+	}
+	for _, w := range []*window{a, b, c} {
+		w.close()
+	}
+	eventually(t, "the servers to stop with their windows", func() bool { return processesOf(bin) == 0 })
+}
