@@ -39,7 +39,7 @@ end
 test("plugin/agent_lsp.lua defines the commands and loads nothing else", function()
   vim.cmd("runtime plugin/agent_lsp.lua")
   for _, name in ipairs({ "AgentRun", "AgentResume", "AgentCancel", "AgentSessions", "AgentSession", "AgentLog", "AgentProjects", "AgentSwitch",
-    "AgentChat", "AgentReply", "AgentModel", "AgentWorkspace" }) do
+    "AgentChat", "AgentReply", "AgentModel", "AgentWorkspace", "AgentMcp" }) do
     assert(vim.fn.exists(":" .. name) == 2, ":" .. name .. " is not defined")
   end
   local loaded = {}
@@ -825,6 +825,98 @@ test("context settings reach the server; a session's subagents are listed and <C
   agent.config.cmd_env = nil
   agent.config.context_tokens, agent.config.window, agent.config.tool_output, agent.config.read_only_subagents = nil, nil, nil, nil
   vim.fn.jobstop(job)
+  assert(ok, err)
+end)
+
+-- answer_questions answers the server's window/showMessageRequest the way a
+-- user picks from Neovim's numbered list (vim.fn.inputlist, which the default
+-- handler the plugin's calls shows): choose(message) names the action to
+-- pick. It records each question with its actions; the returned function
+-- restores inputlist.
+local function answer_questions(choose, asked)
+  local inputlist, real_print = vim.fn.inputlist, print
+  print = function() end -- the handler prints the question too
+  vim.fn.inputlist = function(items)
+    local actions = {}
+    for i = 3, #items do
+      table.insert(actions, (items[i]:gsub("^%d+%. ", "")))
+    end
+    table.insert(asked, { message = items[1], actions = actions })
+    local want = choose(items[1])
+    for i, title in ipairs(actions) do
+      if title == want then
+        return i
+      end
+    end
+    return 0
+  end
+  return function() vim.fn.inputlist, print = inputlist, real_print end
+end
+
+test("mcp_servers reach the server: the MCP tool is called once allowed, :AgentMcp lists it running with its tools and the repository's server denied", function()
+  local mcp_bin = assert(os.getenv("AGENT_LSP_TEST_MCP_BIN"), "AGENT_LSP_TEST_MCP_BIN")
+  local project_file = ws .. "/.mcp.json"
+  vim.fn.writefile({ vim.fn.json_encode({ mcpServers = { repo = { command = mcp_bin, args = { "--from-the-repository" } } } }) }, project_file)
+  agent.config.mcp_servers = { tools = { command = mcp_bin, env = {} } }
+  local asked = {}
+  local restore = answer_questions(function(message)
+    if message:find("defines the MCP server repo", 1, true) then
+      return "Deny"
+    elseif message:find("mcp__tools__echo", 1, true) then
+      return "Allow once"
+    end
+  end, asked)
+  local client_mod = require("agent_lsp.client")
+  local execute, listed = client_mod.execute, 0
+  client_mod.execute = function(c, command, ...)
+    listed = listed + (command == "agent.mcp" and 1 or 0)
+    return execute(c, command, ...)
+  end
+  local ok, err = pcall(function()
+    vim.cmd("silent! only")
+    vim.cmd("edit " .. greet)
+    restart() -- the server reads mcpServers when it starts
+    local run = run_and_wait("AgentRun Call the MCP echo tool, please")
+    assert(run.result.status == "done", "status " .. tostring(run.result.status) .. ": " .. tostring(run.result.error))
+    assert(#asked == 2, "questions: " .. vim.inspect(asked))
+    assert(vim.deep_equal(asked[1].actions, { "Allow", "Always for this project", "Deny" }), "the approval offers: " .. vim.inspect(asked[1]))
+    assert(asked[1].message:find(mcp_bin .. " --from-the-repository", 1, true), asked[1].message)
+    assert(vim.deep_equal(asked[2].actions, { "Allow once", "Always for this session", "Deny" }), "the call offers: " .. vim.inspect(asked[2]))
+    local out = tool_result(session_detail(run.result.session), "mcp__tools__echo")
+    assert(out == "zebra-mcp-echo-42", "the MCP tool's result: " .. out)
+    vim.cmd("AgentMcp")
+    wait_for("the MCP list", function() return vim.api.nvim_buf_get_name(0):find("agent-lsp://mcp", 1, true) ~= nil end, 5000)
+    local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+    local text = table.concat(lines, "\n")
+    assert(text:find("sample — " .. ws, 1, true), text)
+    local tools = contains(lines, function(l) return l:find("^  tools ") end)
+    assert(tools and tools:find("editor%s+stdio%s+running%s+8 tools$"), "the editor's server:\n" .. text)
+    local repo = contains(lines, function(l) return l:find("^  repo ") end)
+    assert(repo and repo:find("project%s+stdio%s+denied%s+tools not listed yet — the user denied it"), "the repository's server:\n" .. text)
+    assert(vim.bo.buftype == "nofile" and not vim.bo.modifiable, "the list should be a read-only scratch buffer")
+    -- <CR> on the repository's server: where it is defined, why it does not run.
+    vim.api.nvim_win_set_cursor(0, { vim.fn.index(lines, repo) + 1, 0 })
+    local list_win = vim.api.nvim_get_current_win()
+    vim.cmd("execute \"normal \\<CR>\"")
+    local float = contains(vim.api.nvim_list_wins(), function(w) return vim.api.nvim_win_get_config(w).relative ~= "" end)
+    assert(float, "no details float")
+    local details = table.concat(vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(float), 0, -1, false), "\n")
+    assert(details:find("defined in " .. project_file .. " (project)", 1, true) and details:find("reason: the user denied it in this window", 1, true), details)
+    vim.api.nvim_win_close(float, true)
+    vim.api.nvim_set_current_win(list_win)
+    -- R lists them again, in place.
+    local before = listed
+    vim.cmd("normal R")
+    wait_for("the refreshed list", function() return listed == before + 1 end, 5000)
+    vim.wait(200)
+    assert(vim.api.nvim_buf_get_name(0):find("agent-lsp://mcp", 1, true) and #vim.api.nvim_list_wins() == 2, "R opened another window")
+    assert(contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), function(l) return l:find("running%s+8 tools$") end), "after R:\n" .. buffer_text())
+    vim.cmd("close")
+  end)
+  restore()
+  client_mod.execute = execute
+  agent.config.mcp_servers = nil
+  vim.fn.delete(project_file)
   assert(ok, err)
 end)
 

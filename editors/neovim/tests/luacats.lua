@@ -4,8 +4,29 @@
 -- type (or one "---| type" line per member), and type expressions made of
 -- string, integer, number, boolean, "literals", T[], class and alias names,
 -- joined by |. Anything else is an error, so an annotation it cannot read
--- fails the test rather than passing unchecked.
+-- fails the test rather than passing unchecked. A "literal" may hold spaces
+-- ("waiting for approval"); elsewhere a type expression ends at a space.
 local M = {}
+
+-- type_expr reads the type expression at the start of s: names, T[] and
+-- "literals" (which may hold spaces) joined by |; it returns the
+-- expression and the rest of s.
+local function type_expr(s)
+  local i, out = 1, {}
+  while true do
+    local piece = s:match('^"[^"]*"', i) or s:match("^[%w%._]+%[?%]?", i)
+    if not piece then
+      break
+    end
+    table.insert(out, piece)
+    i = i + #piece
+    if s:sub(i, i) ~= "|" then
+      break
+    end
+    i = i + 1
+  end
+  return table.concat(out, "|"), s:sub(i)
+end
 
 ---@class LuaCats.Field
 ---@field type string
@@ -22,14 +43,19 @@ function M.read(path)
   local t = { classes = {}, aliases = {} }
   local class, alias
   for _, line in ipairs(vim.fn.readfile(path)) do
-    local member = line:match("^%-%-%-|%s*(%S+)")
+    local member = line:match("^%-%-%-|%s*(.*)$")
+    member = member and type_expr(member)
     if member and alias then
       t.aliases[alias] = t.aliases[alias] == "" and member or (t.aliases[alias] .. "|" .. member)
     else
       alias = nil
       local name, parent = line:match("^%-%-%-@class%s+([%w%._]+)%s*:?%s*([%w%._]*)")
-      local fname, opt, ftype, rest = line:match("^%-%-%-@field%s+([%w_]+)(%??)%s+(%S+)(.*)")
-      local aname, atype = line:match("^%-%-%-@alias%s+([%w%._]+)%s*(%S*)")
+      local fname, opt, ftype, rest = line:match("^%-%-%-@field%s+([%w_]+)(%??)%s+(.*)")
+      if fname then
+        ftype, rest = type_expr(ftype)
+      end
+      local aname, atype = line:match("^%-%-%-@alias%s+([%w%._]+)%s*(.*)")
+      atype = atype and (type_expr(atype))
       if name then
         class = { parent = parent ~= "" and parent or nil, fields = {} }
         t.classes[name] = class

@@ -293,11 +293,12 @@ local function documented_settings()
   return out
 end
 
--- option_paths lists the dotted paths of the values in t (a list is a value).
-local function option_paths(t, prefix, out)
+-- option_paths lists the dotted paths of the values in t (a list is a value,
+-- and so is the object of a setting, such as mcpServers's servers by name).
+local function option_paths(t, prefix, out, settings)
   for k, v in pairs(t) do
-    if type(v) == "table" and not vim.tbl_islist(v) then
-      option_paths(v, prefix .. k .. ".", out)
+    if type(v) == "table" and not vim.tbl_islist(v) and not settings[prefix .. k] then
+      option_paths(v, prefix .. k .. ".", out, settings)
     else
       table.insert(out, prefix .. k)
     end
@@ -309,12 +310,13 @@ test("every initializationOptions key the plugin sends is a setting of docs/prot
   local settings = documented_settings()
   local config = require("agent_lsp.config")
   config.setup({ model = "m", base_url = "http://m", api_key_env = "K", store = "/s.db", allow = { "a" }, deny = { "d" },
-    allow_edit = { ".env" }, scrub_env = { "*_TOKEN" }, context_tokens = 8192, window = 50, tool_output = 4096, read_only_subagents = true })
-  local paths = option_paths(config.init_options(), "", {})
+    allow_edit = { ".env" }, scrub_env = { "*_TOKEN" }, context_tokens = 8192, window = 50, tool_output = 4096, read_only_subagents = true,
+    mcp_servers = { docs = { command = "docs-mcp", args = { "--stdio" }, env = { K = "v" } } }, mcp_allow = { "docs" } })
+  local paths = option_paths(config.init_options(), "", {}, settings)
   config.setup()
   table.sort(paths)
   local unknown = vim.tbl_filter(function(p) return not settings[p] end, paths)
-  assert(#paths == 13 and #unknown == 0, ("not settings: %s (of %s)"):format(table.concat(unknown, ", "), table.concat(paths, ", ")))
+  assert(#paths == 15 and #unknown == 0, ("not settings: %s (of %s)"):format(table.concat(unknown, ", "), table.concat(paths, ", ")))
 end)
 
 harness.finish()

@@ -4,7 +4,7 @@
 # the review's hint, the renderers' text, the event log, the commands against
 # a stubbed connection, the version check of edits, saving before commands,
 # the review by hunk; per-session commands routed to the session's client;
-# the chat's helpers, #references, :AgentModel, the
+# the chat's helpers, #references, :AgentModel, :AgentMcp and the MCP options, the
 # statusline's tokens, the health check's reporters and setting checks, the
 # project roots), the contract (protocol.lua: testdata/protocol read
 # with types.lua and rendered with the plugin's renderers, the server's
@@ -12,7 +12,8 @@
 # docs/protocol.md), then end-to-end tests
 # (e2e.lua) where headless Neovim drives the real agent-lsp binary against the
 # scripted model (a test double that replays testdata/scripts/editors.json;
-# e2e.lua starts a second one with a script of its own for a subagent), and
+# e2e.lua starts a second one with a script of its own for a subagent; the
+# MCP test server, built below, serves mcp_servers), and
 # the install recipe of README.md loaded the way lazy.nvim loads it (lazy.lua).
 # Installs Debian's neovim when it is missing.
 set -euo pipefail
@@ -34,7 +35,8 @@ timeout 60 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$repo/editors/neov
 gocache="$(go env GOCACHE)" # the lazy.nvim recipe's build uses it (XDG_CACHE_HOME changes below)
 work="$(mktemp -d)"
 trap 'kill "${model_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
-(cd "$repo" && go build -o "$work/bin/agent-lsp" ./cmd/agent-lsp && go build -o "$work/bin/scripted-model" ./cmd/scripted-model)
+(cd "$repo" && go build -o "$work/bin/agent-lsp" ./cmd/agent-lsp && go build -o "$work/bin/scripted-model" ./cmd/scripted-model &&
+	go build -o "$work/bin/mcp-testserver" ./testdata/mcp/testserver)
 cp -r "$repo/testdata/workspaces/sample" "$work/sample"
 cp -r "$repo/editors/neovim" "$work/plugin" # :helptags writes into it
 (cd "$work/sample" && git init -q)
@@ -47,6 +49,7 @@ export OPENAI_BASE_URL="$(head -n1 "$work/model-url")" OPENAI_API_KEY=scripted A
 export AGENT_LSP_DAEMON_IDLE=3s # the servers' daemon exits soon after the tests
 export AGENT_LSP_TEST_PLUGIN="$work/plugin" AGENT_LSP_TEST_BIN="$work/bin/agent-lsp" AGENT_LSP_TEST_WS="$work/sample" AGENT_LSP_TEST_STORE="$work/sessions.db"
 export AGENT_LSP_TEST_MODEL_BIN="$work/bin/scripted-model" # e2e.lua starts a second one with its own script
+export AGENT_LSP_TEST_MCP_BIN="$work/bin/mcp-testserver"    # a stdio MCP server (echo, fail, slow, crash, env, cwd, add_tool, image)
 export XDG_STATE_HOME="$work/state" XDG_CACHE_HOME="$work/cache" XDG_DATA_HOME="$work/data"
 # The install recipe: a copy of the repository's sources for the build of
 # README.md's lazy.nvim spec (lazy.lua runs it), without a built binary.

@@ -857,6 +857,176 @@ test("subagent.start events make their contexts complete for :AgentSession", fun
   end)
 end)
 
+-- MCP servers: the options, :AgentMcp, the approval question ---------------------
+
+-- mcp_fixture is the result of the agent.mcp fixture (testdata/protocol), with
+-- a third project whose servers run, failed and were denied.
+local function mcp_fixture()
+  local path = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h:h:h") .. "/testdata/protocol/commands/agent.mcp.json"
+  local list = vim.fn.json_decode(table.concat(vim.fn.readfile(path), "\n"))[1].result
+  table.insert(list, { project = "web", root = "/work/web", servers = {
+    { name = "files", source = "user", origin = "/home/u/.config/agent-lsp/mcp.json", transport = "stdio", status = "running", tools = 1 },
+    { name = "issues", source = "flag", origin = "/etc/mcp.json", transport = "http", status = "failed", tools = -1,
+      reason = "connect: connection refused\nat https://mcp.example.com/mcp" },
+    { name = "repo-tools", source = "project", origin = "/work/web/.mcp.json", transport = "stdio", status = "denied", tools = -1,
+      reason = "the user denied it in this window, and this reason goes on well past the sixty characters the list shows" },
+  } })
+  table.insert(list, { project = "empty", root = "/work/empty", servers = {} })
+  return list
+end
+
+test("mcp_lines: the fixture's projects and servers, aligned; -1 tools as words, a reason's first line cut", function()
+  local lines, at = render.mcp_lines(mcp_fixture())
+  local want = {
+    "other — /work/other",
+    "  docs        editor   stdio  stopped               tools not listed yet",
+    "",
+    "sample — /work/sample",
+    "  docs        editor   stdio  stopped               tools not listed yet",
+    "",
+    "web — /work/web",
+    "  files       user     stdio  running               1 tool",
+    "  issues      flag     http   failed                tools not listed yet — connect: connection refused…",
+    "  repo-tools  project  stdio  denied                tools not listed yet — the user denied it in this window, and this reason goes on…",
+    "",
+    "empty — /work/empty",
+    "  no MCP servers",
+  }
+  assert(vim.deep_equal(lines, want), vim.inspect(lines))
+  local rows = vim.tbl_keys(at)
+  table.sort(rows)
+  assert(vim.deep_equal(rows, { 2, 5, 8, 9, 10 }), vim.inspect(rows))
+  assert(at[9].server.name == "issues" and at[9].project.project == "web" and at[2].project.project == "other", vim.inspect(at[9]))
+  assert(vim.deep_equal(render.mcp_lines({}), { "no projects" }))
+  local details = render.mcp_details(at[9].project, at[9].server)
+  assert(vim.deep_equal(details, { "MCP server issues of project web", "defined in /etc/mcp.json (flag)", "http · failed · tools not listed yet",
+    "reason: connect: connection refused", "    at https://mcp.example.com/mcp" }), vim.inspect(details))
+  assert(render.mcp_tools(0) == "0 tools" and render.mcp_tools(8) == "8 tools")
+end)
+
+test("init_options: mcp_servers is mcpServers (an empty env or headers left out), mcp_allow is mcp.allow; neither is sent by default", function()
+  local servers = {
+    files = { command = "npx", args = { "-y", "@modelcontextprotocol/server-filesystem", "." }, env = {}, cwd = "/src" },
+    issues = { type = "http", url = "https://mcp.example.com/mcp", headers = { Authorization = "Bearer ${ISSUES_TOKEN}" } },
+    plain = { command = "plain-mcp", sandbox = false },
+  }
+  local json, init = sent({ mcp_servers = servers, mcp_allow = { "lint", "*" } })
+  assert(vim.deep_equal(init.mcpServers, {
+    files = { command = "npx", args = { "-y", "@modelcontextprotocol/server-filesystem", "." }, cwd = "/src" },
+    issues = { type = "http", url = "https://mcp.example.com/mcp", headers = { Authorization = "Bearer ${ISSUES_TOKEN}" } },
+    plain = { command = "plain-mcp", sandbox = false },
+  }), json)
+  assert(not json:find('"env"', 1, true) and json:find('"args":["-y"', 1, true), json)
+  assert(vim.deep_equal(init.mcp, { allow = { "lint", "*" } }), json)
+  json = sent()
+  assert(not json:find("mcp", 1, true), json)
+  json = sent({ mcp_servers = {}, mcp_allow = {} })
+  assert(not json:find("mcpServers", 1, true) and json:find('"mcp":{"allow":[]}', 1, true), json)
+end)
+
+test("setup: a wrong MCP server is reported by name and left out, the others are kept; no value is quoted", function()
+  local msgs = notified(function()
+    config.setup({ mcp_servers = {
+      good = { command = "good-mcp" },
+      nocmd = { args = { "x" } },
+      both = { command = "x", url = "https://x" },
+      web = { type = "http", url = "https://x", env = { TOKEN = "s3cret-value" } },
+      badtype = { type = "sse", url = "https://x" },
+      badargs = { command = "x", args = "--flag" },
+      badenv = { command = "x", env = { "s3cret-value" } },
+      notable = "npx server",
+      mcpServers = { good = { command = "x" } },
+    }, mcp_allow = "docs" })
+  end)
+  local text = table.concat(vim.tbl_map(function(m) return m.msg end, msgs), "\n")
+  local want = {
+    "mcp_servers.badargs: args must be a list of strings; this server is left out",
+    "mcp_servers.badenv: env must be a table of strings by name; this server is left out",
+    'mcp_servers.badtype: type must be "stdio" or "http", not "sse"; this server is left out',
+    "mcp_servers.both: a stdio server has no url or headers; this server is left out",
+    "mcp_servers.mcpServers: give the servers themselves, mcp_servers = { NAME = { command = ... } }, not the whole .mcp.json; this server is left out",
+    "mcp_servers.nocmd: a stdio server needs a command; this server is left out",
+    "mcp_servers.notable: must be a table with command (stdio) or url (http); this server is left out",
+    "mcp_servers.web: an http server has no command, args or env; this server is left out",
+    'mcp_allow must be a list of server names (strings), "*" for all, not "docs"',
+  }
+  assert(#msgs == #want, text)
+  for _, w in ipairs(want) do
+    assert(text:find(w, 1, true), "missing: " .. w .. "\nin:\n" .. text)
+  end
+  assert(not text:find("s3cret", 1, true), "a value is shown:\n" .. text)
+  local init = config.init_options()
+  assert(vim.deep_equal(init.mcpServers, { good = { command = "good-mcp" } }) and init.mcp == nil, vim.inspect(init))
+  msgs = notified(function() config.setup({ mcp_servers = { "npx" } }) end)
+  assert(#msgs == 1 and msgs[1].msg:find("mcp_servers must be a table of servers by name", 1, true), vim.inspect(msgs))
+  assert(config.init_options().mcpServers == nil)
+  assert(#notified(function() config.setup({ mcp_servers = { h = { url = "http://localhost:9/mcp" }, s = { type = "stdio", command = "x", args = {}, env = {} } } }) end) == 0,
+    "an http server given by its url alone, and empty lists, are fine")
+  config.setup()
+end)
+
+test(":AgentMcp lists agent.mcp's result in a scratch buffer; <CR> shows a server's details, R asks again in place", function()
+  with_server(function(calls)
+    local wins = #vim.api.nvim_list_wins()
+    vim.cmd("AgentMcp")
+    assert(#calls == 1 and calls[1].command == "agent.mcp", vim.inspect(calls))
+    calls[1].on_result(mcp_fixture())
+    local b = vim.api.nvim_get_current_buf()
+    assert(vim.api.nvim_buf_get_name(b) == "agent-lsp://mcp", vim.api.nvim_buf_get_name(b))
+    assert(vim.bo[b].buftype == "nofile" and not vim.bo[b].modifiable and #vim.api.nvim_list_wins() == wins + 1)
+    local lines = vim.api.nvim_buf_get_lines(b, 0, -1, false)
+    assert(lines[1]:find("<CR>", 1, true) and lines[1]:find("R: refresh", 1, true), lines[1])
+    assert(vim.deep_equal(vim.list_slice(lines, 3), (render.mcp_lines(mcp_fixture()))), table.concat(lines, "\n"))
+    assert(vim.api.nvim_get_current_line():find("^  docs "), "the cursor starts on the first server: " .. vim.api.nvim_get_current_line())
+    local row = vim.fn.index(lines, "  issues      flag     http   failed                tools not listed yet — connect: connection refused…") + 1
+    assert(row > 0, table.concat(lines, "\n"))
+    vim.api.nvim_win_set_cursor(0, { row, 0 })
+    vim.cmd("execute \"normal \\<CR>\"")
+    local float = vim.tbl_filter(function(w) return vim.api.nvim_win_get_config(w).relative ~= "" end, vim.api.nvim_list_wins())[1]
+    assert(float, "no float")
+    local shown = vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(float), 0, -1, false)
+    assert(vim.tbl_contains(shown, "defined in /etc/mcp.json (flag)") and vim.tbl_contains(shown, "    at https://mcp.example.com/mcp"), vim.inspect(shown))
+    vim.api.nvim_win_close(float, true)
+    -- <CR> on a project's line says what it does.
+    vim.api.nvim_win_set_cursor(0, { 3, 0 })
+    assert(require("agent_lsp.mcp").details() == nil)
+    -- R: agent.mcp again, shown in the same buffer and window, the cursor kept.
+    vim.api.nvim_win_set_cursor(0, { row, 0 })
+    vim.cmd("normal R")
+    assert(#calls == 2 and calls[2].command == "agent.mcp", vim.inspect(calls))
+    local again = mcp_fixture()
+    again[3].servers[2].status, again[3].servers[2].reason, again[3].servers[2].tools = "running", nil, 3
+    calls[2].on_result(again)
+    assert(vim.api.nvim_get_current_buf() == b and #vim.api.nvim_list_wins() == wins + 1, "R opened another buffer or window")
+    assert(vim.api.nvim_win_get_cursor(0)[1] == row and vim.api.nvim_get_current_line():find("^  issues .* running %s+3 tools$"), vim.api.nvim_get_current_line())
+    -- The list passed to a function instead.
+    local got
+    require("agent_lsp").mcp(function(list) got = list end)
+    calls[3].on_result({})
+    assert(vim.deep_equal(got, {}), vim.inspect(got))
+    vim.cmd("close")
+  end)
+end)
+
+test("the approval of a repository's MCP server offers its own actions through Neovim's list; the statusline waits meanwhile", function()
+  local ui = require("agent_lsp.ui")
+  local inputlist, real_print, shown, during = vim.fn.inputlist, print, nil, nil
+  vim.fn.inputlist = function(items)
+    shown, during = items, ui.statusline()
+    return 3
+  end
+  print = function() end
+  local ok, answer = pcall(client.handlers["window/showMessageRequest"], nil, { type = 2,
+    message = "The repository /src/web defines the MCP server repo (/src/web/.mcp.json). Start it?\n  repo-mcp --serve",
+    actions = { { title = "Allow" }, { title = "Always for this project" }, { title = "Deny" } } }, { client_id = 99 })
+  vim.fn.inputlist, print = inputlist, real_print
+  assert(ok, answer)
+  assert(vim.deep_equal(answer, { title = "Deny" }), vim.inspect(answer))
+  assert(vim.deep_equal(vim.list_slice(shown, 3), { "1. Allow", "2. Always for this project", "3. Deny" }), vim.inspect(shown))
+  assert(shown[1]:find("defines the MCP server repo", 1, true), shown[1])
+  assert(during == ui.PERMISSION_WAITING and ui.statusline() ~= ui.PERMISSION_WAITING, tostring(during))
+end)
+
 -- hunks ----------------------------------------------------------------------
 
 local hunks = require("agent_lsp.hunks")

@@ -179,8 +179,9 @@ handlers["workspace/applyEdit"] = function(_, params, ctx)
 end
 
 -- window/showMessageRequest: the server asks whether the agent may run a
--- command; Neovim's handler asks the user, and the statusline says the agent
--- waits for permission meanwhile.
+-- command or call an MCP tool, or whether a repository's MCP server may
+-- start; Neovim's handler offers the question's own actions (a numbered list
+-- on 0.7), and the statusline says the agent waits for permission meanwhile.
 handlers["window/showMessageRequest"] = function(err, params, ctx, cfg)
   ui.set_asking(true)
   local ok, result, e = pcall(vim.lsp.handlers["window/showMessageRequest"], err, params, ctx, cfg)

@@ -344,6 +344,24 @@ function M.projects(fn)
   end)
 end
 
+---:AgentMcp: each project's MCP servers (agent.mcp) in a scratch buffer,
+---or the list passed to fn instead. In the buffer, <CR> on a server shows
+---where it is defined and why it does not run; R lists them again.
+---@param fn? fun(list: AgentLsp.McpProject[])
+function M.mcp(fn)
+  local c = client.current()
+  if not c then
+    return
+  end
+  client.execute(c, "agent.mcp", vim.empty_dict(), function(list)
+    list = type(list) == "table" and list or {}
+    if fn then
+      return fn(list)
+    end
+    require("agent_lsp.mcp").show(list, function() M.mcp() end)
+  end)
+end
+
 ---Moves the last session to project (picked when omitted); before any
 ---session exists, the next run uses it.
 ---@param project? string
@@ -572,6 +590,11 @@ M.list = {
     name = "AgentProjects",
     fn = function() M.projects() end,
     opts = { desc = "List the agent's projects" },
+  },
+  {
+    name = "AgentMcp",
+    fn = function() M.mcp() end,
+    opts = { desc = "List the agent's MCP servers: status, tools, why one does not run" },
   },
   {
     name = "AgentSwitch",

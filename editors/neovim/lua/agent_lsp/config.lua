@@ -39,12 +39,26 @@ local M = {}
 ---@field deny string[] Command patterns the agent may never run; deny wins over allow.
 ---@field allow_edit string[] Protected files (`.git/`, `.vscode/`, `.env*`, CI workflows, ...) the agent may change without your confirmation, as globs over project paths, e.g. `.vscode/settings.json`; an edit of any other protected file is shown for review, in apply mode too. Sent as permissions.allowEdit.
 ---@field scrub_env? string[] Patterns (* matches any text) of environment variables the agent's commands never get; nil keeps the server's list (credentials, and sockets such as NVIM and SSH_AUTH_SOCK), a list replaces it, {} removes only the API key's variable. Sent as scrubEnv.
+---@field mcp_servers? table<string, AgentLsp.McpServerConfig> MCP (Model Context Protocol) servers whose tools the agent may use, by name, in the inner shape of .mcp.json's mcpServers: `{ files = { command = "npx", args = { "-y", "@modelcontextprotocol/server-filesystem", "." } }, issues = { type = "http", url = "https://...", headers = { ... } } }`; `${VAR}` takes the server's environment. Sent as mcpServers; a wrong server is reported and left out.
+---@field mcp_allow? string[] Servers of a repository's .mcp.json that start without asking, by name, "*" for all; the others are asked about when a project first runs. Sent as mcp.allow.
 ---@field root_markers string[] Files whose presence marks a project root; the nearest one upward wins, else the cwd.
 ---@field autostart boolean Attach to every file buffer as it opens (from setup() on); false starts the client on first use.
 ---@field review_keys AgentLsp.ReviewKeys Keys of the review diff: move between hunks, take or drop one, accept or reject.
 ---@field save_before_commands boolean Save the buffers the agent edited when it runs a command (agent/saveDocuments), so that builds and tests see its edits; false leaves them unsaved (the command's result says so).
 ---@field echo_progress boolean Echo progress in the echo area (statusline() has it either way).
 ---@field chat AgentLsp.ChatOptions The chat buffer (:AgentChat): its layout and keys.
+
+---An MCP server of mcp_servers: a stdio server (command, args, env, cwd) or
+---an HTTP one (type "http", url, headers).
+---@class AgentLsp.McpServerConfig
+---@field type? "stdio"|"http" default stdio, or http when only url is given
+---@field command? string a stdio server's program
+---@field args? string[]
+---@field env? table<string, string> variables it gets besides the clean environment commands get
+---@field cwd? string default the project's folder
+---@field url? string an HTTP server's endpoint
+---@field headers? table<string, string>
+---@field sandbox? boolean false: a stdio server runs outside the sandbox
 
 ---The binary the install recipe builds into the plugin (bin/agent-lsp beside
 ---lua/), which the default cmd prefers to agent-lsp on PATH.
@@ -84,11 +98,111 @@ local function is_integer(v, lo, hi)
   return type(v) == "number" and v == math.floor(v) and v >= lo and v <= hi
 end
 
+-- strings tells whether v is a list of strings.
+local function strings(v)
+  if type(v) ~= "table" or not vim.tbl_islist(v) then
+    return false
+  end
+  for _, s in ipairs(v) do
+    if type(s) ~= "string" then
+      return false
+    end
+  end
+  return true
+end
+
+-- string_map tells whether v is a table of strings by name.
+local function string_map(v)
+  if type(v) ~= "table" or (next(v) ~= nil and vim.tbl_islist(v)) then
+    return false
+  end
+  for k, s in pairs(v) do
+    if type(k) ~= "string" or k == "" or type(s) ~= "string" then
+      return false
+    end
+  end
+  return true
+end
+
+local MCP_TYPES = { stdio = "stdio", http = "http", ["streamable-http"] = "http", streamableHttp = "http" }
+
+---What is wrong with the definition of MCP server name (as the server
+---checks it), or nil. Values are never quoted: env and headers may hold
+---secrets.
+---@param name any
+---@param def any
+---@return string|nil
+function M.mcp_server_problem(name, def)
+  if type(name) ~= "string" or name:match("^%s*$") then
+    return "a server needs a name (mcp_servers is a table of servers by name)"
+  elseif type(def) ~= "table" or (next(def) ~= nil and vim.tbl_islist(def)) then
+    return "must be a table with command (stdio) or url (http)"
+  end
+  if name == "mcpServers" and def.command == nil and def.url == nil then
+    return "give the servers themselves, mcp_servers = { NAME = { command = ... } }, not the whole .mcp.json"
+  end
+  for _, field in ipairs({ "command", "cwd", "url" }) do
+    if def[field] ~= nil and type(def[field]) ~= "string" then
+      return field .. " must be a string"
+    end
+  end
+  if def.args ~= nil and not strings(def.args) then
+    return "args must be a list of strings"
+  end
+  for _, field in ipairs({ "env", "headers" }) do
+    if def[field] ~= nil and not string_map(def[field]) then
+      return field .. " must be a table of strings by name"
+    end
+  end
+  if def.sandbox ~= nil and type(def.sandbox) ~= "boolean" then
+    return "sandbox must be true or false"
+  end
+  local transport = def.type == nil and ((def.command == nil and def.url ~= nil) and "http" or "stdio") or MCP_TYPES[def.type]
+  if not transport then
+    return ("type must be \"stdio\" or \"http\", not %s"):format(vim.inspect(def.type))
+  elseif transport == "stdio" then
+    if not def.command or def.command == "" then
+      return "a stdio server needs a command"
+    elseif def.url ~= nil or def.headers ~= nil then
+      return "a stdio server has no url or headers"
+    end
+  else
+    if def.command ~= nil or def.args ~= nil or def.env ~= nil then
+      return "an http server has no command, args or env"
+    elseif not def.url or not def.url:match("^https?://.") then
+      return "an http server needs an http(s) url"
+    end
+  end
+  return nil
+end
+
 ---The checks of the options the server bounds, by option: true when the
 ---value is fine (nil always is: the server's default), and what it must be.
----The bounds are the server's: outside them it refuses to start.
----@type table<string, { ok: fun(v: any): boolean, want: string }>
+---The bounds are the server's: outside them it refuses to start. A check
+---with filter instead cleans the value: it returns what is kept (nil:
+---nothing) and a message for each part left out.
+---@type table<string, { ok?: fun(v: any): boolean, want?: string, filter?: fun(v: any): any, string[] }>
 M.checks = {
+  mcp_allow = { ok = strings, want = [[a list of server names (strings), "*" for all]] },
+  mcp_servers = {
+    filter = function(v)
+      if type(v) ~= "table" or (next(v) ~= nil and vim.tbl_islist(v)) then
+        return nil, { "mcp_servers must be a table of servers by name, as under .mcp.json's mcpServers; no MCP servers are sent" }
+      end
+      local kept, problems = {}, {}
+      local names = vim.tbl_keys(v)
+      table.sort(names, function(a, b) return tostring(a) < tostring(b) end)
+      for _, name in ipairs(names) do
+        local problem = M.mcp_server_problem(name, v[name])
+        if problem then
+          table.insert(problems, ("mcp_servers.%s: %s; this server is left out"):format(tostring(name), problem))
+        else
+          kept[name] = v[name]
+        end
+      end
+      return next(kept) and kept or nil, problems
+    end,
+  },
   context_tokens = {
     ok = function(v) return v == "auto" or is_integer(v, 1024, 10000000) end,
     want = [[an integer from 1024 to 10000000 (your model server's context size: Ollama's num_ctx, llama.cpp's -c) or "auto"]],
@@ -109,8 +223,14 @@ function M.validate(o)
   local names = vim.tbl_keys(M.checks)
   table.sort(names)
   for _, name in ipairs(names) do
-    local v = o[name]
-    if v ~= nil and not M.checks[name].ok(v) then
+    local v, check = o[name], M.checks[name]
+    if v ~= nil and check.filter then
+      local kept, found = check.filter(v)
+      if #found > 0 then
+        vim.list_extend(problems, found)
+        o[name] = kept
+      end
+    elseif v ~= nil and not check.ok(v) then
       table.insert(problems, ("%s must be %s, not %s; the server's default is used"):format(name, M.checks[name].want, vim.inspect(v)))
       o[name] = nil
     end
@@ -138,6 +258,25 @@ function M.setup(opts)
   end
 end
 
+---mcp_servers as initializationOptions.mcpServers: each definition as it is,
+---but empty env and headers left out (an empty Lua table is a JSON list,
+---which the server refuses where it wants an object).
+---@param servers table<string, AgentLsp.McpServerConfig>
+---@return table
+function M.mcp_servers_json(servers)
+  local out = {}
+  for name, def in pairs(servers) do
+    local d = vim.deepcopy(def)
+    for _, field in ipairs({ "env", "headers" }) do
+      if type(d[field]) == "table" and next(d[field]) == nil then
+        d[field] = nil
+      end
+    end
+    out[name] = d
+  end
+  return out
+end
+
 ---The server's initializationOptions for the options in effect (a value set
 ---on M.options since setup() is checked here, as in setup()). Options left
 ---nil are not sent: the server's defaults apply.
@@ -160,6 +299,12 @@ function M.init_options()
   end
   if o.read_only_subagents ~= nil then
     init.subagents = { readOnly = o.read_only_subagents }
+  end
+  if type(o.mcp_servers) == "table" and next(o.mcp_servers) then
+    init.mcpServers = M.mcp_servers_json(o.mcp_servers)
+  end
+  if o.mcp_allow then
+    init.mcp = { allow = o.mcp_allow }
   end
   return init
 end

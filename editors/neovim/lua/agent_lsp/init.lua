@@ -11,6 +11,7 @@
 --             summaries, transcripts
 --   events    text of agent/event notifications
 --   log       the event log (:AgentLog)
+--   mcp       the MCP servers' list (:AgentMcp)
 --   edit      applying workspace edits: the version check, buffers the
 --             edit loads attached once it is applied
 --   hunks     line hunks between two texts, and applying them to a buffer
@@ -105,6 +106,14 @@ end
 ---@param fn? fun(list: AgentLsp.ProjectInfo[])
 function M.projects(fn)
   commands.projects(fn)
+end
+
+---Lists each project's MCP servers (:AgentMcp: name, source, transport,
+---status and reason, tool count) in a scratch buffer, or passes the list to
+---fn instead.
+---@param fn? fun(list: AgentLsp.McpProject[])
+function M.mcp(fn)
+  commands.mcp(fn)
 end
 
 ---Moves the last session to project (picked when omitted); before any session

@@ -19,8 +19,9 @@ function M.str(v)
 end
 
 ---Words shown instead of a value, by field name: every boolean of the
----contract (true and false), the message roles (as headings) and the
----reasons of a compaction.
+---contract (true and false), the message roles (as headings), the
+---reasons of a compaction and an MCP server's tool count before its first
+---listing (-1).
 M.words = {
   ok = { [true] = "ok", [false] = "failed" },
   applied = { [true] = "applied", [false] = "refused" },
@@ -30,6 +31,7 @@ M.words = {
   network = { [true] = "network allowed", [false] = "no network" },
   role = { human = "You", ai = "Agent", system = "System", tool = "Tool result" },
   reason = { budget = "to fit the context", overflow = "after the model's context overflowed" },
+  tools = { [-1] = "tools not listed yet" },
 }
 
 ---The word for field's value (M.words), else the value as text.
@@ -444,6 +446,100 @@ function M.models(r)
   return lines
 end
 
+-- MCP servers -----------------------------------------------------------------
+
+---An MCP server's tool count: "8 tools", "1 tool", or (-1, before its first
+---listing) "tools not listed yet".
+---@param n any
+---@return string
+function M.mcp_tools(n)
+  local word = M.words.tools[n]
+  return word or count(n, "tool")
+end
+
+-- short cuts text to its first line and at most width characters ("…" marks a cut).
+local function short(text, width)
+  local first = M.str(text):match("^[^\n]*")
+  local cut = first ~= M.str(text)
+  if vim.fn.strchars(first) > width then
+    first, cut = vim.fn.strcharpart(first, 0, width - 1):gsub("%s+$", ""), true
+  end
+  return cut and (first .. "…") or first
+end
+
+-- pad fills s with spaces to width display cells.
+local function pad(s, width)
+  return s .. (" "):rep(math.max(0, width - vim.fn.strdisplaywidth(s)))
+end
+
+---The lines of agent.mcp for the :AgentMcp buffer: per project a line
+---"<project> — <root>", then one line per server, its columns aligned:
+---name, source, transport, status, tools, and the reason's first line
+---(cut to 60 characters). The second result maps the line numbers (1-based)
+---of the servers' lines to { project, server }, for their details.
+---@param list AgentLsp.McpProject[]
+---@return string[] lines
+---@return table<integer, { project: AgentLsp.McpProject, server: AgentLsp.McpServer }> servers
+function M.mcp_lines(list)
+  list = type(list) == "table" and list or {}
+  local name_w = 4
+  for _, p in ipairs(list) do
+    for _, s in ipairs(type(p.servers) == "table" and p.servers or {}) do
+      name_w = math.max(name_w, vim.fn.strdisplaywidth(M.str(s.name)))
+    end
+  end
+  local lines, at = {}, {}
+  for _, p in ipairs(list) do
+    if #lines > 0 then
+      table.insert(lines, "")
+    end
+    table.insert(lines, ("%s — %s"):format(M.str(p.project), M.str(p.root)))
+    local servers = type(p.servers) == "table" and p.servers or {}
+    if #servers == 0 then
+      table.insert(lines, "  no MCP servers")
+    end
+    for _, s in ipairs(servers) do
+      local line = ("  %s  %s  %s  %s  %s"):format(pad(M.str(s.name), name_w), pad(M.str(s.source), 7), pad(M.str(s.transport), 5),
+        pad(M.str(s.status), 20), M.mcp_tools(s.tools))
+      if s.reason and s.reason ~= vim.NIL and s.reason ~= "" then
+        line = line .. " — " .. short(s.reason, 60)
+      end
+      table.insert(lines, line)
+      at[#lines] = { project = p, server = s }
+    end
+  end
+  if #lines == 0 then
+    lines = { "no projects" }
+  end
+  return lines, at
+end
+
+-- mcp_origin is where an MCP server is defined and, when it has one, the
+-- reason it does not run (every line).
+local function mcp_origin(s)
+  local lines = { ("defined in %s (%s)"):format(M.str(s.origin), M.str(s.source)) }
+  if s.reason and s.reason ~= vim.NIL and s.reason ~= "" then
+    vim.list_extend(lines, M.block("reason: ", s.reason))
+  end
+  return lines
+end
+
+---The details of one MCP server (<CR> in :AgentMcp): its name and project,
+---where it is defined, in full, its transport, status and tools, and why it
+---does not run, every line of the reason.
+---@param p AgentLsp.McpProject
+---@param s AgentLsp.McpServer
+---@return string[]
+function M.mcp_details(p, s)
+  local where = mcp_origin(s)
+  local lines = {
+    ("MCP server %s of project %s"):format(M.str(s.name), M.str(p.project)),
+    where[1],
+    ("%s · %s · %s"):format(M.str(s.transport), M.str(s.status), M.mcp_tools(s.tools)),
+  }
+  return vim.list_extend(lines, where, 2)
+end
+
 -- Results by command ----------------------------------------------------------
 
 ---The renderer of each command's result, by command name: the lines that
@@ -474,6 +570,19 @@ M.results = {
     return #lines > 0 and lines or { "no projects" }
   end,
   ["agent.models"] = M.models,
+  -- The :AgentMcp list, each server's line followed by where it is
+  -- defined and the whole reason (which <CR> shows there).
+  ["agent.mcp"] = function(list)
+    local lines, at = M.mcp_lines(list)
+    local out = {}
+    for i, line in ipairs(lines) do
+      table.insert(out, line)
+      for _, d in ipairs(at[i] and mcp_origin(at[i].server) or {}) do
+        table.insert(out, "    " .. d)
+      end
+    end
+    return out
+  end,
   ["agent.switchProject"] = function(r)
     return { ("session %s now works on project %s"):format(M.str(r.session), M.str(r.project)) }
   end,

@@ -6,8 +6,9 @@
 -- so does a required field the fixtures lack. The aliases AgentLsp.Call and
 -- AgentLsp.AgentEvent list the commands and the event kinds; each of their
 -- classes names its command or event type with a literal, and those names
--- must be exactly the fixtures' names. Type expressions hold no spaces (the
--- test's reader takes the first word after the field name as its type).
+-- must be exactly the fixtures' names. Type expressions hold no spaces but
+-- inside "literals" (the test's reader takes the expression after the field
+-- name up to the first space outside a literal as its type).
 
 ---@alias AgentLsp.EditMode "apply"|"review"
 
@@ -217,6 +218,28 @@
 ---@field session string
 ---@field project string
 
+---@alias AgentLsp.McpSource "user"|"editor"|"flag"|"project"
+
+---@alias AgentLsp.McpTransport "stdio"|"http"
+
+---@alias AgentLsp.McpStatus "stopped"|"starting"|"running"|"failed"|"waiting for approval"|"denied"
+
+---An MCP server of a project, as agent.mcp lists it.
+---@class AgentLsp.McpServer
+---@field name string its tools are mcp__<name>__<tool>
+---@field source AgentLsp.McpSource where it is defined: the user's mcp.json, the editor's mcpServers, a --mcp-config file, the repository's .mcp.json
+---@field origin string the file or setting that defines it
+---@field transport AgentLsp.McpTransport
+---@field status AgentLsp.McpStatus
+---@field reason? string why it failed or does not run (and how to let it)
+---@field tools integer how many tools it gives; -1 before its first listing
+
+---A project's MCP servers, an entry of agent.mcp.
+---@class AgentLsp.McpProject
+---@field project string
+---@field root string the project's folder
+---@field servers AgentLsp.McpServer[]
+
 -- Commands: each with its argument object and result, the shape of an
 -- example in testdata/protocol/commands/<command>.json. ----------------------
 
@@ -230,6 +253,7 @@
 ---| AgentLsp.Call.Projects
 ---| AgentLsp.Call.SwitchProject
 ---| AgentLsp.Call.Models
+---| AgentLsp.Call.Mcp
 
 ---@class AgentLsp.Call.Run
 ---@field command "agent.run"
@@ -275,6 +299,11 @@
 ---@field command "agent.models"
 ---@field arguments AgentLsp.NoArgs
 ---@field result AgentLsp.ModelsResult
+
+---@class AgentLsp.Call.Mcp
+---@field command "agent.mcp"
+---@field arguments AgentLsp.NoArgs
+---@field result AgentLsp.McpProject[]
 
 -- Requests the server sends the client (besides LSP's own): each with its
 -- params and result, the shape of an example in

@@ -65,8 +65,9 @@ function M.set_reviewing(open)
   compat.fire("AgentLspStatus")
 end
 
----Marks the server's question (may the agent run this command?) open or
----answered: the statusline says the agent waits for permission meanwhile.
+---Marks the server's question (may the agent run this command, call this
+---MCP tool, may this repository's MCP server start?) open or answered: the
+---statusline says the agent waits for permission meanwhile.
 ---@param open boolean
 function M.set_asking(open)
   state.waiting = open and "permission" or nil
