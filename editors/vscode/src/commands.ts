@@ -4,10 +4,10 @@
 // document provider) with ctx.pushCleanup.
 import * as vscode from "vscode";
 import type { Cmd, Ctx } from "./ctx";
-import { deleted, errorText, projectItem, sessionItem, switched } from "./format";
+import { deleted, errorText, projectItem, projectsReport, sessionItem, switched, transcript } from "./format";
 import { cancelRun, launch, runPrompt } from "./launch";
 import { requests, type RunArgs, type RunResult, type SessionInfo } from "./protocol";
-import { sessionDocuments } from "./sessionDocs";
+import { markdownDocuments } from "./markdownDocs";
 
 /** The commands by id; package.json contributes exactly these. */
 export const commands = {
@@ -16,6 +16,7 @@ export const commands = {
   "agentLsp.showSession": showSession,
   "agentLsp.cancel": cancel,
   "agentLsp.switchProject": switchProject,
+  "agentLsp.showProjects": showProjects,
   "agentLsp.deleteSession": deleteSession,
   "agentLsp.setApiKey": setApiKey,
   "agentLsp.showOutput": showOutput,
@@ -95,7 +96,7 @@ export function resume(ctx: Ctx): Cmd {
 
 /** Agent: Show Session: the transcript as a read-only Markdown document. */
 export function showSession(ctx: Ctx): Cmd {
-  const open = sessionDocuments(ctx);
+  const open = markdownDocuments(ctx, "agent-session", async (session) => transcript(await ctx.server().send(requests.session, { session })));
   return async (session?: string) => {
     session ??= await pickSession(ctx, "Show which session?");
     if (session) {
@@ -140,6 +141,12 @@ export function switchProject(ctx: Ctx): Cmd {
       void vscode.window.showInformationMessage(`The next agent run uses project ${pick.name}.`);
     }
   };
+}
+
+/** Agent: Show Projects: each project's stack and full sandbox report, as a read-only Markdown document. */
+export function showProjects(ctx: Ctx): Cmd {
+  const open = markdownDocuments(ctx, "agent-projects", async () => projectsReport(await ctx.server().send(requests.projects, {})));
+  return () => open("projects");
 }
 
 export function deleteSession(ctx: Ctx): Cmd {

@@ -1,7 +1,7 @@
 // Text the extension shows: the output-channel transcript of agent/event,
-// quick-pick items, session transcripts as Markdown, run summaries and error
-// messages. No vscode import.
-import type { AgentEvent, ProjectInfo, ResultOf, RunResult, SessionDetail, SessionInfo } from "./protocol";
+// quick-pick items, session transcripts and the projects report as Markdown, run
+// summaries and error messages. No vscode import.
+import type { AgentEvent, ProjectInfo, ResultOf, RunResult, SandboxReport, SessionDetail, SessionInfo } from "./protocol";
 
 /** Turns agent/event notifications into transcript text for an output channel. */
 export class EventFormatter {
@@ -113,8 +113,8 @@ export function sessionItem(s: SessionInfo): { label: string; description: strin
 
 /**
  * A quick-pick item for a project: its stack (language and version, further
- * manifest types, package manager) and branch, then its path and the build and
- * test commands the agent runs without asking.
+ * manifest types, package manager) and branch, then its path, the build and
+ * test commands the agent runs without asking, and its sandbox in a few words.
  */
 export function projectItem(p: ProjectInfo): { label: string; description: string; detail: string } {
   const s = p.techStack;
@@ -123,8 +123,42 @@ export function projectItem(p: ProjectInfo): { label: string; description: strin
   return {
     label: p.name,
     description: [language + also, s.packageManager, p.gitBranch].filter(Boolean).join(" · "),
-    detail: [p.path, s.buildCommand && `build: ${s.buildCommand}`, s.testCommand && `test: ${s.testCommand}`].filter(Boolean).join(" · "),
+    detail: [p.path, s.buildCommand && `build: ${s.buildCommand}`, s.testCommand && `test: ${s.testCommand}`, sandboxSummary(p.sandbox)]
+      .filter(Boolean)
+      .join(" · "),
   };
+}
+
+/** A project's sandbox in a few words: its mode and network, or why nothing is enforced. */
+export function sandboxSummary(s: SandboxReport): string {
+  if (s.enforced.length === 0) {
+    return `not sandboxed${s.notEnforced?.length ? `: ${s.notEnforced[0]}` : ""}`;
+  }
+  return `sandbox ${s.mode} · ${network(s)}`;
+}
+
+function network(s: SandboxReport): string {
+  return s.network ? "network allowed" : "no network";
+}
+
+/** The result of agent.projects as Markdown: each project's item, then its full sandbox report. */
+export function projectsReport(projects: ProjectInfo[]): string {
+  const out = ["# Projects"];
+  for (const p of projects) {
+    const item = projectItem(p);
+    const s = p.sandbox;
+    out.push("", `## ${p.name}`, "", item.description, "", item.detail, "", "### Sandbox", "");
+    out.push(`mode ${s.mode} · ${s.landlockABI ? `Landlock ABI ${s.landlockABI}` : "no Landlock"} · ${network(s)}`);
+    const list = (title: string, items: string[] | undefined, show = (i: string) => i) => {
+      if (items?.length) {
+        out.push("", `${title}:`, "", ...items.map((i) => `- ${show(i)}`));
+      }
+    };
+    list("Enforced", s.enforced);
+    list("Not enforced", s.notEnforced);
+    list("Writable", s.writable, inlineCode);
+  }
+  return out.join("\n") + "\n";
 }
 
 function when(ts: string): string {

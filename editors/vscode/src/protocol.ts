@@ -139,6 +139,24 @@ export interface ProjectContext {
   recentErrors: string[];
 }
 
+/** How commands are confined: the `sandbox` setting. */
+export type SandboxMode = "workspace-write" | "read-only" | "off";
+
+/** How a project's commands are sandboxed on this machine (docs/security.md, The sandbox). */
+export interface SandboxReport {
+  mode: SandboxMode;
+  /** The kernel's Landlock ABI; 0: none. */
+  landlockABI: number;
+  /** The rights actually enforced at that ABI, human-readable; empty when nothing is. */
+  enforced: string[];
+  /** What is not enforced, and why. */
+  notEnforced?: string[];
+  /** The directories commands may write. */
+  writable?: string[];
+  /** Whether commands may use the network. */
+  network: boolean;
+}
+
 /** One entry of agent.projects. */
 export interface ProjectInfo {
   name: string;
@@ -147,6 +165,7 @@ export interface ProjectInfo {
   techStack: TechStack;
   gitBranch?: string;
   context: ProjectContext;
+  sandbox: SandboxReport;
 }
 
 /** Every server command by its wire name, with its argument and result types. */

@@ -11,7 +11,7 @@ import { after, before, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import * as rpc from "vscode-jsonrpc/node";
 import { defaultSettings, initializationOptions, serverExecutable, type Settings } from "../src/config";
-import { projectItem } from "../src/format";
+import { projectItem, sandboxSummary } from "../src/format";
 import { requests } from "../src/protocol";
 
 const bin = process.env.AGENT_LSP_BIN;
@@ -136,7 +136,8 @@ test("the request table names exactly the server's commands, and projects render
     const item = projectItem(projects[0]);
     assert.equal(item.label, "sample");
     assert.match(item.description, /^go 1\.22 · go modules/);
-    assert.equal(item.detail, `${root} · build: go build ./... · test: go test ./...`);
+    assert.equal(item.detail, `${root} · build: go build ./... · test: go test ./... · ${sandboxSummary(projects[0].sandbox)}`);
+    assert.match(sandboxSummary(projects[0].sandbox), /^(sandbox workspace-write · |not sandboxed: )/);
   } finally {
     await stop(s);
   }

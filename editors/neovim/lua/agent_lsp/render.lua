@@ -25,6 +25,7 @@ M.words = {
   applied = { [true] = "applied", [false] = "refused" },
   cancelled = { [true] = "run cancelled", [false] = "no run was going" },
   deleted = { [true] = "deleted", [false] = "was already gone" },
+  network = { [true] = "network allowed", [false] = "no network" },
   role = { human = "You", ai = "Agent", system = "System", tool = "Tool result" },
 }
 
@@ -259,6 +260,26 @@ function M.project_context(c)
   return lines
 end
 
+---The lines of a project's sandbox report: its mode, Landlock ABI and
+---network, the directories commands may write, then each right enforced and
+---each one not.
+---@param s AgentLsp.SandboxReport
+---@return string[]
+function M.project_sandbox(s)
+  s = type(s) == "table" and s or {}
+  local lines = { ("    sandbox: %s · Landlock ABI %s · %s"):format(M.str(s.mode), M.str(s.landlockABI), M.word("network", s.network)) }
+  if s.writable and #s.writable > 0 then
+    table.insert(lines, "    writable: " .. table.concat(s.writable, ", "))
+  end
+  for _, r in ipairs(s.enforced or {}) do
+    table.insert(lines, "    enforced: " .. r)
+  end
+  for _, r in ipairs(s.notEnforced or {}) do
+    table.insert(lines, "    not enforced: " .. r)
+  end
+  return lines
+end
+
 -- Runs ----------------------------------------------------------------------
 
 -- counts: "done · 1 edit · 9 steps · 105 tokens".
@@ -320,6 +341,7 @@ M.results = {
     for _, p in ipairs(list) do
       table.insert(lines, M.project_line(p))
       vim.list_extend(lines, M.project_context(p.context))
+      vim.list_extend(lines, M.project_sandbox(p.sandbox))
     end
     return #lines > 0 and lines or { "no projects" }
   end,

@@ -147,6 +147,17 @@
 ---@field lastTest AgentLsp.Outcome
 ---@field recentErrors string[] newest first
 
+---@alias AgentLsp.SandboxMode "workspace-write"|"read-only"|"off"
+
+---How a project's commands are sandboxed on this machine (docs/security.md).
+---@class AgentLsp.SandboxReport
+---@field mode AgentLsp.SandboxMode the sandbox setting
+---@field landlockABI integer the kernel's Landlock ABI; 0: none
+---@field enforced string[] the rights actually enforced, human-readable
+---@field notEnforced? string[] what is not enforced, and why
+---@field writable? string[] the directories commands may write
+---@field network boolean whether commands may use the network
+
 ---An entry of agent.projects.
 ---@class AgentLsp.ProjectInfo
 ---@field name string
@@ -155,6 +166,7 @@
 ---@field techStack AgentLsp.TechStack
 ---@field gitBranch? string
 ---@field context AgentLsp.ProjectContext
+---@field sandbox AgentLsp.SandboxReport
 
 ---Result of agent.switchProject.
 ---@class AgentLsp.SwitchResult
