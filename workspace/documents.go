@@ -76,14 +76,28 @@ func (w *Workspace) Change(path string, version int32, changes []Change) error {
 	return nil
 }
 
-// Saved records a didSave: the document's buffer and the disk agree.
+// Saved records a didSave, or a client's answer that it saved the
+// document: the document is clean when the disk now holds its text. A save
+// that raced a change (an editor's auto-save that began before an edit
+// landed) leaves it dirty, so the next command still asks to save it.
 func (w *Workspace) Saved(path string) {
 	path = filepath.Clean(path)
 	w.mu.Lock()
+	d, ok := w.docs[path]
+	var text string
+	if ok {
+		text = d.Text
+	}
+	w.mu.Unlock()
+	if !ok {
+		return
+	}
+	dirty := differsFromDisk(path, text) // without the lock: it reads the disk
+	w.mu.Lock()
 	defer w.mu.Unlock()
-	if d, ok := w.docs[path]; ok {
+	if d, ok := w.docs[path]; ok && d.Text == text { // not changed meanwhile
 		c := *d
-		c.Dirty = false
+		c.Dirty = dirty
 		w.docs[path] = &c
 		w.notifyLocked()
 	}

@@ -170,6 +170,7 @@ test(":AgentProjects and :AgentSwitch", function()
   end, 5000)
   local stack = "[go 1.22, go modules; build: go build ./..., test: go test ./...]"
   assert(contains(echoed, function(e) return e:find("sample (go) " .. stack, 1, true) end), "no tech stack: " .. vim.inspect(echoed))
+  assert(contains(echoed, function(e) return e:find("\n    sandbox: workspace%-write · Landlock ABI %d+ · ") end), "no sandbox: " .. vim.inspect(echoed))
   local orig = vim.ui.select
   vim.ui.select = function(items, _, on_choice)
     on_choice(items[1])

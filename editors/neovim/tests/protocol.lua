@@ -114,6 +114,7 @@ test("every boolean of types.lua, and every role, has its words in render.words"
     applied = { "applied", "refused" },
     cancelled = { "run cancelled", "no run was going" },
     deleted = { "deleted", "was already gone" },
+    network = { "network allowed", "no network" },
   }
   for field, w in pairs(want) do
     assert(render.word(field, true) == w[1] and render.word(field, false) == w[2], field)

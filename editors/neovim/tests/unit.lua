@@ -427,6 +427,34 @@ test("project_context: build and test outcomes, files, errors", function()
   assert(vim.deep_equal(lines, want), vim.inspect(lines))
 end)
 
+test("project_sandbox: mode, ABI, network, writable, enforced and not", function()
+  local lines = render.project_sandbox({
+    mode = "workspace-write",
+    landlockABI = 6,
+    enforced = {
+      "files: read everywhere, write only in /tmp, /work/x, /home/u/.cache/go-build",
+      "network: TCP bind and connect denied",
+      "IPC: abstract Unix sockets and signals scoped to the sandbox",
+    },
+    notEnforced = { "UDP (needs Landlock ABI 10)", "pathname Unix sockets" },
+    writable = { "/tmp", "/work/x", "/home/u/.cache/go-build" },
+    network = false,
+  })
+  local want = {
+    "    sandbox: workspace-write · Landlock ABI 6 · no network",
+    "    writable: /tmp, /work/x, /home/u/.cache/go-build",
+    "    enforced: files: read everywhere, write only in /tmp, /work/x, /home/u/.cache/go-build",
+    "    enforced: network: TCP bind and connect denied",
+    "    enforced: IPC: abstract Unix sockets and signals scoped to the sandbox",
+    "    not enforced: UDP (needs Landlock ABI 10)",
+    "    not enforced: pathname Unix sockets",
+  }
+  assert(vim.deep_equal(lines, want), vim.inspect(lines))
+  lines = render.project_sandbox({ mode = "off", landlockABI = 0, enforced = {}, notEnforced = { "the sandbox is off: commands run with the user's full rights" }, network = true })
+  want = { "    sandbox: off · Landlock ABI 0 · network allowed", "    not enforced: the sandbox is off: commands run with the user's full rights" }
+  assert(vim.deep_equal(lines, want), vim.inspect(lines))
+end)
+
 test("time: RFC 3339 to the second, other text unchanged", function()
   assert(render.time("2026-01-02T03:04:05.123456789Z") == "2026-01-02 03:04:05")
   assert(render.time("2026-01-02T03:04:05+02:00") == "2026-01-02 03:04:05")

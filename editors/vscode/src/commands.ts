@@ -4,10 +4,10 @@
 // document provider) with ctx.pushCleanup.
 import * as vscode from "vscode";
 import type { Cmd, Ctx } from "./ctx";
-import { deleted, errorText, modelItem, projectItem, sessionItem, switched } from "./format";
+import { deleted, errorText, modelItem, parseSessionDocPath, projectItem, projectsReport, sessionDocPath, sessionItem, sessionScheme, switched, transcript } from "./format";
 import { cancelRun, followUpRun, launch, runPrompt } from "./launch";
+import { markdownDocuments } from "./markdownDocs";
 import { requests, type RunArgs, type SessionInfo } from "./protocol";
-import { sessionDocuments } from "./sessionDocs";
 
 /** The commands by id; package.json contributes exactly these. */
 export const commands = {
@@ -17,6 +17,7 @@ export const commands = {
   "agentLsp.showSession": showSession,
   "agentLsp.cancel": cancel,
   "agentLsp.switchProject": switchProject,
+  "agentLsp.showProjects": showProjects,
   "agentLsp.deleteSession": deleteSession,
   "agentLsp.setApiKey": setApiKey,
   "agentLsp.showOutput": showOutput,
@@ -130,11 +131,20 @@ export function resume(ctx: Ctx): Cmd {
 
 /** Agent: Show Session: the transcript as a read-only Markdown document; with context, one subagent's of the session. */
 export function showSession(ctx: Ctx): Cmd {
-  const open = sessionDocuments(ctx);
+  const open = markdownDocuments(ctx, sessionScheme, {
+    render: async (path) => {
+      const { session, context } = parseSessionDocPath(path);
+      return transcript(await (await ctx.ready()).send(requests.session, { session, ...(context && { context }) }));
+    },
+    title: (path) => {
+      const { session, context } = parseSessionDocPath(path);
+      return context ? `Subagent ${context} of session ${session}` : `Session ${session}`;
+    },
+  });
   return async (session?: string, context?: string) => {
     session ??= await pickSession(ctx, "Show which session?");
     if (session) {
-      await open(session, context);
+      await open(sessionDocPath(session, context));
     }
   };
 }
@@ -175,6 +185,15 @@ export function switchProject(ctx: Ctx): Cmd {
       void vscode.window.showInformationMessage(`The next agent run uses project ${pick.name}.`);
     }
   };
+}
+
+/** Agent: Show Projects: each project's stack and full sandbox report, as a read-only Markdown document. */
+export function showProjects(ctx: Ctx): Cmd {
+  const open = markdownDocuments(ctx, "agent-projects", {
+    render: async () => projectsReport(await (await ctx.ready()).send(requests.projects, {})),
+    title: () => "Projects",
+  });
+  return () => open("/projects.md");
 }
 
 export function deleteSession(ctx: Ctx): Cmd {

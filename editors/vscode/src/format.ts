@@ -1,7 +1,7 @@
 // Text the extension shows: the output-channel transcript of agent/event,
-// quick-pick items, session transcripts as Markdown, run summaries and error
-// messages. No vscode import.
-import type { AgentEvent, AgentEventOf, ModelInfo, ModelsResult, ProjectInfo, ResultOf, RunResult, SessionDetail, SessionInfo, SubagentStatus } from "./protocol";
+// quick-pick items, session transcripts and the projects report as Markdown, run
+// summaries and error messages. No vscode import.
+import type { AgentEvent, AgentEventOf, ModelInfo, ModelsResult, ProjectInfo, ResultOf, RunResult, SandboxReport, SessionDetail, SessionInfo, SubagentStatus } from "./protocol";
 
 /** Turns agent/event notifications into transcript text for an output channel. */
 export class EventFormatter {
@@ -185,8 +185,8 @@ export function sessionItem(s: SessionInfo): { label: string; description: strin
 
 /**
  * A quick-pick item for a project: its stack (language and version, further
- * manifest types, package manager) and branch, then its path and the build and
- * test commands the agent runs without asking.
+ * manifest types, package manager) and branch, then its path, the build and
+ * test commands the agent runs without asking, and its sandbox in a few words.
  */
 export function projectItem(p: ProjectInfo): { label: string; description: string; detail: string } {
   const s = p.techStack;
@@ -195,8 +195,42 @@ export function projectItem(p: ProjectInfo): { label: string; description: strin
   return {
     label: p.name,
     description: [language + also, s.packageManager, p.gitBranch].filter(Boolean).join(" · "),
-    detail: [p.path, s.buildCommand && `build: ${s.buildCommand}`, s.testCommand && `test: ${s.testCommand}`].filter(Boolean).join(" · "),
+    detail: [p.path, s.buildCommand && `build: ${s.buildCommand}`, s.testCommand && `test: ${s.testCommand}`, sandboxSummary(p.sandbox)]
+      .filter(Boolean)
+      .join(" · "),
   };
+}
+
+/** A project's sandbox in a few words: its mode and network, or why nothing is enforced. */
+export function sandboxSummary(s: SandboxReport): string {
+  if (s.enforced.length === 0) {
+    return `not sandboxed${s.notEnforced?.length ? `: ${s.notEnforced[0]}` : ""}`;
+  }
+  return `sandbox ${s.mode} · ${network(s)}`;
+}
+
+function network(s: SandboxReport): string {
+  return s.network ? "network allowed" : "no network";
+}
+
+/** The result of agent.projects as Markdown: each project's item, then its full sandbox report. */
+export function projectsReport(projects: ProjectInfo[]): string {
+  const out = ["# Projects"];
+  for (const p of projects) {
+    const item = projectItem(p);
+    const s = p.sandbox;
+    out.push("", `## ${p.name}`, "", item.description, "", item.detail, "", "### Sandbox", "");
+    out.push(`mode ${s.mode} · ${s.landlockABI ? `Landlock ABI ${s.landlockABI}` : "no Landlock"} · ${network(s)}`);
+    const list = (title: string, items: string[] | undefined, show = (i: string) => i) => {
+      if (items?.length) {
+        out.push("", `${title}:`, "", ...items.map((i) => `- ${show(i)}`));
+      }
+    };
+    list("Enforced", s.enforced);
+    list("Not enforced", s.notEnforced);
+    list("Writable", s.writable, inlineCode);
+  }
+  return out.join("\n") + "\n";
 }
 
 function when(ts: string): string {
@@ -206,7 +240,7 @@ function when(ts: string): string {
 
 const roleHeading: Record<string, string> = { human: "You", ai: "Agent", system: "System" };
 
-/** The scheme of the session documents (sessionDocs.ts). */
+/** The scheme of the session documents (markdownDocs.ts, served by Agent: Show Session). */
 export const sessionScheme = "agent-session";
 
 /** The (decoded) path of a session's transcript document, or of one subagent's of it. */

@@ -203,14 +203,21 @@ export interface ProjectContext {
   recentErrors: string[];
 }
 
-/** How a project's commands are sandboxed on this machine. */
+/** How commands are confined: the `sandbox` setting. */
+export type SandboxMode = "workspace-write" | "read-only" | "off";
+
+/** How a project's commands are sandboxed on this machine (docs/security.md, The sandbox). */
 export interface SandboxReport {
-  mode: "workspace-write" | "read-only" | "off";
+  mode: SandboxMode;
+  /** The kernel's Landlock ABI; 0: none. */
   landlockABI: number;
+  /** The rights actually enforced at that ABI, human-readable; empty when nothing is. */
   enforced: string[];
+  /** What is not enforced, and why. */
   notEnforced?: string[];
+  /** The directories commands may write. */
   writable?: string[];
-  /** Whether commands can use the network. */
+  /** Whether commands may use the network. */
   network: boolean;
 }
 

@@ -40,6 +40,7 @@ const project = (name: string, path: string, language: string) => ({
   type: language,
   techStack: { language },
   context: { openFiles: [], pendingChanges: [], lastBuild: { status: "unknown" }, lastTest: { status: "unknown" }, recentErrors: [] },
+  sandbox: { mode: "workspace-write", landlockABI: 6, enforced: ["network: TCP bind and connect denied"], writable: ["/tmp", path], network: false },
 });
 
 /** The run.start event that binds a run to its session. */
@@ -250,6 +251,14 @@ describe("commands", () => {
     stub.picks.push((items) => items.find((i: { name: string }) => i.name === "web"));
     await exec("agentLsp.switchProject");
     assert.deepEqual(server.calls.at(-1)?.args, { session: "s9", project: "web" });
+  });
+
+  test("Agent: Show Projects opens each project's sandbox report as a read-only Markdown document", async () => {
+    server.handlers["agent.projects"] = () => [project("api", "/w/api", "go")];
+    await exec("agentLsp.showProjects");
+    assert.equal(stub.opened[0]?.uri.scheme, "agent-projects");
+    assert.match(stub.opened[0].content, /## api\n\ngo\n\n\/w\/api · sandbox workspace-write · no network\n/);
+    assert.match(stub.opened[0].content, /Enforced:\n\n- network: TCP bind and connect denied\n\nWritable:\n\n- `\/tmp`\n- `\/w\/api`\n/);
   });
 
   test("agent/event kinds the extension does not know are ignored", () => {

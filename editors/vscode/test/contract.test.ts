@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import { defaultSettings, initializationOptions, tuning } from "../src/config";
 import { ChatTranscript } from "../src/chatModel";
-import { deleted, dollars, EventFormatter, modelItem, projectItem, sessionDocLink, sessionItem, summary, switched, tokens, transcript, unread, usageText } from "../src/format";
+import { deleted, dollars, EventFormatter, modelItem, projectItem, projectsReport, sessionDocLink, sessionItem, summary, switched, tokens, transcript, unread, usageText } from "../src/format";
 import { eventTypes, requests, serverRequests, type AgentEventOf, type CommandExample, type CommandName, type EventType, type RunResult } from "../src/protocol";
 import { commandExamples, eventExamples } from "./fixtures";
 
@@ -213,6 +213,11 @@ const commandShows: { [C in CommandName]: (ex: CommandExample<C>) => void } = {
       assert.equal(item.label, p.name);
       shows(item.description, [s.language, s.languageVersion, s.packageManager, p.gitBranch].filter((v) => v !== undefined), p.name);
       shows(item.detail, [p.path, s.buildCommand, s.testCommand].filter((v) => v !== undefined), p.name);
+      const b = p.sandbox;
+      shows(item.detail, b.enforced.length ? [b.mode] : ["not sandboxed", ...(b.notEnforced ?? []).slice(0, 1)], p.name);
+      const report = projectsReport(result);
+      shows(report, [p.name, b.mode, ...b.enforced, ...(b.notEnforced ?? []), ...(b.writable ?? [])], `report of ${p.name}`);
+      shows(report, [b.landlockABI ? `Landlock ABI ${b.landlockABI}` : "no Landlock", b.network ? "network allowed" : "no network"], `report of ${p.name}`);
     }
   },
   "agent.switchProject": ({ result }) => shows(switched(result), [result.session, result.project], "switch"),

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { EventFormatter, parseSessionDocPath, projectItem, sessionDocLink, sessionDocPath, sessionItem, summary, transcript, unread } from "../src/format";
+import { EventFormatter, parseSessionDocPath, projectItem, projectsReport, sandboxSummary, sessionDocLink, sessionDocPath, sessionItem, summary, transcript, unread } from "../src/format";
 import type { AgentEvent, ProjectContext, ProjectInfo, SandboxReport } from "../src/protocol";
 
 /** An event without its envelope's session and seq, kept a discriminated union. */
@@ -151,9 +151,35 @@ test("session items put the title first and the id in the detail", () => {
   assert.equal(item.detail, "s-1 · 4 messages · updated bad date");
 });
 
-test("project items show the tech stack agent.projects sends, branch, path and the build and test commands", () => {
-  const context: ProjectContext = { openFiles: [], pendingChanges: [], lastBuild: { status: "unknown" }, lastTest: { status: "unknown" }, recentErrors: [] };
-  const sandbox: SandboxReport = { mode: "workspace-write", landlockABI: 0, enforced: [], network: true };
+const context: ProjectContext = { openFiles: [], pendingChanges: [], lastBuild: { status: "unknown" }, lastTest: { status: "unknown" }, recentErrors: [] };
+
+/** A sandbox report as agent.projects sends it on a kernel with Landlock ABI 6. */
+const enforced: SandboxReport = {
+  mode: "workspace-write",
+  landlockABI: 6,
+  enforced: [
+    "files: read everywhere, write only in /tmp, /w/api, /home/u/.cache/go-build",
+    "files: no linking or renaming into another directory",
+    "files: no truncating outside the writable directories",
+    "network: TCP bind and connect denied",
+    "devices: ioctl only on /dev/null, /dev/zero and terminals",
+    "IPC: abstract Unix sockets and signals scoped to the sandbox",
+  ],
+  notEnforced: ["UDP (needs Landlock ABI 10)", "Multipath TCP sockets", "pathname Unix sockets"],
+  writable: ["/tmp", "/w/api", "/home/u/.cache/go-build"],
+  network: false,
+};
+
+/** The report on a kernel without Landlock. */
+const noLandlock: SandboxReport = {
+  mode: "workspace-write",
+  landlockABI: 0,
+  enforced: [],
+  notEnforced: ["this kernel has no Landlock (or it is turned off): commands run with the user's full rights"],
+  network: true,
+};
+
+test("project items show the tech stack agent.projects sends, branch, path, the build and test commands and the sandbox", () => {
   const api: ProjectInfo = {
     name: "api",
     path: "/w/api",
@@ -169,13 +195,79 @@ test("project items show the tech stack agent.projects sends, branch, path and t
     },
     gitBranch: "main",
     context,
-    sandbox,
+    sandbox: enforced,
   };
   assert.deepEqual(projectItem(api), {
     label: "api",
     description: "go 1.22 (also javascript) · go modules · main",
-    detail: "/w/api · build: go build ./... · test: go test ./...",
+    detail: "/w/api · build: go build ./... · test: go test ./... · sandbox workspace-write · no network",
   });
-  const bare = projectItem({ name: "notes", path: "/w/notes", type: "unknown", techStack: { language: "unknown" }, context, sandbox });
-  assert.deepEqual(bare, { label: "notes", description: "unknown", detail: "/w/notes" });
+  const bare = projectItem({ name: "notes", path: "/w/notes", type: "unknown", techStack: { language: "unknown" }, context, sandbox: noLandlock });
+  assert.deepEqual(bare, {
+    label: "notes",
+    description: "unknown",
+    detail: "/w/notes · not sandboxed: this kernel has no Landlock (or it is turned off): commands run with the user's full rights",
+  });
+});
+
+test("the sandbox summary names the mode and the network, or why nothing is enforced", () => {
+  assert.equal(sandboxSummary({ ...enforced, mode: "read-only", network: true }), "sandbox read-only · network allowed");
+  assert.equal(sandboxSummary({ mode: "off", landlockABI: 6, enforced: [], network: true }), "not sandboxed");
+});
+
+test("the projects report lists what the sandbox enforces, what it does not, and where commands may write", () => {
+  const api: ProjectInfo = { name: "api", path: "/w/api", type: "go", techStack: { language: "go", buildCommand: "go build ./..." }, context, sandbox: enforced };
+  const notes: ProjectInfo = { name: "notes", path: "/w/notes", type: "unknown", techStack: { language: "unknown" }, context, sandbox: noLandlock };
+  assert.equal(
+    projectsReport([api, notes]),
+    [
+      "# Projects",
+      "",
+      "## api",
+      "",
+      "go",
+      "",
+      "/w/api · build: go build ./... · sandbox workspace-write · no network",
+      "",
+      "### Sandbox",
+      "",
+      "mode workspace-write · Landlock ABI 6 · no network",
+      "",
+      "Enforced:",
+      "",
+      "- files: read everywhere, write only in /tmp, /w/api, /home/u/.cache/go-build",
+      "- files: no linking or renaming into another directory",
+      "- files: no truncating outside the writable directories",
+      "- network: TCP bind and connect denied",
+      "- devices: ioctl only on /dev/null, /dev/zero and terminals",
+      "- IPC: abstract Unix sockets and signals scoped to the sandbox",
+      "",
+      "Not enforced:",
+      "",
+      "- UDP (needs Landlock ABI 10)",
+      "- Multipath TCP sockets",
+      "- pathname Unix sockets",
+      "",
+      "Writable:",
+      "",
+      "- `/tmp`",
+      "- `/w/api`",
+      "- `/home/u/.cache/go-build`",
+      "",
+      "## notes",
+      "",
+      "unknown",
+      "",
+      "/w/notes · not sandboxed: this kernel has no Landlock (or it is turned off): commands run with the user's full rights",
+      "",
+      "### Sandbox",
+      "",
+      "mode workspace-write · no Landlock · network allowed",
+      "",
+      "Not enforced:",
+      "",
+      "- this kernel has no Landlock (or it is turned off): commands run with the user's full rights",
+      "",
+    ].join("\n"),
+  );
 });

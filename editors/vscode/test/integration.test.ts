@@ -15,7 +15,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import * as rpc from "vscode-jsonrpc/node";
 import type { ClientCapabilities } from "vscode-languageclient";
 import { defaultSettings, initializationOptions, serverExecutable, tuning, type Settings } from "../src/config";
-import { projectItem } from "../src/format";
+import { projectItem, sandboxSummary } from "../src/format";
 import { requests, type SessionDetail } from "../src/protocol";
 import { saveForAgent } from "../src/save";
 import { stub, Uri } from "./vscode-stub";
@@ -334,7 +334,8 @@ test("the request table names exactly the server's commands, and projects render
     const item = projectItem(projects[0]);
     assert.equal(item.label, "sample");
     assert.match(item.description, /^go 1\.22 · go modules/);
-    assert.equal(item.detail, `${root} · build: go build ./... · test: go test ./...`);
+    assert.equal(item.detail, `${root} · build: go build ./... · test: go test ./... · ${sandboxSummary(projects[0].sandbox)}`);
+    assert.match(sandboxSummary(projects[0].sandbox), /^(sandbox workspace-write · |not sandboxed: )/);
   } finally {
     await stop(s);
   }

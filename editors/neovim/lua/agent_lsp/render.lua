@@ -323,22 +323,24 @@ function M.project_context(c)
   return lines
 end
 
----The lines under a project's context that say how its commands are
----confined: the mode, Landlock's ABI, the network, what is enforced, what is
----not (and why), the writable directories.
----@param sb AgentLsp.SandboxReport
+---The lines of a project's sandbox report: its mode, Landlock ABI and
+---network, the directories commands may write, then each right enforced and
+---each one not; nothing when the server sent none.
+---@param s AgentLsp.SandboxReport
 ---@return string[]
-function M.sandbox_lines(sb)
-  if type(sb) ~= "table" then
+function M.project_sandbox(s)
+  if type(s) ~= "table" then
     return {}
   end
-  local enforced = type(sb.enforced) == "table" and #sb.enforced > 0 and table.concat(sb.enforced, ", ") or "nothing"
-  local lines = { ("    sandbox: %s (Landlock ABI %s) · %s · enforced: %s"):format(M.str(sb.mode), M.str(sb.landlockABI), M.word("network", sb.network), enforced) }
-  for _, why in ipairs(sb.notEnforced or {}) do
-    table.insert(lines, "    not enforced: " .. M.oneline(why))
+  local lines = { ("    sandbox: %s · Landlock ABI %s · %s"):format(M.str(s.mode), M.str(s.landlockABI), M.word("network", s.network)) }
+  if s.writable and #s.writable > 0 then
+    table.insert(lines, "    writable: " .. table.concat(s.writable, ", "))
   end
-  if sb.writable and #sb.writable > 0 then
-    table.insert(lines, "    writable: " .. table.concat(sb.writable, ", "))
+  for _, r in ipairs(s.enforced or {}) do
+    table.insert(lines, "    enforced: " .. M.oneline(r))
+  end
+  for _, r in ipairs(s.notEnforced or {}) do
+    table.insert(lines, "    not enforced: " .. M.oneline(r))
   end
   return lines
 end
@@ -565,7 +567,7 @@ M.results = {
     for _, p in ipairs(list) do
       table.insert(lines, M.project_line(p))
       vim.list_extend(lines, M.project_context(p.context))
-      vim.list_extend(lines, M.sandbox_lines(p.sandbox))
+      vim.list_extend(lines, M.project_sandbox(p.sandbox))
     end
     return #lines > 0 and lines or { "no projects" }
   end,

@@ -183,14 +183,14 @@
 
 ---@alias AgentLsp.SandboxMode "workspace-write"|"read-only"|"off"
 
----How a project's commands are confined on this machine.
+---How a project's commands are sandboxed on this machine (docs/security.md).
 ---@class AgentLsp.SandboxReport
----@field mode AgentLsp.SandboxMode
----@field landlockABI integer the kernel's Landlock ABI (0: none)
----@field enforced string[] the rights Landlock applies
----@field notEnforced? string[] what is not confined, and why
+---@field mode AgentLsp.SandboxMode the sandbox setting
+---@field landlockABI integer the kernel's Landlock ABI; 0: none
+---@field enforced string[] the rights actually enforced, human-readable
+---@field notEnforced? string[] what is not enforced, and why
 ---@field writable? string[] the directories commands may write
----@field network boolean whether commands can use the network
+---@field network boolean whether commands may use the network
 
 ---An entry of agent.projects.
 ---@class AgentLsp.ProjectInfo
