@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -15,7 +16,7 @@ import (
 // log (Config.Log).
 func (rt *Runtime) explain(r *run, err error) string {
 	rt.cfg.Log("session %s failed: %v", r.session.ID, err)
-	endpoint := cmpOr(rt.cfg.Endpoint, "the model endpoint")
+	endpoint := cmp.Or(rt.cfg.Endpoint, "the model endpoint")
 	var over *model.OverflowError
 	var me *model.Error
 	if errors.As(err, &over) {
@@ -45,13 +46,6 @@ func (rt *Runtime) explain(r *run, err error) string {
 		return fmt.Sprintf("%s refused the request (HTTP %d): %s", endpoint, me.Status, providerMessage(me.Err))
 	}
 	return firstLine(err.Error())
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func isRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }

@@ -451,23 +451,9 @@ func verifyTree(path string) error {
 	if err != nil {
 		return err
 	}
-	head := make([]byte, boltPageHeader+boltMetaSum+8)
-	m0, err0 := readMeta(f, 0, head)
-	var ps uint32 = 4096
-	if err0 == nil {
-		ps = m0.pageSize
-	}
-	m1, err1 := readMeta(f, int64(ps), head)
-	var m boltMeta
-	switch {
-	case err0 != nil && err1 != nil:
-		return fmt.Errorf("no valid meta page (%v)", err0)
-	case err0 != nil:
-		m = m1
-	case err1 != nil || m0.txid >= m1.txid:
-		m = m0
-	default:
-		m = m1
+	m, err := newestMeta(f)
+	if err != nil {
+		return err
 	}
 	pageSize := uint64(m.pageSize)
 	limit := min(m.pgid, uint64(fi.Size())/pageSize)

@@ -54,23 +54,9 @@ func checkMeta(path string) error {
 	if fi.Size() == 0 {
 		return nil
 	}
-	head := make([]byte, boltPageHeader+boltMetaSum+8)
-	m0, err0 := readMeta(f, 0, head)
-	var size uint32 = 4096
-	if err0 == nil {
-		size = m0.pageSize
-	}
-	m1, err1 := readMeta(f, int64(size), head)
-	var m boltMeta
-	switch {
-	case err0 != nil && err1 != nil:
-		return fmt.Errorf("no valid meta page (%v)", err0)
-	case err0 != nil:
-		m = m1
-	case err1 != nil || m0.txid >= m1.txid:
-		m = m0
-	default:
-		m = m1
+	m, err := newestMeta(f)
+	if err != nil {
+		return err
 	}
 	pages := uint64(fi.Size()) / uint64(m.pageSize)
 	switch {
@@ -85,6 +71,27 @@ func checkMeta(path string) error {
 }
 
 // readMeta reads and validates the meta record of the page at off.
+// newestMeta is the meta record bbolt would use: the valid one of the two
+// meta pages with the higher transaction id.
+func newestMeta(f *os.File) (boltMeta, error) {
+	head := make([]byte, boltPageHeader+boltMetaSum+8)
+	m0, err0 := readMeta(f, 0, head)
+	var size uint32 = 4096
+	if err0 == nil {
+		size = m0.pageSize
+	}
+	m1, err1 := readMeta(f, int64(size), head)
+	switch {
+	case err0 != nil && err1 != nil:
+		return boltMeta{}, fmt.Errorf("no valid meta page (%v)", err0)
+	case err0 != nil:
+		return m1, nil
+	case err1 != nil || m0.txid >= m1.txid:
+		return m0, nil
+	}
+	return m1, nil
+}
+
 func readMeta(f *os.File, off int64, buf []byte) (boltMeta, error) {
 	if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
 		return boltMeta{}, err

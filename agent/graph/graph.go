@@ -598,15 +598,9 @@ func (g *Graph) Update(ctx context.Context, cfg Config, build func(State) Patch,
 	if err != nil {
 		return err
 	}
-	var patches []Patch
-	for _, t := range st.Next {
-		if raw, ok := st.Pending[t.ID]; ok {
-			p, err := g.schema.decodePatch(raw)
-			if err != nil {
-				return err
-			}
-			patches = append(patches, p)
-		}
+	patches, _, err := g.finished(st)
+	if err != nil {
+		return err
 	}
 	vals, _, err := g.schema.apply(r.vals, patches)
 	if err != nil {
@@ -629,6 +623,24 @@ func (g *Graph) Update(ctx context.Context, cfg Config, build func(State) Patch,
 		tasks = append(tasks, t)
 	}
 	return cfg.Checkpointer.Put(context.WithoutCancel(ctx), r.checkpoint(step, status, d, tasks, State{vals: vals}))
+}
+
+// finished decodes the pending writes of st's planned tasks that finished,
+// in plan order, and lists those that had not.
+func (g *Graph) finished(st *store.State) (patches []Patch, unfinished []task, err error) {
+	for i, t := range st.Next {
+		raw, ok := st.Pending[t.ID]
+		if !ok {
+			unfinished = append(unfinished, task{Task: t, seq: i})
+			continue
+		}
+		p, err := g.schema.decodePatch(raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		patches = append(patches, p)
+	}
+	return patches, unfinished, nil
 }
 
 // Amend writes a patch to a thread that is not running, as a step of its
@@ -656,19 +668,9 @@ func (g *Graph) Amend(ctx context.Context, cfg Config, build func(State) Patch) 
 	if err != nil {
 		return err
 	}
-	var patches []Patch
-	var unfinished []task
-	for i, t := range st.Next {
-		raw, ok := st.Pending[t.ID]
-		if !ok {
-			unfinished = append(unfinished, task{Task: t, seq: i})
-			continue
-		}
-		p, err := g.schema.decodePatch(raw)
-		if err != nil {
-			return err
-		}
-		patches = append(patches, p)
+	patches, unfinished, err := g.finished(st)
+	if err != nil {
+		return err
 	}
 	vals, _, err := g.schema.apply(r.vals, patches)
 	if err != nil {

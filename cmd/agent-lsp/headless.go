@@ -320,13 +320,13 @@ func headless(f runFlags, prompt string, stdout, stderr io.Writer) int {
 	cl.printResult(res, stdout)
 	conn.Call(ctx, "shutdown", nil, nil)
 	conn.Notify(ctx, "exit", nil)
-	served()
+	served(conn.Done())
 	return res.exitCode()
 }
 
 // serverFor connects a headless run to a server: the daemon's, else one
 // in-process. served waits for the server to end after exit.
-func serverFor(ctx context.Context, f runFlags) (stream io.ReadWriteCloser, served func(), err error) {
+func serverFor(ctx context.Context, f runFlags) (stream io.ReadWriteCloser, served func(clientDone <-chan struct{}), err error) {
 	opts := server.Options{Flags: f.settings, Logf: func(string, ...any) {}}
 	if !f.noDaemon && daemonEnabled(os.Getenv) {
 		st, _, err := config.Resolve(os.Getenv, nil, f.settings)
@@ -341,11 +341,11 @@ func serverFor(ctx context.Context, f runFlags) (stream io.ReadWriteCloser, serv
 		s, err := daemon.Dial(path, daemon.Hello{Op: "serve", Env: os.Environ(), Dir: dir, Args: append(f.settings.Args(), "-store="+path)})
 		switch {
 		case err == nil:
-			done := make(chan struct{})
-			return connStream{s}, func() { // the daemon closes the connection after exit
-				go func() { io.Copy(io.Discard, s.Reader); close(done) }()
+			cs := &connStream{s: s, ended: make(chan struct{})}
+			return cs, func(clientDone <-chan struct{}) { // the daemon ends the connection after exit
 				select {
-				case <-done:
+				case <-cs.ended:
+				case <-clientDone: // the client stopped reading (at the daemon's end frame)
 				case <-time.After(10 * time.Second):
 				}
 				s.Conn.Close()
@@ -360,12 +360,12 @@ func serverFor(ctx context.Context, f runFlags) (stream io.ReadWriteCloser, serv
 			}
 			opts.Hub = d.Hub()
 			stream, served := inProcess(ctx, opts)
-			return stream, func() { served(); d.Close() }, nil
+			return stream, func(<-chan struct{}) { served(); d.Close() }, nil
 		}
 		// The store is held by a server without a daemon: it says so itself.
 	}
-	stream, served = inProcess(ctx, opts)
-	return stream, served, nil
+	stream, wait := inProcess(ctx, opts)
+	return stream, func(<-chan struct{}) { wait() }, nil
 }
 
 // inProcess starts a server in this process.
@@ -381,12 +381,23 @@ func inProcess(ctx context.Context, opts server.Options) (io.ReadWriteCloser, fu
 	return pipeRWC{s2cR, c2sW, []io.Closer{c2sW, s2cR}}, func() { <-done }
 }
 
-// connStream is a daemon connection as the client's stream.
-type connStream struct{ s *daemon.Session }
+// connStream is a daemon connection as the client's stream; ended is
+// closed when reading it ends (the daemon closed the connection).
+type connStream struct {
+	s     *daemon.Session
+	ended chan struct{}
+	once  sync.Once
+}
 
-func (c connStream) Read(p []byte) (int, error)  { return c.s.Reader.Read(p) }
-func (c connStream) Write(p []byte) (int, error) { return c.s.Conn.Write(p) }
-func (c connStream) Close() error                { return c.s.Conn.Close() }
+func (c *connStream) Read(p []byte) (int, error) {
+	n, err := c.s.Reader.Read(p)
+	if err != nil {
+		c.once.Do(func() { close(c.ended) })
+	}
+	return n, err
+}
+func (c *connStream) Write(p []byte) (int, error) { return c.s.Conn.Write(p) }
+func (c *connStream) Close() error                { return c.s.Conn.Close() }
 
 // drive initializes the server and runs the command, cancelling it on SIGINT
 // or SIGTERM (a second signal quits at once).
