@@ -106,6 +106,10 @@ type ToolSource interface {
 	// left out (and reported by the source itself), never an error that
 	// stops the run.
 	Tools(ctx context.Context, project *workspace.Project) tools.Set
+	// Withheld tells the source which tools the newest run in project left
+	// out of the model's list because their definitions did not fit the
+	// budget's share (the source's own among them, or none).
+	Withheld(project *workspace.Project, names []string)
 }
 
 // Summary is the compressed history of old turns.
@@ -426,7 +430,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	defer end()
 	r := rt.newRun(sess, req)
 	rt.addTools(ctx, r, sess.Project)
-	r.fitTools(rt)
+	rt.fitTools(r, sess.Project)
 	rt.runs.started(active, r)
 	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
 	if req.Durability != "" {

@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -219,12 +220,8 @@ func fitTools(specs []model.ToolSpec, share int) (kept []model.ToolSpec, withhel
 		}
 		return len(toolPriority)
 	}
-	ordered := append([]model.ToolSpec(nil), specs...)
-	for i := 1; i < len(ordered); i++ { // stable insertion sort by priority; a few tools
-		for j := i; j > 0 && rank(ordered[j].Name) < rank(ordered[j-1].Name); j-- {
-			ordered[j], ordered[j-1] = ordered[j-1], ordered[j]
-		}
-	}
+	ordered := slices.Clone(specs)
+	slices.SortStableFunc(ordered, func(a, b model.ToolSpec) int { return rank(a.Name) - rank(b.Name) })
 	used := 0
 	for _, t := range ordered {
 		if n := toolTokens(t); used+n <= share {

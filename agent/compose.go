@@ -33,15 +33,27 @@ const (
 
 // fitTools chooses the tools the run shows the model: those whose
 // definitions fit in their share of the budget.
-func (r *run) fitTools(rt *Runtime) {
+func (r *run) fitTools() {
 	r.specs, r.withheld = fitTools(r.tools.Specs(), r.budget.prompt()/toolShare)
+}
+
+// fitTools fits the tools of r, a run in project, and tells the tool source
+// which were left out.
+func (rt *Runtime) fitTools(r *run, project string) {
+	r.fitTools()
+	if rt.cfg.ToolSource == nil {
+		return
+	}
+	if p, ok := rt.cfg.Workspace.Project(project); ok {
+		rt.cfg.ToolSource.Withheld(p, r.withheld)
+	}
 }
 
 // fits checks, before a run starts, that its system prompt, tools and prompt
 // fit the budget together: a run that cannot send its first request fails
 // at once, naming both sizes.
 func (rt *Runtime) fits(r *run, project string, prompt message.Message) error {
-	r.fitTools(rt)
+	rt.fitTools(r, project)
 	sys := message.Message{ID: "", Role: message.System, Content: rt.systemPrompt(project, Summary{}, nil)}
 	need := rt.counter.request(model.Request{Messages: []message.Message{sys, prompt}, Tools: r.specs, Model: r.model})
 	if room := r.budget.prompt(); need > room {

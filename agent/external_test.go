@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +15,14 @@ import (
 
 // fakeSource provides one external tool per project, which echoes its
 // arguments.
-type fakeSource struct{ calls []string }
+type fakeSource struct {
+	calls    []string
+	withheld [][]string // what each fitting left out, in order
+}
+
+func (f *fakeSource) Withheld(_ *workspace.Project, names []string) {
+	f.withheld = append(f.withheld, names)
+}
 
 func (f *fakeSource) Tools(_ context.Context, p *workspace.Project) tools.Set {
 	name := "mcp__echo__say"
@@ -86,6 +94,8 @@ type growingSource struct {
 	added bool
 }
 
+func (g *growingSource) Withheld(*workspace.Project, []string) {}
+
 func (g *growingSource) Tools(context.Context, *workspace.Project) tools.Set {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -131,5 +141,36 @@ func TestExternalToolsRefreshEachStep(t *testing.T) {
 	}
 	if tm := toolMessages(reqs[2]); len(tm) != 2 || tm[1].Content != "fresh ran" {
 		t.Fatalf("%+v", tm)
+	}
+}
+
+// A source's tool that does not fit a small budget is left out of the
+// model's list, and the source is told so (agent.mcp names it); with room,
+// nothing is left out.
+func TestExternalToolsWithheld(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		tokens   int
+		withheld bool
+	}{
+		{"small budget", 3000, true},
+		{"room", 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := &fakeSource{}
+			h := newHarness(t, scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}}, Config{ToolSource: src, ContextTokens: c.tokens})
+			h.run(context.Background(), Request{Prompt: "hi"})
+			if len(src.withheld) == 0 {
+				t.Fatal("the source was not told what was withheld")
+			}
+			last := src.withheld[len(src.withheld)-1]
+			offered := false
+			for _, tl := range h.srv.Requests()[0].Tools {
+				offered = offered || tl.Function.Name == "mcp__echo__say"
+			}
+			if got := slices.Contains(last, "mcp__echo__say"); got != c.withheld || offered == c.withheld {
+				t.Fatalf("withheld %v, offered %v", last, offered)
+			}
+		})
 	}
 }

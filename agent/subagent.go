@@ -51,7 +51,7 @@ func (rt *Runtime) subagent(ctx context.Context, parent *run, project, callID st
 	}
 	child := &run{rt: rt, session: parent.session, contextID: id, parentID: parentID, editor: parent.editor, perms: parent.perms, model: parent.model, budget: parent.budget,
 		tools: set, acc: parent.acc}
-	child.fitTools(rt)
+	child.fitTools()
 	limit := 2 * req.MaxLoops // a model turn and a tool round are a step each
 	if left, ok := graph.StepsLeft(ctx); ok {
 		limit = min(limit, left) // a subagent spends no more than its parent has

@@ -61,6 +61,40 @@ type mcpProject struct {
 	release func()          // gives the manager back to the pool
 	servers []mcpServerInfo // every definition, with why it does not run if it does not
 	idle    *time.Timer     // stops the servers after the idle time without a call; reset by each call
+
+	mu       sync.Mutex          // guards owner and withheld
+	owner    map[string]string   // the server of each model tool name, from the newest listing
+	withheld map[string][]string // by server: its tools the newest run left out to fit its budget
+}
+
+// listed records which server each of the newest listing's tools is of.
+func (mp *mcpProject) listed(list []mcp.ModelTool) {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	mp.owner = make(map[string]string, len(list))
+	for _, t := range list {
+		mp.owner[t.Name] = t.Ref.Server
+	}
+}
+
+// leftOut records the tools of the project's servers among names, the
+// tools a run left out.
+func (mp *mcpProject) leftOut(names []string) {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	mp.withheld = map[string][]string{}
+	for _, n := range names {
+		if server, ok := mp.owner[n]; ok {
+			mp.withheld[server] = append(mp.withheld[server], n)
+		}
+	}
+}
+
+// withheldOf returns the tools of server the newest run left out.
+func (mp *mcpProject) withheldOf(server string) []string {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	return slices.Clone(mp.withheld[server])
 }
 
 // used restarts the project's idle countdown: a call begins.
@@ -92,6 +126,7 @@ func (m *mcpSource) Tools(ctx context.Context, p *workspace.Project) tools.Set {
 	for name, err := range errs {
 		m.log(fmt.Sprintf("MCP server %s of project %s: %v", name, p.Name(), err))
 	}
+	mp.listed(list)
 	set := tools.Set{}
 	mgr := mp.manager
 	for _, t := range list {
@@ -113,6 +148,17 @@ func (m *mcpSource) Tools(ctx context.Context, p *workspace.Project) tools.Set {
 			})
 	}
 	return set
+}
+
+// Withheld implements agent.ToolSource: agent.mcp names, by server, the
+// tools the newest run in p left out.
+func (m *mcpSource) Withheld(p *workspace.Project, names []string) {
+	m.mu.Lock()
+	mp := m.projects[p.Root()]
+	m.mu.Unlock()
+	if mp != nil {
+		mp.leftOut(names)
+	}
 }
 
 // project returns the servers of p, reading their definitions and asking
@@ -337,6 +383,7 @@ func (m *mcpSource) describe(ctx context.Context, p *workspace.Project) []mcpSer
 			for i := range infos {
 				if infos[i].Name == st.Name {
 					infos[i].Status, infos[i].Reason, infos[i].Tools = string(st.State), st.Reason, st.Tools
+					infos[i].Withheld = mp.withheldOf(st.Name)
 				}
 			}
 		}

@@ -73,10 +73,11 @@ func (a *asked) count(substr string) int {
 }
 
 type mcpServerRow struct {
-	Name   string `json:"name"`
-	Source string `json:"source"`
-	Status string `json:"status"`
-	Tools  int    `json:"tools"`
+	Name     string   `json:"name"`
+	Source   string   `json:"source"`
+	Status   string   `json:"status"`
+	Tools    int      `json:"tools"`
+	Withheld []string `json:"withheld"`
 }
 
 func mcpServers(t *testing.T, c *lspClient) map[string]mcpServerRow {
@@ -139,6 +140,35 @@ func TestMCPEditorServer(t *testing.T) {
 }
 
 // toolResults is the text of the tool messages of the newest turn of a request.
+// An MCP server's tools that do not fit a small context are left out of the
+// model's list, and agent.mcp names them under their server.
+func TestMCPWithheldTools(t *testing.T) {
+	bin := mcpTestServer(t)
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "done"}}})
+	c := startServer(t, envFor(t, srv)...)
+	c.initialize(map[string]string{"sample": copyFixture(t, "sample")}, map[string]any{
+		"mcpServers": map[string]any{"tools": map[string]any{"command": bin}},
+		"model":      map[string]any{"contextTokens": 3000},
+	})
+	var res runResult
+	if err := c.command("agent.run", map[string]any{"prompt": "hi"}, &res); err != nil || res.Status != "done" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	offered := map[string]bool{}
+	for _, tl := range srv.Requests()[0].Tools {
+		offered[tl.Function.Name] = true
+	}
+	row := mcpServers(t, c)["tools"]
+	if len(row.Withheld) == 0 {
+		t.Fatalf("nothing withheld in a 3000-token context: %+v", row)
+	}
+	for _, name := range row.Withheld {
+		if offered[name] || !strings.HasPrefix(name, "mcp__tools__") {
+			t.Fatalf("withheld %v, offered %v", row.Withheld, offered)
+		}
+	}
+}
+
 func mcpToolResults(req openai.ChatCompletionRequest) string {
 	var b strings.Builder
 	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "tool"; i-- {
