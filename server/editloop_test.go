@@ -32,6 +32,10 @@ type fakeEditor struct {
 	failOn  map[string]string // path -> why saving it fails
 	onSave  func(path, text string) string
 	onApply func(path, text string) string // what the user makes of an applied edit (a review)
+	// writeAfter delays a save's write past its answer (a remote file
+	// system); writeNever answers "saved" and never writes.
+	writeAfter time.Duration
+	writeNever bool
 	applied []string                       // labels, in order
 }
 
@@ -165,11 +169,18 @@ func (e *fakeEditor) save(raw json.RawMessage) any {
 				text = t
 			}
 		}
-		os.WriteFile(path, []byte(text), 0o644)
 		e.mu.Lock()
 		e.saved = append(e.saved, path)
+		after, never := e.writeAfter, e.writeNever
 		e.mu.Unlock()
-		e.notify("textDocument/didSave", map[string]any{"textDocument": map[string]any{"uri": u}})
+		switch {
+		case never:
+		case after > 0:
+			time.AfterFunc(after, func() { os.WriteFile(path, []byte(text), 0o644) })
+		default:
+			os.WriteFile(path, []byte(text), 0o644)
+			e.notify("textDocument/didSave", map[string]any{"textDocument": map[string]any{"uri": u}})
+		}
 		saved = append(saved, u)
 	}
 	return map[string]any{"saved": saved, "failed": failed}
@@ -204,13 +215,18 @@ func addSubTurns() []scripted.Turn {
 // are named too.
 func TestSaveBeforeCommands(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		saves     bool
-		fail      string // why saving greet.go fails
-		want      string // in the grep's result
-		wantSaved bool
+		name       string
+		saves      bool
+		fail       string // why saving greet.go fails
+		writeAfter time.Duration
+		writeNever bool
+		want       string // in the grep's result
+		wantSaved  bool
 	}{
 		{name: "saved", saves: true, want: "exit status 0\n", wantSaved: true},
+		{name: "written after the answer", saves: true, writeAfter: 300 * time.Millisecond, want: "exit status 0\n", wantSaved: true},
+		{name: "answered saved, never written", saves: true, writeNever: true,
+			want: "unsaved in the editor: greet.go (your edit; the editor answered that it saved it, but the file on disk does not have the editor's text), greet_test.go (the user's)"},
 		{name: "no capability", saves: false, want: "note: the command ran on the files on disk; unsaved in the editor: greet.go (your edit; the editor does not save for the agent), greet_test.go (the user's)"},
 		{name: "save fails", saves: true, fail: "read-only file", want: "unsaved in the editor: greet.go (your edit; read-only file), greet_test.go (the user's)"},
 	} {
@@ -223,6 +239,7 @@ func TestSaveBeforeCommands(t *testing.T) {
 			if tc.fail != "" {
 				e.failOn[greet] = tc.fail
 			}
+			e.writeAfter, e.writeNever = tc.writeAfter, tc.writeNever
 			c.initialize(map[string]string{"sample": sample}, map[string]any{"permissions": map[string]any{"allow": []string{"grep *"}}})
 			e.open(greet)
 			e.open(tests)

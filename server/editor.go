@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
@@ -48,13 +49,38 @@ func (e *editor) Save(ctx context.Context, paths []string) (tools.SaveResult, er
 	out := tools.SaveResult{Failed: map[string]string{}}
 	for _, u := range res.Saved {
 		p := filename(u)
-		e.ws.Saved(p)
+		if !e.onDisk(ctx, p) {
+			out.Failed[p] = "the editor answered that it saved it, but the file on disk does not have the editor's text"
+			continue
+		}
 		out.Saved = append(out.Saved, p)
 	}
 	for _, f := range res.Failed {
 		out.Failed[filename(f.URI)] = f.Reason
 	}
 	return out, nil
+}
+
+// saveSettle is how long a document the client says it saved may take to
+// show its text on disk: the write may still be on its way (a remote file
+// system), or the client's didChange of the edit may not have arrived yet.
+const saveSettle = 5 * time.Second
+
+// onDisk waits, up to saveSettle, until the disk holds the text of the
+// document at path as the server has it, and reports whether it does.
+func (e *editor) onDisk(ctx context.Context, path string) bool {
+	deadline := time.Now().Add(saveSettle)
+	for !e.ws.Saved(path) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return true
 }
 
 // Edit implements tools.Editor.

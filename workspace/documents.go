@@ -77,10 +77,12 @@ func (w *Workspace) Change(path string, version int32, changes []Change) error {
 }
 
 // Saved records a didSave, or a client's answer that it saved the
-// document: the document is clean when the disk now holds its text. A save
-// that raced a change (an editor's auto-save that began before an edit
-// landed) leaves it dirty, so the next command still asks to save it.
-func (w *Workspace) Saved(path string) {
+// document, and reports whether the disk now holds the document's text (true
+// for a document that is not open: there is nothing to compare). The
+// document is clean only then. A save that raced a change (an editor's
+// auto-save that began before an edit landed) leaves it dirty, so the next
+// command still asks to save it.
+func (w *Workspace) Saved(path string) bool {
 	path = filepath.Clean(path)
 	w.mu.Lock()
 	d, ok := w.docs[path]
@@ -90,7 +92,7 @@ func (w *Workspace) Saved(path string) {
 	}
 	w.mu.Unlock()
 	if !ok {
-		return
+		return true
 	}
 	dirty := differsFromDisk(path, text) // without the lock: it reads the disk
 	w.mu.Lock()
@@ -101,6 +103,7 @@ func (w *Workspace) Saved(path string) {
 		w.docs[path] = &c
 		w.notifyLocked()
 	}
+	return !dirty
 }
 
 // Close forgets an open document.

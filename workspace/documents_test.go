@@ -21,12 +21,16 @@ func TestSavedChecksTheDisk(t *testing.T) {
 	if err := w.Change(path, 2, []Change{{Text: "two\n"}}); err != nil || !dirty() {
 		t.Fatalf("changed: dirty %v, %v", dirty(), err)
 	}
-	w.Saved(path) // the disk still holds "one": an auto-save that began before the change
+	if w.Saved(path) { // the disk still holds "one": an auto-save that began before the change
+		t.Fatal("Saved reported the disk has the changed text")
+	}
 	if !dirty() {
 		t.Fatal("a save of older text made the change look saved")
 	}
 	os.WriteFile(path, []byte("two\n"), 0o644)
-	w.Saved(path)
+	if !w.Saved(path) {
+		t.Fatal("Saved reported the disk lacks the text it has")
+	}
 	if dirty() {
 		t.Fatal("saved, and still dirty")
 	}
