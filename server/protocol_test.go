@@ -118,6 +118,7 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	do("agent.models", map[string]any{})
 	do("agent.mcp", map[string]any{})
 	main := session(do("agent.run", map[string]any{"prompt": "Add a farewell to greet.go", "project": "sample"}))
+	do("agent.mcp", map[string]any{}) // sample's server now runs (its first run started it); other's has not started
 	greet := string(uri.File(filepath.Join(roots["sample"], "greet.go")))
 	do("agent.run", map[string]any{"prompt": "Explain the selection", "uri": greet,
 		"range":   map[string]any{"start": map[string]int{"line": 2, "character": 0}, "end": map[string]int{"line": 4, "character": 1}},

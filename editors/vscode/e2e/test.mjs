@@ -237,8 +237,7 @@ async function conversations() {
   step("picked scripted-large");
 
   // The chat view: a prompt, then a follow-up in the same session.
-  await palette("Agent: Show Chat");
-  const chat = await waitFor(() => chatFrame(), "the chat view", 60000);
+  const chat = await showChat();
   await chatSend(chat, "VSC chat about Greet: what does it do?");
   await waitFor(() => chatText(chat).then((t) => t.includes("says hello to a name") && /── done[^\n]*scripted-large/.test(t)), "the chat's first reply and end line", 60000);
   const session = await chat.evaluate(() => document.body.dataset.session);
@@ -302,6 +301,25 @@ async function chatFrame() {
   return undefined;
 }
 
+// showChat runs Agent: Show Chat and returns the chat view's frame. The command is run again
+// if the view has not shown after a while (a palette Enter can land while the palette closes);
+// a view that never shows fails with the frames that were there.
+async function showChat() {
+  for (let attempt = 1; ; attempt++) {
+    await palette("Agent: Show Chat");
+    try {
+      return await waitFor(() => chatFrame(), "the chat view", 30000);
+    } catch (e) {
+      await page.screenshot({ path: join(out, `chat-missing-${attempt}.png`) }).catch(() => {});
+      if (attempt === 2) {
+        throw new Error(`${e.message}; frames: ${page.frames().map((f) => f.url()).join(" ")}`);
+      }
+      step("the chat view did not show: Agent: Show Chat again");
+      await page.keyboard.press("Escape");
+    }
+  }
+}
+
 async function chatSend(chat, prompt) {
   await chat.click("#prompt");
   await chat.type("#prompt", prompt);
@@ -326,7 +344,8 @@ async function palette(command) {
     return page.waitForSelector(".quick-input-widget input", { visible: true, timeout: 3000 }).then(() => true, () => false);
   }, "the command palette", 60000);
   await page.keyboard.type(command);
-  await waitFor(() => text(".quick-input-list").then((t) => t.includes(command)), `${command} in the palette`, 60000);
+  // Enter runs the focused row: wait until it is the command, not another match the list showed first.
+  await waitFor(() => text(".quick-input-list .monaco-list-row.focused").then((t) => t.includes(command)), `${command} focused in the palette`, 60000);
   await page.keyboard.press("Enter");
 }
 

@@ -4,7 +4,7 @@
 // document provider) with ctx.pushCleanup.
 import * as vscode from "vscode";
 import type { Cmd, Ctx } from "./ctx";
-import { deleted, errorText, modelItem, parseSessionDocPath, projectItem, projectsReport, sessionDocPath, sessionItem, sessionScheme, switched, transcript } from "./format";
+import { deleted, errorText, mcpReport, modelItem, parseSessionDocPath, projectItem, projectsReport, sessionDocPath, sessionItem, sessionScheme, switched, transcript } from "./format";
 import { cancelRun, followUpRun, launch, runPrompt } from "./launch";
 import { markdownDocuments } from "./markdownDocs";
 import { requests, type RunArgs, type SessionInfo } from "./protocol";
@@ -18,6 +18,7 @@ export const commands = {
   "agentLsp.cancel": cancel,
   "agentLsp.switchProject": switchProject,
   "agentLsp.showProjects": showProjects,
+  "agentLsp.showMcp": showMcp,
   "agentLsp.deleteSession": deleteSession,
   "agentLsp.setApiKey": setApiKey,
   "agentLsp.showOutput": showOutput,
@@ -194,6 +195,15 @@ export function showProjects(ctx: Ctx): Cmd {
     title: () => "Projects",
   });
   return () => open("/projects.md");
+}
+
+/** Agent: MCP Servers: each project's MCP servers, their status and tools, as a read-only Markdown document. */
+export function showMcp(ctx: Ctx): Cmd {
+  const open = markdownDocuments(ctx, "agent-mcp", {
+    render: async () => mcpReport(await (await ctx.ready()).send(requests.mcp, {})),
+    title: () => "MCP Servers",
+  });
+  return () => open("/mcp.md");
 }
 
 export function deleteSession(ctx: Ctx): Cmd {

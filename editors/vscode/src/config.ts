@@ -29,6 +29,16 @@ export interface Settings {
   prices: Prices;
   /** Start the server when the window opens, not when a command first needs it. */
   autoStart: boolean;
+  /** MCP servers in the .mcp.json shape, by name; empty: none but the user's mcp.json and the repository's. */
+  mcpServers: Record<string, unknown>;
+  /** Files in the .mcp.json shape whose servers runs may use. */
+  mcpConfigFiles: string[];
+  /** A repository's .mcp.json servers that start without asking, by name; * for all. */
+  mcpAllow: string[];
+  /** Seconds one MCP tool call may take; null: the server's (AGENT_LSP_MCP_TIMEOUT, else 60). */
+  mcpTimeout: number | null;
+  /** Seconds without a call after which a project's MCP servers stop; null: the server's (600). */
+  mcpIdle: number | null;
 }
 
 /** USD per million tokens of one model's input (prompt) and output (completion). */
@@ -61,6 +71,11 @@ export const defaultSettings: Settings = {
   saveBeforeCommands: true,
   prices: {},
   autoStart: false,
+  mcpServers: {},
+  mcpConfigFiles: [],
+  mcpAllow: [],
+  mcpTimeout: null,
+  mcpIdle: null,
 };
 
 /**
@@ -85,6 +100,11 @@ export const settingEffect: Record<keyof Settings, "restart" | "configure" | "lo
   toolOutput: "configure",
   readOnlySubagents: "configure",
   prices: "configure",
+  mcpServers: "configure",
+  mcpConfigFiles: "configure",
+  mcpAllow: "configure",
+  mcpTimeout: "configure",
+  mcpIdle: "configure",
   saveBeforeCommands: "local",
   autoStart: "local",
 };
@@ -95,7 +115,7 @@ export const restartSettings = (Object.keys(settingEffect) as (keyof Settings)[]
 /** The settings whose change goes to the running server. */
 export const configureSettings = (Object.keys(settingEffect) as (keyof Settings)[]).filter((k) => settingEffect[k] === "configure");
 
-type TuningKey = "contextTokens" | "window" | "toolOutput" | "readOnlySubagents";
+type TuningKey = "contextTokens" | "window" | "toolOutput" | "readOnlySubagents" | "mcpTimeout" | "mcpIdle";
 
 /** A setting that goes to the server as it is: its initializationOptions key, and for an integer its range. */
 interface Tuning {
@@ -104,8 +124,8 @@ interface Tuning {
 }
 
 /**
- * How much of the conversation the model sees and what subagents may do, by
- * setting: the initializationOptions key and range of docs/protocol.md's
+ * How much of the conversation the model sees, what subagents may do and how
+ * long MCP servers may take and idle, by setting: the initializationOptions key and range of docs/protocol.md's
  * settings table (package.json declares the same ranges). Unset (null, false):
  * not sent, so that the server's environment (AGENT_LSP_CONTEXT_TOKENS, ...)
  * and defaults apply.
@@ -115,6 +135,8 @@ export const tuning: Record<TuningKey, Tuning> = {
   window: { init: "window", range: [10, 1000] },
   toolOutput: { init: "toolOutput", range: [1024, 1_048_576] },
   readOnlySubagents: { init: "subagents.readOnly" },
+  mcpTimeout: { init: "mcpTimeout", range: [1, 3600] },
+  mcpIdle: { init: "mcpIdle", range: [1, 86400] },
 };
 
 /** A setting's value that readSettings left out, and why. */
@@ -152,6 +174,9 @@ export function readSettings(get: <T>(key: string) => T | undefined, problems?: 
   s.saveBeforeCommands = get<unknown>("saveBeforeCommands") !== false; // on unless turned off
   s.autoStart = get<unknown>("autoStart") === true;
   s.prices = readPrices(get<unknown>("prices"), problems);
+  s.mcpServers = readMcpServers(get<unknown>("mcpServers"), problems);
+  s.mcpConfigFiles = list("mcpConfigFiles");
+  s.mcpAllow = list("mcpAllow");
   for (const [key, t] of Object.entries(tuning) as [TuningKey, Tuning][]) {
     const v = get<unknown>(key);
     if (t.range ? isIn(v, t.range) : typeof v === "boolean") {
@@ -192,6 +217,31 @@ export function readPrices(v: unknown, problems?: SettingProblem[]): Prices {
   return out;
 }
 
+/**
+ * The valid entries of the mcpServers setting: {name: {...}} with an object
+ * per server (the server checks each definition and reports what it cannot
+ * run). Others are left out, and problems gets why.
+ */
+export function readMcpServers(v: unknown, problems?: SettingProblem[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (v === undefined || v === null) {
+    return out;
+  }
+  const setting = "agentLsp.mcpServers";
+  if (typeof v !== "object" || Array.isArray(v)) {
+    problems?.push({ setting, message: `${setting} is ${JSON.stringify(v)}, not an object of servers by name: left out.` });
+    return out;
+  }
+  for (const [name, def] of Object.entries(v as Record<string, unknown>)) {
+    if (name.trim() && def !== null && typeof def === "object" && !Array.isArray(def)) {
+      out[name] = def;
+    } else {
+      problems?.push({ setting, message: `${setting}: the server ${JSON.stringify(name)} is ${JSON.stringify(def)}, not {"command": ...} or {"type": "http", "url": ...}: left out.` });
+    }
+  }
+  return out;
+}
+
 /** True for an integer within range. */
 function isIn(v: unknown, [min, max]: readonly [number, number]): v is number {
   return typeof v === "number" && Number.isInteger(v) && v >= min && v <= max;
@@ -224,6 +274,15 @@ export function initializationOptions(s: Settings): Record<string, unknown> {
   }
   if (s.storePath) {
     opts.store = { path: expandHome(s.storePath) };
+  }
+  if (Object.keys(s.mcpServers).length > 0) {
+    opts.mcpServers = s.mcpServers;
+  }
+  if (s.mcpConfigFiles.length > 0) {
+    put(opts, "mcp.configFiles", s.mcpConfigFiles.map(expandHome));
+  }
+  if (s.mcpAllow.length > 0) {
+    put(opts, "mcp.allow", s.mcpAllow);
   }
   return opts;
 }

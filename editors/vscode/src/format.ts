@@ -1,7 +1,7 @@
 // Text the extension shows: the output-channel transcript of agent/event,
 // quick-pick items, session transcripts and the projects report as Markdown, run
 // summaries and error messages. No vscode import.
-import type { AgentEvent, AgentEventOf, ModelInfo, ModelsResult, ProjectInfo, ResultOf, RunResult, SandboxReport, SessionDetail, SessionInfo, SubagentStatus } from "./protocol";
+import type { AgentEvent, AgentEventOf, McpProject, ModelInfo, ModelsResult, ProjectInfo, ResultOf, RunResult, SandboxReport, SessionDetail, SessionInfo, SubagentStatus } from "./protocol";
 
 /** Turns agent/event notifications into transcript text for an output channel. */
 export class EventFormatter {
@@ -229,6 +229,37 @@ export function projectsReport(projects: ProjectInfo[]): string {
     list("Enforced", s.enforced);
     list("Not enforced", s.notEnforced);
     list("Writable", s.writable, inlineCode);
+  }
+  return out.join("\n") + "\n";
+}
+
+/** How a source of MCP servers reads in the report. */
+const mcpSources: Record<string, string> = {
+  user: "your mcp.json",
+  editor: "the agentLsp.mcpServers setting",
+  flag: "an mcpConfigFiles file",
+  project: "the repository's .mcp.json",
+};
+
+/** The result of agent.mcp as Markdown: each project's servers, their status, tools and where they are defined. */
+export function mcpReport(projects: McpProject[]): string {
+  const out = ["# MCP servers"];
+  for (const p of projects) {
+    out.push("", `## ${p.project}`, "", inlineCode(p.root), "");
+    if (p.servers.length === 0) {
+      out.push("No MCP servers: add them to the agentLsp.mcpServers setting, your `~/.config/agent-lsp/mcp.json` or the repository's `.mcp.json`.");
+      continue;
+    }
+    for (const s of p.servers) {
+      const tools = s.tools < 0 ? "tools not listed yet" : `${s.tools} tool${s.tools === 1 ? "" : "s"}`;
+      out.push(`- ${inlineCode(s.name)} · ${s.status} · ${tools} · ${s.transport} · from ${mcpSources[s.source] ?? s.source} (${inlineCode(s.origin)})`);
+      if (s.reason) {
+        out.push(`  - ${s.reason}`);
+      }
+      if (s.withheld?.length) {
+        out.push(`  - left out to fit the context: ${s.withheld.map(inlineCode).join(", ")}`);
+      }
+    }
   }
   return out.join("\n") + "\n";
 }

@@ -245,6 +245,31 @@ export interface ModelsResult {
   models: ModelInfo[];
 }
 
+/** One MCP server of a project, as agent.mcp lists it. */
+export interface McpServerInfo {
+  name: string;
+  /** Where it is defined: user, editor, flag or project (a repository's .mcp.json). */
+  source: string;
+  /** The file or setting that defines it. */
+  origin: string;
+  transport: "stdio" | "http";
+  /** stopped, starting, running, failed, waiting for approval or denied. */
+  status: string;
+  /** Why it does not run, when it does not. */
+  reason?: string;
+  /** Its tools; -1 before its first listing. */
+  tools: number;
+  /** Its tools the project's newest run left out of the model's list to fit the context. */
+  withheld?: string[];
+}
+
+/** One project's MCP servers: an entry of agent.mcp. */
+export interface McpProject {
+  project: string;
+  root: string;
+  servers: McpServerInfo[];
+}
+
 /** Every server command by its wire name, with its argument and result types. */
 export interface Commands {
   "agent.run": { args: RunArgs; result: RunResult };
@@ -256,6 +281,7 @@ export interface Commands {
   "agent.projects": { args: NoArgs; result: ProjectInfo[] };
   "agent.switchProject": { args: { session: string; project: string }; result: { session: string; project: string } };
   "agent.models": { args: NoArgs; result: ModelsResult };
+  "agent.mcp": { args: NoArgs; result: McpProject[] };
 }
 
 export type CommandName = keyof Commands;
@@ -280,6 +306,7 @@ export const requests = {
   projects: request("agent.projects"),
   switchProject: request("agent.switchProject"),
   models: request("agent.models"),
+  mcp: request("agent.mcp"),
 };
 
 /** Params of agent/saveDocuments: documents the session's agent edited that the editor holds unsaved. */

@@ -261,6 +261,27 @@ describe("commands", () => {
     assert.match(stub.opened[0].content, /Enforced:\n\n- network: TCP bind and connect denied\n\nWritable:\n\n- `\/tmp`\n- `\/w\/api`\n/);
   });
 
+  test("Agent: MCP Servers opens each project's servers, their status, tools and what was left out, as a read-only Markdown document", async () => {
+    server.handlers["agent.mcp"] = () => [
+      {
+        project: "api",
+        root: "/w/api",
+        servers: [
+          { name: "docs", source: "editor", origin: "initializationOptions.mcpServers", transport: "stdio", status: "running", tools: 12, withheld: ["mcp__docs__search_all"] },
+          { name: "db", source: "project", origin: "/w/api/.mcp.json", transport: "stdio", status: "waiting for approval", reason: "a repository's server starts once approved", tools: -1 },
+        ],
+      },
+      { project: "web", root: "/w/web", servers: [] },
+    ];
+    await exec("agentLsp.showMcp");
+    assert.equal(stub.opened[0]?.uri.scheme, "agent-mcp");
+    const md = stub.opened[0].content;
+    assert.match(md, /## api\n\n`\/w\/api`\n\n- `docs` · running · 12 tools · stdio · from the agentLsp.mcpServers setting/);
+    assert.match(md, /  - left out to fit the context: `mcp__docs__search_all`/);
+    assert.match(md, /- `db` · waiting for approval · tools not listed yet · stdio · from the repository's .mcp.json \(`\/w\/api\/.mcp.json`\)\n  - a repository's server starts once approved/);
+    assert.match(md, /## web\n\n`\/w\/web`\n\nNo MCP servers: add them/);
+  });
+
   test("agent/event kinds the extension does not know are ignored", () => {
     ctx.onEvent({ session: "s1", seq: 1, type: "future.kind" });
     assert.deepEqual(stub.output, []);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { defaultSettings, findExecutable, initializationOptions, readSettings, serverExecutable, type SettingProblem } from "../src/config";
 
@@ -80,6 +80,30 @@ test("the context settings go to model.contextTokens, window, toolOutput and sub
   const unset = initializationOptions({ ...defaultSettings, readOnlySubagents: false });
   for (const key of ["model", "window", "toolOutput", "subagents"]) {
     assert.equal(key in unset, false, `${key} unset: the server's environment (AGENT_LSP_*) and defaults apply`);
+  }
+});
+
+test("the MCP settings go to mcpServers, mcp.configFiles, mcp.allow, mcpTimeout and mcpIdle, only when set; a bad server entry is left out, named", () => {
+  const problems: SettingProblem[] = [];
+  const values: Record<string, unknown> = {
+    mcpServers: { docs: { command: "docs-server", args: ["--stdio"] }, web: { type: "http", url: "https://mcp.example/mcp" }, bad: "npx thing", " ": {} },
+    mcpConfigFiles: ["~/mcp/extra.json", 3],
+    mcpAllow: ["db"],
+    mcpTimeout: 30,
+    mcpIdle: 0,
+  };
+  const s = readSettings(<T>(key: string) => values[key] as T, problems);
+  assert.deepEqual(Object.keys(s.mcpServers), ["docs", "web"]);
+  assert.deepEqual(problems.map((p) => p.setting), ["agentLsp.mcpServers", "agentLsp.mcpServers", "agentLsp.mcpIdle"]);
+  assert.match(problems[0].message, /"bad" is "npx thing"/);
+  const opts = initializationOptions(s);
+  assert.deepEqual(opts.mcpServers, { docs: { command: "docs-server", args: ["--stdio"] }, web: { type: "http", url: "https://mcp.example/mcp" } });
+  assert.deepEqual(opts.mcp, { configFiles: [join(homedir(), "mcp/extra.json")], allow: ["db"] });
+  assert.equal(opts.mcpTimeout, 30);
+  assert.equal("mcpIdle" in opts, false, "out of range: the server's default applies");
+  const unset = initializationOptions(defaultSettings);
+  for (const key of ["mcpServers", "mcp", "mcpTimeout", "mcpIdle"]) {
+    assert.equal(key in unset, false, `${key} unset: not sent`);
   }
 });
 

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import { defaultSettings, initializationOptions, tuning } from "../src/config";
 import { ChatTranscript } from "../src/chatModel";
-import { deleted, dollars, EventFormatter, modelItem, projectItem, projectsReport, sessionDocLink, sessionItem, summary, switched, tokens, transcript, unread, usageText } from "../src/format";
+import { deleted, dollars, EventFormatter, mcpReport, modelItem, projectItem, projectsReport, sessionDocLink, sessionItem, summary, switched, tokens, transcript, unread, usageText } from "../src/format";
 import { eventTypes, requests, serverRequests, type AgentEventOf, type CommandExample, type CommandName, type EventType, type RunResult } from "../src/protocol";
 import { commandExamples, eventExamples } from "./fixtures";
 
@@ -220,6 +220,15 @@ const commandShows: { [C in CommandName]: (ex: CommandExample<C>) => void } = {
       shows(report, [b.landlockABI ? `Landlock ABI ${b.landlockABI}` : "no Landlock", b.network ? "network allowed" : "no network"], `report of ${p.name}`);
     }
   },
+  "agent.mcp": ({ result }) => {
+    const report = mcpReport(result);
+    for (const p of result) {
+      shows(report, [p.project, p.root], `MCP report of ${p.project}`);
+      for (const s of p.servers) {
+        shows(report, [s.name, s.status, s.transport, s.origin, s.tools < 0 ? "tools not listed yet" : `${s.tools} tool`, ...(s.reason ? [s.reason] : []), ...(s.withheld ?? [])], `MCP server ${s.name} of ${p.project}`);
+      }
+    }
+  },
   "agent.switchProject": ({ result }) => shows(switched(result), [result.session, result.project], "switch"),
   "agent.models": ({ result }) => {
     for (const m of result.models) {
@@ -266,7 +275,7 @@ test("the context settings go under the keys docs/protocol.md names, with its ra
       assert.ok(row.what.includes(`(${t.range[0]}..${t.range[1]})`), `${key}: protocol.md's range of ${t.init} is not ${t.range}: ${row.what}`);
       assert.deepEqual([p.minimum, p.maximum, p.default], [t.range[0], t.range[1], null], `${key}: package.json's range, unset by default`);
       // Unset, the server's environment and default apply; the description says which.
-      shows(p.markdownDescription, [row.env, row.default], `agentLsp.${key}'s description`);
+      shows(p.markdownDescription, [row.env, row.default].filter((v) => v !== "–"), `agentLsp.${key}'s description`);
     } else {
       assert.deepEqual([p.type, String(p.default)], ["boolean", row.default], `${key}: a boolean with the server's default`);
     }

@@ -27,6 +27,8 @@ const harmless: Record<string, string> = {
   "agentLsp.window": "how many recent messages each request carries, to the endpoint the user chose",
   "agentLsp.toolOutput": "how much of one tool output a request carries, to the endpoint the user chose",
   "agentLsp.readOnlySubagents": "which of the main agent's tools subagents get, under the main agent's permissions either way",
+  "agentLsp.mcpTimeout": "how long the user's MCP servers' calls may take before they are cancelled",
+  "agentLsp.mcpIdle": "when idle MCP servers stop; the next call starts them again",
 };
 
 /**
@@ -45,6 +47,10 @@ const scopes: Record<string, "machine" | "application"> = {
   "agentLsp.scrubEnv": "application",
   // What the user's account pays per token: a workspace must not hide or inflate the cost shown.
   "agentLsp.prices": "application",
+  // Programs the server starts (or endpoints it sends tool calls to), and which of a repository's start unasked.
+  "agentLsp.mcpServers": "application",
+  "agentLsp.mcpConfigFiles": "application",
+  "agentLsp.mcpAllow": "application",
 };
 
 const sensitive = Object.keys(properties).filter((k) => !(k in harmless));
