@@ -36,7 +36,7 @@ type fakeEditor struct {
 	// system); writeNever answers "saved" and never writes.
 	writeAfter time.Duration
 	writeNever bool
-	applied []string                       // labels, in order
+	applied    []string // labels, in order
 }
 
 func newFakeEditor(c *lspClient, saves bool) *fakeEditor {
