@@ -700,17 +700,19 @@ test(":checkhealth agent_lsp: a missing binary is an ERROR", function()
   assert(text:find("ERROR: server binary not found: /nonexistent/agent-lsp", 1, true), text)
 end)
 
-test(":checkhealth agent_lsp: a working setup is OK, with a live check of the endpoint, and never shows the key", function()
+test(":checkhealth agent_lsp: a working setup is OK, with a live check of the endpoint and the MCP servers, and never shows the key", function()
   agent.config.allow = { "go test *", "*" }
+  local mcp_bin = assert(os.getenv("AGENT_LSP_TEST_MCP_BIN"), "AGENT_LSP_TEST_MCP_BIN")
+  agent.config.mcp_servers = { tools = { command = mcp_bin, args = { "--health" } } }
   local key = vim.env.OPENAI_API_KEY
   vim.env.OPENAI_API_KEY = "sk-test-5ecret-key" -- doctor's environment is Neovim's
   local ok, text = pcall(health_report)
-  agent.config.allow, vim.env.OPENAI_API_KEY = {}, key
+  agent.config.allow, agent.config.mcp_servers, vim.env.OPENAI_API_KEY = {}, nil, key
   assert(ok, text)
   assert(not text:find("ERROR", 1, true), text)
   for _, want in ipairs({ "OK: Neovim 0.7.2: the review of an edit reads its keys in a prompt", "OK: server: agent-lsp ", "OK: doctor: ready",
     "OK: API key: present in OPENAI_API_KEY", "OK: endpoint: " .. os.getenv("OPENAI_BASE_URL") .. "/models answered ok in ",
-    "OK: store: " .. store, "OK: client ", 'WARNING: allow has a bare "*"' }) do
+    "OK: store: " .. store, "OK: client ", 'WARNING: allow has a bare "*"', "(stdio, from mcp_servers): " .. mcp_bin .. " --health" }) do
     assert(text:find(want, 1, true), "the report lacks " .. vim.inspect(want) .. ":\n" .. text)
   end
   assert(not text:find("5ecret", 1, true), "the key is shown:\n" .. text)

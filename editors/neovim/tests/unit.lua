@@ -893,7 +893,8 @@ local function mcp_fixture()
   local path = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h:h:h") .. "/testdata/protocol/commands/agent.mcp.json"
   local list = vim.fn.json_decode(table.concat(vim.fn.readfile(path), "\n"))[1].result
   table.insert(list, { project = "web", root = "/work/web", servers = {
-    { name = "files", source = "user", origin = "/home/u/.config/agent-lsp/mcp.json", transport = "stdio", status = "running", tools = 1 },
+    { name = "files", source = "user", origin = "/home/u/.config/agent-lsp/mcp.json", transport = "stdio", status = "running", tools = 3,
+      withheld = { "mcp__files__move", "mcp__files__tree" } },
     { name = "issues", source = "flag", origin = "/etc/mcp.json", transport = "http", status = "failed", tools = -1,
       reason = "connect: connection refused\nat https://mcp.example.com/mcp" },
     { name = "repo-tools", source = "project", origin = "/work/web/.mcp.json", transport = "stdio", status = "denied", tools = -1,
@@ -913,7 +914,7 @@ test("mcp_lines: the fixture's projects and servers, aligned; -1 tools as words,
     "  docs        editor   stdio  stopped               tools not listed yet",
     "",
     "web — /work/web",
-    "  files       user     stdio  running               1 tool",
+    "  files       user     stdio  running               3 tools — 2 left out to fit the context",
     "  issues      flag     http   failed                tools not listed yet — connect: connection refused…",
     "  repo-tools  project  stdio  denied                tools not listed yet — the user denied it in this window, and this reason goes on…",
     "",
@@ -929,7 +930,23 @@ test("mcp_lines: the fixture's projects and servers, aligned; -1 tools as words,
   local details = render.mcp_details(at[9].project, at[9].server)
   assert(vim.deep_equal(details, { "MCP server issues of project web", "defined in /etc/mcp.json (flag)", "http · failed · tools not listed yet",
     "reason: connect: connection refused", "    at https://mcp.example.com/mcp" }), vim.inspect(details))
-  assert(render.mcp_tools(0) == "0 tools" and render.mcp_tools(8) == "8 tools")
+  assert(render.mcp_tools(0) == "0 tools" and render.mcp_tools(1) == "1 tool")
+  details = render.mcp_details(at[8].project, at[8].server)
+  assert(details[#details] == "left out to fit the context: mcp__files__move, mcp__files__tree", vim.inspect(details))
+end)
+
+test("init_options: mcp_config_files is mcp.configFiles (~ expanded), mcp_timeout and mcp_idle are mcpTimeout and mcpIdle; wrong ones are reported and left out", function()
+  local json, init = sent({ mcp_config_files = { "~/mcp/extra.json" }, mcp_timeout = 30, mcp_idle = 120 })
+  assert(vim.deep_equal(init.mcp, { configFiles = { vim.fn.expand("~/mcp/extra.json") } }), json)
+  assert(init.mcpTimeout == 30 and init.mcpIdle == 120, json)
+  local msgs = notified(function()
+    json, init = sent({ mcp_timeout = 0, mcp_idle = 1.5, mcp_config_files = "extra.json" })
+  end)
+  assert(init.mcpTimeout == nil and init.mcpIdle == nil and init.mcp == nil, json)
+  local text = table.concat(vim.tbl_map(function(m) return m.msg end, msgs), "\n")
+  for _, want in ipairs({ "mcp_timeout must be an integer from 1 to 3600", "mcp_idle must be an integer from 1 to 86400", "mcp_config_files must be a list of file names" }) do
+    assert(text:find(want, 1, true), text)
+  end
 end)
 
 test("init_options: mcp_servers is mcpServers (an empty env or headers left out), mcp_allow is mcp.allow; neither is sent by default", function()

@@ -41,6 +41,9 @@ local M = {}
 ---@field scrub_env? string[] Patterns (* matches any text) of environment variables the agent's commands never get; nil keeps the server's list (credentials, and sockets such as NVIM and SSH_AUTH_SOCK), a list replaces it, {} removes only the API key's variable. Sent as scrubEnv.
 ---@field mcp_servers? table<string, AgentLsp.McpServerConfig> MCP (Model Context Protocol) servers whose tools the agent may use, by name, in the inner shape of .mcp.json's mcpServers: `{ files = { command = "npx", args = { "-y", "@modelcontextprotocol/server-filesystem", "." } }, issues = { type = "http", url = "https://...", headers = { ... } } }`; `${VAR}` takes the server's environment. Sent as mcpServers; a wrong server is reported and left out.
 ---@field mcp_allow? string[] Servers of a repository's .mcp.json that start without asking, by name, "*" for all; the others are asked about when a project first runs. Sent as mcp.allow.
+---@field mcp_config_files? string[] Files in the .mcp.json shape whose servers the agent may use, like mcp_servers (your $XDG_CONFIG_HOME/agent-lsp/mcp.json is always read). Sent as mcp.configFiles.
+---@field mcp_timeout? integer Seconds one MCP tool call may take, 1 to 3600; nil keeps the server's default (AGENT_LSP_MCP_TIMEOUT, else 60). Sent as mcpTimeout.
+---@field mcp_idle? integer Seconds without a call after which a project's MCP servers stop, 1 to 86400 (the next call starts them again); nil keeps the server's default (600). Sent as mcpIdle.
 ---@field root_markers string[] Files whose presence marks a project root; the nearest one upward wins, else the cwd.
 ---@field autostart boolean Attach to every file buffer as it opens (from setup() on); false starts the client on first use.
 ---@field review_keys AgentLsp.ReviewKeys Keys of the review diff: move between hunks, take or drop one, accept or reject.
@@ -184,6 +187,9 @@ end
 ---@type table<string, { ok?: fun(v: any): boolean, want?: string, filter?: fun(v: any): any, string[] }>
 M.checks = {
   mcp_allow = { ok = strings, want = [[a list of server names (strings), "*" for all]] },
+  mcp_config_files = { ok = strings, want = "a list of file names (strings)" },
+  mcp_timeout = { ok = function(v) return is_integer(v, 1, 3600) end, want = "an integer from 1 to 3600 (seconds)" },
+  mcp_idle = { ok = function(v) return is_integer(v, 1, 86400) end, want = "an integer from 1 to 86400 (seconds)" },
   mcp_servers = {
     filter = function(v)
       if type(v) ~= "table" or (next(v) ~= nil and vim.tbl_islist(v)) then
@@ -303,9 +309,14 @@ function M.init_options()
   if type(o.mcp_servers) == "table" and next(o.mcp_servers) then
     init.mcpServers = M.mcp_servers_json(o.mcp_servers)
   end
-  if o.mcp_allow then
-    init.mcp = { allow = o.mcp_allow }
+  if o.mcp_allow or o.mcp_config_files then
+    init.mcp = {
+      allow = o.mcp_allow,
+      configFiles = o.mcp_config_files and vim.tbl_map(function(f) return vim.fn.expand(f) end, o.mcp_config_files),
+    }
   end
+  init.mcpTimeout = o.mcp_timeout
+  init.mcpIdle = o.mcp_idle
   return init
 end
 

@@ -44,19 +44,57 @@ end
 
 -- doctor_argv is the doctor command for the options in effect: the settings
 -- the plugin sends in initializationOptions that doctor has flags for, and
--- the workspace folders of the running clients (else the cwd).
-local function doctor_argv(bin, o, folders)
+-- the workspace folders of the running clients (else the cwd). mcp_file is
+-- a file that holds mcp_servers in the .mcp.json shape (doctor has no flag
+-- for the editor's servers), or nil.
+local function doctor_argv(bin, o, folders, mcp_file)
   local argv = { bin, "doctor", "--json" }
-  local flags = { model = "--model", base_url = "--base-url", store = "--store" }
-  for key, flag in pairs(flags) do
+  local flags = { model = "--model", base_url = "--base-url", store = "--store", mcp_timeout = "--mcp-timeout", mcp_idle = "--mcp-idle" }
+  local names = vim.tbl_keys(flags)
+  table.sort(names)
+  for _, key in ipairs(names) do
     if o[key] then
-      vim.list_extend(argv, { flag, tostring(o[key]) })
+      vim.list_extend(argv, { flags[key], tostring(o[key]) })
     end
+  end
+  for _, f in ipairs(o.mcp_config_files or {}) do
+    vim.list_extend(argv, { "--mcp-config", vim.fn.expand(f) })
+  end
+  if mcp_file then
+    vim.list_extend(argv, { "--mcp-config", mcp_file })
+  end
+  for _, name in ipairs(o.mcp_allow or {}) do
+    vim.list_extend(argv, { "--allow-mcp", name })
   end
   for _, f in ipairs(folders) do
     vim.list_extend(argv, { "--workspace", f })
   end
   return argv
+end
+
+-- mcp_servers_file writes o.mcp_servers to a temporary file in the .mcp.json
+-- shape for doctor, and returns its name (nil without servers).
+local function mcp_servers_file(o)
+  if type(o.mcp_servers) ~= "table" or next(o.mcp_servers) == nil then
+    return nil
+  end
+  local name = vim.fn.tempname()
+  vim.fn.writefile({ vim.fn.json_encode({ mcpServers = config.mcp_servers_json(o.mcp_servers) }) }, name)
+  return name
+end
+
+-- mcp_report reports a project's MCP servers from doctor's report; the
+-- servers of mcp_file are mcp_servers'.
+local function mcp_report(h, p, mcp_file)
+  for _, m in ipairs(type(p.mcp) == "table" and p.mcp or {}) do
+    local from = m.origin == mcp_file and "mcp_servers" or (m.source == "project" and "the repository's .mcp.json" or tostring(m.origin))
+    local line = ("MCP server %s of %s (%s, from %s): %s"):format(tostring(m.name), tostring(p.name), tostring(m.transport), from, tostring(m.command))
+    if m.approval == "needed" then
+      h.info(line .. " — the repository's: you are asked before it starts (or name it in mcp_allow)")
+    else
+      h.ok(line)
+    end
+  end
 end
 
 -- prefixes lists the global normal-mode mappings that key is a prefix of.
@@ -146,7 +184,11 @@ local function doctor(h, o, bin)
     env = env or vim.fn.environ()
     env.OPENAI_API_KEY = vim.env[o.api_key_env]
   end
-  local out, code = M.run(doctor_argv(bin, o, folders), env, 15000)
+  local mcp_file = mcp_servers_file(o)
+  local out, code = M.run(doctor_argv(bin, o, folders, mcp_file), env, 15000)
+  if mcp_file then
+    vim.fn.delete(mcp_file)
+  end
   local ok, d = pcall(vim.fn.json_decode, out or "")
   if not out or not ok or type(d) ~= "table" then
     h.error(("agent-lsp doctor --json gave no report (exit %d)"):format(code))
@@ -176,6 +218,7 @@ local function doctor(h, o, bin)
   h.info(("sandbox: %s, Landlock ABI %s"):format(tostring(sb.mode), tostring(sb.landlockABI)))
   for _, p in ipairs(type(d.projects) == "table" and d.projects or {}) do
     h.info(("project %s (%s): %s"):format(tostring(p.name), tostring(p.type), tostring(p.path)))
+    mcp_report(h, p, mcp_file)
   end
   for _, p in ipairs(type(d.problems) == "table" and d.problems or {}) do
     h.error(p)

@@ -505,6 +505,8 @@ function M.mcp_lines(list)
         pad(M.str(s.status), 20), M.mcp_tools(s.tools))
       if s.reason and s.reason ~= vim.NIL and s.reason ~= "" then
         line = line .. " — " .. short(s.reason, 60)
+      elseif type(s.withheld) == "table" and #s.withheld > 0 then
+        line = line .. (" — %d left out to fit the context"):format(#s.withheld)
       end
       table.insert(lines, line)
       at[#lines] = { project = p, server = s }
@@ -539,7 +541,11 @@ function M.mcp_details(p, s)
     where[1],
     ("%s · %s · %s"):format(M.str(s.transport), M.str(s.status), M.mcp_tools(s.tools)),
   }
-  return vim.list_extend(lines, where, 2)
+  vim.list_extend(lines, where, 2)
+  if type(s.withheld) == "table" and #s.withheld > 0 then
+    table.insert(lines, "left out to fit the context: " .. table.concat(vim.tbl_map(M.str, s.withheld), ", "))
+  end
+  return lines
 end
 
 -- Results by command ----------------------------------------------------------

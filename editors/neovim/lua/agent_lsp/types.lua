@@ -233,6 +233,7 @@
 ---@field status AgentLsp.McpStatus
 ---@field reason? string why it failed or does not run (and how to let it)
 ---@field tools integer how many tools it gives; -1 before its first listing
+---@field withheld? string[] its tools the project's newest run left out of the model's list to fit the context
 
 ---A project's MCP servers, an entry of agent.mcp.
 ---@class AgentLsp.McpProject
