@@ -224,7 +224,12 @@ type Selection struct {
 
 // Request starts or continues a run.
 type Request struct {
-	Session     string // "" starts a new session
+	Session string // "" starts a new session
+	// NewID is the ID of the new session a request without Session starts
+	// ("" makes one): a client that names sessions before their first
+	// prompt (ACP's session/new) gives it. It must start with "s-" and be
+	// unused.
+	NewID       string
 	Project     string // "" keeps the session's current project, else the first
 	Prompt      string
 	Selection   *Selection
@@ -267,6 +272,9 @@ type Result struct {
 	// reading (a cancelled run), so that none is lost.
 	Queued []string `json:"queued,omitempty"`
 }
+
+// NewSessionID returns the ID of a new session.
+func NewSessionID() string { return "s-" + message.NewID() }
 
 // Cancel cancels a session's running run and reports whether one was running.
 func (rt *Runtime) Cancel(session string) bool { return rt.runs.cancel(session) }
@@ -370,7 +378,15 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 		sess = s
 	} else {
 		now := time.Now()
-		sess = store.Session{ID: "s-" + message.NewID(), Title: transcript.Title(req.Prompt), Status: store.StatusRunning, Created: now, Updated: now}
+		id := req.NewID
+		if id == "" {
+			id = NewSessionID()
+		} else if !strings.HasPrefix(id, "s-") {
+			return Result{}, fmt.Errorf("a new session's ID starts with \"s-\", not %q", id)
+		} else if _, err := rt.cfg.Store.Session(ctx, id); err == nil {
+			return Result{}, fmt.Errorf("session %s exists already", id)
+		}
+		sess = store.Session{ID: id, Title: transcript.Title(req.Prompt), Status: store.StatusRunning, Created: now, Updated: now}
 	}
 	current, err := rt.localProject(sess)
 	if err != nil {

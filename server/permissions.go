@@ -51,10 +51,23 @@ type permissions struct {
 	rules       shellrule.Set
 	tools       toolRules // the allow and deny rules that name other programs' tools
 	always      *allowances
-	c           *client
+	ask         permissionAsker
 	interactive bool   // false: the client cannot answer; deny what the rules do not allow
 	before      func() // sends the run's queued events before the question
 }
+
+// permissionQuestion is what the user is asked to allow: the question's
+// text, and the command line or tool it is about.
+type permissionQuestion struct {
+	Session, Project string
+	Text             string
+	Command          string // the command line, when it is about one
+	Tool             string // the tool of another program, when it is about one
+}
+
+// permissionAsker asks the user a permission question; the answer is one
+// of AllowOnce, AllowAlways and Deny, or "" when the question was dismissed.
+type permissionAsker func(ctx context.Context, q permissionQuestion) (string, error)
 
 // AllowCommand implements tools.Permissions.
 func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest) (tools.Permission, error) {
@@ -69,7 +82,7 @@ func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest
 		return tools.Permission{Reason: fmt.Sprintf("%s; this run cannot ask (headless), so it is denied: allow it with --allow %q", lower(d.Reason, req.Note), req.Command)}, nil
 	}
 	p.before()
-	choice, err := p.c.showMessageRequest(ctx, msgWarning, askText(req, d), AllowOnce, AllowAlways, Deny)
+	choice, err := p.ask(ctx, permissionQuestion{Session: req.Session, Project: req.Project, Text: askText(req, d), Command: req.Command})
 	if err != nil {
 		return tools.Permission{}, err
 	}
@@ -83,6 +96,11 @@ func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest
 		return tools.Permission{Reason: "the user dismissed the question"}, nil
 	}
 	return tools.Permission{Reason: "the user denied it"}, nil
+}
+
+// askPermission asks a permission question with window/showMessageRequest.
+func (s *Server) askPermission(ctx context.Context, q permissionQuestion) (string, error) {
+	return s.client.showMessageRequest(ctx, msgWarning, q.Text, AllowOnce, AllowAlways, Deny)
 }
 
 // toolRules are the allow and deny rules that name tools of other programs:
@@ -134,7 +152,7 @@ func (p *permissions) AllowTool(ctx context.Context, req tools.ToolRequest) (too
 		args = args[:300] + "…"
 	}
 	question := fmt.Sprintf("agent-lsp wants to call %s, a tool of the MCP server %s, in project %s, with:\n  %s", req.Tool, req.Server, req.Project, args)
-	choice, err := p.c.showMessageRequest(ctx, msgWarning, question, AllowOnce, AllowAlways, Deny)
+	choice, err := p.ask(ctx, permissionQuestion{Session: req.Session, Project: req.Project, Text: question, Tool: req.Tool})
 	if err != nil {
 		return tools.Permission{}, err
 	}

@@ -113,7 +113,7 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	}
 	req.Events = k.event
 	req.Editor = &editor{c: s.client, ws: call.b.Workspace, review: review, allowEdit: call.b.AllowEdit, before: k.flush, saves: s.life.canSave(), line: &s.reviews}
-	req.Permissions = &permissions{rules: call.b.Rules, tools: newToolRules(settings.Allow, settings.Deny), always: &s.always, c: s.client, interactive: settings.Interactive, before: k.flush}
+	req.Permissions = &permissions{rules: call.b.Rules, tools: newToolRules(settings.Allow, settings.Deny), always: &s.always, ask: s.askPermission, interactive: settings.Interactive, before: k.flush}
 	req.MaxSteps, req.Durability = settings.MaxSteps, store.Durability(o.durability)
 	if req.Durability == "" {
 		req.Durability = settings.Durability // the daemon's store is shared: each connection's setting applies to its runs

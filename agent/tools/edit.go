@@ -98,6 +98,11 @@ func applyEdit(ctx context.Context, env *Env, p *workspace.Project, fe FileEdit,
 // first waits a moment for the editor to open it (workspace.ExpectOpen).
 // onDisk: the editor wrote the edit to the file (the headless client).
 func landed(ctx context.Context, env *Env, path, want string, version int32, open bool) (text string, seen, onDisk bool) {
+	if r, ok := env.Editor.(TextReader); ok && !open {
+		if text, ok, err := r.ReadText(ctx, path); err == nil && ok {
+			return text, true, false // the editor's own text: it may or may not be on disk yet
+		}
+	}
 	if !open {
 		if b, err := os.ReadFile(path); err == nil && string(b) == want {
 			if _, nowOpen := env.Workspace.Document(path); !nowOpen {
@@ -137,7 +142,7 @@ func current(ctx context.Context, env *Env, p *workspace.Project, abs string) (t
 		}
 		return doc.Text, doc, true, nil
 	}
-	b, err := env.Workspace.ReadFile(p, abs, workspace.MaxReadSize)
+	b, err := env.readFile(ctx, p, abs, workspace.MaxReadSize)
 	return string(b), doc, false, err
 }
 

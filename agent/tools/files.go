@@ -68,7 +68,7 @@ var readFile = Tool{
 			return errorf("%v", err)
 		}
 		rel := p.Rel(abs)
-		b, err := env.Workspace.ReadFile(p, abs, workspace.MaxReadSize)
+		b, err := env.readFile(ctx, p, abs, workspace.MaxReadSize)
 		var big *workspace.FileTooLargeError
 		switch {
 		case errors.As(err, &big) && (a.StartLine > 0 || a.EndLine > 0):

@@ -27,6 +27,16 @@ type Editor interface {
 	Save(ctx context.Context, paths []string) (SaveResult, error)
 }
 
+// TextReader is an Editor that reads files as the editor holds them, for a
+// client whose documents the server is not shown (ACP's fs/read_text_file).
+// read_file and the edit tools read through it; search and list_files read
+// the disk.
+type TextReader interface {
+	// ReadText returns the editor's text of the file at path; ok is false
+	// when the editor does not have it (then the disk is read).
+	ReadText(ctx context.Context, path string) (text string, ok bool, err error)
+}
+
 // SaveResult is what the editor saved, and why it could not save the rest.
 type SaveResult struct {
 	Saved  []string
@@ -142,6 +152,24 @@ type Env struct {
 
 // DefaultMaxOutput is the size in bytes a tool's output is cut to by default.
 const DefaultMaxOutput = 16 << 10
+
+// readFile reads the file at abs in p as the editor has it: through a
+// TextReader editor, else the open document or the disk (bounded by max).
+func (e *Env) readFile(ctx context.Context, p *workspace.Project, abs string, max int64) ([]byte, error) {
+	if r, ok := e.Editor.(TextReader); ok {
+		text, ok, err := r.ReadText(ctx, abs)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if int64(len(text)) > max {
+				return nil, &workspace.FileTooLargeError{Path: p.Rel(abs), Size: int64(len(text)), Max: max}
+			}
+			return []byte(text), nil
+		}
+	}
+	return e.Workspace.ReadFile(p, abs, max)
+}
 
 func (e *Env) maxOutput() int {
 	if e.MaxOutput > 0 {
