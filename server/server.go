@@ -48,6 +48,26 @@ type Options struct {
 	Hub *Hub
 }
 
+// withDefaults fills the options left nil.
+func (o Options) withDefaults() Options {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Environ == nil {
+		o.Environ = os.Environ
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.Exit == nil {
+		o.Exit = os.Exit
+	}
+	if o.Hub == nil {
+		o.Hub = NewHub(nil, "")
+	}
+	return o
+}
+
 // Server serves one editor connection. Each piece of its shared state has one
 // owner with its own lock; no method holds a lock while it calls the client.
 type Server struct {
@@ -68,21 +88,7 @@ type Server struct {
 // Serve runs the server on in and out until the client exits or the
 // connection ends. It returns nil after shutdown and exit.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
-	if opts.Getenv == nil {
-		opts.Getenv = os.Getenv
-	}
-	if opts.Environ == nil {
-		opts.Environ = os.Environ
-	}
-	if opts.Logf == nil {
-		opts.Logf = func(string, ...any) {}
-	}
-	if opts.Exit == nil {
-		opts.Exit = os.Exit
-	}
-	if opts.Hub == nil {
-		opts.Hub = NewHub(nil, "")
-	}
+	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &Server{opts: opts, ctx: ctx, exited: make(chan struct{})}

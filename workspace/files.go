@@ -136,6 +136,30 @@ func (w *Workspace) ReadFile(p *Project, abs string, max int64) ([]byte, error) 
 	return readLimited(f, p.Rel(abs), size, max)
 }
 
+// WriteFile writes data to the file at abs, inside the project's root only
+// (through os.Root: neither .. nor a symlink leads out of it), creating its
+// folders as needed. An existing file keeps its mode.
+func (p *Project) WriteFile(abs string, data []byte) error {
+	rel, err := p.rootRel(abs)
+	if err != nil {
+		return err
+	}
+	r, err := os.OpenRoot(p.realRoot)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if dir := filepath.Dir(rel); dir != "." {
+		if err := r.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", filepath.ToSlash(rel), err)
+		}
+	}
+	if err := r.WriteFile(rel, data, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.ToSlash(rel), err)
+	}
+	return nil
+}
+
 // WalkRoot is the folder to walk for the project's files: the root with its
 // symlinks resolved (a root that is a symlink lists its target's files).
 func (p *Project) WalkRoot() string { return p.realRoot }

@@ -25,6 +25,8 @@ Usage:
   agent-lsp [flags]              serve LSP over stdin/stdout (editors start it like this)
   agent-lsp run [flags] [PROMPT | -]
                                  run the agent headless on a workspace (CI, scripts)
+  agent-lsp acp [flags]          serve the Agent Client Protocol over stdin/stdout (Zed, JetBrains,
+                                 codecompanion.nvim, avante.nvim; docs/acp.md)
   agent-lsp sessions [list|show ID|delete ID|prune] [flags]
                                  list, read or delete stored sessions
   agent-lsp daemon [status|stop] [flags]
@@ -47,6 +49,8 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		switch args[0] {
 		case "run":
 			return runCommand(args[1:], stdin, stdout, stderr)
+		case "acp":
+			return acpCommand(args[1:], stdin, stdout, stderr)
 		case "sessions":
 			return sessionsCommand(args[1:], stdout, stderr)
 		case "daemon":

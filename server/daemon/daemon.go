@@ -265,6 +265,8 @@ func (d *Daemon) handle(ctx context.Context, c net.Conn) {
 	switch hello.Op {
 	case opServe:
 		d.serve(ctx, c, br, hello, welcome)
+	case opACP:
+		d.serveACP(ctx, c, br, hello, welcome)
 	case opStatus:
 		welcome.Status = &Status{Pid: os.Getpid(), Socket: d.socket, Store: d.cfg.Store, Version: Version(),
 			Connections: int(d.nconns.Load()), Running: d.hub.Running()}
@@ -362,6 +364,55 @@ func (d *Daemon) serve(ctx context.Context, c net.Conn, br *bufio.Reader, hello 
 	}
 	c.Write(endFrame(code)) // the forwarder exits with the server's code, not as if the daemon died
 }
+
+// serveACP serves the Agent Client Protocol on the connection with the
+// client's environment, flags and workspace folders, over the daemon's hub.
+// Its last line is the end line with the exit code.
+func (d *Daemon) serveACP(ctx context.Context, c net.Conn, br *bufio.Reader, hello Hello, welcome Welcome) {
+	fs := flag.NewFlagSet("agent-lsp acp", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	flags := config.Register(fs)
+	var folders folderFlags
+	fs.Var(&folders, "workspace", "")
+	if err := fs.Parse(hello.Args); err != nil {
+		welcome.Error = fmt.Sprintf("bad flags: %v", err)
+		writeLine(c, welcome)
+		return
+	}
+	if err := writeLine(c, welcome); err != nil {
+		return
+	}
+	env := append([]string(nil), hello.Env...)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d.track(c, cancel)
+	defer d.untrack(c)
+	id := randomHex(3)
+	d.cfg.Logf("ACP connection %s opened (%s)", id, hello.Dir)
+	defer d.cfg.Logf("ACP connection %s closed", id)
+	err := server.ServeACP(cctx, readCloser{br, c}, c, server.Options{
+		Flags:   flags,
+		Getenv:  lookup(env),
+		Environ: func() []string { return env },
+		Logf:    func(format string, args ...any) { d.cfg.Logf("["+id+"] "+format, args...) },
+		Hub:     d.hub,
+	}, folders)
+	if cctx.Err() != nil {
+		return
+	}
+	code := 0
+	if err != nil {
+		code = 1
+		d.cfg.Logf("ACP connection %s: %v", id, err)
+	}
+	fmt.Fprintf(c, "%s: %d\n", endHeader, code)
+}
+
+// folderFlags collects repeated --workspace flags.
+type folderFlags []string
+
+func (f *folderFlags) String() string     { return strings.Join(*f, ",") }
+func (f *folderFlags) Set(v string) error { *f = append(*f, v); return nil }
 
 // sessions runs the sessions subcommand on the daemon's store.
 func (d *Daemon) sessions(ctx context.Context, c net.Conn, hello Hello, welcome Welcome) {

@@ -85,6 +85,61 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 	}
 }
 
+// ForwardACP forwards an ACP client's connection (newline-delimited
+// JSON-RPC) through the daemon of the store the settings name, with the
+// workspace folders, until the server ends or the daemon goes away. It
+// returns the process's exit code, as Forward.
+func (f Forwarder) ForwardACP(ctx context.Context, in io.Reader, out io.Writer, folders []string) int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(f.Stderr, "agent-lsp acp: "+format+"\n", args...)
+		return 1
+	}
+	storePath, err := f.storePath(nil)
+	if err != nil {
+		return fail("%v", err)
+	}
+	dir, _ := os.Getwd()
+	args := append(f.Flags.Args(), "-store="+storePath)
+	for _, w := range folders {
+		args = append(args, "-workspace="+w)
+	}
+	s, err := f.Starter.Connect(ctx, storePath, Hello{Op: opACP, Env: f.Environ, Dir: dir, Args: args})
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer s.Conn.Close()
+	go func() {
+		<-ctx.Done()
+		s.Conn.Close()
+	}()
+	go func() {
+		io.Copy(s.Conn, in)
+		if uc, ok := s.Conn.(*net.UnixConn); ok {
+			uc.CloseWrite()
+		}
+	}()
+	end := []byte(endHeader + ": ")
+	for {
+		line, err := s.Reader.ReadBytes('\n')
+		if ctx.Err() != nil {
+			return 0
+		}
+		if bytes.HasPrefix(line, end) {
+			n, _ := strconv.Atoi(strings.TrimSpace(string(line[len(end):])))
+			return n
+		}
+		if len(line) > 0 {
+			if _, werr := out.Write(line); werr != nil {
+				return 0 // the client is gone
+			}
+		}
+		if err != nil {
+			return fail("the agent-lsp daemon for %s ended the connection (%v); start the agent again: interrupted sessions resume (daemon log: %s)",
+				storePath, err, LogPath(storePath))
+		}
+	}
+}
+
 // endHeader marks the daemon's last frame on a connection whose server
 // ended (after the editor's exit, or its closing the connection): its value
 // is the exit code the server would have had in-process. A connection that

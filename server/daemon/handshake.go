@@ -37,6 +37,7 @@ func handshakeVersion() int {
 // Operations a Hello asks for.
 const (
 	opServe    = "serve"    // an editor's LSP connection follows
+	opACP      = "acp"      // an ACP client's connection follows (newline-delimited JSON-RPC)
 	opStatus   = "status"   // the Welcome carries the daemon's Status
 	opStop     = "stop"     // stop after the runs end (Now: at once, cancelling them)
 	opSessions = "sessions" // run `agent-lsp sessions ARGS` on the daemon's store

@@ -1,0 +1,620 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/acp-go-sdk"
+
+	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/store"
+	"github.com/agent-lsp/agent-lsp/workspace"
+)
+
+// The session modes an ACP client can switch between (session/set_mode):
+// how the agent's edits reach the files.
+const (
+	acpModeApply  = "apply"
+	acpModeReview = "review"
+)
+
+// ServeACP serves the Agent Client Protocol (version 1) on in and out until
+// the client closes the connection or ctx ends: the same settings (the
+// environment and opts.Flags), store and agent runtime as the LSP server,
+// over a backend of its own. Sessions are the store's: one started here is
+// listed and resumed by the LSP clients, and the other way round.
+//
+// folders are workspace folders to open from the start (agent-lsp acp
+// --workspace); each session's cwd is added when it is not one of them.
+func ServeACP(ctx context.Context, in io.Reader, out io.Writer, opts Options, folders []string) error {
+	opts = opts.withDefaults()
+	st, warnings, err := config.Resolve(opts.Getenv, nil, opts.Flags)
+	if err != nil {
+		return err
+	}
+	st.Interactive = true // the client answers session/request_permission
+	a := &acpAgent{opts: opts, sessions: map[string]*acpSession{}, ready: make(chan struct{})}
+	fs := make([]Folder, len(folders))
+	for i, f := range folders {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return fmt.Errorf("workspace %s: %w", f, err)
+		}
+		fs[i] = Folder{Path: abs}
+	}
+	b, notices, err := NewBackend(opts.Hub, st, workspace.UTF8, fs, opts.Environ(), opts.Getenv, a.log, a.askMCP)
+	if err != nil {
+		return err
+	}
+	a.b = b
+	conn := acp.NewAgentSideConnection(a, out, in) // serves from here on: the backend is ready
+	a.conn = conn
+	close(a.ready)
+	for _, n := range append(warnings, notices...) {
+		a.log(n)
+	}
+	a.log(fmt.Sprintf("agent-lsp %s serving ACP: model %s at %s, store %s", Version, st.Model, st.BaseURL, b.StoreName()))
+	select {
+	case <-conn.Done():
+	case <-ctx.Done():
+	}
+	a.cancelAll()
+	a.runs.Wait()
+	a.backend().Close()
+	return nil
+}
+
+// acpAgent serves one ACP connection: acp.Agent over a backend. Each ACP
+// session is a store session of the same ID.
+type acpAgent struct {
+	opts   Options
+	conn   *acp.AgentSideConnection // set once, before ready closes; read through client
+	ready  chan struct{}
+	always allowances    // commands and tools allowed "always" for a session
+	runs   sync.WaitGroup // prompts in progress
+
+	mu       sync.Mutex             // guards b, caps, sessions and mcp
+	b        *Backend               // replaced when a session brings MCP servers
+	caps     acp.ClientCapabilities // what the client offers (initialize)
+	sessions map[string]*acpSession // by ID: the sessions this connection created or loaded
+	mcp      map[string]json.RawMessage
+}
+
+var (
+	_ acp.Agent       = (*acpAgent)(nil)
+	_ acp.AgentLoader = (*acpAgent)(nil)
+)
+
+// acpSession is a session of the connection.
+type acpSession struct {
+	id      string
+	project string // the workspace project of its cwd
+	calls   *acpCalls
+
+	mu      sync.Mutex // guards mode, stored and cancel
+	mode    string     // acpModeApply or acpModeReview
+	stored  bool       // the store has it (its first prompt ran, or it was loaded)
+	cancel  context.CancelFunc
+	running bool
+}
+
+func (s *acpSession) getMode() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mode
+}
+
+// client returns the connection to the client, once it is set.
+func (a *acpAgent) client() *acp.AgentSideConnection {
+	<-a.ready
+	return a.conn
+}
+
+func (a *acpAgent) backend() *Backend {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.b
+}
+
+func (a *acpAgent) clientCaps() acp.ClientCapabilities {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.caps
+}
+
+func (a *acpAgent) session(id acp.SessionId) (*acpSession, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sessions[string(id)]
+	if !ok {
+		return nil, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("unknown session %s: create it with session/new or load it with session/load", id)})
+	}
+	return s, nil
+}
+
+// log writes a line to the server log (stderr): ACP has no log channel.
+func (a *acpAgent) log(msg string) {
+	a.opts.Logf("%s", msg)
+}
+
+// Initialize implements acp.Agent.
+func (a *acpAgent) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
+	a.mu.Lock()
+	a.caps = p.ClientCapabilities
+	a.mu.Unlock()
+	return acp.InitializeResponse{
+		ProtocolVersion: acp.ProtocolVersionNumber,
+		AgentInfo:       &acp.Implementation{Name: "agent-lsp", Title: ptr("agent-lsp"), Version: Version},
+		AgentCapabilities: acp.AgentCapabilities{
+			LoadSession:         true,
+			PromptCapabilities:  acp.PromptCapabilities{EmbeddedContext: true},
+			McpCapabilities:     acp.McpCapabilities{Http: true},
+			SessionCapabilities: acp.SessionCapabilities{List: &acp.SessionListCapabilities{}},
+		},
+		AuthMethods: []acp.AuthMethod{},
+	}, nil
+}
+
+// Authenticate implements acp.Agent: the endpoint's key comes from the
+// environment, as for the LSP server.
+func (a *acpAgent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	return acp.AuthenticateResponse{}, nil
+}
+
+// NewSession implements acp.Agent: a session whose project is cwd (added
+// as a workspace folder), with the client's MCP servers.
+func (a *acpAgent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	if err := a.addMCP(p.McpServers); err != nil {
+		return acp.NewSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	project, err := a.project(p.Cwd)
+	if err != nil {
+		return acp.NewSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	s := a.addSession(agent.NewSessionID(), project, false)
+	return acp.NewSessionResponse{SessionId: acp.SessionId(s.id), Modes: modes(s.getMode())}, nil
+}
+
+// LoadSession implements acp.AgentLoader: the stored conversation is
+// replayed as session/update notifications before the answer.
+func (a *acpAgent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+	b := a.backend()
+	id := string(p.SessionId)
+	sess, err := b.Store.Session(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return acp.LoadSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %s in the store %s", id, b.StoreName())})
+	}
+	if err != nil {
+		return acp.LoadSessionResponse{}, fmt.Errorf("load session %s: %w", id, err)
+	}
+	if err := a.addMCP(p.McpServers); err != nil {
+		return acp.LoadSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	// The session continues in its own project: its folder is added, and cwd's.
+	if sess.Root != "" {
+		if _, err := a.project(sess.Root); err != nil {
+			a.log(fmt.Sprintf("session %s: its folder %s: %v", id, sess.Root, err))
+		}
+	}
+	project, err := a.project(p.Cwd)
+	if err != nil {
+		return acp.LoadSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	if pr, ok := a.backend().Workspace.ProjectFor(sess.Root); ok && sess.Root != "" {
+		project = pr.Name()
+	}
+	s := a.addSession(id, project, true)
+	msgs, err := a.backend().Runtime.Transcript(ctx, id, "")
+	if err != nil {
+		return acp.LoadSessionResponse{}, fmt.Errorf("load session %s: %w", id, err)
+	}
+	for _, u := range replay(msgs, s, a.backend().Workspace) {
+		if err := a.client().SessionUpdate(ctx, acp.SessionNotification{SessionId: p.SessionId, Update: u}); err != nil {
+			return acp.LoadSessionResponse{}, err
+		}
+	}
+	return acp.LoadSessionResponse{Modes: modes(s.getMode())}, nil
+}
+
+// ListSessions implements acp.Agent: the store's sessions, newest first;
+// with cwd, those of the project at cwd.
+func (a *acpAgent) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	b := a.backend()
+	list, err := b.Store.Sessions(ctx, "")
+	if err != nil {
+		return acp.ListSessionsResponse{}, fmt.Errorf("list sessions: %w", err)
+	}
+	out := []acp.SessionInfo{}
+	for _, s := range list {
+		if p.Cwd != nil && filepath.Clean(*p.Cwd) != filepath.Clean(s.Root) {
+			continue
+		}
+		info := acp.SessionInfo{SessionId: acp.SessionId(s.ID), Cwd: s.Root, UpdatedAt: ptr(s.Updated.UTC().Format(time.RFC3339))}
+		if s.Title != "" {
+			info.Title = ptr(s.Title)
+		}
+		out = append(out, info)
+	}
+	return acp.ListSessionsResponse{Sessions: out}, nil
+}
+
+// SetSessionMode implements acp.Agent: apply writes the agent's edits as it
+// makes them; review asks (session/request_permission) before each.
+func (a *acpAgent) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	s, err := a.session(p.SessionId)
+	if err != nil {
+		return acp.SetSessionModeResponse{}, err
+	}
+	mode := string(p.ModeId)
+	if mode != acpModeApply && mode != acpModeReview {
+		return acp.SetSessionModeResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("unknown mode %q: %q or %q", mode, acpModeApply, acpModeReview)})
+	}
+	s.mu.Lock()
+	s.mode = mode
+	s.mu.Unlock()
+	return acp.SetSessionModeResponse{}, nil
+}
+
+// Cancel implements acp.Agent: the session's prompt ends with stop reason
+// cancelled (the SDK cancels its context; the runtime stops the run where
+// it can be resumed).
+func (a *acpAgent) Cancel(ctx context.Context, p acp.CancelNotification) error {
+	s, err := a.session(p.SessionId)
+	if err != nil {
+		return nil // a notification: nothing to answer
+	}
+	s.mu.Lock()
+	cancel := s.cancel
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	a.backend().Runtime.Cancel(s.id)
+	return nil
+}
+
+// CloseSession implements acp.Agent: the connection forgets the session
+// (cancelling its prompt); the store keeps it.
+func (a *acpAgent) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	if err := a.Cancel(ctx, acp.CancelNotification{SessionId: p.SessionId}); err != nil {
+		return acp.CloseSessionResponse{}, err
+	}
+	a.mu.Lock()
+	delete(a.sessions, string(p.SessionId))
+	a.mu.Unlock()
+	return acp.CloseSessionResponse{}, nil
+}
+
+// ResumeSession implements acp.Agent: not offered (session/load is).
+func (a *acpAgent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
+}
+
+// SetSessionConfigOption implements acp.Agent: no configuration options.
+func (a *acpAgent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
+}
+
+// Prompt implements acp.Agent: one run of the session's agent, streamed as
+// session/update notifications. A failed run is an error that carries its
+// reason.
+func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	s, err := a.session(p.SessionId)
+	if err != nil {
+		return acp.PromptResponse{}, err
+	}
+	text, err := promptText(p.Prompt)
+	if err != nil {
+		return acp.PromptResponse{}, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	a.runs.Add(1)
+	defer a.runs.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.mu.Lock()
+	s.cancel, s.running = cancel, true
+	stored, mode := s.stored, s.mode
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.cancel, s.running = nil, false
+		s.mu.Unlock()
+	}()
+	b := a.backend()
+	u := &acpUpdates{conn: a.client(), session: s, ws: b.Workspace}
+	req := agent.Request{Prompt: text, Project: s.project, Events: u.event, MaxSteps: b.Settings.MaxSteps, Durability: b.Settings.Durability}
+	if stored {
+		req.Session = s.id
+	} else {
+		req.NewID = s.id
+	}
+	req.Editor = &acpEditor{conn: a.client(), caps: a.clientCaps().Fs, ws: b.Workspace, session: s, review: mode == acpModeReview, allowEdit: b.AllowEdit, updates: u}
+	req.Permissions = &permissions{rules: b.Rules, tools: newToolRules(b.Settings.Allow, b.Settings.Deny), always: &a.always,
+		ask: u.askPermission, interactive: true, before: func() {}}
+	res, err := b.Runtime.Run(context.WithValue(ctx, acpSessionKey{}, s.id), req)
+	u.endOpenCalls(res.Status)
+	if res.Session != "" {
+		s.mu.Lock()
+		s.stored = true
+		s.mu.Unlock()
+	}
+	if err != nil {
+		return acp.PromptResponse{}, acpError(err)
+	}
+	switch res.Status {
+	case store.StatusDone:
+		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Usage: usage(res)}, nil
+	case store.StatusCancelled, store.StatusInterrupted:
+		return acp.PromptResponse{StopReason: acp.StopReasonCancelled, Usage: usage(res)}, nil
+	case store.StatusLimit:
+		return acp.PromptResponse{StopReason: acp.StopReasonMaxTurnRequests, Usage: usage(res)}, nil
+	case agent.StatusQueued:
+		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil // read by the session's running run
+	}
+	return acp.PromptResponse{}, acpError(errors.New(cmpOr(res.Error, "the run failed")))
+}
+
+// acpSessionKey carries the ACP session of a run's context, for the
+// questions its MCP servers ask.
+type acpSessionKey struct{}
+
+// acpError is a failed prompt as an ACP error: the internal error code, the
+// reason as its message.
+func acpError(err error) error {
+	var re *acp.RequestError
+	if errors.As(err, &re) {
+		return err
+	}
+	return acp.NewInternalError(map[string]any{"error": err.Error()})
+}
+
+func usage(res agent.Result) *acp.Usage {
+	if res.Usage.TotalTokens == 0 {
+		return nil
+	}
+	return &acp.Usage{InputTokens: res.Usage.PromptTokens, OutputTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.TotalTokens}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// modes are the session modes offered, with current selected.
+func modes(current string) *acp.SessionModeState {
+	return &acp.SessionModeState{CurrentModeId: acp.SessionModeId(current), AvailableModes: []acp.SessionMode{
+		{Id: acpModeApply, Name: "Apply", Description: ptr("The agent's edits are written as it makes them.")},
+		{Id: acpModeReview, Name: "Review", Description: ptr("Each edit is shown as a diff and written only once you allow it.")},
+	}}
+}
+
+// addSession registers a session of the connection.
+func (a *acpAgent) addSession(id, project string, stored bool) *acpSession {
+	mode := acpModeApply
+	if a.backend().Settings.Edits == "review" {
+		mode = acpModeReview
+	}
+	s := &acpSession{id: id, project: project, mode: mode, stored: stored, calls: &acpCalls{byID: map[string]*acpCall{}}}
+	a.mu.Lock()
+	a.sessions[id] = s
+	a.mu.Unlock()
+	return s
+}
+
+// project returns the name of the workspace project whose root is dir,
+// adding dir as a workspace folder when none is.
+func (a *acpAgent) project(dir string) (string, error) {
+	if dir == "" || !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("cwd must be an absolute path, not %q", dir)
+	}
+	dir = filepath.Clean(dir)
+	ws := a.backend().Workspace
+	for _, p := range ws.Projects() {
+		if p.Root() == dir {
+			return p.Name(), nil
+		}
+	}
+	p, err := ws.Add("", dir)
+	if err != nil {
+		return "", err
+	}
+	return p.Name(), nil
+}
+
+// cancelAll cancels every prompt of the connection (it is closing).
+func (a *acpAgent) cancelAll() {
+	a.mu.Lock()
+	list := make([]*acpSession, 0, len(a.sessions))
+	for _, s := range a.sessions {
+		list = append(list, s)
+	}
+	a.mu.Unlock()
+	for _, s := range list {
+		s.mu.Lock()
+		cancel := s.cancel
+		s.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	}
+}
+
+// addMCP adds a session's MCP servers to the connection's (client-provided
+// servers are the user's: they start without asking) and reconfigures the
+// backend when they change the set.
+func (a *acpAgent) addMCP(servers []acp.McpServer) error {
+	if len(servers) == 0 {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mcp == nil {
+		a.mcp = map[string]json.RawMessage{}
+	}
+	changed := false
+	for i, s := range servers {
+		name, def, err := mcpDefinition(s)
+		if err != nil {
+			return fmt.Errorf("mcpServers[%d]: %w", i, err)
+		}
+		if string(a.mcp[name]) != string(def) {
+			a.mcp[name], changed = def, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	st := a.b.Settings
+	merged := map[string]json.RawMessage{}
+	if len(st.MCPServers) > 0 {
+		if err := json.Unmarshal(st.MCPServers, &merged); err != nil {
+			return fmt.Errorf("the mcpServers setting: %w", err)
+		}
+	}
+	names := make([]string, 0, len(a.mcp))
+	for n := range a.mcp {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		merged[n] = a.mcp[n]
+	}
+	raw, err := json.Marshal(merged)
+	if err != nil {
+		return err
+	}
+	st.MCPServers = raw
+	nb, notices, err := a.b.Reconfigure(st)
+	if err != nil {
+		return err
+	}
+	for _, n := range notices {
+		a.log(n)
+	}
+	a.b = nb
+	return nil
+}
+
+// mcpDefinition is an ACP MCP server in the .mcp.json shape.
+func mcpDefinition(s acp.McpServer) (string, json.RawMessage, error) {
+	pairs := func(kv map[string]string) map[string]string {
+		if len(kv) == 0 {
+			return nil
+		}
+		return kv
+	}
+	switch {
+	case s.Stdio != nil:
+		env := map[string]string{}
+		for _, e := range s.Stdio.Env {
+			env[e.Name] = e.Value
+		}
+		def, err := json.Marshal(struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args,omitempty"`
+			Env     map[string]string `json:"env,omitempty"`
+		}{s.Stdio.Command, s.Stdio.Args, pairs(env)})
+		return s.Stdio.Name, def, err
+	case s.Http != nil:
+		headers := map[string]string{}
+		for _, h := range s.Http.Headers {
+			headers[h.Name] = h.Value
+		}
+		def, err := json.Marshal(struct {
+			Type    string            `json:"type"`
+			URL     string            `json:"url"`
+			Headers map[string]string `json:"headers,omitempty"`
+		}{"http", s.Http.Url, pairs(headers)})
+		return s.Http.Name, def, err
+	case s.Sse != nil:
+		return "", nil, fmt.Errorf("the SSE transport of %s is not supported: use stdio or http", s.Sse.Name)
+	}
+	return "", nil, errors.New("an MCP server needs a command (stdio) or a url (http)")
+}
+
+// promptText is the prompt of ACP content blocks: the text blocks, each
+// embedded resource as an attached file, each resource link as a path.
+func promptText(blocks []acp.ContentBlock) (string, error) {
+	var b strings.Builder
+	for _, c := range blocks {
+		switch {
+		case c.Text != nil:
+			if b.Len() > 0 {
+				b.WriteString("\n\n")
+			}
+			b.WriteString(c.Text.Text)
+		case c.Resource != nil && c.Resource.Resource.TextResourceContents != nil:
+			r := c.Resource.Resource.TextResourceContents
+			fmt.Fprintf(&b, "\n\n(The user attached %s:)\n```\n%s\n```", uriPath(r.Uri), strings.TrimRight(r.Text, "\n"))
+		case c.ResourceLink != nil:
+			fmt.Fprintf(&b, "\n\n(The user refers to %s)", uriPath(c.ResourceLink.Uri))
+		case c.Resource != nil:
+			fmt.Fprintf(&b, "\n\n(The user attached a binary resource, which is left out)")
+		default:
+			return "", errors.New("the prompt has a block of a kind this agent does not take (images and audio are not supported)")
+		}
+	}
+	if strings.TrimSpace(b.String()) == "" {
+		return "", errors.New("the prompt is empty")
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+// uriPath is the path of a file:// URI, else the URI.
+func uriPath(u string) string {
+	if strings.HasPrefix(u, "file://") {
+		return filename(u)
+	}
+	return u
+}
+
+// askMCP asks about a repository's MCP server (the backend's asker): a
+// permission request of the session whose run starts the server.
+func (a *acpAgent) askMCP(ctx context.Context, message string, actions ...string) (string, error) {
+	id, _ := ctx.Value(acpSessionKey{}).(string)
+	if id == "" {
+		return "", errors.New("no session to ask in")
+	}
+	opts := make([]acp.PermissionOption, len(actions))
+	for i, act := range actions {
+		kind := acp.PermissionOptionKindAllowOnce
+		switch {
+		case strings.HasPrefix(act, "Always"):
+			kind = acp.PermissionOptionKindAllowAlways
+		case act == MCPDeny || act == Deny:
+			kind = acp.PermissionOptionKindRejectOnce
+		}
+		opts[i] = acp.PermissionOption{OptionId: acp.PermissionOptionId(act), Name: act, Kind: kind}
+	}
+	id2 := fmt.Sprintf("mcp-approval-%d", time.Now().UnixNano())
+	resp, err := a.client().RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: acp.SessionId(id), Options: opts,
+		ToolCall: acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(id2), Title: ptr(firstLine(message)), Kind: ptr(acp.ToolKindExecute),
+			Status: ptr(acp.ToolCallStatusPending), Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(message))}}})
+	if err != nil {
+		return "", err
+	}
+	if resp.Outcome.Selected == nil {
+		return "", nil
+	}
+	return string(resp.Outcome.Selected.OptionId), nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
