@@ -79,7 +79,7 @@ type acpAgent struct {
 	opts   Options
 	conn   *acp.AgentSideConnection // set once, before ready closes; read through client
 	ready  chan struct{}
-	always allowances    // commands and tools allowed "always" for a session
+	always allowances     // commands and tools allowed "always" for a session
 	runs   sync.WaitGroup // prompts in progress
 
 	mu       sync.Mutex             // guards b, caps, sessions and mcp
