@@ -1,8 +1,11 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -480,5 +483,99 @@ func TestACPMCPServers(t *testing.T) {
 	defer c.mu.Unlock()
 	if len(c.asked) != 1 || c.asked[0].ToolCall.ToolCallId != "call_echo" {
 		t.Fatalf("questions: %+v", c.asked)
+	}
+}
+
+// A broken or hostile client's lines (testdata/hostile/acp-requests.json)
+// get error answers naming the problem, and the server keeps serving: a
+// prompt with an image is refused, then a session works.
+func TestACPHostileRequests(t *testing.T) {
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "Still serving."}}})
+	sample := copyFixture(t, "sample")
+	var fixture struct {
+		Requests []struct{ Line, Want string }
+	}
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "hostile", "acp-requests.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &fixture); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "acp")
+	cmd.Env = append(append(os.Environ(), "AGENT_LSP_DAEMON=off"), envFor(t, srv)...)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("stderr:\n%s", stderr.String())
+		}
+	})
+	answers := make(chan map[string]any, 100)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m["id"] != nil {
+				answers <- m
+			}
+		}
+		close(answers)
+	}()
+	send := func(line string) {
+		if _, err := io.WriteString(stdin, strings.ReplaceAll(line, "CWD", sample)+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer := func(id float64) map[string]any {
+		t.Helper()
+		timeout := time.After(60 * time.Second)
+		for {
+			select {
+			case m, ok := <-answers:
+				if !ok {
+					t.Fatalf("the server closed its output; stderr:\n%s", stderr.String())
+				}
+				if m["id"] == id {
+					return m
+				}
+			case <-timeout:
+				t.Fatalf("no answer to request %v", id)
+			}
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	answer(0)
+	for _, r := range fixture.Requests {
+		send(r.Line)
+		var m struct {
+			ID *float64 `json:"id"`
+		}
+		if json.Unmarshal([]byte(r.Line), &m) != nil || m.ID == nil || r.Want == "" {
+			continue
+		}
+		got, _ := json.Marshal(answer(*m.ID)["error"])
+		if !strings.Contains(string(got), r.Want) {
+			t.Errorf("%s\n  answered %s, want an error with %q", r.Line, got, r.Want)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":100,"method":"session/new","params":{"cwd":"CWD","mcpServers":[]}}`)
+	res := answer(100)
+	session, _ := res["result"].(map[string]any)["sessionId"].(string)
+	send(`{"jsonrpc":"2.0","id":101,"method":"session/prompt","params":{"sessionId":"` + session + `","prompt":[{"type":"image","mimeType":"image/png","data":"iVBORw0KGgo="}]}}`)
+	if got, _ := json.Marshal(answer(101)["error"]); !strings.Contains(string(got), "images and audio are not supported") {
+		t.Errorf("an image prompt: %s", got)
+	}
+	send(`{"jsonrpc":"2.0","id":102,"method":"session/prompt","params":{"sessionId":"` + session + `","prompt":[{"type":"text","text":"Are you still serving?"}]}}`)
+	if got, _ := json.Marshal(answer(102)["result"]); !strings.Contains(string(got), `"stopReason":"end_turn"`) {
+		t.Fatalf("the prompt after the hostile lines: %s", got)
 	}
 }
