@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,6 +65,9 @@ func startACP(t *testing.T, fs bool, env []string, args ...string) *acpClient {
 		case <-time.After(30 * time.Second):
 			cmd.Process.Kill()
 			<-done
+		}
+		if strings.Contains(c.stderr.String(), "DATA RACE") {
+			t.Errorf("the race detector found a race in agent-lsp acp")
 		}
 		if t.Failed() {
 			t.Logf("agent-lsp acp stderr:\n%s", c.stderr.String())
@@ -493,7 +497,11 @@ func TestACPHostileRequests(t *testing.T) {
 	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "Still serving."}}})
 	sample := copyFixture(t, "sample")
 	var fixture struct {
-		Requests []struct{ Line, Want string }
+		Requests []struct {
+			Raw     string
+			Request json.RawMessage
+			Want    string
+		}
 	}
 	b, err := os.ReadFile(filepath.Join("..", "testdata", "hostile", "acp-requests.json"))
 	if err != nil {
@@ -555,16 +563,22 @@ func TestACPHostileRequests(t *testing.T) {
 	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
 	answer(0)
 	for _, r := range fixture.Requests {
-		send(r.Line)
+		line := r.Raw
+		if r.Request != nil {
+			var compact bytes.Buffer
+			json.Compact(&compact, r.Request)
+			line = compact.String()
+		}
+		send(line)
 		var m struct {
 			ID *float64 `json:"id"`
 		}
-		if json.Unmarshal([]byte(r.Line), &m) != nil || m.ID == nil || r.Want == "" {
+		if json.Unmarshal([]byte(line), &m) != nil || m.ID == nil || r.Want == "" {
 			continue
 		}
 		got, _ := json.Marshal(answer(*m.ID)["error"])
 		if !strings.Contains(string(got), r.Want) {
-			t.Errorf("%s\n  answered %s, want an error with %q", r.Line, got, r.Want)
+			t.Errorf("%s\n  answered %s, want an error with %q", line, got, r.Want)
 		}
 	}
 	send(`{"jsonrpc":"2.0","id":100,"method":"session/new","params":{"cwd":"CWD","mcpServers":[]}}`)
