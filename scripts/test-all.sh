@@ -13,6 +13,8 @@ echo "== the reference MCP server the Go tests run (npm)"
 bash testdata/mcp/everything/install.sh
 echo "== go test -race"
 go test -race -count=1 ./...
+echo "== ACP end to end with the official TypeScript client"
+bash testdata/acp/node/run.sh
 echo "== fuzz (short runs over the seed corpus and beyond)"
 # Minimizing is capped: with long string inputs it otherwise runs for minutes
 # (the fuzzer reports 0 execs/s meanwhile).

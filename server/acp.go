@@ -352,11 +352,11 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	}
 	switch res.Status {
 	case store.StatusDone:
-		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Usage: usage(res)}, nil
+		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 	case store.StatusCancelled, store.StatusInterrupted:
-		return acp.PromptResponse{StopReason: acp.StopReasonCancelled, Usage: usage(res)}, nil
+		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 	case store.StatusLimit:
-		return acp.PromptResponse{StopReason: acp.StopReasonMaxTurnRequests, Usage: usage(res)}, nil
+		return acp.PromptResponse{StopReason: acp.StopReasonMaxTurnRequests}, nil
 	case agent.StatusQueued:
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil // read by the session's running run
 	}
@@ -375,13 +375,6 @@ func acpError(err error) error {
 		return err
 	}
 	return acp.NewInternalError(map[string]any{"error": err.Error()})
-}
-
-func usage(res agent.Result) *acp.Usage {
-	if res.Usage.TotalTokens == 0 {
-		return nil
-	}
-	return &acp.Usage{InputTokens: res.Usage.PromptTokens, OutputTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.TotalTokens}
 }
 
 func cmpOr(a, b string) string {

@@ -301,7 +301,7 @@ func TestACPPrompt(t *testing.T) {
 		`[diff greet.go from `,
 		"update call_edit completed [diff greet.go",
 		`tool_call call_grep "run_command grep -c Hi greet.go" execute in_progress`,
-		`permission call_grep "agent-lsp wants to run in project sample:" -> allow_once`,
+		`permission call_grep "" -> allow_once`,
 		"update call_grep completed",
 		"agent: Greets with Hi now.",
 	} {

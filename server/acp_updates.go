@@ -195,12 +195,15 @@ func (u *acpUpdates) askPermission(ctx context.Context, q permissionQuestion) (s
 		cmd, _ := c.args["command"].(string)
 		return c.name == "run_command" && strings.TrimSpace(cmd) == strings.TrimSpace(q.Command)
 	})
+	// The question is about a tool call the client shows already: the update
+	// names it only (its fields would replace the call's title and content).
+	// A question without one gets its own, titled with the question.
+	call := acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(id)}
 	if id == "" {
-		id = "permission-" + message.NewID()
+		call = acp.ToolCallUpdate{ToolCallId: acp.ToolCallId("permission-" + message.NewID()), Title: ptr(firstLine(q.Text)),
+			Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(q.Text))}}
 	}
-	resp, err := u.conn.RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: acp.SessionId(u.session.id),
-		ToolCall: acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(id), Title: ptr(firstLine(q.Text)),
-			Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(q.Text))}},
+	resp, err := u.conn.RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: acp.SessionId(u.session.id), ToolCall: call,
 		Options: []acp.PermissionOption{
 			{OptionId: "allow_once", Name: AllowOnce, Kind: acp.PermissionOptionKindAllowOnce},
 			{OptionId: "allow_always", Name: AllowAlways, Kind: acp.PermissionOptionKindAllowAlways},
