@@ -100,11 +100,10 @@ type acpSession struct {
 	project string // the workspace project of its cwd
 	calls   *acpCalls
 
-	mu      sync.Mutex // guards mode, stored and cancel
-	mode    string     // acpModeApply or acpModeReview
-	stored  bool       // the store has it (its first prompt ran, or it was loaded)
-	cancel  context.CancelFunc
-	running bool
+	mu     sync.Mutex // guards mode, stored and cancel
+	mode   string     // acpModeApply or acpModeReview
+	stored bool       // the store has it (its first prompt ran, or it was loaded)
+	cancel context.CancelFunc
 }
 
 func (s *acpSession) getMode() string {
@@ -158,7 +157,7 @@ func (a *acpAgent) Initialize(ctx context.Context, p acp.InitializeRequest) (acp
 			LoadSession:         true,
 			PromptCapabilities:  acp.PromptCapabilities{EmbeddedContext: true},
 			McpCapabilities:     acp.McpCapabilities{Http: true},
-			SessionCapabilities: acp.SessionCapabilities{List: &acp.SessionListCapabilities{}},
+			SessionCapabilities: acp.SessionCapabilities{List: &acp.SessionListCapabilities{}, Close: &acp.SessionCloseCapabilities{}},
 		},
 		AuthMethods: []acp.AuthMethod{},
 	}, nil
@@ -321,12 +320,12 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.mu.Lock()
-	s.cancel, s.running = cancel, true
+	s.cancel = cancel
 	stored, mode := s.stored, s.mode
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		s.cancel, s.running = nil, false
+		s.cancel = nil
 		s.mu.Unlock()
 	}()
 	b := a.backend()
@@ -367,14 +366,14 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 // questions its MCP servers ask.
 type acpSessionKey struct{}
 
-// acpError is a failed prompt as an ACP error: the internal error code, the
-// reason as its message.
+// acpError is a failed prompt as an ACP error: the internal error code,
+// the reason as its message (clients show the message) and in its data.
 func acpError(err error) error {
 	var re *acp.RequestError
 	if errors.As(err, &re) {
 		return err
 	}
-	return acp.NewInternalError(map[string]any{"error": err.Error()})
+	return &acp.RequestError{Code: -32603, Message: err.Error(), Data: map[string]any{"error": err.Error()}}
 }
 
 func cmpOr(a, b string) string {
@@ -551,7 +550,8 @@ func promptText(blocks []acp.ContentBlock) (string, error) {
 			b.WriteString(c.Text.Text)
 		case c.Resource != nil && c.Resource.Resource.TextResourceContents != nil:
 			r := c.Resource.Resource.TextResourceContents
-			fmt.Fprintf(&b, "\n\n(The user attached %s:)\n```\n%s\n```", uriPath(r.Uri), strings.TrimRight(r.Text, "\n"))
+			fence := fenceFor(r.Text)
+			fmt.Fprintf(&b, "\n\n(The user attached %s:)\n%s\n%s\n%s", uriPath(r.Uri), fence, strings.TrimRight(r.Text, "\n"), fence)
 		case c.ResourceLink != nil:
 			fmt.Fprintf(&b, "\n\n(The user refers to %s)", uriPath(c.ResourceLink.Uri))
 		case c.Resource != nil:
@@ -564,6 +564,21 @@ func promptText(blocks []acp.ContentBlock) (string, error) {
 		return "", errors.New("the prompt is empty")
 	}
 	return strings.TrimSpace(b.String()), nil
+}
+
+// fenceFor is a Markdown code fence longer than every run of backticks in
+// text, so that the text cannot close it.
+func fenceFor(text string) string {
+	longest, run := 0, 0
+	for _, r := range text {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
 }
 
 // uriPath is the path of a file:// URI, else the URI.

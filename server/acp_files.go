@@ -140,12 +140,14 @@ func (e *acpEditor) confirmation(fe tools.FileEdit) string {
 
 // ask asks whether to write an edit, showing its diff.
 func (e *acpEditor) ask(ctx context.Context, callID string, fe tools.FileEdit, why string, diff acp.ToolCallContent) (bool, error) {
+	// The edit's own tool call gets its diff as content (what the call will
+	// show anyway) and keeps its title; an edit without one gets its own call.
+	call := acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(callID), Content: []acp.ToolCallContent{diff}}
 	if callID == "" {
-		callID = "edit-" + fe.Rel
+		call = acp.ToolCallUpdate{ToolCallId: acp.ToolCallId("edit-" + fe.Rel), Title: ptr(fmt.Sprintf("%s (%s)", fe.Label, why)),
+			Kind: ptr(acp.ToolKindEdit), Locations: []acp.ToolCallLocation{{Path: fe.Path}}, Content: []acp.ToolCallContent{diff}}
 	}
-	resp, err := e.conn.RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: acp.SessionId(e.session.id),
-		ToolCall: acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(callID), Title: ptr(fmt.Sprintf("%s (%s)", fe.Label, why)),
-			Kind: ptr(acp.ToolKindEdit), Locations: []acp.ToolCallLocation{{Path: fe.Path}}, Content: []acp.ToolCallContent{diff}},
+	resp, err := e.conn.RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: acp.SessionId(e.session.id), ToolCall: call,
 		Options: []acp.PermissionOption{
 			{OptionId: "apply", Name: "Apply", Kind: acp.PermissionOptionKindAllowOnce},
 			{OptionId: "reject", Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},

@@ -45,7 +45,14 @@ type acpClient struct {
 // as the tests whose processes share a store do.
 func startACP(t *testing.T, fs bool, env []string, args ...string) *acpClient {
 	t.Helper()
+	return startACPIn(t, "", fs, env, args...)
+}
+
+// startACPIn is startACP in the working directory dir.
+func startACPIn(t *testing.T, dir string, fs bool, env []string, args ...string) *acpClient {
+	t.Helper()
 	cmd := exec.Command(binary, append([]string{"acp"}, args...)...)
+	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "AGENT_LSP_DAEMON=off"), env...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -591,5 +598,36 @@ func TestACPHostileRequests(t *testing.T) {
 	send(`{"jsonrpc":"2.0","id":102,"method":"session/prompt","params":{"sessionId":"` + session + `","prompt":[{"type":"text","text":"Are you still serving?"}]}}`)
 	if got, _ := json.Marshal(answer(102)["result"]); !strings.Contains(string(got), `"stopReason":"end_turn"`) {
 		t.Fatalf("the prompt after the hostile lines: %s", got)
+	}
+}
+
+// A failed run's reason is the error's message; --workspace folders given
+// relative to the client's directory open through the daemon too (it
+// resolves them in its own directory otherwise).
+func TestACPFailedRunAndRelativeWorkspace(t *testing.T) {
+	srv := model(t, scripted.Script{Conversations: []scripted.Conversation{
+		{Match: "Fail", Turns: []scripted.Turn{{Error: &scripted.HTTPError{Status: 400, Message: "the model refused the request"}}}},
+		{Match: "Read the other", Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{withID(call("read_file", map[string]any{"path": "index.js", "project": "other"}), "call_other")}},
+			{Text: "Read it."},
+		}},
+	}})
+	dir := t.TempDir()
+	for _, name := range []string{"sample", "other"} {
+		if err := os.CopyFS(filepath.Join(dir, name), os.DirFS(filepath.Join("..", "testdata", "workspaces", name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := startACPIn(t, dir, false, envFor(t, srv, daemonEnv...), "--workspace", "other")
+	session := c.newSession(filepath.Join(dir, "sample"))
+	if _, err := c.prompt(session, "Fail please"); err == nil || !strings.Contains(err.Error(), "the model refused the request") {
+		t.Fatalf("a failed run: %v", err)
+	}
+	other := c.newSession(filepath.Join(dir, "sample"))
+	if res, err := c.prompt(other, "Read the other project's index.js"); err != nil || res.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got := toolResult(srv.Requests(), "call_other"); strings.Contains(got, "error") || got == "" {
+		t.Fatalf("reading the --workspace folder's file: %q", got)
 	}
 }

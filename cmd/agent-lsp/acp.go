@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/agent-lsp/agent-lsp/server"
@@ -55,6 +56,14 @@ func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "agent-lsp acp: unexpected argument %q (see agent-lsp acp --help)\n", fs.Arg(0))
 		return 2
+	}
+	for i, f := range folders { // the daemon's working directory is not this one
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			fmt.Fprintf(stderr, "agent-lsp acp: --workspace %s: %v\n", f, err)
+			return 2
+		}
+		folders[i] = abs
 	}
 	logger := log.New(stderr, "agent-lsp acp: ", log.LstdFlags)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
