@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,13 +34,28 @@ var (
 	bItems     = []byte("items")
 	bIDs       = []byte("ids")
 	kHead      = []byte("head")
+	// bMeta holds the store's own records: kFormat, its format version.
+	bMeta   = []byte("meta")
+	kFormat = []byte("format")
 )
+
+// Format is the store format this binary writes: 2 compresses records
+// (codec.go). A file without a format record is of format 1 (records raw),
+// which format 2 reads as it is; a file of a newer format is refused.
+const Format = 2
+
+// ErrNewerFormat is returned by Open for a store written by a newer
+// agent-lsp, whose records this binary may not read.
+var ErrNewerFormat = errors.New("the store was written by a newer agent-lsp: upgrade agent-lsp")
 
 // Bolt is a Store in one bbolt file.
 //
 // bbolt holds an exclusive file lock, so one file serves one process at a time: a
 // second process's Open fails with ErrLocked after LockTimeout instead of hanging.
 type Bolt struct {
+	// swap guards db: every transaction holds it for reading, Compact for
+	// writing while it replaces the file.
+	swap        sync.RWMutex
 	db          *bolt.DB
 	path        string
 	now         func() time.Time
@@ -107,13 +123,36 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 func initBuckets(db *bolt.DB, path string) (err error) {
 	defer guard(path, &err)
 	return db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bSessions, bThreads, bApprovals} {
+		for _, b := range [][]byte{bSessions, bThreads, bApprovals, bMeta} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
+		meta := tx.Bucket(bMeta)
+		if v := meta.Get(kFormat); len(v) == 8 {
+			if f := binary.BigEndian.Uint64(v); f > Format {
+				return fmt.Errorf("%w (store format %d; this agent-lsp reads formats up to %d)", ErrNewerFormat, f, Format)
+			}
+		}
+		return meta.Put(kFormat, u64(Format))
+	})
+}
+
+// Sizes returns the bytes the store's data takes in its file (its pages in
+// use: the file's high-water mark less its free pages) and the file's size
+// (bbolt grows the file ahead of use, and never shrinks it: Compact does).
+func (b *Bolt) Sizes() (used, file int64, err error) {
+	if err := b.Flush(); err != nil {
+		return 0, 0, err
+	}
+	err = b.view(func(tx *bolt.Tx) error {
+		used = tx.Size() - int64(tx.DB().Stats().FreeAlloc)
 		return nil
 	})
+	if fi, serr := os.Stat(b.path); serr == nil {
+		file = fi.Size()
+	}
+	return used, file, err
 }
 
 // Path returns the store file's path.
@@ -126,6 +165,8 @@ func (b *Bolt) Recovered() string { return b.recovered }
 // view runs a read transaction, turning a bbolt panic on a damaged page into
 // an error.
 func (b *Bolt) view(fn func(tx *bolt.Tx) error) (err error) {
+	b.swap.RLock()
+	defer b.swap.RUnlock()
 	defer guard(b.path, &err)
 	return b.db.View(fn)
 }
@@ -149,6 +190,8 @@ func (b *Bolt) Close() error {
 	c.mu.Unlock()
 	close(c.wake)
 	<-c.stopped
+	b.swap.Lock()
+	defer b.swap.Unlock()
 	return b.db.Close()
 }
 
@@ -187,6 +230,9 @@ func nsBucket(tx *bolt.Tx, thread, ns string, create bool) (*bolt.Bucket, error)
 	return n, nil
 }
 
+// appendFill is the fill percent of buckets whose keys are appended.
+const appendFill = 0.95
+
 func u64(v uint64) []byte {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], v)
@@ -200,12 +246,18 @@ func encodeItem(id string, body []byte) []byte {
 	return append(out, body...)
 }
 
+// decodeItem reads an item stored by encodeItem; its body may be
+// compressed (codec).
 func decodeItem(v []byte) (Item, error) {
 	n, k := binary.Uvarint(v)
 	if k <= 0 || uint64(len(v)-k) < n {
 		return Item{}, fmt.Errorf("corrupt list item")
 	}
-	return Item{ID: string(v[k : k+int(n)]), Body: json.RawMessage(bytes.Clone(v[k+int(n):]))}, nil
+	body, err := records().unpack(v[k+int(n):])
+	if err != nil {
+		return Item{}, err
+	}
+	return Item{ID: string(v[k : k+int(n)]), Body: json.RawMessage(body)}, nil
 }
 
 func applyOps(lists *bolt.Bucket, name string, ops []Op) error {
@@ -221,6 +273,11 @@ func applyOps(lists *bolt.Bucket, name string, ops []Op) error {
 	if err != nil {
 		return err
 	}
+	// Items are appended under sequence keys, and IDs are ULIDs, which grow
+	// with time: both buckets take keys at their end, so their pages split
+	// full (bbolt's default splits at half, for random inserts, which left
+	// every page of a session's history half empty).
+	items.FillPercent, ids.FillPercent = appendFill, appendFill
 	for _, op := range ops {
 		switch op.Kind {
 		case OpReset:
@@ -235,6 +292,7 @@ func applyOps(lists *bolt.Bucket, name string, ops []Op) error {
 			if ids, err = l.CreateBucket(bIDs); err != nil {
 				return err
 			}
+			items.FillPercent, ids.FillPercent = appendFill, appendFill
 		case OpRemove:
 			seq := ids.Get([]byte(op.ID))
 			if seq == nil {
@@ -263,7 +321,7 @@ func applyOps(lists *bolt.Bucket, name string, ops []Op) error {
 					}
 				}
 			}
-			if err := items.Put(key, encodeItem(op.ID, op.Body)); err != nil {
+			if err := items.Put(key, encodeItem(op.ID, records().pack(op.Body))); err != nil {
 				return err
 			}
 		default:
@@ -284,10 +342,7 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 			return fmt.Errorf("corrupt checkpoint head: %w", err)
 		}
 		if old.Step != cp.Step {
-			if err := n.DeleteBucket(bPending); err != nil {
-				return err
-			}
-			if _, err := n.CreateBucket(bPending); err != nil {
+			if err := clearPending(n); err != nil {
 				return err
 			}
 		}
@@ -301,7 +356,7 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 	}
 	values := n.Bucket(bValues)
 	for k, v := range cp.Values {
-		if err := values.Put([]byte(k), v); err != nil {
+		if err := values.Put([]byte(k), records().pack(v)); err != nil {
 			return err
 		}
 	}
@@ -315,6 +370,20 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 		return putSession(tx, *cp.Index)
 	}
 	return nil
+}
+
+// clearPending drops the pending writes of the namespace n. An empty
+// bucket is left as it is: most steps have none, and deleting and creating
+// the bucket would rewrite its parent's page at every step.
+func clearPending(n *bolt.Bucket) error {
+	if k, _ := n.Bucket(bPending).Cursor().First(); k == nil {
+		return nil
+	}
+	if err := n.DeleteBucket(bPending); err != nil {
+		return err
+	}
+	_, err := n.CreateBucket(bPending)
+	return err
 }
 
 // Put implements Checkpointer. When it returns, the checkpoint is durable in
@@ -341,7 +410,7 @@ func (b *Bolt) PutWrite(ctx context.Context, thread, ns, taskID string, w json.R
 		if p.Get([]byte(taskID)) != nil {
 			return nil
 		}
-		return p.Put([]byte(taskID), w)
+		return p.Put([]byte(taskID), records().pack(w))
 	}
 	if err := b.write(ctx, threadKey{thread, ns}, apply, false); err != nil {
 		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, err)
@@ -366,14 +435,20 @@ func (b *Bolt) Load(ctx context.Context, thread, ns string) (*State, error) {
 		}
 		s = &State{Step: h.Step, Status: h.Status, Next: h.Next, Updated: h.Updated,
 			Values: map[string]json.RawMessage{}, Lists: map[string][]Item{}, Pending: map[string]json.RawMessage{}}
-		n.Bucket(bValues).ForEach(func(k, v []byte) error {
-			s.Values[string(k)] = bytes.Clone(v)
-			return nil
-		})
-		n.Bucket(bPending).ForEach(func(k, v []byte) error {
-			s.Pending[string(k)] = bytes.Clone(v)
-			return nil
-		})
+		if err := n.Bucket(bValues).ForEach(func(k, v []byte) error {
+			body, err := records().unpack(v)
+			s.Values[string(k)] = body
+			return err
+		}); err != nil {
+			return fmt.Errorf("value: %w", err)
+		}
+		if err := n.Bucket(bPending).ForEach(func(k, v []byte) error {
+			body, err := records().unpack(v)
+			s.Pending[string(k)] = body
+			return err
+		}); err != nil {
+			return fmt.Errorf("pending write: %w", err)
+		}
 		return n.Bucket(bLists).ForEachBucket(func(name []byte) error {
 			items := n.Bucket(bLists).Bucket(name).Bucket(bItems)
 			var list []Item

@@ -212,6 +212,8 @@ func (b *Bolt) gather() {
 // update runs a write transaction, turning a bbolt panic on a damaged page
 // into an error (the committer goroutine must never die).
 func (b *Bolt) update(fn func(tx *bolt.Tx) error) (err error) {
+	b.swap.RLock()
+	defer b.swap.RUnlock()
 	defer guard(b.path, &err)
 	return b.db.Update(fn)
 }

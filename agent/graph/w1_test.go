@@ -2,8 +2,12 @@ package graph_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,25 +18,76 @@ import (
 	"github.com/agent-lsp/agent-lsp/store"
 )
 
-var kilobyte = strings.Repeat("x", 1000)
+// w1Text is the 1 KB message texts W1 rotates through: this repository's
+// own source (realistic: code and prose compress as they do in real
+// sessions), or random base64 (the incompressible case).
+func w1Text(b testing.TB, kind string) []string {
+	var corpus []byte
+	switch kind {
+	case "source":
+		files, _ := filepath.Glob("../../agent/*.go")
+		more, _ := filepath.Glob("../../server/*.go")
+		for _, f := range append(files, more...) {
+			if data, err := os.ReadFile(f); err == nil {
+				corpus = append(corpus, data...)
+			}
+		}
+	case "random":
+		raw := make([]byte, 192<<10)
+		rand.Read(raw)
+		corpus = []byte(base64.StdEncoding.EncodeToString(raw))
+	}
+	if len(corpus) < 64<<10 {
+		b.Fatalf("W1 corpus %q: only %d bytes", kind, len(corpus))
+	}
+	var texts []string
+	for i := 0; i+1000 <= len(corpus) && len(texts) < 256; i += 1000 {
+		texts = append(texts, string(corpus[i:i+1000]))
+	}
+	return texts
+}
+
+// writeBytes is this process's bytes written to storage so far
+// (/proc/self/io write_bytes), -1 where it cannot be read.
+func writeBytes() int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
 
 // These tests and benchmarks drive the kernel with the agent's real messages
 // channel, so they live in the external test package.
 
 // w1Graph is workload W1: an agent/tools loop of turns tool turns and a final answer.
 func w1Graph(b testing.TB, s *Schema, msgs message.Channel, turns int) *Graph {
+	return w1GraphOf(b, s, msgs, turns, w1Text(b, "source"))
+}
+
+// w1GraphOf is W1 with messages rotating through texts.
+func w1GraphOf(b testing.TB, s *Schema, msgs message.Channel, turns int, texts []string) *Graph {
+	text := func(i int) string { return texts[i%len(texts)] }
 	g, err := New(s).
 		Node("agent", func(ctx context.Context, s State) (Patch, error) {
 			i := (len(msgs.Get(s)) + 1) / 2 // input, then an AI and a tool message per turn
 			if i > turns {
-				return NewPatch(msgs.Append(message.NewAI(kilobyte))), nil
+				return NewPatch(msgs.Append(message.NewAI(text(2 * i)))), nil
 			}
-			return NewPatch(msgs.Append(message.NewAI(kilobyte, message.ToolCall{ID: fmt.Sprintf("call_%d", i), Name: "echo", Args: fmt.Sprintf(`{"i": %d}`, i)}))), nil
+			return NewPatch(msgs.Append(message.NewAI(text(2*i), message.ToolCall{ID: fmt.Sprintf("call_%d", i), Name: "echo", Args: fmt.Sprintf(`{"i": %d}`, i)}))), nil
 		}).
 		Node("tools", func(ctx context.Context, s State) (Patch, error) {
 			all := msgs.Get(s)
 			call := all[len(all)-1].ToolCalls[0]
-			return NewPatch(msgs.Append(message.NewTool(call.ID, kilobyte))), nil
+			return NewPatch(msgs.Append(message.NewTool(call.ID, text(len(all))))), nil
 		}).
 		Edge(Start, "agent").
 		Branch("agent", func(s State) []Route {
@@ -87,13 +142,21 @@ func lateEarly(times []time.Duration) float64 {
 	return float64(late) / float64(early)
 }
 
+// BenchmarkAgentLoop is W1: an agent loop of 1 KB messages (this
+// repository's source, rotated; text=random: incompressible) on each store.
+// bytes/message is the store's data (its pages in use) per message; disk-bytes/step what
+// the process wrote to storage per step (/proc/self/io).
 func BenchmarkAgentLoop(b *testing.B) {
 	for _, turns := range []int{10, 100, 1000} {
-		for _, kind := range []string{"none", "memory", "bbolt/durability=sync", "bbolt/durability=batched", "bbolt/durability=exit"} {
+		for _, kind := range []string{"none", "memory", "bbolt/durability=sync", "bbolt/durability=batched", "bbolt/durability=exit", "bbolt/durability=batched/text=random"} {
 			b.Run(fmt.Sprintf("turns=%d/store=%s", turns, kind), func(b *testing.B) {
 				s := NewSchema()
 				msgs := message.NewChannel(s, "messages")
-				g := w1Graph(b, s, msgs, turns)
+				textKind := "source"
+				if k, ok := strings.CutSuffix(kind, "/text=random"); ok {
+					kind, textKind = k, "random"
+				}
+				g := w1GraphOf(b, s, msgs, turns, w1Text(b, textKind))
 				var cp store.Checkpointer
 				var path string
 				switch kind {
@@ -111,6 +174,7 @@ func BenchmarkAgentLoop(b *testing.B) {
 				}
 				var steps int
 				var ratio float64
+				written := writeBytes()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					timer := &stepTimer{}
@@ -126,9 +190,14 @@ func BenchmarkAgentLoop(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(steps), "ns/step")
 				b.ReportMetric(ratio/float64(b.N), "late/early")
 				if path != "" {
-					cp.(*store.Bolt).Flush()
-					fi, _ := os.Stat(path)
-					b.ReportMetric(float64(fi.Size())/float64(b.N*(2*turns+2)), "bytes/message")
+					used, _, err := cp.(*store.Bolt).Sizes()
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(float64(used)/float64(b.N*(2*turns+2)), "bytes/message")
+					if after := writeBytes(); written >= 0 && after >= 0 {
+						b.ReportMetric(float64(after-written)/float64(steps), "disk-bytes/step")
+					}
 				}
 			})
 		}

@@ -23,6 +23,8 @@ const sessionsUsage = `Usage:
   agent-lsp sessions show ID [--store PATH]                    print a session's transcript
   agent-lsp sessions delete ID [--store PATH]                  delete a session
   agent-lsp sessions prune --older-than 720h [--store PATH]    delete sessions not updated since
+                                                               (and compact the file when that frees over half of it)
+  agent-lsp sessions compact [--store PATH]                    give the free space of the store file back
 
 Flags:
 `
@@ -176,10 +178,40 @@ func sessionsOn(ctx context.Context, db *store.Bolt, running func(string) bool, 
 			return 1
 		}
 		fmt.Fprintf(stdout, "deleted %d session(s)\n", n)
+		used, file, err := db.Sizes()
+		if err == nil && file > 0 && used < file/2 {
+			return compact(ctx, db, stdout, stderr)
+		}
+	case "compact":
+		return compact(ctx, db, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "agent-lsp sessions: unknown subcommand %q\n", sub)
 		fs.Usage()
 		return 2
 	}
 	return 0
+}
+
+// compact compacts db's file and says by how much.
+func compact(ctx context.Context, db *store.Bolt, stdout, stderr io.Writer) int {
+	before, after, err := db.Compact(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "compacted %s: %s -> %s\n", db.Path(), size(before), size(after))
+	return 0
+}
+
+// size is a byte count for people.
+func size(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
