@@ -177,19 +177,39 @@ func (c *counter) message(m message.Message) int {
 	if m.ID == "" {
 		return n // not cached: a message built for one request (the system prompt)
 	}
+	c.put(k, n)
+	return n
+}
+
+// put caches n under k.
+func (c *counter) put(k countKey, n int) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.cache == nil || len(c.cache) >= maxCounted {
 		c.cache = map[countKey]int{}
 	}
 	c.cache[k] = n
-	c.mu.Unlock()
-	return n
 }
 
 // tool returns a tool definition's estimated tokens.
 func toolTokens(t model.ToolSpec) int {
 	b, _ := json.Marshal(t)
 	return toolOverhead + tokens.Estimate(string(b))
+}
+
+// tool returns toolTokens(t), counted once per tool definition: every
+// request of a run carries the same definitions.
+func (c *counter) tool(t model.ToolSpec) int {
+	k := countKey{"tool\x00" + t.Name, len(t.Description) + len(t.Parameters)<<20}
+	c.mu.Lock()
+	n, ok := c.cache[k]
+	c.mu.Unlock()
+	if ok {
+		return n
+	}
+	n = toolTokens(t)
+	c.put(k, n)
+	return n
 }
 
 // request returns a whole request's estimated tokens.
@@ -199,7 +219,7 @@ func (c *counter) request(req model.Request) int {
 		n += c.message(m)
 	}
 	for _, t := range req.Tools {
-		n += toolTokens(t)
+		n += c.tool(t)
 	}
 	return n
 }
@@ -211,7 +231,7 @@ var toolPriority = []string{"read_file", "edit_file", "search", "list_files", "c
 
 // fitTools returns the tools whose definitions fit in share tokens, in
 // priority order, and the names of those withheld.
-func fitTools(specs []model.ToolSpec, share int) (kept []model.ToolSpec, withheld []string) {
+func fitTools(specs []model.ToolSpec, share int, count func(model.ToolSpec) int) (kept []model.ToolSpec, withheld []string) {
 	rank := func(name string) int {
 		for i, n := range toolPriority {
 			if n == name {
@@ -224,7 +244,7 @@ func fitTools(specs []model.ToolSpec, share int) (kept []model.ToolSpec, withhel
 	slices.SortStableFunc(ordered, func(a, b model.ToolSpec) int { return rank(a.Name) - rank(b.Name) })
 	used := 0
 	for _, t := range ordered {
-		if n := toolTokens(t); used+n <= share {
+		if n := count(t); used+n <= share {
 			used += n
 			kept = append(kept, t)
 		} else {

@@ -34,7 +34,7 @@ const (
 // fitTools chooses the tools the run shows the model: those whose
 // definitions fit in their share of the budget.
 func (r *run) fitTools() {
-	r.specs, r.withheld = fitTools(r.tools.Specs(), r.budget.prompt()/toolShare)
+	r.specs, r.withheld = fitTools(r.tools.Specs(), r.budget.prompt()/toolShare, r.rt.counter.tool)
 }
 
 // fitTools fits the tools of r, a run in project, and tells the tool source
@@ -116,7 +116,7 @@ func (rt *Runtime) compose(ctx context.Context, r *run, s graph.State, summary S
 		sys := message.Message{Role: message.System, Content: rt.systemPrompt(project, out.summary, todos)}
 		room := r.budget.prompt() - replyPriming - rt.counter.message(sys)
 		for _, t := range r.specs {
-			room -= toolTokens(t)
+			room -= rt.counter.tool(t)
 		}
 		// A tool output takes at most a fifth of the room (at about three
 		// bytes a token), so that a small context holds several turns.

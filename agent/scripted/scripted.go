@@ -19,6 +19,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -183,7 +184,12 @@ type Server struct {
 	modelsSt  int
 	srv       *http.Server
 	ln        net.Listener
+	served    atomic.Int64 // nanoseconds spent answering chat requests
 }
+
+// Served returns the time the server spent answering chat requests: what a
+// benchmark subtracts from its own time to see its client's.
+func (s *Server) Served() time.Duration { return time.Duration(s.served.Load()) }
 
 // Start serves script on addr ("127.0.0.1:0" picks a free port).
 func Start(addr string, script Script) (*Server, error) {
@@ -407,6 +413,8 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	defer func() { s.served.Add(int64(time.Since(start))) }()
 	var req openai.ChatCompletionRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "scripted model: bad request body: "+err.Error())
