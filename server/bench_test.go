@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -156,4 +157,50 @@ func BenchmarkEventStream(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*10000)/b.Elapsed().Seconds(), "deltas/s")
 	b.ReportMetric(float64(p.events.Load())/float64(b.N), "events/run")
+}
+
+// BenchmarkToolCallWrites runs a session of 200 read_file calls through the
+// server (default durability, batched) and reports what the process wrote
+// to storage per tool call (/proc/self/io write_bytes: the store's commits;
+// the in-process scripted model writes nothing).
+func BenchmarkToolCallWrites(b *testing.B) {
+	const calls = 200
+	var turns []scripted.Turn
+	for i := 0; i < calls; i++ {
+		turns = append(turns, scripted.Turn{Text: "Reading greet.go again.", ToolCalls: []scripted.ToolCall{{Name: "read_file", Args: json.RawMessage(`{"path":"greet.go"}`)}}})
+	}
+	turns = append(turns, scripted.Turn{Text: "done"})
+	srv, _ := scripted.Start("127.0.0.1:0", scripted.Script{})
+	defer srv.Close()
+	root := filepath.Join(b.TempDir(), "sample")
+	os.CopyFS(root, os.DirFS("../testdata/workspaces/sample"))
+	p := startInProcess(b, srv, root)
+	defer p.close()
+	var written int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		srv.SetScript(scripted.Script{Turns: turns})
+		before := procWriteBytes()
+		b.StartTimer()
+		p.run(b, "read it two hundred times")
+		written += procWriteBytes() - before
+	}
+	b.ReportMetric(float64(written)/float64(b.N*calls), "disk-bytes/call")
+}
+
+// procWriteBytes is this process's write_bytes from /proc/self/io (0 where
+// it cannot be read).
+func procWriteBytes() int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
