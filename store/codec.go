@@ -5,16 +5,28 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
 // Records (values, pending writes and list items' bodies) are compressed
-// with zstd when that pays: a record of at least minCompress bytes is
-// stored as a zstd frame when the frame is at least an eighth smaller;
-// others stay raw. A zstd frame starts with its magic number, which no JSON
-// text does (JSON starts with a value or whitespace), so a raw record, and
-// every record of a file written before compression, reads as it is.
-const minCompress = 128
+// when that pays: a record of at least minCompress bytes is stored
+// compressed when that makes it at least an eighth smaller; others stay
+// raw. Records under zstdFrom bytes (most messages) are compressed with S2,
+// which costs a fifth of zstd's time on them (about 2.4 against 12 µs for
+// 1 KB here, at 0.71 against 0.56 of the size: zstd's fixed cost per frame
+// dominates small records and would double a batched step's time); larger
+// ones (long tool outputs) with zstd, whose ratio there is worth its cost.
+//
+// A stored record says what it is by its first byte: a zstd frame starts
+// with its magic number, an S2 block follows the byte s2Tag, and raw JSON
+// starts with a value or whitespace, never with either. So raw records, and
+// every record of a file written before compression, read as they are.
+const (
+	minCompress = 128
+	zstdFrom    = 4 << 10
+	s2Tag       = 0x01
+)
 
 // maxRecord bounds a record's decompressed size: a damaged or hostile frame
 // that claims more is refused instead of taking the memory.
@@ -47,10 +59,15 @@ var records = sync.OnceValue(func() *codec {
 
 // pack returns v as stored: compressed when that pays, else v itself.
 func (c *codec) pack(v []byte) []byte {
-	if len(v) < minCompress || bytes.HasPrefix(v, zstdMagic) {
+	if len(v) < minCompress || bytes.HasPrefix(v, zstdMagic) || v[0] == s2Tag {
 		return v
 	}
-	z := c.enc.EncodeAll(v, make([]byte, 0, len(v)/2))
+	var z []byte
+	if len(v) >= zstdFrom {
+		z = c.enc.EncodeAll(v, make([]byte, 0, len(v)/2))
+	} else {
+		z = append([]byte{s2Tag}, s2.Encode(make([]byte, s2.MaxEncodedLen(len(v))), v)...)
+	}
 	if len(z) > len(v)-len(v)/8 {
 		return v
 	}
@@ -58,15 +75,26 @@ func (c *codec) pack(v []byte) []byte {
 }
 
 // unpack returns a stored record's bytes: decompressed when it is a zstd
-// frame, else a copy of v (bbolt's memory is valid only in its
-// transaction).
+// frame or an S2 block, else a copy of v (bbolt's memory is valid only in
+// its transaction).
 func (c *codec) unpack(v []byte) ([]byte, error) {
-	if !bytes.HasPrefix(v, zstdMagic) {
-		return bytes.Clone(v), nil
+	switch {
+	case bytes.HasPrefix(v, zstdMagic):
+		out, err := c.dec.DecodeAll(v, nil)
+		if err != nil {
+			return nil, fmt.Errorf("corrupt compressed record: %w", err)
+		}
+		return out, nil
+	case len(v) > 0 && v[0] == s2Tag:
+		n, err := s2.DecodedLen(v[1:])
+		if err != nil || n > maxRecord {
+			return nil, fmt.Errorf("corrupt compressed record: %d bytes claimed, %v", n, err)
+		}
+		out, err := s2.Decode(make([]byte, n), v[1:])
+		if err != nil {
+			return nil, fmt.Errorf("corrupt compressed record: %w", err)
+		}
+		return out, nil
 	}
-	out, err := c.dec.DecodeAll(v, nil)
-	if err != nil {
-		return nil, fmt.Errorf("corrupt compressed record: %w", err)
-	}
-	return out, nil
+	return bytes.Clone(v), nil
 }

@@ -94,9 +94,9 @@ func decodeItemRaw(v []byte) (Item, error) {
 	return Item{ID: string(v[k : k+int(n)]), Body: v[k+int(n):]}, nil
 }
 
-// Records are compressed when that pays: a long message is stored as a
-// zstd frame and reads back the same; a short one and an incompressible one
-// stay raw.
+// Records are compressed when that pays: a message as an S2 block, a long
+// tool output as a zstd frame, both reading back the same; a short record
+// and an incompressible one stay raw.
 func TestRecordsCompressedWhenItPays(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.db")
 	db, err := Open(path)
@@ -106,9 +106,10 @@ func TestRecordsCompressedWhenItPays(t *testing.T) {
 	noise := make([]byte, 3000)
 	rand.Read(noise)
 	long := json.RawMessage(`{"content":"` + strings.Repeat("the agent reads greet.go again; ", 60) + `"}`)
+	output := json.RawMessage(`{"content":"` + strings.Repeat("ok  \tgithub.com/agent-lsp/agent-lsp/store\t0.5s\n", 600) + `"}`)
 	short := json.RawMessage(`{"content":"ok"}`)
 	random, _ := json.Marshal(map[string]string{"content": string(noise)})
-	ops := []Op{{Kind: OpUpsert, ID: "long", Body: long}, {Kind: OpUpsert, ID: "short", Body: short}, {Kind: OpUpsert, ID: "random", Body: random}}
+	ops := []Op{{Kind: OpUpsert, ID: "long", Body: long}, {Kind: OpUpsert, ID: "short", Body: short}, {Kind: OpUpsert, ID: "random", Body: random}, {Kind: OpUpsert, ID: "output", Body: output}}
 	ctx := context.Background()
 	if err := db.Put(ctx, Checkpoint{Thread: "t", Step: 1, Status: StatusDone, Lists: map[string][]Op{"messages": ops}}); err != nil {
 		t.Fatal(err)
@@ -117,15 +118,18 @@ func TestRecordsCompressedWhenItPays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []json.RawMessage{long, short, random} {
+	for i, want := range []json.RawMessage{long, short, random, output} {
 		if !bytes.Equal(s.Lists["messages"][i].Body, want) {
 			t.Fatalf("item %d reads back as %.80q", i, s.Lists["messages"][i].Body)
 		}
 	}
 	db.Close()
 	raw := rawRecords(t, path, "t")
-	if !bytes.HasPrefix(raw["long"], zstdMagic) || len(raw["long"]) > len(long)/4 {
+	if raw["long"][0] != s2Tag || len(raw["long"]) > len(long)/4 {
 		t.Errorf("the long message is stored as %d bytes, %.8x...", len(raw["long"]), raw["long"])
+	}
+	if !bytes.HasPrefix(raw["output"], zstdMagic) || len(raw["output"]) > len(output)/10 {
+		t.Errorf("the tool output is stored as %d bytes, %.8x...", len(raw["output"]), raw["output"])
 	}
 	if !bytes.Equal(raw["short"], short) {
 		t.Errorf("a short record was not kept raw: %q", raw["short"])
@@ -162,33 +166,40 @@ func TestNewerFormatRefused(t *testing.T) {
 	}
 }
 
-// A damaged compressed record fails the load with a clear error; nothing
-// panics.
+// A damaged compressed record (a bad zstd frame, an S2 block that claims
+// 4 GiB) fails the load with a clear error; nothing panics or allocates it.
 func TestDamagedCompressedRecord(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.db")
-	db, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := db.Put(ctx, Checkpoint{Thread: "t", Step: 1, Status: StatusDone, Values: map[string]json.RawMessage{"v": json.RawMessage(`"x"`)}}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	raw, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bThreads).Bucket([]byte("t")).Bucket(nsKey("")).Bucket(bValues).Put([]byte("v"), append(bytes.Clone(zstdMagic), 0xff, 0x00, 0x13, 0x37))
-	})
-	raw.Close()
-	db, err = Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Load(ctx, "t", ""); err == nil || !strings.Contains(err.Error(), "corrupt compressed record") {
-		t.Fatalf("loading a damaged record: %v", err)
+	for name, damaged := range map[string][]byte{
+		"zstd": append(bytes.Clone(zstdMagic), 0xff, 0x00, 0x13, 0x37),
+		"s2":   {s2Tag, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x00},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.db")
+			db, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := db.Put(ctx, Checkpoint{Thread: "t", Step: 1, Status: StatusDone, Values: map[string]json.RawMessage{"v": json.RawMessage(`"x"`)}}); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			raw, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw.Update(func(tx *bolt.Tx) error {
+				return tx.Bucket(bThreads).Bucket([]byte("t")).Bucket(nsKey("")).Bucket(bValues).Put([]byte("v"), damaged)
+			})
+			raw.Close()
+			db, err = Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Load(ctx, "t", ""); err == nil || !strings.Contains(err.Error(), "corrupt compressed record") {
+				t.Fatalf("loading a damaged record: %v", err)
+			}
+		})
 	}
 }

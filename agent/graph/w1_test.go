@@ -152,7 +152,7 @@ func BenchmarkAgentLoop(b *testing.B) {
 			b.Run(fmt.Sprintf("turns=%d/store=%s", turns, kind), func(b *testing.B) {
 				s := NewSchema()
 				msgs := message.NewChannel(s, "messages")
-				textKind := "source"
+				kind, textKind := kind, "source"
 				if k, ok := strings.CutSuffix(kind, "/text=random"); ok {
 					kind, textKind = k, "random"
 				}
