@@ -88,7 +88,7 @@ func startInProcess(b *testing.B, srv *scripted.Server, root string) *inProcess 
 		}
 		return nil, nil
 	}))
-	if _, err := p.conn.Call(context.Background(), "initialize", map[string]any{"rootUri": string(uri.File(root)), "capabilities": map[string]any{}}, nil); err != nil {
+	if _, err := p.conn.Call(context.Background(), "initialize", map[string]any{"rootUri": string(uri.File(root)), "capabilities": map[string]any{}, "initializationOptions": map[string]any{"maxSteps": 1000}}, nil); err != nil {
 		b.Fatal(err)
 	}
 	return p
