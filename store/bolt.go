@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,6 +168,10 @@ func (b *Bolt) Recovered() string { return b.recovered }
 func (b *Bolt) view(fn func(tx *bolt.Tx) error) (err error) {
 	b.swap.RLock()
 	defer b.swap.RUnlock()
+	// bbolt reads pages through its memory map on this goroutine: a page
+	// the file no longer has (cut short, a bad block) must fail this call,
+	// not fault the process.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer guard(b.path, &err)
 	return b.db.View(fn)
 }

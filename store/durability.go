@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -214,6 +215,7 @@ func (b *Bolt) gather() {
 func (b *Bolt) update(fn func(tx *bolt.Tx) error) (err error) {
 	b.swap.RLock()
 	defer b.swap.RUnlock()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see view
 	defer guard(b.path, &err)
 	return b.db.Update(fn)
 }

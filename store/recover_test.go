@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -122,5 +123,32 @@ func TestStoreCutAnywhere(t *testing.T) {
 			t.Fatalf("cut at %d: list: %v", cut, err)
 		}
 		db.Close()
+	}
+}
+
+// A store file cut short under a running process (another program
+// truncated it, a bad block) fails the reads that reach the missing pages
+// with a CorruptError; the process does not fault.
+func TestFileCutShortWhileOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	db, err := Open(path, WithDefaultDurability(Sync))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	for i := 0; i < 300; i++ {
+		body, _ := json.Marshal(map[string]string{"content": fmt.Sprintf("message %d %s", i, strings.Repeat("x", 2000+i))})
+		if err := db.Put(ctx, Checkpoint{Thread: "t", Step: i, Status: StatusRunning, Lists: map[string][]Op{"messages": {{Kind: OpUpsert, ID: fmt.Sprintf("m%04d", i), Body: body}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Truncate(path, 64<<10); err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Load(ctx, "t", "")
+	var corrupt *CorruptError
+	if !errors.As(err, &corrupt) {
+		t.Fatalf("loading from a file cut short: %v", err)
 	}
 }
