@@ -397,7 +397,7 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	sess.Project = project
-	ctx, active, end, err := rt.runs.begin(ctx, rt, sess.ID)
+	ctx, active, end, err := rt.begin(ctx, sess.ID)
 	if err != nil {
 		return Result{}, err
 	}
@@ -439,7 +439,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("%w: session %s works in the folder %s, open here as project %s but stored as %s: continue it with a prompt (agent.run) instead",
 			ErrFolderNotOpen, sess.ID, sess.Root, local, sess.Project)
 	}
-	ctx, active, end, err := rt.runs.begin(ctx, rt, sess.ID)
+	ctx, active, end, err := rt.begin(ctx, sess.ID)
 	if err != nil {
 		return Result{}, err
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Runs is the registry of the sessions running now. A runtime has its own
@@ -87,4 +88,40 @@ func (rs *Runs) get(session string) (*activeRun, *run) {
 		return nil, nil
 	}
 	return a, a.run
+}
+
+// leaser is a store shared by several processes (PostgreSQL): a session
+// runs in one of them at a time, under a lease the store keeps alive until
+// it is released, and that expires when its holder vanishes.
+type leaser interface {
+	// Acquire takes session's lease for this process, or fails with an
+	// error that names its holder when another live one has it.
+	Acquire(ctx context.Context, session string, ttl time.Duration) (release func(), err error)
+}
+
+// leaseTTL is how long a session's lease outlives a holder that stopped
+// renewing it (a crashed or frozen runner): then another process may
+// resume the session.
+const leaseTTL = 15 * time.Second
+
+// begin registers session as running in this process (Runs.begin) and,
+// on a store several processes share, takes its lease there.
+func (rt *Runtime) begin(ctx context.Context, session string) (context.Context, *activeRun, func(), error) {
+	ctx, a, end, err := rt.runs.begin(ctx, rt, session)
+	if err != nil {
+		return ctx, a, end, err
+	}
+	l, ok := rt.cfg.Store.(leaser)
+	if !ok {
+		return ctx, a, end, nil
+	}
+	release, err := l.Acquire(ctx, session, leaseTTL)
+	if err != nil {
+		end()
+		return nil, nil, nil, err
+	}
+	return ctx, a, func() {
+		release()
+		end()
+	}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/store"
+	"github.com/agent-lsp/agent-lsp/store/postgres"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
@@ -98,7 +99,8 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 		allowEdit = append(allowEdit, workspace.Rule{Pattern: p, Why: "allowed by the allowEdit setting"})
 	}
 	m := model.NewOpenAI(model.Config{BaseURL: s.BaseURL, Model: s.Model, APIKey: s.APIKey})
-	env := tools.ScrubEnv(b.environ, []string{s.APIKeyEnv, "OPENAI_API_KEY"}, s.ScrubEnv)
+	// The store's variable may hold a database URL with its password.
+	env := tools.ScrubEnv(b.environ, []string{s.APIKeyEnv, "OPENAI_API_KEY", "AGENT_LSP_STORE"}, s.ScrubEnv)
 	sb, err := sandbox.New(s.Landlock)
 	if err != nil {
 		return nil, err
@@ -166,8 +168,11 @@ type asker func(ctx context.Context, message string, actions ...string) (string,
 
 // StoreName says where sessions are kept, for logs.
 func (b *Backend) StoreName() string {
-	if db, ok := b.Store.(*store.Bolt); ok {
+	switch db := b.Store.(type) {
+	case *store.Bolt:
 		return db.Path()
+	case *postgres.Store:
+		return db.Path() // redacted
 	}
 	return "memory"
 }
@@ -175,7 +180,20 @@ func (b *Backend) StoreName() string {
 // openStore opens the store file at path. When another process holds it
 // (a server started with --no-daemon while a daemon or another server owns
 // the file), the window's sessions are kept in memory; the note says so.
+//
+// A postgres:// URL names a shared database instead: when it cannot be
+// reached, the window's sessions are kept in memory too, and the note says
+// that they are not stored (never the URL's password).
 func openStore(path string, d store.Durability, warn func(string)) (store.Store, string) {
+	if postgres.IsURL(path) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*postgres.ConnectTimeout)
+		defer cancel()
+		db, err := postgres.Open(ctx, path, postgres.WithDefaultDurability(d), postgres.WithWarn(warn))
+		if err == nil {
+			return db, ""
+		}
+		return store.NewMemory(), fmt.Sprintf("%v; sessions of this window are kept in memory only and are NOT stored", err)
+	}
 	db, err := store.Open(path, store.WithDefaultDurability(d), store.WithWarn(warn))
 	if err == nil {
 		return db, db.Recovered()

@@ -9,6 +9,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/mcp"
 	"github.com/agent-lsp/agent-lsp/store"
+	"github.com/agent-lsp/agent-lsp/store/postgres"
 )
 
 // Hub is what the connections of one process share: in the daemon, every
@@ -29,8 +30,8 @@ type Hub struct {
 // st nil makes a hub whose connections open their own store.
 func NewHub(st store.Store, path string) *Hub {
 	abs, err := filepath.Abs(path)
-	if err != nil {
-		abs = filepath.Clean(path)
+	if err != nil || postgres.IsURL(path) {
+		abs = path
 	}
 	return &Hub{store: st, storePath: abs, runs: agent.NewRuns()}
 }

@@ -68,13 +68,16 @@ func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	logger := log.New(stderr, "agent-lsp acp: ", log.LstdFlags)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	serve := func(ctx context.Context, in io.Reader, out io.Writer) int {
+		if err := server.ServeACP(ctx, in, out, server.Options{Flags: settings, Logf: logger.Printf}, folders); err != nil {
+			logger.Printf("%v", err)
+			return 1
+		}
+		return 0
+	}
 	if !*noDaemon && daemonEnabled(os.Getenv) {
-		f := daemon.Forwarder{Flags: settings, Environ: os.Environ(), Starter: daemon.Starter{Idle: daemonIdle(os.Getenv, stderr)}, Stderr: stderr}
+		f := daemon.Forwarder{Flags: settings, Environ: os.Environ(), Starter: daemon.Starter{Idle: daemonIdle(os.Getenv, stderr)}, Stderr: stderr, Serve: serve}
 		return f.ForwardACP(ctx, stdin, stdout, folders)
 	}
-	if err := server.ServeACP(ctx, stdin, stdout, server.Options{Flags: settings, Logf: logger.Printf}, folders); err != nil {
-		logger.Printf("%v", err)
-		return 1
-	}
-	return 0
+	return serve(ctx, stdin, stdout)
 }

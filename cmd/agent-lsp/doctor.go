@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/agent-lsp/agent-lsp/store/postgres"
 	"io"
 	"io/fs"
 	"math"
@@ -282,6 +283,10 @@ func someNames(names []string, n int) string {
 // without opening it: it asks the daemon, else checks the file's (or its
 // nearest folder's) permissions and probes its lock for an instant.
 func (r *doctorReport) checkStore(path string, daemonOn bool) {
+	if postgres.IsURL(path) {
+		r.checkDatabase(path)
+		return
+	}
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
@@ -315,6 +320,23 @@ func (r *doctorReport) checkStore(path string, daemonOn bool) {
 	if exists && lockedByAnother(path) {
 		r.Warnings = append(r.Warnings, "another process holds the store (a server started with --no-daemon?): a server started now keeps its sessions in memory until it ends")
 	}
+}
+
+// checkDatabase reports a PostgreSQL store: reachable, and its schema
+// created or migrated (Open does that); the URL without its password.
+func (r *doctorReport) checkDatabase(url string) {
+	s := &r.Store
+	s.Path, s.ServedBy = postgres.Redact(url), "PostgreSQL (shared; no daemon)"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*postgres.ConnectTimeout)
+	defer cancel()
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		s.Error = err.Error()
+		r.Problems = append(r.Problems, "store: "+err.Error())
+		return
+	}
+	db.Close()
+	s.Exists, s.Writable = true, true
 }
 
 // Access modes of access(2).

@@ -26,6 +26,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/server/daemon"
 	"github.com/agent-lsp/agent-lsp/store"
+	"github.com/agent-lsp/agent-lsp/store/postgres"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
@@ -295,6 +296,13 @@ func (r resultLine) exitCode() int {
 	return 1
 }
 
+// storeError is a shared store that cannot be reached: the run does not
+// start.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return "the session store: " + e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
+
 func failed(err error, usage bool) resultLine {
 	return resultLine{Result: agent.Result{Status: store.StatusFailed, Error: err.Error()}, usageError: usage}
 }
@@ -307,7 +315,8 @@ func headless(f runFlags, prompt string, stdout, stderr io.Writer) int {
 	ctx := context.Background()
 	stream, served, err := serverFor(ctx, f)
 	if err != nil {
-		res := failed(err, false)
+		var se *storeError
+		res := failed(err, errors.As(err, &se)) // a session that could not be stored: exit 2, as a setup error
 		(&client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr}).printResult(res, stdout)
 		return res.exitCode()
 	}
@@ -328,11 +337,25 @@ func headless(f runFlags, prompt string, stdout, stderr io.Writer) int {
 // in-process. served waits for the server to end after exit.
 func serverFor(ctx context.Context, f runFlags) (stream io.ReadWriteCloser, served func(clientDone <-chan struct{}), err error) {
 	opts := server.Options{Flags: f.settings, Logf: func(string, ...any) {}}
-	if !f.noDaemon && daemonEnabled(os.Getenv) {
-		st, _, err := config.Resolve(os.Getenv, nil, f.settings)
+	st, _, err := config.Resolve(os.Getenv, nil, f.settings)
+	if err != nil {
+		return nil, nil, err
+	}
+	if postgres.IsURL(st.StorePath) {
+		// A shared database: reached from here, no daemon. A run whose
+		// session cannot be stored does not start (a CI job's later
+		// --resume depends on it).
+		cctx, cancel := context.WithTimeout(ctx, 2*postgres.ConnectTimeout)
+		db, err := postgres.Open(cctx, st.StorePath)
+		cancel()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, &storeError{err}
 		}
+		db.Close()
+		stream, wait := inProcess(ctx, opts)
+		return stream, func(<-chan struct{}) { wait() }, nil
+	}
+	if !f.noDaemon && daemonEnabled(os.Getenv) {
 		path, err := filepath.Abs(st.StorePath)
 		if err != nil {
 			return nil, nil, err

@@ -91,13 +91,16 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	opts.Logf = logger.Printf
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	serve := func(ctx context.Context, in io.Reader, out io.Writer) int {
+		if err := server.Serve(ctx, in, out, opts); err != nil {
+			logger.Printf("%v", err)
+			return 1
+		}
+		return 0
+	}
 	if !*noDaemon && daemonEnabled(os.Getenv) {
-		f := daemon.Forwarder{Flags: opts.Flags, Environ: os.Environ(), Starter: daemon.Starter{Idle: daemonIdle(os.Getenv, stderr)}, Stderr: stderr}
+		f := daemon.Forwarder{Flags: opts.Flags, Environ: os.Environ(), Starter: daemon.Starter{Idle: daemonIdle(os.Getenv, stderr)}, Stderr: stderr, Serve: serve}
 		return f.Forward(ctx, stdin, stdout)
 	}
-	if err := server.Serve(ctx, stdin, stdout, opts); err != nil {
-		logger.Printf("%v", err)
-		return 1
-	}
-	return 0
+	return serve(ctx, stdin, stdout)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/server/daemon"
 	"github.com/agent-lsp/agent-lsp/store"
+	"github.com/agent-lsp/agent-lsp/store/postgres"
 )
 
 const sessionsUsage = `Usage:
@@ -34,6 +35,18 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		_, _, _, code = parseSessions(args, stderr) // prints the usage or the error
 		return code
+	}
+	if postgres.IsURL(path) {
+		// A shared database: every process reaches it, no daemon.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*postgres.ConnectTimeout)
+		db, err := postgres.Open(ctx, path, postgres.WithWarn(func(msg string) { fmt.Fprintf(stderr, "agent-lsp sessions: %s\n", msg) }))
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
+			return 1
+		}
+		defer db.Close()
+		return sessionsOnStore(context.Background(), db, func(string) bool { return false }, args, stdout, stderr)
 	}
 	if daemonEnabled(os.Getenv) {
 		// A daemon owns the store while editors run: it runs the command.
@@ -99,7 +112,7 @@ func parseSessions(args []string, stderr io.Writer) (f sessionFlags, fs *flag.Fl
 	if path == "" {
 		path = config.StorePath(os.Getenv)
 	}
-	if abs, err := filepath.Abs(path); err == nil {
+	if abs, err := filepath.Abs(path); err == nil && !postgres.IsURL(path) {
 		path = abs
 	}
 	return f, fs, path, -1
@@ -108,6 +121,18 @@ func parseSessions(args []string, stderr io.Writer) (f sessionFlags, fs *flag.Fl
 // sessionsOn runs agent-lsp sessions ARGS on db (here, or in the daemon
 // that owns it); running says whether a session runs now.
 func sessionsOn(ctx context.Context, db *store.Bolt, running func(string) bool, args []string, stdout, stderr io.Writer) int {
+	return sessionsOnStore(ctx, db, running, args, stdout, stderr)
+}
+
+// sessionStore is a store the sessions command works on: a bbolt file or a
+// PostgreSQL database (whose Path is its URL without the password).
+type sessionStore interface {
+	store.Store
+	Path() string
+}
+
+// sessionsOnStore is sessionsOn for either kind of store.
+func sessionsOnStore(ctx context.Context, db sessionStore, running func(string) bool, args []string, stdout, stderr io.Writer) int {
 	f, fs, path, code := parseSessions(args, stderr)
 	if code >= 0 {
 		return code
@@ -178,12 +203,19 @@ func sessionsOn(ctx context.Context, db *store.Bolt, running func(string) bool, 
 			return 1
 		}
 		fmt.Fprintf(stdout, "deleted %d session(s)\n", n)
-		used, file, err := db.Sizes()
-		if err == nil && file > 0 && used < file/2 {
-			return compact(ctx, db, stdout, stderr)
+		if b, ok := db.(*store.Bolt); ok {
+			used, file, err := b.Sizes()
+			if err == nil && file > 0 && used < file/2 {
+				return compact(ctx, b, stdout, stderr)
+			}
 		}
 	case "compact":
-		return compact(ctx, db, stdout, stderr)
+		b, ok := db.(*store.Bolt)
+		if !ok {
+			fmt.Fprintln(stdout, "nothing to compact: PostgreSQL gives the space of deleted sessions back itself (autovacuum)")
+			return 0
+		}
+		return compact(ctx, b, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "agent-lsp sessions: unknown subcommand %q\n", sub)
 		fs.Usage()

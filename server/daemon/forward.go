@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/store/postgres"
 )
 
 // Forwarder is the agent-lsp an editor starts: it reads the editor's
@@ -25,6 +26,10 @@ type Forwarder struct {
 	Environ []string      // the editor's environment, sent to the daemon for this connection only
 	Starter Starter
 	Stderr  io.Writer
+	// Serve serves the connection in this process, for a store that needs
+	// no daemon (a PostgreSQL database, which processes share by
+	// themselves); it returns the exit code.
+	Serve func(ctx context.Context, in io.Reader, out io.Writer) int
 }
 
 // Forward forwards in and out through the daemon until the server ends or
@@ -45,6 +50,9 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 	storePath, err := f.storePath(body)
 	if err != nil {
 		return fail("%v", err)
+	}
+	if postgres.IsURL(storePath) && f.Serve != nil {
+		return f.Serve(ctx, io.MultiReader(bytes.NewReader(first), br), out)
 	}
 	dir, _ := os.Getwd()
 	args := append(f.Flags.Args(), "-store="+storePath)
@@ -97,6 +105,9 @@ func (f Forwarder) ForwardACP(ctx context.Context, in io.Reader, out io.Writer, 
 	storePath, err := f.storePath(nil)
 	if err != nil {
 		return fail("%v", err)
+	}
+	if postgres.IsURL(storePath) && f.Serve != nil {
+		return f.Serve(ctx, in, out)
 	}
 	dir, _ := os.Getwd()
 	args := append(f.Flags.Args(), "-store="+storePath)
@@ -182,6 +193,9 @@ func (f Forwarder) storePath(body []byte) (string, error) {
 		if st, _, err = config.Resolve(getenv, nil, f.Flags); err != nil {
 			return "", err
 		}
+	}
+	if postgres.IsURL(st.StorePath) {
+		return st.StorePath, nil
 	}
 	p, err := filepath.Abs(st.StorePath)
 	if err != nil {
