@@ -58,8 +58,15 @@ func WithDurability(ctx context.Context, d Durability) context.Context {
 	return context.WithValue(ctx, durabilityKey{}, d)
 }
 
+// ContextDurability returns the durability WithDurability put in ctx, if
+// any: another backend's writes honour it as Bolt's do.
+func ContextDurability(ctx context.Context) (Durability, bool) {
+	d, ok := ctx.Value(durabilityKey{}).(Durability)
+	return d, ok && d != ""
+}
+
 func (b *Bolt) durabilityOf(ctx context.Context) Durability {
-	if d, ok := ctx.Value(durabilityKey{}).(Durability); ok && d != "" {
+	if d, ok := ContextDurability(ctx); ok {
 		return d
 	}
 	return b.durability

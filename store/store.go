@@ -17,6 +17,10 @@ import (
 // ErrNotFound is returned for an unknown session or checkpoint.
 var ErrNotFound = errors.New("not found")
 
+// ErrBusy is wrapped by the error of a shared store's lease on a session
+// that another live process holds; the error names the holder.
+var ErrBusy = errors.New("session is running elsewhere")
+
 // Status is how a thread's newest checkpoint left its run. The graph kernel
 // writes it (and aliases it), the store keeps it and the session index shows it.
 type Status string

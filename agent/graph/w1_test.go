@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	. "github.com/agent-lsp/agent-lsp/agent/graph"
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/store"
+	"github.com/agent-lsp/agent-lsp/store/postgres"
 )
 
 // w1Text is the 1 KB message texts W1 rotates through: this repository's
@@ -146,9 +150,18 @@ func lateEarly(times []time.Duration) float64 {
 // repository's source, rotated; text=random: incompressible) on each store.
 // bytes/message is the store's data (its pages in use) per message; disk-bytes/step what
 // the process wrote to storage per step (/proc/self/io).
+//
+// With AGENT_LSP_TEST_POSTGRES set (scripts/postgres.sh starts a local
+// cluster), it also runs on PostgreSQL, in a schema of its own; its log
+// gives the server's fsync and synchronous_commit, and bytes/message is
+// the size of the schema's tables and indexes.
 func BenchmarkAgentLoop(b *testing.B) {
+	kinds := []string{"none", "memory", "bbolt/durability=sync", "bbolt/durability=batched", "bbolt/durability=exit", "bbolt/durability=batched/text=random"}
+	if os.Getenv(postgresEnv) != "" {
+		kinds = append(kinds, "postgres/durability=sync", "postgres/durability=batched")
+	}
 	for _, turns := range []int{10, 100, 1000} {
-		for _, kind := range []string{"none", "memory", "bbolt/durability=sync", "bbolt/durability=batched", "bbolt/durability=exit", "bbolt/durability=batched/text=random"} {
+		for _, kind := range kinds {
 			b.Run(fmt.Sprintf("turns=%d/store=%s", turns, kind), func(b *testing.B) {
 				s := NewSchema()
 				msgs := message.NewChannel(s, "messages")
@@ -159,10 +172,15 @@ func BenchmarkAgentLoop(b *testing.B) {
 				g := w1GraphOf(b, s, msgs, turns, w1Text(b, textKind))
 				var cp store.Checkpointer
 				var path string
-				switch kind {
-				case "none":
-				case "memory":
+				var pgSize func() int64
+				switch {
+				case kind == "none":
+				case kind == "memory":
 					cp = store.NewMemory()
+				case strings.HasPrefix(kind, "postgres/"):
+					var db *postgres.Store
+					db, pgSize = openPostgres(b, store.Durability(strings.TrimPrefix(kind, "postgres/durability=")))
+					cp = db
 				default:
 					path = b.TempDir() + "/w1.db"
 					db, err := store.Open(path, store.WithDefaultDurability(store.Durability(strings.TrimPrefix(kind, "bbolt/durability="))))
@@ -189,6 +207,9 @@ func BenchmarkAgentLoop(b *testing.B) {
 				b.StopTimer()
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(steps), "ns/step")
 				b.ReportMetric(ratio/float64(b.N), "late/early")
+				if pgSize != nil {
+					b.ReportMetric(float64(pgSize())/float64(b.N*(2*turns+2)), "bytes/message")
+				}
 				if path != "" {
 					used, _, err := cp.(*store.Bolt).Sizes()
 					if err != nil {
@@ -202,6 +223,56 @@ func BenchmarkAgentLoop(b *testing.B) {
 			})
 		}
 	}
+}
+
+const postgresEnv = "AGENT_LSP_TEST_POSTGRES"
+
+// openPostgres opens a PostgreSQL store in a new schema of the server at
+// $AGENT_LSP_TEST_POSTGRES (dropped when b ends), logs the server's
+// durability settings, and returns the store and a function that measures
+// the schema's tables and indexes.
+func openPostgres(b *testing.B, d store.Durability) (*postgres.Store, func() int64) {
+	base := os.Getenv(postgresEnv)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		b.Fatalf("%s: %v", postgres.Redact(base), err)
+	}
+	b.Cleanup(func() { admin.Close(ctx) })
+	var version, fsync, syncCommit string
+	if err := admin.QueryRow(ctx, "SELECT current_setting('server_version'), current_setting('fsync'), current_setting('synchronous_commit')").Scan(&version, &fsync, &syncCommit); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("PostgreSQL %s: fsync=%s synchronous_commit=%s", version, fsync, syncCommit)
+	schema := fmt.Sprintf("agent_lsp_w1_%d_%d", os.Getpid(), time.Now().UnixNano())
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { admin.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE") })
+	u, err := url.Parse(base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	db, err := postgres.Open(ctx, u.String(), postgres.WithDefaultDurability(d))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	size := func() int64 {
+		if err := db.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		var n int64
+		if err := admin.QueryRow(ctx, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+			JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`, schema).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	return db, size
 }
 
 // BenchmarkCommitFloor is the cost of one empty durable bbolt commit on the

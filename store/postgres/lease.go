@@ -1,0 +1,148 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agent-lsp/agent-lsp/store"
+)
+
+// A lease says which process runs a session: a row of agent_lsp_leases with
+// its holder and an expiry on the database's clock, pushed forward by a
+// heartbeat every ttl/3. A holder that vanishes (killed, stopped, its
+// machine gone) stops pushing, and once its lease has expired another
+// process may take it over.
+type lease struct {
+	s       *Store
+	session string
+	token   string
+	ttl     time.Duration
+	stop    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+}
+
+// MinLeaseTTL is the shortest lease Acquire takes.
+const MinLeaseTTL = 100 * time.Millisecond
+
+const (
+	// sqlAcquire takes the lease when nobody holds it or its holder's has
+	// expired; it returns the expired holder taken over ("" if none).
+	sqlAcquire = `WITH old AS (SELECT holder FROM agent_lsp_leases WHERE session = $1)
+		INSERT INTO agent_lsp_leases AS l (session, holder, token, acquired, expires_at)
+		VALUES ($1, $2, $3, now(), now() + $4::float8 * interval '1 second')
+		ON CONFLICT (session) DO UPDATE SET holder = EXCLUDED.holder, token = EXCLUDED.token,
+			acquired = EXCLUDED.acquired, expires_at = EXCLUDED.expires_at
+		WHERE l.expires_at <= now()
+		RETURNING coalesce((SELECT holder FROM old), '')`
+	sqlHolder = `SELECT holder, extract(epoch FROM expires_at - now()) FROM agent_lsp_leases WHERE session = $1`
+	sqlRenew  = `UPDATE agent_lsp_leases SET expires_at = now() + $3::float8 * interval '1 second' WHERE session = $1 AND token = $2`
+	sqlFree   = `DELETE FROM agent_lsp_leases WHERE session = $1 AND token = $2`
+)
+
+// Acquire takes the lease on session for this store's holder and keeps it
+// (a heartbeat every ttl/3) until release is called or the store is
+// closed. If another holder's lease is live, it fails with an error that
+// wraps store.ErrBusy and names that holder. An expired lease is taken
+// over (WithWarn reports whose). A store whose lease was taken over while
+// it could not renew it (it was stopped, or cut off from the database)
+// learns it at its next heartbeat, through WithWarn.
+func (s *Store) Acquire(ctx context.Context, session string, ttl time.Duration) (release func(), err error) {
+	if ttl < MinLeaseTTL {
+		return nil, fmt.Errorf("lease on session %s: ttl %s is under %s", session, ttl, MinLeaseTTL)
+	}
+	var tok [16]byte
+	rand.Read(tok[:])
+	l := &lease{s: s, session: session, token: hex.EncodeToString(tok[:]), ttl: ttl,
+		stop: make(chan struct{}), stopped: make(chan struct{})}
+	rctx, cancel := readCtx(ctx)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		var was string
+		err := s.pool.QueryRow(rctx, sqlAcquire, session, s.holder, l.token, ttl.Seconds()).Scan(&was)
+		if err == nil {
+			if was != "" {
+				s.warn(fmt.Sprintf("took over the expired lease of session %s from %s", session, was))
+			}
+			break
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("lease on session %s: %w", session, err)
+		}
+		var holder string
+		var left float64
+		err = s.pool.QueryRow(rctx, sqlHolder, session).Scan(&holder, &left)
+		if errors.Is(err, pgx.ErrNoRows) && attempt < 3 {
+			continue // released meanwhile: try again
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lease on session %s: %w", session, err)
+		}
+		if left <= 0 && attempt < 3 {
+			continue // expired meanwhile
+		}
+		return nil, fmt.Errorf("session %s: %w: %s holds it (its lease runs %s more unless renewed)",
+			session, store.ErrBusy, holder, time.Duration(left*float64(time.Second)).Round(time.Millisecond))
+	}
+	s.mu.Lock()
+	s.leases[l] = struct{}{}
+	s.mu.Unlock()
+	go l.heartbeat()
+	return l.release, nil
+}
+
+func (l *lease) heartbeat() {
+	defer close(l.stopped)
+	t := time.NewTicker(l.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
+		ct, err := l.s.pool.Exec(ctx, sqlRenew, l.session, l.token, l.ttl.Seconds())
+		cancel()
+		switch {
+		case err != nil:
+			// The next beat tries again; if none gets through before the
+			// lease expires, another process may take the session over.
+			l.s.warn(fmt.Sprintf("renewing the lease of session %s failed: %v", l.session, err))
+		case ct.RowsAffected() == 0:
+			holder := "another process"
+			ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
+			var h string
+			var left float64
+			if err := l.s.pool.QueryRow(ctx, sqlHolder, l.session).Scan(&h, &left); err == nil {
+				holder = h
+			}
+			cancel()
+			l.s.warn(fmt.Sprintf("the lease of session %s was lost: it expired and %s holds it now", l.session, holder))
+			return
+		}
+	}
+}
+
+// release stops the heartbeat and frees the lease; it is idempotent.
+func (l *lease) release() {
+	l.once.Do(func() {
+		close(l.stop)
+		<-l.stopped
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := l.s.pool.Exec(ctx, sqlFree, l.session, l.token); err != nil {
+			l.s.warn(fmt.Sprintf("releasing the lease of session %s failed (it expires in %s): %v", l.session, l.ttl, err))
+		}
+		l.s.mu.Lock()
+		delete(l.s.leases, l)
+		l.s.mu.Unlock()
+	})
+}
