@@ -3,7 +3,8 @@
 # runs), the Neovim plugin in headless Neovim, and the VS Code extension (unit,
 # integration, packaging, and end to end in code-server). This is the README's
 # test command; .ci/run calls exactly this. The editor tests install what they
-# need (Debian's neovim and chromium, npm packages) on first use.
+# need (Debian's neovim and chromium, npm packages) on first use, and the
+# store tests a PostgreSQL cluster (Debian's postgresql).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,9 @@ echo "== go vet"
 go vet ./...
 echo "== the reference MCP server the Go tests run (npm)"
 bash testdata/mcp/everything/install.sh
+echo "== a throwaway PostgreSQL cluster for the shared-store tests (Debian's postgresql, installed when missing)"
+eval "$(bash scripts/postgres.sh)"
+trap 'bash scripts/postgres.sh stop "$AGENT_LSP_TEST_POSTGRES_DIR"' EXIT
 echo "== go test -race"
 go test -race -count=1 ./...
 echo "== ACP end to end with the official TypeScript client"

@@ -32,6 +32,10 @@ type Backend struct {
 	Confine   sandbox.Settings // how each project's commands are confined
 	Model     *model.OpenAI    // the endpoint
 	MCP       *mcpSource       // the MCP servers of the projects
+	// NotStored: the store could not be opened (a database that cannot be
+	// reached, a file another process holds), and the sessions of this
+	// backend are kept in memory only.
+	NotStored bool
 
 	hub        *Hub
 	environ    []string            // the connection's environment, commands start from it scrubbed
@@ -72,7 +76,8 @@ func NewBackend(hub *Hub, s config.Settings, enc workspace.Encoding, folders []F
 			notices = append(notices, note)
 		}
 	}
-	base := &Backend{Workspace: ws, Store: db, hub: hub, environ: environ, getenv: getenv, warn: warn, ask: ask, closeStore: func() {
+	_, memoryOnly := db.(*store.Memory)
+	base := &Backend{Workspace: ws, Store: db, NotStored: memoryOnly, hub: hub, environ: environ, getenv: getenv, warn: warn, ask: ask, closeStore: func() {
 		if owned {
 			db.Close()
 		}
@@ -126,7 +131,7 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{Model: m, Settings: s, Workspace: b.Workspace, Store: b.Store, Runtime: rt, Rules: rules, AllowEdit: allowEdit,
+	return &Backend{Model: m, Settings: s, Workspace: b.Workspace, Store: b.Store, NotStored: b.NotStored, Runtime: rt, Rules: rules, AllowEdit: allowEdit,
 		Sandbox: sb, Confine: confine, MCP: src, hub: b.hub, environ: b.environ, getenv: b.getenv, warn: b.warn, ask: b.ask, closeStore: b.closeStore}, nil
 }
 

@@ -17,18 +17,25 @@ type SessionsArgs struct {
 	Project string `json:"project,omitempty"`
 }
 
-func (s *Server) sessionsCommand(ctx context.Context, call commandCall, a SessionsArgs) ([]store.Session, error) {
+// SessionRow is one entry of agent.sessions.
+type SessionRow struct {
+	store.Session
+	// NotStored marks a session kept in this window's memory only (the
+	// store could not be opened): it is gone when the server ends.
+	NotStored bool `json:"notStored,omitzero"` // omitzero: the server encodes with json/v2, whose omitempty keeps false
+}
+
+func (s *Server) sessionsCommand(ctx context.Context, call commandCall, a SessionsArgs) ([]SessionRow, error) {
 	list, err := call.b.Store.Sessions(ctx, a.Project)
 	if err != nil {
 		return nil, jsonrpc2.Errorf(jsonrpc2.InternalError, "agent.sessions: %v", err)
 	}
-	if list == nil {
-		list = []store.Session{}
+	rows := make([]SessionRow, len(list))
+	for i, sess := range list {
+		sess.Status = status(call.b, sess)
+		rows[i] = SessionRow{Session: sess, NotStored: call.b.NotStored}
 	}
-	for i := range list {
-		list[i].Status = status(call.b, list[i])
-	}
-	return list, nil
+	return rows, nil
 }
 
 // status is a session's status as the user should see it: a session stored

@@ -98,3 +98,12 @@ func (c *codec) unpack(v []byte) ([]byte, error) {
 	}
 	return bytes.Clone(v), nil
 }
+
+// PackRecord returns a record's bytes as a store keeps them: compressed
+// when that pays (S2 or zstd), else the record itself. Every backend
+// stores records this way, so that they read back the same everywhere.
+func PackRecord(v []byte) []byte { return records().pack(v) }
+
+// UnpackRecord returns the record a PackRecord result holds; a damaged
+// compressed record is an error.
+func UnpackRecord(v []byte) ([]byte, error) { return records().unpack(v) }

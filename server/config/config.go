@@ -231,7 +231,7 @@ var Table = []Setting{
 		Doc:  "the name of the environment variable that holds the API key (the key itself is never a setting)",
 		kind: stringKind(func(s *Settings) *string { return &s.APIKeyEnv }, nil)},
 	{Name: "store file", Env: "AGENT_LSP_STORE", Init: "store.path", Flag: "store", Default: "$XDG_STATE_HOME/agent-lsp/sessions.db",
-		Doc:  "session store file (else ~/.local/state/agent-lsp/sessions.db)",
+		Doc:  "session store file (else ~/.local/state/agent-lsp/sessions.db), or a postgres:// URL of a database machines share (README: Sharing sessions across machines)",
 		kind: stringKind(func(s *Settings) *string { return &s.StorePath }, nil)},
 	{Name: "durability", Env: "AGENT_LSP_DURABILITY", Init: "durability", Flag: "durability", Default: string(store.DefaultDurability),
 		Doc: "when checkpoints reach the disk: sync (every step), batched (groups) or exit (at the run's end); also per agent.run",

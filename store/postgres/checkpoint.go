@@ -66,7 +66,7 @@ const (
 func queuePut(b *pgx.Batch, cp store.Checkpoint, next []byte, index []byte) {
 	b.Queue(sqlPutHead, cp.Thread, cp.Namespace, int64(cp.Step), string(cp.Status), next)
 	for name, v := range cp.Values {
-		b.Queue(sqlPutValue, cp.Thread, cp.Namespace, name, nonNil(pack(v)))
+		b.Queue(sqlPutValue, cp.Thread, cp.Namespace, name, nonNil(store.PackRecord(v)))
 	}
 	for name, ops := range cp.Lists {
 		for _, op := range ops {
@@ -77,9 +77,9 @@ func queuePut(b *pgx.Batch, cp store.Checkpoint, next []byte, index []byte) {
 				b.Queue(sqlRemove, cp.Thread, cp.Namespace, name, op.ID)
 			case store.OpUpsert:
 				if op.ID == "" {
-					b.Queue(sqlAppend, cp.Thread, cp.Namespace, name, nonNil(pack(op.Body)))
+					b.Queue(sqlAppend, cp.Thread, cp.Namespace, name, nonNil(store.PackRecord(op.Body)))
 				} else {
-					b.Queue(sqlUpsertp, cp.Thread, cp.Namespace, name, op.ID, nonNil(pack(op.Body)))
+					b.Queue(sqlUpsertp, cp.Thread, cp.Namespace, name, op.ID, nonNil(store.PackRecord(op.Body)))
 				}
 			}
 		}
@@ -128,7 +128,7 @@ func (s *Store) Put(ctx context.Context, cp store.Checkpoint) error {
 
 // PutWrite implements store.Checkpointer.
 func (s *Store) PutWrite(ctx context.Context, thread, ns, taskID string, w json.RawMessage) error {
-	body := nonNil(pack(w))
+	body := nonNil(store.PackRecord(w))
 	queue := func(b *pgx.Batch) { b.Queue(sqlPutWrite, thread, ns, taskID, body) }
 	if err := s.write(ctx, threadKey{thread, ns}, queue, false); err != nil {
 		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, err)
@@ -183,7 +183,7 @@ func (s *Store) Load(ctx context.Context, thread, ns string) (*store.State, erro
 				}
 			}
 		case 1, 2:
-			v, err := unpack(body)
+			v, err := store.UnpackRecord(body)
 			if err != nil {
 				return fail(fmt.Errorf("%s: %w", name, err))
 			}
@@ -193,7 +193,7 @@ func (s *Store) Load(ctx context.Context, thread, ns string) (*store.State, erro
 				st.Pending[name] = v
 			}
 		case 3:
-			v, err := unpack(body)
+			v, err := store.UnpackRecord(body)
 			if err != nil {
 				return fail(fmt.Errorf("list %s: %w", name, err))
 			}

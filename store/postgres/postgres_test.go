@@ -3,8 +3,6 @@ package postgres
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agent-lsp/agent-lsp/store"
+	"github.com/agent-lsp/agent-lsp/store/postgres/pgtest"
 	"github.com/agent-lsp/agent-lsp/store/storetest"
 )
 
@@ -35,62 +34,16 @@ import (
 //
 // Without it they skip, except in CI (CI=true), where they fail. Each test
 // works in a schema of its own (search_path in the URL), dropped after it.
-const urlEnv = "AGENT_LSP_TEST_POSTGRES"
+const urlEnv = pgtest.Env
 
-func serverURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv(urlEnv)
-	if u == "" {
-		msg := urlEnv + ` is unset: start a throwaway cluster with eval "$(scripts/postgres.sh)" to run the PostgreSQL tests`
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + " (CI=true: they must run)")
-		}
-		t.Skip(msg)
-	}
-	return u
-}
+func serverURL(t testing.TB) string { t.Helper(); return pgtest.ServerURL(t) }
 
-// withParam returns rawURL with the query parameter key set to value.
 func withParam(t testing.TB, rawURL, key, value string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatalf("%s: %v", urlEnv, err)
-	}
-	q := u.Query()
-	q.Set(key, value)
-	u.RawQuery = q.Encode()
-	return u.String()
+	t.Helper()
+	return pgtest.WithParam(t, rawURL, key, value)
 }
 
-// freshSchema creates an empty schema and returns the server URL that uses
-// it; the schema is dropped when the test ends.
-func freshSchema(t testing.TB) string {
-	base := serverURL(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", Redact(base), err)
-	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	rand.Read(b[:])
-	name := "agent_lsp_t_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+name+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	return withParam(t, base, "search_path", name)
-}
+func freshSchema(t testing.TB) string { t.Helper(); return pgtest.FreshSchema(t) }
 
 // open opens a store that is closed when the test ends, if it was not before.
 func open(t testing.TB, u string, opts ...Option) *Store {

@@ -1853,4 +1853,12 @@ test("chat: tool items of a reopened transcript show their final status from the
   assert(vim.deep_equal(statuses, { x = "ok", y = "failed" }), vim.inspect(statuses))
 end)
 
+
+test("session_item: a session kept in the server's memory only says it is NOT stored", function()
+  local s = { session = "s-1", project = "api", title = "t", status = "done", created = "", updated = "", messages = 1 }
+  assert(not render.session_item(s):find("stored", 1, true), render.session_item(s))
+  s.notStored = true
+  assert(render.session_item(s):find("· NOT stored)", 1, true), render.session_item(s))
+end)
+
 harness.finish()

@@ -126,6 +126,8 @@ export interface SessionInfo {
   created: string;
   updated: string;
   messages: number;
+  /** Kept in the server's memory only: the store could not be opened; gone when the server ends. */
+  notStored?: boolean;
 }
 
 /** A tool call of an AI message; args is the model's raw JSON text. */

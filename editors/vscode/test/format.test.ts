@@ -149,6 +149,8 @@ test("session items put the title first and the id in the detail", () => {
   assert.equal(item.label, "s-1");
   assert.equal(item.description, "cancelled · api");
   assert.equal(item.detail, "s-1 · 4 messages · updated bad date");
+  const memory = sessionItem({ session: "s-2", project: "api", title: "t", status: "done", created: "", updated: "", messages: 1, notStored: true });
+  assert.equal(memory.description, "done · api · not stored", "a session kept in memory only says so");
 });
 
 const context: ProjectContext = { openFiles: [], pendingChanges: [], lastBuild: { status: "unknown" }, lastTest: { status: "unknown" }, recentErrors: [] };

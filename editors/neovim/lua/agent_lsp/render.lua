@@ -32,6 +32,7 @@ M.words = {
   role = { human = "You", ai = "Agent", system = "System", tool = "Tool result" },
   reason = { budget = "to fit the context", overflow = "after the model's context overflowed" },
   tools = { [-1] = "tools not listed yet" },
+  notStored = { [true] = "NOT stored", [false] = "stored" },
 }
 
 ---The word for field's value (M.words), else the value as text.
@@ -126,9 +127,10 @@ end
 ---@param s AgentLsp.SessionInfo
 ---@return string
 function M.session_item(s)
-  return ("%-11s %-10s %-19s %s  (%s · %s · created %s%s%s)"):format(
+  return ("%-11s %-10s %-19s %s  (%s · %s · created %s%s%s%s)"):format(
     M.str(s.status), M.str(s.project), M.time(s.updated), M.oneline(s.title), M.str(s.session), count(s.messages, "message"), M.time(s.created),
-    s.model and (" · model " .. s.model) or "", s.root and (" · " .. s.root) or "")
+    s.model and (" · model " .. s.model) or "", s.root and (" · " .. s.root) or "",
+    s.notStored == true and (" · " .. M.word("notStored", true)) or "")
 end
 
 local function fence(text)

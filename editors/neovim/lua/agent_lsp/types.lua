@@ -116,6 +116,7 @@
 ---@field created string RFC 3339
 ---@field updated string RFC 3339
 ---@field messages integer
+---@field notStored? boolean kept in the server's memory only (the store could not be opened): gone when the server ends
 
 ---@class AgentLsp.ToolCall
 ---@field id string
