@@ -96,7 +96,9 @@ func (rs *Runs) get(session string) (*activeRun, *run) {
 type leaser interface {
 	// Acquire takes session's lease for this process, or fails with an
 	// error that names its holder when another live one has it.
-	Acquire(ctx context.Context, session string, ttl time.Duration) (release func(), err error)
+	// lost is called when the lease is lost (another process took it
+	// over, or it could not be renewed in time): the run stops.
+	Acquire(ctx context.Context, session string, ttl time.Duration, lost func()) (release func(), err error)
 }
 
 // leaseTTL is how long a session's lease outlives a holder that stopped
@@ -115,7 +117,7 @@ func (rt *Runtime) begin(ctx context.Context, session string) (context.Context, 
 	if !ok {
 		return ctx, a, end, nil
 	}
-	release, err := l.Acquire(ctx, session, leaseTTL)
+	release, err := l.Acquire(ctx, session, leaseTTL, a.cancel) // a lost lease cancels the run: it checkpoints and resumes elsewhere
 	if err != nil {
 		end()
 		return nil, nil, nil, err

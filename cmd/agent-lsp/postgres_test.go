@@ -82,7 +82,7 @@ func TestPostgresOneRunnerAtATime(t *testing.T) {
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	t.Cleanup(func() { holder.Process.Kill() })
 	var session string
 	deadline := time.Now().Add(60 * time.Second)
 	for session == "" {
@@ -109,6 +109,19 @@ func TestPostgresOneRunnerAtATime(t *testing.T) {
 	res, errOut, code = c.run(t, "", "run", "--json", "--resume", session)
 	if _, r := jsonLines(t, res); code != 0 || r["reply"] != "Resumed elsewhere." {
 		t.Fatalf("resuming after the holder froze: %d %v\n%s", code, r, errOut)
+	}
+	// Thawed, the old holder finds its lease lost and stops its run: it
+	// never writes over the session the other runner continued.
+	holder.Process.Signal(syscall.SIGCONT)
+	exited := make(chan error, 1)
+	go func() { exited <- holder.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the old holder's run went on after it lost the lease")
+	}
+	if _, r := jsonLines(t, out.String()); r["status"] != "cancelled" {
+		t.Fatalf("the old holder's run ended %v", r)
 	}
 }
 

@@ -24,6 +24,7 @@ type lease struct {
 	session string
 	token   string
 	ttl     time.Duration
+	lost    func() // called once the lease is known lost; nil: nothing to call
 	stop    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
@@ -49,18 +50,20 @@ const (
 
 // Acquire takes the lease on session for this store's holder and keeps it
 // (a heartbeat every ttl/3) until release is called or the store is
-// closed. If another holder's lease is live, it fails with an error that
+// closed. lost (if not nil) is called once, from the heartbeat, when the
+// lease is lost: another holder took it over, or no renewal got through
+// for a whole ttl (it may have expired): the run it guards must stop. If another holder's lease is live, it fails with an error that
 // wraps store.ErrBusy and names that holder. An expired lease is taken
 // over (WithWarn reports whose). A store whose lease was taken over while
 // it could not renew it (it was stopped, or cut off from the database)
 // learns it at its next heartbeat, through WithWarn.
-func (s *Store) Acquire(ctx context.Context, session string, ttl time.Duration) (release func(), err error) {
+func (s *Store) Acquire(ctx context.Context, session string, ttl time.Duration, lost func()) (release func(), err error) {
 	if ttl < MinLeaseTTL {
 		return nil, fmt.Errorf("lease on session %s: ttl %s is under %s", session, ttl, MinLeaseTTL)
 	}
 	var tok [16]byte
 	rand.Read(tok[:])
-	l := &lease{s: s, session: session, token: hex.EncodeToString(tok[:]), ttl: ttl,
+	l := &lease{s: s, session: session, token: hex.EncodeToString(tok[:]), ttl: ttl, lost: lost,
 		stop: make(chan struct{}), stopped: make(chan struct{})}
 	rctx, cancel := readCtx(ctx)
 	defer cancel()
@@ -102,6 +105,12 @@ func (l *lease) heartbeat() {
 	defer close(l.stopped)
 	t := time.NewTicker(l.ttl / 3)
 	defer t.Stop()
+	renewed := time.Now()
+	lose := func() {
+		if l.lost != nil {
+			l.lost()
+		}
+	}
 	for {
 		select {
 		case <-l.stop:
@@ -112,6 +121,10 @@ func (l *lease) heartbeat() {
 		ct, err := l.s.pool.Exec(ctx, sqlRenew, l.session, l.token, l.ttl.Seconds())
 		cancel()
 		switch {
+		case err != nil && time.Since(renewed) >= l.ttl:
+			l.s.warn(fmt.Sprintf("the lease of session %s may have expired: no renewal got through for %s (%v); its run stops", l.session, l.ttl, err))
+			lose()
+			return
 		case err != nil:
 			// The next beat tries again; if none gets through before the
 			// lease expires, another process may take the session over.
@@ -125,8 +138,11 @@ func (l *lease) heartbeat() {
 				holder = h
 			}
 			cancel()
-			l.s.warn(fmt.Sprintf("the lease of session %s was lost: it expired and %s holds it now", l.session, holder))
+			l.s.warn(fmt.Sprintf("the lease of session %s was lost: it expired and %s holds it now; its run stops", l.session, holder))
+			lose()
 			return
+		default:
+			renewed = time.Now()
 		}
 	}
 }

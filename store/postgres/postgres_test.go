@@ -273,7 +273,7 @@ func TestMigrateFromPrevious(t *testing.T) {
 	if got, err := s.Session(ctx, "old"); err != nil || got.Title != "from v1" {
 		t.Fatalf("old session: %+v %v", got, err)
 	}
-	release, err := s.Acquire(ctx, "old", time.Second)
+	release, err := s.Acquire(ctx, "old", time.Second, nil)
 	if err != nil {
 		t.Fatalf("lease after the migration: %v", err)
 	}
@@ -499,33 +499,33 @@ func TestLeases(t *testing.T) {
 	a := open(t, u, WithHolder("alpha"))
 	b := open(t, u, WithHolder("beta"), WithWarn(func(m string) { mu.Lock(); warned = append(warned, m); mu.Unlock() }))
 	defer b.Close()
-	release, err := a.Acquire(ctx, "s1", time.Second)
+	release, err := a.Acquire(ctx, "s1", time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Acquire(ctx, "s1", time.Second)
+	_, err = b.Acquire(ctx, "s1", time.Second, nil)
 	if !errors.Is(err, store.ErrBusy) || !strings.Contains(err.Error(), "alpha") || !strings.Contains(err.Error(), "s1") {
 		t.Fatalf("second holder: %v", err)
 	}
 	t.Logf("busy: %v", err)
 	// The holder itself cannot take it twice either.
-	if _, err := a.Acquire(ctx, "s1", time.Second); !errors.Is(err, store.ErrBusy) {
+	if _, err := a.Acquire(ctx, "s1", time.Second, nil); !errors.Is(err, store.ErrBusy) {
 		t.Fatalf("the holder's second acquire: %v", err)
 	}
 	// Another session is free.
-	rel2, err := b.Acquire(ctx, "s2", time.Second)
+	rel2, err := b.Acquire(ctx, "s2", time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rel2()
 	// The heartbeat keeps the lease past its ttl.
 	time.Sleep(2500 * time.Millisecond)
-	if _, err := b.Acquire(ctx, "s1", time.Second); !errors.Is(err, store.ErrBusy) {
+	if _, err := b.Acquire(ctx, "s1", time.Second, nil); !errors.Is(err, store.ErrBusy) {
 		t.Fatalf("after three ttls with a heartbeat: %v", err)
 	}
 	release()
 	release() // idempotent
-	relB, err := b.Acquire(ctx, "s1", time.Second)
+	relB, err := b.Acquire(ctx, "s1", time.Second, nil)
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}
@@ -534,7 +534,7 @@ func TestLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	relB() // after Close: nothing to do
-	relA, err := a.Acquire(ctx, "s1", time.Second)
+	relA, err := a.Acquire(ctx, "s1", time.Second, nil)
 	if err != nil {
 		t.Fatalf("after the holder closed: %v", err)
 	}
@@ -545,7 +545,7 @@ func TestLeases(t *testing.T) {
 	if len(warned) != 0 {
 		t.Fatalf("warnings: %q", warned)
 	}
-	if _, err := a.Acquire(ctx, "s3", time.Millisecond); err == nil {
+	if _, err := a.Acquire(ctx, "s3", time.Millisecond, nil); err == nil {
 		t.Fatal("a lease of 1ms")
 	}
 }
@@ -584,7 +584,7 @@ func leaseChild() {
 		os.Exit(3)
 	}
 	ttl, _ := time.ParseDuration(os.Getenv(childArgEnv))
-	release, err := s.Acquire(context.Background(), "shared", ttl)
+	release, err := s.Acquire(context.Background(), "shared", ttl, func() { out <- "lost: the run stops" })
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(4)
@@ -688,14 +688,14 @@ func TestLeaseAcrossProcesses(t *testing.T) {
 	var mu sync.Mutex
 	s := open(t, u, WithHolder("parent"), WithWarn(func(m string) { mu.Lock(); warned = append(warned, m); mu.Unlock() }))
 	defer s.Close()
-	_, err := s.Acquire(ctx, "shared", ttl)
+	_, err := s.Acquire(ctx, "shared", ttl, nil)
 	if !errors.Is(err, store.ErrBusy) || !strings.Contains(err.Error(), holder) {
 		t.Fatalf("acquire while %s holds it: %v", holder, err)
 	}
 	t.Logf("refused: %v", err)
 	// Alive, it keeps the lease past its ttl.
 	time.Sleep(2 * ttl)
-	if _, err := s.Acquire(ctx, "shared", ttl); !errors.Is(err, store.ErrBusy) {
+	if _, err := s.Acquire(ctx, "shared", ttl, nil); !errors.Is(err, store.ErrBusy) {
 		t.Fatalf("the live holder lost its lease: %v", err)
 	}
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -704,7 +704,7 @@ func TestLeaseAcrossProcesses(t *testing.T) {
 	stopped := time.Now()
 	var release func()
 	for {
-		release, err = s.Acquire(ctx, "shared", ttl)
+		release, err = s.Acquire(ctx, "shared", ttl, nil)
 		if err == nil {
 			break
 		}
@@ -729,11 +729,12 @@ func TestLeaseAcrossProcesses(t *testing.T) {
 	if !strings.Contains(lost, "parent") {
 		t.Errorf("the old holder is not told who holds it: %s", lost)
 	}
+	waitLine(t, out, "lost: the run stops", 3*ttl) // the lease's lost callback: the run it guards stops
 	// It does not get it back: the new holder keeps it.
 	time.Sleep(ttl)
 	stdin.Close()
 	cmd.Wait()
-	if _, err := open(t, u, WithHolder("third")).Acquire(ctx, "shared", ttl); !errors.Is(err, store.ErrBusy) || !strings.Contains(err.Error(), "parent") {
+	if _, err := open(t, u, WithHolder("third")).Acquire(ctx, "shared", ttl, nil); !errors.Is(err, store.ErrBusy) || !strings.Contains(err.Error(), "parent") {
 		t.Fatalf("after the old holder left: %v", err)
 	}
 }
