@@ -124,4 +124,3 @@ func TestPostgresOneRunnerAtATime(t *testing.T) {
 		t.Fatalf("the old holder's run ended %v", r)
 	}
 }
-
