@@ -86,16 +86,22 @@ func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest
 	if err != nil {
 		return tools.Permission{}, err
 	}
+	return p.answer(choice, req.Session, req.Command), nil
+}
+
+// answer is the user's choice as a permission; "Always" remembers key for
+// the session.
+func (p *permissions) answer(choice, session, key string) tools.Permission {
 	switch choice {
 	case AllowOnce:
-		return tools.Permission{Allowed: true}, nil
+		return tools.Permission{Allowed: true}
 	case AllowAlways:
-		p.always.allow(req.Session, req.Command)
-		return tools.Permission{Allowed: true}, nil
+		p.always.allow(session, key)
+		return tools.Permission{Allowed: true}
 	case "":
-		return tools.Permission{Reason: "the user dismissed the question"}, nil
+		return tools.Permission{Reason: "the user dismissed the question"}
 	}
-	return tools.Permission{Reason: "the user denied it"}, nil
+	return tools.Permission{Reason: "the user denied it"}
 }
 
 // askPermission asks a permission question with window/showMessageRequest.
@@ -156,16 +162,7 @@ func (p *permissions) AllowTool(ctx context.Context, req tools.ToolRequest) (too
 	if err != nil {
 		return tools.Permission{}, err
 	}
-	switch choice {
-	case AllowOnce:
-		return tools.Permission{Allowed: true}, nil
-	case AllowAlways:
-		p.always.allow(req.Session, key)
-		return tools.Permission{Allowed: true}, nil
-	case "":
-		return tools.Permission{Reason: "the user dismissed the question"}, nil
-	}
-	return tools.Permission{Reason: "the user denied it"}, nil
+	return p.answer(choice, req.Session, key), nil
 }
 
 // lower is why a line needs asking, for a sentence.

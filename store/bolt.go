@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -56,15 +55,16 @@ var ErrNewerFormat = errors.New("the store was written by a newer agent-lsp: upg
 type Bolt struct {
 	// swap guards db: every transaction holds it for reading, Compact for
 	// writing while it replaces the file.
-	swap        sync.RWMutex
-	db          *bolt.DB
-	path        string
-	now         func() time.Time
-	durability  Durability
-	warn        func(string) // reports records skipped while reading
-	recovered   string       // what Open did with a damaged file, "" if nothing
-	c           *committer
-	batchedSeen atomic.Bool // some run chose Batched: gather groups
+	swap       sync.RWMutex
+	db         *bolt.DB
+	path       string
+	now        func() time.Time
+	durability Durability
+	warn       func(string) // reports records skipped while reading
+	recovered  string       // what Open did with a damaged file, "" if nothing
+	c          *Committer[boltWork]
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // Option configures Open.
@@ -179,25 +179,13 @@ func (b *Bolt) view(fn func(tx *bolt.Tx) error) (err error) {
 // Close writes what is queued (and the held steps of unfinished runs in Exit
 // mode), then closes the file.
 func (b *Bolt) Close() error {
-	c := b.c
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil
-	}
-	for _, held := range c.held {
-		for _, h := range held {
-			c.queue = append(c.queue, job{apply: h})
-		}
-	}
-	c.held = nil
-	c.closed = true
-	c.mu.Unlock()
-	close(c.wake)
-	<-c.stopped
-	b.swap.Lock()
-	defer b.swap.Unlock()
-	return b.db.Close()
+	b.closeOnce.Do(func() {
+		b.c.Close() // a failed batched write was reported to the run's next write
+		b.swap.Lock()
+		defer b.swap.Unlock()
+		b.closeErr = b.db.Close()
+	})
+	return b.closeErr
 }
 
 type head struct {

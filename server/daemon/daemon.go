@@ -329,12 +329,7 @@ func (d *Daemon) serve(ctx context.Context, c net.Conn, br *bufio.Reader, hello 
 	fs.SetOutput(io.Discard)
 	flags := config.Register(fs)
 	fs.Bool("stdio", true, "")
-	if err := fs.Parse(hello.Args); err != nil {
-		welcome.Error = fmt.Sprintf("bad flags: %v", err)
-		writeLine(c, welcome)
-		return
-	}
-	if err := writeLine(c, welcome); err != nil {
+	if !accept(c, fs, hello, welcome) {
 		return
 	}
 	env := append([]string(nil), hello.Env...)
@@ -374,12 +369,7 @@ func (d *Daemon) serveACP(ctx context.Context, c net.Conn, br *bufio.Reader, hel
 	flags := config.Register(fs)
 	var folders folderFlags
 	fs.Var(&folders, "workspace", "")
-	if err := fs.Parse(hello.Args); err != nil {
-		welcome.Error = fmt.Sprintf("bad flags: %v", err)
-		writeLine(c, welcome)
-		return
-	}
-	if err := writeLine(c, welcome); err != nil {
+	if !accept(c, fs, hello, welcome) {
 		return
 	}
 	env := append([]string(nil), hello.Env...)
@@ -406,6 +396,17 @@ func (d *Daemon) serveACP(ctx context.Context, c net.Conn, br *bufio.Reader, hel
 		d.cfg.Logf("ACP connection %s: %v", id, err)
 	}
 	fmt.Fprintf(c, "%s: %d\n", endHeader, code)
+}
+
+// accept parses a connection's flags into fs and answers its hello; false
+// when the flags are bad (the client is told why) or the client is gone.
+func accept(c net.Conn, fs *flag.FlagSet, hello Hello, welcome Welcome) bool {
+	if err := fs.Parse(hello.Args); err != nil {
+		welcome.Error = fmt.Sprintf("bad flags: %v", err)
+		writeLine(c, welcome)
+		return false
+	}
+	return writeLine(c, welcome) == nil
 }
 
 // folderFlags collects repeated --workspace flags.

@@ -27,7 +27,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -45,13 +44,13 @@ const writeTimeout = time.Minute
 
 // Store is a store.Store in a PostgreSQL database.
 type Store struct {
-	pool        *pgxpool.Pool
-	url         string // redacted
-	durability  store.Durability
-	warn        func(string)
-	holder      string
-	c           *committer
-	batchedSeen atomic.Bool
+	pool       *pgxpool.Pool
+	url        string // redacted
+	durability store.Durability
+	warn       func(string)
+	holder     string
+	c          *store.Committer[pgWork]
+	closeOnce  sync.Once
 
 	mu     sync.Mutex
 	leases map[*lease]struct{}
@@ -203,22 +202,7 @@ func (s *Store) Path() string { return s.url }
 // Close writes what is queued (and the held steps of unfinished runs in
 // exit mode), releases this store's leases and closes its connections.
 func (s *Store) Close() error {
-	c := s.c
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil
-	}
-	for _, held := range c.held {
-		for _, h := range held {
-			c.queue = append(c.queue, job{queue: h})
-		}
-	}
-	c.held = nil
-	c.closed = true
-	c.mu.Unlock()
-	close(c.wake)
-	<-c.stopped
+	err := s.c.Close()
 	s.mu.Lock()
 	var ls []*lease
 	for l := range s.leases {
@@ -228,10 +212,7 @@ func (s *Store) Close() error {
 	for _, l := range ls {
 		l.release()
 	}
-	s.pool.Close()
-	c.mu.Lock()
-	err := c.asyncErr
-	c.mu.Unlock()
+	s.closeOnce.Do(s.pool.Close)
 	if err != nil {
 		return fmt.Errorf("close postgres store: a batched write failed: %w", err)
 	}
