@@ -282,3 +282,52 @@ func randomName() string {
 	rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// BenchmarkTurnOverhead runs agent.run with 10 read_file turns against the
+// zero-latency scripted model (in this process), with agent-lsp started as
+// an editor starts it: in-process, and through the daemon. server-ns/turn
+// is the time per turn less the scripted model's own time answering.
+func BenchmarkTurnOverhead(b *testing.B) {
+	var turns []scripted.Turn
+	for range 10 {
+		turns = append(turns, scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "read_file", Args: json.RawMessage(`{"path":"greet.go"}`)}}})
+	}
+	turns = append(turns, scripted.Turn{Text: "done"})
+	serve := func(b *testing.B, daemon bool) {
+		bin := benchBinary(b)
+		ws, srv, dir := benchSetup(b)
+		store := filepath.Join(dir, "sessions.db")
+		mode := "AGENT_LSP_DAEMON=off"
+		if daemon {
+			mode = "AGENT_LSP_DAEMON=on"
+			b.Cleanup(func() { stopBenchDaemon(b, bin, store) })
+		}
+		s := startServer(b, bin, daemonEnv(store, srv, mode, "AGENT_LSP_DAEMON_IDLE=1h"))
+		s.initialize(b, ws)
+		run := func() {
+			srv.SetScript(scripted.Script{Turns: turns})
+			var res struct {
+				Status string `json:"status"`
+			}
+			s.call(b, "workspace/executeCommand", map[string]any{"command": "agent.run", "arguments": []any{map[string]any{"prompt": "read it ten times"}}}, &res)
+			if res.Status != "done" {
+				b.Fatalf("run: %+v\n%s", res, s.stderr.String())
+			}
+		}
+		run() // warm up
+		served := srv.Served()
+		b.ResetTimer()
+		start := time.Now()
+		for range b.N {
+			run()
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		turnsRun := float64(b.N * len(turns))
+		b.ReportMetric(float64(elapsed.Nanoseconds())/turnsRun, "ns/turn")
+		b.ReportMetric(float64((elapsed-(srv.Served()-served)).Nanoseconds())/turnsRun, "server-ns/turn")
+		s.close(b)
+	}
+	b.Run("in-process", func(b *testing.B) { serve(b, false) })
+	b.Run("daemon", func(b *testing.B) { serve(b, true) })
+}
