@@ -100,10 +100,11 @@ type acpSession struct {
 	project string // the workspace project of its cwd
 	calls   *acpCalls
 
-	mu     sync.Mutex // guards mode, stored and cancel
-	mode   string     // acpModeApply or acpModeReview
-	stored bool       // the store has it (its first prompt ran, or it was loaded)
-	cancel context.CancelFunc
+	mu      sync.Mutex // guards mode, stored, cancel and prompts
+	mode    string     // acpModeApply or acpModeReview
+	stored  bool       // the store has it (its first prompt ran, or it was loaded)
+	cancel  context.CancelFunc
+	prompts int // prompts begun; cancel is the newest one's
 }
 
 func (s *acpSession) getMode() string {
@@ -320,12 +321,16 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.mu.Lock()
+	s.prompts++
+	mine := s.prompts
 	s.cancel = cancel
 	stored, mode := s.stored, s.mode
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		s.cancel = nil
+		if s.prompts == mine {
+			s.cancel = nil // still this prompt's: a later prompt has set its own
+		}
 		s.mu.Unlock()
 	}()
 	b := a.backend()
@@ -340,7 +345,9 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	req.Permissions = &permissions{rules: b.Rules, tools: newToolRules(b.Settings.Allow, b.Settings.Deny), always: &a.always,
 		ask: u.askPermission, interactive: true, before: func() {}}
 	res, err := b.Runtime.Run(context.WithValue(ctx, acpSessionKey{}, s.id), req)
-	u.endOpenCalls(res.Status)
+	if res.Status != agent.StatusQueued { // a queued prompt's calls are the running prompt's
+		u.endOpenCalls(res.Status)
+	}
 	if res.Session != "" {
 		s.mu.Lock()
 		s.stored = true

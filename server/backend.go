@@ -141,7 +141,7 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 func (b *Backend) Reconfigure(s config.Settings) (*Backend, []string, error) {
 	var notices []string
 	if s.StorePath != b.Settings.StorePath {
-		notices = append(notices, fmt.Sprintf("the store file stays %s until the server restarts", b.Settings.StorePath))
+		notices = append(notices, fmt.Sprintf("the store stays %s until the server restarts", b.StoreName())) // never a URL's password
 		s.StorePath = b.Settings.StorePath
 	}
 	nb, err := b.with(s)

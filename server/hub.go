@@ -48,6 +48,12 @@ func (h *Hub) sharedStore(path string) (store.Store, error) {
 	if h.store == nil {
 		return nil, nil
 	}
+	if postgres.IsURL(path) {
+		if path != h.storePath {
+			return nil, fmt.Errorf("this agent-lsp process serves the store %s, not %s", postgres.Redact(h.storePath), postgres.Redact(path))
+		}
+		return h.store, nil
+	}
 	if abs, err := filepath.Abs(path); err != nil || abs != h.storePath {
 		return nil, fmt.Errorf("this agent-lsp daemon serves the store %s, not %s", h.storePath, path)
 	}

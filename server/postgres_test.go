@@ -39,6 +39,21 @@ func TestUnreachableDatabaseStore(t *testing.T) {
 	if err := c.command("agent.sessions", map[string]any{}, &rows); err != nil || len(rows) != 1 || !rows[0].NotStored {
 		t.Fatalf("agent.sessions: %+v %v", rows, err)
 	}
+	// A settings change that names another store: the notice names the store without the password.
+	c.conn.Notify(t.Context(), "workspace/didChangeConfiguration", map[string]any{"settings": map[string]any{"store": map[string]any{"path": "postgres://agent:0ther-s3cret@127.0.0.1:2/x"}}})
+	c.waitFor("the notice that the store stays", func() bool {
+		for _, n := range append(c.notifications("window/showMessage"), c.notifications("window/logMessage")...) {
+			if strings.Contains(string(n), "until the server restarts") {
+				return true
+			}
+		}
+		return false
+	})
+	for _, n := range append(c.notifications("window/showMessage"), c.notifications("window/logMessage")...) {
+		if strings.Contains(string(n), "s3cretpw") || strings.Contains(string(n), "0ther-s3cret") {
+			t.Fatalf("a password in a message: %s", n)
+		}
+	}
 	if strings.Contains(c.stderr.String(), "s3cretpw") {
 		t.Fatalf("the password is in the server's log:\n%s", c.stderr.String())
 	}

@@ -93,12 +93,16 @@ func (c *Committer[W]) Submit(w W, wait bool) error {
 	for !wait && len(c.queue) >= BatchSteps && !c.closed {
 		c.space.Wait()
 	}
+	if c.closed { // closed while this writer waited for room
+		c.mu.Unlock()
+		return ErrClosed
+	}
 	c.queue = append(c.queue, committerJob[W]{work: w, done: done})
-	c.mu.Unlock()
-	select {
+	select { // under the lock: Close closes wake under it too
 	case c.wake <- struct{}{}:
 	default:
 	}
+	c.mu.Unlock()
 	if !wait {
 		return nil
 	}
@@ -161,8 +165,8 @@ func (c *Committer[W]) Close() error {
 	c.held = nil
 	c.closed = true
 	c.space.Broadcast()
-	c.mu.Unlock()
 	close(c.wake)
+	c.mu.Unlock()
 	<-c.stopped
 	c.mu.Lock()
 	defer c.mu.Unlock()

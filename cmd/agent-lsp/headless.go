@@ -346,14 +346,14 @@ func serverFor(ctx context.Context, f runFlags) (stream io.ReadWriteCloser, serv
 		// session cannot be stored does not start (a CI job's later
 		// --resume depends on it).
 		cctx, cancel := context.WithTimeout(ctx, 2*postgres.ConnectTimeout)
-		db, err := postgres.Open(cctx, st.StorePath)
+		db, err := postgres.Open(cctx, st.StorePath, postgres.WithDefaultDurability(st.Durability))
 		cancel()
 		if err != nil {
 			return nil, nil, &storeError{err}
 		}
-		db.Close()
+		opts.Hub = server.NewHub(db, st.StorePath) // the server uses this store: it cannot fall back to memory
 		stream, wait := inProcess(ctx, opts)
-		return stream, func(<-chan struct{}) { wait() }, nil
+		return stream, func(<-chan struct{}) { wait(); db.Close() }, nil
 	}
 	if !f.noDaemon && daemonEnabled(os.Getenv) {
 		path, err := filepath.Abs(st.StorePath)

@@ -98,6 +98,9 @@ func TestPostgresOneRunnerAtATime(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(500 * time.Millisecond) // the run is in its command now
+	if list, _, _ := c.run(t, "", "sessions", "--store", db); !strings.Contains(lineOf(list, session), "running") {
+		t.Fatalf("sessions while another process runs it:\n%s", list)
+	}
 	res, errOut, code := c.run(t, "", "run", "--json", "--resume", session)
 	if _, r := jsonLines(t, res); code == 0 || !strings.Contains(r["error"].(string), "running elsewhere") || !strings.Contains(r["error"].(string), "pid") {
 		t.Fatalf("a second runner on the running session: %d %v\n%s", code, r, errOut)
@@ -120,7 +123,21 @@ func TestPostgresOneRunnerAtATime(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the old holder's run went on after it lost the lease")
 	}
-	if _, r := jsonLines(t, out.String()); r["status"] != "cancelled" {
+	if _, r := jsonLines(t, out.String()); r["status"] != "cancelled" && r["status"] != "failed" {
 		t.Fatalf("the old holder's run ended %v", r)
 	}
+	// Its last writes were fenced off: the session is as the other runner left it.
+	if list, _, _ := c.run(t, "", "sessions", "--store", db); !strings.Contains(lineOf(list, session), "done") {
+		t.Fatalf("the session after the old holder ended:\n%s", list)
+	}
+}
+
+// lineOf returns the line of text that holds id.
+func lineOf(text, id string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, id) {
+			return l
+		}
+	}
+	return ""
 }

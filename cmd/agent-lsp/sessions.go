@@ -46,7 +46,11 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer db.Close()
-		return sessionsOnStore(context.Background(), db, func(string) bool { return false }, args, stdout, stderr)
+		running := func(id string) bool { // a live lease: it runs on some machine now
+			_, live, err := db.Holder(context.Background(), id)
+			return live || err != nil // unknown: treated as running, never deleted
+		}
+		return sessionsOnStore(context.Background(), db, running, args, stdout, stderr)
 	}
 	if daemonEnabled(os.Getenv) {
 		// A daemon owns the store while editors run: it runs the command.

@@ -119,7 +119,13 @@ func (s *Store) Put(ctx context.Context, cp store.Checkpoint) error {
 			return fail(err)
 		}
 	}
-	queue := func(b *pgx.Batch) { queuePut(b, cp, next, index) }
+	token, fenced := s.fenceToken(cp.Thread)
+	queue := func(b *pgx.Batch) {
+		if fenced {
+			b.Queue(sqlFence, cp.Thread, token)
+		}
+		queuePut(b, cp, next, index)
+	}
 	if err := s.write(ctx, threadKey{cp.Thread, cp.Namespace}, queue, cp.Status.Ended()); err != nil {
 		return fail(err)
 	}
@@ -129,7 +135,13 @@ func (s *Store) Put(ctx context.Context, cp store.Checkpoint) error {
 // PutWrite implements store.Checkpointer.
 func (s *Store) PutWrite(ctx context.Context, thread, ns, taskID string, w json.RawMessage) error {
 	body := nonNil(store.PackRecord(w))
-	queue := func(b *pgx.Batch) { b.Queue(sqlPutWrite, thread, ns, taskID, body) }
+	token, fenced := s.fenceToken(thread)
+	queue := func(b *pgx.Batch) {
+		if fenced {
+			b.Queue(sqlFence, thread, token)
+		}
+		b.Queue(sqlPutWrite, thread, ns, taskID, body)
+	}
 	if err := s.write(ctx, threadKey{thread, ns}, queue, false); err != nil {
 		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, err)
 	}

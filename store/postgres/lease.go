@@ -147,6 +147,41 @@ func (l *lease) heartbeat() {
 	}
 }
 
+// fenceToken returns the token of this store's lease on session, if it
+// holds one: the writes of that session then carry a fence (sqlFence), so
+// that they fail once another process took the lease over.
+func (s *Store) fenceToken(session string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for l := range s.leases {
+		if l.session == session {
+			return l.token, true
+		}
+	}
+	return "", false
+}
+
+// Holder returns who holds session's lease now, if anyone does (a live,
+// unexpired lease): the session runs there.
+func (s *Store) Holder(ctx context.Context, session string) (string, bool, error) {
+	rctx, cancel := readCtx(ctx)
+	defer cancel()
+	var holder string
+	var left float64
+	err := s.pool.QueryRow(rctx, sqlHolder, session).Scan(&holder, &left)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, s.readErr(err)
+	}
+	return holder, left > 0, nil
+}
+
+// sqlFence fails the transaction it is in unless the lease with the token
+// still holds the session.
+const sqlFence = `SELECT agent_lsp_fence($1, $2)`
+
 // release stops the heartbeat and frees the lease; it is idempotent.
 func (l *lease) release() {
 	l.once.Do(func() {

@@ -69,6 +69,15 @@ var migrations = []string{
 	);
 	CREATE INDEX agent_lsp_sessions_project ON agent_lsp_sessions (project, updated);
 	CREATE INDEX agent_lsp_sessions_updated ON agent_lsp_sessions (updated);`,
+	// 3: the fence of a lease holder's writes: it fails the transaction of
+	// a holder whose lease another process took over.
+	`CREATE FUNCTION agent_lsp_fence(s text, t text) RETURNS void AS $$
+	BEGIN
+		IF NOT EXISTS (SELECT 1 FROM agent_lsp_leases WHERE session = s AND token = t) THEN
+			RAISE EXCEPTION 'the lease of session % was lost: another process runs it now', s USING ERRCODE = 'P0001';
+		END IF;
+	END
+	$$ LANGUAGE plpgsql;`,
 }
 
 // SchemaVersion is the schema version this binary migrates to.
