@@ -68,6 +68,7 @@ func TestDecide(t *testing.T) {
 		{". ./x.sh", Ask, "file of shell commands"},
 		{"source x.sh", Ask, "file of shell commands"},
 		{"eval 'echo hi'", Ask, "another command (eval)"},
+		{"eval -", Ask, "another command (eval)"}, // found by FuzzDecide: eval runs "-"
 		{"bash -c 'go test ./...'", Ask, "shell"},
 		{"env go test ./...", Ask, "another command (env)"},
 		{"r*m x", Deny, "deny rule"}, // a globbed name could be rm

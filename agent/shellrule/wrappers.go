@@ -40,6 +40,11 @@ func (w *walker) wrapped(cmd *Command, c *syntax.CallExpr) {
 		if i := slices.IndexFunc(args, func(a *string) bool { return a != nil && isShellCFlag(*a) }); i >= 0 && i+1 < len(args) {
 			w.shellBody(args[i+1])
 		}
+	case name == "eval" && len(args) > 0:
+		// eval runs its arguments as shell code, whatever they look like:
+		// `eval -` runs the command "-" (found by FuzzDecide).
+		cmd.Ask = "it runs another command (eval): its arguments are shell code"
+		cmd.inner = true
 	case wrappers[name] && slices.ContainsFunc(args, mayBeCommand):
 		cmd.Ask = "it runs another command (" + name + ")"
 		cmd.inner = true
