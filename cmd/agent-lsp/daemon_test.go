@@ -449,7 +449,10 @@ func TestDaemonClosedConnectionCancelsItsRuns(t *testing.T) {
 			{ToolCalls: []scripted.ToolCall{sleep}}, {Text: answer},
 		}}}}
 	}
-	a := openWindow(t, "", daemonEnv(store, model(t, script("slept"))), map[string]string{"sample": ws})
+	// A long idle time: the daemon must outlive the closed connection by
+	// design, not because the check below came within the usual 2 s (it
+	// did not on a loaded machine).
+	a := openWindow(t, "", daemonEnv(store, model(t, script("slept")), "AGENT_LSP_DAEMON_IDLE=5m"), map[string]string{"sample": ws})
 	runAsync(a, map[string]any{"prompt": "sleep"})
 	session := sessionStarted(t, a)
 	eventually(t, "the command to start", func() bool { return hasEvent(a, session, "tool.start") })
