@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -366,7 +367,7 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	case agent.StatusQueued:
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil // read by the session's running run
 	}
-	return acp.PromptResponse{}, acpError(errors.New(cmpOr(res.Error, "the run failed")))
+	return acp.PromptResponse{}, acpError(errors.New(cmp.Or(res.Error, "the run failed")))
 }
 
 // acpSessionKey carries the ACP session of a run's context, for the
@@ -381,13 +382,6 @@ func acpError(err error) error {
 		return err
 	}
 	return &acp.RequestError{Code: -32603, Message: err.Error(), Data: map[string]any{"error": err.Error()}}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -631,3 +631,52 @@ func TestACPFailedRunAndRelativeWorkspace(t *testing.T) {
 		t.Fatalf("reading the --workspace folder's file: %q", got)
 	}
 }
+
+// A long prompt at scale: 40 turns of three parallel reads, then three
+// commands in one turn that each ask; every tool call ends completed, each
+// question names its own call, and the updates stay in order.
+func TestACPManyParallelToolCalls(t *testing.T) {
+	var turns []scripted.Turn
+	for i := range 40 {
+		var calls []scripted.ToolCall
+		for j := range 3 {
+			calls = append(calls, withID(call("read_file", map[string]any{"path": "greet.go"}), fmt.Sprintf("call_%d_%d", i, j)))
+		}
+		turns = append(turns, scripted.Turn{ToolCalls: calls})
+	}
+	turns = append(turns, scripted.Turn{ToolCalls: []scripted.ToolCall{
+		withID(call("run_command", map[string]any{"command": "echo one"}), "call_one"),
+		withID(call("run_command", map[string]any{"command": "echo two"}), "call_two"),
+		withID(call("run_command", map[string]any{"command": "echo three"}), "call_three"),
+	}}, scripted.Turn{Text: "All read."})
+	srv := model(t, scripted.Script{Turns: turns})
+	sample := copyFixture(t, "sample")
+	c := startACP(t, true, envFor(t, srv), "--max-steps", "200", "--context-tokens", "1000000") // no compaction: it would take a scripted turn
+	c.answer = func(acp.RequestPermissionRequest) string { return "allow_once" }
+	session := c.newSession(sample)
+	if res, err := c.prompt(session, "Read it a lot"); err != nil || res.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("%+v %v", res, err)
+	}
+	tr := c.transcript()
+	for i := range 40 {
+		for j := range 3 {
+			id := fmt.Sprintf("call_%d_%d", i, j)
+			start, end := strings.Index(tr, "tool_call "+id+" "), strings.Index(tr, "update "+id+" completed")
+			if start < 0 || end < start {
+				t.Fatalf("%s: started at %d, completed at %d:\n%s", id, start, end, tr)
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	asked := map[string]bool{}
+	for _, p := range c.asked {
+		asked[string(p.ToolCall.ToolCallId)] = true
+	}
+	if len(c.asked) != 3 || !asked["call_one"] || !asked["call_two"] || !asked["call_three"] {
+		t.Fatalf("questions: %v", asked)
+	}
+	if n := strings.Count(tr, " completed"); n != 123 {
+		t.Fatalf("%d tool calls completed, want 123:\n%s", n, tr)
+	}
+}

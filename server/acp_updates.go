@@ -320,5 +320,5 @@ func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + fmt.Sprintf("\n… (%d more bytes)", len(s)-n)
+	return strings.ToValidUTF8(s[:n], "") + fmt.Sprintf("\n… (%d more bytes)", len(s)-n) // never half a character
 }

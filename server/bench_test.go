@@ -113,21 +113,34 @@ func (p *inProcess) close() {
 	p.conn.Close()
 }
 
+// startOnSample serves in this process on a copy of the sample workspace,
+// against a scripted model (its script set by each run); both end with b.
+func startOnSample(b *testing.B) (*scripted.Server, *inProcess) {
+	srv, _ := scripted.Start("127.0.0.1:0", scripted.Script{})
+	b.Cleanup(func() { srv.Close() })
+	root := filepath.Join(b.TempDir(), "sample")
+	os.CopyFS(root, os.DirFS("../testdata/workspaces/sample"))
+	p := startInProcess(b, srv, root)
+	b.Cleanup(p.close)
+	return srv, p
+}
+
+// readGreetTurns is n turns that each read greet.go (saying text), then
+// the answer "done".
+func readGreetTurns(n int, text string) []scripted.Turn {
+	var turns []scripted.Turn
+	for range n {
+		turns = append(turns, scripted.Turn{Text: text, ToolCalls: []scripted.ToolCall{{Name: "read_file", Args: json.RawMessage(`{"path":"greet.go"}`)}}})
+	}
+	return append(turns, scripted.Turn{Text: "done"})
+}
+
 // BenchmarkRunOverhead runs agent.run against a zero-latency scripted model
 // with 10 tool turns and reports the time per turn, and the server's own
 // (server-ns/turn: less the scripted model's time answering).
 func BenchmarkRunOverhead(b *testing.B) {
-	var turns []scripted.Turn
-	for i := 0; i < 10; i++ {
-		turns = append(turns, scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "read_file", Args: json.RawMessage(`{"path":"greet.go"}`)}}})
-	}
-	turns = append(turns, scripted.Turn{Text: "done"})
-	srv, _ := scripted.Start("127.0.0.1:0", scripted.Script{})
-	defer srv.Close()
-	root := filepath.Join(b.TempDir(), "sample")
-	os.CopyFS(root, os.DirFS("../testdata/workspaces/sample"))
-	p := startInProcess(b, srv, root)
-	defer p.close()
+	turns := readGreetTurns(10, "")
+	srv, p := startOnSample(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -165,17 +178,8 @@ func BenchmarkEventStream(b *testing.B) {
 // the in-process scripted model writes nothing).
 func BenchmarkToolCallWrites(b *testing.B) {
 	const calls = 200
-	var turns []scripted.Turn
-	for i := 0; i < calls; i++ {
-		turns = append(turns, scripted.Turn{Text: "Reading greet.go again.", ToolCalls: []scripted.ToolCall{{Name: "read_file", Args: json.RawMessage(`{"path":"greet.go"}`)}}})
-	}
-	turns = append(turns, scripted.Turn{Text: "done"})
-	srv, _ := scripted.Start("127.0.0.1:0", scripted.Script{})
-	defer srv.Close()
-	root := filepath.Join(b.TempDir(), "sample")
-	os.CopyFS(root, os.DirFS("../testdata/workspaces/sample"))
-	p := startInProcess(b, srv, root)
-	defer p.close()
+	turns := readGreetTurns(calls, "Reading greet.go again.")
+	srv, p := startOnSample(b)
 	var written int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

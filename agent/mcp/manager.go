@@ -188,36 +188,53 @@ func (m *Manager) server(name string) (*server, error) {
 	return s, nil
 }
 
-// Tools returns the server's tools, starting the server if needed. The list
-// is fetched once per session and again after the server announced
-// tools/list_changed. The tools are shared: do not modify them.
-func (m *Manager) Tools(ctx context.Context, name string) ([]*sdk.Tool, error) {
+// request runs op on server name's session, starting the server if
+// needed. op runs under the CallTimeout and ends with the session (the
+// server's stop or exit); the error it reports is explained by callError,
+// after the session is marked broken, with what op was doing.
+func (m *Manager) request(ctx context.Context, name string, op func(ctx context.Context, s *server, sess *sdk.ClientSession, gen uint64) (what string, err error)) error {
 	s, err := m.server(name)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
 	sess, gen, calls, err := s.session(ctx)
 	if err != nil {
-		return nil, s.callError(parent, ctx, nil, "starting", err)
+		return s.callError(parent, ctx, nil, "starting", err)
 	}
 	defer context.AfterFunc(calls, cancel)()
-	if tools, ok := s.cachedTools(gen); ok {
-		return tools, nil
+	if what, err := op(ctx, s, sess, gen); err != nil {
+		s.broken(ctx, gen, sess, err)
+		return s.callError(parent, ctx, calls, what, err)
 	}
-	changes := s.changesSeen()
+	return nil
+}
+
+// Tools returns the server's tools, starting the server if needed. The list
+// is fetched once per session and again after the server announced
+// tools/list_changed. The tools are shared: do not modify them.
+func (m *Manager) Tools(ctx context.Context, name string) ([]*sdk.Tool, error) {
 	var tools []*sdk.Tool
-	for t, err := range sess.Tools(ctx, nil) {
-		if err != nil {
-			s.broken(ctx, gen, sess, err)
-			return nil, s.callError(parent, ctx, calls, "listing tools", err)
+	err := m.request(ctx, name, func(ctx context.Context, s *server, sess *sdk.ClientSession, gen uint64) (string, error) {
+		if cached, ok := s.cachedTools(gen); ok {
+			tools = cached
+			return "", nil
 		}
-		tools = append(tools, t)
-	}
-	s.storeTools(gen, changes, tools)
-	return append([]*sdk.Tool(nil), tools...), nil
+		changes := s.changesSeen()
+		var list []*sdk.Tool
+		for t, err := range sess.Tools(ctx, nil) {
+			if err != nil {
+				return "listing tools", err
+			}
+			list = append(list, t)
+		}
+		s.storeTools(gen, changes, list)
+		tools = append([]*sdk.Tool(nil), list...)
+		return "", nil
+	})
+	return tools, err
 }
 
 // Call calls a tool of the server with its arguments (a JSON object; empty
@@ -229,18 +246,6 @@ func (m *Manager) Tools(ctx context.Context, name string) ([]*sdk.Tool, error) {
 // timed out or was cancelled. Stopping the server (Stop, Close, its exit)
 // ends the calls on it.
 func (m *Manager) Call(ctx context.Context, name, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
-	s, err := m.server(name)
-	if err != nil {
-		return nil, err
-	}
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
-	defer cancel()
-	sess, gen, calls, err := s.session(ctx)
-	if err != nil {
-		return nil, s.callError(parent, ctx, nil, "starting", err)
-	}
-	defer context.AfterFunc(calls, cancel)()
 	params := &sdk.CallToolParams{Name: tool}
 	if len(args) > 0 && string(args) != "null" {
 		if !json.Valid(args) {
@@ -248,13 +253,16 @@ func (m *Manager) Call(ctx context.Context, name, tool string, args json.RawMess
 		}
 		params.Arguments = args
 	}
-	res, err := sess.CallTool(ctx, params)
-	if err != nil {
-		s.broken(ctx, gen, sess, err)
-		return nil, s.callError(parent, ctx, calls, fmt.Sprintf("calling %q", tool), err)
-	}
-	s.healthy()
-	return res, nil
+	var res *sdk.CallToolResult
+	err := m.request(ctx, name, func(ctx context.Context, s *server, sess *sdk.ClientSession, _ uint64) (string, error) {
+		var err error
+		if res, err = sess.CallTool(ctx, params); err != nil {
+			return fmt.Sprintf("calling %q", tool), err
+		}
+		s.healthy()
+		return "", nil
+	})
+	return res, err
 }
 
 // callError explains why an operation got no answer: the caller's

@@ -106,22 +106,30 @@ func stopBenchDaemon(b *testing.B, bin, store string) {
 	}
 }
 
+// startBenchWindow starts agent-lsp as an editor starts it, in-process or
+// through the daemon (stopped when b ends), initialized on a copy of the
+// sample workspace, with the model endpoint it uses.
+func startBenchWindow(b *testing.B, daemon bool) (*benchServer, *scripted.Server) {
+	bin := benchBinary(b)
+	ws, srv, dir := benchSetup(b)
+	store := filepath.Join(dir, "sessions.db")
+	mode := "AGENT_LSP_DAEMON=off"
+	if daemon {
+		mode = "AGENT_LSP_DAEMON=on"
+		b.Cleanup(func() { stopBenchDaemon(b, bin, store) })
+	}
+	s := startServer(b, bin, daemonEnv(store, srv, mode, "AGENT_LSP_DAEMON_IDLE=1h"))
+	s.initialize(b, ws)
+	return s, srv
+}
+
 // One request and its response (workspace/executeCommand agent.projects)
 // between an editor and agent-lsp: served in-process, through the daemon,
 // and the floor: a small message to and fro over an abstract Unix socket.
 func BenchmarkForwarderRoundTrip(b *testing.B) {
 	request := map[string]any{"command": "agent.projects", "arguments": []any{map[string]any{}}}
 	serve := func(b *testing.B, daemon bool) {
-		bin := benchBinary(b)
-		ws, srv, dir := benchSetup(b)
-		store := filepath.Join(dir, "sessions.db")
-		mode := "AGENT_LSP_DAEMON=off"
-		if daemon {
-			mode = "AGENT_LSP_DAEMON=on"
-			b.Cleanup(func() { stopBenchDaemon(b, bin, store) })
-		}
-		s := startServer(b, bin, daemonEnv(store, srv, mode, "AGENT_LSP_DAEMON_IDLE=1h"))
-		s.initialize(b, ws)
+		s, _ := startBenchWindow(b, daemon)
 		var projects []map[string]any
 		s.call(b, "workspace/executeCommand", request, &projects) // warm up
 		if len(projects) != 1 {
@@ -294,16 +302,7 @@ func BenchmarkTurnOverhead(b *testing.B) {
 	}
 	turns = append(turns, scripted.Turn{Text: "done"})
 	serve := func(b *testing.B, daemon bool) {
-		bin := benchBinary(b)
-		ws, srv, dir := benchSetup(b)
-		store := filepath.Join(dir, "sessions.db")
-		mode := "AGENT_LSP_DAEMON=off"
-		if daemon {
-			mode = "AGENT_LSP_DAEMON=on"
-			b.Cleanup(func() { stopBenchDaemon(b, bin, store) })
-		}
-		s := startServer(b, bin, daemonEnv(store, srv, mode, "AGENT_LSP_DAEMON_IDLE=1h"))
-		s.initialize(b, ws)
+		s, srv := startBenchWindow(b, daemon)
 		run := func() {
 			srv.SetScript(scripted.Script{Turns: turns})
 			var res struct {
