@@ -31,6 +31,7 @@ fuzz FuzzMessages ./agent/message/
 fuzz FuzzResolve ./workspace/
 fuzz FuzzStream ./server/
 fuzz FuzzDecide ./agent/shellrule/
+fuzz FuzzListOps ./store/
 echo "== neovim plugin (headless end to end)"
 bash editors/neovim/tests/run.sh
 echo "== vscode extension (unit, integration, package, code-server end to end)"

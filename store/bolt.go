@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,25 +25,18 @@ const LockTimeout = time.Second
 var ErrLocked = errors.New("store is in use by another agent-lsp process")
 
 var (
-	bSessions = []byte("sessions")
-	bThreads  = []byte("threads")
 	// bApprovals holds the user's approvals of what repositories ask to run.
 	bApprovals = []byte("approvals")
-	bValues    = []byte("values")
-	bLists     = []byte("lists")
-	bPending   = []byte("pending")
-	bItems     = []byte("items")
-	bIDs       = []byte("ids")
-	kHead      = []byte("head")
 	// bMeta holds the store's own records: kFormat, its format version.
 	bMeta   = []byte("meta")
 	kFormat = []byte("format")
 )
 
-// Format is the store format this binary writes: 2 compresses records
-// (codec.go). A file without a format record is of format 1 (records raw),
-// which format 2 reads as it is; a file of a newer format is refused.
-const Format = 2
+// Format is the store format this binary writes. 2 compressed records
+// (codec.go); 3 keeps each thread's namespace in one bucket (layout.go). A
+// file without a format record is of format 1 (records raw). Open converts
+// files of formats 1 and 2 to 3 (migrate.go) and refuses newer ones.
+const Format = 3
 
 // ErrNewerFormat is returned by Open for a store written by a newer
 // agent-lsp, whose records this binary may not read.
@@ -119,12 +113,14 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 	return b, nil
 }
 
-// initBuckets creates the top-level buckets; a damaged file makes it return a
-// CorruptError rather than panic.
+// initBuckets creates the top-level buckets, checks the file's format, and
+// converts a file of an earlier layout (migrate); a damaged file makes it
+// return a CorruptError rather than panic.
 func initBuckets(db *bolt.DB, path string) (err error) {
 	defer guard(path, &err)
-	return db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bSessions, bThreads, bApprovals, bMeta} {
+	legacy := false
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bApprovals, bMeta} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -135,8 +131,16 @@ func initBuckets(db *bolt.DB, path string) (err error) {
 				return fmt.Errorf("%w (store format %d; this agent-lsp reads formats up to %d)", ErrNewerFormat, f, Format)
 			}
 		}
+		legacy = tx.Bucket(legacySessions) != nil || tx.Bucket(legacyThreads) != nil
+		// Written first: a binary of format 2 refuses a file that is
+		// being converted, rather than read half of its sessions.
 		return meta.Put(kFormat, u64(Format))
 	})
+	if err != nil || !legacy {
+		return err
+	}
+	_, err = migrate(db, migrateTxBytes)
+	return err
 }
 
 // Sizes returns the bytes the store's data takes in its file (its pages in
@@ -195,133 +199,19 @@ type head struct {
 	Updated time.Time `json:"updated"`
 }
 
-func nsKey(ns string) []byte { return []byte("ns:" + ns) }
-
-// nsBucket returns the bucket of (thread, ns), creating it when create is set.
+// nsBucket returns the bucket of (thread, ns), creating it when create is
+// set (nil when it does not exist and create is not).
 func nsBucket(tx *bolt.Tx, thread, ns string, create bool) (*bolt.Bucket, error) {
-	threads := tx.Bucket(bThreads)
+	name := threadBucket(thread, ns)
 	if !create {
-		t := threads.Bucket([]byte(thread))
-		if t == nil {
-			return nil, nil
-		}
-		return t.Bucket(nsKey(ns)), nil
+		return tx.Bucket(name), nil
 	}
-	t, err := threads.CreateBucketIfNotExists([]byte(thread))
+	n, err := tx.CreateBucketIfNotExists(name)
 	if err != nil {
 		return nil, err
 	}
-	n, err := t.CreateBucketIfNotExists(nsKey(ns))
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range [][]byte{bValues, bLists, bPending} {
-		if _, err := n.CreateBucketIfNotExists(name); err != nil {
-			return nil, err
-		}
-	}
+	n.FillPercent = appendFill
 	return n, nil
-}
-
-// appendFill is the fill percent of buckets whose keys are appended.
-const appendFill = 0.95
-
-func u64(v uint64) []byte {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], v)
-	return b[:]
-}
-
-// encodeItem stores an item as uvarint(len(id)) id body.
-func encodeItem(id string, body []byte) []byte {
-	out := binary.AppendUvarint(make([]byte, 0, len(id)+len(body)+2), uint64(len(id)))
-	out = append(out, id...)
-	return append(out, body...)
-}
-
-// decodeItem reads an item stored by encodeItem; its body may be
-// compressed (codec).
-func decodeItem(v []byte) (Item, error) {
-	n, k := binary.Uvarint(v)
-	if k <= 0 || uint64(len(v)-k) < n {
-		return Item{}, fmt.Errorf("corrupt list item")
-	}
-	body, err := records().unpack(v[k+int(n):])
-	if err != nil {
-		return Item{}, err
-	}
-	return Item{ID: string(v[k : k+int(n)]), Body: json.RawMessage(body)}, nil
-}
-
-func applyOps(lists *bolt.Bucket, name string, ops []Op) error {
-	l, err := lists.CreateBucketIfNotExists([]byte(name))
-	if err != nil {
-		return err
-	}
-	items, err := l.CreateBucketIfNotExists(bItems)
-	if err != nil {
-		return err
-	}
-	ids, err := l.CreateBucketIfNotExists(bIDs)
-	if err != nil {
-		return err
-	}
-	// Items are appended under sequence keys, and IDs are ULIDs, which grow
-	// with time: both buckets take keys at their end, so their pages split
-	// full (bbolt's default splits at half, for random inserts, which left
-	// every page of a session's history half empty).
-	items.FillPercent, ids.FillPercent = appendFill, appendFill
-	for _, op := range ops {
-		switch op.Kind {
-		case OpReset:
-			for _, sub := range [][]byte{bItems, bIDs} {
-				if err := l.DeleteBucket(sub); err != nil {
-					return err
-				}
-			}
-			if items, err = l.CreateBucket(bItems); err != nil {
-				return err
-			}
-			if ids, err = l.CreateBucket(bIDs); err != nil {
-				return err
-			}
-			items.FillPercent, ids.FillPercent = appendFill, appendFill
-		case OpRemove:
-			seq := ids.Get([]byte(op.ID))
-			if seq == nil {
-				continue
-			}
-			if err := items.Delete(seq); err != nil {
-				return err
-			}
-			if err := ids.Delete([]byte(op.ID)); err != nil {
-				return err
-			}
-		case OpUpsert:
-			var key []byte
-			if op.ID != "" {
-				key = bytes.Clone(ids.Get([]byte(op.ID)))
-			}
-			if key == nil {
-				seq, err := l.NextSequence()
-				if err != nil {
-					return err
-				}
-				key = u64(seq)
-				if op.ID != "" {
-					if err := ids.Put([]byte(op.ID), key); err != nil {
-						return err
-					}
-				}
-			}
-			if err := items.Put(key, encodeItem(op.ID, records().pack(op.Body))); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("unknown list op %d", op.Kind)
-		}
-	}
-	return nil
 }
 
 func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
@@ -329,54 +219,56 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	var old head
-	if v := n.Get(kHead); v != nil {
-		if err := json.Unmarshal(v, &old); err != nil {
+	oldHead, session, err := splitHead(n.Get(keyHead))
+	if err != nil {
+		return err
+	}
+	if len(oldHead) > 0 {
+		var old head
+		if err := json.Unmarshal(oldHead, &old); err != nil {
 			return fmt.Errorf("corrupt checkpoint head: %w", err)
 		}
 		if old.Step != cp.Step {
-			if err := clearPending(n); err != nil {
+			if err := deletePrefix(n, []byte{kPending}); err != nil {
 				return err
 			}
+		}
+	}
+	for name, ops := range cp.Lists {
+		if err := applyOps(n, name, ops); err != nil {
+			return fmt.Errorf("list %s: %w", name, err)
+		}
+	}
+	for k, v := range cp.Values {
+		if err := n.Put(valueKey(k), records().pack(v)); err != nil {
+			return err
 		}
 	}
 	h, err := json.Marshal(head{Step: cp.Step, Status: cp.Status, Next: cp.Next, Updated: b.now()})
 	if err != nil {
 		return err
 	}
-	if err := n.Put(kHead, h); err != nil {
-		return err
-	}
-	values := n.Bucket(bValues)
-	for k, v := range cp.Values {
-		if err := values.Put([]byte(k), records().pack(v)); err != nil {
+	if idx := cp.Index; idx != nil && idx.ID == cp.Thread && cp.Namespace == "" {
+		// The session record shares the head's record (layout.go).
+		if session, err = json.Marshal(idx); err != nil {
+			return err
+		}
+	} else if idx != nil {
+		if err := putSession(tx, *idx); err != nil {
 			return err
 		}
 	}
-	lists := n.Bucket(bLists)
-	for name, ops := range cp.Lists {
-		if err := applyOps(lists, name, ops); err != nil {
-			return fmt.Errorf("list %s: %w", name, err)
-		}
-	}
-	if cp.Index != nil {
-		return putSession(tx, *cp.Index)
-	}
-	return nil
+	return n.Put(keyHead, encodeHead(h, session))
 }
 
-// clearPending drops the pending writes of the namespace n. An empty
-// bucket is left as it is: most steps have none, and deleting and creating
-// the bucket would rewrite its parent's page at every step.
-func clearPending(n *bolt.Bucket) error {
-	if k, _ := n.Bucket(bPending).Cursor().First(); k == nil {
-		return nil
+// checkLists refuses list names the layout cannot keep apart.
+func checkLists(lists map[string][]Op) error {
+	for name := range lists {
+		if strings.IndexByte(name, 0) >= 0 {
+			return fmt.Errorf("list name %q holds a zero byte", name)
+		}
 	}
-	if err := n.DeleteBucket(bPending); err != nil {
-		return err
-	}
-	_, err := n.CreateBucket(bPending)
-	return err
+	return nil
 }
 
 // Put implements Checkpointer. When it returns, the checkpoint is durable in
@@ -384,6 +276,9 @@ func clearPending(n *bolt.Bucket) error {
 func (b *Bolt) Put(ctx context.Context, cp Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if err := checkLists(cp.Lists); err != nil {
+		return fmt.Errorf("put checkpoint %s/%s step %d: %w", cp.Thread, cp.Namespace, cp.Step, err)
 	}
 	apply := func(tx *bolt.Tx) error { return b.putTx(tx, cp) }
 	if err := b.write(ctx, threadKey{cp.Thread, cp.Namespace}, apply, cp.Status.Ended()); err != nil {
@@ -399,11 +294,11 @@ func (b *Bolt) PutWrite(ctx context.Context, thread, ns, taskID string, w json.R
 		if err != nil {
 			return err
 		}
-		p := n.Bucket(bPending)
-		if p.Get([]byte(taskID)) != nil {
+		k := pendingKey(taskID)
+		if n.Get(k) != nil {
 			return nil
 		}
-		return p.Put([]byte(taskID), records().pack(w))
+		return n.Put(k, records().pack(w))
 	}
 	if err := b.write(ctx, threadKey{thread, ns}, apply, false); err != nil {
 		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, err)
@@ -419,40 +314,50 @@ func (b *Bolt) Load(ctx context.Context, thread, ns string) (*State, error) {
 	var s *State
 	err := b.view(func(tx *bolt.Tx) error {
 		n, _ := nsBucket(tx, thread, ns, false)
-		if n == nil || n.Get(kHead) == nil {
+		if n == nil {
+			return ErrNotFound
+		}
+		raw, _, err := splitHead(n.Get(keyHead))
+		if err != nil {
+			return err
+		}
+		if len(raw) == 0 {
 			return ErrNotFound
 		}
 		var h head
-		if err := json.Unmarshal(n.Get(kHead), &h); err != nil {
+		if err := json.Unmarshal(raw, &h); err != nil {
 			return fmt.Errorf("corrupt checkpoint head: %w", err)
 		}
 		s = &State{Step: h.Step, Status: h.Status, Next: h.Next, Updated: h.Updated,
 			Values: map[string]json.RawMessage{}, Lists: map[string][]Item{}, Pending: map[string]json.RawMessage{}}
-		if err := n.Bucket(bValues).ForEach(func(k, v []byte) error {
-			body, err := records().unpack(v)
-			s.Values[string(k)] = body
-			return err
-		}); err != nil {
-			return fmt.Errorf("value: %w", err)
-		}
-		if err := n.Bucket(bPending).ForEach(func(k, v []byte) error {
-			body, err := records().unpack(v)
-			s.Pending[string(k)] = body
-			return err
-		}); err != nil {
-			return fmt.Errorf("pending write: %w", err)
-		}
-		return n.Bucket(bLists).ForEachBucket(func(name []byte) error {
-			items := n.Bucket(bLists).Bucket(name).Bucket(bItems)
-			var list []Item
-			err := items.ForEach(func(_, v []byte) error {
+		c := n.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			switch k[0] {
+			case kItem:
+				list, ok := parseItemKey(k)
+				if !ok {
+					return fmt.Errorf("corrupt list item key %q", k)
+				}
 				it, err := decodeItem(v)
-				list = append(list, it)
-				return err
-			})
-			s.Lists[string(name)] = list
-			return err
-		})
+				if err != nil {
+					return fmt.Errorf("list %s: %w", list, err)
+				}
+				s.Lists[list] = append(s.Lists[list], it)
+			case kValue:
+				body, err := records().unpack(v)
+				if err != nil {
+					return fmt.Errorf("value: %w", err)
+				}
+				s.Values[string(k[1:])] = body
+			case kPending:
+				body, err := records().unpack(v)
+				if err != nil {
+					return fmt.Errorf("pending write: %w", err)
+				}
+				s.Pending[string(k[1:])] = body
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint %s/%s: %w", thread, ns, err)
@@ -460,12 +365,22 @@ func (b *Bolt) Load(ctx context.Context, thread, ns string) (*State, error) {
 	return s, nil
 }
 
+// putSession stores s's record in its thread's head record, next to the
+// records its steps write.
 func putSession(tx *bolt.Tx, s Session) error {
 	v, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
-	return tx.Bucket(bSessions).Put([]byte(s.ID), v)
+	n, err := nsBucket(tx, s.ID, "", true)
+	if err != nil {
+		return err
+	}
+	h, _, err := splitHead(n.Get(keyHead))
+	if err != nil {
+		return err
+	}
+	return n.Put(keyHead, encodeHead(h, v))
 }
 
 // PutSession implements Sessions.
@@ -476,12 +391,28 @@ func (b *Bolt) PutSession(ctx context.Context, s Session) error {
 	return nil
 }
 
+// sessionOf returns the session record in a head record, nil if none.
+func sessionOf(v []byte) []byte {
+	if _, s, err := splitHead(v); err == nil && len(s) > 0 {
+		return s
+	}
+	return nil
+}
+
+// sessionRecord returns the stored record of session id, nil if none.
+func sessionRecord(tx *bolt.Tx, id string) []byte {
+	if n := tx.Bucket(threadBucket(id, "")); n != nil {
+		return sessionOf(n.Get(keyHead))
+	}
+	return nil
+}
+
 // Session implements Sessions.
 func (b *Bolt) Session(ctx context.Context, id string) (Session, error) {
 	b.Flush()
 	var s Session
 	err := b.view(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bSessions).Get([]byte(id))
+		v := sessionRecord(tx, id)
 		if v == nil {
 			return ErrNotFound
 		}
@@ -493,15 +424,44 @@ func (b *Bolt) Session(ctx context.Context, id string) (Session, error) {
 	return s, nil
 }
 
+// forEachThread calls fn with each thread that has a bucket and the bucket
+// of its namespace "" (nil when only other namespaces have one).
+func forEachThread(tx *bolt.Tx, fn func(thread string, root *bolt.Bucket) error) error {
+	c := tx.Cursor()
+	last := ""
+	for k, _ := c.Seek([]byte{threadPrefix}); k != nil && k[0] == threadPrefix; k, _ = c.Next() {
+		thread, ns, ok := parseThreadBucket(k)
+		if !ok || (thread == last && ns != "") {
+			continue
+		}
+		last = thread
+		var root *bolt.Bucket
+		if ns == "" {
+			root = tx.Bucket(k)
+		}
+		if err := fn(thread, root); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Sessions implements Sessions.
 func (b *Bolt) Sessions(ctx context.Context, project string) ([]Session, error) {
 	b.Flush()
 	var out []Session
 	err := b.view(func(tx *bolt.Tx) error {
-		return tx.Bucket(bSessions).ForEach(func(k, v []byte) error {
+		return forEachThread(tx, func(id string, root *bolt.Bucket) error {
+			if root == nil {
+				return nil
+			}
+			v := sessionOf(root.Get(keyHead))
+			if v == nil {
+				return nil // a thread without a session record: not listed
+			}
 			var s Session
-			if err := json.Unmarshal(v, &s); err != nil || s.ID != string(k) {
-				b.warn(fmt.Sprintf("the stored record of session %q cannot be read and is left out of the list", string(k)))
+			if err := json.Unmarshal(v, &s); err != nil || s.ID != id {
+				b.warn(fmt.Sprintf("the stored record of session %q cannot be read and is left out of the list", id))
 				return nil
 			}
 			if project == "" || s.Project == project {
@@ -521,19 +481,31 @@ func (b *Bolt) Sessions(ctx context.Context, project string) ([]Session, error) 
 func (b *Bolt) DeleteSession(ctx context.Context, id string) (bool, error) {
 	var existed bool
 	err := b.submit(func(tx *bolt.Tx) error {
-		existed = tx.Bucket(bSessions).Get([]byte(id)) != nil
-		if err := tx.Bucket(bSessions).Delete([]byte(id)); err != nil {
-			return err
-		}
-		if tx.Bucket(bThreads).Bucket([]byte(id)) != nil {
-			return tx.Bucket(bThreads).DeleteBucket([]byte(id))
-		}
-		return nil
+		existed = sessionRecord(tx, id) != nil
+		return deleteThread(tx, id)
 	}, true)
 	if err != nil {
 		return false, fmt.Errorf("delete session %s: %w", id, err)
 	}
 	return existed, nil
+}
+
+// deleteThread deletes the buckets of every namespace of thread.
+func deleteThread(tx *bolt.Tx, thread string) error {
+	prefix := threadBucketPrefix(thread)
+	var doomed [][]byte
+	c := tx.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if t, _, ok := parseThreadBucket(k); ok && t == thread {
+			doomed = append(doomed, bytes.Clone(k))
+		}
+	}
+	for _, k := range doomed {
+		if err := tx.DeleteBucket(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DeleteOlderThan implements Sessions.

@@ -78,20 +78,15 @@ func rawRecords(t *testing.T, path, thread string) map[string][]byte {
 	defer db.Close()
 	out := map[string][]byte{}
 	db.View(func(tx *bolt.Tx) error {
-		items := tx.Bucket(bThreads).Bucket([]byte(thread)).Bucket(nsKey("")).Bucket(bLists).Bucket([]byte("messages")).Bucket(bItems)
-		return items.ForEach(func(_, v []byte) error {
-			it, _ := decodeItemRaw(v)
-			out[it.ID] = bytes.Clone(it.Body)
-			return nil
-		})
+		prefix := itemPrefix("messages")
+		c := tx.Bucket(threadBucket(thread, "")).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			id, body, _ := splitItem(v)
+			out[string(id)] = bytes.Clone(body)
+		}
+		return nil
 	})
 	return out
-}
-
-// decodeItemRaw splits a stored item without decompressing its body.
-func decodeItemRaw(v []byte) (Item, error) {
-	n, k := binary.Uvarint(v)
-	return Item{ID: string(v[k : k+int(n)]), Body: v[k+int(n):]}, nil
 }
 
 // Records are compressed when that pays: a message as an S2 block, a long
@@ -189,7 +184,7 @@ func TestDamagedCompressedRecord(t *testing.T) {
 				t.Fatal(err)
 			}
 			raw.Update(func(tx *bolt.Tx) error {
-				return tx.Bucket(bThreads).Bucket([]byte("t")).Bucket(nsKey("")).Bucket(bValues).Put([]byte("v"), damaged)
+				return tx.Bucket(threadBucket("t", "")).Put(valueKey("v"), damaged)
 			})
 			raw.Close()
 			db, err = Open(path)
@@ -202,4 +197,159 @@ func TestDamagedCompressedRecord(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkFormat2 checks that db holds the sessions of the fixture
+// testdata/store/format2.db (written by the binary of format 2) as they
+// were written, and that they go on: new items follow the old ones, an
+// old item is replaced in place.
+func checkFormat2(t *testing.T, db *Bolt) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := db.Load(ctx, "s-format2", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(items []Item) (out []string) {
+		for _, it := range items {
+			out = append(out, it.ID)
+		}
+		return out
+	}
+	if s.Step != 3 || s.Status != StatusRunning || len(s.Next) != 1 || s.Next[0].ID != "task-2" {
+		t.Fatalf("head: step %d %s next %+v", s.Step, s.Status, s.Next)
+	}
+	if got := ids(s.Lists["messages"]); strings.Join(got, ",") != "m1,m3,m4" {
+		t.Fatalf("messages %v", got)
+	}
+	if !strings.Contains(string(s.Lists["messages"][0].Body), "hello again") || !strings.Contains(string(s.Lists["messages"][1].Body), "agent-lsp/store\\t0.5s") {
+		t.Fatalf("message bodies: %.200s", s.Lists["messages"])
+	}
+	if notes := s.Lists["notes"]; len(notes) != 3 || string(notes[2].Body) != `"note 2"` {
+		t.Fatalf("notes %+v", notes)
+	}
+	if string(s.Values["project"]) != `"sample"` || !strings.HasSuffix(string(s.Values["summary"]), ` 2"`) {
+		t.Fatalf("values %q", s.Values)
+	}
+	if !strings.Contains(string(s.Pending["task-2"]), "pending pending") {
+		t.Fatalf("pending %q", s.Pending)
+	}
+	sub, err := db.Load(ctx, "s-format2", "sub:1")
+	if err != nil || sub.Status != StatusDone || strings.Join(ids(sub.Lists["messages"]), ",") != "x1,x2" {
+		t.Fatalf("subagent: %+v %v", sub, err)
+	}
+	list, err := db.Sessions(ctx, "")
+	if err != nil || len(list) != 2 || list[0].ID != "s-format2" || list[0].Title != "format two" || list[1].ID != "s-empty" {
+		t.Fatalf("sessions: %+v %v", list, err)
+	}
+	if _, err := db.Load(ctx, "s-empty", ""); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a session without runs loads: %v", err)
+	}
+	five := json.RawMessage(`{"id":"m5","role":"ai","content":"five"}`)
+	four := json.RawMessage(`{"id":"m4","role":"ai","content":"four, replaced"}`)
+	err = db.Put(ctx, Checkpoint{Thread: "s-format2", Step: 4, Status: StatusDone, Lists: map[string][]Op{
+		"messages": {{Kind: OpAppend, ID: "m5", Body: five}, {Kind: OpUpsert, ID: "m4", Body: four}},
+		"notes":    {{Kind: OpUpsert, Body: json.RawMessage(`"note 3"`)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = db.Load(ctx, "s-format2", "")
+	if err != nil || strings.Join(ids(s.Lists["messages"]), ",") != "m1,m3,m4,m5" || !bytes.Equal(s.Lists["messages"][2].Body, four) || len(s.Lists["notes"]) != 4 || string(s.Lists["notes"][3].Body) != `"note 3"` {
+		t.Fatalf("after a new step: %+v %v", s, err)
+	}
+	if len(s.Pending) != 0 {
+		t.Fatalf("a new step kept the old step's pending writes: %q", s.Pending)
+	}
+}
+
+// legacyBuckets reports whether the file at path still has buckets of the
+// legacy layout, and its format record.
+func legacyBuckets(t *testing.T, path string) (legacy bool, format uint64) {
+	t.Helper()
+	raw, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.View(func(tx *bolt.Tx) error {
+		legacy = tx.Bucket(legacySessions) != nil || tx.Bucket(legacyThreads) != nil
+		if m := tx.Bucket(bMeta); m != nil && len(m.Get(kFormat)) == 8 {
+			format = binary.BigEndian.Uint64(m.Get(kFormat))
+		}
+		return nil
+	})
+	return legacy, format
+}
+
+// A file of format 2 (nested buckets per namespace and a session index of
+// its own) is converted when it opens, and reads as it was written.
+func TestFormat2FileConverts(t *testing.T) {
+	path := copyFile(t, filepath.Join("..", "testdata", "store", "format2.db"))
+	if legacy, format := legacyBuckets(t, path); !legacy || format != 2 {
+		t.Fatalf("the fixture is not of format 2: legacy %v format %d", legacy, format)
+	}
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	checkFormat2(t, db)
+	if s, err := db.Load(context.Background(), "t-unlisted", ""); err != nil || string(s.Values["v"]) != "1" {
+		t.Fatalf("a thread without a session record: %+v %v", s, err)
+	}
+	if v, err := db.Approval(context.Background(), "mcp:sample"); err != nil || v != "yes" {
+		t.Fatalf("approval %q %v", v, err)
+	}
+	db.Close()
+	if legacy, format := legacyBuckets(t, path); legacy || format != Format {
+		t.Fatalf("after the conversion: legacy buckets %v, format %d", legacy, format)
+	}
+}
+
+// A conversion cut short (the process died after converting a session)
+// goes on at the next Open: every session is there once, in one layout or
+// the other until then.
+func TestFormat2ConversionResumes(t *testing.T) {
+	path := copyFile(t, filepath.Join("..", "testdata", "store", "format2.db"))
+	raw, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var converted int
+	var more bool
+	err = raw.Update(func(tx *bolt.Tx) error {
+		converted, more, err = migrateSome(tx, 1)
+		return err
+	})
+	raw.Close()
+	if err != nil || converted != 1 || !more {
+		t.Fatalf("one step of the conversion: %d converted, more %v, %v", converted, more, err)
+	}
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	checkFormat2(t, db)
+}
+
+// A sibling store of format 2 left by an earlier version imports in the
+// current layout.
+func TestImportFormat2Sibling(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "store", "format2.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "sessions.1a2b3c4d.db"), data, 0o600)
+	db, err := Open(filepath.Join(dir, "sessions.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n, notes := ImportSiblings(context.Background(), db)
+	if n != 2 || len(notes) != 0 {
+		t.Fatalf("imported %d, notes %q", n, notes)
+	}
+	checkFormat2(t, db)
 }

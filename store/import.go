@@ -117,53 +117,34 @@ func (b *Bolt) importLocked(ctx context.Context, path string, after func()) (n i
 	limit := 4*fi.Size() + 1<<20 // no valid file yields more bytes than this
 	var read int64
 	err = src.View(func(tx *bolt.Tx) error {
-		index := tx.Bucket(bSessions)
-		if index == nil {
-			return nil // not a session store, or one never used: nothing to import
-		}
-		threads := tx.Bucket(bThreads)
 		var batch []sessionCopy
 		var size int64
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
-			}
-			k, err := b.writeImported(batch)
-			n += k
-			batch, size = nil, 0
-			return err
-		}
-		c := index.Cursor()
-		for id, rec := c.First(); id != nil; id, rec = c.Next() {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if rec == nil || have[string(id)] {
-				continue // a nested bucket is no session record; b's own version is kept
-			}
-			s := sessionCopy{id: bytes.Clone(id), record: bytes.Clone(rec)}
-			s.size = int64(len(id) + len(rec))
-			if threads != nil {
-				if t := threads.Bucket(id); t != nil {
-					tree, err := copyBucket(t, &s.size, limit-read)
-					if err != nil {
-						return fmt.Errorf("session %q: %w", id, err)
-					}
-					s.thread = tree
-				}
-			}
+		add := func(s sessionCopy) error {
 			read += s.size
 			if read > limit {
 				return &CorruptError{Path: path, Cause: fmt.Sprintf("its records add up to more than %d bytes in a file of %d", limit, fi.Size())}
 			}
 			batch = append(batch, s)
 			if size += s.size; size >= importBatchBytes {
-				if err := flush(); err != nil {
-					return err
-				}
+				k, err := b.writeImported(batch)
+				n += k
+				batch, size = nil, 0
+				return err
 			}
+			return nil
 		}
-		return flush()
+		if err := readLegacySessions(ctx, tx, have, limit-read, add); err != nil {
+			return err
+		}
+		if err := readSessions(ctx, tx, have, limit, &read, add); err != nil {
+			return err
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		k, err := b.writeImported(batch)
+		n += k
+		return err
 	})
 	if err != nil {
 		return n, err
@@ -198,19 +179,100 @@ func openBoltReadOnly(path string) (db *bolt.DB, err error) {
 	return db, err
 }
 
-// sessionIDs returns the IDs b has, in its index or as threads.
+// readLegacySessions reads the sessions of a file of the legacy layout
+// (formats 1 and 2) that have and index record and are not in have, and
+// passes each to add, converted to the current layout.
+func readLegacySessions(ctx context.Context, tx *bolt.Tx, have map[string]bool, budget int64, add func(sessionCopy) error) error {
+	index := tx.Bucket(legacySessions)
+	if index == nil {
+		return nil // a store of the current layout, or one never used
+	}
+	threads := tx.Bucket(legacyThreads)
+	var read int64
+	c := index.Cursor()
+	for id, rec := c.First(); id != nil; id, rec = c.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if rec == nil || have[string(id)] {
+			continue // a nested bucket is no session record; b's own version is kept
+		}
+		s := sessionCopy{id: bytes.Clone(id)}
+		s.size = int64(len(id) + len(rec))
+		var thread *bucketCopy
+		if threads != nil {
+			if t := threads.Bucket(id); t != nil {
+				tree, err := copyBucket(t, &s.size, budget-read)
+				if err != nil {
+					return fmt.Errorf("session %q: %w", id, err)
+				}
+				thread = tree
+			}
+		}
+		flat, err := convertLegacy(s.id, bytes.Clone(rec), thread)
+		if err != nil {
+			return fmt.Errorf("session %q: %w", id, err)
+		}
+		s.buckets = flat
+		read += s.size
+		if err := add(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readSessions reads the sessions of a file of the current layout that
+// have a session record and are not in have, every namespace of each, and
+// passes each to add; *read counts the bytes read, which must stay within
+// limit.
+func readSessions(ctx context.Context, tx *bolt.Tx, have map[string]bool, limit int64, read *int64, add func(sessionCopy) error) error {
+	var ids []string
+	forEachThread(tx, func(id string, root *bolt.Bucket) error {
+		if root != nil && sessionOf(root.Get(keyHead)) != nil && !have[id] {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s := sessionCopy{id: []byte(id)}
+		prefix := threadBucketPrefix(id)
+		c := tx.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if t, _, ok := parseThreadBucket(k); !ok || t != id {
+				continue
+			}
+			tree, err := copyBucket(tx.Bucket(k), &s.size, limit-*read)
+			if err != nil {
+				return fmt.Errorf("session %q: %w", id, err)
+			}
+			fb := flatBucket{name: bytes.Clone(k), seq: tree.seq}
+			for _, e := range tree.entries {
+				if e.bucket == nil {
+					fb.entries = append(fb.entries, flatEntry{e.key, e.value})
+				}
+			}
+			s.buckets = append(s.buckets, fb)
+		}
+		if err := add(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sessionIDs returns the IDs of the threads b has.
 func (b *Bolt) sessionIDs() (map[string]bool, error) {
 	if err := b.Flush(); err != nil {
 		return nil, err
 	}
 	have := map[string]bool{}
 	err := b.view(func(tx *bolt.Tx) error {
-		tx.Bucket(bSessions).ForEach(func(k, _ []byte) error {
-			have[string(k)] = true
-			return nil
-		})
-		return tx.Bucket(bThreads).ForEachBucket(func(k []byte) error {
-			have[string(k)] = true
+		return forEachThread(tx, func(id string, _ *bolt.Bucket) error {
+			have[id] = true
 			return nil
 		})
 	})
@@ -220,11 +282,12 @@ func (b *Bolt) sessionIDs() (map[string]bool, error) {
 	return have, nil
 }
 
-// sessionCopy is one session read from another store file.
+// sessionCopy is one session read from another store file, in the current
+// layout: the buckets of its namespaces.
 type sessionCopy struct {
-	id, record []byte
-	thread     *bucketCopy // nil: the session has no checkpoint
-	size       int64
+	id      []byte
+	buckets []flatBucket
+	size    int64
 }
 
 // bucketCopy is a bucket read into memory: its sequence and its entries in
@@ -274,20 +337,15 @@ func (b *Bolt) writeImported(batch []sessionCopy) (int, error) {
 	var n int
 	err := b.submit(func(tx *bolt.Tx) error {
 		n = 0 // the committer may run this twice: alone after a failed group
-		index, threads := tx.Bucket(bSessions), tx.Bucket(bThreads)
 		for _, s := range batch {
-			if index.Get(s.id) != nil || threads.Bucket(s.id) != nil {
-				continue // written since the IDs were listed: b's version is kept
-			}
-			if err := index.Put(s.id, s.record); err != nil {
-				return fmt.Errorf("session %q: %w", s.id, err)
-			}
-			if s.thread != nil {
-				t, err := threads.CreateBucket(s.id)
-				if err != nil {
-					return fmt.Errorf("session %q: %w", s.id, err)
+			prefix := threadBucketPrefix(string(s.id))
+			if k, _ := tx.Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
+				if t, _, ok := parseThreadBucket(k); ok && t == string(s.id) {
+					continue // written since the IDs were listed: b's version is kept
 				}
-				if err := pasteBucket(t, s.thread); err != nil {
+			}
+			for _, fb := range s.buckets {
+				if err := pasteFlat(tx, fb); err != nil {
 					return fmt.Errorf("session %q: %w", s.id, err)
 				}
 			}
@@ -299,26 +357,6 @@ func (b *Bolt) writeImported(batch []sessionCopy) (int, error) {
 		return 0, fmt.Errorf("write %d sessions: %w", len(batch), err)
 	}
 	return n, nil
-}
-
-// pasteBucket writes src into the empty bucket dst.
-func pasteBucket(dst *bolt.Bucket, src *bucketCopy) error {
-	for _, e := range src.entries {
-		if e.bucket == nil {
-			if err := dst.Put(e.key, e.value); err != nil {
-				return err
-			}
-			continue
-		}
-		sub, err := dst.CreateBucket(e.key)
-		if err != nil {
-			return fmt.Errorf("bucket %q: %w", e.key, err)
-		}
-		if err := pasteBucket(sub, e.bucket); err != nil {
-			return fmt.Errorf("bucket %q: %w", e.key, err)
-		}
-	}
-	return dst.SetSequence(src.seq)
 }
 
 // IsSiblingStore reports whether name (a base name) is a sibling store file

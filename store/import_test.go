@@ -590,8 +590,8 @@ func TestImportCyclicPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = db.Update(func(tx *bolt.Tx) error {
-			idx, _ := tx.CreateBucket(bSessions)
-			threads, _ := tx.CreateBucket(bThreads)
+			idx, _ := tx.CreateBucket(legacySessions)
+			threads, _ := tx.CreateBucket(legacyThreads)
 			idx.Put([]byte("c1"), []byte(`{"session":"c1"}`))
 			th, _ := threads.CreateBucket([]byte("c1"))
 			small, _ := th.CreateBucket([]byte("small")) // inline

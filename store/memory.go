@@ -56,7 +56,7 @@ func (l *memList) apply(op Op) {
 				l.index[l.items[j].ID] = j
 			}
 		}
-	case OpUpsert:
+	case OpUpsert, OpAppend:
 		if op.ID != "" {
 			if i, ok := l.index[op.ID]; ok {
 				l.items[i].Body = op.Body

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,7 +66,10 @@ func TestUndecodableSessionSkipped(t *testing.T) {
 	ctx := context.Background()
 	db.PutSession(ctx, Session{ID: "good-1"})
 	db.PutSession(ctx, Session{ID: "good-2"})
-	db.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bSessions).Put([]byte("bad"), []byte("{not json")) })
+	db.db.Update(func(tx *bolt.Tx) error {
+		n, _ := tx.CreateBucket(threadBucket("bad", ""))
+		return n.Put(keyHead, encodeHead(nil, []byte("{not json")))
+	})
 	list, err := db.Sessions(ctx, "")
 	if err != nil || len(list) != 2 {
 		t.Fatalf("%d sessions, %v", len(list), err)
@@ -138,7 +142,9 @@ func TestFileCutShortWhileOpen(t *testing.T) {
 	defer db.Close()
 	ctx := context.Background()
 	for i := 0; i < 300; i++ {
-		body, _ := json.Marshal(map[string]string{"content": fmt.Sprintf("message %d %s", i, strings.Repeat("x", 2000+i))})
+		noise := make([]byte, 1500) // incompressible: the file holds 600 KB
+		rand.Read(noise)
+		body, _ := json.Marshal(map[string]string{"content": fmt.Sprintf("message %d %x", i, noise)})
 		if err := db.Put(ctx, Checkpoint{Thread: "t", Step: i, Status: StatusRunning, Lists: map[string][]Op{"messages": {{Kind: OpUpsert, ID: fmt.Sprintf("m%04d", i), Body: body}}}}); err != nil {
 			t.Fatal(err)
 		}

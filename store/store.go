@@ -53,6 +53,12 @@ const (
 	OpRemove
 	// OpReset deletes every item.
 	OpReset
+	// OpAppend appends Body as a new item. Its writer knows that no item
+	// has its ID (the list it keeps says so), which spares the store a
+	// lookup: the step that appends a message touches only the list's end.
+	// An ID that is present after all leaves two items with it; a list
+	// that loads them keeps the later body in the earlier's place.
+	OpAppend
 )
 
 // Op is one operation on a list channel.

@@ -90,8 +90,11 @@ func (c *channel) Apply(cur any, o graph.Op) (any, graph.Change, error) {
 		if err != nil {
 			return nil, graph.Change{}, err
 		}
-		l.Upsert(m)
-		ops = append(ops, store.Op{Kind: store.OpUpsert, ID: m.ID, Body: b})
+		kind := store.OpUpsert
+		if l.Upsert(m) {
+			kind = store.OpAppend // new to the list: the store need not look it up
+		}
+		ops = append(ops, store.Op{Kind: kind, ID: m.ID, Body: b})
 	}
 	return l, graph.Change{Ops: ops}, nil
 }

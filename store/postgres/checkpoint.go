@@ -75,7 +75,7 @@ func queuePut(b *pgx.Batch, cp store.Checkpoint, next []byte, index []byte) {
 				b.Queue(sqlReset, cp.Thread, cp.Namespace, name)
 			case store.OpRemove:
 				b.Queue(sqlRemove, cp.Thread, cp.Namespace, name, op.ID)
-			case store.OpUpsert:
+			case store.OpUpsert, store.OpAppend:
 				if op.ID == "" {
 					b.Queue(sqlAppend, cp.Thread, cp.Namespace, name, nonNil(store.PackRecord(op.Body)))
 				} else {
@@ -101,7 +101,7 @@ func (s *Store) Put(ctx context.Context, cp store.Checkpoint) error {
 	}
 	for name, ops := range cp.Lists {
 		for _, op := range ops {
-			if op.Kind > store.OpReset {
+			if op.Kind > store.OpAppend {
 				return fail(fmt.Errorf("list %s: unknown list op %d", name, op.Kind))
 			}
 		}

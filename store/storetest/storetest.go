@@ -131,6 +131,16 @@ func testCheckpointer(t *testing.T, ctx context.Context, s store.Store) {
 	if got := bodies(load(t, ctx, s, "t", "").Lists["m"]); !reflect.DeepEqual(got, []string{`a="A3"`}) {
 		t.Errorf("after reset: %v", got)
 	}
+	// Appended items (IDs new to the list) can be replaced and removed
+	// like upserted ones, in their step and later.
+	put(t, ctx, s, store.Checkpoint{Thread: "t", Step: 5, Status: store.StatusRunning,
+		Lists: map[string][]store.Op{"m": {{Kind: store.OpAppend, ID: "d", Body: raw(`"D"`)}, {Kind: store.OpAppend, ID: "e", Body: raw(`"E"`)},
+			{Kind: store.OpUpsert, ID: "d", Body: raw(`"D2"`)}, {Kind: store.OpAppend, Body: raw(`"no id"`)}}}})
+	put(t, ctx, s, store.Checkpoint{Thread: "t", Step: 6, Status: store.StatusRunning,
+		Lists: map[string][]store.Op{"m": {{Kind: store.OpRemove, ID: "e"}, {Kind: store.OpUpsert, ID: "a", Body: raw(`"A4"`)}, {Kind: store.OpAppend, ID: "f", Body: raw(`"F"`)}}}})
+	if got := bodies(load(t, ctx, s, "t", "").Lists["m"]); !reflect.DeepEqual(got, []string{`a="A4"`, `d="D2"`, `="no id"`, `f="F"`}) {
+		t.Errorf("appended items: %v", got)
+	}
 }
 
 // testUpsertInPlace: an upsert by ID replaces its item where it stands, in
