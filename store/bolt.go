@@ -79,10 +79,11 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db, err := openBolt(path)
+	converted := 0
 	if err == nil {
-		if ierr := initBuckets(db, path); ierr != nil {
+		if converted, err = initBuckets(db, path); err != nil {
 			db.Close()
-			db, err = nil, ierr
+			db = nil
 		}
 	}
 	recovered := ""
@@ -101,7 +102,8 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	if err := initBuckets(db, path); err != nil {
+	n, err := initBuckets(db, path)
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -110,13 +112,20 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 		o(b)
 	}
 	b.startCommitter()
+	if converted+n > 0 {
+		// The old layout's pages are all free now: give them back.
+		if _, _, err := b.Compact(context.Background()); err != nil {
+			b.warn(fmt.Sprintf("the store was converted to format %d but not compacted (%v); `agent-lsp sessions compact` retries", Format, err))
+		}
+	}
 	return b, nil
 }
 
 // initBuckets creates the top-level buckets, checks the file's format, and
-// converts a file of an earlier layout (migrate); a damaged file makes it
-// return a CorruptError rather than panic.
-func initBuckets(db *bolt.DB, path string) (err error) {
+// converts a file of an earlier layout (migrate), returning how many
+// sessions it converted; a damaged file makes it return a CorruptError
+// rather than panic.
+func initBuckets(db *bolt.DB, path string) (converted int, err error) {
 	defer guard(path, &err)
 	legacy := false
 	err = db.Update(func(tx *bolt.Tx) error {
@@ -137,10 +146,9 @@ func initBuckets(db *bolt.DB, path string) (err error) {
 		return meta.Put(kFormat, u64(Format))
 	})
 	if err != nil || !legacy {
-		return err
+		return 0, err
 	}
-	_, err = migrate(db, migrateTxBytes)
-	return err
+	return migrate(db, migrateTxBytes)
 }
 
 // Sizes returns the bytes the store's data takes in its file (its pages in

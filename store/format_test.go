@@ -288,11 +288,20 @@ func TestFormat2FileConverts(t *testing.T) {
 	if legacy, format := legacyBuckets(t, path); !legacy || format != 2 {
 		t.Fatalf("the fixture is not of format 2: legacy %v format %d", legacy, format)
 	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	db, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// The old layout's pages are free after the conversion: the file was
+	// compacted.
+	if _, file, err := db.Sizes(); err != nil || file >= fi.Size() {
+		t.Errorf("after the conversion the file has %d bytes, %d before (%v)", file, fi.Size(), err)
+	}
 	checkFormat2(t, db)
 	if s, err := db.Load(context.Background(), "t-unlisted", ""); err != nil || string(s.Values["v"]) != "1" {
 		t.Fatalf("a thread without a session record: %+v %v", s, err)
