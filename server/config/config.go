@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -343,13 +344,23 @@ func Defaults(getenv func(string) string) Settings {
 	return s
 }
 
-// DefaultStorePath is $XDG_STATE_HOME/agent-lsp/sessions.db, else under ~/.local/state.
+// DefaultStorePath is $XDG_STATE_HOME/agent-lsp/sessions.db, else under
+// ~/.local/state (the account's home when HOME is unset); it is always an
+// absolute path.
 func DefaultStorePath(getenv func(string) string) string {
 	dir := getenv("XDG_STATE_HOME")
 	if dir == "" {
 		home := getenv("HOME")
 		if home == "" {
-			home, _ = os.UserHomeDir()
+			// Started with a bare environment (some ACP clients do): the
+			// account's home from the user database.
+			if u, err := user.Current(); err == nil {
+				home = u.HomeDir
+			}
+		}
+		if home == "" || !filepath.IsAbs(home) {
+			// Never a path relative to wherever the process started.
+			return filepath.Join(os.TempDir(), fmt.Sprintf("agent-lsp-%d", os.Getuid()), "sessions.db")
 		}
 		dir = filepath.Join(home, ".local", "state")
 	}

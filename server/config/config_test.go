@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -95,6 +96,32 @@ func TestEverySettingIsReachable(t *testing.T) {
 	for _, st := range Table {
 		if st.Init == "" || st.Doc == "" || st.Default == "" {
 			t.Errorf("setting %q needs an initializationOptions path, a doc line and a default", st.Name)
+		}
+	}
+}
+
+// The default store is an absolute path whatever the environment: an
+// agent started with a bare environment (no HOME, no XDG_STATE_HOME) keeps
+// its sessions in the account's home, not beside wherever it started.
+func TestDefaultStorePathIsAbsolute(t *testing.T) {
+	for name, env := range map[string]map[string]string{
+		"xdg":  {"XDG_STATE_HOME": "/state", "HOME": "/home/u"},
+		"home": {"HOME": "/home/u"},
+		"bare": {},
+	} {
+		got := DefaultStorePath(func(k string) string { return env[k] })
+		if !filepath.IsAbs(got) || filepath.Base(got) != "sessions.db" {
+			t.Errorf("%s: %q", name, got)
+		}
+		switch name {
+		case "xdg":
+			if got != "/state/agent-lsp/sessions.db" {
+				t.Errorf("xdg: %q", got)
+			}
+		case "home":
+			if got != "/home/u/.local/state/agent-lsp/sessions.db" {
+				t.Errorf("home: %q", got)
+			}
 		}
 	}
 }
