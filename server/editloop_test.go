@@ -36,7 +36,10 @@ type fakeEditor struct {
 	// system); writeNever answers "saved" and never writes.
 	writeAfter time.Duration
 	writeNever bool
-	applied    []string // labels, in order
+	// hidden: a file the editor opens to apply an edit stays in a buffer
+	// it does not show the server (no didOpen).
+	hidden  bool
+	applied []string // labels, in order
 }
 
 func newFakeEditor(c *lspClient, saves bool) *fakeEditor {
@@ -136,7 +139,9 @@ func (e *fakeEditor) apply(raw json.RawMessage) any {
 		v := e.version[path]
 		e.applied = append(e.applied, p.Label)
 		e.mu.Unlock()
-		if !open {
+		if !open && e.hidden {
+			continue
+		} else if !open {
 			e.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{"uri": uri.File(path), "languageId": "go", "version": v, "text": newText}})
 		} else {
 			e.notify("textDocument/didChange", map[string]any{"textDocument": map[string]any{"uri": uri.File(path), "version": v},
@@ -260,6 +265,26 @@ func TestSaveBeforeCommands(t *testing.T) {
 				t.Fatal("the agent saved the user's own file")
 			}
 		})
+	}
+}
+
+// An edit the editor applied in a buffer it never showed the server (no
+// didOpen), saved with a write that lands after the editor's answer: the
+// save counts once the disk holds the edit, so the command sees it. (The
+// server's own copy cannot tell: it never had the file open.)
+func TestSaveOfAnEditTheServerDidNotSee(t *testing.T) {
+	srv := model(t, scripted.Script{Turns: addSubTurns()})
+	sample := copyFixture(t, "sample")
+	c := startServer(t, envFor(t, srv)...)
+	e := newFakeEditor(c, true)
+	e.hidden, e.writeAfter = true, 300*time.Millisecond
+	c.initialize(map[string]string{"sample": sample}, map[string]any{"permissions": map[string]any{"allow": []string{"grep *"}}})
+	var res runResult
+	if err := c.command("agent.run", map[string]any{"prompt": "Add Sub and check it is there"}, &res); err != nil || res.Status != "done" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got := toolResults(srv)["call_grep"]; !strings.Contains(got, "exit status 0\n") {
+		t.Fatalf("the command ran before the edit was on disk:\n%s", got)
 	}
 }
 

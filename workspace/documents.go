@@ -36,6 +36,7 @@ func (w *Workspace) Open(path string, version int32, text string) {
 	dirty := differsFromDisk(path, text) // before the lock: it reads the disk
 	w.mu.Lock()
 	w.docs[path] = &Document{Path: path, Version: version, Text: text, Dirty: dirty}
+	delete(w.unseen, path) // the editor shows its text: an unseen edit is in it or gone
 	w.notifyLocked()
 	w.mu.Unlock()
 	if p, ok := w.ProjectFor(path); ok {
@@ -72,6 +73,9 @@ func (w *Workspace) Change(path string, version int32, changes []Change) error {
 		return fmt.Errorf("change %s: %w", path, err)
 	}
 	w.docs[path] = &Document{Path: path, Version: version, Text: text, Dirty: true}
+	if u, ok := w.unseen[path]; ok && version > u.version {
+		delete(w.unseen, path)
+	}
 	w.notifyLocked()
 	return nil
 }
@@ -82,6 +86,10 @@ func (w *Workspace) Change(path string, version int32, changes []Change) error {
 // document is clean only then. A save that raced a change (an editor's
 // auto-save that began before an edit landed) leaves it dirty, so the next
 // command still asks to save it.
+//
+// While an edit the editor applied has not reached the server (EditUnseen),
+// the document's text is the edit's result, not the server's older copy: a
+// disk that still holds the older text is not saved.
 func (w *Workspace) Saved(path string) bool {
 	path = filepath.Clean(path)
 	w.mu.Lock()
@@ -90,7 +98,15 @@ func (w *Workspace) Saved(path string) bool {
 	if ok {
 		text = d.Text
 	}
+	u, pending := w.unseen[path]
+	if pending && ok && d.Version > u.version {
+		delete(w.unseen, path) // the edit's change came: the document says it all
+		pending = false
+	}
 	w.mu.Unlock()
+	if pending {
+		return !differsFromDisk(path, u.text)
+	}
 	if !ok {
 		return true
 	}
@@ -106,11 +122,34 @@ func (w *Workspace) Saved(path string) bool {
 	return !dirty
 }
 
+// unseenEdit is an edit the editor applied whose result the server has not
+// seen: the document's text once applied, and the version it was applied
+// to (-1: a file the editor had not shown the server).
+type unseenEdit struct {
+	text    string
+	version int32
+}
+
+// EditUnseen records that the editor applied an edit that makes path's
+// text text to its version version (-1 when the server did not see it
+// open), and that the server has not seen the result yet (its didChange or
+// didOpen is late). Until a newer version of the document arrives, Saved
+// compares the disk with text.
+func (w *Workspace) EditUnseen(path, text string, version int32) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.unseen == nil {
+		w.unseen = map[string]unseenEdit{}
+	}
+	w.unseen[filepath.Clean(path)] = unseenEdit{text: text, version: version}
+}
+
 // Close forgets an open document.
 func (w *Workspace) Close(path string) {
 	path = filepath.Clean(path)
 	w.mu.Lock()
 	delete(w.docs, path)
+	delete(w.unseen, path) // the editor's messages come in order: a change not seen by now never comes
 	w.notifyLocked()
 	w.mu.Unlock()
 	if p, ok := w.ProjectFor(path); ok {

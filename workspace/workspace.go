@@ -63,7 +63,7 @@ func (p *Project) Refresh() {
 
 // Workspace is the registry of projects and the editor's open buffers.
 type Workspace struct {
-	mu       sync.RWMutex // guards projects, docs, edited and changed
+	mu       sync.RWMutex // guards projects, docs, edited, expecting, unseen and changed
 	projects []*Project   // in the order they were added
 	docs     map[string]*Document
 	enc      Encoding
@@ -72,6 +72,9 @@ type Workspace struct {
 	// expecting holds the files the agent asked the editor to change that
 	// the editor has not shown the server yet (ExpectOpen).
 	expecting map[string]bool
+	// unseen holds the edits the editor applied without showing the server
+	// their result yet (EditUnseen): Saved compares the disk with it.
+	unseen map[string]unseenEdit
 	// changed is closed, and replaced, whenever a document opens, changes,
 	// is saved or closes: waiters for a document's next version select on it.
 	changed chan struct{}

@@ -74,6 +74,15 @@ func applyEdit(ctx context.Context, env *Env, p *workspace.Project, fe FileEdit,
 			IsError: true, Summary: "edit of " + rel + " refused", Edits: report, CommandFilesChanged: changed}, nil
 	}
 	got, seen, onDisk := landed(ctx, env, fe.Path, want, fe.Version, fe.Open)
+	if !seen {
+		// The editor applied it but has not shown the result: a save must
+		// put the edit on disk, not the server's older copy (Saved).
+		version := int32(-1)
+		if fe.Open {
+			version = fe.Version
+		}
+		env.Workspace.EditUnseen(fe.Path, want, version)
+	}
 	if !onDisk {
 		env.Workspace.NoteEdited(fe.Path, env.Session) // in an editor buffer: saved before commands run
 	}
