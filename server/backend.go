@@ -116,14 +116,15 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 	warn := b.warn
 	src := b.MCP
 	if src == nil || !src.same(s) {
-		if src != nil {
-			src.close() // the servers restart with the new definitions
-		}
+		old := src
 		ask := b.ask
 		if !s.Interactive {
 			ask = nil
 		}
 		src = &mcpSource{settings: s, ws: b.Workspace, getenv: b.getenv, env: env, approvals: b.Store, ask: ask, log: warn, sandbox: sb, confine: confine, pool: &b.hub.mcp}
+		if old != nil {
+			old.retire(src) // the servers restart with the new definitions, for runs in progress too
+		}
 	}
 	rt, err := agent.New(agent.Config{Model: m, ModelName: s.Model, Endpoint: s.BaseURL, ContextTokens: s.ContextTokens, Workspace: b.Workspace, Store: b.Store,
 		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, Prices: s.Prices, CommandEnv: env, ToolSource: src,

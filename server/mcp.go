@@ -51,8 +51,13 @@ type mcpSource struct {
 	confine   sandbox.Settings
 	pool      *mcpPool // shares managers with the process's other connections
 
-	mu       sync.Mutex             // guards projects
+	mu       sync.Mutex             // guards projects, retired and next
 	projects map[string]*mcpProject // by project root
+	// retired: the source's servers were stopped (retire); runs that still
+	// hold it get next's tools (none when next is nil), so that a source
+	// nothing will close again never starts a server.
+	retired bool
+	next    *mcpSource
 }
 
 // mcpProject is the MCP servers of one project.
@@ -118,7 +123,10 @@ type mcpServerInfo struct {
 
 // Tools implements agent.ToolSource.
 func (m *mcpSource) Tools(ctx context.Context, p *workspace.Project) tools.Set {
-	mp := m.project(ctx, p)
+	mp, next := m.project(ctx, p)
+	if next != nil {
+		return next.Tools(ctx, p) // a run that began before the settings changed
+	}
 	if mp == nil || mp.manager == nil {
 		return nil
 	}
@@ -154,8 +162,12 @@ func (m *mcpSource) Tools(ctx context.Context, p *workspace.Project) tools.Set {
 // tools the newest run in p left out.
 func (m *mcpSource) Withheld(p *workspace.Project, names []string) {
 	m.mu.Lock()
-	mp := m.projects[p.Root()]
+	mp, next := m.projects[p.Root()], m.next
 	m.mu.Unlock()
+	if next != nil {
+		next.Withheld(p, names)
+		return
+	}
 	if mp != nil {
 		mp.leftOut(names)
 	}
@@ -163,11 +175,16 @@ func (m *mcpSource) Withheld(p *workspace.Project, names []string) {
 
 // project returns the servers of p, reading their definitions and asking
 // about the repository's own at the project's first run.
-func (m *mcpSource) project(ctx context.Context, p *workspace.Project) *mcpProject {
+// project returns p's servers, started when first asked for; after the
+// source retired, nil and its successor (nil if none).
+func (m *mcpSource) project(ctx context.Context, p *workspace.Project) (*mcpProject, *mcpSource) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.retired {
+		return nil, m.next
+	}
 	if mp, ok := m.projects[p.Root()]; ok {
-		return mp
+		return mp, nil
 	}
 	defs, infos := m.definitions(p)
 	var run []mcp.Definition
@@ -203,7 +220,7 @@ func (m *mcpSource) project(ctx context.Context, p *workspace.Project) *mcpProje
 		m.projects = map[string]*mcpProject{}
 	}
 	m.projects[p.Root()] = mp
-	return mp
+	return mp, nil
 }
 
 // confineServer runs a stdio server in the sandbox under the project's
@@ -434,7 +451,13 @@ func (m *mcpSource) idle() time.Duration {
 }
 
 // close stops every server.
-func (m *mcpSource) close() {
+// close stops the source's servers for good: its runs have ended.
+func (m *mcpSource) close() { m.retire(nil) }
+
+// retire stops the source's servers (their settings changed, or the
+// connection ends); runs in progress that still hold the source get next's
+// tools from their next step on (none when next is nil).
+func (m *mcpSource) retire(next *mcpSource) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, mp := range m.projects {
@@ -446,6 +469,7 @@ func (m *mcpSource) close() {
 		}
 	}
 	m.projects = nil
+	m.retired, m.next = true, next
 }
 
 // MCPArgs are agent.mcp's arguments (none).
