@@ -57,6 +57,11 @@ func TestFormat1FileLoads(t *testing.T) {
 	if list, err := db.Sessions(ctx, ""); err != nil || len(list) != 1 || list[0].ID != "s-format1" {
 		t.Fatalf("sessions: %+v %v", list, err)
 	}
+	// Converted, its raw records were compressed: a 2.5 KB message of
+	// source is stored as an S2 block.
+	if raw := rawRecordsOf(db.db, "s-format1"); len(raw["m3"]) == 0 || raw["m3"][0] != s2Tag || len(raw["m3"]) > 2000 {
+		t.Errorf("message m3 is stored as %d bytes, %.8x...", len(raw["m3"]), raw["m3"])
+	}
 	big := json.RawMessage(`{"id":"m5","role":"ai","content":"` + strings.Repeat("compressible text ", 100) + `"}`)
 	if err := db.Put(ctx, Checkpoint{Thread: "s-format1", Step: 5, Status: StatusDone, Lists: map[string][]Op{"messages": {{Kind: OpUpsert, ID: "m5", Body: big}}}}); err != nil {
 		t.Fatal(err)
@@ -76,6 +81,11 @@ func rawRecords(t *testing.T, path, thread string) map[string][]byte {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	return rawRecordsOf(db, thread)
+}
+
+// rawRecordsOf is rawRecords of an open file.
+func rawRecordsOf(db *bolt.DB, thread string) map[string][]byte {
 	out := map[string][]byte{}
 	db.View(func(tx *bolt.Tx) error {
 		prefix := itemPrefix("messages")

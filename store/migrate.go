@@ -37,9 +37,10 @@ type flatEntry struct{ key, value []byte }
 
 // convertLegacy turns one session of the legacy layout into the buckets of
 // the current one: record is its index record (nil if none), thread its
-// thread bucket read into memory (nil if none). Records are kept as they
-// are stored (raw or compressed: both read); each list keeps its items'
-// sequence numbers, and the namespace's sequence goes on after the highest.
+// thread bucket read into memory (nil if none). Records are stored
+// compressed where that pays (format 1's are raw); each list keeps its
+// items' sequence numbers, and the namespace's sequence goes on after the
+// highest.
 func convertLegacy(id []byte, record []byte, thread *bucketCopy) ([]flatBucket, error) {
 	var out []flatBucket
 	var root *flatBucket // namespace "": the session record goes there
@@ -93,13 +94,13 @@ func convertNamespace(thread, ns string, n *bucketCopy) (flatBucket, error) {
 		case bytes.Equal(e.key, legacyValues) && e.bucket != nil:
 			for _, v := range e.bucket.entries {
 				if v.bucket == nil {
-					fb.entries = append(fb.entries, flatEntry{valueKey(string(v.key)), v.value})
+					fb.entries = append(fb.entries, flatEntry{valueKey(string(v.key)), records().pack(v.value)})
 				}
 			}
 		case bytes.Equal(e.key, legacyPending) && e.bucket != nil:
 			for _, v := range e.bucket.entries {
 				if v.bucket == nil {
-					fb.entries = append(fb.entries, flatEntry{pendingKey(string(v.key)), v.value})
+					fb.entries = append(fb.entries, flatEntry{pendingKey(string(v.key)), records().pack(v.value)})
 				}
 			}
 		case bytes.Equal(e.key, legacyLists) && e.bucket != nil:
@@ -119,7 +120,11 @@ func convertNamespace(thread, ns string, n *bucketCopy) (flatBucket, error) {
 						if it.bucket != nil || len(it.key) != 8 {
 							return flatBucket{}, fmt.Errorf("list %s: corrupt item key %x", l.key, it.key)
 						}
-						fb.entries = append(fb.entries, flatEntry{append(itemPrefix(string(l.key)), it.key...), it.value})
+						v := it.value
+						if id, body, err := splitItem(v); err == nil {
+							v = encodeItem(string(id), records().pack(body)) // format 1's raw records compress now
+						}
+						fb.entries = append(fb.entries, flatEntry{append(itemPrefix(string(l.key)), it.key...), v})
 					}
 				}
 			}
