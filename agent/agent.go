@@ -133,6 +133,8 @@ type Runtime struct {
 	counter     counter              // token estimates of messages, by ID
 
 	runs *Runs // the sessions running now, maybe shared with other runtimes
+
+	instructionFiles fileCache // the projects' instruction files, as last read
 }
 
 // schema is the state one run of the graph holds.

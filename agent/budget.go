@@ -143,8 +143,14 @@ func (b *budget) overflow(e *model.OverflowError, estimated int) {
 // counter estimates messages and tools, caching each message's count by ID
 // and size (a message's content only changes by being cut for the window).
 type counter struct {
-	mu    sync.Mutex // guards cache
+	mu    sync.Mutex // guards cache and built
 	cache map[countKey]int
+	// built is the last message without an ID counted (the system prompt,
+	// rebuilt for every request and most often the same text).
+	built struct {
+		content, name string
+		n             int
+	}
 }
 
 type countKey struct {
@@ -161,8 +167,18 @@ func (c *counter) message(m message.Message) int {
 	for _, tc := range m.ToolCalls {
 		k.size += len(tc.Args) << 20
 	}
+	plain := m.ID == "" && len(m.ToolCalls) == 0 && m.ToolCallID == ""
+	var (
+		n  int
+		ok bool
+	)
 	c.mu.Lock()
-	n, ok := c.cache[k]
+	if plain {
+		n = c.built.n
+		ok = n > 0 && c.built.content == m.Content && c.built.name == m.Name
+	} else {
+		n, ok = c.cache[k]
+	}
 	c.mu.Unlock()
 	if ok {
 		return n
@@ -174,8 +190,14 @@ func (c *counter) message(m message.Message) int {
 	if m.ToolCallID != "" {
 		n += 8
 	}
+	if plain {
+		c.mu.Lock()
+		c.built.content, c.built.name, c.built.n = m.Content, m.Name, n
+		c.mu.Unlock()
+		return n
+	}
 	if m.ID == "" {
-		return n // not cached: a message built for one request (the system prompt)
+		return n // not cached: a message built for one request
 	}
 	c.put(k, n)
 	return n

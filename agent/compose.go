@@ -112,22 +112,30 @@ func (rt *Runtime) compose(ctx context.Context, r *run, s graph.State, summary S
 	project, todos := rt.st.project.Get(s), rt.st.todos.Get(s)
 	pinned := pinnedAt(msgs, rt.st.runStart.Get(s))
 	out := composed{summary: summary}
-	build := func() (message.Message, limits) {
-		sys := message.Message{Role: message.System, Content: rt.systemPrompt(project, out.summary, todos)}
-		room := r.budget.prompt() - replyPriming - rt.counter.message(sys)
+	// build returns the system prompt, the limits of the history shown
+	// with it, and the estimate of what a request holds besides that
+	// history (the estimate of the whole request is fixed plus the window's
+	// cost: counter.request's sum).
+	build := func() (sys message.Message, lim limits, fixed int) {
+		sys = message.Message{Role: message.System, Content: rt.systemPrompt(project, out.summary, todos)}
+		fixed = replyPriming + rt.counter.message(sys)
 		for _, t := range r.specs {
-			room -= rt.counter.tool(t)
+			fixed += rt.counter.tool(t)
 		}
+		room := r.budget.prompt() - fixed
 		// A tool output takes at most a fifth of the room (at about three
 		// bytes a token), so that a small context holds several turns.
-		return sys, limits{tokens: room, messages: rt.cfg.Window, toolBytes: min(rt.cfg.MaxToolOutput, max(room, 0)*3/toolOutputShare)}
+		return sys, limits{tokens: room, messages: rt.cfg.Window, toolBytes: min(rt.cfg.MaxToolOutput, max(room, 0)*3/toolOutputShare)}, fixed
 	}
-	sys, lim := build()
+	request := func(sys message.Message, w window) model.Request {
+		return model.Request{Messages: slices.Insert(w.shown, 0, sys), Tools: r.specs, Model: r.model}
+	}
+	sys, lim, fixed := build()
 	from := afterSummary(msgs, out.summary)
 	w := selectWindow(msgs, from, pinned, lim, &rt.counter)
 	if w.olderEnd <= from && reason != "overflow" {
-		out.req = model.Request{Messages: append([]message.Message{sys}, w.shown...), Tools: r.specs, Model: r.model}
-		out.estimate = rt.counter.request(out.req)
+		out.req = request(sys, w)
+		out.estimate = fixed + w.cost
 		return out
 	}
 	// Compact: keep the newest turns that fill part of the room, fold the
@@ -145,7 +153,7 @@ func (rt *Runtime) compose(ctx context.Context, r *run, s graph.State, summary S
 		var done compaction
 		out.summary, done = rt.compact(ctx, r, out.summary, older, dropped, upTo)
 		out.compacted = true
-		sys, lim = build()
+		sys, lim, fixed = build()
 		w = selectWindow(msgs, afterSummary(msgs, out.summary), pinned, lim, &rt.counter)
 		ev := event.ContextCompacted{Before: before, After: w.cost, Messages: done.messages, Summarized: done.err == nil && dropped == 0, Reason: reason}
 		switch {
@@ -156,8 +164,8 @@ func (rt *Runtime) compose(ctx context.Context, r *run, s graph.State, summary S
 		}
 		r.emit(ev)
 	}
-	out.req = model.Request{Messages: append([]message.Message{sys}, w.shown...), Tools: r.specs, Model: r.model}
-	out.estimate = rt.counter.request(out.req)
+	out.req = request(sys, w)
+	out.estimate = fixed + w.cost
 	return out
 }
 

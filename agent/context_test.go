@@ -475,3 +475,46 @@ func TestSlowSummaryIsGivenUp(t *testing.T) {
 		t.Fatal("no compaction reported the summary's timeout")
 	}
 }
+
+// The instructions follow the file: written, changed, removed, and open in
+// the editor (its buffer wins), from one model turn to the next.
+func TestInstructionsFollowTheFile(t *testing.T) {
+	h := newHarness(t, scripted.Script{}, Config{})
+	path := filepath.Join(h.roots["sample"], "AGENTS.md")
+	old := time.Now().Add(-time.Hour) // as a file written long ago, which the cache trusts
+	sys := func(write func()) string {
+		t.Helper()
+		write()
+		h.srv.SetScript(scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}})
+		h.run(context.Background(), Request{Prompt: "hi"})
+		return h.srv.Requests()[0].Messages[0].Content
+	}
+	if s := sys(func() {}); strings.Contains(s, "Project instructions") {
+		t.Fatalf("instructions without a file: %s", s)
+	}
+	if s := sys(func() { os.WriteFile(path, []byte("Use tabs.\n"), 0o644); os.Chtimes(path, old, old) }); !strings.Contains(s, "Use tabs.") {
+		t.Fatalf("new file not read: %s", s)
+	}
+	if s := sys(func() {
+		os.WriteFile(path, []byte("Use spaces, four.\n"), 0o644)
+		os.Chtimes(path, old.Add(time.Minute), old.Add(time.Minute))
+	}); !strings.Contains(s, "Use spaces, four.") {
+		t.Fatalf("changed file not read again: %s", s)
+	}
+	// Two writes of one size in one tick of the file system's clock.
+	var tick time.Time
+	sys(func() {
+		os.WriteFile(path, []byte("Use spaces, two.\n"), 0o644)
+		fi, _ := os.Stat(path)
+		tick = fi.ModTime()
+	})
+	if s := sys(func() { os.WriteFile(path, []byte("Use spaces, 2!!.\n"), 0o644); os.Chtimes(path, tick, tick) }); !strings.Contains(s, "Use spaces, 2!!.") {
+		t.Fatalf("file written twice in one tick not read again: %s", s)
+	}
+	if s := sys(func() { h.ws.Open(path, 1, "From the buffer.\n") }); !strings.Contains(s, "From the buffer.") {
+		t.Fatalf("buffer not read: %s", s)
+	}
+	if s := sys(func() { h.ws.Close(path); os.Remove(path) }); strings.Contains(s, "Project instructions") {
+		t.Fatalf("removed file still read: %s", s)
+	}
+}

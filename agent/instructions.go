@@ -3,8 +3,11 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 	"github.com/agent-lsp/agent-lsp/workspace"
@@ -22,7 +25,7 @@ const maxInstructions = 8 << 10
 // the editor's buffer when the file is open, so unsaved changes count.
 func (rt *Runtime) instructions(p *workspace.Project) string {
 	for _, name := range InstructionFiles {
-		b, err := rt.cfg.Workspace.ReadFile(p, filepath.Join(p.Root(), name), 1<<20)
+		b, err := rt.instructionFiles.read(rt.cfg.Workspace, p, filepath.Join(p.Root(), name))
 		var big *workspace.FileTooLargeError
 		switch {
 		case errors.As(err, &big):
@@ -42,4 +45,63 @@ func (rt *Runtime) instructions(p *workspace.Project) string {
 		return fmt.Sprintf("\n## Project instructions (%s)\nThe project's maintainers wrote these for coding agents; follow them unless the user says otherwise.\n%s%s\n", name, text, note)
 	}
 	return ""
+}
+
+// maxInstructionFile bounds what is read of an instruction file.
+const maxInstructionFile = 1 << 20
+
+// fileCache keeps what was read of the instruction files and the state
+// (size, time, mode) each file had when read: the system prompt is rebuilt
+// for every model turn, and a file is read again only once it changed.
+// A file open in the editor is read from its buffer, never from the cache.
+type fileCache struct {
+	mu     sync.Mutex
+	byPath map[string]cachedFile
+}
+
+type cachedFile struct {
+	state fileState
+	data  []byte
+	err   error
+}
+
+// fileState is what os.Stat says of a file; the zero value for none.
+type fileState struct {
+	size int64
+	mod  time.Time
+	mode os.FileMode
+}
+
+func stateOf(path string) fileState {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileState{}
+	}
+	return fileState{fi.Size(), fi.ModTime(), fi.Mode()}
+}
+
+// read returns w.ReadFile(p, abs, maxInstructionFile), from the cache while
+// the file's state is what it was when it was read.
+func (c *fileCache) read(w *workspace.Workspace, p *workspace.Project, abs string) ([]byte, error) {
+	if _, open := w.Document(abs); open {
+		return w.ReadFile(p, abs, maxInstructionFile)
+	}
+	state := stateOf(abs) // before reading: a change while reading is seen next time
+	c.mu.Lock()
+	f, ok := c.byPath[abs]
+	c.mu.Unlock()
+	// A file changed within the last second is read again: a second write
+	// in the same tick of the file system's clock leaves size and time as
+	// they were (git's "racily clean" entries).
+	if ok && f.state == state && time.Since(state.mod) > time.Second {
+		return f.data, f.err
+	}
+	data, err := w.ReadFile(p, abs, maxInstructionFile)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byPath == nil {
+		c.byPath = map[string]cachedFile{}
+	}
+	c.byPath[abs] = cachedFile{state, data, err}
+	return data, err
 }

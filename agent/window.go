@@ -46,82 +46,108 @@ func selectWindow(msgs []message.Message, from int, pinned []int, lim limits, c 
 	for _, i := range pinned {
 		w.cost += c.message(msgs[i])
 	}
-	type placed struct {
-		at int // index in msgs
-		m  message.Message
+	var (
+		shown   []int                   // indexes of the shown messages but the pinned, newest first
+		changed map[int]message.Message // messages cut to fit, by index
+		t       []int                   // the turn being read
+	)
+	change := func(i int, m message.Message) {
+		if changed == nil {
+			changed = map[int]message.Message{}
+		}
+		changed[i] = m
 	}
-	var shown []placed // newest first
 	count := 0
 	end := len(msgs) // exclusive end of the turn being read
 	for end > from {
-		t, start := turnEnding(msgs, from, end)
-		end = start
+		t, end = turnEnding(msgs, from, end, t[:0])
 		if len(t) == 0 || (len(t) == 1 && isPinned(t[0])) {
 			continue // dropped (an incomplete call, orphan answers), or pinned
 		}
-		turn := make([]message.Message, len(t))
-		for k, i := range t {
-			turn[k] = msgs[i]
-			if m := turn[k]; m.Role == message.Tool && lim.toolBytes > 0 && len(m.Content) > lim.toolBytes {
-				turn[k].Content = tools.Cut(m.Content, lim.toolBytes)
+		cost := 0
+		for _, i := range t {
+			m := msgs[i]
+			if m.Role == message.Tool && lim.toolBytes > 0 && len(m.Content) > lim.toolBytes {
+				m.Content = tools.Cut(m.Content, lim.toolBytes)
+				change(i, m)
 			}
+			cost += c.message(m)
 		}
-		cost := costOf(turn, c)
 		newest := len(shown) == 0
 		if !newest && (w.cost+cost > lim.tokens || (lim.messages > 0 && count+len(t) > lim.messages)) {
 			w.olderEnd = t[len(t)-1] + 1
 			break
 		}
 		if newest && w.cost+cost > lim.tokens {
+			turn := make([]message.Message, len(t))
+			for k, i := range t {
+				turn[k] = msgs[i]
+				if m, ok := changed[i]; ok {
+					turn[k] = m
+				}
+			}
 			shrink(turn, lim.tokens-w.cost)
 			cost = costOf(turn, c)
+			for k, i := range t {
+				change(i, turn[k])
+			}
 		}
 		w.cost += cost
 		count += len(t)
 		for k := len(t) - 1; k >= 0; k-- {
-			shown = append(shown, placed{t[k], turn[k]})
+			shown = append(shown, t[k])
 		}
 	}
-	for _, i := range pinned {
-		shown = append(shown, placed{i, msgs[i]})
+	// Merge the shown turns (newest first) and the pinned messages
+	// (ascending) into history order, leaving room for the system prompt
+	// that a request puts first.
+	w.shown = make([]message.Message, 0, len(shown)+len(pinned)+1)
+	p := 0
+	for k := len(shown) - 1; k >= 0; k-- {
+		i := shown[k]
+		for ; p < len(pinned) && pinned[p] < i; p++ {
+			w.shown = append(w.shown, msgs[pinned[p]])
+		}
+		if m, ok := changed[i]; ok {
+			w.shown = append(w.shown, m)
+		} else {
+			w.shown = append(w.shown, msgs[i])
+		}
 	}
-	slices.SortFunc(shown, func(a, b placed) int { return a.at - b.at })
-	w.shown = make([]message.Message, len(shown))
-	for k, p := range shown {
-		w.shown[k] = p.m
+	for ; p < len(pinned); p++ {
+		w.shown = append(w.shown, msgs[pinned[p]])
 	}
 	return w
 }
 
-// turnEnding returns the indexes of the complete turn that ends at
-// msgs[end-1], and where it starts; no indexes when the messages there are
-// dropped. It reads no further back than from.
-func turnEnding(msgs []message.Message, from, end int) ([]int, int) {
+// turnEnding appends to turn the indexes of the complete turn that ends at
+// msgs[end-1] and returns them, and where the turn starts; no indexes when
+// the messages there are dropped. It reads no further back than from.
+func turnEnding(msgs []message.Message, from, end int, turn []int) ([]int, int) {
 	last := end == len(msgs)
 	i := end - 1
 	for i >= from && msgs[i].Role == message.Tool {
 		i--
 	}
 	if i < from { // answers whose call is covered by the summary or gone
-		return nil, from
+		return turn, from
 	}
 	m := msgs[i]
 	answers := msgs[i+1 : end]
 	if m.Role != message.AI || len(m.ToolCalls) == 0 {
 		if len(answers) > 0 {
-			return nil, i + 1 // orphan answers: dropped; m is read next
+			return turn, i + 1 // orphan answers: dropped; m is read next
 		}
-		return []int{i}, i
+		return append(turn, i), i
 	}
 	if len(answers) == 0 && last {
-		return []int{i}, i // the call being answered right now
+		return append(turn, i), i // the call being answered right now
 	}
 	for _, call := range m.ToolCalls {
 		if !slices.ContainsFunc(answers, func(a message.Message) bool { return a.ToolCallID == call.ID }) {
-			return nil, i // a call without its answer: the turn is dropped
+			return turn, i // a call without its answer: the turn is dropped
 		}
 	}
-	turn := make([]int, 0, 1+len(answers))
 	turn = append(turn, i)
 	for k, a := range answers {
 		if slices.ContainsFunc(m.ToolCalls, func(c message.ToolCall) bool { return c.ID == a.ToolCallID }) {
@@ -143,8 +169,10 @@ func (w window) older(msgs []message.Message, from int, pinned []int, capacity i
 	upTo = msgs[w.olderEnd-1].ID
 	used := 0
 	end := w.olderEnd
+	var t []int
 	for end > from {
-		t, start := turnEnding(msgs, from, end)
+		var start int
+		t, start = turnEnding(msgs, from, end, t[:0])
 		if len(t) == 1 && slices.Contains(pinned, t[0]) {
 			end = start
 			continue

@@ -136,21 +136,27 @@ func readGreetTurns(n int, text string) []scripted.Turn {
 }
 
 // BenchmarkRunOverhead runs agent.run against a zero-latency scripted model
-// with 10 tool turns and reports the time per turn, and the server's own
-// (server-ns/turn: less the scripted model's time answering).
+// with 10 and 50 tool turns and reports the time per turn, and the server's
+// own (server-ns/turn: less the scripted model's time answering). Profile one
+// turn with, e.g., -bench 'RunOverhead/turns=50' -cpuprofile cpu.out: the
+// scripted model's frames are agent/scripted's.
 func BenchmarkRunOverhead(b *testing.B) {
-	turns := readGreetTurns(10, "")
-	srv, p := startOnSample(b)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		srv.SetScript(scripted.Script{Turns: turns})
-		b.StartTimer()
-		p.run(b, "read it ten times")
+	for _, n := range []int{10, 50} {
+		b.Run("turns="+strconv.Itoa(n), func(b *testing.B) {
+			turns := readGreetTurns(n, "")
+			srv, p := startOnSample(b)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				srv.SetScript(scripted.Script{Turns: turns})
+				b.StartTimer()
+				p.run(b, "read it "+strconv.Itoa(n)+" times")
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(n+1)), "ns/turn")
+			// The scripted model runs in this process: its own time is not the server's.
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds()-srv.Served().Nanoseconds())/float64(b.N*(n+1)), "server-ns/turn")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*11), "ns/turn")
-	// The scripted model runs in this process: its own time is not the server's.
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds()-srv.Served().Nanoseconds())/float64(b.N*11), "server-ns/turn")
 }
 
 // BenchmarkEventStream streams 10,000 text deltas from the model to the client.

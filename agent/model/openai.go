@@ -1,7 +1,6 @@
 package model
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -30,10 +29,15 @@ type Config struct {
 	Backoff time.Duration
 }
 
-// OpenAI is a Model over go-openai's streaming chat completions.
+// OpenAI is a Model over the streaming chat completions of an
+// OpenAI-compatible endpoint. Chat makes the call itself (stream.go); Models
+// goes through go-openai's client.
 type OpenAI struct {
-	client *openai.Client
-	cfg    Config
+	client  *openai.Client
+	http    *http.Client
+	chatURL string
+	cfg     Config
+	params  paramCache // the tools' parameters as requests carry them
 }
 
 // NewOpenAI returns a model for cfg.
@@ -53,50 +57,23 @@ func NewOpenAI(cfg Config) *OpenAI {
 	if cfg.BaseURL != "" {
 		oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	}
-	oc.HTTPClient = &http.Client{Transport: noteTransport{http.DefaultTransport}}
-	return &OpenAI{client: openai.NewClientWithConfig(oc), cfg: cfg}
+	hc := &http.Client{}
+	oc.HTTPClient = hc
+	m := &OpenAI{client: openai.NewClientWithConfig(oc), http: hc, cfg: cfg}
+	m.chatURL = m.BaseURL() + "/chat/completions"
+	return m
 }
 
-// maxErrorBody bounds how much of a refused request's body is captured.
+// maxErrorBody bounds how much of a refused request's body is kept.
 const maxErrorBody = 64 << 10
 
-// attemptNote is what the transport saw of one refused attempt, since
-// go-openai's errors carry no headers and drop the body fields they do not
-// know (llama.cpp's n_ctx, for one).
+// attemptNote is what post saw of one refused attempt, since go-openai's
+// errors carry no headers and drop the body fields they do not know
+// (llama.cpp's n_ctx, for one).
 type attemptNote struct {
 	status     int
 	retryAfter time.Duration // from the Retry-After header
 	body       []byte        // the first maxErrorBody bytes of the body
-}
-
-type attemptNoteKey struct{}
-
-// noteTransport records a refused request's status, Retry-After header and
-// the start of its body in the *attemptNote of the request's context, then
-// hands the whole body on unchanged for go-openai to parse.
-type noteTransport struct{ next http.RoundTripper }
-
-func (t noteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	if err != nil || resp.StatusCode < 400 {
-		return resp, err
-	}
-	note, ok := req.Context().Value(attemptNoteKey{}).(*attemptNote)
-	if !ok {
-		return resp, nil
-	}
-	note.status = resp.StatusCode
-	note.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
-	// A read error is left for go-openai to meet again on the rest of the body.
-	note.body, _ = io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	resp.Body = replayBody{io.MultiReader(bytes.NewReader(note.body), resp.Body), resp.Body}
-	return resp, nil
-}
-
-// replayBody is a response body whose start was read ahead.
-type replayBody struct {
-	io.Reader
-	io.Closer
 }
 
 func parseRetryAfter(v string) time.Duration {
@@ -146,15 +123,24 @@ func retryable(err error) (int, bool) {
 	return 0, false
 }
 
-var errStreamCut = errors.New("stream ended before the model finished")
-
 // Chat implements Model with retries and a timeout per attempt.
 func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (Response, error) {
+	model := cmp.Or(req.Model, m.cfg.Model)
+	err := check(model, req)
+	var body []byte
+	if err == nil {
+		body, err = appendRequest(make([]byte, 0, sizeHint(req)), model, req, &m.params)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return Response{}, ctx.Err()
+		}
+		return Response{}, &Error{Attempts: 1, Err: redact(err, m.cfg.APIKey)}
+	}
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		var note attemptNote
-		actx := context.WithValue(ctx, attemptNoteKey{}, &note)
-		resp, err := m.once(actx, req, onDelta)
+		resp, err := m.once(ctx, body, onDelta, &note)
 		if err == nil {
 			return resp, nil
 		}
@@ -191,62 +177,16 @@ func redact(err error, key string) error {
 	return errors.New(strings.ReplaceAll(err.Error(), key, "[redacted]"))
 }
 
-func (m *OpenAI) once(ctx context.Context, req Request, onDelta func(string)) (Response, error) {
+// once makes one attempt of a chat call whose request body is body.
+func (m *OpenAI) once(ctx context.Context, body []byte, onDelta func(string), note *attemptNote) (Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 	defer cancel()
-	creq := openai.ChatCompletionRequest{
-		Model:         cmp.Or(req.Model, m.cfg.Model),
-		Messages:      toOpenAI(req.Messages),
-		Stream:        true,
-		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
-	}
-	for _, t := range req.Tools {
-		creq.Tools = append(creq.Tools, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-			Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
-	}
-	stream, err := m.client.CreateChatCompletionStream(ctx, creq)
+	resp, err := m.post(ctx, body, note)
 	if err != nil {
 		return Response{}, err
 	}
-	defer stream.Close()
-	var (
-		resp     Response
-		text     strings.Builder
-		acc      callAccumulator
-		finished bool
-	)
-	for {
-		chunk, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return Response{}, err
-		}
-		if chunk.Usage != nil {
-			resp.Usage = Usage{PromptTokens: chunk.Usage.PromptTokens, CompletionTokens: chunk.Usage.CompletionTokens, TotalTokens: chunk.Usage.TotalTokens}
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Delta.Content != "" {
-				text.WriteString(ch.Delta.Content)
-				if onDelta != nil {
-					onDelta(ch.Delta.Content)
-				}
-			}
-			for _, tc := range ch.Delta.ToolCalls {
-				acc.add(tc)
-			}
-			if ch.FinishReason != "" {
-				finished = true
-			}
-		}
-	}
-	if !finished {
-		return Response{}, errStreamCut
-	}
-	resp.Content = text.String()
-	resp.ToolCalls = acc.calls
-	return resp, nil
+	defer resp.Body.Close()
+	return read(resp.Body, onDelta)
 }
 
 // callAccumulator assembles streamed tool-call deltas. Deltas carry an Index;
@@ -284,28 +224,4 @@ func (a *callAccumulator) add(tc openai.ToolCall) {
 		c.Name += tc.Function.Name
 	}
 	c.Args += tc.Function.Arguments
-}
-
-func toOpenAI(msgs []message.Message) []openai.ChatCompletionMessage {
-	out := make([]openai.ChatCompletionMessage, 0, len(msgs))
-	for _, m := range msgs {
-		om := openai.ChatCompletionMessage{Content: m.Content}
-		switch m.Role {
-		case message.System:
-			om.Role = openai.ChatMessageRoleSystem
-		case message.Human:
-			om.Role = openai.ChatMessageRoleUser
-		case message.AI:
-			om.Role = openai.ChatMessageRoleAssistant
-			for _, c := range m.ToolCalls {
-				om.ToolCalls = append(om.ToolCalls, openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction,
-					Function: openai.FunctionCall{Name: c.Name, Arguments: c.Args}})
-			}
-		case message.Tool:
-			om.Role = openai.ChatMessageRoleTool
-			om.ToolCallID = m.ToolCallID
-		}
-		out = append(out, om)
-	}
-	return out
 }

@@ -12,6 +12,7 @@
 package scripted
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -185,6 +186,7 @@ type Server struct {
 	srv       *http.Server
 	ln        net.Listener
 	served    atomic.Int64 // nanoseconds spent answering chat requests
+	memo      memo         // token counts of the texts requests carried
 }
 
 // Served returns the time the server spent answering chat requests: what a
@@ -254,6 +256,13 @@ func (s *Server) Requests() []openai.ChatCompletionRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]openai.ChatCompletionRequest(nil), s.requests...)
+}
+
+// requestCount returns how many requests were recorded.
+func (s *Server) requestCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.requests)
 }
 
 // Counts returns each recorded request's CountTokens, in the order of
@@ -416,11 +425,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	defer func() { s.served.Add(int64(time.Since(start))) }()
 	var req openai.ChatCompletionRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	body := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+bytes.MinRead))
+	_, err := body.ReadFrom(r.Body)
+	if err == nil {
+		err = json.Unmarshal(body.Bytes(), &req)
+	}
+	if err != nil {
 		writeError(w, http.StatusBadRequest, "scripted model: bad request body: "+err.Error())
 		return
 	}
-	tokens := CountTokens(req)
+	tokens := countTokens(req, s.memo.tokens)
 	turn, refused, err := s.next(req, tokens)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -450,7 +464,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	var usage *Usage
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-		usage = &Usage{Prompt: tokens, Completion: completionTokens(turn)}
+		usage = &Usage{Prompt: tokens, Completion: completionTokens(turn, s.memo.tokens)}
 		if turn.Usage != nil {
 			usage = turn.Usage
 		}
@@ -482,7 +496,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, turn Turn, usage
 	for i, tc := range turn.ToolCalls {
 		id := tc.ID
 		if id == "" {
-			id = fmt.Sprintf("call_%d_%d", len(s.Requests()), i)
+			id = fmt.Sprintf("call_%d_%d", s.requestCount(), i)
 		}
 		args := toolArgs(tc)
 		idx := i

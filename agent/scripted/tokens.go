@@ -46,6 +46,43 @@ func cl100k() tokenizer.Codec {
 	return codec
 }
 
+// memo caches token counts by text for one server: every request of a
+// conversation sends the same tool definitions, system prompt and history
+// again, and counting them anew would be most of the test double's time
+// (and garbage, which slows the client it serves in the same process).
+type memo struct {
+	mu     sync.Mutex
+	counts map[string]int
+	size   int // bytes of the texts in counts
+}
+
+// maxMemo bounds the bytes of text a memo keeps; past it, it starts over.
+const maxMemo = 16 << 20
+
+// tokens returns Tokens(s), counted once per text.
+func (m *memo) tokens(s string) int {
+	if s == "" {
+		return 0
+	}
+	m.mu.Lock()
+	n, ok := m.counts[s]
+	m.mu.Unlock()
+	if ok {
+		return n
+	}
+	n = Tokens(s)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.counts == nil || m.size+len(s) > maxMemo {
+		m.counts, m.size = map[string]int{}, 0
+	}
+	if len(s) <= maxMemo {
+		m.counts[s] = n
+		m.size += len(s)
+	}
+	return n
+}
+
 // maxCounted is the most bytes Tokens counts exactly.
 const maxCounted = 1 << 20
 
@@ -88,61 +125,64 @@ func Tokens(s string) int {
 // deprecated functions of a request like tools. The tools' parameters are
 // counted as encoding/json writes them after decoding (sorted keys, no
 // spaces), so the order a client wrote them in does not matter.
-func CountTokens(req openai.ChatCompletionRequest) int {
+func CountTokens(req openai.ChatCompletionRequest) int { return countTokens(req, Tokens) }
+
+// countTokens is CountTokens with tok counting a text's tokens.
+func countTokens(req openai.ChatCompletionRequest, tok func(string) int) int {
 	total := TokensReplyPriming
 	for _, m := range req.Messages {
-		total += TokensPerMessage + Tokens(m.Role) + Tokens(m.Content)
+		total += TokensPerMessage + tok(m.Role) + tok(m.Content)
 		for _, p := range m.MultiContent {
 			switch p.Type {
 			case openai.ChatMessagePartTypeImageURL:
 				total += TokensPerImage
 			default:
-				total += Tokens(p.Text)
+				total += tok(p.Text)
 			}
 		}
 		if m.Name != "" {
-			total += Tokens(m.Name) + TokensPerName
+			total += tok(m.Name) + TokensPerName
 		}
 		for _, tc := range m.ToolCalls {
-			total += Tokens(tc.Function.Name) + Tokens(tc.Function.Arguments)
+			total += tok(tc.Function.Name) + tok(tc.Function.Arguments)
 		}
 		if m.FunctionCall != nil {
-			total += Tokens(m.FunctionCall.Name) + Tokens(m.FunctionCall.Arguments)
+			total += tok(m.FunctionCall.Name) + tok(m.FunctionCall.Arguments)
 		}
-		total += Tokens(m.ToolCallID)
+		total += tok(m.ToolCallID)
 	}
 	for _, t := range req.Tools {
 		total += TokensPerTool
 		if t.Function != nil {
-			total += toolTokens(*t.Function)
+			total += toolTokens(*t.Function, tok)
 		}
 	}
 	for _, f := range req.Functions {
-		total += TokensPerTool + toolTokens(f)
+		total += TokensPerTool + toolTokens(f, tok)
 	}
 	return total
 }
 
-// toolTokens counts the JSON of a function definition: name, description and
-// parameters.
-func toolTokens(f openai.FunctionDefinition) int {
+// toolTokens counts, with tok, the JSON of a function definition: name,
+// description and parameters.
+func toolTokens(f openai.FunctionDefinition, tok func(string) int) int {
 	b, err := json.Marshal(struct {
 		Name        string `json:"name"`
 		Description string `json:"description,omitempty"`
 		Parameters  any    `json:"parameters,omitempty"`
 	}{f.Name, f.Description, f.Parameters})
 	if err != nil {
-		return Tokens(f.Name) + Tokens(f.Description)
+		return tok(f.Name) + tok(f.Description)
 	}
-	return Tokens(string(b))
+	return tok(string(b))
 }
 
-// completionTokens counts what a turn streams: its text plus each tool call's
-// name and arguments, as sent.
-func completionTokens(turn Turn) int {
-	n := Tokens(turn.Text)
+// completionTokens counts, with tok, what a turn streams: its text plus each
+// tool call's name and arguments, as sent.
+func completionTokens(turn Turn, tok func(string) int) int {
+	n := tok(turn.Text)
 	for _, tc := range turn.ToolCalls {
-		n += Tokens(tc.Name) + Tokens(toolArgs(tc))
+		n += tok(tc.Name) + tok(toolArgs(tc))
 	}
 	return n
 }

@@ -29,7 +29,7 @@ type ExternalCall func(ctx context.Context, args json.RawMessage, limit int) (Re
 // External is a tool another program provides: each call first asks the
 // permission port (ToolPermissions), then calls.
 func External(name, server, description string, schema json.RawMessage, call ExternalCall) Tool {
-	return Tool{Name: name, Description: description, Schema: schema, External: server,
+	return Tool{Name: name, Description: description, Schema: schema, External: server, schema: parseSchema(schema),
 		Run: func(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
 			tp, ok := env.Permissions.(ToolPermissions)
 			if !ok {

@@ -95,6 +95,7 @@ var todoWrite = Tool{
 func All() Set {
 	s := Set{}
 	for _, t := range []Tool{readFile, listFiles, search, editFile, createFile, runCommand, switchProject, callSubagent, todoWrite} {
+		t.schema = parseSchema(t.Schema)
 		s[t.Name] = t
 	}
 	return s

@@ -3,6 +3,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -229,6 +230,8 @@ type Tool struct {
 	// External names the program that provides the tool (an MCP server);
 	// "" for agent-lsp's own.
 	External string
+
+	schema *schemaInfo // Schema parsed, when the tool was made by All or External
 }
 
 // Set is a set of tools by name.
@@ -309,7 +312,7 @@ func (s Set) Call(ctx context.Context, env *Env, call message.ToolCall) (res Res
 		res, _ = errorf("arguments of %s are not valid JSON: %s", call.Name, clip(call.Args, 200))
 		return res
 	}
-	if err := validate(t.Schema, args); err != nil {
+	if err := validate(t.schemaOf(), args); err != nil {
 		res, _ = errorf("arguments of %s do not fit its schema: %v", call.Name, err)
 		return res
 	}
@@ -360,32 +363,66 @@ func Cut(s string, limit int) string {
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-// validate checks args against the subset of JSON Schema our tools use: an
-// object with typed properties, required names, and no unknown names.
-func validate(schema, args json.RawMessage) error {
+// schemaInfo is what validate reads of a tool's schema, parsed once when
+// the tool is made (All, External): parsing it is most of a call's checking.
+type schemaInfo struct {
+	src        json.RawMessage   // the schema it was read from
+	properties map[string]string // each argument's type
+	required   []string
+	err        error // the schema is not an object with properties
+}
+
+// parseSchema reads the subset of JSON Schema our tools use: an object with
+// typed properties and required names.
+func parseSchema(schema json.RawMessage) *schemaInfo {
 	var sc struct {
 		Properties map[string]struct {
 			Type string `json:"type"`
 		} `json:"properties"`
 		Required []string `json:"required"`
 	}
+	info := &schemaInfo{src: schema}
 	if err := json.Unmarshal(schema, &sc); err != nil {
-		return fmt.Errorf("bad schema: %w", err)
+		info.err = fmt.Errorf("bad schema: %w", err)
+		return info
+	}
+	info.properties = make(map[string]string, len(sc.Properties))
+	for name, p := range sc.Properties {
+		info.properties[name] = p.Type
+	}
+	info.required = sc.Required
+	return info
+}
+
+// schemaOf returns t's parsed schema: the one parsed when t was made, unless
+// its Schema was changed since.
+func (t Tool) schemaOf() *schemaInfo {
+	if t.schema != nil && bytes.Equal(t.schema.src, t.Schema) {
+		return t.schema
+	}
+	return parseSchema(t.Schema)
+}
+
+// validate checks args against a tool's schema: an object with typed
+// properties, required names, and no unknown names.
+func validate(sc *schemaInfo, args json.RawMessage) error {
+	if sc.err != nil {
+		return sc.err
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(args, &obj); err != nil {
 		return fmt.Errorf("arguments must be a JSON object")
 	}
-	for _, r := range sc.Required {
+	for _, r := range sc.required {
 		if v, ok := obj[r]; !ok || string(v) == "null" {
 			return fmt.Errorf("missing required argument %q", r)
 		}
 	}
 	for k, v := range obj {
-		p, ok := sc.Properties[k]
+		typ, ok := sc.properties[k]
 		if !ok {
-			known := make([]string, 0, len(sc.Properties))
-			for n := range sc.Properties {
+			known := make([]string, 0, len(sc.properties))
+			for n := range sc.properties {
 				known = append(known, n)
 			}
 			sort.Strings(known)
@@ -394,8 +431,8 @@ func validate(schema, args json.RawMessage) error {
 		if string(v) == "null" {
 			continue
 		}
-		if got := jsonType(v); got != p.Type && !(p.Type == "number" && got == "integer") {
-			return fmt.Errorf("argument %q must be %s, not %s", k, p.Type, got)
+		if got := jsonType(v); got != typ && !(typ == "number" && got == "integer") {
+			return fmt.Errorf("argument %q must be %s, not %s", k, typ, got)
 		}
 	}
 	return nil

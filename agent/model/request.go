@@ -1,0 +1,260 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/agent-lsp/agent-lsp/agent/message"
+)
+
+// appendRequest appends the JSON body of a streamed chat request for model
+// to b, the tools' parameters as params has them: byte for byte what encoding/json makes of the go-openai
+// ChatCompletionRequest the same request is (model, messages, stream, tools,
+// stream_options with usage), without its reflection, per-message
+// MarshalJSON and re-compaction of their output, which cost a few hundred
+// microseconds a turn once a session has some history. A tool's Parameters
+// that are not valid JSON fail the request, as they did there.
+func appendRequest(b []byte, model string, req Request, params *paramCache) ([]byte, error) {
+	b = append(b, `{"model":`...)
+	b = appendString(b, model)
+	b = append(b, `,"messages":[`...)
+	for i, m := range req.Messages {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendMessage(b, m)
+	}
+	b = append(b, `],"stream":true`...)
+	if len(req.Tools) > 0 {
+		b = append(b, `,"tools":[`...)
+		for i, t := range req.Tools {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			// go-openai writes a tool through a map: its keys sorted.
+			b = append(b, `{"function":{"name":`...)
+			b = appendString(b, t.Name)
+			if t.Description != "" {
+				b = append(b, `,"description":`...)
+				b = appendString(b, t.Description)
+			}
+			b = append(b, `,"parameters":`...)
+			if t.Parameters == nil {
+				b = append(b, "null"...)
+			} else {
+				p, err := params.get(t.Parameters)
+				if err != nil {
+					return nil, fmt.Errorf("parameters of tool %s: %w", t.Name, err)
+				}
+				b = append(b, p...)
+			}
+			b = append(b, `},"type":"function"}`...)
+		}
+		b = append(b, ']')
+	}
+	return append(b, `,"stream_options":{"include_usage":true}}`...), nil
+}
+
+// completionOnly are the models go-openai refuses to send to the chat
+// endpoint (its disabledModelsForEndpoints): they only complete text.
+var completionOnly = []string{
+	openai.CodexCodeDavinci002, openai.CodexCodeCushman001, openai.CodexCodeDavinci001,
+	openai.GPT3TextDavinci003, openai.GPT3TextDavinci002, openai.GPT3TextCurie001,
+	openai.GPT3TextBabbage001, openai.GPT3TextAda001, openai.GPT3TextDavinci001,
+	openai.GPT3DavinciInstructBeta, openai.GPT3Davinci, openai.GPT3CurieInstructBeta,
+	openai.GPT3Curie, openai.GPT3Ada, openai.GPT3Babbage,
+}
+
+// check refuses, before anything is sent, what go-openai refused: a model
+// that only completes text, and what its reasoning validator rejects (tools
+// given to a GPT-6 reasoning model, for one).
+func check(model string, req Request) error {
+	if slices.Contains(completionOnly, model) {
+		return openai.ErrChatCompletionInvalidModel
+	}
+	// The validator reads the model, whether there are tools, and
+	// parameters this package never sets.
+	return openai.NewReasoningValidator().Validate(openai.ChatCompletionRequest{Model: model, Stream: true, Tools: make([]openai.Tool, len(req.Tools))})
+}
+
+// paramCache holds tool parameters as a request carries them (compacted,
+// HTML-escaped), by their text: every request of a run sends the same
+// definitions, and compacting them is a scan of every byte.
+type paramCache struct {
+	mu   sync.Mutex
+	byIn map[string][]byte
+}
+
+// maxParamCache bounds the cache's entries; past it, it starts over.
+const maxParamCache = 1024
+
+// get returns p compacted and HTML-escaped, as encoding/json writes a
+// json.RawMessage, or the error that makes it invalid.
+func (c *paramCache) get(p json.RawMessage) ([]byte, error) {
+	c.mu.Lock()
+	out, ok := c.byIn[string(p)]
+	c.mu.Unlock()
+	if ok {
+		return out, nil
+	}
+	var compact, escaped bytes.Buffer
+	if err := json.Compact(&compact, p); err != nil {
+		return nil, err
+	}
+	json.HTMLEscape(&escaped, compact.Bytes())
+	out = escaped.Bytes()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byIn == nil || len(c.byIn) >= maxParamCache {
+		c.byIn = map[string][]byte{}
+	}
+	c.byIn[string(p)] = out
+	return out, nil
+}
+
+// sizeHint is about the size of req's body, escapes aside.
+func sizeHint(req Request) int {
+	n := 256
+	for _, m := range req.Messages {
+		n += 64 + len(m.Content) + len(m.ToolCallID)
+		for _, c := range m.ToolCalls {
+			n += 64 + len(c.ID) + len(c.Name) + len(c.Args)
+		}
+	}
+	for _, t := range req.Tools {
+		n += 64 + len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	return n + n/8
+}
+
+// appendMessage appends m as a chat message: its role, and the fields that
+// are set of content, tool calls and tool call ID (the name stays out).
+func appendMessage(b []byte, m message.Message) []byte {
+	b = append(b, `{"role":`...)
+	b = appendString(b, role(m.Role))
+	if m.Content != "" {
+		b = append(b, `,"content":`...)
+		b = appendString(b, m.Content)
+	}
+	if m.Role == message.AI && len(m.ToolCalls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for i, c := range m.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '{')
+			if c.ID != "" {
+				b = append(b, `"id":`...)
+				b = appendString(b, c.ID)
+				b = append(b, ',')
+			}
+			b = append(b, `"type":"function","function":{`...)
+			if c.Name != "" {
+				b = append(b, `"name":`...)
+				b = appendString(b, c.Name)
+			}
+			if c.Args != "" {
+				if c.Name != "" {
+					b = append(b, ',')
+				}
+				b = append(b, `"arguments":`...)
+				b = appendString(b, c.Args)
+			}
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
+	}
+	if m.Role == message.Tool && m.ToolCallID != "" {
+		b = append(b, `,"tool_call_id":`...)
+		b = appendString(b, m.ToolCallID)
+	}
+	return append(b, '}')
+}
+
+// role is a message role's name in the chat protocol ("" for an unknown one).
+func role(r message.Role) string {
+	switch r {
+	case message.System:
+		return "system"
+	case message.Human:
+		return "user"
+	case message.AI:
+		return "assistant"
+	case message.Tool:
+		return "tool"
+	}
+	return ""
+}
+
+const hexDigits = "0123456789abcdef"
+
+// plain are the ASCII bytes a JSON string holds as they are (encoding/json's
+// HTML-safe set): not a control character, '"', '\\', '<', '>' or '&'.
+var plain = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+// appendString appends s as a JSON string, escaped as encoding/json escapes
+// it: HTML's <, > and &, U+2028 and U+2029 as \u escapes, invalid UTF-8 as
+// U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if plain[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, `\u202`...)
+			b = strconv.AppendInt(b, int64(r&0xf), 16)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

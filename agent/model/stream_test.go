@@ -1,0 +1,139 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/agent-lsp/agent-lsp/agent/message"
+)
+
+// TestReadStream covers the shapes of event streams servers send, as
+// go-openai's stream reader took them.
+func TestReadStream(t *testing.T) {
+	const stop = `data: {"choices":[{"delta":{},"finish_reason":"stop"}]}` + "\n\n"
+	tests := []struct {
+		name    string
+		stream  string
+		want    string // content
+		wantErr string // "" for none
+	}{
+		{"plain", `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n\n" + `data: {"choices":[{"delta":{"content":"b"}}]}` + "\n\n" + stop + "data: [DONE]\n\n", "ab", ""},
+		{"no space after data:, CRLF, comments and event lines", "data:{\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\n\r\n: keep-alive\r\nevent: chunk\r\n" + stop + "data:[DONE]\r\n", "a", ""},
+		{"no [DONE]", `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n" + stop, "a", ""},
+		{"cut before finishing", `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n\n", "", errStreamCut.Error()},
+		{"error in the stream", `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n\n" + `data: {"error":{"message":"overloaded","type":"server_error"}}` + "\n\n", "", "error, overloaded"},
+		{"error object at the end", `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n" + `{"error":{"message":"gone away"}}` + "\n", "", "error, gone away"},
+		{"bad chunk", "data: {\"choices\":[\n\n", "", "unexpected end of JSON input"},
+		{"only empty lines", strings.Repeat("\n", maxEmptyLines+1) + stop, "", errTooManyEmptyLines.Error()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := read(strings.NewReader(tt.stream), nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || resp.Content != tt.want {
+				t.Fatalf("content %q, err %v; want %q", resp.Content, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestStreamErrorIsAPIError checks that an error sent in the stream is an
+// *openai.APIError, which overflow detection and retries read.
+func TestStreamErrorIsAPIError(t *testing.T) {
+	_, err := read(strings.NewReader(`data: {"error":{"message":"m","code":"context_length_exceeded"}}`+"\n\n"), nil)
+	var apiErr *openai.APIError
+	if !errors.As(err, &apiErr) || apiErr.Code != "context_length_exceeded" {
+		t.Fatalf("err = %#v", err)
+	}
+}
+
+// TestRefusalKeepsGoOpenAIErrors checks the errors of refused requests: an
+// OpenAI error body is an *openai.APIError with the status; any other body a
+// *openai.RequestError holding it.
+func TestRefusalKeepsGoOpenAIErrors(t *testing.T) {
+	var body atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, body.Load().(string))
+	}))
+	t.Cleanup(srv.Close)
+	m := NewOpenAI(Config{BaseURL: srv.URL, Model: "m", Retries: -1, Timeout: 2 * time.Second})
+	chat := func() error {
+		_, err := m.Chat(context.Background(), Request{Messages: []message.Message{message.NewHuman("hi")}}, nil)
+		return err
+	}
+	body.Store(`{"error":{"message":"bad tool schema","type":"invalid_request_error"}}`)
+	var apiErr *openai.APIError
+	if err := chat(); !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != 400 || apiErr.HTTPStatus != "400 Bad Request" ||
+		!strings.Contains(err.Error(), "error, status code: 400, status: 400 Bad Request, message: bad tool schema") {
+		t.Fatalf("err = %v", err)
+	}
+	body.Store(`not json`)
+	var reqErr *openai.RequestError
+	if err := chat(); !errors.As(err, &reqErr) || reqErr.HTTPStatusCode != 400 || string(reqErr.Body) != "not json" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestChatHeaders checks what a chat request carries besides its body: the
+// path, the key as a bearer token, the content types.
+func TestChatHeaders(t *testing.T) {
+	got := make(chan *http.Request, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r
+		io.WriteString(w, `data: {"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	m := NewOpenAI(Config{BaseURL: srv.URL + "/v1/", Model: "m", APIKey: secret})
+	if _, err := m.Chat(context.Background(), Request{Messages: []message.Message{message.NewHuman("hi")}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer "+secret ||
+		r.Header.Get("Content-Type") != "application/json" || r.Header.Get("Accept") != "text/event-stream" {
+		t.Fatalf("%s %s %v", r.Method, r.URL, r.Header)
+	}
+}
+
+// TestChatReusesConnection checks that consecutive calls go over one
+// connection: each stream is read to its end.
+func TestChatReusesConnection(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}`+"\n\n")
+		w.(http.Flusher).Flush()
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	m := NewOpenAI(Config{BaseURL: srv.URL, Model: "m"})
+	for range 5 {
+		if _, err := m.Chat(context.Background(), Request{Messages: []message.Message{message.NewHuman("hi")}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections for 5 calls, want 1", n)
+	}
+}
