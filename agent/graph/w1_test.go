@@ -295,13 +295,14 @@ func BenchmarkCommitFloor(b *testing.B) {
 func runConcurrent(t testing.TB, db *store.Bolt, n, turns int) int {
 	s := NewSchema()
 	msgs := message.NewChannel(s, "messages")
-	return runConcurrentOn(t, db, w1Graph(t, s, msgs, turns), msgs, n, turns)
+	return runConcurrentOn(t, db, w1Graph(t, s, msgs, turns), msgs, "s", n, turns)
 }
 
 // runConcurrentOn is runConcurrent with a W1 graph already built (the
-// benchmark builds it once: reading its corpus is not a step's cost).
-func runConcurrentOn(t testing.TB, db *store.Bolt, g *Graph, msgs message.Channel, n, turns int) int {
-	run := time.Now().UnixNano() // new threads at every call: a finished thread would resume done at once
+// benchmark builds it once: reading its corpus is not a step's cost), on
+// the threads prefix0, prefix1, ... (a finished thread would resume done
+// at once: a benchmark gives each run its own).
+func runConcurrentOn(t testing.TB, db *store.Bolt, g *Graph, msgs message.Channel, prefix string, n, turns int) int {
 	var wg sync.WaitGroup
 	steps := make([]int, n)
 	errs := make([]error, n)
@@ -309,7 +310,7 @@ func runConcurrentOn(t testing.TB, db *store.Bolt, g *Graph, msgs message.Channe
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := g.Invoke(context.Background(), Config{Thread: fmt.Sprintf("s%d-%d", run, i), Checkpointer: db, StepLimit: 2*turns + 2},
+			res, err := g.Invoke(context.Background(), Config{Thread: fmt.Sprint(prefix, i), Checkpointer: db, StepLimit: 2*turns + 2},
 				NewPatch(msgs.Append(message.NewHuman("go"))))
 			steps[i], errs[i] = res.Steps+1, err
 		}()
@@ -370,7 +371,7 @@ func BenchmarkConcurrentSessions(b *testing.B) {
 			before := db.Commits()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				steps += runConcurrentOn(b, db, g, msgs, 16, 50)
+				steps += runConcurrentOn(b, db, g, msgs, fmt.Sprintf("run%d-", i), 16, 50)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(steps), "ns/step")
 			b.ReportMetric(float64(db.Commits()-before)/float64(steps), "commits/step")
