@@ -497,6 +497,7 @@ func (a *acpAgent) addMCP(servers []acp.McpServer) error {
 	for _, n := range notices {
 		a.log(n)
 	}
+	nb.Adopted(a.b)
 	a.b = nb
 	return nil
 }

@@ -116,15 +116,11 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 	warn := b.warn
 	src := b.MCP
 	if src == nil || !src.same(s) {
-		old := src
 		ask := b.ask
 		if !s.Interactive {
 			ask = nil
 		}
 		src = &mcpSource{settings: s, ws: b.Workspace, getenv: b.getenv, env: env, approvals: b.Store, ask: ask, log: warn, sandbox: sb, confine: confine, pool: &b.hub.mcp}
-		if old != nil {
-			old.retire(src) // the servers restart with the new definitions, for runs in progress too
-		}
 	}
 	rt, err := agent.New(agent.Config{Model: m, ModelName: s.Model, Endpoint: s.BaseURL, ContextTokens: s.ContextTokens, Workspace: b.Workspace, Store: b.Store,
 		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, Prices: s.Prices, CommandEnv: env, ToolSource: src,
@@ -137,8 +133,10 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 }
 
 // Reconfigure returns the backend for new settings (didChangeConfiguration):
-// the next runs use them; runs in progress keep theirs. Settings that only a
-// restart applies (the store file) are kept, and the notices say so.
+// the next runs use them; runs in progress keep theirs, but for the MCP
+// servers, which restart with their new definitions once the caller
+// adopts the new backend (Adopted). Settings that only a restart applies
+// (the store file) are kept, and the notices say so.
 func (b *Backend) Reconfigure(s config.Settings) (*Backend, []string, error) {
 	var notices []string
 	if s.StorePath != b.Settings.StorePath {
@@ -147,6 +145,16 @@ func (b *Backend) Reconfigure(s config.Settings) (*Backend, []string, error) {
 	}
 	nb, err := b.with(s)
 	return nb, notices, err
+}
+
+// Adopted tells b that it replaced prev (Reconfigure): prev's MCP servers
+// stop if b's definitions differ, and runs in progress on prev use b's.
+// Until then prev's servers serve, so a backend that is never adopted (a
+// change during shutdown) leaves nothing running that nothing stops.
+func (b *Backend) Adopted(prev *Backend) {
+	if prev.MCP != nil && prev.MCP != b.MCP {
+		prev.MCP.retire(b.MCP)
+	}
 }
 
 // nonEmpty drops blank patterns (an empty entry of an editor's list setting).

@@ -45,6 +45,7 @@ func (s *Server) didChangeConfiguration(b *Backend, params json.RawMessage) erro
 	if !s.life.replace(nb) {
 		return nil
 	}
+	nb.Adopted(b)
 	for _, n := range append(warnings, notices...) {
 		s.notice(msgWarning, "%s", n)
 	}

@@ -174,9 +174,8 @@ func (m *mcpSource) Withheld(p *workspace.Project, names []string) {
 }
 
 // project returns the servers of p, reading their definitions and asking
-// about the repository's own at the project's first run.
-// project returns p's servers, started when first asked for; after the
-// source retired, nil and its successor (nil if none).
+// about the repository's own at the project's first run; after the source
+// retired, nil and its successor (nil if none).
 func (m *mcpSource) project(ctx context.Context, p *workspace.Project) (*mcpProject, *mcpSource) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -450,7 +449,6 @@ func (m *mcpSource) idle() time.Duration {
 	return time.Duration(m.settings.MCPIdle) * time.Second
 }
 
-// close stops every server.
 // close stops the source's servers for good: its runs have ended.
 func (m *mcpSource) close() { m.retire(nil) }
 

@@ -80,8 +80,10 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 	}
 	db, err := openBolt(path)
 	converted := 0
+	var skipped []string // what a conversion left out, told once the options are set
+	skip := func(m string) { skipped = append(skipped, m) }
 	if err == nil {
-		if converted, err = initBuckets(db, path); err != nil {
+		if converted, err = initBuckets(db, path, skip); err != nil {
 			db.Close()
 			db = nil
 		}
@@ -102,7 +104,7 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	n, err := initBuckets(db, path)
+	n, err := initBuckets(db, path, skip)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -112,6 +114,9 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 		o(b)
 	}
 	b.startCommitter()
+	for _, m := range skipped {
+		b.warn("converting the store: " + m)
+	}
 	if converted+n > 0 {
 		// The old layout's pages are all free now: give them back.
 		if _, _, err := b.Compact(context.Background()); err != nil {
@@ -123,9 +128,9 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 
 // initBuckets creates the top-level buckets, checks the file's format, and
 // converts a file of an earlier layout (migrate), returning how many
-// sessions it converted; a damaged file makes it return a CorruptError
-// rather than panic.
-func initBuckets(db *bolt.DB, path string) (converted int, err error) {
+// sessions it converted and describing to skip the records it left out; a
+// damaged file makes it return a CorruptError rather than panic.
+func initBuckets(db *bolt.DB, path string, skip func(string)) (converted int, err error) {
 	defer guard(path, &err)
 	legacy := false
 	err = db.Update(func(tx *bolt.Tx) error {
@@ -148,7 +153,7 @@ func initBuckets(db *bolt.DB, path string) (converted int, err error) {
 	if err != nil || !legacy {
 		return 0, err
 	}
-	return migrate(db, migrateTxBytes)
+	return migrate(db, migrateTxBytes, skip)
 }
 
 // Sizes returns the bytes the store's data takes in its file (its pages in
@@ -436,13 +441,13 @@ func (b *Bolt) Session(ctx context.Context, id string) (Session, error) {
 // of its namespace "" (nil when only other namespaces have one).
 func forEachThread(tx *bolt.Tx, fn func(thread string, root *bolt.Bucket) error) error {
 	c := tx.Cursor()
-	last := ""
+	last, seen := "", false
 	for k, _ := c.Seek([]byte{threadPrefix}); k != nil && k[0] == threadPrefix; k, _ = c.Next() {
 		thread, ns, ok := parseThreadBucket(k)
-		if !ok || (thread == last && ns != "") {
-			continue
+		if !ok || (seen && thread == last) {
+			continue // not a thread's, or another namespace of the last thread
 		}
-		last = thread
+		last, seen = thread, true
 		var root *bolt.Bucket
 		if ns == "" {
 			root = tx.Bucket(k)
@@ -463,12 +468,12 @@ func (b *Bolt) Sessions(ctx context.Context, project string) ([]Session, error) 
 			if root == nil {
 				return nil
 			}
-			v := sessionOf(root.Get(keyHead))
-			if v == nil {
+			_, v, err := splitHead(root.Get(keyHead))
+			if err == nil && len(v) == 0 {
 				return nil // a thread without a session record: not listed
 			}
 			var s Session
-			if err := json.Unmarshal(v, &s); err != nil || s.ID != id {
+			if err != nil || json.Unmarshal(v, &s) != nil || s.ID != id {
 				b.warn(fmt.Sprintf("the stored record of session %q cannot be read and is left out of the list", id))
 				return nil
 			}

@@ -337,7 +337,7 @@ func TestFormat2ConversionResumes(t *testing.T) {
 	var converted int
 	var more bool
 	err = raw.Update(func(tx *bolt.Tx) error {
-		converted, more, err = migrateSome(tx, 1)
+		converted, more, err = migrateSome(tx, 1, func(m string) { t.Error(m) })
 		return err
 	})
 	raw.Close()
@@ -371,4 +371,50 @@ func TestImportFormat2Sibling(t *testing.T) {
 		t.Fatalf("imported %d, notes %q", n, notes)
 	}
 	checkFormat2(t, db)
+}
+
+// A damaged record of a format-2 file (an item key bbolt's layout cannot
+// have) is left out of the conversion and reported; the store opens with
+// every other session, and the next Open finds nothing left to convert.
+func TestConversionLeavesOutWhatItCannotRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	raw, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Update(func(tx *bolt.Tx) error {
+		meta, _ := tx.CreateBucket(bMeta)
+		meta.Put(kFormat, u64(2))
+		idx, _ := tx.CreateBucket(legacySessions)
+		idx.Put([]byte("s-good"), []byte(`{"session":"s-good","title":"good"}`))
+		idx.Put([]byte("s-bad"), []byte(`{"session":"s-bad","title":"bad"}`))
+		th, _ := tx.CreateBucket(legacyThreads)
+		b, _ := th.CreateBucket([]byte("s-bad"))
+		ns, _ := b.CreateBucket([]byte("ns:"))
+		ns.Put(legacyHead, []byte(`{"step":1,"status":"done"}`))
+		lists, _ := ns.CreateBucket(legacyLists)
+		l, _ := lists.CreateBucket([]byte("messages"))
+		items, _ := l.CreateBucket(legacyItems)
+		items.Put(u64(1), encodeItem("m1", []byte(`"kept"`)))
+		items.Put([]byte("short"), []byte{0}) // damaged
+		return nil
+	})
+	raw.Close()
+	var warned []string
+	db, err := Open(path, WithWarn(func(m string) { warned = append(warned, m) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if len(warned) != 1 || !strings.Contains(warned[0], `session "s-bad"`) || !strings.Contains(warned[0], "damaged") {
+		t.Fatalf("warned %q", warned)
+	}
+	list, err := db.Sessions(context.Background(), "")
+	if err != nil || len(list) != 2 {
+		t.Fatalf("sessions %+v %v", list, err)
+	}
+	s, err := db.Load(context.Background(), "s-bad", "")
+	if err != nil || len(s.Lists["messages"]) != 1 || string(s.Lists["messages"][0].Body) != `"kept"` {
+		t.Fatalf("the damaged session: %+v %v", s, err)
+	}
 }

@@ -39,11 +39,13 @@ const ImportedSuffix = ".imported"
 //     wrapping *CorruptError before anything is written to b. Damage inside a
 //     key or value cannot be seen (bbolt keeps no checksums of them) and is
 //     copied as it is; the store skips such records when it reads them.
-//   - A session is copied whole, in one transaction: its record in the session
-//     index and its entire thread bucket (every namespace, value, list item,
-//     pending write and bucket sequence) byte for byte, so it loads exactly as
-//     it loaded from path and its lists go on numbering where they left off.
-//   - A session whose ID b already has (in its index or as a thread) is
+//   - A session is copied whole, in one transaction: its record and every
+//     namespace (values, list items, pending writes, the sequence), so it
+//     loads as it loaded from path and its lists go on numbering where they
+//     left off. A file of the current format is copied byte for byte; one
+//     of formats 1 and 2 is converted as Open converts one (migrate.go),
+//     leaving out, and reporting through WithWarn, what cannot be converted.
+//   - A session whose ID b already has (a bucket of any of its namespaces) is
 //     skipped: b's version is kept. Import is thus idempotent, and a second
 //     Import of the same file returns 0.
 //   - When Import returns nil, the copied sessions are durable in b,
@@ -133,7 +135,7 @@ func (b *Bolt) importLocked(ctx context.Context, path string, after func()) (n i
 			}
 			return nil
 		}
-		if err := readLegacySessions(ctx, tx, have, limit-read, add); err != nil {
+		if err := readLegacySessions(ctx, tx, have, limit-read, add, b.warn); err != nil {
 			return err
 		}
 		if err := readSessions(ctx, tx, have, limit, &read, add); err != nil {
@@ -180,9 +182,10 @@ func openBoltReadOnly(path string) (db *bolt.DB, err error) {
 }
 
 // readLegacySessions reads the sessions of a file of the legacy layout
-// (formats 1 and 2) that have and index record and are not in have, and
-// passes each to add, converted to the current layout.
-func readLegacySessions(ctx context.Context, tx *bolt.Tx, have map[string]bool, budget int64, add func(sessionCopy) error) error {
+// (formats 1 and 2) that have an index record and are not in have, and
+// passes each to add, converted to the current layout (what cannot be
+// converted is described to skip).
+func readLegacySessions(ctx context.Context, tx *bolt.Tx, have map[string]bool, budget int64, add func(sessionCopy) error, skip func(string)) error {
 	index := tx.Bucket(legacySessions)
 	if index == nil {
 		return nil // a store of the current layout, or one never used
@@ -209,11 +212,7 @@ func readLegacySessions(ctx context.Context, tx *bolt.Tx, have map[string]bool, 
 				thread = tree
 			}
 		}
-		flat, err := convertLegacy(s.id, bytes.Clone(rec), thread)
-		if err != nil {
-			return fmt.Errorf("session %q: %w", id, err)
-		}
-		s.buckets = flat
+		s.buckets = convertLegacy(s.id, bytes.Clone(rec), thread, skip)
 		read += s.size
 		if err := add(s); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -237,8 +238,14 @@ func applyOps(n *bolt.Bucket, list string, ops []Op) error {
 	return nil
 }
 
-// findItems reads the items under prefix from the last back and records
-// in keys the key of each ID in want, stopping once all are found.
+// findItems records in keys the key of each ID in want that an item under
+// prefix has (the newest such item), reading the items from the last back
+// and stopping once all are found.
+//
+// bbolt's Cursor.Prev does not step over a leaf that deletes earlier in
+// the same transaction emptied (Next, Seek and Last do): a walk back can
+// end early. When it ends without finding every ID, the items it did not
+// reach are read forward.
 func findItems(n *bolt.Bucket, prefix []byte, want map[string]bool, keys map[string][]byte) error {
 	c := n.Cursor()
 	// The key after the range: prefix with its last byte (0) raised by one.
@@ -249,7 +256,9 @@ func findItems(n *bolt.Bucket, prefix []byte, want map[string]bool, keys map[str
 	} else {
 		k, v = c.Prev()
 	}
+	var lowest []byte // the lowest key the walk back read
 	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
+		lowest = k
 		id, _, err := splitItem(v)
 		if err != nil {
 			return err
@@ -263,6 +272,18 @@ func findItems(n *bolt.Bucket, prefix []byte, want map[string]bool, keys map[str
 			}
 		}
 	}
+	lowest = bytes.Clone(lowest)
+	found := map[string][]byte{} // the newest match of each ID the walk back missed
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && (lowest == nil || bytes.Compare(k, lowest) < 0); k, v = c.Next() {
+		id, _, err := splitItem(v)
+		if err != nil {
+			return err
+		}
+		if _, seen := keys[string(id)]; want[string(id)] && !seen {
+			found[string(id)] = bytes.Clone(k)
+		}
+	}
+	maps.Copy(keys, found)
 	return nil
 }
 

@@ -16,12 +16,17 @@ import (
 // and to the memory store and checks that both load the same lists. Each
 // pair of input bytes is one operation: its kind, a list (two of whose
 // names are prefixes of the third's), an ID and whether a step ends after
-// it. OpAppend is used as its writers use it: only for an ID no item has.
+// it; bulk operations append 40 items (pages of them) or remove the newest
+// 40 bulk items. OpAppend is used as its writers use it: only for an ID no
+// item has.
 // Every other input commits each step on its own.
 func FuzzListOps(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 2, 1, 1, 2, 0, 3, 5, 0, 9})
 	f.Add([]byte{4, 0, 4, 1, 1, 0, 0, 0, 2, 0x80, 4, 0})
 	f.Add([]byte{0, 0x11, 0, 0x21, 0, 0x31, 1, 0x21, 0, 0x21, 2, 0x90, 0, 0x11})
+	// Pages of items, then removes that empty leaves, then lookups: one
+	// transaction (an even input runs in Exit mode).
+	f.Add([]byte{5, 0x01, 5, 0x01, 5, 0x01, 5, 0x09, 6, 0x01, 6, 0x01, 1, 0x01, 0, 0x02, 4, 0x03, 1, 0x02})
 	db, err := Open(filepath.Join(f.TempDir(), "s.db"), WithDefaultDurability(Exit))
 	if err != nil {
 		f.Fatal(err)
@@ -38,6 +43,7 @@ func FuzzListOps(f *testing.F) {
 		}
 		mem := NewMemory()
 		present := map[string]map[string]bool{} // list -> IDs present
+		order := map[string][]string{}          // list -> bulk IDs appended, oldest first
 		for _, l := range lists {
 			present[l] = map[string]bool{}
 		}
@@ -60,6 +66,25 @@ func FuzzListOps(f *testing.F) {
 				id = fmt.Sprint("id", in[i+1]&0x7)
 			}
 			body := json.RawMessage(fmt.Sprintf(`{"op":%d,"text":%q}`, i, strings.Repeat("x", int(in[i])*7)))
+			if in[i]%7 >= 5 { // bulk: a page or more of items appended, or the newest 40 removed
+				bulk := fmt.Sprintf(`{"op":%d,"text":%q}`, i, strings.Repeat("y", 150))
+				for j := range 40 {
+					if in[i]%7 == 5 {
+						bid := fmt.Sprintf("bulk%d-%d", i, j)
+						ops[list] = append(ops[list], Op{Kind: OpAppend, ID: bid, Body: json.RawMessage(bulk)})
+						present[list][bid], order[list] = true, append(order[list], bid)
+					} else if n := len(order[list]); n > 0 {
+						bid := order[list][n-1]
+						order[list] = order[list][:n-1]
+						ops[list] = append(ops[list], Op{Kind: OpRemove, ID: bid})
+						delete(present[list], bid)
+					}
+				}
+				if in[i+1]&0x8 != 0 {
+					flush(StatusRunning)
+				}
+				continue
+			}
 			var op Op
 			switch in[i] % 5 {
 			case 0:
@@ -185,4 +210,91 @@ func w1Corpus(t *testing.T) []string {
 func writesOf(db *Bolt) int64 {
 	st := db.db.Stats()
 	return st.TxStats.GetWrite()
+}
+
+// A run whose steps are written in one transaction (Exit mode) removes a
+// page or more of its newest messages, then an older one and replaces
+// another: bbolt's walk back over the list stops at the leaves the first
+// removes emptied, and the lookup must go on forward (found by review: the
+// older message came back, the replaced one twice).
+func TestRemoveAfterRemovesInOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mem := NewMemory()
+	body := func(i int) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"i":%d,"t":%q}`, i, strings.Repeat(fmt.Sprint(i), 60)))
+	}
+	put := func(ctx context.Context, cp Checkpoint) {
+		t.Helper()
+		for _, s := range []Checkpointer{db, mem} {
+			if err := s.Put(ctx, cp); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var ops, rm []Op
+	for i := range 300 {
+		ops = append(ops, Op{Kind: OpAppend, ID: fmt.Sprintf("m%03d", i), Body: body(i)})
+	}
+	for i := 150; i < 290; i++ {
+		rm = append(rm, Op{Kind: OpRemove, ID: fmt.Sprintf("m%03d", i)})
+	}
+	put(WithDurability(ctx, Sync), Checkpoint{Thread: "t", Step: 0, Status: StatusDone, Lists: map[string][]Op{"messages": ops}})
+	exit := WithDurability(ctx, Exit)
+	put(exit, Checkpoint{Thread: "t", Step: 1, Status: StatusRunning, Lists: map[string][]Op{"messages": rm}})
+	put(exit, Checkpoint{Thread: "t", Step: 2, Status: StatusRunning, Lists: map[string][]Op{"messages": {{Kind: OpRemove, ID: "m010"}, {Kind: OpUpsert, ID: "m020", Body: body(-20)}}}})
+	put(exit, Checkpoint{Thread: "t", Step: 3, Status: StatusDone})
+	got, err := db.Load(ctx, "t", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := mem.Load(ctx, "t", "")
+	if !reflect.DeepEqual(itemStrings(got.Lists["messages"]), itemStrings(want.Lists["messages"])) {
+		t.Fatalf("bbolt loads %d messages, the memory store %d", len(got.Lists["messages"]), len(want.Lists["messages"]))
+	}
+}
+
+// Thread IDs of any bytes (empty, prefixes of each other, holding 0x00 or
+// 0x01) keep their namespaces apart: each thread is listed once, deleting
+// one deletes only its own.
+func TestThreadNamesStayApart(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	threads := []string{"", "a", "ab", "a\x00b", "a\x01", strings.Repeat("x", 200)}
+	for _, th := range threads {
+		for _, ns := range []string{"sub", "", "sub\x00"} {
+			if err := db.Put(ctx, Checkpoint{Thread: th, Namespace: ns, Step: 1, Status: StatusDone, Values: map[string]json.RawMessage{"v": json.RawMessage(fmt.Sprintf("%q", th+"/"+ns))}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ids, err := db.sessionIDs()
+	if err != nil || len(ids) != len(threads) {
+		t.Fatalf("threads listed: %v %v", ids, err)
+	}
+	if _, err := db.DeleteSession(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	for _, th := range threads {
+		for _, ns := range []string{"sub", "", "sub\x00"} {
+			s, err := db.Load(ctx, th, ns)
+			if th == "a" {
+				if err == nil {
+					t.Errorf("%q/%q survived its session's deletion", th, ns)
+				}
+				continue
+			}
+			if err != nil || string(s.Values["v"]) != fmt.Sprintf("%q", th+"/"+ns) {
+				t.Errorf("%q/%q: %+v %v", th, ns, s, err)
+			}
+		}
+	}
 }

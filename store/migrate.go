@@ -41,7 +41,11 @@ type flatEntry struct{ key, value []byte }
 // compressed where that pays (format 1's are raw); each list keeps its
 // items' sequence numbers, and the namespace's sequence goes on after the
 // highest.
-func convertLegacy(id []byte, record []byte, thread *bucketCopy) ([]flatBucket, error) {
+//
+// A record the current layout cannot hold (a damaged item key, a list name
+// with a zero byte) is left out and described to skip: one bad record
+// never keeps a store from opening.
+func convertLegacy(id []byte, record []byte, thread *bucketCopy, skip func(string)) []flatBucket {
 	var out []flatBucket
 	var root *flatBucket // namespace "": the session record goes there
 	if thread != nil {
@@ -50,11 +54,7 @@ func convertLegacy(id []byte, record []byte, thread *bucketCopy) ([]flatBucket, 
 			if !ok || e.bucket == nil {
 				continue // nothing else was ever stored here
 			}
-			fb, err := convertNamespace(string(id), ns, e.bucket)
-			if err != nil {
-				return nil, fmt.Errorf("namespace %q: %w", ns, err)
-			}
-			out = append(out, fb)
+			out = append(out, convertNamespace(string(id), ns, e.bucket, skip))
 		}
 	}
 	for i := range out {
@@ -69,7 +69,7 @@ func convertLegacy(id []byte, record []byte, thread *bucketCopy) ([]flatBucket, 
 		}
 		root.setSession(record)
 	}
-	return out, nil
+	return out
 }
 
 // setSession puts record into fb's head record.
@@ -84,8 +84,8 @@ func (fb *flatBucket) setSession(record []byte) {
 	fb.entries = append(fb.entries, flatEntry{bytes.Clone(keyHead), encodeHead(nil, record)})
 }
 
-// convertNamespace converts one legacy namespace bucket.
-func convertNamespace(thread, ns string, n *bucketCopy) (flatBucket, error) {
+// convertNamespace converts one legacy namespace bucket (convertLegacy).
+func convertNamespace(thread, ns string, n *bucketCopy, skip func(string)) flatBucket {
 	fb := flatBucket{name: threadBucket(thread, ns)}
 	for _, e := range n.entries {
 		switch {
@@ -109,7 +109,8 @@ func convertNamespace(thread, ns string, n *bucketCopy) (flatBucket, error) {
 					continue
 				}
 				if bytes.IndexByte(l.key, 0) >= 0 {
-					return flatBucket{}, fmt.Errorf("list name %q holds a zero byte", l.key)
+					skip(fmt.Sprintf("session %q: list %q was left out: its name holds a zero byte", thread, l.key))
+					continue
 				}
 				fb.seq = max(fb.seq, l.bucket.seq)
 				for _, sub := range l.bucket.entries {
@@ -118,7 +119,8 @@ func convertNamespace(thread, ns string, n *bucketCopy) (flatBucket, error) {
 					}
 					for _, it := range sub.bucket.entries {
 						if it.bucket != nil || len(it.key) != 8 {
-							return flatBucket{}, fmt.Errorf("list %s: corrupt item key %x", l.key, it.key)
+							skip(fmt.Sprintf("session %q: an item of list %q was left out: its key %x is damaged", thread, l.key, it.key))
+							continue
 						}
 						v := it.value
 						if id, body, err := splitItem(v); err == nil {
@@ -130,7 +132,7 @@ func convertNamespace(thread, ns string, n *bucketCopy) (flatBucket, error) {
 			}
 		}
 	}
-	return fb, nil
+	return fb
 }
 
 // pasteFlat writes fb into tx, into its bucket (created if absent), keys
@@ -158,11 +160,11 @@ func pasteFlat(tx *bolt.Tx, fb flatBucket) error {
 // transaction (its new buckets written, its old ones deleted), so a crash
 // leaves every session in one layout or the other, and the next Open goes
 // on. It reports how many sessions it converted.
-func migrate(db *bolt.DB, txBytes int64) (n int, err error) {
+func migrate(db *bolt.DB, txBytes int64, skip func(string)) (n int, err error) {
 	for {
 		done := false
 		err := db.Update(func(tx *bolt.Tx) error {
-			k, more, err := migrateSome(tx, txBytes)
+			k, more, err := migrateSome(tx, txBytes, skip)
 			n += k
 			done = !more
 			return err
@@ -178,7 +180,7 @@ func migrate(db *bolt.DB, txBytes int64) (n int, err error) {
 
 // migrateSome converts sessions in tx until about txBytes of data moved;
 // more says whether any are left.
-func migrateSome(tx *bolt.Tx, txBytes int64) (n int, more bool, err error) {
+func migrateSome(tx *bolt.Tx, txBytes int64, skip func(string)) (n int, more bool, err error) {
 	index, threads := tx.Bucket(legacySessions), tx.Bucket(legacyThreads)
 	var size int64
 	for size < txBytes {
@@ -219,11 +221,7 @@ func migrateSome(tx *bolt.Tx, txBytes int64) (n int, more bool, err error) {
 				}
 			}
 		}
-		flat, err := convertLegacy(id, record, thread)
-		if err != nil {
-			return n, false, fmt.Errorf("session %q: %w", id, err)
-		}
-		for _, fb := range flat {
+		for _, fb := range convertLegacy(id, record, thread, skip) {
 			if err := pasteFlat(tx, fb); err != nil {
 				return n, false, fmt.Errorf("session %q: %w", id, err)
 			}

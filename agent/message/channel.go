@@ -11,8 +11,9 @@ import (
 // Channel is the key of a graph channel of messages with add_messages
 // semantics: Append adds messages (one whose ID is present replaces it in
 // place), Remove deletes by ID, Replace removes all and then appends. It is a
-// reducer: it is never set. It is stored one record per message with an ID
-// index, so a step stores only the messages it changed.
+// reducer: it is never set. It is stored one record per message, so a step
+// stores only the messages it changed; a message new to the list is an
+// append (store.OpAppend), which the store writes without looking it up.
 type Channel struct{ c *channel }
 
 // NewChannel declares a messages channel in s.

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/model"
@@ -349,7 +350,7 @@ func Defaults(getenv func(string) string) Settings {
 // absolute path.
 func DefaultStorePath(getenv func(string) string) string {
 	dir := getenv("XDG_STATE_HOME")
-	if dir == "" {
+	if !filepath.IsAbs(dir) { // unset, or relative: the XDG spec says to ignore it
 		home := getenv("HOME")
 		if home == "" {
 			// Started with a bare environment (some ACP clients do): the
@@ -358,13 +359,35 @@ func DefaultStorePath(getenv func(string) string) string {
 				home = u.HomeDir
 			}
 		}
-		if home == "" || !filepath.IsAbs(home) {
+		if !filepath.IsAbs(home) {
 			// Never a path relative to wherever the process started.
-			return filepath.Join(os.TempDir(), fmt.Sprintf("agent-lsp-%d", os.Getuid()), "sessions.db")
+			return filepath.Join(privateTempDir(), "sessions.db")
 		}
 		dir = filepath.Join(home, ".local", "state")
 	}
 	return filepath.Join(dir, "agent-lsp", "sessions.db")
+}
+
+// privateTempDir is a folder of the temporary directory only this user can
+// use: agent-lsp-<uid>, created with mode 0700, when it is this user's own
+// folder of that mode (another user could have made it first, to hand
+// this process a store of their choosing); else a new folder of its own.
+func privateTempDir() string {
+	tmp := os.TempDir()
+	if !filepath.IsAbs(tmp) {
+		tmp = "/tmp"
+	}
+	dir := filepath.Join(tmp, fmt.Sprintf("agent-lsp-%d", os.Getuid()))
+	os.Mkdir(dir, 0o700)
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && fi.Mode().Perm() == 0o700 {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == os.Getuid() {
+			return dir
+		}
+	}
+	if d, err := os.MkdirTemp(tmp, "agent-lsp-"); err == nil {
+		return d
+	}
+	return dir
 }
 
 // StorePath is the store file used when neither initializationOptions nor a

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -105,9 +106,10 @@ func TestEverySettingIsReachable(t *testing.T) {
 // its sessions in the account's home, not beside wherever it started.
 func TestDefaultStorePathIsAbsolute(t *testing.T) {
 	for name, env := range map[string]map[string]string{
-		"xdg":  {"XDG_STATE_HOME": "/state", "HOME": "/home/u"},
-		"home": {"HOME": "/home/u"},
-		"bare": {},
+		"xdg":          {"XDG_STATE_HOME": "/state", "HOME": "/home/u"},
+		"home":         {"HOME": "/home/u"},
+		"bare":         {},
+		"relative xdg": {"XDG_STATE_HOME": "state", "HOME": "/home/u"},
 	} {
 		got := DefaultStorePath(func(k string) string { return env[k] })
 		if !filepath.IsAbs(got) || filepath.Base(got) != "sessions.db" {
@@ -118,10 +120,25 @@ func TestDefaultStorePathIsAbsolute(t *testing.T) {
 			if got != "/state/agent-lsp/sessions.db" {
 				t.Errorf("xdg: %q", got)
 			}
-		case "home":
+		case "home", "relative xdg":
 			if got != "/home/u/.local/state/agent-lsp/sessions.db" {
-				t.Errorf("home: %q", got)
+				t.Errorf("%s: %q", name, got)
 			}
 		}
+	}
+}
+
+// The temporary fallback folder is this user's alone: one another user
+// made first (here: of another mode) is not used.
+func TestPrivateTempDir(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dir := privateTempDir()
+	if fi, err := os.Lstat(dir); err != nil || fi.Mode().Perm() != 0o700 || filepath.Dir(dir) != tmp {
+		t.Fatalf("%s: %v %v", dir, fi, err)
+	}
+	os.Chmod(dir, 0o777) // as if someone else had made it for everyone
+	if other := privateTempDir(); other == dir || filepath.Dir(other) != tmp {
+		t.Fatalf("a folder of mode 0777 was used: %s", other)
 	}
 }
