@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -37,21 +36,13 @@ Flags:
 `
 
 func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("agent-lsp acp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("agent-lsp acp", acpUsage, "", stderr)
 	var folders multiFlag
 	fs.Var(&folders, "workspace", "workspace folder to open from the start (repeatable); each session's cwd is added too")
 	settings := config.Register(fs)
 	noDaemon := fs.Bool("no-daemon", false, "serve in-process instead of through the per-user daemon that shares the store (also AGENT_LSP_DAEMON=off)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, acpUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "agent-lsp acp: unexpected argument %q (see agent-lsp acp --help)\n", fs.Arg(0))

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -62,21 +61,13 @@ func daemonCommand(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		sub, args = args[0], args[1:]
 	}
-	fs := flag.NewFlagSet("agent-lsp daemon", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("agent-lsp daemon", daemonUsage, "", stderr)
 	storePath := fs.String("store", "", "the store file (default from AGENT_LSP_STORE, else ~/.local/state/agent-lsp/sessions.db)")
 	idle := fs.Duration("idle", daemon.DefaultIdle, "exit this long after the last connection closed")
 	asJSON := fs.Bool("json", false, "status: print JSON")
 	now := fs.Bool("now", false, "stop: cancel the runs at once (they checkpoint and resume later)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, daemonUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	path := *storePath
 	if path == "" {

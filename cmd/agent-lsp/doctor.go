@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"github.com/agent-lsp/agent-lsp/store/postgres"
 	"io"
@@ -126,23 +125,15 @@ type doctorMCP struct {
 }
 
 func doctorCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("agent-lsp doctor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("agent-lsp doctor", doctorUsage, "", stderr)
 	var workspaces multiFlag
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	fs.Var(&workspaces, "workspace", "workspace folder whose projects to detect (repeatable; default: the current directory)")
 	noDaemon := fs.Bool("no-daemon", false, "check the store as a server started with --no-daemon would use it (also AGENT_LSP_DAEMON=off)")
 	fs.Bool("stdio", true, "accepted, as serve accepts it")
 	flags := config.Register(fs)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, doctorUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "agent-lsp doctor: unexpected argument %q (see agent-lsp doctor --help)\n", fs.Arg(0))

@@ -57,11 +57,6 @@ See docs/security.md.
 Flags:
 `
 
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
 type runFlags struct {
 	workspaces       multiFlag
 	project, session string
@@ -73,8 +68,7 @@ type runFlags struct {
 
 func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var f runFlags
-	fs := flag.NewFlagSet("agent-lsp run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("agent-lsp run", runUsage, "", stderr)
 	fs.Var(&f.workspaces, "workspace", "workspace folder (repeatable; default: the current directory)")
 	fs.StringVar(&f.project, "project", "", "project (folder name) to work in; default: the first")
 	fs.StringVar(&f.session, "session", "", "continue this session with a new prompt")
@@ -82,10 +76,6 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.json, "json", false, "print agent/event lines and a result line as JSON on stdout")
 	fs.BoolVar(&f.noDaemon, "no-daemon", false, "run in-process even when a daemon owns the store (also AGENT_LSP_DAEMON=off)")
 	f.settings = config.Register(fs)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, runUsage)
-		fs.PrintDefaults()
-	}
 	usageErr := func(format string, a ...any) int {
 		cl := &client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr}
 		res := failed(fmt.Errorf(format, a...), true)

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -64,24 +63,15 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			args = []string{"--help"}
 		}
 	}
-	fs := flag.NewFlagSet("agent-lsp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("agent-lsp", usage, "\nSettings, lowest to highest precedence: defaults, environment, initializationOptions, flags.\n"+
+		"Environment: OPENAI_API_KEY (or the variable model.apiKeyEnv names), OPENAI_BASE_URL, AGENT_LSP_MODEL,\n"+
+		"AGENT_LSP_STORE, AGENT_LSP_DURABILITY, AGENT_LSP_DAEMON (off: no daemon), AGENT_LSP_DAEMON_IDLE.\n"+
+		"The server forwards to the daemon of its store (agent-lsp daemon --help). The wire contract is docs/protocol.md.\n", stderr)
 	opts := server.Options{Flags: config.Register(fs)}
 	fs.Bool("stdio", true, "serve over stdin/stdout (the only transport; accepted for clients that pass it)")
 	noDaemon := fs.Bool("no-daemon", false, "serve in-process instead of through the per-user daemon that shares the store (also AGENT_LSP_DAEMON=off)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-		fmt.Fprint(stderr, "\nSettings, lowest to highest precedence: defaults, environment, initializationOptions, flags.\n"+
-			"Environment: OPENAI_API_KEY (or the variable model.apiKeyEnv names), OPENAI_BASE_URL, AGENT_LSP_MODEL,\n"+
-			"AGENT_LSP_STORE, AGENT_LSP_DURABILITY, AGENT_LSP_DAEMON (off: no daemon), AGENT_LSP_DAEMON_IDLE.\n"+
-			"The server forwards to the daemon of its store (agent-lsp daemon --help). The wire contract is docs/protocol.md.\n")
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "agent-lsp: unknown command %q (see agent-lsp --help)\n", fs.Arg(0))

@@ -90,15 +90,10 @@ func parseSessions(args []string, stderr io.Writer) (f sessionFlags, fs *flag.Fl
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		f.sub, args = args[0], args[1:]
 	}
-	fs = flag.NewFlagSet("agent-lsp sessions", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs = newFlags("agent-lsp sessions", sessionsUsage, "", stderr)
 	storePath := fs.String("store", "", "session store file (default from AGENT_LSP_STORE, else ~/.local/state/agent-lsp/sessions.db)")
 	fs.StringVar(&f.project, "project", "", "only sessions of this project (list)")
 	fs.DurationVar(&f.olderThan, "older-than", 0, "age for prune, e.g. 720h")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, sessionsUsage)
-		fs.PrintDefaults()
-	}
 	if f.sub == "show" || f.sub == "delete" {
 		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 			fmt.Fprintf(stderr, "agent-lsp sessions %s: missing session ID\n", f.sub)
@@ -106,11 +101,8 @@ func parseSessions(args []string, stderr io.Writer) (f sessionFlags, fs *flag.Fl
 		}
 		f.id, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return f, fs, "", 0
-		}
-		return f, fs, "", 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return f, fs, "", code
 	}
 	path = *storePath
 	if path == "" {
