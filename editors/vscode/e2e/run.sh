@@ -41,6 +41,9 @@ node "$ext/scripts/script.mjs" "$work/script.json"
 model_pid=$!
 for _ in $(seq 100); do [[ -s "$work/model-url" ]] && break; sleep 0.1; done
 
+# files.autoSave off: VS Code for the Web saves after a second by default, and whether that save or the
+# extension's (asked for by agent/saveDocuments) writes greet.go first would depend on load; the test
+# checks the extension's.
 cat >"$work/data/User/settings.json" <<JSON
 {
   "workbench.startupEditor": "none",
@@ -51,6 +54,7 @@ cat >"$work/data/User/settings.json" <<JSON
   "extensions.autoUpdate": false,
   "update.mode": "none",
   "window.restoreWindows": "none",
+  "files.autoSave": "off",
   "agentLsp.path": "$work/bin/agent-lsp-e2e",
   "agentLsp.baseURL": "$(head -n1 "$work/model-url")",
   "agentLsp.model": "scripted",
