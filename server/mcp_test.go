@@ -296,6 +296,17 @@ func TestMCPCancelAndCrash(t *testing.T) {
 		}
 		return false
 	})
+	// tool.start comes before the call reaches the MCP server (it may still
+	// be starting): cancelled before, the call is never sent, and there is
+	// nothing for the server to hear.
+	c.waitFor("the MCP server to start the slow call", func() bool {
+		for _, n := range c.notifications("window/logMessage") {
+			if strings.Contains(string(n), "slow: started") {
+				return true
+			}
+		}
+		return false
+	})
 	if err := c.command("agent.cancel", map[string]any{"session": session}, nil); err != nil {
 		t.Fatal(err)
 	}
