@@ -178,7 +178,7 @@ type Server struct {
 	cursor    []int
 	limit     int
 	overflow  *Overflow
-	requests  []openai.ChatCompletionRequest
+	requests  [][]byte // the bodies of the chat requests, in arrival order
 	counts    []int
 	overflows int
 	models    []string
@@ -187,6 +187,7 @@ type Server struct {
 	ln        net.Listener
 	served    atomic.Int64 // nanoseconds spent answering chat requests
 	memo      memo         // token counts of the texts requests carried
+	reader    reader       // reads requests, counting with memo
 }
 
 // Served returns the time the server spent answering chat requests: what a
@@ -200,6 +201,7 @@ func Start(addr string, script Script) (*Server, error) {
 		return nil, fmt.Errorf("scripted model: %w", err)
 	}
 	s := &Server{ln: ln, URL: "http://" + ln.Addr().String() + "/v1"}
+	s.reader.tok = s.memo.tokens
 	s.SetScript(script)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handle)
@@ -254,8 +256,13 @@ func (s *Server) Close() error { return s.srv.Close() }
 // Requests returns the requests received so far, in arrival order.
 func (s *Server) Requests() []openai.ChatCompletionRequest {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]openai.ChatCompletionRequest(nil), s.requests...)
+	bodies := s.requests[:len(s.requests):len(s.requests)]
+	s.mu.Unlock()
+	reqs := make([]openai.ChatCompletionRequest, len(bodies))
+	for i, b := range bodies {
+		json.Unmarshal(b, &reqs[i]) // decoded as request when it arrived
+	}
+	return reqs
 }
 
 // requestCount returns how many requests were recorded.
@@ -281,15 +288,6 @@ func (s *Server) Overflows() int {
 	return s.overflows
 }
 
-func firstUser(req openai.ChatCompletionRequest) string {
-	for _, m := range req.Messages {
-		if m.Role == openai.ChatMessageRoleUser {
-			return m.Content
-		}
-	}
-	return ""
-}
-
 // refusal is the answer to a request over the context limit.
 type refusal struct {
 	status int
@@ -298,10 +296,10 @@ type refusal struct {
 
 // next records req (of tokens prompt tokens) and returns its turn, or the
 // overflow answer without consuming a turn when req exceeds the context limit.
-func (s *Server) next(req openai.ChatCompletionRequest, tokens int) (Turn, *refusal, error) {
+func (s *Server) next(body []byte, req request, tokens int) (Turn, *refusal, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests = append(s.requests, req)
+	s.requests = append(s.requests, body)
 	s.counts = append(s.counts, tokens)
 	if s.limit > 0 && tokens > s.limit {
 		s.overflows++
@@ -313,8 +311,8 @@ func (s *Server) next(req openai.ChatCompletionRequest, tokens int) (Turn, *refu
 }
 
 // pick returns req's turn and advances its conversation. s.mu is held.
-func (s *Server) pick(req openai.ChatCompletionRequest) (Turn, error) {
-	first := firstUser(req)
+func (s *Server) pick(req request) (Turn, error) {
+	first := req.firstUser()
 	for i, c := range s.convs {
 		if !strings.Contains(first, c.Match) {
 			continue
@@ -338,7 +336,7 @@ func (s *Server) pick(req openai.ChatCompletionRequest) (Turn, error) {
 // nextByHistory returns the index of the turn after the one whose tool calls
 // the request's last assistant message carries; 0 when it has none; -1 when
 // those calls are not in the script.
-func nextByHistory(turns []Turn, req openai.ChatCompletionRequest) int {
+func nextByHistory(turns []Turn, req request) int {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		m := req.Messages[i]
 		if m.Role != openai.ChatMessageRoleAssistant || len(m.ToolCalls) == 0 {
@@ -424,18 +422,18 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	defer func() { s.served.Add(int64(time.Since(start))) }()
-	var req openai.ChatCompletionRequest
+	var req request
 	body := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+bytes.MinRead))
 	_, err := body.ReadFrom(r.Body)
 	if err == nil {
-		err = json.Unmarshal(body.Bytes(), &req)
+		req, err = s.reader.read(body.Bytes())
 	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "scripted model: bad request body: "+err.Error())
 		return
 	}
-	tokens := countTokens(req, s.memo.tokens)
-	turn, refused, err := s.next(req, tokens)
+	tokens := req.Tokens
+	turn, refused, err := s.next(body.Bytes(), req, tokens)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -463,7 +461,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var usage *Usage
-	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+	if req.IncludeUsage {
 		usage = &Usage{Prompt: tokens, Completion: completionTokens(turn, s.memo.tokens)}
 		if turn.Usage != nil {
 			usage = turn.Usage

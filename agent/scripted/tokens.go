@@ -125,42 +125,14 @@ func Tokens(s string) int {
 // deprecated functions of a request like tools. The tools' parameters are
 // counted as encoding/json writes them after decoding (sorted keys, no
 // spaces), so the order a client wrote them in does not matter.
-func CountTokens(req openai.ChatCompletionRequest) int { return countTokens(req, Tokens) }
-
-// countTokens is CountTokens with tok counting a text's tokens.
-func countTokens(req openai.ChatCompletionRequest, tok func(string) int) int {
-	total := TokensReplyPriming
-	for _, m := range req.Messages {
-		total += TokensPerMessage + tok(m.Role) + tok(m.Content)
-		for _, p := range m.MultiContent {
-			switch p.Type {
-			case openai.ChatMessagePartTypeImageURL:
-				total += TokensPerImage
-			default:
-				total += tok(p.Text)
-			}
-		}
-		if m.Name != "" {
-			total += tok(m.Name) + TokensPerName
-		}
-		for _, tc := range m.ToolCalls {
-			total += tok(tc.Function.Name) + tok(tc.Function.Arguments)
-		}
-		if m.FunctionCall != nil {
-			total += tok(m.FunctionCall.Name) + tok(m.FunctionCall.Arguments)
-		}
-		total += tok(m.ToolCallID)
+func CountTokens(req openai.ChatCompletionRequest) int {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return 0
 	}
-	for _, t := range req.Tools {
-		total += TokensPerTool
-		if t.Function != nil {
-			total += toolTokens(*t.Function, tok)
-		}
-	}
-	for _, f := range req.Functions {
-		total += TokensPerTool + toolTokens(f, tok)
-	}
-	return total
+	rd := reader{tok: Tokens}
+	r, _ := rd.read(b)
+	return r.Tokens
 }
 
 // toolTokens counts, with tok, the JSON of a function definition: name,
