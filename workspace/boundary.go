@@ -60,6 +60,9 @@ func (p *Project) Resolve(path string) (string, error) {
 			return refuse("it climbs out of the project with ..")
 		}
 	}
+	if p.plainBelow(abs) {
+		return abs, nil
+	}
 	// Find the nearest existing ancestor (or the path itself) and resolve its links.
 	existing, rest := abs, ""
 	for {
@@ -83,6 +86,40 @@ func (p *Project) Resolve(path string) (string, error) {
 		return refuse("a symlink points outside the project root")
 	}
 	return filepath.Join(existing, rest), nil
+}
+
+// plainBelow reports whether abs, a clean path within the root (as given or
+// resolved), has no symlink among its components below the root: each one
+// exists and is no link, until the first that does not exist. Then nothing in
+// it can lead out of the root, and Resolve need not resolve links component
+// by component from the file system's root (a system call each); false sends
+// it to that full check, at the first link or an error other than "does not
+// exist".
+func (p *Project) plainBelow(abs string) bool {
+	rel := ""
+	switch {
+	case within(p.root, abs):
+		rel = abs[len(p.root):]
+	case within(p.realRoot, abs):
+		rel = abs[len(p.realRoot):]
+	default:
+		return false
+	}
+	rel = strings.TrimPrefix(rel, string(filepath.Separator))
+	cur := p.realRoot
+	for rel != "" {
+		name, rest, _ := strings.Cut(rel, string(filepath.Separator))
+		cur = filepath.Join(cur, name)
+		fi, err := os.Lstat(cur)
+		if err != nil {
+			return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return false
+		}
+		rel = rest
+	}
+	return true
 }
 
 // Rel returns path relative to the project root, with forward slashes.
