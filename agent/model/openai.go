@@ -57,12 +57,22 @@ func NewOpenAI(cfg Config) *OpenAI {
 	if cfg.BaseURL != "" {
 		oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	}
-	hc := &http.Client{}
+	// A request is written from one buffer that holds most bodies whole: with
+	// the default 4 KB one, net/http copies the rest of a body through a new
+	// buffer of its size for every request (io.Copy through a LimitReader
+	// into the connection's ReadFrom), and writes it in pieces.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.WriteBufferSize = writeBuffer
+	hc := &http.Client{Transport: tr}
 	oc.HTTPClient = hc
 	m := &OpenAI{client: openai.NewClientWithConfig(oc), http: hc, cfg: cfg}
 	m.chatURL = m.BaseURL() + "/chat/completions"
 	return m
 }
+
+// writeBuffer is the size of a connection's write buffer: a chat request of
+// about 16k tokens of context fits.
+const writeBuffer = 64 << 10
 
 // maxErrorBody bounds how much of a refused request's body is kept.
 const maxErrorBody = 64 << 10
