@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -64,7 +65,8 @@ func (s *benchServer) call(b *testing.B, method string, params, result any) {
 
 func (s *benchServer) initialize(b *testing.B, ws string) {
 	s.call(b, "initialize", map[string]any{"processId": nil, "capabilities": map[string]any{},
-		"workspaceFolders": []map[string]string{{"uri": string(uri.File(ws)), "name": "sample"}}}, nil)
+		"workspaceFolders":      []map[string]string{{"uri": string(uri.File(ws)), "name": "sample"}},
+		"initializationOptions": map[string]any{"maxSteps": 1000}}, nil)
 	s.conn.Notify(context.Background(), "initialized", map[string]any{})
 }
 
@@ -291,24 +293,25 @@ func randomName() string {
 	return hex.EncodeToString(b)
 }
 
-// BenchmarkTurnOverhead runs agent.run with 10 read_file turns against the
-// zero-latency scripted model (in this process), with agent-lsp started as
-// an editor starts it: in-process, and through the daemon. server-ns/turn
-// is the time per turn less the scripted model's own time answering.
+// BenchmarkTurnOverhead runs agent.run with 10 and 50 read_file turns
+// against the zero-latency scripted model (in this process), with agent-lsp
+// started as an editor starts it: in-process, and through the daemon.
+// server-ns/turn is the time per turn less the scripted model's own time
+// answering.
 func BenchmarkTurnOverhead(b *testing.B) {
-	var turns []scripted.Turn
-	for range 10 {
-		turns = append(turns, scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "read_file", Args: json.RawMessage(`{"path":"greet.go"}`)}}})
-	}
-	turns = append(turns, scripted.Turn{Text: "done"})
-	serve := func(b *testing.B, daemon bool) {
+	serve := func(b *testing.B, n int, daemon bool) {
+		var turns []scripted.Turn
+		for range n {
+			turns = append(turns, scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "read_file", Args: json.RawMessage(`{"path":"greet.go"}`)}}})
+		}
+		turns = append(turns, scripted.Turn{Text: "done"})
 		s, srv := startBenchWindow(b, daemon)
 		run := func() {
 			srv.SetScript(scripted.Script{Turns: turns})
 			var res struct {
 				Status string `json:"status"`
 			}
-			s.call(b, "workspace/executeCommand", map[string]any{"command": "agent.run", "arguments": []any{map[string]any{"prompt": "read it ten times"}}}, &res)
+			s.call(b, "workspace/executeCommand", map[string]any{"command": "agent.run", "arguments": []any{map[string]any{"prompt": "read it " + strconv.Itoa(n) + " times"}}}, &res)
 			if res.Status != "done" {
 				b.Fatalf("run: %+v\n%s", res, s.stderr.String())
 			}
@@ -327,6 +330,8 @@ func BenchmarkTurnOverhead(b *testing.B) {
 		b.ReportMetric(float64((elapsed-(srv.Served()-served)).Nanoseconds())/turnsRun, "server-ns/turn")
 		s.close(b)
 	}
-	b.Run("in-process", func(b *testing.B) { serve(b, false) })
-	b.Run("daemon", func(b *testing.B) { serve(b, true) })
+	for _, n := range []int{10, 50} {
+		b.Run("in-process/turns="+strconv.Itoa(n), func(b *testing.B) { serve(b, n, false) })
+		b.Run("daemon/turns="+strconv.Itoa(n), func(b *testing.B) { serve(b, n, true) })
+	}
 }
