@@ -9,8 +9,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -38,6 +40,8 @@ type OpenAI struct {
 	chatURL string
 	cfg     Config
 	params  paramCache // the tools' parameters as requests carry them
+	bodies  sync.Pool  // *requestBody: request bodies for the next calls
+	readers streamReaders
 }
 
 // NewOpenAI returns a model for cfg.
@@ -137,9 +141,11 @@ func retryable(err error) (int, bool) {
 func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (Response, error) {
 	model := cmp.Or(req.Model, m.cfg.Model)
 	err := check(model, req)
-	var body []byte
+	body := newRequestBody(&m.bodies)
+	defer body.release()
 	if err == nil {
-		body, err = appendRequest(make([]byte, 0, sizeHint(req)), model, req, &m.params)
+		body.buf = slices.Grow(body.buf, sizeHint(req))
+		body.buf, err = appendRequest(body.buf, model, req, &m.params)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -188,7 +194,7 @@ func redact(err error, key string) error {
 }
 
 // once makes one attempt of a chat call whose request body is body.
-func (m *OpenAI) once(ctx context.Context, body []byte, onDelta func(string), note *attemptNote) (Response, error) {
+func (m *OpenAI) once(ctx context.Context, body *requestBody, onDelta func(string), note *attemptNote) (Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 	defer cancel()
 	resp, err := m.post(ctx, body, note)
@@ -196,7 +202,9 @@ func (m *OpenAI) once(ctx context.Context, body []byte, onDelta func(string), no
 		return Response{}, err
 	}
 	defer resp.Body.Close()
-	return read(resp.Body, onDelta)
+	br := m.readers.get(resp.Body)
+	defer m.readers.put(br)
+	return read(br, resp.Body, onDelta)
 }
 
 // callAccumulator assembles streamed tool-call deltas. Deltas carry an Index;

@@ -34,11 +34,13 @@ var errTooManyEmptyLines = openai.ErrTooManyEmptyStreamMessages
 // post sends a streamed chat request whose body is body and returns the
 // response of a status in 200–399; a refused request is an error as go-openai
 // makes it, and note records its status, Retry-After header and body start.
-func (m *OpenAI) post(ctx context.Context, body []byte, note *attemptNote) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.chatURL, bytes.NewReader(body))
+func (m *OpenAI) post(ctx context.Context, body *requestBody, note *attemptNote) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.chatURL, nil)
 	if err != nil {
 		return nil, err
 	}
+	req.Body, req.ContentLength = body.reader(), int64(len(body.buf))
+	req.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Cache-Control", "no-cache")
@@ -105,6 +107,7 @@ type chunk struct {
 type events struct {
 	r    *bufio.Reader
 	kept []byte // the lines that were not chunks
+	long []byte // a line longer than r's buffer
 	done bool
 }
 
@@ -117,7 +120,15 @@ func (e *events) next() ([]byte, error) {
 	empty := 0
 	isError := false
 	for {
-		line, err := e.r.ReadBytes('\n')
+		line, err := e.r.ReadSlice('\n') // valid until the next read
+		if errors.Is(err, bufio.ErrBufferFull) {
+			e.long = append(e.long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = e.r.ReadSlice('\n')
+				e.long = append(e.long, line...)
+			}
+			line = e.long
+		}
 		if err != nil || isError {
 			var er openai.ErrorResponse
 			if len(e.kept) > 0 && json.Unmarshal(e.kept, &er) == nil && er.Error != nil {
@@ -152,9 +163,10 @@ func (e *events) next() ([]byte, error) {
 // errStreamCut is a stream that ended before the model finished.
 var errStreamCut = errors.New("stream ended before the model finished")
 
-// read reads a chat stream into a Response, streaming text to onDelta.
-func read(body io.Reader, onDelta func(string)) (Response, error) {
-	ev := events{r: bufio.NewReader(body)}
+// read reads a chat stream, body read through br, into a Response,
+// streaming text to onDelta.
+func read(br *bufio.Reader, body io.Reader, onDelta func(string)) (Response, error) {
+	ev := events{r: br}
 	var (
 		resp     Response
 		text     []byte

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -38,7 +39,8 @@ func TestReadStream(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, err := read(strings.NewReader(tt.stream), nil)
+			r := strings.NewReader(tt.stream)
+			resp, err := read(bufio.NewReader(r), r, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -55,7 +57,8 @@ func TestReadStream(t *testing.T) {
 // TestStreamErrorIsAPIError checks that an error sent in the stream is an
 // *openai.APIError, which overflow detection and retries read.
 func TestStreamErrorIsAPIError(t *testing.T) {
-	_, err := read(strings.NewReader(`data: {"error":{"message":"m","code":"context_length_exceeded"}}`+"\n\n"), nil)
+	r := strings.NewReader(`data: {"error":{"message":"m","code":"context_length_exceeded"}}` + "\n\n")
+	_, err := read(bufio.NewReader(r), r, nil)
 	var apiErr *openai.APIError
 	if !errors.As(err, &apiErr) || apiErr.Code != "context_length_exceeded" {
 		t.Fatalf("err = %#v", err)
