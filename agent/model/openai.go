@@ -39,8 +39,9 @@ type OpenAI struct {
 	http    *http.Client
 	chatURL string
 	cfg     Config
-	params  paramCache // the tools' parameters as requests carry them
-	bodies  sync.Pool  // *requestBody: request bodies for the next calls
+	params  paramCache   // the tools' parameters as requests carry them
+	msgs    messageCache // the messages as requests carry them
+	bodies  sync.Pool    // *requestBody: request bodies for the next calls
 	readers streamReaders
 }
 
@@ -145,7 +146,7 @@ func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (R
 	defer body.release()
 	if err == nil {
 		body.buf = slices.Grow(body.buf, sizeHint(req))
-		body.buf, err = appendRequest(body.buf, model, req, &m.params)
+		body.buf, err = appendRequest(body.buf, model, req, &m.params, &m.msgs)
 	}
 	if err != nil {
 		if ctx.Err() != nil {

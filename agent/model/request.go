@@ -21,16 +21,11 @@ import (
 // MarshalJSON and re-compaction of their output, which cost a few hundred
 // microseconds a turn once a session has some history. A tool's Parameters
 // that are not valid JSON fail the request, as they did there.
-func appendRequest(b []byte, model string, req Request, params *paramCache) ([]byte, error) {
+func appendRequest(b []byte, model string, req Request, params *paramCache, msgs *messageCache) ([]byte, error) {
 	b = append(b, `{"model":`...)
 	b = appendString(b, model)
 	b = append(b, `,"messages":[`...)
-	for i, m := range req.Messages {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendMessage(b, m)
-	}
+	b = msgs.appendAll(b, req.Messages)
 	b = append(b, `],"stream":true`...)
 	if len(req.Tools) > 0 {
 		b = append(b, `,"tools":[`...)
@@ -117,6 +112,71 @@ func (c *paramCache) get(p json.RawMessage) ([]byte, error) {
 	}
 	c.byIn[string(p)] = out
 	return out, nil
+}
+
+// messageCache holds messages as requests carry them, by message ID: each
+// request of a session sends its history again, and escaping it anew was
+// most of a request's encoding once a session had some turns. An entry is
+// used only for a message equal to the one it was made of (a message cut to
+// fit the window has the ID of the whole one): comparing strings that share
+// their bytes, as the history's messages do from one turn to the next, takes
+// no time.
+type messageCache struct {
+	mu   sync.Mutex
+	byID map[string]encodedMessage
+	size int // bytes encoded in byID
+}
+
+type encodedMessage struct {
+	m    message.Message
+	json []byte
+}
+
+// maxMessageCache bounds the bytes the cache keeps; past it, it starts over.
+const maxMessageCache = 16 << 20
+
+// appendAll appends msgs as chat messages (appendMessage) separated by
+// commas, each from the cache when it holds it. A nil cache encodes them all.
+func (c *messageCache) appendAll(b []byte, msgs []message.Message) []byte {
+	if c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+	}
+	for i, m := range msgs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if c == nil || m.ID == "" {
+			b = appendMessage(b, m)
+			continue
+		}
+		if e, ok := c.byID[m.ID]; ok && sameMessage(e.m, m) {
+			b = append(b, e.json...)
+			continue
+		}
+		start := len(b)
+		b = appendMessage(b, m)
+		c.put(m, bytes.Clone(b[start:]))
+	}
+	return b
+}
+
+// put keeps enc as m's encoding. c.mu is held.
+func (c *messageCache) put(m message.Message, enc []byte) {
+	if c.byID == nil || c.size+len(enc) > maxMessageCache {
+		c.byID, c.size = map[string]encodedMessage{}, 0
+	}
+	if old, ok := c.byID[m.ID]; ok {
+		c.size -= len(old.json)
+	}
+	c.byID[m.ID] = encodedMessage{m: m, json: enc}
+	c.size += len(enc)
+}
+
+// sameMessage reports whether a and b are encoded alike: the same role,
+// content, tool calls and tool call ID.
+func sameMessage(a, b message.Message) bool {
+	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && slices.Equal(a.ToolCalls, b.ToolCalls)
 }
 
 // sizeHint is about the size of req's body, escapes aside.

@@ -84,10 +84,11 @@ func TestRequestBodyAsGoOpenAIWritesIt(t *testing.T) {
 			{Name: awkward[4], Description: awkward[6], Parameters: json.RawMessage(` [1, "\u2028<", {"a":null}] `)},
 		}}},
 	}
-	var cache paramCache // shared: the second request of a tool reads it from the cache
+	var cache paramCache     // shared: the second request of a tool reads it from the cache
+	var encoded messageCache // and of a message
 	for _, tt := range tests {
 		for _, model := range []string{"gpt-4o", "", awkward[3]} {
-			got, err := appendRequest(nil, model, tt.req, &cache)
+			got, err := appendRequest(nil, model, tt.req, &cache, &encoded)
 			if err != nil {
 				t.Fatalf("%s: %v", tt.name, err)
 			}
@@ -103,9 +104,27 @@ func TestRequestBodyAsGoOpenAIWritesIt(t *testing.T) {
 }
 
 func TestRequestBadToolParameters(t *testing.T) {
-	_, err := appendRequest(nil, "m", Request{Tools: []ToolSpec{{Name: "broken", Parameters: json.RawMessage(`{"type":`)}}}, new(paramCache))
+	_, err := appendRequest(nil, "m", Request{Tools: []ToolSpec{{Name: "broken", Parameters: json.RawMessage(`{"type":`)}}}, new(paramCache), nil)
 	if err == nil || !strings.Contains(err.Error(), "broken") {
 		t.Fatalf("err = %v, want one naming the tool", err)
+	}
+}
+
+// A message is taken from the cache only as it was encoded: one cut to fit
+// the window keeps its ID and is encoded anew, and so is one whose tool
+// calls changed.
+func TestMessageCacheComparesMessages(t *testing.T) {
+	var c messageCache
+	whole := message.Message{ID: "m1", Role: message.Tool, ToolCallID: "c1", Content: "line 1\nline 2\n"}
+	cut := whole
+	cut.Content = "line 1\n[cut]"
+	ai := message.NewAI("", message.ToolCall{ID: "c1", Name: "read_file", Args: `{"path":"a"}`})
+	other := ai
+	other.ToolCalls = []message.ToolCall{{ID: "c1", Name: "read_file", Args: `{"path":"b"}`}}
+	for _, m := range []message.Message{whole, cut, whole, whole, ai, other, ai, cut} {
+		if got, want := c.appendAll(nil, []message.Message{m}), appendMessage(nil, m); string(got) != string(want) {
+			t.Fatalf("%s: %s, want %s", m.ID, got, want)
+		}
 	}
 }
 
@@ -137,7 +156,17 @@ func BenchmarkRequestBody(b *testing.B) {
 		var buf []byte
 		var params paramCache
 		for b.Loop() {
-			buf, _ = appendRequest(buf[:0], "scripted", req, &params)
+			buf, _ = appendRequest(buf[:0], "scripted", req, &params, nil)
+		}
+		b.SetBytes(int64(len(buf)))
+	})
+	// As a session sends it: the history from the cache.
+	b.Run("appendRequest/cached", func(b *testing.B) {
+		var buf []byte
+		var params paramCache
+		var msgs messageCache
+		for b.Loop() {
+			buf, _ = appendRequest(buf[:0], "scripted", req, &params, &msgs)
 		}
 		b.SetBytes(int64(len(buf)))
 	})
