@@ -89,7 +89,8 @@ func (rd *reader) read(body []byte) (request, error) {
 		if err != nil {
 			return request{}, err
 		}
-		switch key := name.String(); {
+		key := name.String() // name is valid only until the next read
+		switch {
 		case strings.EqualFold(key, "messages"):
 			err = rd.list(dec, func(v jsontext.Value) error {
 				m, err := rd.message(v)
@@ -117,7 +118,7 @@ func (rd *reader) read(body []byte) (request, error) {
 			err = dec.SkipValue()
 		}
 		if err != nil {
-			return request{}, fmt.Errorf("%s: %w", name.String(), err)
+			return request{}, fmt.Errorf("%s: %w", key, err)
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil {
