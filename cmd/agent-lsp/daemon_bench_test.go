@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +36,7 @@ type benchServer struct {
 	conn   jsonrpc2.Conn
 	stderr bytes.Buffer
 	exited chan struct{}
+	store  string // the store's path, when startBenchWindow started it
 }
 
 func startServer(b *testing.B, bin string, env []string) *benchServer {
@@ -121,6 +123,7 @@ func startBenchWindow(b *testing.B, daemon bool) (*benchServer, *scripted.Server
 		b.Cleanup(func() { stopBenchDaemon(b, bin, store) })
 	}
 	s := startServer(b, bin, daemonEnv(store, srv, mode, "AGENT_LSP_DAEMON_IDLE=1h"))
+	s.store = store
 	s.initialize(b, ws)
 	return s, srv
 }
@@ -287,6 +290,40 @@ func BenchmarkForwarderStartup(b *testing.B) {
 	}
 }
 
+// processCPU returns the CPU time (user and system, every thread) the
+// processes pids have used, from /proc/<pid>/stat in clock ticks of 10 ms
+// (Linux's USER_HZ on every architecture Go runs on).
+func processCPU(pids []int) time.Duration {
+	var total time.Duration
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// The fields after the command's name, which ends with the last ')':
+		// state is the first, utime and stime the 12th and 13th.
+		fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(fields) < 13 {
+			continue
+		}
+		utime, _ := strconv.ParseInt(fields[11], 10, 64)
+		stime, _ := strconv.ParseInt(fields[12], 10, 64)
+		total += time.Duration(utime+stime) * 10 * time.Millisecond
+	}
+	return total
+}
+
+// benchDaemonPid returns the pid of the daemon serving store, from its
+// sidecar file.
+func benchDaemonPid(b *testing.B, store string) int {
+	var sc struct{ Pid int }
+	raw, err := os.ReadFile(store + ".daemon")
+	if err != nil || json.Unmarshal(raw, &sc) != nil || sc.Pid == 0 {
+		b.Fatalf("the daemon's sidecar: %v %s", err, raw)
+	}
+	return sc.Pid
+}
+
 func randomName() string {
 	b := make([]byte, 8)
 	rand.Read(b)
@@ -297,7 +334,9 @@ func randomName() string {
 // against the zero-latency scripted model (in this process), with agent-lsp
 // started as an editor starts it: in-process, and through the daemon.
 // server-ns/turn is the time per turn less the scripted model's own time
-// answering.
+// answering; server-cpu-ns/turn the CPU time agent-lsp's processes (the
+// server, or the forwarder and the daemon) spent per turn, which the
+// machine's noise moves much less.
 func BenchmarkTurnOverhead(b *testing.B) {
 	serve := func(b *testing.B, n int, daemon bool) {
 		var turns []scripted.Turn
@@ -317,7 +356,11 @@ func BenchmarkTurnOverhead(b *testing.B) {
 			}
 		}
 		run() // warm up
-		served := srv.Served()
+		pids := []int{s.cmd.Process.Pid}
+		if daemon {
+			pids = append(pids, benchDaemonPid(b, s.store))
+		}
+		served, cpu := srv.Served(), processCPU(pids)
 		b.ResetTimer()
 		start := time.Now()
 		for range b.N {
@@ -328,6 +371,7 @@ func BenchmarkTurnOverhead(b *testing.B) {
 		turnsRun := float64(b.N * len(turns))
 		b.ReportMetric(float64(elapsed.Nanoseconds())/turnsRun, "ns/turn")
 		b.ReportMetric(float64((elapsed-(srv.Served()-served)).Nanoseconds())/turnsRun, "server-ns/turn")
+		b.ReportMetric(float64((processCPU(pids)-cpu).Nanoseconds())/turnsRun, "server-cpu-ns/turn")
 		s.close(b)
 	}
 	for _, n := range []int{10, 50} {
