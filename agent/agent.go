@@ -246,6 +246,9 @@ type Request struct {
 	// Model overrides the session's recorded model, else the configured
 	// one, for this run and the session's next ones.
 	Model string
+	// Edits, when set, is recorded as the session's Edits: how the client
+	// has the run's edits reach files ("apply" or "review"; Editor does it).
+	Edits string
 	// Context lists what the user attached: files, or parts of them (Range
 	// set), read as the editor has them and added to the prompt.
 	Context []Attachment
@@ -389,6 +392,9 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 			return Result{}, fmt.Errorf("session %s exists already", id)
 		}
 		sess = store.Session{ID: id, Title: transcript.Title(req.Prompt), Status: store.StatusRunning, Created: now, Updated: now}
+	}
+	if req.Edits != "" {
+		sess.Edits = req.Edits
 	}
 	current, err := rt.localProject(sess)
 	if err != nil {

@@ -181,7 +181,7 @@ func (a *acpAgent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp
 	if err != nil {
 		return acp.NewSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
-	s := a.addSession(agent.NewSessionID(), project, false)
+	s := a.addSession(agent.NewSessionID(), project, false, "")
 	return acp.NewSessionResponse{SessionId: acp.SessionId(s.id), Modes: modes(s.getMode())}, nil
 }
 
@@ -213,7 +213,7 @@ func (a *acpAgent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (a
 	if pr, ok := a.backend().Workspace.ProjectFor(sess.Root); ok && sess.Root != "" {
 		project = pr.Name()
 	}
-	s := a.addSession(id, project, true)
+	s := a.addSession(id, project, true, sess.Edits) // the mode it was last prompted in
 	msgs, err := a.backend().Runtime.Transcript(ctx, id, "")
 	if err != nil {
 		return acp.LoadSessionResponse{}, fmt.Errorf("load session %s: %w", id, err)
@@ -336,7 +336,7 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	}()
 	b := a.backend()
 	u := &acpUpdates{conn: a.client(), session: s, ws: b.Workspace}
-	req := agent.Request{Prompt: text, Project: s.project, Events: u.event, MaxSteps: b.Settings.MaxSteps, Durability: b.Settings.Durability}
+	req := agent.Request{Prompt: text, Project: s.project, Events: u.event, MaxSteps: b.Settings.MaxSteps, Durability: b.Settings.Durability, Edits: mode}
 	if stored {
 		req.Session = s.id
 	} else {
@@ -394,11 +394,14 @@ func modes(current string) *acp.SessionModeState {
 	}}
 }
 
-// addSession registers a session of the connection.
-func (a *acpAgent) addSession(id, project string, stored bool) *acpSession {
-	mode := acpModeApply
-	if a.backend().Settings.Edits == "review" {
-		mode = acpModeReview
+// addSession registers a session of the connection, in mode when that is
+// one (apply or review), else in the edits setting's.
+func (a *acpAgent) addSession(id, project string, stored bool, mode string) *acpSession {
+	if mode != acpModeApply && mode != acpModeReview {
+		mode = acpModeApply
+		if a.backend().Settings.Edits == "review" {
+			mode = acpModeReview
+		}
 	}
 	s := &acpSession{id: id, project: project, mode: mode, stored: stored, calls: &acpCalls{byID: map[string]*acpCall{}}}
 	a.mu.Lock()

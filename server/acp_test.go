@@ -371,7 +371,8 @@ func TestACPRejected(t *testing.T) {
 
 // session/cancel ends the prompt with stop reason cancelled and leaves no
 // tool call in progress; a new process loads the session, replaying its
-// conversation, and the session continues there.
+// conversation, in the mode it was prompted in, and the session continues
+// there.
 func TestACPCancelAndLoad(t *testing.T) {
 	srv := model(t, scripted.Script{Turns: []scripted.Turn{
 		{Text: "Sleeping.", ToolCalls: []scripted.ToolCall{withID(call("run_command", map[string]any{"command": "sleep 600"}), "call_sleep")}},
@@ -381,6 +382,9 @@ func TestACPCancelAndLoad(t *testing.T) {
 	env := envFor(t, srv, daemonEnv...) // two processes on one store
 	c := startACP(t, true, env, "--allow", "sleep *")
 	session := c.newSession(sample)
+	if _, err := c.conn.SetSessionMode(c.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(session), ModeId: "review"}); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan acp.PromptResponse, 1)
 	go func() {
 		res, err := c.prompt(session, "Sleep a while")
@@ -405,8 +409,12 @@ func TestACPCancelAndLoad(t *testing.T) {
 
 	// A new process: session/load replays the conversation, then the session goes on.
 	d := startACP(t, true, env, "--allow", "sleep *")
-	if _, err := d.conn.LoadSession(d.ctx(), acp.LoadSessionRequest{SessionId: acp.SessionId(session), Cwd: sample, McpServers: []acp.McpServer{}}); err != nil {
+	loaded, err := d.conn.LoadSession(d.ctx(), acp.LoadSessionRequest{SessionId: acp.SessionId(session), Cwd: sample, McpServers: []acp.McpServer{}})
+	if err != nil {
 		t.Fatalf("session/load: %v", err)
+	}
+	if loaded.Modes == nil || loaded.Modes.CurrentModeId != "review" {
+		t.Fatalf("the loaded session's modes: %+v, want review, the mode it was prompted in", loaded.Modes)
 	}
 	tr := d.transcript()
 	for _, want := range []string{"user: Sleep a while", "agent: Sleeping.", `tool_call call_sleep "run_command sleep 600" execute`} {

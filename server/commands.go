@@ -69,7 +69,7 @@ var Commands = []Command{
 	command("agent.cancel", "Cancels a session's running run; the run's own request then ends with status cancelled.",
 		"`{cancelled}`: whether a run was going", (*Server).cancelCommand),
 	command("agent.sessions", "Lists the stored sessions of the store (every window's), newest first.",
-		"`[{session, project, root, title, status, created, updated, messages, notStored?}]`; status is running (running now, in any window), interrupted (cut off by a crash or a kill: resume it), or how the last run ended; root is the project's folder; notStored: kept in this window's memory only, because the store could not be opened (it is gone when the server ends)", (*Server).sessionsCommand),
+		"`[{session, project, root, model?, edits?, title, status, created, updated, messages, notStored?}]`; status is running (running now, in any window), interrupted (cut off by a crash or a kill: resume it), or how the last run ended; root is the project's folder; model is its last run's model; edits is `apply` or `review` once an ACP client chose the session's mode (session/set_mode); notStored: kept in this window's memory only, because the store could not be opened (it is gone when the server ends)", (*Server).sessionsCommand),
 	command("agent.session", "Returns a session's transcript and the subagents it started; with context, a subagent's transcript instead.",
 		"`{session, context?, project, status, title, messages: [{id, role, name?, content, toolCalls?, toolCallId?}], subagents: [{contextId, task, status}]}`", (*Server).sessionCommand),
 	command("agent.deleteSession", "Deletes a session with its checkpoints and subagents.",

@@ -111,10 +111,14 @@ type State struct {
 
 // Session is one entry of the session index.
 type Session struct {
-	ID       string    `json:"session"`
-	Project  string    `json:"project"`
-	Root     string    `json:"root,omitempty"`  // the project's folder: a session continues only where it is open
-	Model    string    `json:"model,omitempty"` // the model of its last run: its next run's unless one is given
+	ID      string `json:"session"`
+	Project string `json:"project"`
+	Root    string `json:"root,omitempty"`  // the project's folder: a session continues only where it is open
+	Model   string `json:"model,omitempty"` // the model of its last run: its next run's unless one is given
+	// Edits is the edit mode a client last ran it in ("apply" or "review":
+	// an ACP session's mode), so that a session loaded later continues in
+	// it; "" when no client chose one.
+	Edits    string    `json:"edits,omitempty"`
 	Title    string    `json:"title"`
 	Status   Status    `json:"status"`
 	Created  time.Time `json:"created"`

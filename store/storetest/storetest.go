@@ -250,7 +250,7 @@ func testSessions(t *testing.T, s store.Store) {
 	}
 	// s1 also has a checkpoint written together with its index entry, and
 	// a subagent's namespace.
-	upd := store.Session{ID: "s1", Project: "api", Root: "/src/api", Model: "m", Title: "ünïcode \"title\"", Status: store.StatusRunning,
+	upd := store.Session{ID: "s1", Project: "api", Root: "/src/api", Model: "m", Edits: "review", Title: "ünïcode \"title\"", Status: store.StatusRunning,
 		Created: base, Updated: base.Add(5*time.Hour + 123456789*time.Nanosecond), Messages: 7}
 	put(t, ctx, s, store.Checkpoint{Thread: "s1", Step: 0, Status: store.StatusRunning, Index: &upd})
 	put(t, ctx, s, store.Checkpoint{Thread: "s1", Namespace: "subagent-ab", Step: 0, Status: store.StatusRunning,
