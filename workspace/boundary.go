@@ -89,24 +89,26 @@ func (p *Project) Resolve(path string) (string, error) {
 }
 
 // plainBelow reports whether abs, a clean path within the root (as given or
-// resolved), has no symlink among its components below the root: each one
-// exists and is no link, until the first that does not exist. Then nothing in
-// it can lead out of the root, and Resolve need not resolve links component
-// by component from the file system's root (a system call each); false sends
-// it to that full check, at the first link or an error other than "does not
-// exist".
+// resolved), leads to the project's own root folder and has no symlink among
+// its components below it: the root path still names the folder the project
+// was added with (not a link or folder put in its place since), and each
+// component exists and is no link, until the first that does not exist. Then
+// nothing in it can lead out of the root, and Resolve need not resolve links
+// component by component from the file system's root (a system call each);
+// false sends it to that full check.
 func (p *Project) plainBelow(abs string) bool {
-	rel := ""
-	switch {
-	case within(p.root, abs):
-		rel = abs[len(p.root):]
-	case within(p.realRoot, abs):
-		rel = abs[len(p.realRoot):]
-	default:
+	prefix := p.root
+	if !within(prefix, abs) {
+		prefix = p.realRoot
+		if !within(prefix, abs) {
+			return false
+		}
+	}
+	if fi, err := os.Stat(prefix); err != nil || p.rootDir == nil || !os.SameFile(fi, p.rootDir) {
 		return false
 	}
-	rel = strings.TrimPrefix(rel, string(filepath.Separator))
-	cur := p.realRoot
+	rel := strings.TrimPrefix(abs[len(prefix):], string(filepath.Separator))
+	cur := prefix
 	for rel != "" {
 		name, rest, _ := strings.Cut(rel, string(filepath.Separator))
 		cur = filepath.Join(cur, name)

@@ -157,3 +157,49 @@ func projectWithFiles(b *testing.B, n int) *Project {
 	b.ResetTimer()
 	return p
 }
+
+// A project folder replaced by a link after it was added, or a root that
+// is a link retargeted since, does not lead Resolve out of the project.
+func TestResolveRootReplaced(t *testing.T) {
+	t.Run("folder replaced by a link", func(t *testing.T) {
+		dir := t.TempDir()
+		root, outside := filepath.Join(dir, "proj"), filepath.Join(dir, "outside")
+		os.Mkdir(root, 0o755)
+		os.Mkdir(outside, 0o755)
+		os.WriteFile(filepath.Join(outside, "secret"), []byte("x"), 0o644)
+		p, err := New(UTF16).Add("p", root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Resolve("secret"); err != nil {
+			t.Fatalf("before the swap: %v", err)
+		}
+		os.Rename(root, root+".old")
+		os.Symlink(outside, root)
+		for _, path := range []string{"secret", "new-file", filepath.Join(root, "secret")} {
+			if got, err := p.Resolve(path); err == nil {
+				t.Errorf("Resolve(%q) = %q, into the folder the link points to", path, got)
+			}
+		}
+	})
+	t.Run("root link retargeted", func(t *testing.T) {
+		dir := t.TempDir()
+		real, outside, link := filepath.Join(dir, "real"), filepath.Join(dir, "outside"), filepath.Join(dir, "link")
+		os.Mkdir(real, 0o755)
+		os.Mkdir(outside, 0o755)
+		os.WriteFile(filepath.Join(outside, "secret"), []byte("x"), 0o644)
+		os.Symlink(real, link)
+		p, err := New(UTF16).Add("p", link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Resolve("secret"); err != nil {
+			t.Fatalf("before the retarget: %v", err)
+		}
+		os.Remove(link)
+		os.Symlink(outside, link)
+		if got, err := p.Resolve("secret"); err == nil {
+			t.Errorf("Resolve(secret) = %q, through the retargeted link", got)
+		}
+	})
+}

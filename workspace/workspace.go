@@ -14,8 +14,9 @@ import (
 
 // Project is one workspace folder.
 type Project struct {
-	root     string // clean absolute path as the editor gave it
-	realRoot string // root with symlinks resolved
+	root     string      // clean absolute path as the editor gave it
+	realRoot string      // root with symlinks resolved
+	rootDir  os.FileInfo // the root folder as os.Stat saw it when added: Resolve's fast path checks it is still the one
 
 	mu      sync.Mutex
 	name    string
@@ -113,7 +114,7 @@ func (w *Workspace) Add(name, root string) (*Project, error) {
 	if name == "" {
 		name = filepath.Base(abs)
 	}
-	p := &Project{root: abs, realRoot: real, info: Detect(abs), ctx: newRuntimeContext()}
+	p := &Project{root: abs, realRoot: real, rootDir: fi, info: Detect(abs), ctx: newRuntimeContext()}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	p.name = w.uniqueLocked(name, nil)
