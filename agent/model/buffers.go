@@ -41,7 +41,7 @@ func newRequestBody(pool *sync.Pool) *requestBody {
 // reader returns a reader of the body that holds it until closed.
 func (b *requestBody) reader() io.ReadCloser {
 	b.refs.Add(1)
-	return &bodyReader{Reader: bytes.NewReader(b.buf), body: b}
+	return &bodyReader{r: bytes.NewReader(b.buf), body: b}
 }
 
 // release lets go of one hold; the last one returns the body to its pool.
@@ -51,17 +51,32 @@ func (b *requestBody) release() {
 	}
 }
 
-// bodyReader reads a requestBody; Close lets go of it, once.
+// bodyReader reads a requestBody; Close lets go of it, once. net/http may
+// call Close while a Read runs (HTTP/2 does, in its own goroutine, when the
+// answer comes before the body is sent): mu makes Close wait for the Read,
+// so the buffer is never reused under it.
 type bodyReader struct {
-	*bytes.Reader
-	body   *requestBody
-	closed atomic.Bool
+	mu   sync.Mutex // guards r and body
+	r    *bytes.Reader
+	body *requestBody // nil once closed
+}
+
+func (r *bodyReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.body == nil {
+		return 0, io.EOF // closed: nothing of a buffer that may be reused
+	}
+	return r.r.Read(p)
 }
 
 func (r *bodyReader) Close() error {
-	if r.closed.CompareAndSwap(false, true) {
-		r.Reader = bytes.NewReader(nil) // a read after Close finds nothing, not a reused buffer
-		r.body.release()
+	r.mu.Lock()
+	b := r.body
+	r.body, r.r = nil, nil
+	r.mu.Unlock()
+	if b != nil {
+		b.release()
 	}
 	return nil
 }

@@ -62,13 +62,7 @@ func NewOpenAI(cfg Config) *OpenAI {
 	if cfg.BaseURL != "" {
 		oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	}
-	// A request is written from one buffer that holds most bodies whole: with
-	// the default 4 KB one, net/http copies the rest of a body through a new
-	// buffer of its size for every request (io.Copy through a LimitReader
-	// into the connection's ReadFrom), and writes it in pieces.
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.WriteBufferSize = writeBuffer
-	hc := &http.Client{Transport: tr}
+	hc := &http.Client{Transport: chatTransport()}
 	oc.HTTPClient = hc
 	m := &OpenAI{client: openai.NewClientWithConfig(oc), http: hc, cfg: cfg}
 	m.chatURL = m.BaseURL() + "/chat/completions"
@@ -78,6 +72,19 @@ func NewOpenAI(cfg Config) *OpenAI {
 // writeBuffer is the size of a connection's write buffer: a chat request of
 // about 16k tokens of context fits.
 const writeBuffer = 64 << 10
+
+// chatTransport is the transport of every model's calls, built once and
+// shared as http.DefaultTransport was (so models made for new settings reuse
+// its idle connections, and none are left open by a model dropped): the
+// default one, but writing a request from one buffer that holds most bodies
+// whole. With the default 4 KB buffer, net/http copies the rest of a body
+// through a new buffer of its size for every request (io.Copy through a
+// LimitReader into the connection's ReadFrom) and writes it in pieces.
+var chatTransport = sync.OnceValue(func() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.WriteBufferSize = writeBuffer
+	return tr
+})
 
 // maxErrorBody bounds how much of a refused request's body is kept.
 const maxErrorBody = 64 << 10

@@ -169,6 +169,7 @@ func (c *messageCache) put(m message.Message, enc []byte) {
 	if old, ok := c.byID[m.ID]; ok {
 		c.size -= len(old.json)
 	}
+	m.ToolCalls = slices.Clone(m.ToolCalls) // its own: a caller changing its calls in place must not change the key
 	c.byID[m.ID] = encodedMessage{m: m, json: enc}
 	c.size += len(enc)
 }
