@@ -395,13 +395,14 @@ func modes(current string) *acp.SessionModeState {
 }
 
 // addSession registers a session of the connection, in mode when that is
-// one (apply or review), else in the edits setting's.
+// one (apply or review), else in apply; always in review when the edits
+// setting says so (a stored mode never loosens it).
 func (a *acpAgent) addSession(id, project string, stored bool, mode string) *acpSession {
-	if mode != acpModeApply && mode != acpModeReview {
+	switch {
+	case a.backend().Settings.Edits == "review":
+		mode = acpModeReview
+	case mode != acpModeApply && mode != acpModeReview:
 		mode = acpModeApply
-		if a.backend().Settings.Edits == "review" {
-			mode = acpModeReview
-		}
 	}
 	s := &acpSession{id: id, project: project, mode: mode, stored: stored, calls: &acpCalls{byID: map[string]*acpCall{}}}
 	a.mu.Lock()

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"sync"
 
@@ -45,6 +47,7 @@ type requestMessage struct {
 
 type requestCall struct {
 	ID       string          `json:"id"`
+	Type     string          `json:"type"`
 	Function requestFunction `json:"function"`
 }
 
@@ -107,6 +110,10 @@ func (rd *reader) read(body []byte) (request, error) {
 				r.Tokens += n
 				return err
 			})
+		case strings.EqualFold(key, "model"):
+			err = expect(dec, "a string", '"', 'n')
+		case strings.EqualFold(key, "stream"):
+			err = expect(dec, "true or false", 't', 'f', 'n')
 		case strings.EqualFold(key, "stream_options"):
 			var o *struct {
 				IncludeUsage bool `json:"include_usage"`
@@ -124,7 +131,20 @@ func (rd *reader) read(body []byte) (request, error) {
 	if _, err := dec.ReadToken(); err != nil {
 		return request{}, err
 	}
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+		return request{}, errors.New("more than one JSON value")
+	}
 	return r, nil
+}
+
+// expect reads a value of one of kinds (a JSON value's first byte; '0' for
+// numbers), else fails with "want what".
+func expect(dec *jsontext.Decoder, what string, kinds ...jsontext.Kind) error {
+	v, err := dec.ReadValue()
+	if err == nil && !slices.Contains(kinds, v.Kind()) {
+		err = fmt.Errorf("want %s, not %s", what, v.Kind())
+	}
+	return err
 }
 
 // list calls each for every value of a JSON list (null is none).

@@ -260,7 +260,10 @@ func (s *Server) Requests() []openai.ChatCompletionRequest {
 	s.mu.Unlock()
 	reqs := make([]openai.ChatCompletionRequest, len(bodies))
 	for i, b := range bodies {
-		json.Unmarshal(b, &reqs[i]) // decoded as request when it arrived
+		// What handle accepted as a request; a field of a type go-openai
+		// does not take (handle checks only those it reads, and model and
+		// stream) is left out.
+		json.Unmarshal(b, &reqs[i])
 	}
 	return reqs
 }

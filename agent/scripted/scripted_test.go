@@ -393,3 +393,44 @@ func TestUsage(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The server reads a request body as go-openai's types take it: what they
+// refuse (a type they do not take where the server reads, trailing data) is
+// a bad request, and what they take is read.
+func TestRequestBodies(t *testing.T) {
+	tests := []struct {
+		body string
+		ok   bool
+	}{
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`, true},
+		{`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"stream":null}`, true},
+		{`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`, true},
+		{`{"model":5,"messages":[{"role":"user","content":"hi"}]}`, false},
+		{`{"messages":[{"role":"user","content":"hi"}],"stream":"yes"}`, false},
+		{`{"messages":[{"role":"user","content":"hi"}]} trailing`, false},
+		{`{"messages":[{"role":"user","content":"hi"}]} {}`, false},
+		{`{"messages":[{"role":"user","content":"hi","tool_calls":[{"type":5}]}]}`, false},
+		{`{"messages":[{"role":"user","content":5}]}`, false},
+		{`{"messages":{"role":"user"}}`, false},
+		{`[]`, false},
+	}
+	for _, tt := range tests {
+		var want openai.ChatCompletionRequest
+		if wantOK := json.Unmarshal([]byte(tt.body), &want) == nil; wantOK != tt.ok {
+			t.Fatalf("%s: encoding/json into go-openai's request ok=%v; the table says %v", tt.body, wantOK, tt.ok)
+		}
+		rd := reader{tok: Tokens}
+		if _, err := rd.read([]byte(tt.body)); (err == nil) != tt.ok {
+			t.Errorf("%s: read error %v, want ok=%v", tt.body, err, tt.ok)
+		}
+	}
+}
+
+// A message with both a text and parts counts both, as before.
+func TestCountTokensTextAndParts(t *testing.T) {
+	req := openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "hello there",
+		MultiContent: []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: "more"}}}}}
+	if got, want := CountTokens(req), TokensReplyPriming+TokensPerMessage+Tokens("user")+Tokens("hello there")+Tokens("more"); got != want {
+		t.Fatalf("CountTokens = %d, want %d", got, want)
+	}
+}

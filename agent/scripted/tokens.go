@@ -126,13 +126,30 @@ func Tokens(s string) int {
 // counted as encoding/json writes them after decoding (sorted keys, no
 // spaces), so the order a client wrote them in does not matter.
 func CountTokens(req openai.ChatCompletionRequest) int {
-	b, err := json.Marshal(req)
-	if err != nil {
-		return 0
+	total := TokensReplyPriming
+	for _, m := range req.Messages {
+		rm := requestMessage{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID, text: m.Content}
+		for _, p := range m.MultiContent {
+			rm.parts = append(rm.parts, requestPart{Type: string(p.Type), Text: p.Text})
+		}
+		for _, tc := range m.ToolCalls {
+			rm.ToolCalls = append(rm.ToolCalls, requestCall{ID: tc.ID, Function: requestFunction{Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+		}
+		if f := m.FunctionCall; f != nil {
+			rm.FunctionCall = &requestFunction{Name: f.Name, Arguments: f.Arguments}
+		}
+		total += rm.count(Tokens)
 	}
-	rd := reader{tok: Tokens}
-	r, _ := rd.read(b)
-	return r.Tokens
+	for _, t := range req.Tools {
+		total += TokensPerTool
+		if t.Function != nil {
+			total += toolTokens(*t.Function, Tokens)
+		}
+	}
+	for _, f := range req.Functions {
+		total += TokensPerTool + toolTokens(f, Tokens)
+	}
+	return total
 }
 
 // toolTokens counts, with tok, the JSON of a function definition: name,
