@@ -297,9 +297,10 @@ type refusal struct {
 	body   string
 }
 
-// next records req (of tokens prompt tokens) and returns its turn, or the
+// next records req (its body and prompt tokens) and returns its turn, or the
 // overflow answer without consuming a turn when req exceeds the context limit.
-func (s *Server) next(body []byte, req request, tokens int) (Turn, *refusal, error) {
+func (s *Server) next(body []byte, req request) (Turn, *refusal, error) {
+	tokens := req.Tokens
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, body)
@@ -435,8 +436,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "scripted model: bad request body: "+err.Error())
 		return
 	}
-	tokens := req.Tokens
-	turn, refused, err := s.next(body.Bytes(), req, tokens)
+	turn, refused, err := s.next(body.Bytes(), req)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -465,7 +465,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	var usage *Usage
 	if req.IncludeUsage {
-		usage = &Usage{Prompt: tokens, Completion: completionTokens(turn, s.memo.tokens)}
+		usage = &Usage{Prompt: req.Tokens, Completion: completionTokens(turn, s.memo.tokens)}
 		if turn.Usage != nil {
 			usage = turn.Usage
 		}
