@@ -16,6 +16,19 @@ import (
 type client struct {
 	conn jsonrpc2.Conn
 	ctx  context.Context // the connection's lifetime, for notifications
+	out  *guardedStream  // the connection's stream, which corks; nil in tests that build a client
+}
+
+// burst calls send and writes what it sent to the editor at once (one
+// write, not one per message). send must not wait for the editor.
+func (c *client) burst(send func()) {
+	if c.out == nil {
+		send()
+		return
+	}
+	c.out.cork()
+	defer c.out.uncork()
+	send()
 }
 
 // Message types of window/showMessage, window/logMessage and showMessageRequest.

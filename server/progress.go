@@ -115,9 +115,32 @@ func (k *reporter) loop() {
 			if !ok {
 				return
 			}
-			k.handle(&b, r)
+			open := true
+			k.c.burst(func() { open = k.drain(&b, r) })
+			if !open {
+				return
+			}
 		}
 	}
+}
+
+// drain handles r and whatever else is queued already, at most a queue's
+// worth, so that the client writes them at once; it reports whether the
+// queue is still open.
+func (k *reporter) drain(b *batch, r report) bool {
+	k.handle(b, r)
+	for range cap(k.in) {
+		select {
+		case r, ok := <-k.in:
+			if !ok {
+				return false
+			}
+			k.handle(b, r)
+		default:
+			return true
+		}
+	}
+	return true
 }
 
 // handle sends one report, batching text deltas.

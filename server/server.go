@@ -104,7 +104,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	})}
 	stream := newGuardedStream(rwc, opts.Logf)
 	s.conn = jsonrpc2.NewConn(stream)
-	s.client = &client{conn: s.conn, ctx: ctx}
+	s.client = &client{conn: s.conn, ctx: ctx, out: stream}
 	s.conn.Go(ctx, s.handle)
 	select {
 	case <-s.conn.Done():

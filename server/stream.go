@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,13 +33,19 @@ const maxHeaderLine = 8 << 10
 //   - invalid JSON (ParseError) and objects that are not JSON-RPC 2.0
 //     messages (InvalidRequest) are answered, with the id when one can be read;
 //   - a request whose id is already in flight is refused (InvalidRequest).
+//
+// Frames written while the stream is corked are held and written together
+// when it is uncorked: a burst of notifications costs one write.
 type guardedStream struct {
-	inner jsonrpc2.Stream // writes frames
+	inner jsonrpc2.Stream // writes frames, through sink
 	in    *bufio.Reader   // read only by Read, on the connection's read loop
+	out   io.Writer       // the connection's writer; written only by sink and uncork, under wmu
 	limit int
 	logf  func(format string, args ...any)
 
-	wmu sync.Mutex // serializes writes: rejections from the read loop, the conn's others
+	wmu   sync.Mutex   // serializes writes (rejections from the read loop, the conn's others); guards corks and held
+	corks int          // corks not uncorked yet
+	held  bytes.Buffer // frames written while corked
 
 	pmu     sync.Mutex          // guards pending
 	pending map[string]struct{} // ids of requests read and not answered yet
@@ -48,8 +55,62 @@ type guardedStream struct {
 }
 
 func newGuardedStream(rw io.ReadWriteCloser, logf func(string, ...any)) *guardedStream {
-	return &guardedStream{inner: jsonrpc2.NewHeaderStream(rw), in: bufio.NewReaderSize(rw, 64<<10),
+	s := &guardedStream{in: bufio.NewReaderSize(rw, 64<<10), out: rw,
 		limit: MaxMessageSize, logf: logf, pending: map[string]struct{}{}, ended: make(chan struct{})}
+	s.inner = jsonrpc2.NewHeaderStream(struct {
+		io.Reader
+		io.Writer
+		io.Closer
+	}{rw, writerFunc(s.sink), rw})
+	return s
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// maxHeld bounds the frames held while corked: past it they are written.
+const maxHeld = 64 << 10
+
+// sink writes one frame for inner, which is called only under wmu: it is
+// held while the stream is corked.
+func (s *guardedStream) sink(p []byte) (int, error) {
+	if s.corks == 0 {
+		return s.out.Write(p)
+	}
+	s.held.Write(p)
+	if s.held.Len() >= maxHeld {
+		return len(p), s.writeHeld()
+	}
+	return len(p), nil
+}
+
+// writeHeld writes the frames held; wmu must be held. A failure is the
+// connection's (a closed pipe): the read loop ends with it.
+func (s *guardedStream) writeHeld() error {
+	_, err := s.out.Write(s.held.Bytes())
+	s.held.Reset()
+	return err
+}
+
+// cork holds the frames written from now on, by any goroutine, until the
+// matching uncork. Between the two its caller must not wait for the client:
+// a request held is answered only once it is written.
+func (s *guardedStream) cork() {
+	s.wmu.Lock()
+	s.corks++
+	s.wmu.Unlock()
+}
+
+// uncork ends a cork, writing what was held at once when it was the last.
+func (s *guardedStream) uncork() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.corks--
+	if s.corks > 0 || s.held.Len() == 0 {
+		return nil
+	}
+	return s.writeHeld()
 }
 
 // Ended is closed when the stream can be read no more. The connection's

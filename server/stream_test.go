@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -63,4 +64,79 @@ func FuzzStream(f *testing.F) {
 			t.Fatalf("the valid frame after %q was lost", data)
 		}
 	})
+}
+
+// writeLog records each Write its stream makes.
+type writeLog struct {
+	io.Reader
+	writes []string
+}
+
+func (w *writeLog) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+func (w *writeLog) Close() error { return nil }
+
+// Frames written while the stream is corked reach the connection in one
+// write when the last cork ends, in the order they were written; a frame
+// written while uncorked goes out at once, and what is held never grows
+// past maxHeld.
+func TestCork(t *testing.T) {
+	ctx := context.Background()
+	note := func(s *guardedStream, method string, size int) {
+		msg := jsonrpc2.NewNotification(method, jsonrpc2.RawMessage(`{"pad":"`+strings.Repeat("x", size)+`"}`))
+		if _, err := s.Write(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	methods := func(w string) []string {
+		var out []string
+		for _, part := range strings.Split(w, "Content-Length: ")[1:] {
+			_, body, _ := strings.Cut(part, "\r\n\r\n")
+			var m struct{ Method string }
+			json.Unmarshal([]byte(body), &m)
+			out = append(out, m.Method)
+		}
+		return out
+	}
+
+	w := &writeLog{Reader: strings.NewReader("")}
+	s := newGuardedStream(w, func(string, ...any) {})
+	note(s, "a", 1)
+	s.cork()
+	note(s, "b", 1)
+	s.cork() // nested: only the outer uncork writes
+	note(s, "c", 1)
+	s.uncork()
+	note(s, "d", 1)
+	if len(w.writes) != 1 {
+		t.Fatalf("corked frames were written before the last uncork: %d writes", len(w.writes))
+	}
+	s.uncork()
+	s.uncork() // nothing held: no write
+	if got := len(w.writes); got != 2 {
+		t.Fatalf("writes = %d, want 2 (a, then b c d at once)", got)
+	}
+	if got := methods(w.writes[1]); fmt.Sprint(got) != "[b c d]" {
+		t.Errorf("the corked write holds %v, want [b c d]", got)
+	}
+
+	w = &writeLog{Reader: strings.NewReader("")}
+	s = newGuardedStream(w, func(string, ...any) {})
+	s.cork()
+	for range 3 {
+		note(s, "big", maxHeld/2)
+	}
+	if len(w.writes) == 0 {
+		t.Fatalf("%d bytes held while corked, over the %d bound", s.held.Len(), maxHeld)
+	}
+	s.uncork()
+	var all []string
+	for _, wr := range w.writes {
+		all = append(all, methods(wr)...)
+	}
+	if fmt.Sprint(all) != "[big big big]" {
+		t.Errorf("frames written: %v", all)
+	}
 }
