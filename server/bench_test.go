@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/uri"
@@ -140,7 +141,10 @@ func readGreetTurns(n int, text string) []scripted.Turn {
 
 // BenchmarkRunOverhead runs agent.run against a zero-latency scripted model
 // with 10 and 50 tool turns and reports the time per turn, and the server's
-// own (server-ns/turn: less the scripted model's time answering). Profile one
+// own (server-ns/turn: less the scripted model's time answering), and the
+// server's beyond the model call (beyond-model-ns/turn: less also
+// exchange-ns, the HTTP exchange of a turn's model call alone, measured by
+// replaying the last run's requests without the server). Profile one
 // turn with, e.g., -bench 'RunOverhead/turns=50' -cpuprofile cpu.out: the
 // scripted model's frames are agent/scripted's.
 func BenchmarkRunOverhead(b *testing.B) {
@@ -159,6 +163,18 @@ func BenchmarkRunOverhead(b *testing.B) {
 			// The scripted model runs in this process: its own time is not the server's.
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds()-srv.Served().Nanoseconds())/float64(b.N*(n+1)), "server-ns/turn")
 			b.ReportMetric(float64(p.events.Load())/float64(b.N*(n+1)), "events/turn")
+			serverNs := float64(b.Elapsed().Nanoseconds()-srv.Served().Nanoseconds()) / float64(b.N*(n+1))
+			b.StopTimer()
+			// A turn is one model call: its HTTP exchange alone, replayed,
+			// is the floor under the call; the rest is the server's.
+			floor, err := srv.ExchangeFloor(turns, func(bodies [][]byte) (time.Duration, error) {
+				return scripted.Exchange(context.Background(), srv.URL, bodies)
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(floor.Nanoseconds()), "exchange-ns")
+			b.ReportMetric(serverNs-float64(floor.Nanoseconds()), "beyond-model-ns/turn")
 		})
 	}
 }

@@ -268,6 +268,14 @@ func (s *Server) Requests() []openai.ChatCompletionRequest {
 	return reqs
 }
 
+// Bodies returns the bodies of the chat requests received so far, in
+// arrival order, as they came; the caller must not modify them.
+func (s *Server) Bodies() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[:len(s.requests):len(s.requests)]
+}
+
 // requestCount returns how many requests were recorded.
 func (s *Server) requestCount() int {
 	s.mu.Lock()

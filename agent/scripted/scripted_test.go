@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -432,5 +434,49 @@ func TestCountTokensTextAndParts(t *testing.T) {
 		MultiContent: []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: "more"}}}}}
 	if got, want := CountTokens(req), TokensReplyPriming+TokensPerMessage+Tokens("user")+Tokens("hello there")+Tokens("more"); got != want {
 		t.Fatalf("CountTokens = %d, want %d", got, want)
+	}
+}
+
+// ExchangeFloor replays the last run's requests, each answered by its turn
+// again, until about 200 exchanges were made; a body the server refuses, or
+// a run it did not record, is an error.
+func TestExchangeFloor(t *testing.T) {
+	turns := []Turn{{Text: "one"}, {Text: "two"}, {Text: "three"}}
+	srv, err := Start("127.0.0.1:0", Script{Turns: turns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	exchange := func(bodies [][]byte) (time.Duration, error) {
+		return Exchange(context.Background(), srv.URL, bodies)
+	}
+	if _, err := srv.ExchangeFloor(turns, exchange); err == nil {
+		t.Fatal("a floor of a run not recorded: no error")
+	}
+	for i := range turns {
+		if code, _, body := post(t, srv, openai.ChatCompletionRequest{Model: "scripted", Messages: []openai.ChatCompletionMessage{user(fmt.Sprint("turn ", i))}}); code != http.StatusOK {
+			t.Fatalf("turn %d: %d %s", i, code, body)
+		}
+	}
+	var replayed [][]byte
+	floor, err := srv.ExchangeFloor(turns, func(bodies [][]byte) (time.Duration, error) {
+		replayed = bodies
+		return exchange(bodies)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(replayed) != 201 || string(replayed[3]) != string(replayed[0]) || !strings.Contains(string(replayed[2]), "turn 2") {
+		t.Errorf("replayed %d bodies, want the run's 3 again and again up to 201", len(replayed))
+	}
+	if got := len(srv.Bodies()); got != 201 {
+		t.Errorf("the server answered %d exchanges, want 201", got)
+	}
+	if floor <= 0 {
+		t.Errorf("floor = %v", floor)
+	}
+	_, err = Exchange(context.Background(), srv.URL, [][]byte{[]byte(`{"model":1}`)})
+	if err == nil || !strings.Contains(err.Error(), "400") {
+		t.Errorf("a refused body: %v, want the 400 named", err)
 	}
 }

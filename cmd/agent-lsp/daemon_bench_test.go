@@ -334,9 +334,11 @@ func randomName() string {
 // against the zero-latency scripted model (in this process), with agent-lsp
 // started as an editor starts it: in-process, and through the daemon.
 // server-ns/turn is the time per turn less the scripted model's own time
-// answering; server-cpu-ns/turn the CPU time agent-lsp's processes (the
-// server, or the forwarder and the daemon) spent per turn, which the
-// machine's noise moves much less.
+// answering; beyond-model-ns/turn less also exchange-ns, the HTTP exchange
+// of a turn's model call alone (the last run's requests replayed from
+// another process, without agent-lsp); server-cpu-ns/turn the CPU time
+// agent-lsp's processes (the server, or the forwarder and the daemon) spent
+// per turn, which the machine's noise moves much less.
 func BenchmarkTurnOverhead(b *testing.B) {
 	serve := func(b *testing.B, n int, daemon bool) {
 		var turns []scripted.Turn
@@ -372,10 +374,62 @@ func BenchmarkTurnOverhead(b *testing.B) {
 		b.ReportMetric(float64(elapsed.Nanoseconds())/turnsRun, "ns/turn")
 		b.ReportMetric(float64((elapsed-(srv.Served()-served)).Nanoseconds())/turnsRun, "server-ns/turn")
 		b.ReportMetric(float64((processCPU(pids)-cpu).Nanoseconds())/turnsRun, "server-cpu-ns/turn")
+		// A turn is one model call: its HTTP exchange alone, replayed from
+		// another process, is the floor under the call; the rest is the server's.
+		floor, err := srv.ExchangeFloor(turns, func(bodies [][]byte) (time.Duration, error) { return exchangeElsewhere(b, srv.URL, bodies) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(floor.Nanoseconds()), "exchange-ns")
+		b.ReportMetric(float64((elapsed-(srv.Served()-served)).Nanoseconds())/turnsRun-float64(floor.Nanoseconds()), "beyond-model-ns/turn")
 		s.close(b)
 	}
 	for _, n := range []int{10, 50} {
 		b.Run("in-process/turns="+strconv.Itoa(n), func(b *testing.B) { serve(b, n, false) })
 		b.Run("daemon/turns="+strconv.Itoa(n), func(b *testing.B) { serve(b, n, true) })
 	}
+}
+
+// exchangeEnv names, in a child of this test binary, the scripted model's
+// URL to exchange with (exchangeChild); the bodies are in the file named by
+// exchangeEnv+"_BODIES".
+const exchangeEnv = "AGENT_LSP_BENCH_EXCHANGE"
+
+// exchangeElsewhere is scripted.Exchange of bodies with the server at url,
+// made by a child process: the floor of a model call between two processes,
+// as agent-lsp's with the benchmark's scripted model.
+func exchangeElsewhere(b *testing.B, url string, bodies [][]byte) (time.Duration, error) {
+	file := filepath.Join(b.TempDir(), "bodies.json")
+	raw, _ := json.Marshal(bodies)
+	if err := os.WriteFile(file, raw, 0o600); err != nil {
+		return 0, err
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), exchangeEnv+"="+url, exchangeEnv+"_BODIES="+file)
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("exchange child: %w", err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	return time.Duration(ns), err
+}
+
+// exchangeChild is this test binary as exchangeElsewhere's child: it prints
+// the nanoseconds scripted.Exchange took.
+func exchangeChild(url string) int {
+	raw, err := os.ReadFile(os.Getenv(exchangeEnv + "_BODIES"))
+	var bodies [][]byte
+	if err == nil {
+		err = json.Unmarshal(raw, &bodies)
+	}
+	var took time.Duration
+	if err == nil {
+		took, err = scripted.Exchange(context.Background(), url, bodies)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println(took.Nanoseconds())
+	return 0
 }

@@ -19,6 +19,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if url := os.Getenv(exchangeEnv); url != "" {
+		os.Exit(exchangeChild(url)) // a benchmark's floor, in a process of its own
+	}
 	dir, _ := os.MkdirTemp("", "agent-lsp-cli")
 	binary = filepath.Join(dir, "agent-lsp")
 	if out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput(); err != nil {
