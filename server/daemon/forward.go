@@ -75,20 +75,43 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 			uc.CloseWrite()
 		}
 	}()
+	code, err := copyFrames(out, s.Reader)
+	switch {
+	case ctx.Err() != nil || errors.Is(err, errEditorGone):
+		return 0
+	case err != nil:
+		return fail("the agent-lsp daemon for %s ended the connection (%v); restart the language server: a new daemon starts and interrupted sessions resume (daemon log: %s)",
+			storePath, err, LogPath(storePath))
+	}
+	return code
+}
+
+// errEditorGone is copyFrames's failure to write to the editor.
+var errEditorGone = errors.New("the editor is gone")
+
+// copyFrames copies the daemon's frames from r to the editor's w until the
+// end frame, whose code it returns. Frames that arrived together (a run's
+// events, which the daemon writes at once) are written together: w is
+// written when no more are buffered.
+func copyFrames(w io.Writer, r *bufio.Reader) (int, error) {
+	bw := bufio.NewWriterSize(w, 64<<10)
 	for {
-		frame, _, err := readFrame(s.Reader)
-		if ctx.Err() != nil {
-			return 0
-		}
+		frame, _, err := readFrame(r)
 		if err != nil {
-			return fail("the agent-lsp daemon for %s ended the connection (%v); restart the language server: a new daemon starts and interrupted sessions resume (daemon log: %s)",
-				storePath, err, LogPath(storePath))
+			bw.Flush()
+			return 0, err
 		}
 		if code, ok := endCode(frame); ok {
-			return code
+			if bw.Flush() != nil {
+				return 0, errEditorGone
+			}
+			return code, nil
 		}
-		if _, err := out.Write(frame); err != nil {
-			return 0 // the editor is gone
+		if _, err := bw.Write(frame); err != nil {
+			return 0, errEditorGone
+		}
+		if r.Buffered() == 0 && bw.Flush() != nil {
+			return 0, errEditorGone
 		}
 	}
 }
