@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,7 +40,6 @@ type OpenAI struct {
 	cfg     Config
 	params  paramCache   // the tools' parameters as requests carry them
 	msgs    messageCache // the messages as requests carry them
-	bodies  sync.Pool    // *requestBody: request bodies for the next calls
 	readers streamReaders
 }
 
@@ -149,11 +147,9 @@ func retryable(err error) (int, bool) {
 func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (Response, error) {
 	model := cmp.Or(req.Model, m.cfg.Model)
 	err := check(model, req)
-	body := newRequestBody(&m.bodies)
-	defer body.release()
+	var body []byte
 	if err == nil {
-		body.buf = slices.Grow(body.buf, sizeHint(req))
-		body.buf, err = appendRequest(body.buf, model, req, &m.params, &m.msgs)
+		body, err = appendRequest(make([]byte, 0, sizeHint(req)), model, req, &m.params, &m.msgs)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -202,7 +198,7 @@ func redact(err error, key string) error {
 }
 
 // once makes one attempt of a chat call whose request body is body.
-func (m *OpenAI) once(ctx context.Context, body *requestBody, onDelta func(string), note *attemptNote) (Response, error) {
+func (m *OpenAI) once(ctx context.Context, body []byte, onDelta func(string), note *attemptNote) (Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 	defer cancel()
 	resp, err := m.post(ctx, body, note)

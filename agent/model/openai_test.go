@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,5 +117,54 @@ func TestCancelStopsRetries(t *testing.T) {
 	_, err := m.Chat(ctx, Request{Messages: []message.Message{message.NewHuman("hi")}}, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// connWrites records the writes made to the connections it dials.
+type connWrites struct {
+	mu     sync.Mutex // guards writes
+	writes []string
+}
+
+type recordedConn struct {
+	net.Conn
+	w *connWrites
+}
+
+func (c recordedConn) Write(p []byte) (int, error) {
+	c.w.mu.Lock()
+	c.w.writes = append(c.w.writes, string(p))
+	c.w.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// A chat request reaches the provider in one write, headers and body
+// together: two would cost a packet more and wake the provider twice.
+func TestRequestInOneWrite(t *testing.T) {
+	_, m := serve(t, scripted.Turn{Text: "ok"}, scripted.Turn{Text: "ok again"})
+	var w connWrites
+	tr := chatTransport().Clone()
+	var d net.Dialer
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		return recordedConn{c, &w}, err
+	}
+	m.http = &http.Client{Transport: tr}
+	history := []message.Message{message.NewHuman(strings.Repeat("a long history ", 2000))} // 30 KB
+	for _, text := range []string{"ok", "ok again"} {
+		resp, err := m.Chat(context.Background(), Request{Messages: history}, nil)
+		if err != nil || resp.Content != text {
+			t.Fatalf("chat: %+v %v", resp, err)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.writes) != 2 {
+		t.Fatalf("two requests took %d writes, want one each", len(w.writes))
+	}
+	for _, wr := range w.writes {
+		if !strings.HasPrefix(wr, "POST ") || !strings.HasSuffix(wr, `"include_usage":true}}`) {
+			t.Errorf("a write is not a whole request: %.40q…%q", wr, wr[max(0, len(wr)-40):])
+		}
 	}
 }

@@ -34,13 +34,15 @@ var errTooManyEmptyLines = openai.ErrTooManyEmptyStreamMessages
 // post sends a streamed chat request whose body is body and returns the
 // response of a status in 200–399; a refused request is an error as go-openai
 // makes it, and note records its status, Retry-After header and body start.
-func (m *OpenAI) post(ctx context.Context, body *requestBody, note *attemptNote) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.chatURL, nil)
+//
+// The body is a bytes.Reader, which net/http knows to be in memory: it
+// writes the headers and the body at once (any other reader has its headers
+// flushed first, in a packet of their own).
+func (m *OpenAI) post(ctx context.Context, body []byte, note *attemptNote) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.chatURL, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req.Body, req.ContentLength = body.reader(), int64(len(body.buf))
-	req.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Cache-Control", "no-cache")
