@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -641,5 +642,46 @@ func TestRelativeStore(t *testing.T) {
 	var rows []sessionRow
 	if err := w.command("agent.sessions", map[string]any{}, &rows); err != nil || len(rows) != 2 {
 		t.Fatalf("sessions: %+v %v", rows, err)
+	}
+}
+
+// The forwarder an editor starts passes the editor's streams to the daemon,
+// which serves them itself: a window's messages (a large file opened, a
+// run's events) are not copied through the forwarder, which reads only the
+// initialize request and writes nothing to the editor.
+func TestDaemonServesTheEditorsStreams(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	stopDaemon(t, store)
+	ws := sample(t)
+	w := openWindow(t, "", daemonEnv(store, model(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("read_file", map[string]any{"path": "greet.go"})}}, {Text: "read"},
+	}})), map[string]string{"sample": ws})
+	big := strings.Repeat("// a long line of a large file, sent to the server as the editor opens it\n", 1<<15) // 2.4 MB
+	w.conn.Notify(context.Background(), "textDocument/didOpen", map[string]any{"textDocument": map[string]any{
+		"uri": string(uri.File(filepath.Join(ws, "big.go"))), "languageId": "go", "version": 1, "text": big}})
+	var r result
+	if err := w.command("agent.run", map[string]any{"prompt": "read greet.go"}, &r); err != nil || r.Status != "done" {
+		t.Fatalf("run: %+v %v\n%s", r, err, w.stderr)
+	}
+	if !hasEvent(w, r.Session, "tool.end") {
+		t.Fatalf("the run's events did not reach the editor: %v", w.eventsOf(r.Session))
+	}
+	procIO, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", w.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, line := range strings.Split(string(procIO), "\n") {
+		if k, v, ok := strings.Cut(line, ": "); ok {
+			counts[k], _ = strconv.Atoi(v)
+		}
+	}
+	// rchar and wchar count every read and write the forwarder made: its
+	// handshake and the initialize request, a few kilobytes.
+	if counts["rchar"] > 256<<10 || counts["wchar"] > 256<<10 {
+		t.Errorf("the forwarder copied the window's messages: read %d bytes, wrote %d (a %d-byte file was opened)", counts["rchar"], counts["wchar"], len(big))
+	}
+	if code := w.close(); code != 0 {
+		t.Errorf("exit code %d after shutdown and exit\n%s", code, w.stderr)
 	}
 }

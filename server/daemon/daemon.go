@@ -329,8 +329,22 @@ func (d *Daemon) serve(ctx context.Context, c net.Conn, br *bufio.Reader, hello 
 	fs.SetOutput(io.Discard)
 	flags := config.Register(fs)
 	fs.Bool("stdio", true, "")
+	_, unixConn := c.(*net.UnixConn)
+	welcome.Fds = hello.Fds && handoffs && unixConn
 	if !accept(c, fs, hello, welcome) {
 		return
+	}
+	var in io.ReadCloser = readCloser{br, c}
+	var out io.Writer = c
+	if welcome.Fds {
+		stdin, stdout, err := receiveStdio(c, br)
+		if err != nil {
+			d.cfg.Logf("%v", err)
+			return
+		}
+		defer stdin.Close()
+		defer stdout.Close()
+		in, out = stdin, stdout
 	}
 	env := append([]string(nil), hello.Env...)
 	getenv := lookup(env)
@@ -339,9 +353,22 @@ func (d *Daemon) serve(ctx context.Context, c net.Conn, br *bufio.Reader, hello 
 	d.track(c, cancel)
 	defer d.untrack(c)
 	id := randomHex(3)
-	d.cfg.Logf("connection %s opened (%s)", id, hello.Dir)
+	how := "forwarded"
+	if welcome.Fds {
+		how = "the editor's streams handed over"
+	}
+	d.cfg.Logf("connection %s opened (%s; %s)", id, hello.Dir, how)
 	defer d.cfg.Logf("connection %s closed", id)
-	err := server.Serve(cctx, readCloser{br, c}, c, server.Options{
+	if welcome.Fds {
+		// The connection now carries only the end frame: its end (the
+		// forwarder gone: killed, or stopped by the editor) ends the
+		// editor's connection.
+		go func() {
+			io.Copy(io.Discard, c)
+			cancel()
+		}()
+	}
+	err := server.Serve(cctx, in, out, server.Options{
 		Flags:   flags,
 		Getenv:  getenv,
 		Environ: func() []string { return env },

@@ -56,7 +56,8 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 	}
 	dir, _ := os.Getwd()
 	args := append(f.Flags.Args(), "-store="+storePath)
-	s, err := f.Starter.Connect(ctx, storePath, Hello{Op: opServe, Env: f.Environ, Dir: dir, Args: args})
+	stdin, stdout, canPass := handoffReady(in, out)
+	s, err := f.Starter.Connect(ctx, storePath, Hello{Op: opServe, Env: f.Environ, Dir: dir, Args: args, Fds: canPass})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -65,16 +66,25 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 		<-ctx.Done() // SIGTERM: the daemon cancels this connection's runs when it closes
 		s.Conn.Close()
 	}()
-	go func() {
-		// The editor's bytes go on unparsed (the server answers bad frames);
-		// at its end the daemon cancels this connection's runs.
-		if _, err := s.Conn.Write(first); err == nil {
-			io.Copy(s.Conn, br)
+	if canPass && s.Welcome.Fds {
+		// The daemon serves the editor's streams itself, from what was
+		// read of them on; this connection then carries only its end.
+		prefix := append(first, peekAll(br)...)
+		if err := sendStdio(s.Conn, stdin, stdout, prefix); err != nil {
+			return fail("%v", err)
 		}
-		if uc, ok := s.Conn.(*net.UnixConn); ok {
-			uc.CloseWrite()
-		}
-	}()
+	} else {
+		go func() {
+			// The editor's bytes go on unparsed (the server answers bad frames);
+			// at its end the daemon cancels this connection's runs.
+			if _, err := s.Conn.Write(first); err == nil {
+				io.Copy(s.Conn, br)
+			}
+			if uc, ok := s.Conn.(*net.UnixConn); ok {
+				uc.CloseWrite()
+			}
+		}()
+	}
 	code, err := copyFrames(out, s.Reader)
 	switch {
 	case ctx.Err() != nil || errors.Is(err, errEditorGone):
@@ -84,6 +94,12 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 			storePath, err, LogPath(storePath))
 	}
 	return code
+}
+
+// peekAll returns what br holds already, without reading more.
+func peekAll(br *bufio.Reader) []byte {
+	b, _ := br.Peek(br.Buffered())
+	return b
 }
 
 // errEditorGone is copyFrames's failure to write to the editor.

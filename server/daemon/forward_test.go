@@ -2,11 +2,21 @@ package daemon
 
 import (
 	"bufio"
+	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/agent-lsp/agent-lsp/server/config"
 )
 
 // writes records each Write.
@@ -54,5 +64,99 @@ func TestCopyFrames(t *testing.T) {
 	}
 	if errors.Is(err, errEditorGone) {
 		t.Errorf("the daemon's end was taken for the editor's: %v", err)
+	}
+}
+
+// A forwarder serves an editor through the daemon both ways: handing the
+// daemon its streams when they are pipes, copying them when they are not
+// (or on a platform without the handoff); the server's exit code comes back
+// either way.
+func TestForward(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	var mu sync.Mutex // guards log
+	var log []string
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		log = append(log, fmt.Sprintf(format, args...))
+	}
+	d, err := Open(context.Background(), Config{Store: path, Idle: -1, Logf: logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go d.Serve(ctx)
+	defer d.Close()
+
+	fs := flag.NewFlagSet("agent-lsp", flag.ContinueOnError)
+	f := Forwarder{Flags: config.Register(fs), Environ: []string{"AGENT_LSP_STORE=" + path, "AGENT_LSP_LANDLOCK=false"}, Stderr: io.Discard}
+	for _, tc := range []struct {
+		name  string
+		how   string // what the daemon logs of the connection
+		pipes func() (editorIn io.ReadCloser, serverOut io.WriteCloser, serverIn io.ReadCloser, editorOut io.WriteCloser)
+	}{
+		{"copied", "forwarded", func() (io.ReadCloser, io.WriteCloser, io.ReadCloser, io.WriteCloser) {
+			r1, w1 := io.Pipe()
+			r2, w2 := io.Pipe()
+			return r1, w1, r2, w2
+		}},
+		{"handed off", "the editor's streams handed over", func() (io.ReadCloser, io.WriteCloser, io.ReadCloser, io.WriteCloser) {
+			r1, w1, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2, w2, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r1, w1, r2, w2
+		}},
+	} {
+		if !handoffs {
+			tc.how = "forwarded" // a platform without the handoff copies
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			editorIn, serverOut, serverIn, editorOut := tc.pipes()
+			code := make(chan int, 1)
+			go func() {
+				code <- f.Forward(context.Background(), serverIn, serverOut)
+				serverOut.Close()
+			}()
+			conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(struct {
+				io.Reader
+				io.Writer
+				io.Closer
+			}{editorIn, editorOut, editorOut}))
+			conn.Go(context.Background(), func(context.Context, *jsonrpc2.Request) (any, error) { return nil, nil })
+			defer conn.Close()
+			call := func(method string, params any) {
+				cctx, ccancel := context.WithTimeout(context.Background(), time.Minute) // only to catch a hang
+				defer ccancel()
+				if _, err := conn.Call(cctx, method, params, nil); err != nil {
+					t.Fatalf("%s: %v", method, err)
+				}
+			}
+			call("initialize", map[string]any{"processId": nil, "capabilities": map[string]any{}})
+			call("shutdown", nil)
+			conn.Notify(context.Background(), "exit", nil)
+			select {
+			case c := <-code:
+				if c != 0 {
+					t.Errorf("exit code %d after shutdown and exit", c)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("the forwarder did not end after exit")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if opened := strings.Join(log, "\n"); !strings.Contains(opened, tc.how+")") {
+				t.Errorf("the daemon's log does not say %q:\n%s", tc.how, opened)
+			}
+			log = nil
+		})
 	}
 }
