@@ -129,8 +129,10 @@ func startBenchWindow(b *testing.B, daemon bool) (*benchServer, *scripted.Server
 }
 
 // One request and its response (workspace/executeCommand agent.projects)
-// between an editor and agent-lsp: served in-process, through the daemon,
-// and the floor: a small message to and fro over an abstract Unix socket.
+// between an editor and agent-lsp: served in-process, through the daemon
+// (the process the editor started hands the daemon its pipes), to the
+// daemon over its socket, and the floor: a small message to and fro over an
+// abstract Unix socket.
 func BenchmarkForwarderRoundTrip(b *testing.B) {
 	request := map[string]any{"command": "agent.projects", "arguments": []any{map[string]any{}}}
 	serve := func(b *testing.B, daemon bool) {
