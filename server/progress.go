@@ -42,6 +42,10 @@ type reporter struct {
 	token json.RawMessage // the run's progress token; nil: no progress
 	in    chan report
 	done  chan struct{}
+	// followed are the events of a burst the session's followers get once
+	// it is written: a follower slow to read never holds this connection's
+	// corked frames. Owned by the loop.
+	followed []event.Event
 }
 
 // report is one thing to send: an event, the end of progress, or a marker
@@ -111,12 +115,14 @@ func (k *reporter) loop() {
 		case <-b.tick():
 			b.timer = nil
 			k.flushText(&b)
+			k.follow()
 		case r, ok := <-k.in:
 			if !ok {
 				return
 			}
 			open := true
 			k.c.burst(func() { open = k.drain(&b, r) })
+			k.follow()
 			if !open {
 				return
 			}
@@ -197,12 +203,22 @@ func (k *reporter) flushText(b *batch) {
 	}
 }
 
-// send numbers an event in its session's sequence and sends it, also to
-// the connections following the session.
+// send numbers an event in its session's sequence and sends it; follow
+// passes it to the connections following the session.
 func (k *reporter) send(e event.Event) {
 	e.Seq = k.hub.seqs.next(e.Session)
 	k.c.event(e)
-	k.hub.watchers.send(e, k.c)
+	k.followed = append(k.followed, e)
+}
+
+// follow passes the events sent since it last ran to the connections
+// following their sessions.
+func (k *reporter) follow() {
+	for _, e := range k.followed {
+		k.hub.watchers.send(e, k.c)
+	}
+	clear(k.followed)
+	k.followed = k.followed[:0]
 }
 
 // progressOf is the progress line an event makes, if any, and whether it ends

@@ -93,21 +93,26 @@ func (s *guardedStream) writeHeld() error {
 	return err
 }
 
-// cork holds the frames written from now on, by any goroutine, until the
-// matching uncork. Between the two its caller must not wait for the client:
-// a request held is answered only once it is written.
+// cork holds the frames written from now on, by any goroutine, until an
+// uncork. Between the two its caller must not wait for the client: a
+// request held is answered only once it is written.
 func (s *guardedStream) cork() {
 	s.wmu.Lock()
 	s.corks++
 	s.wmu.Unlock()
 }
 
-// uncork ends a cork, writing what was held at once when it was the last.
+// uncork ends a cork and writes what was held, at once, even while another
+// cork lasts (two runs' reporters): a frame is held no longer than the
+// burst it came in.
 func (s *guardedStream) uncork() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.corks == 0 {
+		panic("agent-lsp: uncork without cork")
+	}
 	s.corks--
-	if s.corks > 0 || s.held.Len() == 0 {
+	if s.held.Len() == 0 {
 		return nil
 	}
 	return s.writeHeld()

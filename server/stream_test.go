@@ -79,9 +79,10 @@ func (w *writeLog) Write(p []byte) (int, error) {
 func (w *writeLog) Close() error { return nil }
 
 // Frames written while the stream is corked reach the connection in one
-// write when the last cork ends, in the order they were written; a frame
-// written while uncorked goes out at once, and what is held never grows
-// past maxHeld.
+// write when a cork ends, in the order they were written, even while
+// another cork lasts (two runs' reporters on one connection); a frame
+// written while uncorked goes out at once, what is held never grows past
+// maxHeld, and an uncork without a cork is a bug that panics.
 func TestCork(t *testing.T) {
 	ctx := context.Background()
 	note := func(s *guardedStream, method string, size int) {
@@ -106,21 +107,33 @@ func TestCork(t *testing.T) {
 	note(s, "a", 1)
 	s.cork()
 	note(s, "b", 1)
-	s.cork() // nested: only the outer uncork writes
+	s.cork() // another burst, overlapping
 	note(s, "c", 1)
+	if len(w.writes) != 1 {
+		t.Fatalf("corked frames were written before an uncork: %d writes", len(w.writes))
+	}
 	s.uncork()
 	note(s, "d", 1)
-	if len(w.writes) != 1 {
-		t.Fatalf("corked frames were written before the last uncork: %d writes", len(w.writes))
-	}
 	s.uncork()
-	s.uncork() // nothing held: no write
-	if got := len(w.writes); got != 2 {
-		t.Fatalf("writes = %d, want 2 (a, then b c d at once)", got)
+	var got []string
+	for _, wr := range w.writes {
+		got = append(got, fmt.Sprint(methods(wr)))
 	}
-	if got := methods(w.writes[1]); fmt.Sprint(got) != "[b c d]" {
-		t.Errorf("the corked write holds %v, want [b c d]", got)
+	if fmt.Sprint(got) != "[[a] [b c] [d]]" {
+		t.Errorf("writes = %v, want [[a] [b c] [d]]: each uncork writes what was held", got)
 	}
+	note(s, "e", 1)
+	if len(w.writes) != 4 {
+		t.Errorf("a frame written uncorked was held: %d writes", len(w.writes))
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("an uncork without a cork did not panic")
+			}
+		}()
+		s.uncork()
+	}()
 
 	w = &writeLog{Reader: strings.NewReader("")}
 	s = newGuardedStream(w, func(string, ...any) {})

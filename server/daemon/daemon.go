@@ -215,6 +215,10 @@ func (d *Daemon) untrack(c net.Conn) {
 	d.armIdleLocked()
 }
 
+// handshakeTimeout bounds what a connection sends before it is served: its
+// Hello, and the editor's streams a forwarder passes.
+const handshakeTimeout = 10 * time.Second
+
 // handle serves one connection: it checks the peer, reads its Hello and
 // does what it asks.
 func (d *Daemon) handle(ctx context.Context, c net.Conn) {
@@ -231,7 +235,7 @@ func (d *Daemon) handle(ctx context.Context, c net.Conn) {
 		writeLine(c, welcome)
 		return
 	}
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	br := bufio.NewReader(c)
 	var hello Hello
 	if err := readLine(br, &hello); err != nil {
@@ -334,24 +338,28 @@ func (d *Daemon) serve(ctx context.Context, c net.Conn, br *bufio.Reader, hello 
 	if !accept(c, fs, hello, welcome) {
 		return
 	}
-	var in io.ReadCloser = readCloser{br, c}
-	var out io.Writer = c
-	if welcome.Fds {
-		stdin, stdout, err := receiveStdio(c, br)
-		if err != nil {
-			d.cfg.Logf("%v", err)
-			return
-		}
-		defer stdin.Close()
-		defer stdout.Close()
-		in, out = stdin, stdout
-	}
 	env := append([]string(nil), hello.Env...)
 	getenv := lookup(env)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d.track(c, cancel)
 	defer d.untrack(c)
+	var in io.ReadCloser = readCloser{br, c}
+	var out io.Writer = c
+	if welcome.Fds {
+		stdin, stdout, err := d.receive(cctx, c, br)
+		if err != nil {
+			d.cfg.Logf("%v", err)
+			return
+		}
+		// Closed before the end frame is written: once the forwarder
+		// reads it, nothing here uses the editor's streams.
+		defer func() {
+			stdin.Close()
+			stdout.Close()
+		}()
+		in, out = stdin, stdout
+	}
 	id := randomHex(3)
 	how := "forwarded"
 	if welcome.Fds {
@@ -384,7 +392,21 @@ func (d *Daemon) serve(ctx context.Context, c net.Conn, br *bufio.Reader, hello 
 		code = 1
 		d.cfg.Logf("connection %s: %v", id, err)
 	}
+	if welcome.Fds {
+		in.Close()
+		out.(io.Closer).Close()
+	}
 	c.Write(endFrame(code)) // the forwarder exits with the server's code, not as if the daemon died
+}
+
+// receive takes the editor's streams the forwarder passes over c, giving up
+// when ctx ends (the daemon closing) or after handshakeTimeout.
+func (d *Daemon) receive(ctx context.Context, c net.Conn, br *bufio.Reader) (io.ReadCloser, io.WriteCloser, error) {
+	c.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	defer c.SetReadDeadline(time.Time{})
+	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) })
+	defer stop()
+	return receiveStdio(c, br)
 }
 
 // serveACP serves the Agent Client Protocol on the connection with the

@@ -70,6 +70,7 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 		// The daemon serves the editor's streams itself, from what was
 		// read of them on; this connection then carries only its end.
 		prefix := append(first, peekAll(br)...)
+		defer keepModes(stdin, stdout)() // the daemon sets them back, unless it dies
 		if err := sendStdio(s.Conn, stdin, stdout, prefix); err != nil {
 			return fail("%v", err)
 		}

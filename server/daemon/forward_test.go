@@ -67,6 +67,43 @@ func TestCopyFrames(t *testing.T) {
 	}
 }
 
+// testForwarder is the forwarder an editor starts, for the daemon of store.
+func testForwarder(store string) Forwarder {
+	return Forwarder{Flags: config.Register(flag.NewFlagSet("agent-lsp", flag.ContinueOnError)),
+		Environ: []string{"AGENT_LSP_STORE=" + store, "AGENT_LSP_LANDLOCK=false"}, Stderr: io.Discard}
+}
+
+// editorConn is an editor's JSON-RPC connection over r and w.
+func editorConn(r io.Reader, w io.WriteCloser) jsonrpc2.Conn {
+	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(struct {
+		io.Reader
+		io.Writer
+		io.Closer
+	}{r, w, w}))
+	conn.Go(context.Background(), func(context.Context, *jsonrpc2.Request) (any, error) { return nil, nil })
+	return conn
+}
+
+func lspCall(t *testing.T, conn jsonrpc2.Conn, method string, params any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // only to catch a hang
+	defer cancel()
+	if _, err := conn.Call(ctx, method, params, nil); err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+}
+
+func waitCode(t *testing.T, code <-chan int) int {
+	t.Helper()
+	select {
+	case c := <-code:
+		return c
+	case <-time.After(time.Minute): // only to catch a hang
+		t.Fatal("the forwarder did not end after exit")
+		return -1
+	}
+}
+
 // A forwarder serves an editor through the daemon both ways: handing the
 // daemon its streams when they are pipes, copying them when they are not
 // (or on a platform without the handoff); the server's exit code comes back
@@ -87,13 +124,10 @@ func TestForward(t *testing.T) {
 	if err := d.Listen(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go d.Serve(ctx)
+	go d.Serve(context.Background())
 	defer d.Close()
 
-	fs := flag.NewFlagSet("agent-lsp", flag.ContinueOnError)
-	f := Forwarder{Flags: config.Register(fs), Environ: []string{"AGENT_LSP_STORE=" + path, "AGENT_LSP_LANDLOCK=false"}, Stderr: io.Discard}
+	f := testForwarder(path)
 	for _, tc := range []struct {
 		name  string
 		how   string // what the daemon logs of the connection
@@ -126,30 +160,13 @@ func TestForward(t *testing.T) {
 				code <- f.Forward(context.Background(), serverIn, serverOut)
 				serverOut.Close()
 			}()
-			conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(struct {
-				io.Reader
-				io.Writer
-				io.Closer
-			}{editorIn, editorOut, editorOut}))
-			conn.Go(context.Background(), func(context.Context, *jsonrpc2.Request) (any, error) { return nil, nil })
+			conn := editorConn(editorIn, editorOut)
 			defer conn.Close()
-			call := func(method string, params any) {
-				cctx, ccancel := context.WithTimeout(context.Background(), time.Minute) // only to catch a hang
-				defer ccancel()
-				if _, err := conn.Call(cctx, method, params, nil); err != nil {
-					t.Fatalf("%s: %v", method, err)
-				}
-			}
-			call("initialize", map[string]any{"processId": nil, "capabilities": map[string]any{}})
-			call("shutdown", nil)
+			lspCall(t, conn, "initialize", map[string]any{"processId": nil, "capabilities": map[string]any{}})
+			lspCall(t, conn, "shutdown", nil)
 			conn.Notify(context.Background(), "exit", nil)
-			select {
-			case c := <-code:
-				if c != 0 {
-					t.Errorf("exit code %d after shutdown and exit", c)
-				}
-			case <-time.After(time.Minute):
-				t.Fatal("the forwarder did not end after exit")
+			if c := waitCode(t, code); c != 0 {
+				t.Errorf("exit code %d after shutdown and exit", c)
 			}
 			mu.Lock()
 			defer mu.Unlock()

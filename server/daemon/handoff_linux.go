@@ -71,22 +71,24 @@ func sendStdio(c net.Conn, stdin, stdout *os.File, prefix []byte) error {
 // receiveStdio receives what sendStdio passes over c: the editor's stdin
 // (reading first what the forwarder had read of it) and stdout. br, c's
 // reader, must hold nothing: the descriptors ride on the next bytes.
-func receiveStdio(c net.Conn, br *bufio.Reader) (io.ReadCloser, *os.File, error) {
+// Closing either gives its description back the blocking mode it came
+// with.
+func receiveStdio(c net.Conn, br *bufio.Reader) (io.ReadCloser, io.WriteCloser, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok || br.Buffered() > 0 {
 		return nil, nil, errors.New("handoff: data before the descriptors")
 	}
 	head := make([]byte, 8)
 	oob := make([]byte, unix.CmsgSpace(2*4))
-	n, oobn, _, _, err := uc.ReadMsgUnix(head, oob)
+	n, oobn, flags, _, err := uc.ReadMsgUnix(head, oob)
 	if err != nil {
 		return nil, nil, fmt.Errorf("handoff: %w", err)
 	}
-	files, err := stdioFiles(oob[:oobn])
+	files, err := stdioFiles(oob[:oobn], flags&unix.MSG_CTRUNC != 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	fail := func(err error) (io.ReadCloser, *os.File, error) {
+	fail := func(err error) (io.ReadCloser, io.WriteCloser, error) {
 		files[0].Close()
 		files[1].Close()
 		return nil, nil, fmt.Errorf("handoff: %w", err)
@@ -94,8 +96,10 @@ func receiveStdio(c net.Conn, br *bufio.Reader) (io.ReadCloser, *os.File, error)
 	if _, err := io.ReadFull(br, head[n:]); err != nil {
 		return fail(err)
 	}
+	// What the forwarder read: a first frame of up to maxFrame, its
+	// headers, and what its reader held beyond it.
 	size := binary.LittleEndian.Uint64(head)
-	if size > maxFrame {
+	if size > maxFrame+128<<10 {
 		return fail(fmt.Errorf("%d bytes read before the handoff", size))
 	}
 	prefix := make([]byte, size)
@@ -109,9 +113,24 @@ func receiveStdio(c net.Conn, br *bufio.Reader) (io.ReadCloser, *os.File, error)
 	return in, files[1], nil
 }
 
-// stdioFiles makes files of the two descriptors a control message carries,
-// non-blocking so that closing one ends a read of it.
-func stdioFiles(oob []byte) ([2]*os.File, error) {
+// handedFile is a descriptor a forwarder passed, made non-blocking (so that
+// closing it ends a read of it); Close gives the description, which the
+// forwarder's process shares, back its mode first.
+type handedFile struct {
+	*os.File
+	nonblock bool // the description's mode when it came
+}
+
+func (f handedFile) Close() error {
+	if raw, err := f.SyscallConn(); err == nil {
+		raw.Control(func(fd uintptr) { unix.SetNonblock(int(fd), f.nonblock) })
+	}
+	return f.File.Close()
+}
+
+// stdioFiles makes files of the two descriptors a control message carries:
+// pipes or sockets, as the forwarder checked.
+func stdioFiles(oob []byte, truncated bool) ([2]handedFile, error) {
 	var fds []int
 	msgs, err := unix.ParseSocketControlMessage(oob)
 	if err == nil {
@@ -122,16 +141,54 @@ func stdioFiles(oob []byte) ([2]*os.File, error) {
 			}
 		}
 	}
-	if len(fds) != 2 {
+	refuse := func(format string, args ...any) ([2]handedFile, error) {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
-		return [2]*os.File{}, fmt.Errorf("handoff: %d descriptors passed, want stdin and stdout", len(fds))
+		return [2]handedFile{}, fmt.Errorf("handoff: "+format, args...)
 	}
-	var files [2]*os.File
+	if truncated || len(fds) != 2 {
+		return refuse("%d descriptors passed (cut: %v), want stdin and stdout", len(fds), truncated)
+	}
+	var files [2]handedFile
+	for i, name := range []string{"editor-stdin", "editor-stdout"} {
+		var st unix.Stat_t
+		if err := unix.Fstat(fds[i], &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO && st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			return refuse("%s is not a pipe or a socket", name)
+		}
+		flags, err := unix.FcntlInt(uintptr(fds[i]), unix.F_GETFL, 0)
+		if err != nil {
+			return refuse("%s: %v", name, err)
+		}
+		files[i].nonblock = flags&unix.O_NONBLOCK != 0
+	}
 	for i, name := range []string{"editor-stdin", "editor-stdout"} {
 		unix.SetNonblock(fds[i], true)
-		files[i] = os.NewFile(uintptr(fds[i]), name)
+		files[i].File = os.NewFile(uintptr(fds[i]), name)
 	}
 	return files, nil
+}
+
+// keepModes records the blocking mode of files' descriptions and returns
+// what sets them back: the forwarder's, after a daemon that took them ended
+// without doing so (it died).
+func keepModes(files ...*os.File) func() {
+	var restore []func()
+	for _, f := range files {
+		raw, err := f.SyscallConn()
+		if err != nil {
+			continue
+		}
+		raw.Control(func(fd uintptr) {
+			if flags, err := unix.FcntlInt(fd, unix.F_GETFL, 0); err == nil {
+				nonblock := flags&unix.O_NONBLOCK != 0
+				restore = append(restore, func() { raw.Control(func(fd uintptr) { unix.SetNonblock(int(fd), nonblock) }) })
+			}
+		})
+	}
+	return func() {
+		for _, r := range restore {
+			r()
+		}
+	}
 }

@@ -21,6 +21,8 @@ func sendStdio(net.Conn, *os.File, *os.File, []byte) error {
 	return errors.New("handoff: not supported here")
 }
 
-func receiveStdio(net.Conn, *bufio.Reader) (io.ReadCloser, *os.File, error) {
+func receiveStdio(net.Conn, *bufio.Reader) (io.ReadCloser, io.WriteCloser, error) {
 	return nil, nil, errors.New("handoff: not supported here")
 }
+
+func keepModes(...*os.File) func() { return func() {} }
