@@ -344,39 +344,17 @@ func (d *Daemon) serve(ctx context.Context, c net.Conn, br *bufio.Reader, hello 
 	defer cancel()
 	d.track(c, cancel)
 	defer d.untrack(c)
-	var in io.ReadCloser = readCloser{br, c}
-	var out io.Writer = c
-	if welcome.Fds {
-		stdin, stdout, err := d.receive(cctx, c, br)
-		if err != nil {
-			d.cfg.Logf("%v", err)
-			return
-		}
-		// Closed before the end frame is written: once the forwarder
-		// reads it, nothing here uses the editor's streams.
-		defer func() {
-			stdin.Close()
-			stdout.Close()
-		}()
-		in, out = stdin, stdout
+	in, out, err := streams(cctx, cancel, c, br, welcome.Fds)
+	if err != nil {
+		d.cfg.Logf("%v", err)
+		return
 	}
+	defer in.Close()
+	defer out.Close()
 	id := randomHex(3)
-	how := "forwarded"
-	if welcome.Fds {
-		how = "the editor's streams handed over"
-	}
-	d.cfg.Logf("connection %s opened (%s; %s)", id, hello.Dir, how)
+	d.cfg.Logf("connection %s opened (%s; %s)", id, hello.Dir, how(welcome.Fds))
 	defer d.cfg.Logf("connection %s closed", id)
-	if welcome.Fds {
-		// The connection now carries only the end frame: its end (the
-		// forwarder gone: killed, or stopped by the editor) ends the
-		// editor's connection.
-		go func() {
-			io.Copy(io.Discard, c)
-			cancel()
-		}()
-	}
-	err := server.Serve(cctx, in, out, server.Options{
+	err = server.Serve(cctx, in, out, server.Options{
 		Flags:   flags,
 		Getenv:  getenv,
 		Environ: func() []string { return env },
@@ -392,22 +370,47 @@ func (d *Daemon) serve(ctx context.Context, c net.Conn, br *bufio.Reader, hello 
 		code = 1
 		d.cfg.Logf("connection %s: %v", id, err)
 	}
-	if welcome.Fds {
-		in.Close()
-		out.(io.Closer).Close()
-	}
+	in.Close() // before the end frame: once the forwarder reads it, the editor's streams are its own again
+	out.Close()
 	c.Write(endFrame(code)) // the forwarder exits with the server's code, not as if the daemon died
 }
 
-// receive takes the editor's streams the forwarder passes over c, giving up
-// when ctx ends (the daemon closing) or after handshakeTimeout.
-func (d *Daemon) receive(ctx context.Context, c net.Conn, br *bufio.Reader) (io.ReadCloser, io.WriteCloser, error) {
+// streams returns what a connection's server reads and writes: the editor's
+// stdin and stdout when the forwarder passes them (handed), else the
+// connection itself. Handed streams are taken before ctx ends (the daemon
+// closing) and within handshakeTimeout; the connection then carries only
+// the end, and its own end (the forwarder gone: killed, or stopped by the
+// editor) cancels ctx. Closing out leaves the connection open for the end.
+func streams(ctx context.Context, cancel func(), c net.Conn, br *bufio.Reader, handed bool) (io.ReadCloser, io.WriteCloser, error) {
+	if !handed {
+		return readCloser{br, c}, nopWriteCloser{c}, nil
+	}
 	c.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	defer c.SetReadDeadline(time.Time{})
 	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) })
-	defer stop()
-	return receiveStdio(c, br)
+	in, out, err := receiveStdio(c, br)
+	stop()
+	c.SetReadDeadline(time.Time{})
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() {
+		io.Copy(io.Discard, c) // ends when the handler closes c, too
+		cancel()
+	}()
+	return in, out, nil
 }
+
+// how says how a connection's streams reach the daemon, for its log.
+func how(handed bool) string {
+	if handed {
+		return "the editor's streams handed over"
+	}
+	return "forwarded"
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
 
 // serveACP serves the Agent Client Protocol on the connection with the
 // client's environment, flags and workspace folders, over the daemon's hub.
@@ -418,6 +421,8 @@ func (d *Daemon) serveACP(ctx context.Context, c net.Conn, br *bufio.Reader, hel
 	flags := config.Register(fs)
 	var folders folderFlags
 	fs.Var(&folders, "workspace", "")
+	_, unixConn := c.(*net.UnixConn)
+	welcome.Fds = hello.Fds && handoffs && unixConn
 	if !accept(c, fs, hello, welcome) {
 		return
 	}
@@ -426,10 +431,17 @@ func (d *Daemon) serveACP(ctx context.Context, c net.Conn, br *bufio.Reader, hel
 	defer cancel()
 	d.track(c, cancel)
 	defer d.untrack(c)
+	in, out, err := streams(cctx, cancel, c, br, welcome.Fds)
+	if err != nil {
+		d.cfg.Logf("%v", err)
+		return
+	}
+	defer in.Close()
+	defer out.Close()
 	id := randomHex(3)
-	d.cfg.Logf("ACP connection %s opened (%s)", id, hello.Dir)
+	d.cfg.Logf("ACP connection %s opened (%s; %s)", id, hello.Dir, how(welcome.Fds))
 	defer d.cfg.Logf("ACP connection %s closed", id)
-	err := server.ServeACP(cctx, readCloser{br, c}, c, server.Options{
+	err = server.ServeACP(cctx, in, out, server.Options{
 		Flags:   flags,
 		Getenv:  lookup(env),
 		Environ: func() []string { return env },
@@ -444,6 +456,8 @@ func (d *Daemon) serveACP(ctx context.Context, c net.Conn, br *bufio.Reader, hel
 		code = 1
 		d.cfg.Logf("ACP connection %s: %v", id, err)
 	}
+	in.Close()
+	out.Close()
 	fmt.Fprintf(c, "%s: %d\n", endHeader, code)
 }
 

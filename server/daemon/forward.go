@@ -69,22 +69,14 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 	if canPass && s.Welcome.Fds {
 		// The daemon serves the editor's streams itself, from what was
 		// read of them on; this connection then carries only its end.
-		prefix := append(first, peekAll(br)...)
 		defer keepModes(stdin, stdout)() // the daemon sets them back, unless it dies
-		if err := sendStdio(s.Conn, stdin, stdout, prefix); err != nil {
+		if err := sendStdio(s.Conn, stdin, stdout, append(first, peekAll(br)...)); err != nil {
 			return fail("%v", err)
 		}
 	} else {
-		go func() {
-			// The editor's bytes go on unparsed (the server answers bad frames);
-			// at its end the daemon cancels this connection's runs.
-			if _, err := s.Conn.Write(first); err == nil {
-				io.Copy(s.Conn, br)
-			}
-			if uc, ok := s.Conn.(*net.UnixConn); ok {
-				uc.CloseWrite()
-			}
-		}()
+		// The editor's bytes go on unparsed (the server answers bad frames);
+		// at its end the daemon cancels this connection's runs.
+		go copyIn(s.Conn, io.MultiReader(bytes.NewReader(first), br))
 	}
 	code, err := copyFrames(out, s.Reader)
 	switch {
@@ -95,6 +87,15 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 			storePath, err, LogPath(storePath))
 	}
 	return code
+}
+
+// copyIn copies the client's bytes to the daemon until the client's end,
+// which it passes on: the daemon then cancels the connection's runs.
+func copyIn(c net.Conn, in io.Reader) {
+	io.Copy(c, in)
+	if uc, ok := c.(*net.UnixConn); ok {
+		uc.CloseWrite()
+	}
 }
 
 // peekAll returns what br holds already, without reading more.
@@ -154,7 +155,8 @@ func (f Forwarder) ForwardACP(ctx context.Context, in io.Reader, out io.Writer, 
 	for _, w := range folders {
 		args = append(args, "-workspace="+w)
 	}
-	s, err := f.Starter.Connect(ctx, storePath, Hello{Op: opACP, Env: f.Environ, Dir: dir, Args: args})
+	stdin, stdout, canPass := handoffReady(in, out)
+	s, err := f.Starter.Connect(ctx, storePath, Hello{Op: opACP, Env: f.Environ, Dir: dir, Args: args, Fds: canPass})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -163,12 +165,14 @@ func (f Forwarder) ForwardACP(ctx context.Context, in io.Reader, out io.Writer, 
 		<-ctx.Done()
 		s.Conn.Close()
 	}()
-	go func() {
-		io.Copy(s.Conn, in)
-		if uc, ok := s.Conn.(*net.UnixConn); ok {
-			uc.CloseWrite()
+	if canPass && s.Welcome.Fds {
+		defer keepModes(stdin, stdout)()
+		if err := sendStdio(s.Conn, stdin, stdout, nil); err != nil {
+			return fail("%v", err)
 		}
-	}()
+	} else {
+		go copyIn(s.Conn, in)
+	}
 	end := []byte(endHeader + ": ")
 	for {
 		line, err := s.Reader.ReadBytes('\n')

@@ -67,6 +67,33 @@ func TestCopyFrames(t *testing.T) {
 	}
 }
 
+// openTestDaemon serves a daemon on a new store in this process until the test
+// ends, logging into the returned function's result.
+func openTestDaemon(t *testing.T) (d *Daemon, store string, logged func() string) {
+	t.Helper()
+	store = filepath.Join(t.TempDir(), "sessions.db")
+	var mu sync.Mutex // guards log
+	var log []string
+	d, err := Open(context.Background(), Config{Store: store, Idle: -1, Logf: func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		log = append(log, fmt.Sprintf(format, args...))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go d.Serve(context.Background())
+	t.Cleanup(func() { d.Close() })
+	return d, store, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(log, "\n")
+	}
+}
+
 // testForwarder is the forwarder an editor starts, for the daemon of store.
 func testForwarder(store string) Forwarder {
 	return Forwarder{Flags: config.Register(flag.NewFlagSet("agent-lsp", flag.ContinueOnError)),
@@ -109,24 +136,7 @@ func waitCode(t *testing.T, code <-chan int) int {
 // (or on a platform without the handoff); the server's exit code comes back
 // either way.
 func TestForward(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sessions.db")
-	var mu sync.Mutex // guards log
-	var log []string
-	logf := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		log = append(log, fmt.Sprintf(format, args...))
-	}
-	d, err := Open(context.Background(), Config{Store: path, Idle: -1, Logf: logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	go d.Serve(context.Background())
-	defer d.Close()
-
+	_, path, logged := openTestDaemon(t)
 	f := testForwarder(path)
 	for _, tc := range []struct {
 		name  string
@@ -168,12 +178,61 @@ func TestForward(t *testing.T) {
 			if c := waitCode(t, code); c != 0 {
 				t.Errorf("exit code %d after shutdown and exit", c)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if opened := strings.Join(log, "\n"); !strings.Contains(opened, tc.how+")") {
-				t.Errorf("the daemon's log does not say %q:\n%s", tc.how, opened)
+			if log := logged(); !strings.Contains(log, tc.how+")") {
+				t.Errorf("the daemon's log does not say %q:\n%s", tc.how, log)
 			}
-			log = nil
+		})
+	}
+}
+
+// An ACP client is served through the daemon both ways too: its streams
+// handed over when they are pipes, copied when not.
+func TestForwardACP(t *testing.T) {
+	_, store, logged := openTestDaemon(t)
+	f := testForwarder(store)
+	for _, tc := range []struct {
+		name  string
+		how   string
+		pipes func() (clientIn io.ReadCloser, agentOut io.WriteCloser, agentIn io.ReadCloser, clientOut io.WriteCloser)
+	}{
+		{"copied", "forwarded", func() (io.ReadCloser, io.WriteCloser, io.ReadCloser, io.WriteCloser) {
+			r1, w1 := io.Pipe()
+			r2, w2 := io.Pipe()
+			return r1, w1, r2, w2
+		}},
+		{"handed off", "the editor's streams handed over", func() (io.ReadCloser, io.WriteCloser, io.ReadCloser, io.WriteCloser) {
+			r1, w1, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2, w2, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r1, w1, r2, w2
+		}},
+	} {
+		if !handoffs {
+			tc.how = "forwarded"
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			clientIn, agentOut, agentIn, clientOut := tc.pipes()
+			code := make(chan int, 1)
+			go func() {
+				code <- f.ForwardACP(context.Background(), agentIn, agentOut, []string{t.TempDir()})
+				agentOut.Close()
+			}()
+			io.WriteString(clientOut, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`+"\n")
+			line, err := bufio.NewReader(clientIn).ReadString('\n')
+			if err != nil || !strings.Contains(line, `"id":1`) || !strings.Contains(line, `"protocolVersion"`) {
+				t.Fatalf("initialize: %q %v", line, err)
+			}
+			clientOut.Close() // the client ends
+			waitCode(t, code)
+			if log := logged(); !strings.Contains(log, "ACP connection") || !strings.Contains(log, tc.how+")") {
+				t.Errorf("the daemon's log does not say %q:\n%s", tc.how, log)
+			}
+			go io.Copy(io.Discard, clientIn)
 		})
 	}
 }

@@ -2,45 +2,16 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
-
-// openDaemon serves a daemon on a new store in this process until the test
-// ends, logging into the returned function's result.
-func openDaemon(t *testing.T) (d *Daemon, store string, logged func() string) {
-	t.Helper()
-	store = filepath.Join(t.TempDir(), "sessions.db")
-	var mu sync.Mutex // guards log
-	var log []string
-	d, err := Open(context.Background(), Config{Store: store, Idle: -1, Logf: func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		log = append(log, fmt.Sprintf(format, args...))
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	go d.Serve(context.Background())
-	t.Cleanup(func() { d.Close() })
-	return d, store, func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return strings.Join(log, "\n")
-	}
-}
 
 // pipe is a blocking pipe, as an editor gives a server (os.Pipe's are
 // non-blocking).
@@ -73,7 +44,7 @@ func nonblocking(t *testing.T, f *os.File) bool {
 // their blocking mode when the connection ends: the forwarder's process,
 // and any other sharing them, finds them as they were.
 func TestHandoffRestoresBlockingMode(t *testing.T) {
-	_, store, _ := openDaemon(t)
+	_, store, _ := openTestDaemon(t)
 	f := testForwarder(store)
 	serverIn, editorOut := pipe(t)
 	editorIn, serverOut := pipe(t)
@@ -99,7 +70,7 @@ func TestHandoffRestoresBlockingMode(t *testing.T) {
 // A forwarder that says it passes the editor's streams and then does not
 // (hung, or stopped) holds up neither the daemon's closing nor its store.
 func TestHandoffNeverSent(t *testing.T) {
-	d, store, logged := openDaemon(t)
+	d, store, logged := openTestDaemon(t)
 	s, err := Dial(store, Hello{Op: opServe, Fds: true, Args: []string{"-store=" + store}})
 	if err != nil || !s.Welcome.Fds {
 		t.Fatalf("dial: %v %+v", err, s)
@@ -117,7 +88,7 @@ func TestHandoffNeverSent(t *testing.T) {
 // What a peer passes is checked: two descriptors, each a pipe or a socket;
 // anything else ends the connection, with the reason in the log.
 func TestHandoffRefusesOtherDescriptors(t *testing.T) {
-	_, store, logged := openDaemon(t)
+	_, store, logged := openTestDaemon(t)
 	file, err := os.Create(filepath.Join(t.TempDir(), "regular"))
 	if err != nil {
 		t.Fatal(err)
