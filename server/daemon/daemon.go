@@ -195,10 +195,15 @@ func (d *Daemon) armIdleLocked() {
 	}
 }
 
-// track records an open connection whose server cancel stops.
+// track records an open connection whose server cancel stops. Once Close
+// has begun it cancels it at once: Close cancelled those it found, and
+// waits for this one too.
 func (d *Daemon) track(c net.Conn, cancel func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.closed {
+		cancel()
+	}
 	d.conns[c] = cancel
 	if d.idle != nil {
 		d.idle.Stop()

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"io"
+	"net"
 	"path/filepath"
 	"testing"
 
@@ -54,4 +55,22 @@ func TestNewer(t *testing.T) {
 			t.Errorf("newer(%q, %q) = %v", c.a, c.b, got)
 		}
 	}
+}
+
+// A connection that begins to be served as the daemon closes (its Welcome
+// written, its server not yet tracked when Close cancelled the others) is
+// cancelled as soon as it is tracked: Close waits for it, and would wait
+// for as long as its client stayed.
+func TestTrackedAfterCloseIsCancelled(t *testing.T) {
+	d := &Daemon{cfg: Config{Idle: -1, Logf: func(string, ...any) {}}, conns: map[net.Conn]func(){}, quit: make(chan struct{})}
+	d.closed = true
+	c, other := net.Pipe()
+	defer c.Close()
+	defer other.Close()
+	cancelled := false
+	d.track(c, func() { cancelled = true })
+	if !cancelled {
+		t.Fatal("a connection tracked after Close began was not cancelled")
+	}
+	d.untrack(c)
 }

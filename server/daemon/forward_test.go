@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -178,8 +179,9 @@ func TestForward(t *testing.T) {
 			if c := waitCode(t, code); c != 0 {
 				t.Errorf("exit code %d after shutdown and exit", c)
 			}
-			if log := logged(); !strings.Contains(log, tc.how+")") {
-				t.Errorf("the daemon's log does not say %q:\n%s", tc.how, log)
+			opened := regexp.MustCompile(`\bconnection (\w+) opened \([^;]*; ` + regexp.QuoteMeta(tc.how) + `\)`)
+			if log := logged(); len(opened.FindAllString(log, -1)) != 1 {
+				t.Errorf("the daemon's log does not say, once, that this connection was %q:\n%s", tc.how, log)
 			}
 		})
 	}
@@ -228,11 +230,15 @@ func TestForwardACP(t *testing.T) {
 				t.Fatalf("initialize: %q %v", line, err)
 			}
 			clientOut.Close() // the client ends
-			waitCode(t, code)
-			if log := logged(); !strings.Contains(log, "ACP connection") || !strings.Contains(log, tc.how+")") {
-				t.Errorf("the daemon's log does not say %q:\n%s", tc.how, log)
+			if c := waitCode(t, code); c != 0 {
+				t.Errorf("exit code %d after the client closed", c)
 			}
-			go io.Copy(io.Discard, clientIn)
+			opened := regexp.MustCompile(`ACP connection (\w+) opened \([^;]*; ` + regexp.QuoteMeta(tc.how) + `\)`)
+			if log := logged(); len(opened.FindAllString(log, -1)) != 1 {
+				t.Errorf("the daemon's log does not say, once, that this connection was %q:\n%s", tc.how, log)
+			}
+			clientIn.Close()
+			agentIn.Close()
 		})
 	}
 }

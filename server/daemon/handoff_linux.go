@@ -122,10 +122,18 @@ type handedFile struct {
 }
 
 func (f handedFile) Close() error {
+	// Through a duplicate, once the file is closed: a read that began
+	// after the mode was set back would block, and Close wait for it.
+	dup := -1
 	if raw, err := f.SyscallConn(); err == nil {
-		raw.Control(func(fd uintptr) { unix.SetNonblock(int(fd), f.nonblock) })
+		raw.Control(func(fd uintptr) { dup, _ = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) })
 	}
-	return f.File.Close()
+	err := f.File.Close()
+	if dup >= 0 {
+		unix.SetNonblock(dup, f.nonblock)
+		unix.Close(dup)
+	}
+	return err
 }
 
 // stdioFiles makes files of the two descriptors a control message carries:
