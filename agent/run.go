@@ -3,8 +3,6 @@ package agent
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"slices"
 	"sync"
 
@@ -195,9 +193,3 @@ func (r *run) emit(d event.Data) {
 type runKey struct{}
 
 func runFrom(ctx context.Context) *run { return ctx.Value(runKey{}).(*run) }
-
-func newID() string {
-	var b [4]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}

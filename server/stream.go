@@ -43,9 +43,10 @@ type guardedStream struct {
 	limit int
 	logf  func(format string, args ...any)
 
-	wmu   sync.Mutex   // serializes writes (rejections from the read loop, the conn's others); guards corks and held
-	corks int          // corks not uncorked yet
-	held  bytes.Buffer // frames written while corked
+	wmu    sync.Mutex   // serializes writes (rejections from the read loop, the conn's others); guards corks, held and broken
+	corks  int          // corks not uncorked yet
+	held   bytes.Buffer // frames written while corked
+	broken error        // the failure of a write of held frames: every later write fails with it
 
 	pmu     sync.Mutex          // guards pending
 	pending map[string]struct{} // ids of requests read and not answered yet
@@ -75,6 +76,9 @@ const maxHeld = 64 << 10
 // sink writes one frame for inner, which is called only under wmu: it is
 // held while the stream is corked.
 func (s *guardedStream) sink(p []byte) (int, error) {
+	if s.broken != nil {
+		return 0, s.broken
+	}
 	if s.corks == 0 {
 		return s.out.Write(p)
 	}
@@ -86,10 +90,15 @@ func (s *guardedStream) sink(p []byte) (int, error) {
 }
 
 // writeHeld writes the frames held; wmu must be held. A failure is the
-// connection's (a closed pipe): the read loop ends with it.
+// connection's (a closed pipe), which jsonrpc2 did not see: every later
+// write returns it, and jsonrpc2 then treats the writer as broken (it
+// cancels the calls in progress, whose answers cannot be delivered).
 func (s *guardedStream) writeHeld() error {
 	_, err := s.out.Write(s.held.Bytes())
 	s.held.Reset()
+	if err != nil && s.broken == nil {
+		s.broken = fmt.Errorf("write to the client: %w", err)
+	}
 	return err
 }
 

@@ -153,3 +153,36 @@ func TestCork(t *testing.T) {
 		t.Errorf("frames written: %v", all)
 	}
 }
+
+// failingWriter fails its first write only, as a pipe might under a
+// momentary fault: a writer that failed once must not be trusted again.
+type failingWriter struct {
+	io.Reader
+	failed bool
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if !w.failed {
+		w.failed = true
+		return 0, io.ErrClosedPipe
+	}
+	return len(p), nil
+}
+func (w *failingWriter) Close() error { return nil }
+
+// A failed write of held frames is not lost with the uncork that made it:
+// every later write returns it, so jsonrpc2 learns the writer is broken.
+func TestCorkedWriteFailure(t *testing.T) {
+	s := newGuardedStream(&failingWriter{Reader: strings.NewReader("")}, func(string, ...any) {})
+	msg := jsonrpc2.NewNotification("x", jsonrpc2.RawMessage(`{}`))
+	s.cork()
+	if _, err := s.Write(context.Background(), msg); err != nil {
+		t.Fatalf("a held write failed: %v", err)
+	}
+	if err := s.uncork(); !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("uncork = %v, want the write's failure", err)
+	}
+	if _, err := s.Write(context.Background(), msg); !errors.Is(err, io.ErrClosedPipe) {
+		t.Errorf("a write after the failure = %v, want the failure", err)
+	}
+}
