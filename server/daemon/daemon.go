@@ -338,46 +338,77 @@ func (d *Daemon) serve(ctx context.Context, c net.Conn, br *bufio.Reader, hello 
 	fs.SetOutput(io.Discard)
 	flags := config.Register(fs)
 	fs.Bool("stdio", true, "")
-	_, unixConn := c.(*net.UnixConn)
-	welcome.Fds = hello.Fds && handoffs && unixConn
+	welcome.Fds = takesStreams(c, hello)
 	if !accept(c, fs, hello, welcome) {
 		return
 	}
 	env := append([]string(nil), hello.Env...)
-	getenv := lookup(env)
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	d.track(c, cancel)
-	defer d.untrack(c)
-	in, out, err := streams(cctx, cancel, c, br, welcome.Fds)
-	if err != nil {
-		d.cfg.Logf("%v", err)
+	k, ok := d.open(ctx, c, br, "connection", hello.Dir, welcome.Fds)
+	if !ok {
 		return
 	}
-	defer in.Close()
-	defer out.Close()
-	id := randomHex(3)
-	d.cfg.Logf("connection %s opened (%s; %s)", id, hello.Dir, how(welcome.Fds))
-	defer d.cfg.Logf("connection %s closed", id)
-	err = server.Serve(cctx, in, out, server.Options{
+	err := server.Serve(k.ctx, k.in, k.out, server.Options{
 		Flags:   flags,
-		Getenv:  getenv,
+		Getenv:  lookup(env),
 		Environ: func() []string { return env },
-		Logf:    func(format string, args ...any) { d.cfg.Logf("["+id+"] "+format, args...) },
-		Exit:    func(int) { cancel() }, // the editor died: end this connection, never the daemon
+		Logf:    k.logf,
+		Exit:    func(int) { k.cancel() }, // the editor died: end this connection, never the daemon
 		Hub:     d.hub,
 	})
-	if cctx.Err() != nil {
-		return // the daemon ended it (stopped, or the editor's process died): the forwarder says so
+	// The forwarder exits with the server's code, not as if the daemon died.
+	d.finish(c, k, err, func(code int) { c.Write(endFrame(code)) })
+}
+
+// connection is a connection being served: its context, which ends when
+// the daemon or the client ends it, its streams (the client's, handed over,
+// or the connection itself), and its name in the log.
+type connection struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	in     io.ReadCloser
+	out    io.WriteCloser
+	kind   string // "connection", "ACP connection"
+	id     string
+	logf   func(format string, args ...any) // the daemon's log, in its name
+}
+
+// open starts serving c, a connection of kind from dir: tracked (the
+// daemon's closing cancels it), its streams taken. finish ends it.
+func (d *Daemon) open(ctx context.Context, c net.Conn, br *bufio.Reader, kind, dir string, handed bool) (*connection, bool) {
+	cctx, cancel := context.WithCancel(ctx)
+	d.track(c, cancel)
+	in, out, err := streams(cctx, cancel, c, br, handed)
+	if err != nil {
+		cancel()
+		d.untrack(c)
+		d.cfg.Logf("%v", err)
+		return nil, false
+	}
+	k := &connection{ctx: cctx, cancel: cancel, in: in, out: out, kind: kind, id: randomHex(3)}
+	k.logf = func(format string, args ...any) { d.cfg.Logf("["+k.id+"] "+format, args...) }
+	d.cfg.Logf("%s %s opened (%s; %s)", kind, k.id, dir, how(handed))
+	return k, true
+}
+
+// finish ends k, whose server returned err. Its streams are closed first:
+// once the forwarder reads the end (writeEnd, with the server's exit code),
+// the client's streams are its own again. When the daemon or the client
+// ended the connection, no end is written: the forwarder says so.
+func (d *Daemon) finish(c net.Conn, k *connection, err error, writeEnd func(code int)) {
+	defer d.cfg.Logf("%s %s closed", k.kind, k.id)
+	defer d.untrack(c)
+	defer k.cancel()
+	k.in.Close()
+	k.out.Close()
+	if k.ctx.Err() != nil {
+		return
 	}
 	code := 0
 	if err != nil {
 		code = 1
-		d.cfg.Logf("connection %s: %v", id, err)
+		d.cfg.Logf("%s %s: %v", k.kind, k.id, err)
 	}
-	in.Close() // before the end frame: once the forwarder reads it, the editor's streams are its own again
-	out.Close()
-	c.Write(endFrame(code)) // the forwarder exits with the server's code, not as if the daemon died
+	writeEnd(code)
 }
 
 // streams returns what a connection's server reads and writes: the editor's
@@ -405,6 +436,13 @@ func streams(ctx context.Context, cancel func(), c net.Conn, br *bufio.Reader, h
 	return in, out, nil
 }
 
+// takesStreams reports whether the daemon takes the streams the client of
+// c offers to pass (Hello.Fds): it can, over a Unix socket.
+func takesStreams(c net.Conn, hello Hello) bool {
+	_, unixConn := c.(*net.UnixConn)
+	return hello.Fds && handoffs && unixConn
+}
+
 // how says how a connection's streams reach the daemon, for its log.
 func how(handed bool) string {
 	if handed {
@@ -426,44 +464,23 @@ func (d *Daemon) serveACP(ctx context.Context, c net.Conn, br *bufio.Reader, hel
 	flags := config.Register(fs)
 	var folders folderFlags
 	fs.Var(&folders, "workspace", "")
-	_, unixConn := c.(*net.UnixConn)
-	welcome.Fds = hello.Fds && handoffs && unixConn
+	welcome.Fds = takesStreams(c, hello)
 	if !accept(c, fs, hello, welcome) {
 		return
 	}
 	env := append([]string(nil), hello.Env...)
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	d.track(c, cancel)
-	defer d.untrack(c)
-	in, out, err := streams(cctx, cancel, c, br, welcome.Fds)
-	if err != nil {
-		d.cfg.Logf("%v", err)
+	k, ok := d.open(ctx, c, br, "ACP connection", hello.Dir, welcome.Fds)
+	if !ok {
 		return
 	}
-	defer in.Close()
-	defer out.Close()
-	id := randomHex(3)
-	d.cfg.Logf("ACP connection %s opened (%s; %s)", id, hello.Dir, how(welcome.Fds))
-	defer d.cfg.Logf("ACP connection %s closed", id)
-	err = server.ServeACP(cctx, in, out, server.Options{
+	err := server.ServeACP(k.ctx, k.in, k.out, server.Options{
 		Flags:   flags,
 		Getenv:  lookup(env),
 		Environ: func() []string { return env },
-		Logf:    func(format string, args ...any) { d.cfg.Logf("["+id+"] "+format, args...) },
+		Logf:    k.logf,
 		Hub:     d.hub,
 	}, folders)
-	if cctx.Err() != nil {
-		return
-	}
-	code := 0
-	if err != nil {
-		code = 1
-		d.cfg.Logf("ACP connection %s: %v", id, err)
-	}
-	in.Close()
-	out.Close()
-	fmt.Fprintf(c, "%s: %d\n", endHeader, code)
+	d.finish(c, k, err, func(code int) { fmt.Fprintf(c, "%s: %d\n", endHeader, code) })
 }
 
 // accept parses a connection's flags into fs and answers its hello; false

@@ -132,24 +132,26 @@ func waitCode(t *testing.T, code <-chan int) int {
 	}
 }
 
-// A forwarder serves an editor through the daemon both ways: handing the
-// daemon its streams when they are pipes, copying them when they are not
-// (or on a platform without the handoff); the server's exit code comes back
-// either way.
-func TestForward(t *testing.T) {
-	_, path, logged := openTestDaemon(t)
-	f := testForwarder(path)
-	for _, tc := range []struct {
-		name  string
-		how   string // what the daemon logs of the connection
-		pipes func() (editorIn io.ReadCloser, serverOut io.WriteCloser, serverIn io.ReadCloser, editorOut io.WriteCloser)
-	}{
+// streamKind is how a client's streams are made in a test: as pipes the
+// forwarder hands over, or as in-memory pipes it copies.
+type streamKind struct {
+	name  string
+	how   string // what the daemon logs of the connection
+	pipes func() (clientIn io.ReadCloser, serverOut io.WriteCloser, serverIn io.ReadCloser, clientOut io.WriteCloser)
+}
+
+func streamKinds(t *testing.T) []streamKind {
+	handed := "the editor's streams handed over"
+	if !handoffs {
+		handed = "forwarded" // a platform without the handoff copies
+	}
+	return []streamKind{
 		{"copied", "forwarded", func() (io.ReadCloser, io.WriteCloser, io.ReadCloser, io.WriteCloser) {
 			r1, w1 := io.Pipe()
 			r2, w2 := io.Pipe()
 			return r1, w1, r2, w2
 		}},
-		{"handed off", "the editor's streams handed over", func() (io.ReadCloser, io.WriteCloser, io.ReadCloser, io.WriteCloser) {
+		{"handed off", handed, func() (io.ReadCloser, io.WriteCloser, io.ReadCloser, io.WriteCloser) {
 			r1, w1, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
@@ -160,10 +162,17 @@ func TestForward(t *testing.T) {
 			}
 			return r1, w1, r2, w2
 		}},
-	} {
-		if !handoffs {
-			tc.how = "forwarded" // a platform without the handoff copies
-		}
+	}
+}
+
+// A forwarder serves an editor through the daemon both ways: handing the
+// daemon its streams when they are pipes, copying them when they are not
+// (or on a platform without the handoff); the server's exit code comes back
+// either way.
+func TestForward(t *testing.T) {
+	_, path, logged := openTestDaemon(t)
+	f := testForwarder(path)
+	for _, tc := range streamKinds(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			editorIn, serverOut, serverIn, editorOut := tc.pipes()
 			code := make(chan int, 1)
@@ -192,31 +201,7 @@ func TestForward(t *testing.T) {
 func TestForwardACP(t *testing.T) {
 	_, store, logged := openTestDaemon(t)
 	f := testForwarder(store)
-	for _, tc := range []struct {
-		name  string
-		how   string
-		pipes func() (clientIn io.ReadCloser, agentOut io.WriteCloser, agentIn io.ReadCloser, clientOut io.WriteCloser)
-	}{
-		{"copied", "forwarded", func() (io.ReadCloser, io.WriteCloser, io.ReadCloser, io.WriteCloser) {
-			r1, w1 := io.Pipe()
-			r2, w2 := io.Pipe()
-			return r1, w1, r2, w2
-		}},
-		{"handed off", "the editor's streams handed over", func() (io.ReadCloser, io.WriteCloser, io.ReadCloser, io.WriteCloser) {
-			r1, w1, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			r2, w2, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r1, w1, r2, w2
-		}},
-	} {
-		if !handoffs {
-			tc.how = "forwarded"
-		}
+	for _, tc := range streamKinds(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			clientIn, agentOut, agentIn, clientOut := tc.pipes()
 			code := make(chan int, 1)
