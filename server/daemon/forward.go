@@ -56,28 +56,13 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 	}
 	dir, _ := os.Getwd()
 	args := append(f.Flags.Args(), "-store="+storePath)
-	stdin, stdout, canPass := handoffReady(in, out)
-	s, err := f.Starter.Connect(ctx, storePath, Hello{Op: opServe, Env: f.Environ, Dir: dir, Args: args, Fds: canPass})
+	// The editor's bytes go on unparsed (the server answers bad frames).
+	s, restore, err := f.connect(ctx, storePath, Hello{Op: opServe, Env: f.Environ, Dir: dir, Args: args}, in, out, first, br)
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer s.Conn.Close()
-	go func() {
-		<-ctx.Done() // SIGTERM: the daemon cancels this connection's runs when it closes
-		s.Conn.Close()
-	}()
-	if canPass && s.Welcome.Fds {
-		// The daemon serves the editor's streams itself, from what was
-		// read of them on; this connection then carries only its end.
-		defer keepModes(stdin, stdout)() // the daemon sets them back, unless it dies
-		if err := sendStdio(s.Conn, stdin, stdout, append(first, peekAll(br)...)); err != nil {
-			return fail("%v", err)
-		}
-	} else {
-		// The editor's bytes go on unparsed (the server answers bad frames);
-		// at its end the daemon cancels this connection's runs.
-		go copyIn(s.Conn, io.MultiReader(bytes.NewReader(first), br))
-	}
+	defer restore()
 	code, err := copyFrames(out, s.Reader)
 	switch {
 	case ctx.Err() != nil || errors.Is(err, errEditorGone):
@@ -89,13 +74,43 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 	return code
 }
 
-// copyIn copies the client's bytes to the daemon until the client's end,
-// which it passes on: the daemon then cancels the connection's runs.
-func copyIn(c net.Conn, in io.Reader) {
-	io.Copy(c, in)
-	if uc, ok := c.(*net.UnixConn); ok {
-		uc.CloseWrite()
+// connect says hello to the daemon of storePath, offering to pass the
+// client's in and out when they are pipes or sockets, and starts the
+// client's bytes on their way: first (a message read of in already), then
+// what br, in's reader, holds and reads. Passed over, the daemon serves the
+// streams itself from those bytes on, and the connection carries only the
+// end; restore, once the end is read, gives them back the modes they had
+// (the daemon does, unless it dies). Else the bytes are copied until the
+// client's end, which the daemon is told of (it then cancels the
+// connection's runs). The connection closes when ctx ends (SIGTERM): the
+// daemon then cancels its runs.
+func (f Forwarder) connect(ctx context.Context, storePath string, hello Hello, in io.Reader, out io.Writer, first []byte, br *bufio.Reader) (s *Session, restore func(), err error) {
+	stdin, stdout, canPass := handoffReady(in, out)
+	hello.Fds = canPass
+	s, err = f.Starter.Connect(ctx, storePath, hello)
+	if err != nil {
+		return nil, nil, err
 	}
+	go func() {
+		<-ctx.Done()
+		s.Conn.Close()
+	}()
+	if canPass && s.Welcome.Fds {
+		restore = keepModes(stdin, stdout)
+		if err := sendStdio(s.Conn, stdin, stdout, append(first, peekAll(br)...)); err != nil {
+			restore()
+			s.Conn.Close()
+			return nil, nil, err
+		}
+		return s, restore, nil
+	}
+	go func() {
+		io.Copy(s.Conn, io.MultiReader(bytes.NewReader(first), br))
+		if uc, ok := s.Conn.(*net.UnixConn); ok {
+			uc.CloseWrite()
+		}
+	}()
+	return s, func() {}, nil
 }
 
 // peekAll returns what br holds already, without reading more.
@@ -155,24 +170,12 @@ func (f Forwarder) ForwardACP(ctx context.Context, in io.Reader, out io.Writer, 
 	for _, w := range folders {
 		args = append(args, "-workspace="+w)
 	}
-	stdin, stdout, canPass := handoffReady(in, out)
-	s, err := f.Starter.Connect(ctx, storePath, Hello{Op: opACP, Env: f.Environ, Dir: dir, Args: args, Fds: canPass})
+	s, restore, err := f.connect(ctx, storePath, Hello{Op: opACP, Env: f.Environ, Dir: dir, Args: args}, in, out, nil, bufio.NewReader(in))
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer s.Conn.Close()
-	go func() {
-		<-ctx.Done()
-		s.Conn.Close()
-	}()
-	if canPass && s.Welcome.Fds {
-		defer keepModes(stdin, stdout)()
-		if err := sendStdio(s.Conn, stdin, stdout, nil); err != nil {
-			return fail("%v", err)
-		}
-	} else {
-		go copyIn(s.Conn, in)
-	}
+	defer restore()
 	end := []byte(endHeader + ": ")
 	for {
 		line, err := s.Reader.ReadBytes('\n')

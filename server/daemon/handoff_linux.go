@@ -115,7 +115,7 @@ func receiveStdio(c net.Conn, br *bufio.Reader) (io.ReadCloser, io.WriteCloser, 
 
 // handedFile is a descriptor a forwarder passed, made non-blocking (so that
 // closing it ends a read of it); Close gives the description, which the
-// forwarder's process shares, back its mode first.
+// forwarder's process shares, back the mode it came with.
 type handedFile struct {
 	*os.File
 	nonblock bool // the description's mode when it came

@@ -52,8 +52,8 @@ type Hello struct {
 	Env       []string `json:"env,omitempty"`  // the client's environment: for its model and commands only, held in memory
 	Dir       string   `json:"dir,omitempty"`  // the client's working directory
 	Args      []string `json:"args,omitempty"` // serve: the flags; sessions: the subcommand's arguments
-	// Fds (serve): the forwarder can pass the editor's stdin and stdout,
-	// for the daemon to serve them itself (handoff_linux.go).
+	// Fds (serve, acp): the forwarder can pass the client's stdin and
+	// stdout, for the daemon to serve them itself (handoff_linux.go).
 	Fds bool `json:"fds,omitempty"`
 }
 
@@ -64,8 +64,8 @@ type Welcome struct {
 	Version   string  `json:"version"`
 	Error     string  `json:"error,omitempty"`
 	Status    *Status `json:"status,omitempty"`
-	// Fds (serve): the daemon takes the editor's stdin and stdout: the
-	// forwarder passes them and then only waits for the end frame. An older
+	// Fds (serve, acp): the daemon takes the client's stdin and stdout:
+	// the forwarder passes them and then only waits for the end. An older
 	// daemon leaves it unset, and the forwarder copies the streams.
 	Fds bool `json:"fds,omitempty"`
 }
