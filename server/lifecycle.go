@@ -243,7 +243,7 @@ func (s *Server) shutdown(ctx context.Context, _ jsonrpc2.ID, _ json.RawMessage)
 func (s *Server) exit(b *Backend, _ json.RawMessage) error {
 	go func() {
 		s.stopRuns()
-		close(s.exited)
+		s.exitOnce.Do(func() { close(s.exited) })
 	}()
 	return nil
 }

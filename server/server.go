@@ -82,7 +82,8 @@ type Server struct {
 	reviews  fifo           // edits waiting for the user's confirmation, of every run
 	runs     sync.WaitGroup // agent.run and agent.resume handlers in progress
 	tokens   atomic.Int64   // progress tokens the server created
-	exited   chan struct{}  // closed by the exit notification
+	exited   chan struct{}  // closed by the first exit notification
+	exitOnce sync.Once      // guards closing exited: a client may send exit twice
 }
 
 // Serve runs the server on in and out until the client exits or the

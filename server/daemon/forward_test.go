@@ -3,6 +3,7 @@ package daemon
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -224,6 +225,79 @@ func TestForwardACP(t *testing.T) {
 			}
 			clientIn.Close()
 			agentIn.Close()
+		})
+	}
+}
+
+// Messages an editor writes ahead, before the forwarder has connected, reach
+// the server once each, whether the forwarder passes its streams or copies
+// them: the forwarder's reader may already hold them. The editor of the
+// fixture then ends the connection twice (testdata/hostile/exit-twice.json):
+// the server ends with status 0 and the daemon serves on (the next case is
+// its next connection).
+func TestForwardWrittenAhead(t *testing.T) {
+	var fixture struct {
+		Ahead, End []json.RawMessage
+		Shutdown   json.RawMessage
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "hostile", "exit-twice.json"))
+	if err != nil || json.Unmarshal(raw, &fixture) != nil || len(fixture.Ahead) == 0 || len(fixture.End) == 0 {
+		t.Fatalf("exit-twice.json: %v", err)
+	}
+	frames := func(msgs ...json.RawMessage) string {
+		var b strings.Builder
+		for _, m := range msgs {
+			fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n%s", len(m), m)
+		}
+		return b.String()
+	}
+	_, store, _ := openTestDaemon(t)
+	f := testForwarder(store)
+	for _, tc := range streamKinds(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			editorIn, serverOut, serverIn, editorOut := tc.pipes()
+			code := make(chan int, 1)
+			go func() {
+				code <- f.Forward(context.Background(), serverIn, serverOut)
+				serverOut.Close()
+			}()
+			r := bufio.NewReader(editorIn)
+			var ids []string
+			// answers reads messages until the answer to id, keeping the
+			// ids of every answer.
+			answers := func(id string) {
+				t.Helper()
+				for {
+					_, body, err := readFrame(r)
+					if err != nil {
+						t.Fatalf("reading until the answer to %s: %v (answers so far: %v)", id, err, ids)
+					}
+					var m struct {
+						ID     json.RawMessage `json:"id"`
+						Method string          `json:"method"`
+					}
+					json.Unmarshal(body, &m)
+					if m.Method != "" {
+						continue // a notification or a request of the server's
+					}
+					ids = append(ids, string(m.ID))
+					if string(m.ID) == id {
+						return
+					}
+				}
+			}
+			go io.WriteString(editorOut, frames(fixture.Ahead...))
+			answers("1")
+			answers("2")
+			io.WriteString(editorOut, frames(fixture.Shutdown))
+			answers("3")
+			io.WriteString(editorOut, frames(fixture.End...))
+			if c := waitCode(t, code); c != 0 {
+				t.Errorf("exit code %d after shutdown and exit twice", c)
+			}
+			if fmt.Sprint(ids) != "[1 2 3]" {
+				t.Errorf("answers to %v, want to 1, 2 and 3, once each", ids)
+			}
 		})
 	}
 }
