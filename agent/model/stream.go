@@ -88,18 +88,24 @@ func refusal(resp *http.Response, body []byte) error {
 
 // chunk is what the stream's chunks carry that a Response needs.
 type chunk struct {
-	Choices []struct {
-		Delta struct {
-			Content   string            `json:"content"`
-			ToolCalls []openai.ToolCall `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-		TotalTokens      int `json:"total_tokens"`
-	} `json:"usage"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *chunkUsage   `json:"usage"`
+}
+
+type chunkChoice struct {
+	Delta        chunkDelta `json:"delta"`
+	FinishReason string     `json:"finish_reason"`
+}
+
+type chunkDelta struct {
+	Content   string            `json:"content"`
+	ToolCalls []openai.ToolCall `json:"tool_calls"`
+}
+
+type chunkUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
 }
 
 // events reads a chat stream's server-sent events, as go-openai's stream
@@ -162,6 +168,18 @@ func (e *events) next() ([]byte, error) {
 	}
 }
 
+// decodeChunkOrFull decodes a chunk with encoding/json's semantics: the
+// common shapes by decodeChunk, the rest by the v2 engine.
+func decodeChunkOrFull(data []byte) (chunk, error) {
+	var c chunk
+	if decodeChunk(data, &c) {
+		return c, nil
+	}
+	c = chunk{}
+	err := jsonv2.Unmarshal(data, &c, jsonv1.DefaultOptionsV1())
+	return c, err
+}
+
 // errStreamCut is a stream that ended before the model finished.
 var errStreamCut = errors.New("stream ended before the model finished")
 
@@ -183,9 +201,8 @@ func read(br *bufio.Reader, body io.Reader, onDelta func(string)) (Response, err
 		if err != nil {
 			return Response{}, err
 		}
-		var c chunk
-		// encoding/json's semantics, decoded by the faster v2 engine.
-		if err := jsonv2.Unmarshal(data, &c, jsonv1.DefaultOptionsV1()); err != nil {
+		c, err := decodeChunkOrFull(data)
+		if err != nil {
 			return Response{}, err
 		}
 		if c.Usage != nil {
