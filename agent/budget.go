@@ -143,8 +143,13 @@ func (b *budget) overflow(e *model.OverflowError, estimated int) {
 // counter estimates messages and tools, caching each message's count by ID
 // and size (a message's content only changes by being cut for the window).
 type counter struct {
-	mu    sync.Mutex // guards cache and built
+	mu    sync.Mutex // guards cache, built and history
 	cache map[countKey]int
+	// history are the counts of the last history counted by position
+	// (messageAt): each request of a run counts the history of the one
+	// before again, and a look at the same position is faster than one in
+	// a large cache. Runs that interleave overwrite each other's entries.
+	history []countedAt
 	// built is the last message without an ID counted (the system prompt,
 	// rebuilt for every request and most often the same text).
 	built struct {
@@ -158,15 +163,51 @@ type countKey struct {
 	size int
 }
 
+type countedAt struct {
+	k countKey
+	n int
+}
+
+// keyOf is m's key in the cache: its ID and the size of what it holds.
+func keyOf(m message.Message) countKey {
+	k := countKey{m.ID, len(m.Content)}
+	for _, tc := range m.ToolCalls {
+		k.size += len(tc.Args) << 20
+	}
+	return k
+}
+
+// messageAt returns message(m) for m at index i of a history.
+func (c *counter) messageAt(i int, m message.Message) int {
+	if m.ID == "" {
+		return c.message(m)
+	}
+	k := keyOf(m)
+	c.mu.Lock()
+	if i < len(c.history) && c.history[i].k == k {
+		n := c.history[i].n
+		c.mu.Unlock()
+		return n
+	}
+	c.mu.Unlock()
+	n := c.message(m)
+	c.mu.Lock()
+	if i < maxCounted {
+		if i >= len(c.history) {
+			c.history = append(c.history, make([]countedAt, i+1-len(c.history))...)
+		}
+		c.history[i] = countedAt{k, n}
+	}
+	c.mu.Unlock()
+	return n
+}
+
 // maxCounted bounds the cache; past it, it starts over.
 const maxCounted = 200_000
 
 // message returns m's estimated tokens as a provider counts them.
 func (c *counter) message(m message.Message) int {
-	k := countKey{m.ID, len(m.Content)}
-	for _, tc := range m.ToolCalls {
-		k.size += len(tc.Args) << 20
-	}
+	k := keyOf(m)
 	plain := m.ID == "" && len(m.ToolCalls) == 0 && m.ToolCallID == ""
 	var (
 		n  int

@@ -35,6 +35,10 @@ const (
 // definitions fit in their share of the budget.
 func (r *run) fitTools() {
 	r.specs, r.withheld = fitTools(r.tools.Specs(), r.budget.prompt()/toolShare, r.rt.counter.tool)
+	r.specTokens = 0
+	for _, t := range r.specs {
+		r.specTokens += r.rt.counter.tool(t)
+	}
 }
 
 // fitTools fits the tools of r, a run in project, and tells the tool source
@@ -118,10 +122,7 @@ func (rt *Runtime) compose(ctx context.Context, r *run, s graph.State, summary S
 	// cost: counter.request's sum).
 	build := func() (sys message.Message, lim limits, fixed int) {
 		sys = message.Message{Role: message.System, Content: rt.systemPrompt(project, out.summary, todos)}
-		fixed = replyPriming + rt.counter.message(sys)
-		for _, t := range r.specs {
-			fixed += rt.counter.tool(t)
-		}
+		fixed = replyPriming + rt.counter.message(sys) + r.specTokens
 		room := r.budget.prompt() - fixed
 		// A tool output takes at most a fifth of the room (at about three
 		// bytes a token), so that a small context holds several turns.

@@ -518,3 +518,30 @@ func TestInstructionsFollowTheFile(t *testing.T) {
 		t.Fatalf("removed file still read: %s", s)
 	}
 }
+
+// The counts looked up by position are the counts of the messages there:
+// for histories that interleave (two runs sharing a runtime), grow, and
+// hold a message cut at a position where the whole one was counted.
+func TestCountByPosition(t *testing.T) {
+	history := func(run string, n, cut int) []message.Message {
+		var msgs []message.Message
+		for i := range n {
+			m := message.Message{ID: fmt.Sprintf("%s-%d", run, i), Role: message.Tool, ToolCallID: "c", Content: strings.Repeat(run+" words ", i+1)}
+			if i == cut {
+				m.Content = "[cut]"
+			}
+			msgs = append(msgs, m)
+		}
+		return msgs
+	}
+	var c, fresh counter
+	for n := range 30 {
+		for _, msgs := range [][]message.Message{history("a", n, -1), history("bb", n+3, n/2), history("a", n, n-1)} {
+			for i, m := range msgs {
+				if got, want := c.messageAt(i, m), fresh.message(m); got != want {
+					t.Fatalf("history of %d, message %s (%d bytes): counted %d at its position, %d by itself", n, m.ID, len(m.Content), got, want)
+				}
+			}
+		}
+	}
+}

@@ -17,19 +17,20 @@ import (
 // session, which context (the session's own run or a subagent) is running,
 // the ports, and what the whole run (subagents included) accumulates.
 type run struct {
-	rt        *Runtime
-	session   store.Session
-	contextID string // "" for the session's own run
-	parentID  string
-	editor    tools.Editor
-	perms     tools.Permissions
-	tools     tools.Set
-	acc       *accumulator
-	specs     []model.ToolSpec // the tools the model is shown: those that fit the budget
-	withheld  []string         // the tools that did not
-	base      tools.Set        // the runtime's tools, without the tool source's (set once it added some)
-	model     string           // the model of this run: the request's, the session's, else the configured one
-	budget    *budget          // that model's context, as learned
+	rt         *Runtime
+	session    store.Session
+	contextID  string // "" for the session's own run
+	parentID   string
+	editor     tools.Editor
+	perms      tools.Permissions
+	tools      tools.Set
+	acc        *accumulator
+	specs      []model.ToolSpec // the tools the model is shown: those that fit the budget
+	withheld   []string         // the tools that did not
+	specTokens int              // the estimated tokens of specs
+	base       tools.Set        // the runtime's tools, without the tool source's (set once it added some)
+	model      string           // the model of this run: the request's, the session's, else the configured one
+	budget     *budget          // that model's context, as learned
 
 	inbox struct {
 		sync.Mutex                            // guards held

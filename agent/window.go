@@ -44,7 +44,7 @@ func selectWindow(msgs []message.Message, from int, pinned []int, lim limits, c 
 	w := window{olderEnd: from}
 	isPinned := func(i int) bool { _, ok := slices.BinarySearch(pinned, i); return ok }
 	for _, i := range pinned {
-		w.cost += c.message(msgs[i])
+		w.cost += c.messageAt(i, msgs[i])
 	}
 	var (
 		shown   []int                   // indexes of the shown messages but the pinned, newest first
@@ -71,7 +71,7 @@ func selectWindow(msgs []message.Message, from int, pinned []int, lim limits, c 
 				m.Content = tools.Cut(m.Content, lim.toolBytes)
 				change(i, m)
 			}
-			cost += c.message(m)
+			cost += c.messageAt(i, m)
 		}
 		newest := len(shown) == 0
 		if !newest && (w.cost+cost > lim.tokens || (lim.messages > 0 && count+len(t) > lim.messages)) {

@@ -122,9 +122,17 @@ func (c *paramCache) get(p json.RawMessage) ([]byte, error) {
 // their bytes, as the history's messages do from one turn to the next, takes
 // no time.
 type messageCache struct {
-	mu   sync.Mutex
+	mu   sync.Mutex // guards the fields below
 	byID map[string]encodedMessage
 	size int // bytes encoded in byID
+	// last is the last request's messages by position: the next request of
+	// its session carries them again, and a look at the same position is
+	// faster than one in a large map. Sessions that interleave overwrite
+	// each other's entries.
+	last []encodedMessage
+	// plain is the last message without an ID encoded (the system prompt,
+	// rebuilt for every request and most often the same text).
+	plain encodedMessage
 }
 
 type encodedMessage struct {
@@ -146,23 +154,48 @@ func (c *messageCache) appendAll(b []byte, msgs []message.Message) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if c == nil || m.ID == "" {
+		if c == nil {
 			b = appendMessage(b, m)
 			continue
 		}
-		if e, ok := c.byID[m.ID]; ok && sameMessage(e.m, m) {
-			b = append(b, e.json...)
+		if m.ID == "" {
+			if c.plain.json == nil || !sameMessage(c.plain.m, m) {
+				start := len(b)
+				b = appendMessage(b, m)
+				c.plain = encodedMessage{m: m, json: bytes.Clone(b[start:])}
+				c.plain.m.ToolCalls = slices.Clone(m.ToolCalls)
+				continue
+			}
+			b = append(b, c.plain.json...)
 			continue
 		}
-		start := len(b)
-		b = appendMessage(b, m)
-		c.put(m, bytes.Clone(b[start:]))
+		if i < len(c.last) && c.last[i].m.ID == m.ID && sameMessage(c.last[i].m, m) {
+			b = append(b, c.last[i].json...)
+			continue
+		}
+		e, ok := c.byID[m.ID]
+		if !ok || !sameMessage(e.m, m) {
+			start := len(b)
+			b = appendMessage(b, m)
+			e = c.put(m, bytes.Clone(b[start:]))
+		} else {
+			b = append(b, e.json...)
+		}
+		if i < maxLast {
+			if i >= len(c.last) {
+				c.last = append(c.last, make([]encodedMessage, i+1-len(c.last))...)
+			}
+			c.last[i] = e
+		}
 	}
 	return b
 }
 
-// put keeps enc as m's encoding. c.mu is held.
-func (c *messageCache) put(m message.Message, enc []byte) {
+// maxLast bounds the positions messageCache.last keeps.
+const maxLast = 100_000
+
+// put keeps enc as m's encoding and returns its entry. c.mu is held.
+func (c *messageCache) put(m message.Message, enc []byte) encodedMessage {
 	if c.byID == nil || c.size+len(enc) > maxMessageCache {
 		c.byID, c.size = map[string]encodedMessage{}, 0
 	}
@@ -170,8 +203,10 @@ func (c *messageCache) put(m message.Message, enc []byte) {
 		c.size -= len(old.json)
 	}
 	m.ToolCalls = slices.Clone(m.ToolCalls) // its own: a caller changing its calls in place must not change the key
-	c.byID[m.ID] = encodedMessage{m: m, json: enc}
+	e := encodedMessage{m: m, json: enc}
+	c.byID[m.ID] = e
 	c.size += len(enc)
+	return e
 }
 
 // sameMessage reports whether a and b are encoded alike: the same role,

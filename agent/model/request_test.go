@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -124,6 +125,33 @@ func TestMessageCacheComparesMessages(t *testing.T) {
 	for _, m := range []message.Message{whole, cut, whole, whole, ai, other, ai, cut} {
 		if got, want := c.appendAll(nil, []message.Message{m}), appendMessage(nil, m); string(got) != string(want) {
 			t.Fatalf("%s: %s, want %s", m.ID, got, want)
+		}
+	}
+}
+
+// Sessions that interleave, histories that grow, a message cut at its
+// position, system prompts that change: every request is encoded as it
+// would be without the cache.
+func TestMessageCacheInterleaved(t *testing.T) {
+	history := func(session string, n int, cut int) []message.Message {
+		msgs := []message.Message{{Role: message.System, Content: "You are agent-lsp. Session " + session}}
+		for i := range n {
+			id := session + "-" + strconv.Itoa(i)
+			ai := message.Message{ID: id + "a", Role: message.AI, ToolCalls: []message.ToolCall{{ID: "c" + id, Name: "read_file", Args: `{"path":"a"}`}}}
+			tool := message.Message{ID: id + "t", Role: message.Tool, ToolCallID: "c" + id, Content: "line <1>\n" + id}
+			if i == cut {
+				tool.Content = "[cut]"
+			}
+			msgs = append(msgs, ai, tool)
+		}
+		return msgs
+	}
+	var c messageCache
+	for n := range 20 {
+		for _, msgs := range [][]message.Message{history("s1", n, -1), history("s2", n, n/2), history("s1", n, n-1), history("s2", n+1, -1)} {
+			if got, want := c.appendAll(nil, msgs), (*messageCache)(nil).appendAll(nil, msgs); string(got) != string(want) {
+				t.Fatalf("turn %d: %s\nwant %s", n, got, want)
+			}
 		}
 	}
 }
