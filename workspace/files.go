@@ -108,9 +108,23 @@ func readLimited(f *os.File, name string, size, max int64) ([]byte, error) {
 	if size > max {
 		return nil, &FileTooLargeError{Path: name, Size: size, Max: max}
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
+	// One read takes the file when it returns the size fstat gave (and no
+	// more: the buffer holds a byte over). Otherwise, a file that grew or a
+	// file system that reads less at once, it is read to its end, up to
+	// max+1 bytes.
+	b := make([]byte, min(size+1, max+1))
+	n, err := f.Read(b)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
+	}
+	if int64(n) != size || n == len(b) {
+		rest, err := io.ReadAll(io.LimitReader(f, max+1-int64(n)))
+		if err != nil {
+			return nil, err
+		}
+		b = append(b[:n], rest...)
+	} else {
+		b = b[:n]
 	}
 	if int64(len(b)) > max { // it grew since fstat
 		return nil, &FileTooLargeError{Path: name, Size: int64(len(b)), Max: max}

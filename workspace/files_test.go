@@ -152,3 +152,45 @@ func TestSymlinkedRootLists(t *testing.T) {
 		t.Fatalf("walk root %s lists %d entries", p.WalkRoot(), len(entries))
 	}
 }
+
+// readLimited reads the whole file whatever fstat said of its size: a file
+// that grew or shrank since is read to its end, and one that grew past max
+// is refused.
+func TestReadLimitedSizeChanged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	text := strings.Repeat("0123456789", 100)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name      string
+		size, max int64
+		wantErr   bool
+	}{
+		{"as fstat said", 1000, 4096, false},
+		{"grew", 10, 4096, false},
+		{"grew from empty", 0, 4096, false},
+		{"shrank", 2000, 4096, false},
+		{"grew past max", 10, 999, true},
+		{"exactly max", 1000, 1000, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			b, err := readLimited(f, "f", tt.size, tt.max)
+			var big *FileTooLargeError
+			if tt.wantErr {
+				if !errors.As(err, &big) {
+					t.Fatalf("err = %v, want FileTooLargeError", err)
+				}
+				return
+			}
+			if err != nil || string(b) != text {
+				t.Fatalf("read %d bytes, err %v; want the file's %d", len(b), err, len(text))
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agent-lsp/agent-lsp/workspace"
@@ -90,9 +91,10 @@ var readFile = Tool{
 			end = len(lines)
 		}
 		var out strings.Builder
+		out.Grow(len(rel) + 20 + len(b) + 8*(end-start+1))
 		fmt.Fprintf(&out, "%s (%d lines)\n", rel, len(lines))
 		for i := start; i <= end; i++ {
-			fmt.Fprintf(&out, "%5d| %s", i, strings.TrimRight(lines[i-1], "\r\n")+"\n")
+			writeNumbered(&out, i, strings.TrimRight(lines[i-1], "\r\n"))
 		}
 		return Result{Content: out.String(), Summary: "read " + rel}, nil
 	},
@@ -100,6 +102,20 @@ var readFile = Tool{
 
 // maxLineLength bounds one line read_file shows; the rest of it is cut.
 const maxLineLength = 64 << 10
+
+// writeNumbered writes line n as read_file shows it: the number right-aligned
+// in five columns (as %5d), "| ", the line and a newline.
+func writeNumbered(out *strings.Builder, n int, line string) {
+	var num [20]byte
+	d := strconv.AppendInt(num[:0], int64(n), 10)
+	for range 5 - len(d) {
+		out.WriteByte(' ')
+	}
+	out.Write(d)
+	out.WriteString("| ")
+	out.WriteString(line)
+	out.WriteByte('\n')
+}
 
 // readLineRange streams lines start..end of a file too big to read whole,
 // holding at most one line (cut at maxLineLength) in memory.
