@@ -1,7 +1,9 @@
 package model
 
 import (
+	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -25,31 +27,17 @@ var realChunks = []string{
 	`{"choices":[{"delta":{"content":"a"}}]}`,
 }
 
-// odd are chunks outside the common shape; the full decoder takes them.
-var oddChunks = []string{
-	`{"Choices":[{"delta":{"content":"case"}}]}`,
-	`{"choices":[{"Finish_Reason":"stop","delta":{}}]}`,
-	`{"choices":[{"finishreason":"stop","delta":{}}]}`,
-	`{"choic\u0065s":[{"delta":{"content":"escaped key"}}]}`,
-	`{"choices":[{"delta":{"content":"a"}}],"choices":[{"delta":{"content":"b"}}]}`,
-	`{"choices":[{"delta":{"content":5}}]}`,
-	`{"usage":{"prompt_tokens":1.0}}`,
-	`{"usage":{"prompt_tokens":1e3}}`,
-	`{"usage":{"prompt_tokens":99999999999999999999}}`,
-	`{"choices":[{"delta":{"content":"lone \ud800 surrogate"}}]}`,
-	"{\"choices\":[{\"delta\":{\"content\":\"bad \xff utf-8\"}}]}",
-	`{"choices":[null]}`,
-	`{"choices":[{"delta":null}]}`,
-	`{"choices":[`,
-	`{"choices":[]} x`,
-	``,
-	`[]`,
-	`{"\u212Aey":1}`,
-	`{"x":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
-	`{"choices":[{"delta":{"tool_calls":[{"index":null,"id":"c","function":{"name":"n","arguments":"{}"}}]}}]}`,
-	`{"choices":[{"delta":{"tool_calls":[{"index":-0,"function":{}}]}}]}`,
-	`{"choices":[{"delta":{"tool_calls":[{"index":01}]}}]}`,
-}
+// oddChunks are chunks outside the common shape (testdata/hostile): keys in
+// another case, escaped or repeated, values of other types, numbers with
+// fractions or out of range, a lone surrogate, invalid UTF-8, deep nesting,
+// cut or trailing bytes. The full decoder takes them.
+var oddChunks = func() []string {
+	b, err := os.ReadFile("../../testdata/hostile/odd-chunks.txt")
+	if err != nil {
+		panic(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}()
 
 // full is the reference: encoding/json's semantics by the v2 engine.
 func full(data []byte) (chunk, error) {
