@@ -202,7 +202,8 @@ func (c *counter) messageAt(i int, m message.Message) int {
 	return n
 }
 
-// maxCounted bounds the cache; past it, it starts over.
+// maxCounted bounds the cache (past it, it starts over) and the positions
+// history keeps (past it, messages are looked up in the cache only).
 const maxCounted = 200_000
 
 // message returns m's estimated tokens as a provider counts them.

@@ -112,12 +112,12 @@ func readLimited(f *os.File, name string, size, max int64) ([]byte, error) {
 	// more: the buffer holds a byte over). Otherwise, a file that grew or a
 	// file system that reads less at once, it is read to its end, up to
 	// max+1 bytes.
-	b := make([]byte, min(size+1, max+1))
+	b := make([]byte, size+1) // size <= max
 	n, err := f.Read(b)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	if int64(n) != size || n == len(b) {
+	if int64(n) != size {
 		rest, err := io.ReadAll(io.LimitReader(f, max+1-int64(n)))
 		if err != nil {
 			return nil, err

@@ -12,8 +12,9 @@ import (
 // zero chunk, without reflection: a stream's chunks are most of what a tool
 // turn decodes. It reports false for anything outside that shape (a key in
 // another case or twice, a value of another type, a number that is not a
-// plain integer, nesting deeper than maxChunkDepth, invalid UTF-8, a string
-// jsontext will not unquote, invalid JSON): the caller then decodes the
+// plain integer, nesting deeper than maxChunkDepth, more than maxChunkKeys
+// keys in an object, invalid UTF-8, a string jsontext will not unquote,
+// invalid JSON): the caller then decodes the
 // chunk with encoding/json's semantics, which also gives the error. Where it
 // reports true, c is what that decoding makes (FuzzDecodeChunk checks it).
 func decodeChunk(data []byte, c *chunk) bool {
@@ -110,9 +111,13 @@ func (s *chunkScanner) toolCall(tc *openai.ToolCall) bool {
 	})
 }
 
-// maxChunkDepth bounds the nesting decodeChunk reads; deeper chunks go to
-// the full decoder.
-const maxChunkDepth = 32
+// maxChunkDepth bounds the nesting decodeChunk reads, and maxChunkKeys the
+// keys of one object (OpenAI's chunks have nine); other chunks go to the
+// full decoder.
+const (
+	maxChunkDepth = 32
+	maxChunkKeys  = 64
+)
 
 // chunkScanner reads one chunk's JSON. Each method reports false when the
 // input is outside what decodeChunk takes.
@@ -145,8 +150,8 @@ func (s *chunkScanner) object(field func(key []byte) bool) bool {
 	}
 	s.depth++
 	s.i++
-	var seen [8][]byte
-	n := 0
+	var buf [16][]byte
+	seen := buf[:0]
 	s.space()
 	if s.i < len(s.data) && s.data[s.i] == '}' {
 		s.i++
@@ -158,16 +163,15 @@ func (s *chunkScanner) object(field func(key []byte) bool) bool {
 		if !ok || s.escaped {
 			return false // an escaped key may spell a known one
 		}
-		for _, k := range seen[:min(n, len(seen))] {
+		if len(seen) == maxChunkKeys {
+			return false
+		}
+		for _, k := range seen {
 			if string(k) == string(key) {
-				return false
+				return false // encoding/json merges repeated keys
 			}
 		}
-		if n >= len(seen) {
-			return false // more keys than a chunk's objects have
-		}
-		seen[n] = key
-		n++
+		seen = append(seen, key)
 		s.space()
 		if s.i >= len(s.data) || s.data[s.i] != ':' {
 			return false

@@ -25,6 +25,8 @@ var realChunks = []string{
 	`{"choices":[{"finish_reason":null,"index":0,"delta":{"content":"x"}}],"created":1731000000,"id":"chatcmpl-l","model":"llama","system_fingerprint":"b4000","object":"chat.completion.chunk","timings":{"prompt_n":1,"prompt_ms":0.5,"predicted_per_second":-1.5e3}}`,
 	`{"id":"scripted","object":"chat.completion.chunk","created":0,"model":"scripted","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1_0","type":"function","function":{"name":"read_file"}}]},"finish_reason":""}]}`,
 	`{"choices":[{"delta":{"content":"a"}}]}`,
+	// OpenAI's current chunks (with include_usage): nine keys.
+	`{"id":"chatcmpl-C1","object":"chat.completion.chunk","created":1761000000,"model":"gpt-5-mini-2025-08-07","service_tier":"default","system_fingerprint":null,"choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"Xy3k"}`,
 }
 
 // oddChunks are chunks outside the common shape (testdata/hostile): keys in
@@ -74,7 +76,7 @@ func TestDecodeChunk(t *testing.T) {
 		checkChunk(t, []byte(c))
 	}
 	// The odd chunks that have a meaning keep it (through the full decoder).
-	c, err := decodeChunkOrFull([]byte(oddChunks[0]))
+	c, err := decodeChunkOrFull([]byte(`{"Choices":[{"delta":{"content":"case"}}]}`))
 	if err != nil || len(c.Choices) != 1 || c.Choices[0].Delta.Content != "case" {
 		t.Errorf("a key in another case: %+v, %v", c, err)
 	}

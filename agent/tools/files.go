@@ -91,7 +91,11 @@ var readFile = Tool{
 			end = len(lines)
 		}
 		var out strings.Builder
-		out.Grow(len(rel) + 20 + len(b) + 8*(end-start+1))
+		size := len(rel) + 20
+		for _, l := range lines[min(start, end+1)-1 : end] {
+			size += len(l) + 8
+		}
+		out.Grow(size)
 		fmt.Fprintf(&out, "%s (%d lines)\n", rel, len(lines))
 		for i := start; i <= end; i++ {
 			writeNumbered(&out, i, strings.TrimRight(lines[i-1], "\r\n"))
