@@ -143,91 +143,62 @@ func (s *chunkScanner) space() {
 }
 
 // object reads an object, calling field for each key with the scanner at
-// its value; a key seen twice (as encoding/json merges them) is refused.
+// its value; a key escaped or seen twice (encoding/json merges repeated
+// keys) is refused.
 func (s *chunkScanner) object(field func(key []byte) bool) bool {
-	if s.i >= len(s.data) || s.data[s.i] != '{' || s.depth >= maxChunkDepth {
-		return false
-	}
-	s.depth++
-	s.i++
 	var buf [16][]byte
 	seen := buf[:0]
-	s.space()
-	if s.i < len(s.data) && s.data[s.i] == '}' {
-		s.i++
-		s.depth--
-		return true
-	}
-	for {
+	return s.items('{', '}', func() bool {
 		key, ok := s.rawString()
-		if !ok || s.escaped {
+		if !ok || s.escaped || len(seen) == maxChunkKeys {
 			return false // an escaped key may spell a known one
-		}
-		if len(seen) == maxChunkKeys {
-			return false
 		}
 		for _, k := range seen {
 			if string(k) == string(key) {
-				return false // encoding/json merges repeated keys
+				return false
 			}
 		}
 		seen = append(seen, key)
 		s.space()
-		if s.i >= len(s.data) || s.data[s.i] != ':' {
+		if !s.at(':') {
 			return false
 		}
 		s.i++
 		s.space()
-		if !field(key) {
-			return false
-		}
-		s.space()
-		if s.i >= len(s.data) {
-			return false
-		}
-		switch s.data[s.i] {
-		case ',':
-			s.i++
-			s.space()
-		case '}':
-			s.i++
-			s.depth--
-			return true
-		default:
-			return false
-		}
-	}
+		return field(key)
+	})
 }
 
-// array reads an array, calling elem with the scanner at each element.
+// array reads an array (or null), calling elem with the scanner at each
+// element.
 func (s *chunkScanner) array(elem func() bool) bool {
-	if s.null() {
-		return true
-	}
-	if s.i >= len(s.data) || s.data[s.i] != '[' || s.depth >= maxChunkDepth {
+	return s.null() || s.items('[', ']', elem)
+}
+
+// items reads what open and end enclose, item after item separated by
+// commas, within maxChunkDepth.
+func (s *chunkScanner) items(open, end byte, item func() bool) bool {
+	if !s.at(open) || s.depth >= maxChunkDepth {
 		return false
 	}
 	s.depth++
 	s.i++
 	s.space()
-	if s.i < len(s.data) && s.data[s.i] == ']' {
+	if s.at(end) {
 		s.i++
 		s.depth--
 		return true
 	}
 	for {
-		if !elem() {
+		if !item() {
 			return false
 		}
 		s.space()
-		if s.i >= len(s.data) {
-			return false
-		}
-		switch s.data[s.i] {
-		case ',':
+		switch {
+		case s.at(','):
 			s.i++
 			s.space()
-		case ']':
+		case s.at(end):
 			s.i++
 			s.depth--
 			return true
@@ -418,7 +389,7 @@ func (s *chunkScanner) skip() bool {
 	}
 	switch b := s.data[s.i]; {
 	case b == '{':
-		return s.objectAny()
+		return s.object(func([]byte) bool { return s.skip() })
 	case b == '[':
 		return s.array(s.skip)
 	case b == '"':
@@ -434,50 +405,6 @@ func (s *chunkScanner) skip() bool {
 		return s.number()
 	}
 	return false
-}
-
-// objectAny skips an object, whatever its keys (repeated ones too).
-func (s *chunkScanner) objectAny() bool {
-	if s.depth >= maxChunkDepth {
-		return false
-	}
-	s.depth++
-	s.i++
-	s.space()
-	if s.i < len(s.data) && s.data[s.i] == '}' {
-		s.i++
-		s.depth--
-		return true
-	}
-	for {
-		if _, ok := s.rawString(); !ok {
-			return false
-		}
-		s.space()
-		if s.i >= len(s.data) || s.data[s.i] != ':' {
-			return false
-		}
-		s.i++
-		s.space()
-		if !s.skip() {
-			return false
-		}
-		s.space()
-		if s.i >= len(s.data) {
-			return false
-		}
-		switch s.data[s.i] {
-		case ',':
-			s.i++
-			s.space()
-		case '}':
-			s.i++
-			s.depth--
-			return true
-		default:
-			return false
-		}
-	}
 }
 
 func (s *chunkScanner) literal(lit string) bool {

@@ -141,6 +141,20 @@ type streamKind struct {
 	pipes func() (clientIn io.ReadCloser, serverOut io.WriteCloser, serverIn io.ReadCloser, clientOut io.WriteCloser)
 }
 
+// serve makes tc's streams and runs forward (a forwarder) on the server's
+// ends in the background, closing its output when it returns; it returns
+// the client's ends and forward's exit code.
+func (tc streamKind) serve(t *testing.T, forward func(in io.Reader, out io.Writer) int) (clientIn io.ReadCloser, clientOut io.WriteCloser, code <-chan int) {
+	clientIn, serverOut, serverIn, clientOut := tc.pipes()
+	t.Cleanup(func() { serverIn.Close() })
+	c := make(chan int, 1)
+	go func() {
+		c <- forward(serverIn, serverOut)
+		serverOut.Close()
+	}()
+	return clientIn, clientOut, c
+}
+
 func streamKinds(t *testing.T) []streamKind {
 	handed := "the editor's streams handed over"
 	if !handoffs {
@@ -175,12 +189,7 @@ func TestForward(t *testing.T) {
 	f := testForwarder(path)
 	for _, tc := range streamKinds(t) {
 		t.Run(tc.name, func(t *testing.T) {
-			editorIn, serverOut, serverIn, editorOut := tc.pipes()
-			code := make(chan int, 1)
-			go func() {
-				code <- f.Forward(context.Background(), serverIn, serverOut)
-				serverOut.Close()
-			}()
+			editorIn, editorOut, code := tc.serve(t, func(in io.Reader, out io.Writer) int { return f.Forward(context.Background(), in, out) })
 			conn := editorConn(editorIn, editorOut)
 			defer conn.Close()
 			lspCall(t, conn, "initialize", map[string]any{"processId": nil, "capabilities": map[string]any{}})
@@ -204,12 +213,10 @@ func TestForwardACP(t *testing.T) {
 	f := testForwarder(store)
 	for _, tc := range streamKinds(t) {
 		t.Run(tc.name, func(t *testing.T) {
-			clientIn, agentOut, agentIn, clientOut := tc.pipes()
-			code := make(chan int, 1)
-			go func() {
-				code <- f.ForwardACP(context.Background(), agentIn, agentOut, []string{t.TempDir()})
-				agentOut.Close()
-			}()
+			folder := t.TempDir()
+			clientIn, clientOut, code := tc.serve(t, func(in io.Reader, out io.Writer) int {
+				return f.ForwardACP(context.Background(), in, out, []string{folder})
+			})
 			io.WriteString(clientOut, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`+"\n")
 			line, err := bufio.NewReader(clientIn).ReadString('\n')
 			if err != nil || !strings.Contains(line, `"id":1`) || !strings.Contains(line, `"protocolVersion"`) {
@@ -224,7 +231,6 @@ func TestForwardACP(t *testing.T) {
 				t.Errorf("the daemon's log does not say, once, that this connection was %q:\n%s", tc.how, log)
 			}
 			clientIn.Close()
-			agentIn.Close()
 		})
 	}
 }
@@ -255,12 +261,7 @@ func TestForwardWrittenAhead(t *testing.T) {
 	f := testForwarder(store)
 	for _, tc := range streamKinds(t) {
 		t.Run(tc.name, func(t *testing.T) {
-			editorIn, serverOut, serverIn, editorOut := tc.pipes()
-			code := make(chan int, 1)
-			go func() {
-				code <- f.Forward(context.Background(), serverIn, serverOut)
-				serverOut.Close()
-			}()
+			editorIn, editorOut, code := tc.serve(t, func(in io.Reader, out io.Writer) int { return f.Forward(context.Background(), in, out) })
 			r := bufio.NewReader(editorIn)
 			var ids []string
 			// answers reads messages until the answer to id, keeping the
