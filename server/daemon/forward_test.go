@@ -214,6 +214,9 @@ func TestForwardACP(t *testing.T) {
 	for _, tc := range streamKinds(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			folder := t.TempDir()
+			var stderr strings.Builder
+			f := f
+			f.Stderr = &stderr
 			clientIn, clientOut, code := tc.serve(t, func(in io.Reader, out io.Writer) int {
 				return f.ForwardACP(context.Background(), in, out, []string{folder})
 			})
@@ -224,7 +227,7 @@ func TestForwardACP(t *testing.T) {
 			}
 			clientOut.Close() // the client ends
 			if c := waitCode(t, code); c != 0 {
-				t.Errorf("exit code %d after the client closed", c)
+				t.Errorf("exit code %d after the client closed: %s\n%s", c, stderr.String(), logged())
 			}
 			opened := regexp.MustCompile(`ACP connection (\w+) opened \([^;]*; ` + regexp.QuoteMeta(tc.how) + `\)`)
 			if log := logged(); len(opened.FindAllString(log, -1)) != 1 {

@@ -64,6 +64,11 @@ func sendStdio(c net.Conn, stdin, stdout *os.File, prefix []byte) error {
 	if _, _, err := uc.WriteMsgUnix(head, unix.UnixRights(fds...), nil); err != nil {
 		return fmt.Errorf("pass the editor's stdin and stdout to the daemon: %w", err)
 	}
+	if len(prefix) == 0 {
+		// An empty write is still a write(2): by now the daemon may have
+		// served a client that ended at once and closed c (EPIPE).
+		return nil
+	}
 	_, err := c.Write(prefix)
 	return err
 }
