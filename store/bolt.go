@@ -237,7 +237,9 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 		return err
 	}
 	if len(oldHead) > 0 {
-		var old head
+		var old struct {
+			Step int `json:"step"` // all of the old head that a step needs
+		}
 		if err := json.Unmarshal(oldHead, &old); err != nil {
 			return fmt.Errorf("corrupt checkpoint head: %w", err)
 		}
