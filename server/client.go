@@ -160,7 +160,11 @@ func (c *client) progress(token json.RawMessage, v progressValue) {
 	}{token, v})
 }
 
-// event sends one agent/event notification.
+// event sends one agent/event notification. The event is encoded once, by
+// its own MarshalJSON: handed over as a value, jsonrpc2's codec would call
+// that method and then validate and copy its output again.
 func (c *client) event(e event.Event) {
-	c.conn.Notify(c.ctx, "agent/event", e)
+	if raw, err := e.MarshalJSON(); err == nil { // only an event without data fails, as Notify did
+		c.conn.Notify(c.ctx, "agent/event", json.RawMessage(raw))
+	}
 }

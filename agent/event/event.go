@@ -8,6 +8,7 @@
 package event
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -241,24 +242,31 @@ type envelope struct {
 	ParentID  string `json:"parentId,omitempty"`
 }
 
-// MarshalJSON writes the flat wire object: the envelope, then the kind's fields.
+// MarshalJSON writes the flat wire object: the envelope, then the kind's
+// fields, with <, > and & as they are (encoding/json escapes them again when
+// it calls this method; a client decoding the object sees the same text).
 func (e Event) MarshalJSON() ([]byte, error) {
 	if e.Data == nil {
 		return nil, fmt.Errorf("event of session %s has no data", e.Session)
 	}
-	head, err := json.Marshal(envelope{e.Session, e.Seq, e.Data.Type(), e.ContextID, e.ParentID})
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(envelope{e.Session, e.Seq, e.Data.Type(), e.ContextID, e.ParentID}); err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(e.Data)
-	if err != nil {
+	n := b.Len() // the envelope and its newline
+	if err := enc.Encode(e.Data); err != nil {
 		return nil, err
 	}
+	out := b.Bytes()
+	body := out[n : len(out)-1]
 	if string(body) == "{}" {
-		return head, nil
+		return out[:n-1], nil
 	}
-	out := append(head[:len(head)-1:len(head)-1], ',')
-	return append(out, body[1:]...), nil
+	// {envelope}\n{body}\n becomes {envelope,body}, in place.
+	out[n-2] = ','
+	return append(out[:n-1], body[1:]...), nil
 }
 
 // UnmarshalJSON reads the flat wire object. An unknown type is an error that

@@ -65,3 +65,25 @@ func TestUnknownType(t *testing.T) {
 		t.Fatal("an event without data marshalled")
 	}
 }
+
+// The server sends MarshalJSON's bytes as they are: <, > and & stay plain
+// (as jsonrpc2's codec wrote them before), and the object decodes to the
+// same event as encoding/json's escaped form.
+func TestMarshalJSONUnescaped(t *testing.T) {
+	ev := Event{Session: "s-1", Seq: 2, Data: ToolEnd{CallID: "c", Name: "read_file", OK: true, Summary: "if a < b && c > d {"}}
+	raw, err := ev.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"session":"s-1","seq":2,"type":"tool.end","callId":"c","name":"read_file","ok":true,"summary":"if a < b && c > d {"}`
+	if string(raw) != want {
+		t.Fatalf("got  %s\nwant %s", raw, want)
+	}
+	var back Event
+	if err := json.Unmarshal(raw, &back); err != nil || !reflect.DeepEqual(back, ev) {
+		t.Fatalf("round trip: %+v %v", back, err)
+	}
+	if _, err := (Event{Session: "s-1"}).MarshalJSON(); err == nil {
+		t.Fatal("an event without data encoded")
+	}
+}
