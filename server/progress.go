@@ -180,6 +180,9 @@ func (k *reporter) handle(b *batch, r report) {
 		k.flushText(b)
 		b.answering = false
 		k.send(*r.ev)
+		if k.token == nil {
+			return // no progress to report on
+		}
 		if msg, end := progressOf(*r.ev); end {
 			k.progress(progressValue{Kind: "end", Message: msg})
 			b.ended = true

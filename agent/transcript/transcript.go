@@ -149,13 +149,13 @@ func Title(prompt string) string { return FirstWords(prompt, 8) }
 // Target picks the most telling argument of a tool call (a path, a command,
 // a pattern, a project or a task), in a few words, for a progress line.
 func Target(args string) string {
-	var m map[string]any
-	if json.Unmarshal([]byte(args), &m) != nil {
+	var a struct{ Path, Command, Pattern, Project, Task any } // any: a key of another type is skipped
+	if json.Unmarshal([]byte(args), &a) != nil {
 		return ""
 	}
-	for _, key := range []string{"path", "command", "pattern", "project", "task"} {
-		if v, ok := m[key].(string); ok && v != "" {
-			return FirstWords(v, 8)
+	for _, v := range []any{a.Path, a.Command, a.Pattern, a.Project, a.Task} {
+		if s, ok := v.(string); ok && s != "" {
+			return FirstWords(s, 8)
 		}
 	}
 	return ""
