@@ -42,14 +42,23 @@ func (rt *Runtime) route(s graph.State) []graph.Route {
 	for _, m := range msgs[idx+1:] {
 		answered[m.ToolCallID] = true
 	}
+	var open []int // the calls to run
+	for i, c := range ai.ToolCalls {
+		if !answered[c.ID] {
+			open = append(open, i)
+		}
+	}
+	if len(open) == 0 {
+		return []graph.Route{graph.To("agent")}
+	}
+	if len(open) == 1 { // a group of its own: no need to read which file it works on
+		return []graph.Route{graph.Send("tools", open)}
+	}
 	project := rt.st.project.Get(s)
 	var groups [][]int
 	byFile := map[string]int{} // file key -> its group
-	for i, c := range ai.ToolCalls {
-		if answered[c.ID] {
-			continue
-		}
-		if key := fileKey(rt, c, project); key != "" {
+	for _, i := range open {
+		if key := fileKey(rt, ai.ToolCalls[i], project); key != "" {
 			if g, ok := byFile[key]; ok {
 				groups[g] = append(groups[g], i)
 				continue
@@ -57,9 +66,6 @@ func (rt *Runtime) route(s graph.State) []graph.Route {
 			byFile[key] = len(groups)
 		}
 		groups = append(groups, []int{i})
-	}
-	if len(groups) == 0 {
-		return []graph.Route{graph.To("agent")}
 	}
 	routes := make([]graph.Route, len(groups))
 	for k, g := range groups {
