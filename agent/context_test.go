@@ -519,6 +519,51 @@ func TestInstructionsFollowTheFile(t *testing.T) {
 	}
 }
 
+// In a root whose entries have not changed for long, the absent
+// instruction files are known absent from one stat of the root; a file
+// created there, a buffer opened, or the target of a link that was there
+// already appearing, is still read at the next turn.
+func TestInstructionsAppearInAnOldRoot(t *testing.T) {
+	h := newHarness(t, scripted.Script{}, Config{})
+	root := h.roots["sample"]
+	old := time.Now().Add(-time.Hour)
+	age := func() { // a time of its own each time, as a folder's entries changing gives
+		old = old.Add(time.Second)
+		os.Chtimes(root, old, old)
+	}
+	sys := func(change func()) string {
+		t.Helper()
+		change()
+		h.srv.SetScript(scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}})
+		h.run(context.Background(), Request{Prompt: "hi"})
+		return h.srv.Requests()[0].Messages[0].Content
+	}
+	for range 2 { // the second time from what the first recorded
+		if s := sys(age); strings.Contains(s, "Project instructions") {
+			t.Fatalf("instructions without a file: %s", s)
+		}
+	}
+	agents := filepath.Join(root, "AGENTS.md")
+	if s := sys(func() { h.ws.Open(agents, 1, "From a new buffer.\n") }); !strings.Contains(s, "From a new buffer.") {
+		t.Fatalf("buffer of a file not on disk not read: %s", s)
+	}
+	h.ws.Close(agents)
+	sys(age)
+	if s := sys(func() { os.WriteFile(filepath.Join(root, "CLAUDE.md"), []byte("Be brief.\n"), 0o644); age() }); !strings.Contains(s, "Be brief.") {
+		t.Fatalf("file created in an old root not read: %s", s)
+	}
+	// A link to nothing yet is an entry: its target may appear in another
+	// folder, the root unchanged, so such a root is never taken for empty.
+	os.Remove(filepath.Join(root, "CLAUDE.md"))
+	os.Mkdir(filepath.Join(root, "docs"), 0o755)
+	os.Symlink("docs/agents.md", agents)
+	sys(age)
+	sys(func() {})
+	if s := sys(func() { os.WriteFile(filepath.Join(root, "docs", "agents.md"), []byte("Through the link.\n"), 0o644) }); !strings.Contains(s, "Through the link.") {
+		t.Fatalf("target of a link appearing not read: %s", s)
+	}
+}
+
 // The counts looked up by position are the counts of the messages there:
 // for histories that interleave (two runs sharing a runtime), grow, and
 // hold a message cut at a position where the whole one was counted.

@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,12 +25,21 @@ const maxInstructions = 8 << 10
 // instructions returns the project's instructions section, or "". It reads
 // the editor's buffer when the file is open, so unsaved changes count.
 func (rt *Runtime) instructions(p *workspace.Project) string {
+	root := p.Root()
+	rootState, absent := rt.instructionFiles.absent(rt.cfg.Workspace, root)
+	if absent {
+		return ""
+	}
+	missing := 0
 	for _, name := range InstructionFiles {
-		b, err := rt.instructionFiles.read(rt.cfg.Workspace, p, filepath.Join(p.Root(), name))
+		b, err := rt.instructionFiles.read(rt.cfg.Workspace, p, filepath.Join(root, name))
 		var big *workspace.FileTooLargeError
 		switch {
 		case errors.As(err, &big):
 			return fmt.Sprintf("\n## Project instructions (%s)\n(%s is %d bytes, too large to read into the prompt; read_file it in parts.)\n", name, name, big.Size)
+		case errors.Is(err, fs.ErrNotExist):
+			missing++
+			continue
 		case err != nil:
 			continue
 		}
@@ -44,6 +54,9 @@ func (rt *Runtime) instructions(p *workspace.Project) string {
 		}
 		return fmt.Sprintf("\n## Project instructions (%s)\nThe project's maintainers wrote these for coding agents; follow them unless the user says otherwise.\n%s%s\n", name, text, note)
 	}
+	if missing == len(InstructionFiles) {
+		rt.instructionFiles.markAbsent(root, rootState)
+	}
 	return ""
 }
 
@@ -54,9 +67,16 @@ const maxInstructionFile = 1 << 20
 // (size, time, mode) each file had when read: the system prompt is rebuilt
 // for every model turn, and a file is read again only once it changed.
 // A file open in the editor is read from its buffer, never from the cache.
+//
+// A project root where none of the files has an entry is remembered with
+// the root's state: while that holds, no entry was added, removed or
+// renamed there (each changes a folder's modification time, the signal
+// git's untracked cache trusts too), so the files are still absent and one
+// stat of the root replaces one per file.
 type fileCache struct {
-	mu     sync.Mutex
-	byPath map[string]cachedFile
+	mu          sync.Mutex
+	byPath      map[string]cachedFile
+	absentUnder map[string]fileState // root -> its state when no instruction file had an entry in it
 }
 
 type cachedFile struct {
@@ -78,6 +98,50 @@ func stateOf(path string) fileState {
 		return fileState{}
 	}
 	return fileState{fi.Size(), fi.ModTime(), fi.Mode()}
+}
+
+// absent reports whether no instruction file has an entry in root, nor a
+// buffer in the editor, as when markAbsent last recorded it with the
+// root's state, which has not changed since. It returns the root's state
+// for markAbsent.
+func (c *fileCache) absent(w *workspace.Workspace, root string) (fileState, bool) {
+	state := stateOf(root)
+	c.mu.Lock()
+	was, ok := c.absentUnder[root]
+	c.mu.Unlock()
+	// As in read, a root changed within the last second is looked at again.
+	if !ok || was != state || time.Since(state.mod) <= time.Second {
+		return state, false
+	}
+	for _, name := range InstructionFiles {
+		if _, open := w.Document(filepath.Join(root, name)); open {
+			return state, false
+		}
+	}
+	return state, true
+}
+
+// markAbsent records that root, in state, holds no entry of an instruction
+// file, once Lstat confirms it: a link to a file that does not exist yet is
+// an entry, whose target may appear without root changing.
+func (c *fileCache) markAbsent(root string, state fileState) {
+	c.mu.Lock()
+	known := c.absentUnder[root] == state && state != fileState{}
+	c.mu.Unlock()
+	if known { // recorded already, within the second absent does not trust
+		return
+	}
+	for _, name := range InstructionFiles {
+		if _, err := os.Lstat(filepath.Join(root, name)); !errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.absentUnder == nil {
+		c.absentUnder = map[string]fileState{}
+	}
+	c.absentUnder[root] = state
 }
 
 // read returns w.ReadFile(p, abs, maxInstructionFile), from the cache while
