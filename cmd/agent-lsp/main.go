@@ -40,6 +40,7 @@ Serve flags:
 
 func main() {
 	sandbox.Main() // when started as the sandbox's helper, it confines and execs a command
+	keepHeapFloor(os.Getenv, heapFloor)
 	os.Exit(realMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

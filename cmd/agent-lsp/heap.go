@@ -1,0 +1,74 @@
+package main
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
+)
+
+// heapFloor is the heap the garbage collector lets agent-lsp grow to before
+// it collects, while what is live is small.
+//
+// A server's live heap is a few megabytes, and each tool turn allocates
+// tens of kilobytes (a request body, the window, events): with Go's default
+// policy (collect when the heap doubles, at 4 MB at least) the collector
+// ran every few dozen turns and took a sixth of the server's instructions
+// per turn (golang/go#22743 describes the pattern). Past the floor, the
+// default policy applies: a heap of 100 MB live still collects at 200 MB.
+const heapFloor = 32 << 20
+
+// heapGoal sets the collector's percent after each collection so that the
+// next one comes at floor, or at twice what is live, whichever is more.
+type heapGoal struct {
+	floor   uint64
+	stopped atomic.Bool
+}
+
+// keepHeapFloor keeps the heap goal at floor or more, unless GOGC is set
+// in the environment (then the runtime does as it says). It returns a
+// function that stops it and restores the default percent.
+func keepHeapFloor(getenv func(string) string, floor uint64) (stop func()) {
+	if getenv("GOGC") != "" {
+		return func() {}
+	}
+	g := &heapGoal{floor: floor}
+	g.tune()
+	g.arm()
+	return func() {
+		g.stopped.Store(true)
+		debug.SetGCPercent(100)
+	}
+}
+
+// arm calls tune after the next collection: a cleanup runs once the
+// sentinel, reachable from nothing, was collected, and arms the next one.
+func (g *heapGoal) arm() {
+	sentinel := new([16]byte) // not a tiny allocation, which may share its block
+	runtime.AddCleanup(sentinel, func(g *heapGoal) {
+		if !g.stopped.Load() {
+			g.tune()
+			g.arm()
+		}
+	}, g)
+}
+
+// tune sets the percent from the live heap the last collection found.
+func (g *heapGoal) tune() {
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
+	debug.SetGCPercent(gcPercent(live[0].Value.Uint64(), g.floor))
+}
+
+// gcPercent is the GOGC that puts the next collection at floor, or at
+// twice live when that is more.
+func gcPercent(live, floor uint64) int {
+	const max = 10_000 // a heap of nearly nothing live collects at 101 times it
+	if live == 0 || live*2 >= floor {
+		if live == 0 {
+			return max
+		}
+		return 100
+	}
+	return int(min(floor*100/live-100, max))
+}

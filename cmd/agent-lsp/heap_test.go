@@ -1,0 +1,94 @@
+package main
+
+import (
+	"runtime"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+func TestGCPercent(t *testing.T) {
+	const mb = 1 << 20
+	tests := []struct {
+		live, floor uint64
+		want        int
+	}{
+		{1 * mb, 32 * mb, 3100},
+		{2 * mb, 32 * mb, 1500},
+		{16 * mb, 32 * mb, 100}, // twice live is the floor
+		{100 * mb, 32 * mb, 100},
+		{100 << 10, 32 * mb, 10_000}, // capped
+		{0, 32 * mb, 10_000},
+	}
+	for _, tt := range tests {
+		if got := gcPercent(tt.live, tt.floor); got != tt.want {
+			t.Errorf("gcPercent(%d, %d) = %d, want %d", tt.live, tt.floor, got, tt.want)
+		}
+	}
+}
+
+func readMetric(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// cyclesFor is how many collections allocating n bytes of garbage, in
+// blocks of 4 KB, took.
+func cyclesFor(n int) uint64 {
+	before := readMetric("/gc/cycles/total:gc-cycles")
+	var keep []byte
+	for range n / 4096 {
+		keep = make([]byte, 4096)
+	}
+	runtime.KeepAlive(keep)
+	return readMetric("/gc/cycles/total:gc-cycles") - before
+}
+
+// waitPercent waits (bounded, to catch a hang) until the collector's
+// percent is want.
+func waitPercent(t *testing.T, want uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); readMetric("/gc/gogc:percent") != want; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC is %d, want %d", readMetric("/gc/gogc:percent"), want)
+		}
+	}
+}
+
+// With little live, the heap grows to the floor before a collection; with
+// more live than half the floor, Go's default policy is back; GOGC in the
+// environment turns it off.
+func TestKeepHeapFloor(t *testing.T) {
+	const floor = 64 << 20
+	runtime.GC()
+	baseline := cyclesFor(256 << 20) // the default: a collection every few MB
+	stop := keepHeapFloor(func(string) string { return "" }, floor)
+	defer stop()
+	got := cyclesFor(256 << 20)
+	t.Logf("collections for 256 MB of garbage: %d with the floor, %d without", got, baseline)
+	if got > 8 || got*4 > baseline {
+		t.Errorf("256 MB of garbage over a small live heap took %d collections with a floor of 64 MB (%d without)", got, baseline)
+	}
+	live := make([][]byte, 0, 48<<20/4096) // 48 MB live: twice that is over the floor
+	for range cap(live) {
+		live = append(live, make([]byte, 4096))
+	}
+	runtime.GC()
+	waitPercent(t, 100)
+	runtime.KeepAlive(live)
+	live = nil
+	runtime.GC()
+	runtime.GC()
+	for deadline := time.Now().Add(30 * time.Second); readMetric("/gc/gogc:percent") <= 100; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the percent stayed at 100 with the live heap small again")
+		}
+	}
+	stop()
+	waitPercent(t, 100)
+	if s := keepHeapFloor(func(k string) string { return map[string]string{"GOGC": "100"}[k] }, floor); readMetric("/gc/gogc:percent") != 100 {
+		s()
+		t.Fatal("GOGC set in the environment was not left alone")
+	}
+}
