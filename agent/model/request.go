@@ -28,31 +28,11 @@ func appendRequest(b []byte, model string, req Request, params *paramCache, msgs
 	b = msgs.appendAll(b, req.Messages)
 	b = append(b, `],"stream":true`...)
 	if len(req.Tools) > 0 {
-		b = append(b, `,"tools":[`...)
-		for i, t := range req.Tools {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			// go-openai writes a tool through a map: its keys sorted.
-			b = append(b, `{"function":{"name":`...)
-			b = appendString(b, t.Name)
-			if t.Description != "" {
-				b = append(b, `,"description":`...)
-				b = appendString(b, t.Description)
-			}
-			b = append(b, `,"parameters":`...)
-			if t.Parameters == nil {
-				b = append(b, "null"...)
-			} else {
-				p, err := params.get(t.Parameters)
-				if err != nil {
-					return nil, fmt.Errorf("parameters of tool %s: %w", t.Name, err)
-				}
-				b = append(b, p...)
-			}
-			b = append(b, `},"type":"function"}`...)
+		tools, err := params.tools(req.Tools)
+		if err != nil {
+			return nil, err
 		}
-		b = append(b, ']')
+		b = append(b, tools...)
 	}
 	return append(b, `,"stream_options":{"include_usage":true}}`...), nil
 }
@@ -80,11 +60,65 @@ func check(model string, req Request) error {
 }
 
 // paramCache holds tool parameters as a request carries them (compacted,
-// HTML-escaped), by their text: every request of a run sends the same
-// definitions, and compacting them is a scan of every byte.
+// HTML-escaped), by their text, and the last tool list's whole encoding:
+// every request of a run sends the same definitions, and compacting and
+// escaping them is a scan of every byte.
 type paramCache struct {
-	mu   sync.Mutex
-	byIn map[string][]byte
+	mu       sync.Mutex
+	byIn     map[string][]byte
+	last     []ToolSpec // the last list tools encoded, and its encoding
+	lastJSON []byte
+}
+
+// tools returns `,"tools":[...]` for specs, from the last list's encoding
+// while specs is that list again (every request of a run sends the same
+// definitions, and escaping their descriptions was most of a request's
+// encoding once the history came from the message cache).
+func (c *paramCache) tools(specs []ToolSpec) ([]byte, error) {
+	c.mu.Lock()
+	if slices.EqualFunc(c.last, specs, sameSpec) {
+		defer c.mu.Unlock()
+		return c.lastJSON, nil
+	}
+	c.mu.Unlock()
+	b := append([]byte(nil), `,"tools":[`...)
+	for i, t := range specs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		// go-openai writes a tool through a map: its keys sorted.
+		b = append(b, `{"function":{"name":`...)
+		b = appendString(b, t.Name)
+		if t.Description != "" {
+			b = append(b, `,"description":`...)
+			b = appendString(b, t.Description)
+		}
+		b = append(b, `,"parameters":`...)
+		if t.Parameters == nil {
+			b = append(b, "null"...)
+		} else {
+			p, err := c.get(t.Parameters)
+			if err != nil {
+				return nil, fmt.Errorf("parameters of tool %s: %w", t.Name, err)
+			}
+			b = append(b, p...)
+		}
+		b = append(b, `},"type":"function"}`...)
+	}
+	b = append(b, ']')
+	last := make([]ToolSpec, len(specs))
+	for i, t := range specs {
+		last[i] = ToolSpec{t.Name, t.Description, bytes.Clone(t.Parameters)} // the caller's bytes may change
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last, c.lastJSON = last, b
+	return b, nil
+}
+
+// sameSpec reports whether two tool specs encode alike.
+func sameSpec(a, b ToolSpec) bool {
+	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.Parameters, b.Parameters) && (a.Parameters == nil) == (b.Parameters == nil)
 }
 
 // maxParamCache bounds the cache's entries; past it, it starts over.

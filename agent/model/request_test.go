@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,6 +103,41 @@ func TestRequestBodyAsGoOpenAIWritesIt(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The tools' encoding is reused only for the list it was made of: a
+// description changed, a tool left out or added, and parameters changed in
+// the caller's own bytes are each encoded anew.
+func TestToolListsFromCache(t *testing.T) {
+	params := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)
+	read := ToolSpec{Name: "read_file", Description: "Read <a> file.", Parameters: params}
+	search := ToolSpec{Name: "search", Description: "Search & find.", Parameters: json.RawMessage(`{"type":"object"}`)}
+	lists := [][]ToolSpec{
+		{read, search},
+		{read, search},
+		{read, {Name: "search", Description: "Search, changed.", Parameters: search.Parameters}},
+		{read},
+		{read, search, {Name: "bare"}},
+		{read, search, {Name: "bare", Parameters: json.RawMessage(`{}`)}},
+	}
+	var cache paramCache
+	check := func(step string, tools []ToolSpec) {
+		t.Helper()
+		req := Request{Messages: []message.Message{message.NewHuman("hi")}, Tools: tools}
+		got, err := appendRequest(nil, "m", req, &cache, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := goOpenAIBody(t, "m", req); string(got) != string(want) {
+			t.Fatalf("%s:\n got %s\nwant %s", step, got, want)
+		}
+	}
+	for i, tools := range lists {
+		check(fmt.Sprintf("list %d", i), tools)
+	}
+	check("again", lists[0])
+	copy(params[len(`{"type":"`):], "thing ") // the caller's bytes change under the same slice
+	check("parameters changed in place", []ToolSpec{read, search})
 }
 
 func TestRequestBadToolParameters(t *testing.T) {
