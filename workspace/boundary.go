@@ -29,7 +29,21 @@ func within(root, path string) bool {
 	if root == string(filepath.Separator) {
 		return strings.HasPrefix(path, root)
 	}
-	return strings.HasPrefix(path, root+string(filepath.Separator))
+	return len(path) > len(root) && path[len(root)] == filepath.Separator && strings.HasPrefix(path, root)
+}
+
+// below returns path relative to root when path is a clean path inside
+// root other than root itself (what Resolve returns), without the two
+// Cleans of filepath.Rel; ok is false for any other path.
+func below(root, path string) (rel string, ok bool) {
+	if path == root || !within(root, path) {
+		return "", false
+	}
+	rel = strings.TrimPrefix(path[len(root):], string(filepath.Separator))
+	// Clean leaves a clean relative path as it is, and also one that climbs
+	// (../x), is absolute (/x: root//x) or is "." (root/.): none is below.
+	up := rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	return rel, !up && !filepath.IsAbs(rel) && filepath.Clean(rel) == rel
 }
 
 // Resolve returns the absolute path of path inside the project. It takes paths
@@ -108,10 +122,10 @@ func (p *Project) plainBelow(abs string) bool {
 		return false
 	}
 	rel := strings.TrimPrefix(abs[len(prefix):], string(filepath.Separator))
-	cur := prefix
+	cur := strings.TrimSuffix(prefix, string(filepath.Separator)) // a root of "/" leaves ""
 	for rel != "" {
 		name, rest, _ := strings.Cut(rel, string(filepath.Separator))
-		cur = filepath.Join(cur, name)
+		cur += string(filepath.Separator) + name // abs is clean: name is neither "" nor "." nor ".."
 		fi, err := os.Lstat(cur)
 		if err != nil {
 			return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
@@ -126,6 +140,9 @@ func (p *Project) plainBelow(abs string) bool {
 
 // Rel returns path relative to the project root, with forward slashes.
 func (p *Project) Rel(path string) string {
+	if r, ok := below(p.root, path); ok {
+		return filepath.ToSlash(r)
+	}
 	r, err := filepath.Rel(p.root, path)
 	if err != nil {
 		return path

@@ -203,3 +203,44 @@ func TestResolveRootReplaced(t *testing.T) {
 		}
 	})
 }
+
+// below agrees with filepath.Rel wherever it answers, and answers for the
+// clean paths inside a root that Resolve returns.
+func FuzzBelow(f *testing.F) {
+	for _, s := range [][2]string{{"/w/p", "/w/p/a.go"}, {"/w/p", "/w/p"}, {"/w/p", "/w/pq/a"}, {"/w/p", "/w/p/../x"},
+		{"/w/p", "/w/p//a"}, {"/w/p", "/w/p/./a"}, {"/w/p", "/w/p/a/"}, {"/", "/a/b"}, {"/", "/"}, {"/w/p", "/w/p/a/.."}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, root, path string) {
+		root = filepath.Clean("/" + root) // roots are clean and absolute
+		rel, ok := below(root, path)
+		if !ok {
+			return
+		}
+		want, err := filepath.Rel(root, path)
+		if err != nil || rel != want || want == "." || want == ".." || strings.HasPrefix(want, "../") {
+			t.Fatalf("below(%q, %q) = %q; filepath.Rel gives %q, %v", root, path, rel, want, err)
+		}
+	})
+}
+
+func TestBelow(t *testing.T) {
+	tests := []struct {
+		root, path, rel string
+		ok              bool
+	}{
+		{"/w/p", "/w/p/a.go", "a.go", true},
+		{"/w/p", "/w/p/d/a.go", "d/a.go", true},
+		{"/", "/a/b", "a/b", true},
+		{"/w/p", "/w/p", "", false},
+		{"/w/p", "/w/pq/a", "", false},
+		{"/w/p", "/w/p/../x", "", false},
+		{"/w/p", "/w/p//a", "", false},
+		{"/w/p", "/w/p/a/", "", false},
+	}
+	for _, tt := range tests {
+		if rel, ok := below(tt.root, tt.path); ok != tt.ok || (ok && rel != tt.rel) {
+			t.Errorf("below(%q, %q) = %q, %v; want %q, %v", tt.root, tt.path, rel, ok, tt.rel, tt.ok)
+		}
+	}
+}

@@ -58,6 +58,9 @@ func (e *NotRegularError) Error() string {
 // rootRel returns abs relative to the project's real root, whichever of the
 // root's two spellings (as given, symlinks resolved) abs starts with.
 func (p *Project) rootRel(abs string) (string, error) {
+	if rel, ok := below(p.root, abs); ok {
+		return rel, nil
+	}
 	abs = filepath.Clean(abs)
 	for _, root := range []string{p.root, p.realRoot} {
 		if within(root, abs) {
