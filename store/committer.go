@@ -12,8 +12,8 @@ import (
 // PostgreSQL): jobs queued while a commit is in flight are committed
 // together by the next one (group commit), and writes are routed by
 // durability (Sync waits; Batched waits only at a run's end, in groups of
-// up to BatchSteps gathered for up to BatchWindow; Exit holds a run's steps
-// in memory until it ends). W is a backend's unit of work: a function of
+// up to BatchSteps committed at most once per BatchWindow; Exit holds a
+// run's steps in memory until it ends). W is a backend's unit of work: a function of
 // its transaction, or of its batch of statements.
 //
 // Invariants: a batched writer waits while a full group is queued behind
@@ -23,6 +23,7 @@ import (
 // what is queued and held.
 type Committer[W any] struct {
 	durability  Durability
+	window      time.Duration // batched commits come at most once per window
 	commit      func([]W) (errs []error, commits int)
 	join        func([]W) W
 	noop        W
@@ -33,13 +34,18 @@ type Committer[W any] struct {
 	queue    []committerJob[W]
 	waiters  int
 	inflight int // jobs taken by the commit in progress
-	closed   bool
-	asyncErr error           // first failure of a job nobody waited for
-	held     map[heldKey][]W // Exit mode: steps of unfinished runs
-	space    *sync.Cond      // signalled when the queue is taken
+	// gathering is set while the writer waits for a batched group to fill:
+	// then only what ends the wait (a waiter, a full group) wakes it.
+	gathering bool
+	closed    bool
+	asyncErr  error           // first failure of a job nobody waited for
+	held      map[heldKey][]W // Exit mode: steps of unfinished runs
+	space     *sync.Cond      // signalled when the queue is taken
 
 	wake    chan struct{}
 	stopped chan struct{}
+
+	lastCommit time.Time // when the last commit began; owned by loop
 }
 
 type committerJob[W any] struct {
@@ -54,7 +60,12 @@ type heldKey struct{ thread, ns string }
 // one's error (in order) and how many transactions it committed; join
 // makes one work of several (a run's held steps); noop does nothing.
 func NewCommitter[W any](d Durability, commit func([]W) ([]error, int), join func([]W) W, noop W) *Committer[W] {
-	c := &Committer[W]{durability: d, commit: commit, join: join, noop: noop,
+	return newCommitter(d, BatchWindow, commit, join, noop)
+}
+
+// newCommitter is NewCommitter with batched commits at most once per window.
+func newCommitter[W any](d Durability, window time.Duration, commit func([]W) ([]error, int), join func([]W) W, noop W) *Committer[W] {
+	c := &Committer[W]{durability: d, window: window, commit: commit, join: join, noop: noop,
 		held: map[heldKey][]W{}, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	c.space = sync.NewCond(&c.mu)
 	go c.loop()
@@ -98,9 +109,11 @@ func (c *Committer[W]) Submit(w W, wait bool) error {
 		return ErrClosed
 	}
 	c.queue = append(c.queue, committerJob[W]{work: w, done: done})
-	select { // under the lock: Close closes wake under it too
-	case c.wake <- struct{}{}:
-	default:
+	if wait || !c.gathering || len(c.queue) >= BatchSteps {
+		select { // under the lock: Close closes wake under it too
+		case c.wake <- struct{}{}:
+		default:
+		}
 	}
 	c.mu.Unlock()
 	if !wait {
@@ -186,10 +199,12 @@ func (c *Committer[W]) loop() {
 		jobs := c.queue
 		c.queue = nil
 		c.inflight = len(jobs)
+		c.gathering = false
 		closed := c.closed
 		c.space.Broadcast()
 		c.mu.Unlock()
 		if len(jobs) > 0 {
+			c.lastCommit = time.Now()
 			c.run(jobs)
 		}
 		c.mu.Lock()
@@ -202,13 +217,20 @@ func (c *Committer[W]) loop() {
 	}
 }
 
-// gather waits, up to BatchWindow, for a group to fill, unless someone waits.
+// gather waits for a group to fill until the window after the last
+// commit began, unless someone waits: a step after a quiet spell is
+// committed at once, and steps that come faster share commits.
 func (c *Committer[W]) gather() {
-	deadline := time.NewTimer(BatchWindow)
+	wait := c.window - time.Since(c.lastCommit)
+	if wait <= 0 {
+		return
+	}
+	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
 		c.mu.Lock()
 		full := c.waiters > 0 || len(c.queue) >= BatchSteps || c.closed
+		c.gathering = !full
 		c.mu.Unlock()
 		if full {
 			return

@@ -18,10 +18,11 @@ const (
 	// Sync makes every step durable before Put returns. Concurrent Puts share
 	// commits (group commit), so many sessions cost fewer fsyncs than steps.
 	Sync Durability = "sync"
-	// Batched hands steps to a background writer that commits them in groups,
-	// every BatchWindow or BatchSteps steps, whichever comes first. A crash loses
-	// at most the steps of the group being written and the one being gathered;
-	// a run's end (a Status that Ended) is always durable when Put returns.
+	// Batched hands steps to a background writer that commits them in groups:
+	// a step after a quiet spell at once, steps that come faster at most once
+	// per BatchWindow, or every BatchSteps steps. A crash loses at most the
+	// steps of the group being written and the one being gathered; a run's end
+	// (a Status that Ended) is always durable when Put returns.
 	Batched Durability = "batched"
 	// Exit keeps a run's steps in memory and writes them once, when the run ends
 	// (done, cancelled, failed or limit). A crash loses the unfinished run.
@@ -33,7 +34,7 @@ const DefaultDurability = Batched
 
 // Batched mode's group bounds.
 const (
-	BatchWindow = 5 * time.Millisecond
+	BatchWindow = 20 * time.Millisecond
 	BatchSteps  = 64
 )
 
