@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -212,6 +213,29 @@ type head struct {
 	Updated time.Time `json:"updated"`
 }
 
+// headStep returns the step of an encoded head, all of the old head that a
+// step needs (the new head replaces the rest). The head's encoding begins
+// with it (json.Marshal writes the fields in order), so its digits are read
+// from there; any other text is decoded in full.
+func headStep(raw []byte) (int, error) {
+	if rest, ok := bytes.CutPrefix(raw, []byte(`{"step":`)); ok {
+		n := 0
+		for n < len(rest) && n < 18 && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		if n > 0 && n < len(rest) && (rest[n] == ',' || rest[n] == '}') && (rest[0] != '0' || n == 1) {
+			if step, err := strconv.Atoi(string(rest[:n])); err == nil {
+				return step, nil
+			}
+		}
+	}
+	var h struct {
+		Step int `json:"step"`
+	}
+	err := json.Unmarshal(raw, &h)
+	return h.Step, err
+}
+
 // nsBucket returns the bucket of (thread, ns), creating it when create is
 // set (nil when it does not exist and create is not).
 func nsBucket(tx *bolt.Tx, thread, ns string, create bool) (*bolt.Bucket, error) {
@@ -237,13 +261,11 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 		return err
 	}
 	if len(oldHead) > 0 {
-		var old struct {
-			Step int `json:"step"` // all of the old head that a step needs
-		}
-		if err := json.Unmarshal(oldHead, &old); err != nil {
+		oldStep, err := headStep(oldHead)
+		if err != nil {
 			return fmt.Errorf("corrupt checkpoint head: %w", err)
 		}
-		if old.Step != cp.Step {
+		if oldStep != cp.Step {
 			if err := deletePrefix(n, []byte{kPending}); err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // FuzzListOps applies the same steps of list operations to a bbolt store
@@ -295,6 +296,34 @@ func TestThreadNamesStayApart(t *testing.T) {
 			if err != nil || string(s.Values["v"]) != fmt.Sprintf("%q", th+"/"+ns) {
 				t.Errorf("%q/%q: %+v %v", th, ns, s, err)
 			}
+		}
+	}
+}
+
+// headStep reads the step where json.Marshal put it, and decodes anything
+// else in full, as the store did before.
+func TestHeadStep(t *testing.T) {
+	canonical, _ := json.Marshal(head{Step: 1234, Status: "running", Next: []Task{{ID: "t", Node: "tools", Arg: json.RawMessage(`[0]`)}}, Updated: time.Now()})
+	tests := []struct {
+		raw  string
+		step int
+		bad  bool
+	}{
+		{string(canonical), 1234, false},
+		{`{"step":0,"status":"done"}`, 0, false},
+		{`{"step":7}`, 7, false},
+		{`{"status":"done","step":9}`, 9, false},     // another order: decoded
+		{`{"step": 12, "status":"done"}`, 12, false}, // spaces: decoded
+		{`{"step":012}`, 0, true},
+		{`{"step":-3}`, -3, false},
+		{`{"step":99999999999999999999}`, 0, true},
+		{`{"step":5`, 0, true},
+		{`not json`, 0, true},
+	}
+	for _, tt := range tests {
+		step, err := headStep([]byte(tt.raw))
+		if (err != nil) != tt.bad || (!tt.bad && step != tt.step) {
+			t.Errorf("headStep(%s) = %d, %v; want %d (error: %v)", tt.raw, step, err, tt.step, tt.bad)
 		}
 	}
 }
