@@ -29,6 +29,7 @@ echo "== fuzz (short runs over the seed corpus and beyond)"
 fuzz() { go test -run '^$' -fuzz "^$1\$" -fuzztime "${FUZZTIME:-30000x}" -fuzzminimizetime 100x "$2"; }
 fuzz FuzzMessages ./agent/message/
 fuzz FuzzResolve ./workspace/
+fuzz FuzzBelow ./workspace/
 fuzz FuzzStream ./server/
 fuzz FuzzDecide ./agent/shellrule/
 fuzz FuzzListOps ./store/
