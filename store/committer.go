@@ -85,7 +85,11 @@ func (c *Committer[W]) Durability(ctx context.Context) Durability {
 }
 
 // Submit queues w; with wait it returns once w is durable.
-func (c *Committer[W]) Submit(w W, wait bool) error {
+func (c *Committer[W]) Submit(w W, wait bool) error { return c.submit(w, wait, false) }
+
+// submit is Submit; a barrier (Flush's) reports an earlier batched failure
+// without taking it from the next write, which fails with it too.
+func (c *Committer[W]) submit(w W, wait, barrier bool) error {
 	var done chan error
 	c.mu.Lock()
 	if c.closed {
@@ -93,7 +97,9 @@ func (c *Committer[W]) Submit(w W, wait bool) error {
 		return ErrClosed
 	}
 	if err := c.asyncErr; err != nil {
-		c.asyncErr = nil
+		if !barrier {
+			c.asyncErr = nil
+		}
 		c.mu.Unlock()
 		return fmt.Errorf("an earlier batched write failed: %w", err)
 	}
@@ -151,6 +157,10 @@ func (c *Committer[W]) Write(ctx context.Context, thread, ns string, w W, ends b
 
 // Flush returns once everything queued before it is durable. With nothing
 // queued it returns at once, without a commit.
+//
+// A batched write that failed is reported, and left for the next write,
+// which fails with it: Flush is a reader's barrier (Load, Sessions), and
+// one that ignores its error must not hide the failure from the run.
 func (c *Committer[W]) Flush() error {
 	c.mu.Lock()
 	idle := len(c.queue) == 0 && c.inflight == 0 && c.asyncErr == nil
@@ -158,7 +168,15 @@ func (c *Committer[W]) Flush() error {
 	if idle {
 		return nil
 	}
-	return c.Submit(c.noop, true)
+	if err := c.submit(c.noop, true, true); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.asyncErr; err != nil { // a group committed with this one failed
+		return fmt.Errorf("an earlier batched write failed: %w", err)
+	}
+	return nil
 }
 
 // Close commits what is queued, and the held steps of unfinished runs in

@@ -79,8 +79,10 @@ func TestUndecodableSessionSkipped(t *testing.T) {
 	}
 }
 
-// After a group commit failed, the next batched step fails instead of the run
-// going on as if its steps were stored.
+// After a group commit failed, the next batched step fails instead of the
+// run going on as if its steps were stored; once, and nothing after it. A
+// Flush in between (a reader's: Load, Sessions) reports the failure too,
+// and does not take it from the step.
 func TestBatchedFailsAfterAFailedGroup(t *testing.T) {
 	db, err := Open(filepath.Join(t.TempDir(), "s.db"), WithDefaultDurability(Batched))
 	if err != nil {
@@ -92,9 +94,11 @@ func TestBatchedFailsAfterAFailedGroup(t *testing.T) {
 	if err := db.submit(func(*bolt.Tx) error { return boom }, false); err != nil {
 		t.Fatal(err)
 	}
-	db.Flush() // the failing group is committed
-	err = db.Put(ctx, Checkpoint{Thread: "t", Step: 1, Status: StatusRunning})
-	if !errors.Is(err, boom) {
+	if err := db.Flush(); !errors.Is(err, boom) { // the failing group is committed by now
+		t.Fatalf("Flush after the failed group: %v", err)
+	}
+	db.Sessions(ctx, "") // a reader that ignores Flush's error
+	if err := db.Put(ctx, Checkpoint{Thread: "t", Step: 1, Status: StatusRunning}); !errors.Is(err, boom) {
 		t.Fatalf("the next batched step: %v", err)
 	}
 	if err := db.Put(ctx, Checkpoint{Thread: "t", Step: 2, Status: StatusRunning}); err != nil {
