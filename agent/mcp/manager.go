@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"sort"
@@ -200,16 +201,37 @@ func (m *Manager) request(ctx context.Context, name string, op func(ctx context.
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
-	sess, gen, calls, err := s.session(ctx)
+	sess, gen, calls, watched, err := s.session(ctx)
 	if err != nil {
 		return s.callError(parent, ctx, nil, "starting", err)
 	}
 	defer context.AfterFunc(calls, cancel)()
 	if what, err := op(ctx, s, sess, gen); err != nil {
 		s.broken(ctx, gen, sess, err)
+		if s.def.Transport == TransportStdio && (errors.Is(err, io.EOF) || errors.Is(err, sdk.ErrConnectionClosed)) {
+			// The session ended under the call (a server that exited): the
+			// call returns once watch recorded it, so that the next one
+			// starts the server again instead of meeting the closing session.
+			awaitWatched(ctx, watched)
+		}
 		return s.callError(parent, ctx, calls, what, err)
 	}
 	return nil
+}
+
+// exitNoticed bounds how long a call whose session ended waits for the
+// exit to be recorded.
+const exitNoticed = 5 * time.Second
+
+// awaitWatched waits until watched is closed, ctx ends or exitNoticed passed.
+func awaitWatched(ctx context.Context, watched <-chan struct{}) {
+	t := time.NewTimer(exitNoticed)
+	defer t.Stop()
+	select {
+	case <-watched:
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // Tools returns the server's tools, starting the server if needed. The list

@@ -349,11 +349,14 @@ func TestManagerCrashRestarts(t *testing.T) {
 	} else if !strings.Contains(err.Error(), `calling "crash"`) {
 		t.Errorf("error %v, want one naming the call", err)
 	}
-	logs.waitFor(t, "[mcp] the server exited")
-	logs.waitFor(t, "testserver: crashing") // its stderr up to the end
+	// The failed call returns once the exit is recorded: a call right after
+	// it starts the server again rather than meeting the closing session
+	// ("client is closing", seen in TestMCPCancelAndCrash under load).
 	if st := statusOf(m, "test"); st.State != StateFailed || st.Reason == "" {
 		t.Errorf("after the crash: %+v, want failed with a reason", st)
 	}
+	logs.waitFor(t, "[mcp] the server exited")
+	logs.waitFor(t, "testserver: crashing") // its stderr up to the end
 	if text, _ := call(t, m, ctx, "echo", map[string]any{"text": "after"}); text != "after" {
 		t.Errorf("echo after the restart: %q", text)
 	}

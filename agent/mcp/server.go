@@ -31,6 +31,7 @@ type server struct {
 	sess     *sdk.ClientSession // the running session, nil when not running
 	calls    context.Context    // ended when sess is stopped: the calls on it end too
 	endCalls context.CancelFunc // ends calls; set with sess
+	watched  chan struct{}      // closed once watch has handled sess's end; set with sess
 	gen      uint64             // counts start attempts and stops; callbacks of an older session are ignored
 	starting chan struct{}      // closed when the start attempt under way ends; nil when none
 	failures int                // failures in a row, for the backoff
@@ -49,18 +50,18 @@ type server struct {
 // backoff; a backoff longer than ctx allows fails at once with the last
 // failure's reason. One call makes or shares one start attempt at most: if
 // that fails, so does the call. It gives up when ctx ends.
-func (s *server) session(ctx context.Context) (*sdk.ClientSession, uint64, context.Context, error) {
+func (s *server) session(ctx context.Context) (*sdk.ClientSession, uint64, context.Context, <-chan struct{}, error) {
 	attempted := false // a start this call made or waited for failed: do not try again
 	for {
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
-			return nil, 0, nil, errStopped
+			return nil, 0, nil, nil, errStopped
 		}
 		if s.sess != nil {
-			sess, gen, calls := s.sess, s.gen, s.calls
+			sess, gen, calls, watched := s.sess, s.gen, s.calls, s.watched
 			s.mu.Unlock()
-			return sess, gen, calls, nil
+			return sess, gen, calls, watched, nil
 		}
 		if ch := s.starting; ch != nil {
 			s.mu.Unlock()
@@ -69,19 +70,19 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, uint64, conte
 			case <-ch:
 				continue
 			case <-ctx.Done():
-				return nil, 0, nil, ctx.Err()
+				return nil, 0, nil, nil, ctx.Err()
 			}
 		}
 		if attempted && s.state == StateFailed {
 			reason := s.reason
 			s.mu.Unlock()
-			return nil, 0, nil, errors.New(reason)
+			return nil, 0, nil, nil, errors.New(reason)
 		}
 		if wait := time.Until(s.retryAt); wait > 0 {
 			reason := s.reason
 			s.mu.Unlock()
 			if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
-				return nil, 0, nil, fmt.Errorf("failed (%s); next start in %s", reason, wait.Round(time.Millisecond))
+				return nil, 0, nil, nil, fmt.Errorf("failed (%s); next start in %s", reason, wait.Round(time.Millisecond))
 			}
 			timer := time.NewTimer(wait)
 			select {
@@ -89,13 +90,13 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, uint64, conte
 				continue
 			case <-ctx.Done():
 				timer.Stop()
-				return nil, 0, nil, ctx.Err()
+				return nil, 0, nil, nil, ctx.Err()
 			}
 		}
 		if s.m.isClosed() {
 			s.closed = true
 			s.mu.Unlock()
-			return nil, 0, nil, errStopped
+			return nil, 0, nil, nil, errStopped
 		}
 		ch := make(chan struct{})
 		s.starting = ch
@@ -142,6 +143,7 @@ func (s *server) start(gen uint64, ch chan struct{}) {
 		return
 	}
 	s.sess = sess
+	s.watched = make(chan struct{})
 	s.calls, s.endCalls = context.WithCancel(s.m.base)
 	s.state = StateRunning
 	s.reason = ""
@@ -149,15 +151,16 @@ func (s *server) start(gen uint64, ch chan struct{}) {
 	s.tools, s.listed, s.changes, s.listedAt = nil, false, 0, 0
 	s.m.wg.Add(1)
 	s.mu.Unlock()
-	go s.watch(gen, sess)
+	go s.watch(gen, sess, s.watched)
 	s.m.log(s.def.Name, "[mcp] running")
 	s.m.changed(s.def.Name)
 }
 
 // watch is the goroutine that waits for a session's end and, unless it was
 // stopped on purpose, records the failure: the next call restarts the server.
-func (s *server) watch(gen uint64, sess *sdk.ClientSession) {
+func (s *server) watch(gen uint64, sess *sdk.ClientSession, watched chan struct{}) {
 	defer s.m.wg.Done()
+	defer close(watched)
 	err := sess.Wait()
 	s.mu.Lock()
 	if s.gen != gen || s.sess != sess {
