@@ -25,9 +25,19 @@ import (
 	"github.com/agent-lsp/agent-lsp/server"
 )
 
+// benchBinaryEnv names another binary (or a wrapper that runs one) for the
+// benchmarks to start instead: an earlier build to compare with in the
+// same hour, or scripts/turn-instructions.sh's valgrind wrapper.
+const benchBinaryEnv = "AGENT_LSP_BENCH_BINARY"
+
 // The binary the benchmarks run: without -race (binary has it, which
-// inflates every timing), built once.
-func benchBinary(b *testing.B) string { return variant(b, "", "") }
+// inflates every timing), built once; or the one benchBinaryEnv names.
+func benchBinary(b *testing.B) string {
+	if bin := os.Getenv(benchBinaryEnv); bin != "" {
+		return bin
+	}
+	return variant(b, "", "")
+}
 
 // benchServer is agent-lsp started as an editor starts it, with a JSON-RPC
 // client over its stdio (window needs a *testing.T).
