@@ -10,19 +10,22 @@ import (
 func TestGCPercent(t *testing.T) {
 	const mb = 1 << 20
 	tests := []struct {
-		live, floor uint64
-		want        int
+		live, scan, floor uint64
+		want              int
 	}{
-		{1 * mb, 32 * mb, 3100},
-		{2 * mb, 32 * mb, 1500},
-		{16 * mb, 32 * mb, 100}, // twice live is the floor
-		{100 * mb, 32 * mb, 100},
-		{100 << 10, 32 * mb, 10_000}, // capped
-		{0, 32 * mb, 10_000},
+		{1 * mb, 0, 32 * mb, 800},        // the minimum heap (4 MB at 100) reaches the floor at 800
+		{4 * mb, 0, 32 * mb, 700},        // 4 + 4*7 = 32
+		{4 * mb, 4 * mb, 32 * mb, 350},   // the stacks and globals count: 4 + 8*3.5 = 32
+		{12 * mb, 1 * mb, 32 * mb, 153},  // 12 + 13*1.53 ≈ 32
+		{16 * mb, 0, 32 * mb, 100},       // twice live is the floor
+		{100 * mb, 0, 32 * mb, 100},      // past the floor: Go's default
+		{15 * mb, 10 * mb, 32 * mb, 100}, // never below the default
+		{0, 0, 32 * mb, 800},             //
+		{100 << 10, 300 << 10, 64 * mb, 1600},
 	}
 	for _, tt := range tests {
-		if got := gcPercent(tt.live, tt.floor); got != tt.want {
-			t.Errorf("gcPercent(%d, %d) = %d, want %d", tt.live, tt.floor, got, tt.want)
+		if got := gcPercent(tt.live, tt.scan, tt.floor); got != tt.want {
+			t.Errorf("gcPercent(%d, %d, %d) = %d, want %d", tt.live, tt.scan, tt.floor, got, tt.want)
 		}
 	}
 }
@@ -73,6 +76,10 @@ func TestKeepHeapFloor(t *testing.T) {
 	t.Logf("collections for %d MB of garbage: %d with a floor of %d MB, %d without", garbage>>20, got, floor>>20, baseline)
 	if got > 4 {
 		t.Errorf("%d MB of garbage over a small live heap took %d collections with a floor of %d MB (%d without)", garbage>>20, got, floor>>20, baseline)
+	}
+	// The heap is let grow to the floor, and no further.
+	if goal := readMetric("/gc/heap/goal:bytes"); goal > floor+floor/8 || goal < floor/2 {
+		t.Errorf("the heap goal is %d MB with a floor of %d MB", goal>>20, floor>>20)
 	}
 	live := make([][]byte, 0, int(floor*3/4)/4096) // twice that is over the floor
 	for range cap(live) {
