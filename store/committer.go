@@ -87,8 +87,8 @@ func (c *Committer[W]) Durability(ctx context.Context) Durability {
 // Submit queues w; with wait it returns once w is durable.
 func (c *Committer[W]) Submit(w W, wait bool) error { return c.submit(w, wait, false) }
 
-// submit is Submit; a barrier (Flush's) reports an earlier batched failure
-// without taking it from the next write, which fails with it too.
+// submit is Submit; a barrier (Flush's) leaves an earlier batched failure to
+// the next write, which fails with it.
 func (c *Committer[W]) submit(w W, wait, barrier bool) error {
 	var done chan error
 	c.mu.Lock()
@@ -96,10 +96,8 @@ func (c *Committer[W]) submit(w W, wait, barrier bool) error {
 		c.mu.Unlock()
 		return ErrClosed
 	}
-	if err := c.asyncErr; err != nil {
-		if !barrier {
-			c.asyncErr = nil
-		}
+	if err := c.asyncErr; err != nil && !barrier {
+		c.asyncErr = nil
 		c.mu.Unlock()
 		return fmt.Errorf("an earlier batched write failed: %w", err)
 	}
@@ -155,28 +153,22 @@ func (c *Committer[W]) Write(ctx context.Context, thread, ns string, w W, ends b
 	return c.Submit(w, true)
 }
 
-// Flush returns once everything queued before it is durable. With nothing
-// queued it returns at once, without a commit.
+// Flush returns once everything queued before it was committed, or failed.
+// With nothing queued it returns at once, without a commit.
 //
-// A batched write that failed is reported, and left for the next write,
-// which fails with it: Flush is a reader's barrier (Load, Sessions), and
-// one that ignores its error must not hide the failure from the run.
+// A batched write that failed is not Flush's to report: Flush is a
+// reader's barrier (Load, Sessions), and the failure belongs to the run
+// whose next write fails with it. A reader that took it would hide it from
+// the run; one that kept failing on it would fail every later read until a
+// write came.
 func (c *Committer[W]) Flush() error {
 	c.mu.Lock()
-	idle := len(c.queue) == 0 && c.inflight == 0 && c.asyncErr == nil
+	idle := len(c.queue) == 0 && c.inflight == 0
 	c.mu.Unlock()
 	if idle {
 		return nil
 	}
-	if err := c.submit(c.noop, true, true); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.asyncErr; err != nil { // a group committed with this one failed
-		return fmt.Errorf("an earlier batched write failed: %w", err)
-	}
-	return nil
+	return c.submit(c.noop, true, true)
 }
 
 // Close commits what is queued, and the held steps of unfinished runs in
