@@ -564,6 +564,32 @@ func TestInstructionsAppearInAnOldRoot(t *testing.T) {
 	}
 }
 
+// A root looked at within a second of its last change is not recorded as
+// without instruction files: an AGENTS.md added in the same tick of the
+// file system's clock (here: the root's time set back to that tick) is read
+// once that tick is old.
+func TestInstructionsAddedInTheSameTick(t *testing.T) {
+	h := newHarness(t, scripted.Script{}, Config{})
+	root := h.roots["sample"]
+	sys := func() string {
+		t.Helper()
+		h.srv.SetScript(scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}})
+		h.run(context.Background(), Request{Prompt: "hi"})
+		return h.srv.Requests()[0].Messages[0].Content
+	}
+	tick := time.Now().Add(-500 * time.Millisecond)
+	os.Chtimes(root, tick, tick)
+	if s := sys(); strings.Contains(s, "Project instructions") {
+		t.Fatalf("instructions without a file: %s", s)
+	}
+	os.WriteFile(filepath.Join(root, "AGENTS.md"), []byte("Same tick.\n"), 0o644)
+	os.Chtimes(root, tick, tick)
+	time.Sleep(time.Until(tick.Add(1100 * time.Millisecond))) // the tick is over a second old
+	if s := sys(); !strings.Contains(s, "Same tick.") {
+		t.Fatalf("a file added in the tick of the root's last look is missed: %s", s)
+	}
+}
+
 // The counts looked up by position are the counts of the messages there:
 // for histories that interleave (two runs sharing a runtime), grow, and
 // hold a message cut at a position where the whole one was counted.

@@ -125,6 +125,12 @@ func (c *fileCache) absent(w *workspace.Workspace, root string) (fileState, bool
 // file, once Lstat confirms it: a link to a file that does not exist yet is
 // an entry, whose target may appear without root changing.
 func (c *fileCache) markAbsent(root string, state fileState) {
+	// A state taken within a second of the root's last change is not
+	// recorded: an entry added in the same tick of the file system's clock
+	// would leave it as it was (an editor's save by rename, after our look).
+	if time.Since(state.mod) <= time.Second {
+		return
+	}
 	c.mu.Lock()
 	known := c.absentUnder[root] == state && state != fileState{}
 	c.mu.Unlock()
