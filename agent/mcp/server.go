@@ -142,8 +142,8 @@ func (s *server) start(gen uint64, ch chan struct{}) {
 		s.m.changed(s.def.Name)
 		return
 	}
-	s.sess = sess
-	s.watched = make(chan struct{})
+	watched := make(chan struct{})
+	s.sess, s.watched = sess, watched
 	s.calls, s.endCalls = context.WithCancel(s.m.base)
 	s.state = StateRunning
 	s.reason = ""
@@ -151,7 +151,7 @@ func (s *server) start(gen uint64, ch chan struct{}) {
 	s.tools, s.listed, s.changes, s.listedAt = nil, false, 0, 0
 	s.m.wg.Add(1)
 	s.mu.Unlock()
-	go s.watch(gen, sess, s.watched)
+	go s.watch(gen, sess, watched)
 	s.m.log(s.def.Name, "[mcp] running")
 	s.m.changed(s.def.Name)
 }
