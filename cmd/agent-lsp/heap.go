@@ -4,7 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"sync/atomic"
+	"sync"
 )
 
 // heapFloor is the heap the garbage collector lets agent-lsp grow to before
@@ -25,7 +25,8 @@ const heapFloor = 32 << 20
 // next one comes at floor, or at twice what is live, whichever is more.
 type heapGoal struct {
 	floor   uint64
-	stopped atomic.Bool
+	mu      sync.Mutex // serializes tune and stop: a cleanup under way never undoes a stop
+	stopped bool       // guarded by mu
 }
 
 // keepHeapFloor keeps the heap goal at floor or more, unless GOGC is set
@@ -39,17 +40,24 @@ func keepHeapFloor(getenv func(string) string, floor uint64) (stop func()) {
 	g.tune()
 	g.arm()
 	return func() {
-		g.stopped.Store(true)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.stopped = true
 		debug.SetGCPercent(100)
 	}
 }
 
 // arm calls tune after the next collection: a cleanup runs once the
 // sentinel, reachable from nothing, was collected, and arms the next one.
+// A sentinel allocated while a collection marks survives it, so the
+// percent may follow a jump of the live heap one collection late; the goal
+// is bounded meanwhile (at most 1 + the percent/100 times what is live).
 func (g *heapGoal) arm() {
 	sentinel := new([16]byte) // not a tiny allocation, which may share its block
 	runtime.AddCleanup(sentinel, func(g *heapGoal) {
-		if !g.stopped.Load() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if !g.stopped {
 			g.tune()
 			g.arm()
 		}

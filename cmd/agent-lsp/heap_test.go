@@ -49,15 +49,19 @@ func cyclesFor(n int) uint64 {
 }
 
 // waitPercent waits (bounded, to catch a hang) until the collector's
-// percent is want.
-func waitPercent(t *testing.T, want uint64) {
+// percent is as want says, collecting meanwhile: a cleanup armed during a
+// collection's mark runs only after the next one.
+func waitPercent(t *testing.T, what string, want func(uint64) bool) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); readMetric("/gc/gogc:percent") != want; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !want(readMetric("/gc/gogc:percent")); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("GOGC is %d, want %d", readMetric("/gc/gogc:percent"), want)
+			t.Fatalf("GOGC is %d, want %s", readMetric("/gc/gogc:percent"), what)
 		}
+		runtime.GC()
 	}
 }
+
+func is100(p uint64) bool { return p == 100 }
 
 // With little live, the heap grows to the floor before a collection; with
 // more live than half the floor, Go's default policy is back; GOGC in the
@@ -85,19 +89,14 @@ func TestKeepHeapFloor(t *testing.T) {
 	for range cap(live) {
 		live = append(live, make([]byte, 4096))
 	}
-	runtime.GC()
-	waitPercent(t, 100)
+	waitPercent(t, "100 with 3/4 of the floor live", is100)
 	runtime.KeepAlive(live)
 	live = nil
-	runtime.GC()
-	runtime.GC()
-	for deadline := time.Now().Add(30 * time.Second); readMetric("/gc/gogc:percent") <= 100; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the percent stayed at 100 with the live heap small again")
-		}
-	}
+	waitPercent(t, "over 100 with the live heap small again", func(p uint64) bool { return p > 100 })
 	stop()
-	waitPercent(t, 100)
+	if p := readMetric("/gc/gogc:percent"); p != 100 {
+		t.Fatalf("GOGC is %d after stop", p)
+	}
 	if s := keepHeapFloor(func(k string) string { return map[string]string{"GOGC": "100"}[k] }, floor); readMetric("/gc/gogc:percent") != 100 {
 		s()
 		t.Fatal("GOGC set in the environment was not left alone")
