@@ -13,8 +13,8 @@ import (
 // together by the next one (group commit), and writes are routed by
 // durability (Sync waits; Batched waits only at a run's end, in groups of
 // up to BatchSteps committed at most once per BatchWindow; Exit holds a
-// run's steps in memory until it ends). W is a backend's unit of work: a function of
-// its transaction, or of its batch of statements.
+// run's steps in memory until it ends). W is a backend's unit of work: a
+// function of its transaction, or of its batch of statements.
 //
 // Invariants: a batched writer waits while a full group is queued behind
 // the commit in flight, so a crash loses at most two groups; after a
@@ -156,11 +156,11 @@ func (c *Committer[W]) Write(ctx context.Context, thread, ns string, w W, ends b
 // Flush returns once everything queued before it was committed, or failed.
 // With nothing queued it returns at once, without a commit.
 //
-// A batched write that failed is not Flush's to report: Flush is a
-// reader's barrier (Load, Sessions), and the failure belongs to the run
-// whose next write fails with it. A reader that took it would hide it from
-// the run; one that kept failing on it would fail every later read until a
-// write came.
+// Flush is a reader's barrier (Load, Sessions): a batched write that
+// failed is left to the next write, which fails with it (its run must not
+// go on as if its steps were stored). A reader that took the failure would
+// hide it; one that kept failing on it would fail every read until a write
+// came.
 func (c *Committer[W]) Flush() error {
 	c.mu.Lock()
 	idle := len(c.queue) == 0 && c.inflight == 0
