@@ -476,19 +476,21 @@ func TestSlowSummaryIsGivenUp(t *testing.T) {
 	}
 }
 
+// systemPromptOfARun runs the agent once (the model answers at once) and
+// returns the system prompt its request carried.
+func systemPromptOfARun(h *harness) string {
+	h.srv.SetScript(scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}})
+	h.run(context.Background(), Request{Prompt: "hi"})
+	return h.srv.Requests()[0].Messages[0].Content
+}
+
 // The instructions follow the file: written, changed, removed, and open in
 // the editor (its buffer wins), from one model turn to the next.
 func TestInstructionsFollowTheFile(t *testing.T) {
 	h := newHarness(t, scripted.Script{}, Config{})
 	path := filepath.Join(h.roots["sample"], "AGENTS.md")
 	old := time.Now().Add(-time.Hour) // as a file written long ago, which the cache trusts
-	sys := func(write func()) string {
-		t.Helper()
-		write()
-		h.srv.SetScript(scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}})
-		h.run(context.Background(), Request{Prompt: "hi"})
-		return h.srv.Requests()[0].Messages[0].Content
-	}
+	sys := func(change func()) string { t.Helper(); change(); return systemPromptOfARun(h) }
 	if s := sys(func() {}); strings.Contains(s, "Project instructions") {
 		t.Fatalf("instructions without a file: %s", s)
 	}
@@ -531,13 +533,7 @@ func TestInstructionsAppearInAnOldRoot(t *testing.T) {
 		old = old.Add(time.Second)
 		os.Chtimes(root, old, old)
 	}
-	sys := func(change func()) string {
-		t.Helper()
-		change()
-		h.srv.SetScript(scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}})
-		h.run(context.Background(), Request{Prompt: "hi"})
-		return h.srv.Requests()[0].Messages[0].Content
-	}
+	sys := func(change func()) string { t.Helper(); change(); return systemPromptOfARun(h) }
 	for range 2 { // the second time from what the first recorded
 		if s := sys(age); strings.Contains(s, "Project instructions") {
 			t.Fatalf("instructions without a file: %s", s)
@@ -571,12 +567,7 @@ func TestInstructionsAppearInAnOldRoot(t *testing.T) {
 func TestInstructionsAddedInTheSameTick(t *testing.T) {
 	h := newHarness(t, scripted.Script{}, Config{})
 	root := h.roots["sample"]
-	sys := func() string {
-		t.Helper()
-		h.srv.SetScript(scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}})
-		h.run(context.Background(), Request{Prompt: "hi"})
-		return h.srv.Requests()[0].Messages[0].Content
-	}
+	sys := func() string { return systemPromptOfARun(h) }
 	tick := time.Now().Add(-500 * time.Millisecond)
 	os.Chtimes(root, tick, tick)
 	if s := sys(); strings.Contains(s, "Project instructions") {
