@@ -165,6 +165,11 @@ func (c *client) progress(token json.RawMessage, v progressValue) {
 // that method and then validate and copy its output again.
 func (c *client) event(e event.Event) {
 	if raw, err := e.MarshalJSON(); err == nil { // only an event without data fails, as Notify did
-		c.conn.Notify(c.ctx, "agent/event", json.RawMessage(raw))
+		c.rawEvent(raw)
 	}
+}
+
+// rawEvent sends one agent/event notification already encoded.
+func (c *client) rawEvent(raw []byte) {
+	c.conn.Notify(c.ctx, "agent/event", json.RawMessage(raw))
 }

@@ -61,23 +61,29 @@ func (h *Hub) sharedStore(path string) (store.Store, error) {
 }
 
 // watchers are the connections following sessions that run in another:
-// each receives the session's events until its run ends.
+// each receives the session's events until its run ends, through an outbox
+// of its own.
 type watchers struct {
-	mu sync.Mutex                  // guards by
-	by map[string]map[*client]bool // session -> following connections
+	mu  sync.Mutex                  // guards by and out
+	by  map[string]map[*client]bool // session -> following connections
+	out map[*client]*outbox         // a following connection's events not sent yet
 }
 
-// watch makes c receive session's events until its run ends.
-func (w *watchers) watch(session string, c *client) {
+// watch makes c receive session's events until its run ends; logf is c's
+// server log.
+func (w *watchers) watch(session string, c *client, logf func(string, ...any)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.by == nil {
-		w.by = map[string]map[*client]bool{}
+		w.by, w.out = map[string]map[*client]bool{}, map[*client]*outbox{}
 	}
 	if w.by[session] == nil {
 		w.by[session] = map[*client]bool{}
 	}
 	w.by[session][c] = true
+	if w.out[c] == nil {
+		w.out[c] = &outbox{c: c, logf: logf}
+	}
 }
 
 // ended stops every connection following session: its run ended.
@@ -97,20 +103,96 @@ func (w *watchers) forget(c *client) {
 			delete(w.by, s)
 		}
 	}
+	delete(w.out, c)
 }
 
-// send gives e to the connections following its session, but from.
+// send gives e to the connections following its session, but from. It
+// never waits for them: each has an outbox.
 func (w *watchers) send(e event.Event, from *client) {
 	w.mu.Lock()
-	var to []*client
+	var to []*outbox
 	for c := range w.by[e.Session] {
 		if c != from {
-			to = append(to, c)
+			to = append(to, w.out[c])
 		}
 	}
 	w.mu.Unlock()
-	for _, c := range to { // no lock held while calling a client
-		c.event(e)
+	if len(to) == 0 {
+		return
+	}
+	raw, err := e.MarshalJSON()
+	if err != nil { // only an event without data fails
+		return
+	}
+	for _, o := range to { // no lock held while calling a client
+		o.put(raw)
+	}
+}
+
+// maxBacklog bounds the encoded events an outbox keeps for a connection
+// that does not read them.
+const maxBacklog = 8 << 20
+
+// outbox sends a following connection the events of a run in another
+// connection, from a goroutine of its own that runs while events wait. A
+// window slow to read, or not reading at all (a frozen or suspended
+// editor), never holds the run's reporter, and so never the run: up to
+// maxBacklog bytes of events wait for it; while that much does, further
+// events are dropped (the window sees their seq numbers missing) and the
+// server's log says how many.
+type outbox struct {
+	c    *client
+	logf func(format string, args ...any)
+
+	mu      sync.Mutex // guards the fields below
+	queue   [][]byte   // encoded events not sent yet, oldest first
+	size    int        // bytes of the events queued or being sent
+	sending bool       // a goroutine is sending the queue
+	dropped int        // events dropped since the last report
+}
+
+// put queues an encoded event, or drops it when the backlog is full.
+func (o *outbox) put(raw []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.size+len(raw) > maxBacklog && len(o.queue) > 0 {
+		o.dropped++
+		return
+	}
+	o.queue = append(o.queue, raw)
+	o.size += len(raw)
+	if !o.sending {
+		o.sending = true
+		go o.send()
+	}
+}
+
+// send writes the queue until it is empty.
+func (o *outbox) send() {
+	for {
+		o.mu.Lock()
+		batch, dropped := o.queue, o.dropped
+		o.queue, o.dropped = nil, 0
+		if len(batch) == 0 {
+			o.sending = false
+		}
+		o.mu.Unlock()
+		if dropped > 0 {
+			o.logf("a window following another window's run did not read its events: %d events dropped for it (their seq numbers are missing there)", dropped)
+		}
+		if len(batch) == 0 {
+			return
+		}
+		sent := 0
+		o.c.burst(func() {
+			for _, raw := range batch {
+				o.c.rawEvent(raw)
+				sent += len(raw)
+			}
+		})
+		o.mu.Lock()
+		o.size -= sent
+		o.mu.Unlock()
 	}
 }
 

@@ -36,6 +36,27 @@ type window struct {
 
 	mu     sync.Mutex // guards events
 	events []map[string]any
+
+	// reading is held while the window does not read its stdout (a frozen
+	// editor): pause and resume.
+	reading sync.Mutex
+}
+
+// pause stops the window reading what the server sends, as a frozen or
+// suspended editor does; resume reads again.
+func (w *window) pause()  { w.reading.Lock() }
+func (w *window) resume() { w.reading.Unlock() }
+
+// gated reads for w while it is not paused.
+type gated struct {
+	io.ReadCloser
+	w *window
+}
+
+func (g gated) Read(p []byte) (int, error) {
+	g.w.reading.Lock()
+	g.w.reading.Unlock()
+	return g.ReadCloser.Read(p)
 }
 
 // daemonEnv is the environment of windows on store with model srv.
@@ -79,7 +100,7 @@ func startWindow(t *testing.T, bin string, env []string) *window {
 		w.code = cmd.ProcessState.ExitCode()
 		close(w.exited)
 	}()
-	w.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(rwc{stdout, stdin}))
+	w.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(rwc{gated{stdout, w}, stdin}))
 	w.conn.Go(context.Background(), w.handle)
 	t.Cleanup(func() {
 		cmd.Process.Kill()
@@ -246,6 +267,7 @@ type result struct {
 	Status   string `json:"status"`
 	Reply    string `json:"reply"`
 	Position int    `json:"position"`
+	Error    string `json:"error"`
 }
 
 // Two windows and the command line on one store: one daemon serves them
@@ -531,6 +553,62 @@ func TestDaemonSessionBusyAcrossWindows(t *testing.T) {
 	}
 	if !hasEvent(b, session, "message.queued") {
 		t.Error("B did not see its prompt queued")
+	}
+}
+
+// A window that follows a session running in another window (it queued a
+// prompt into it) and then stops reading, as a frozen or suspended editor
+// does, never holds the run: the run ends while megabytes of its events
+// wait for that window, which gets them once it reads again.
+func TestDaemonFollowerThatDoesNotRead(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	stopDaemon(t, store)
+	ws := sample(t)
+	line := strings.Repeat("a line of the big file, read again and again by the agent\n", 300) // 16 KB, the tool output's size
+	if err := os.WriteFile(filepath.Join(ws, "big.txt"), []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	turns := []scripted.Turn{{Delay: scripted.Duration(3 * time.Second), ToolCalls: []scripted.ToolCall{call("read_file", map[string]any{"path": "big.txt"})}}}
+	for range 80 { // 1.3 MB of tool results, past the pipes' and sockets' buffers (160 messages: within the window, no summary)
+		turns = append(turns, scripted.Turn{ToolCalls: []scripted.ToolCall{call("read_file", map[string]any{"path": "big.txt"})}})
+	}
+	turns = append(turns, scripted.Turn{Text: "read it all"})
+	srvA := model(t, scripted.Script{Turns: turns})
+	a := startWindow(t, "", daemonEnv(store, srvA, "AGENT_LSP_CONTEXT_TOKENS=1000000"))
+	folders := []map[string]string{{"uri": string(uri.File(ws)), "name": "sample"}}
+	if err := a.call("initialize", map[string]any{"processId": nil, "workspaceFolders": folders, "capabilities": map[string]any{},
+		"initializationOptions": map[string]any{"maxSteps": 1000}}, nil); err != nil {
+		t.Fatalf("initialize: %v\n%s", err, a.stderr)
+	}
+	a.conn.Notify(context.Background(), "initialized", map[string]any{})
+	b := openWindow(t, "", daemonEnv(store, model(t, scripted.Script{})), map[string]string{"sample": ws})
+	done := runAsync(a, map[string]any{"prompt": "read big.txt, many times"})
+	session := sessionStarted(t, a)
+	var q result
+	if err := b.command("agent.run", map[string]any{"session": session, "prompt": "and then stop"}, &q); err != nil || q.Status != "queued" {
+		t.Fatalf("a prompt from another window: %+v %v", q, err)
+	}
+	b.pause()
+	paused := true
+	defer func() {
+		if paused {
+			b.resume()
+		}
+	}()
+	select {
+	case r := <-done:
+		if r.Status != "done" || r.Reply != "read it all" {
+			t.Fatalf("the run: %+v", r)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the run stalled behind a window that does not read its events")
+	}
+	b.resume()
+	paused = false
+	eventually(t, "B to get the run's end", func() bool { return hasEvent(b, session, "run.end") })
+	var rows []sessionRow
+	if err := b.command("agent.sessions", map[string]any{}, &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("B after reading again: %+v %v", rows, err)
 	}
 }
 
