@@ -1,11 +1,14 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +18,7 @@ import (
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
 	"github.com/agent-lsp/agent-lsp/store"
@@ -538,4 +542,95 @@ func TestPermissionPromptsInParallelWithEvents(t *testing.T) {
 			t.Fatalf("turn %d: the model saw the command result %q", i, out)
 		}
 	}
+}
+
+// A client that sends exit right after shutdown, without waiting for its
+// answer (pipelined in one write), still gets shutdown's answer, and the
+// answer of the run that shutdown cancelled, before the server exits 0.
+func TestPipelinedShutdownAndExit(t *testing.T) {
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Delay: scripted.Duration(time.Minute), Text: "never"}}})
+	cmd := exec.Command(binary)
+	cmd.Env = append(os.Environ(), append(envFor(t, srv), "AGENT_LSP_DAEMON=off")...)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	frame := func(msg map[string]any) []byte {
+		msg["jsonrpc"] = "2.0"
+		b, _ := json.Marshal(msg)
+		return fmt.Appendf(nil, "Content-Length: %d\r\n\r\n%s", len(b), b)
+	}
+	ws := copyFixture(t, "sample")
+	stdin.Write(frame(map[string]any{"id": 1, "method": "initialize", "params": map[string]any{"processId": nil,
+		"workspaceFolders": []map[string]string{{"uri": string(uri.File(ws)), "name": "sample"}}, "capabilities": map[string]any{}}}))
+	stdin.Write(frame(map[string]any{"method": "initialized", "params": map[string]any{}}))
+	stdin.Write(frame(map[string]any{"id": 2, "method": "workspace/executeCommand",
+		"params": map[string]any{"command": "agent.run", "arguments": []any{map[string]any{"prompt": "wait for the model"}}}}))
+
+	answers := map[float64]json.RawMessage{}
+	started := false
+	r := bufio.NewReader(stdout)
+	read := func() (map[string]json.RawMessage, error) {
+		var n int
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return nil, err
+			}
+			if line == "\r\n" {
+				break
+			}
+			fmt.Sscanf(line, "Content-Length: %d", &n)
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return nil, err
+		}
+		var msg map[string]json.RawMessage
+		return msg, json.Unmarshal(body, &msg)
+	}
+	for !started { // the run is waiting for the model
+		msg, err := read()
+		if err != nil {
+			t.Fatalf("before the run started: %v\n%s", err, stderr.String())
+		}
+		if string(msg["method"]) == `"agent/event"` && strings.Contains(string(msg["params"]), `"run.start"`) {
+			started = true
+		}
+	}
+	pipelined := append(frame(map[string]any{"id": 3, "method": "shutdown"}), frame(map[string]any{"method": "exit"})...)
+	if _, err := stdin.Write(pipelined); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		msg, err := read()
+		if err != nil {
+			break // EOF: the server exited
+		}
+		var id float64
+		if json.Unmarshal(msg["id"], &id) == nil && msg["method"] == nil {
+			answers[id] = msg["result"]
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit code: %v\n%s", err, stderr.String())
+	}
+	if _, ok := answers[3]; !ok {
+		t.Errorf("shutdown was not answered before exit; answers: %v", keys(answers))
+	}
+	if !strings.Contains(string(answers[2]), `"cancelled"`) {
+		t.Errorf("the run cancelled by shutdown was not answered before exit: %s", answers[2])
+	}
+}
+
+func keys[V any](m map[float64]V) []float64 {
+	var out []float64
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

@@ -243,10 +243,22 @@ func (s *Server) shutdown(ctx context.Context, _ jsonrpc2.ID, _ json.RawMessage)
 func (s *Server) exit(b *Backend, _ json.RawMessage) error {
 	go func() {
 		s.stopRuns()
+		// A client may send exit without waiting for the answers to its
+		// requests (shutdown's, a run's that shutdown cancelled): they are
+		// written first, for at most exitGrace.
+		if s.client.out != nil {
+			ctx, cancel := context.WithTimeout(s.ctx, exitGrace)
+			s.client.out.answered(ctx)
+			cancel()
+		}
 		s.exitOnce.Do(func() { close(s.exited) })
 	}()
 	return nil
 }
+
+// exitGrace bounds how long exit waits for the answers of requests in
+// flight: a handler that does not answer does not keep the server.
+const exitGrace = 2 * time.Second
 
 // watchParent ends the server when the editor process that started it dies.
 func (s *Server) watchParent(pid int) {

@@ -270,4 +270,14 @@ func TestBadFrames(t *testing.T) {
 	if m := r.read(); m["result"] == nil {
 		t.Fatalf("still serving: %v", m)
 	}
+	// Once answered, an id is free again, numbers and strings alike (escaped
+	// ones included): the server keeps no answered request.
+	for _, id := range []string{"88", "200", `"abc"`, `"a\"b\u00e9"`} {
+		for range 2 {
+			r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"workspace/executeCommand","params":{"command":"agent.projects","arguments":[{}]}}`, id))
+			if m := r.read(); m["result"] == nil {
+				t.Fatalf("id %s used again after its answer: %v", id, m)
+			}
+		}
+	}
 }

@@ -43,13 +43,15 @@ type guardedStream struct {
 	limit int
 	logf  func(format string, args ...any)
 
-	wmu    sync.Mutex   // serializes writes (rejections from the read loop, the conn's others); guards corks, held and broken
-	corks  int          // corks not uncorked yet
-	held   bytes.Buffer // frames written while corked
-	broken error        // the failure of a write of held frames: every later write fails with it
+	wmu       sync.Mutex   // serializes writes (rejections from the read loop, the conn's others); guards corks, held, broken and rejecting
+	corks     int          // corks not uncorked yet
+	held      bytes.Buffer // frames written while corked
+	broken    error        // the failure of a write of held frames: every later write fails with it
+	rejecting bool         // the frame being written answers a rejected frame, not a request in flight
 
-	pmu     sync.Mutex          // guards pending
+	pmu     sync.Mutex          // guards pending and idle
 	pending map[string]struct{} // ids of requests read and not answered yet
+	idle    chan struct{}       // closed once nothing is pending; nil: none waits
 
 	ended   chan struct{} // closed when reading ends: the client is gone (or stopped sending)
 	endOnce sync.Once
@@ -78,6 +80,9 @@ const maxHeld = 64 << 10
 func (s *guardedStream) sink(p []byte) (int, error) {
 	if s.broken != nil {
 		return 0, s.broken
+	}
+	if !s.rejecting {
+		s.answer(p)
 	}
 	if s.corks == 0 {
 		return s.out.Write(p)
@@ -394,19 +399,95 @@ func (s *guardedStream) reject(ctx context.Context, fe *frameError) {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	s.rejecting = true
+	defer func() { s.rejecting = false }()
 	s.inner.Write(ctx, jsonrpc2.NewResponse(fe.id, nil, jsonrpc2.NewError(fe.code, fe.msg)))
 }
 
-// Write implements jsonrpc2.Stream. A response ends its request's time in flight.
+// Write implements jsonrpc2.Stream.
 func (s *guardedStream) Write(ctx context.Context, msg jsonrpc2.Message) (int64, error) {
-	if r, ok := msg.(*jsonrpc2.Response); ok && r.ID().IsValid() {
-		s.pmu.Lock()
-		delete(s.pending, idKey(r.ID()))
-		s.pmu.Unlock()
-	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	return s.inner.Write(ctx, msg)
+}
+
+// answer ends the time in flight of the request a frame answers, if it is a
+// response; wmu must be held (the frame is written in the same hold, so an
+// answered waiter that then takes wmu finds it written or held). The id is
+// read from the frame: jsonrpc2 hands the stream its own unexported
+// response type, whose id it does not expose. The request leaves pending
+// before its answer is written, as the client may reuse the id once it has
+// the answer.
+func (s *guardedStream) answer(frame []byte) {
+	key, ok := responseKey(frame)
+	if !ok {
+		return
+	}
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	delete(s.pending, key)
+	if s.idle != nil && len(s.pending) == 0 {
+		close(s.idle)
+		s.idle = nil
+	}
+}
+
+// responseKey returns the idKey of the request a frame answers, and false
+// for any other frame (a call, a notification, a batch, a null id).
+// jsonrpc2 writes a response as {"jsonrpc":"2.0","id":ID,... after the
+// header.
+func responseKey(frame []byte) (string, bool) {
+	const head = `{"jsonrpc":"2.0","id":`
+	i := bytes.Index(frame, []byte("\r\n\r\n"))
+	if i < 0 || !bytes.HasPrefix(frame[i+4:], []byte(head)) {
+		return "", false
+	}
+	rest := frame[i+4+len(head):]
+	dec := json.NewDecoder(bytes.NewReader(rest))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return "", false
+	}
+	switch id := tok.(type) {
+	case json.Number:
+		n, err := id.Int64()
+		if err != nil {
+			return "", false
+		}
+		return idKey(jsonrpc2.NewNumberID(n)), true
+	case string:
+		return idKey(jsonrpc2.NewStringID(id)), true
+	}
+	return "", false
+}
+
+// answered returns once every request read so far is answered, its answer
+// written (the frames held by a cork are written now), or when ctx ends:
+// exit waits for it, so that a client that sends exit without waiting for
+// shutdown's answer still gets it.
+func (s *guardedStream) answered(ctx context.Context) {
+	s.pmu.Lock()
+	var idle chan struct{}
+	if len(s.pending) > 0 {
+		if s.idle == nil {
+			s.idle = make(chan struct{})
+		}
+		idle = s.idle
+	}
+	s.pmu.Unlock()
+	if idle != nil {
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return
+		}
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.held.Len() > 0 && s.broken == nil {
+		s.writeHeld()
+	}
 }
 
 // Close implements jsonrpc2.Stream.
