@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,12 +14,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
 	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/store"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/protocol and the generated parts of the docs")
@@ -76,6 +79,7 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	os.MkdirAll(tmp, 0o755)
 	env := envFor(t, srv, "HOME="+home, "TMPDIR="+tmp, "XDG_CACHE_HOME=", "GOCACHE=", "GOMODCACHE=", "GOPATH=",
 		"npm_config_cache=", "CARGO_HOME=", "AGENT_LSP_LANDLOCK=false")
+	seedReviewSession(t, env, roots["sample"])
 	c := startServer(t, env...)
 	var savesMu sync.Mutex // guards saves, appended by the client's handler
 	var saves []requestExample
@@ -162,6 +166,30 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	savesMu.Lock()
 	defer savesMu.Unlock()
 	return cmds, c.notifications("agent/event"), map[string][]requestExample{"agent/saveDocuments": saves}, paths
+}
+
+// seedReviewSession stores, before the server opens the store env names, a
+// session an ACP client ran in review mode (session/set_mode): the only way
+// a session gets agent.sessions' edits, which the fixtures then show.
+func seedReviewSession(t *testing.T, env []string, root string) {
+	t.Helper()
+	var path string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "AGENT_LSP_STORE="); ok {
+			path = v
+		}
+	}
+	db, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	at := time.Now().Add(-time.Hour) // listed last
+	err = db.PutSession(context.Background(), store.Session{ID: "s-01J0000000000000000000ACP0", Project: "sample", Root: root,
+		Model: "scripted", Edits: "review", Title: "Review the greeting", Status: store.StatusDone, Created: at, Updated: at, Messages: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // serverRequests are the agent-lsp requests the server sends the client.

@@ -178,7 +178,7 @@ export function modelItem(m: ModelInfo, r: ModelsResult, chosen: string): { labe
 export function sessionItem(s: SessionInfo): { label: string; description: string; detail: string } {
   return {
     label: s.title || s.session,
-    description: [s.status, s.project, s.model, s.notStored && "not stored"].filter(Boolean).join(" · "),
+    description: [s.status, s.project, s.model, s.edits && `${s.edits} mode`, s.notStored && "not stored"].filter(Boolean).join(" · "),
     detail: `${s.session} · ${s.messages} messages · updated ${when(s.updated)}`,
   };
 }

@@ -123,6 +123,8 @@ export interface SessionInfo {
   status: SessionStatus;
   /** The model of its last run: its next run's unless one is given. */
   model?: string;
+  /** The edit mode an ACP client chose for it (session/set_mode); absent when none did. */
+  edits?: "apply" | "review";
   created: string;
   updated: string;
   messages: number;

@@ -177,7 +177,7 @@ const commandShows: { [C in CommandName]: (ex: CommandExample<C>) => void } = {
     for (const s of result) {
       const item = sessionItem(s);
       shows(item.label, [s.title], s.session);
-      shows(item.description, [s.status, s.project, ...(s.model ? [s.model] : [])], s.session);
+      shows(item.description, [s.status, s.project, ...(s.model ? [s.model] : []), ...(s.edits ? [`${s.edits} mode`] : [])], s.session);
       shows(item.detail, [s.session, `${s.messages} messages`], s.session);
     }
   },

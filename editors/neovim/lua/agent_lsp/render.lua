@@ -127,9 +127,9 @@ end
 ---@param s AgentLsp.SessionInfo
 ---@return string
 function M.session_item(s)
-  return ("%-11s %-10s %-19s %s  (%s · %s · created %s%s%s%s)"):format(
+  return ("%-11s %-10s %-19s %s  (%s · %s · created %s%s%s%s%s)"):format(
     M.str(s.status), M.str(s.project), M.time(s.updated), M.oneline(s.title), M.str(s.session), count(s.messages, "message"), M.time(s.created),
-    s.model and (" · model " .. s.model) or "", s.root and (" · " .. s.root) or "",
+    s.model and (" · model " .. s.model) or "", s.edits and (" · " .. s.edits .. " mode") or "", s.root and (" · " .. s.root) or "",
     s.notStored == true and (" · " .. M.word("notStored", true)) or "")
 end
 

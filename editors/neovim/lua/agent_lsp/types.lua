@@ -111,6 +111,7 @@
 ---@field project string
 ---@field root? string the project's folder: the session continues only in a window that has it open
 ---@field model? string the model the session recorded
+---@field edits? "apply"|"review" the edit mode an ACP client chose for it (session/set_mode)
 ---@field title string the prompt's first words
 ---@field status AgentLsp.SessionStatus
 ---@field created string RFC 3339
