@@ -559,6 +559,8 @@ func TestPipelinedShutdownAndExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	hang := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() }) // the reads below end at EOF
+	defer hang.Stop()
 	frame := func(msg map[string]any) []byte {
 		msg["jsonrpc"] = "2.0"
 		b, _ := json.Marshal(msg)

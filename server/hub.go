@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/event"
@@ -124,45 +125,73 @@ func (w *watchers) send(e event.Event, from *client) {
 	if err != nil { // only an event without data fails
 		return
 	}
+	_, end := e.Data.(event.RunEnd)
 	for _, o := range to { // no lock held while calling a client
-		o.put(raw)
+		o.put(raw, end)
+	}
+}
+
+// sent returns once the events queued for c when it is called are written
+// to it, or after wait: a run of c's own then follows them (a prompt
+// queued just as another window's run of the session ended starts one).
+func (w *watchers) sent(c *client, wait time.Duration) {
+	w.mu.Lock()
+	o := w.out[c]
+	w.mu.Unlock()
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	idle := o.idle
+	o.mu.Unlock()
+	if idle == nil {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
 	}
 }
 
 // maxBacklog bounds the encoded events an outbox keeps for a connection
-// that does not read them.
+// that does not read them (but a run's end, and one event however large
+// when none waits).
 const maxBacklog = 8 << 20
 
 // outbox sends a following connection the events of a run in another
 // connection, from a goroutine of its own that runs while events wait. A
 // window slow to read, or not reading at all (a frozen or suspended
-// editor), never holds the run's reporter, and so never the run: up to
+// editor), never holds the run's reporter, and so never the run: about
 // maxBacklog bytes of events wait for it; while that much does, further
 // events are dropped (the window sees their seq numbers missing) and the
-// server's log says how many.
+// server's log says how many. A run's end is never dropped: the window
+// learns that the run ended.
 type outbox struct {
 	c    *client
 	logf func(format string, args ...any)
 
-	mu      sync.Mutex // guards the fields below
-	queue   [][]byte   // encoded events not sent yet, oldest first
-	size    int        // bytes of the events queued or being sent
-	sending bool       // a goroutine is sending the queue
-	dropped int        // events dropped since the last report
+	mu      sync.Mutex    // guards the fields below
+	queue   [][]byte      // encoded events not sent yet, oldest first
+	size    int           // bytes of the events queued or being sent
+	idle    chan struct{} // closed when the queue is sent; nil while no goroutine sends it
+	dropped int           // events dropped since the last report
 }
 
-// put queues an encoded event, or drops it when the backlog is full.
-func (o *outbox) put(raw []byte) {
+// put queues an encoded event, or drops it when the backlog is full and
+// keep (a run's end) is not set.
+func (o *outbox) put(raw []byte, keep bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.size+len(raw) > maxBacklog && len(o.queue) > 0 {
+	if o.size+len(raw) > maxBacklog && len(o.queue) > 0 && !keep {
 		o.dropped++
 		return
 	}
 	o.queue = append(o.queue, raw)
 	o.size += len(raw)
-	if !o.sending {
-		o.sending = true
+	if o.idle == nil {
+		o.idle = make(chan struct{})
 		go o.send()
 	}
 }
@@ -174,7 +203,8 @@ func (o *outbox) send() {
 		batch, dropped := o.queue, o.dropped
 		o.queue, o.dropped = nil, 0
 		if len(batch) == 0 {
-			o.sending = false
+			close(o.idle)
+			o.idle = nil
 		}
 		o.mu.Unlock()
 		if dropped > 0 {

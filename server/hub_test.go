@@ -21,6 +21,7 @@ import (
 // kept, in order, with the dropped ones missing and counted in the log.
 func TestFollowerThatDoesNotRead(t *testing.T) {
 	toFollower, fromServer := io.Pipe() // nobody reads until the test does
+	defer fromServer.Close()
 	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(pipes{strings.NewReader(""), fromServer}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -43,6 +44,7 @@ func TestFollowerThatDoesNotRead(t *testing.T) {
 		for i := 1; i <= events; i++ {
 			w.send(event.Event{Session: "s", Seq: int64(i), Data: event.ToolEnd{CallID: "c", Name: "read_file", OK: true, Summary: summary}}, runner)
 		}
+		w.send(event.Event{Session: "s", Seq: events + 1, Data: event.RunEnd{Status: "done"}}, runner)
 		close(sent)
 	}()
 	select {
@@ -54,9 +56,10 @@ func TestFollowerThatDoesNotRead(t *testing.T) {
 	o.mu.Lock()
 	held := o.size
 	o.mu.Unlock()
-	if held > maxBacklog+size {
-		t.Fatalf("%d bytes wait for the window; want at most %d", held, maxBacklog+size)
+	if held > maxBacklog+size+1<<10 {
+		t.Fatalf("%d bytes wait for the window; want at most %d", held, maxBacklog+size+1<<10)
 	}
+	w.sent(follower, 10*time.Millisecond) // the window does not read: this returns, after the wait
 
 	// The window reads again.
 	var got []int64
@@ -72,19 +75,14 @@ func TestFollowerThatDoesNotRead(t *testing.T) {
 		gotMu.Unlock()
 		return nil, nil
 	})
-	deadline := time.Now().Add(time.Minute)
-	for {
-		o.mu.Lock()
-		idle := !o.sending
-		o.mu.Unlock()
-		if idle {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the outbox did not empty once the window read")
-		}
-		time.Sleep(10 * time.Millisecond)
+	w.sent(follower, time.Minute) // a run of the window's own waits for this
+	o.mu.Lock()
+	idle, left := o.idle == nil, o.size
+	o.mu.Unlock()
+	if !idle || left != 0 {
+		t.Fatalf("the outbox still sends %d bytes once sent returned (idle %v)", left, idle)
 	}
+	deadline := time.Now().Add(time.Minute)
 	// What was written is read: the last frame may still be on its way.
 	var n int
 	for time.Now().Before(deadline) {
@@ -94,15 +92,18 @@ func TestFollowerThatDoesNotRead(t *testing.T) {
 		logMu.Lock()
 		dropped := strings.Join(logged, "\n")
 		logMu.Unlock()
-		if strings.Contains(dropped, "dropped") && n+droppedCount(t, dropped) == events {
+		if strings.Contains(dropped, "dropped") && n+droppedCount(t, dropped) == events+1 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	gotMu.Lock()
 	defer gotMu.Unlock()
-	if n == 0 || n == events {
-		t.Fatalf("the window got %d of %d events; want some kept and some dropped", n, events)
+	if n == 0 || n == events+1 {
+		t.Fatalf("the window got %d of %d events; want some kept and some dropped", n, events+1)
+	}
+	if got[len(got)-1] != events+1 {
+		t.Fatalf("the last event the window got is seq %d; want the run's end, %d, which is never dropped", got[len(got)-1], events+1)
 	}
 	for i := 1; i < len(got); i++ {
 		if got[i] <= got[i-1] {
@@ -114,8 +115,8 @@ func TestFollowerThatDoesNotRead(t *testing.T) {
 	}
 	logMu.Lock()
 	defer logMu.Unlock()
-	if total := droppedCount(t, strings.Join(logged, "\n")); n+total != events {
-		t.Fatalf("got %d, log says %d dropped: %d events unaccounted for\n%s", n, total, events-n-total, strings.Join(logged, "\n"))
+	if total := droppedCount(t, strings.Join(logged, "\n")); n+total != events+1 {
+		t.Fatalf("got %d, log says %d dropped: %d events unaccounted for\n%s", n, total, events+1-n-total, strings.Join(logged, "\n"))
 	}
 }
 
@@ -124,8 +125,9 @@ func droppedCount(t *testing.T, log string) int {
 	t.Helper()
 	total := 0
 	for _, line := range strings.Split(log, "\n") {
+		_, count, ok := strings.Cut(line, ": ")
 		var n int
-		if _, err := fmt.Sscanf(line[strings.Index(line, ": ")+2:], "%d events dropped", &n); err == nil {
+		if _, err := fmt.Sscanf(count, "%d events dropped", &n); ok && err == nil {
 			total += n
 		}
 	}

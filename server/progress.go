@@ -11,6 +11,10 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/transcript"
 )
 
+// followedWait bounds how long a run's events wait for the events another
+// window's run left for the connection (a window that does not read them).
+const followedWait = 2 * time.Second
+
 // Text deltas are batched into one agent/event every deltaWindow or deltaBytes.
 const (
 	deltaWindow = 30 * time.Millisecond
@@ -109,6 +113,12 @@ func (b *batch) tick() <-chan time.Time {
 
 func (k *reporter) loop() {
 	defer close(k.done)
+	if k.hub != nil {
+		// The events another window's run of a session left for this
+		// connection go first: a prompt queued just as that run ended
+		// starts this run, of the same session.
+		k.hub.watchers.sent(k.c, followedWait)
+	}
 	var b batch
 	for {
 		select {

@@ -435,7 +435,8 @@ func (s *guardedStream) answer(frame []byte) {
 // responseKey returns the idKey of the request a frame answers, and false
 // for any other frame (a call, a notification, a batch, a null id).
 // jsonrpc2 writes a response as {"jsonrpc":"2.0","id":ID,... after the
-// header.
+// header; the id is decoded by jsonrpc2 itself, as the request's was (a
+// string id keeps invalid UTF-8 as it came).
 func responseKey(frame []byte) (string, bool) {
 	const head = `{"jsonrpc":"2.0","id":`
 	i := bytes.Index(frame, []byte("\r\n\r\n"))
@@ -443,23 +444,28 @@ func responseKey(frame []byte) (string, bool) {
 		return "", false
 	}
 	rest := frame[i+4+len(head):]
-	dec := json.NewDecoder(bytes.NewReader(rest))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
+	end := 0
+	if len(rest) > 0 && rest[0] == '"' {
+		for end = 1; end < len(rest) && rest[end] != '"'; end++ {
+			if rest[end] == '\\' {
+				end++
+			}
+		}
+		end++
+	} else {
+		for end < len(rest) && (rest[end] == '-' || '0' <= rest[end] && rest[end] <= '9') {
+			end++
+		}
+	}
+	if end == 0 || end > len(rest) {
 		return "", false
 	}
-	switch id := tok.(type) {
-	case json.Number:
-		n, err := id.Int64()
-		if err != nil {
-			return "", false
-		}
-		return idKey(jsonrpc2.NewNumberID(n)), true
-	case string:
-		return idKey(jsonrpc2.NewStringID(id)), true
+	msg, err := jsonrpc2.DecodeMessage(append(append([]byte(head), rest[:end]...), `,"result":null}`...))
+	r, ok := msg.(*jsonrpc2.Response)
+	if err != nil || !ok || !r.ID().IsValid() {
+		return "", false
 	}
-	return "", false
+	return idKey(r.ID()), true
 }
 
 // answered returns once every request read so far is answered, its answer
@@ -483,10 +489,20 @@ func (s *guardedStream) answered(ctx context.Context) {
 			return
 		}
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.held.Len() > 0 && s.broken == nil {
-		s.writeHeld()
+	// A write stuck on a client that does not read holds wmu: the wait for
+	// it ends with ctx too.
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		if s.held.Len() > 0 && s.broken == nil {
+			s.writeHeld()
+		}
+	}()
+	select {
+	case <-written:
+	case <-ctx.Done():
 	}
 }
 
