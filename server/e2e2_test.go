@@ -1,14 +1,11 @@
 package server_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -546,93 +543,53 @@ func TestPermissionPromptsInParallelWithEvents(t *testing.T) {
 
 // A client that sends exit right after shutdown, without waiting for its
 // answer (pipelined in one write), still gets shutdown's answer, and the
-// answer of the run that shutdown cancelled, before the server exits 0.
+// answers of the runs that shutdown cancelled, before the server exits 0.
 func TestPipelinedShutdownAndExit(t *testing.T) {
-	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Delay: scripted.Duration(time.Minute), Text: "never"}}})
-	cmd := exec.Command(binary)
-	cmd.Env = append(os.Environ(), append(envFor(t, srv), "AGENT_LSP_DAEMON=off")...)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	const runs = 4 // each waits for the model; shutdown cancels them all
+	var turns []scripted.Turn
+	for range runs {
+		turns = append(turns, scripted.Turn{Delay: scripted.Duration(time.Minute), Text: "never"})
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	hang := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() }) // the reads below end at EOF
+	srv := model(t, scripted.Script{Turns: turns})
+	r := startRaw(t, envFor(t, srv, "AGENT_LSP_DAEMON=off"))
+	hang := time.AfterFunc(2*time.Minute, func() { r.cmd.Process.Kill() }) // the reads below end at EOF
 	defer hang.Stop()
-	frame := func(msg map[string]any) []byte {
-		msg["jsonrpc"] = "2.0"
-		b, _ := json.Marshal(msg)
-		return fmt.Appendf(nil, "Content-Length: %d\r\n\r\n%s", len(b), b)
+	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":null,"rootUri":%q,"capabilities":{}}}`, uri.File(copyFixture(t, "sample"))))
+	r.read()
+	r.send(`{"jsonrpc":"2.0","method":"initialized","params":{}}`)
+	for id := 10; id < 10+runs; id++ {
+		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"workspace/executeCommand","params":{"command":"agent.run","arguments":[{"prompt":"wait for the model"}]}}`, id))
 	}
-	ws := copyFixture(t, "sample")
-	stdin.Write(frame(map[string]any{"id": 1, "method": "initialize", "params": map[string]any{"processId": nil,
-		"workspaceFolders": []map[string]string{{"uri": string(uri.File(ws)), "name": "sample"}}, "capabilities": map[string]any{}}}))
-	stdin.Write(frame(map[string]any{"method": "initialized", "params": map[string]any{}}))
-	stdin.Write(frame(map[string]any{"id": 2, "method": "workspace/executeCommand",
-		"params": map[string]any{"command": "agent.run", "arguments": []any{map[string]any{"prompt": "wait for the model"}}}}))
-
-	answers := map[float64]json.RawMessage{}
-	started := false
-	r := bufio.NewReader(stdout)
-	read := func() (map[string]json.RawMessage, error) {
-		var n int
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return nil, err
-			}
-			if line == "\r\n" {
-				break
-			}
-			fmt.Sscanf(line, "Content-Length: %d", &n)
-		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return nil, err
-		}
-		var msg map[string]json.RawMessage
-		return msg, json.Unmarshal(body, &msg)
-	}
-	for !started { // the run is waiting for the model
-		msg, err := read()
+	for started := 0; started < runs; { // the runs wait for the model
+		m, err := r.next()
 		if err != nil {
-			t.Fatalf("before the run started: %v\n%s", err, stderr.String())
+			t.Fatalf("before the runs started: %v", err)
 		}
-		if string(msg["method"]) == `"agent/event"` && strings.Contains(string(msg["params"]), `"run.start"`) {
-			started = true
+		if m["method"] == "agent/event" && m["params"].(map[string]any)["type"] == "run.start" {
+			started++
 		}
 	}
-	pipelined := append(frame(map[string]any{"id": 3, "method": "shutdown"}), frame(map[string]any{"method": "exit"})...)
-	if _, err := stdin.Write(pipelined); err != nil {
-		t.Fatal(err)
-	}
+	shutdown, exit := `{"jsonrpc":"2.0","id":3,"method":"shutdown"}`, `{"jsonrpc":"2.0","method":"exit"}`
+	fmt.Fprintf(r.in, "Content-Length: %d\r\n\r\n%sContent-Length: %d\r\n\r\n%s", len(shutdown), shutdown, len(exit), exit)
+	answers := map[float64]any{}
 	for {
-		msg, err := read()
+		m, err := r.next()
 		if err != nil {
 			break // EOF: the server exited
 		}
-		var id float64
-		if json.Unmarshal(msg["id"], &id) == nil && msg["method"] == nil {
-			answers[id] = msg["result"]
+		if id, ok := m["id"].(float64); ok && m["method"] == nil {
+			answers[id] = m["result"]
 		}
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("exit code: %v\n%s", err, stderr.String())
+	if err := r.cmd.Wait(); err != nil {
+		t.Errorf("exit code: %v", err)
 	}
 	if _, ok := answers[3]; !ok {
-		t.Errorf("shutdown was not answered before exit; answers: %v", keys(answers))
+		t.Errorf("shutdown was not answered before exit; answers: %v", answers)
 	}
-	if !strings.Contains(string(answers[2]), `"cancelled"`) {
-		t.Errorf("the run cancelled by shutdown was not answered before exit: %s", answers[2])
+	for id := 10; id < 10+runs; id++ {
+		if res, _ := answers[float64(id)].(map[string]any); res["status"] != "cancelled" {
+			t.Errorf("run %d, cancelled by shutdown, was not answered before exit: %v", id, answers[float64(id)])
+		}
 	}
-}
-
-func keys[V any](m map[float64]V) []float64 {
-	var out []float64
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

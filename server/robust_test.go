@@ -47,31 +47,41 @@ func (r *rawClient) send(body string) {
 func (r *rawClient) read() map[string]any {
 	r.t.Helper()
 	for {
-		n := 0
-		for {
-			line, err := r.out.ReadString('\n')
-			if err != nil {
-				r.t.Fatalf("read header: %v", err)
-			}
-			line = strings.TrimSpace(line)
-			if line == "" {
-				break
-			}
-			if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
-				n, _ = strconv.Atoi(v)
-			}
+		m, err := r.next()
+		if err != nil {
+			r.t.Fatalf("read: %v", err)
 		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r.out, body); err != nil {
-			r.t.Fatal(err)
-		}
-		var m map[string]any
-		json.Unmarshal(body, &m)
 		if _, isNote := m["method"]; isNote && m["id"] == nil {
 			continue
 		}
 		return m
 	}
+}
+
+// next returns the next message from the server, notifications included,
+// or the error that ended the stream (io.EOF once the server exited).
+func (r *rawClient) next() (map[string]any, error) {
+	n := 0
+	for {
+		line, err := r.out.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			break
+		}
+		if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
+			n, _ = strconv.Atoi(v)
+		}
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r.out, body); err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	json.Unmarshal(body, &m)
+	return m, nil
 }
 
 func errCode(m map[string]any) int {
