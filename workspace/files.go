@@ -82,11 +82,11 @@ func (p *Project) OpenFile(abs string) (*os.File, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	r, err := os.OpenRoot(p.realRoot)
+	r, done, err := p.openRoot()
 	if err != nil {
 		return nil, 0, err
 	}
-	defer r.Close()
+	defer done()
 	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -161,11 +161,11 @@ func (p *Project) WriteFile(abs string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	r, err := os.OpenRoot(p.realRoot)
+	r, done, err := p.openRoot()
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer done()
 	if dir := filepath.Dir(rel); dir != "." {
 		if err := r.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("write %s: %w", filepath.ToSlash(rel), err)

@@ -194,3 +194,84 @@ func TestReadLimitedSizeChanged(t *testing.T) {
 		})
 	}
 }
+
+// A project reads and writes through the root folder it holds open only
+// while the root's path still names that folder: after the folder is moved
+// away and another made in its place, reads and writes go to the new one,
+// as Resolve's checks do, never to the moved folder.
+func TestReplacedRootIsNotTheHeldOne(t *testing.T) {
+	parent := t.TempDir()
+	root := filepath.Join(parent, "proj")
+	os.Mkdir(root, 0o755)
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("old\n"), 0o644)
+	w := New(UTF16)
+	p, err := w.Add("proj", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		t.Helper()
+		b, err := w.ReadFile(p, filepath.Join(root, "a.txt"), MaxReadSize)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return string(b)
+	}
+	if got := read(); got != "old\n" {
+		t.Fatalf("first read: %q", got)
+	}
+	if err := p.WriteFile(filepath.Join(root, "b.txt"), []byte("b1\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(root, filepath.Join(parent, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(root, 0o755)
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("new\n"), 0o644)
+	for i := range 2 { // the second read too: nothing kept the moved folder
+		if got := read(); got != "new\n" {
+			t.Fatalf("read %d after the root was replaced: %q, want the new folder's file", i, got)
+		}
+	}
+	if err := p.WriteFile(filepath.Join(root, "b.txt"), []byte("b2\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(parent, "moved", "b.txt")); string(b) != "b1\n" {
+		t.Fatalf("the moved folder's b.txt: %q (a write went to it)", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "b.txt")); string(b) != "b2\n" {
+		t.Fatalf("the new folder's b.txt: %q", b)
+	}
+	os.RemoveAll(root)
+	if got := read(); !strings.HasPrefix(got, "error: ") {
+		t.Fatalf("read with the root gone: %q, want an error", got)
+	}
+}
+
+// BenchmarkReadFile reads a small file of a project (read_file's path after
+// Resolve), and writes one (edit_file's on disk).
+func BenchmarkReadFile(b *testing.B) {
+	root := b.TempDir()
+	abs := filepath.Join(root, "greet.go")
+	os.WriteFile(abs, []byte(strings.Repeat("package greet\n", 40)), 0o644)
+	w := New(UTF16)
+	p, err := w.Add("bench", root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("read", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := w.ReadFile(p, abs, MaxReadSize); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("write", func(b *testing.B) {
+		data := []byte("package greet\n")
+		for b.Loop() {
+			if err := p.WriteFile(abs, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

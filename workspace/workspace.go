@@ -17,6 +17,7 @@ type Project struct {
 	root     string      // clean absolute path as the editor gave it
 	realRoot string      // root with symlinks resolved
 	rootDir  os.FileInfo // the root folder as os.Stat saw it when added: Resolve's fast path checks it is still the one
+	held     heldRoot    // the root folder held open for reads and writes inside it
 
 	mu      sync.Mutex
 	name    string
