@@ -325,6 +325,53 @@ func processCPU(pids []int) time.Duration {
 	return total
 }
 
+// cpuTicks reads the machine's CPU time from /proc/stat's first line, in
+// clock ticks: all of it, and what the hypervisor stole (the time a virtual
+// CPU was ready to run and its host ran something else). ok is false where
+// there is no /proc/stat.
+func cpuTicks() (total, steal int64, ok bool) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	fields := strings.Fields(string(line))
+	// cpu user nice system idle iowait irq softirq steal guest guest_nice;
+	// guest time is counted in user and nice already.
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, 0, false
+	}
+	for i, f := range fields[1:9] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		total += n
+		if i == 7 {
+			steal = n
+		}
+	}
+	return total, steal, true
+}
+
+// stealMeter reports the share of the machine's CPU time its host stole
+// between its start and report, as steal-%: on a virtual machine that
+// figure names how loaded the host was while a benchmark ran, which moves
+// times per turn by more than any change to the code under test.
+type stealMeter struct{ total, steal int64 }
+
+func startSteal() stealMeter {
+	total, steal, _ := cpuTicks()
+	return stealMeter{total, steal}
+}
+
+func (m stealMeter) report(b *testing.B) {
+	total, steal, ok := cpuTicks()
+	if ok && total > m.total {
+		b.ReportMetric(100*float64(steal-m.steal)/float64(total-m.total), "steal-%")
+	}
+}
+
 // benchDaemonPid returns the pid of the daemon serving store, from its
 // sidecar file.
 func benchDaemonPid(b *testing.B, store string) int {
@@ -347,10 +394,11 @@ func randomName() string {
 // started as an editor starts it: in-process, and through the daemon.
 // server-ns/turn is the time per turn less the scripted model's own time
 // answering; beyond-model-ns/turn less also exchange-ns, the HTTP exchange
-// of a turn's model call alone (the last run's requests replayed from
-// another process, without agent-lsp); server-cpu-ns/turn the CPU time
+// of a turn's model call alone (a run's requests replayed from another
+// process, without agent-lsp, after every tenth run); server-cpu-ns/turn the CPU time
 // agent-lsp's processes (the server, or the forwarder and the daemon) spent
-// per turn, which the machine's noise moves much less.
+// per turn, which the machine's noise moves much less; steal-% the share of
+// the machine's CPU time its host took meanwhile (stealMeter).
 func BenchmarkTurnOverhead(b *testing.B) {
 	serve := func(b *testing.B, n int, daemon bool) {
 		var turns []scripted.Turn
@@ -374,25 +422,47 @@ func BenchmarkTurnOverhead(b *testing.B) {
 		if daemon {
 			pids = append(pids, benchDaemonPid(b, s.store))
 		}
-		served, cpu := srv.Served(), processCPU(pids)
+		// The floor is measured every floorEvery runs, between them, so that
+		// it sees the machine as the runs around it did: this VM's speed
+		// drifts within a benchmark, and one measurement at the end was a
+		// window of 50 ms against the runs' seconds.
+		const floorEvery = 10
+		var (
+			elapsed, served time.Duration
+			floors          []time.Duration
+		)
+		cpu, steal := processCPU(pids), startSteal()
 		b.ResetTimer()
-		start := time.Now()
-		for range b.N {
+		for i := range b.N {
+			start, before := time.Now(), srv.Served()
 			run()
+			elapsed += time.Since(start)
+			served += srv.Served() - before
+			if (i+1)%floorEvery == 0 || i == b.N-1 {
+				b.StopTimer()
+				// A turn is one model call: its HTTP exchange alone, replayed from
+				// another process, is the floor under the call; the rest is the server's.
+				floor, err := srv.ExchangeFloor(turns, func(bodies [][]byte) (time.Duration, error) { return exchangeElsewhere(b, srv.URL, bodies) })
+				if err != nil {
+					b.Fatal(err)
+				}
+				floors = append(floors, floor)
+				b.StartTimer()
+			}
 		}
-		elapsed := time.Since(start)
 		b.StopTimer()
+		cpu = processCPU(pids) - cpu
+		steal.report(b)
 		turnsRun := float64(b.N * len(turns))
 		b.ReportMetric(float64(elapsed.Nanoseconds())/turnsRun, "ns/turn")
-		serverNs := float64((elapsed - (srv.Served() - served)).Nanoseconds()) / turnsRun
+		serverNs := float64((elapsed - served).Nanoseconds()) / turnsRun
 		b.ReportMetric(serverNs, "server-ns/turn")
-		b.ReportMetric(float64((processCPU(pids)-cpu).Nanoseconds())/turnsRun, "server-cpu-ns/turn")
-		// A turn is one model call: its HTTP exchange alone, replayed from
-		// another process, is the floor under the call; the rest is the server's.
-		floor, err := srv.ExchangeFloor(turns, func(bodies [][]byte) (time.Duration, error) { return exchangeElsewhere(b, srv.URL, bodies) })
-		if err != nil {
-			b.Fatal(err)
+		b.ReportMetric(float64(cpu.Nanoseconds())/turnsRun, "server-cpu-ns/turn")
+		var floor time.Duration
+		for _, f := range floors {
+			floor += f
 		}
+		floor /= time.Duration(len(floors))
 		b.ReportMetric(float64(floor.Nanoseconds()), "exchange-ns")
 		b.ReportMetric(serverNs-float64(floor.Nanoseconds()), "beyond-model-ns/turn")
 		s.close(b)
