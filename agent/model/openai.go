@@ -41,6 +41,7 @@ type OpenAI struct {
 	params  paramCache   // the tools' parameters as requests carry them
 	msgs    messageCache // the messages as requests carry them
 	readers streamReaders
+	ends    streamEnds // streams read to their end after [DONE], on the side
 }
 
 // NewOpenAI returns a model for cfg.
@@ -199,16 +200,23 @@ func redact(err error, key string) error {
 
 // once makes one attempt of a chat call whose request body is body.
 func (m *OpenAI) once(ctx context.Context, body []byte, onDelta func(string), note *attemptNote) (Response, error) {
+	m.ends.wait(ctx)
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
-	defer cancel()
 	resp, err := m.post(ctx, body, note)
 	if err != nil {
+		cancel()
 		return Response{}, err
 	}
-	defer resp.Body.Close()
 	br := m.readers.get(resp.Body)
-	defer m.readers.put(br)
-	return read(br, resp.Body, onDelta)
+	r, done, err := read(br, onDelta)
+	m.readers.put(br)
+	if done {
+		m.ends.finish(resp.Body, cancel)
+	} else {
+		resp.Body.Close()
+		cancel()
+	}
+	return r, err
 }
 
 // callAccumulator assembles streamed tool-call deltas. Deltas carry an Index;

@@ -183,12 +183,12 @@ func decodeChunkOrFull(data []byte) (chunk, error) {
 // errStreamCut is a stream that ended before the model finished.
 var errStreamCut = errors.New("stream ended before the model finished")
 
-// read reads a chat stream, body read through br, into a Response,
-// streaming text to onDelta.
-func read(br *bufio.Reader, body io.Reader, onDelta func(string)) (Response, error) {
+// read reads a chat stream through br into a Response, streaming text to
+// onDelta; done says the stream ended with [DONE], which leaves the end of
+// the body (streamEnds) to read.
+func read(br *bufio.Reader, onDelta func(string)) (resp Response, done bool, err error) {
 	ev := events{r: br}
 	var (
-		resp     Response
 		text     []byte
 		acc      callAccumulator
 		finished bool
@@ -199,11 +199,11 @@ func read(br *bufio.Reader, body io.Reader, onDelta func(string)) (Response, err
 			break
 		}
 		if err != nil {
-			return Response{}, err
+			return Response{}, false, err
 		}
 		c, err := decodeChunkOrFull(data)
 		if err != nil {
-			return Response{}, err
+			return Response{}, false, err
 		}
 		if c.Usage != nil {
 			resp.Usage = Usage{PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens, TotalTokens: c.Usage.TotalTokens}
@@ -224,14 +224,9 @@ func read(br *bufio.Reader, body io.Reader, onDelta func(string)) (Response, err
 		}
 	}
 	if !finished {
-		return Response{}, errStreamCut
-	}
-	if ev.done {
-		// What follows [DONE] is the end of the body: read it so that the
-		// connection can serve the next request.
-		io.Copy(io.Discard, io.LimitReader(body, 4<<10))
+		return Response{}, false, errStreamCut
 	}
 	resp.Content = string(text)
 	resp.ToolCalls = acc.calls
-	return resp, nil
+	return resp, ev.done, nil
 }

@@ -40,7 +40,7 @@ func TestReadStream(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := strings.NewReader(tt.stream)
-			resp, err := read(bufio.NewReader(r), r, nil)
+			resp, _, err := read(bufio.NewReader(r), nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -58,7 +58,7 @@ func TestReadStream(t *testing.T) {
 // *openai.APIError, which overflow detection and retries read.
 func TestStreamErrorIsAPIError(t *testing.T) {
 	r := strings.NewReader(`data: {"error":{"message":"m","code":"context_length_exceeded"}}` + "\n\n")
-	_, err := read(bufio.NewReader(r), r, nil)
+	_, _, err := read(bufio.NewReader(r), nil)
 	var apiErr *openai.APIError
 	if !errors.As(err, &apiErr) || apiErr.Code != "context_length_exceeded" {
 		t.Fatalf("err = %#v", err)
@@ -138,5 +138,68 @@ func TestChatReusesConnection(t *testing.T) {
 	}
 	if n := conns.Load(); n != 1 {
 		t.Fatalf("%d connections for 5 calls, want 1", n)
+	}
+}
+
+// TestChatDoesNotWaitForTheBodysEnd: a call returns at the stream's
+// [DONE], before the server ends the body (the HTTP/1.1 last chunk comes in
+// a write of its own); the next call takes the same connection once the end
+// came, and a body that never ends costs the next call a new connection
+// after the limit, never a hang.
+func TestChatDoesNotWaitForTheBodysEnd(t *testing.T) {
+	var conns atomic.Int32
+	hold := make(chan chan struct{}, 4) // per request: closed to end its body
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case end := <-hold:
+			<-end
+		default: // not held: the body ends now
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	m := NewOpenAI(Config{BaseURL: srv.URL, Model: "m", Retries: -1})
+	m.ends.limit = 200 * time.Millisecond
+	chat := func() {
+		t.Helper()
+		res := make(chan error, 1)
+		go func() {
+			_, err := m.Chat(context.Background(), Request{Messages: []message.Message{message.NewHuman("hi")}}, nil)
+			res <- err
+		}()
+		select {
+		case err := <-res:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Chat waited for the end of the body")
+		}
+	}
+
+	first := make(chan struct{})
+	hold <- first
+	chat() // returns while the handler still holds the body open
+	close(first)
+	chat() // waits for the first body's end, then reuses its connection
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections after the first body ended, want 1", n)
+	}
+
+	never := make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	hold <- never
+	chat() // its body never ends
+	chat() // after the limit, over a new connection
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("%d connections after a body that never ended, want 2", n)
 	}
 }
