@@ -445,3 +445,29 @@ func TestHostileRepository(t *testing.T) {
 		}
 	}
 }
+
+// A model server that holds each stream's body open after [DONE] (the
+// HTTP/1.1 last chunk never comes): each turn goes on at [DONE], the next
+// request gives the held connection up after a bound and takes another,
+// and the run ends instead of waiting for each body until the attempt's
+// timeout.
+func TestHostileHeldStreamEnds(t *testing.T) {
+	srv := model(t, hostile(t, "held-stream-ends.json"))
+	sample := copyFixture(t, "sample")
+	c := startServer(t, envFor(t, srv)...)
+	c.initialize(map[string]string{"sample": sample}, nil)
+	var res runResult
+	done := make(chan error, 1)
+	go func() { done <- c.command("agent.run", map[string]any{"prompt": "look around"}, &res) }()
+	select {
+	case err := <-done:
+		if err != nil || res.Status != "done" || res.Reply != "Read it and listed the files." {
+			t.Fatalf("%+v %v", res, err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the run waited for the held bodies")
+	}
+	if n := len(srv.Requests()); n != 3 {
+		t.Fatalf("%d model requests, want 3", n)
+	}
+}

@@ -75,6 +75,7 @@ type Turn struct {
 	Delay     Duration   `json:"delay,omitempty"`     // wait before answering
 	ChunkWait Duration   `json:"chunkWait,omitempty"` // wait between chunks
 	Cut       bool       `json:"cut,omitempty"`       // drop the connection after half the stream
+	HoldEnd   Duration   `json:"holdEnd,omitempty"`   // after [DONE], hold the body open this long before ending it
 	Usage     *Usage     `json:"usage,omitempty"`
 }
 
@@ -561,5 +562,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, turn Turn, usage
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	if flusher != nil {
 		flusher.Flush()
+	}
+	if turn.HoldEnd > 0 { // a server slow to end its streams
+		select {
+		case <-time.After(time.Duration(turn.HoldEnd)):
+		case <-r.Context().Done():
+		}
 	}
 }
