@@ -21,6 +21,9 @@ const maxEndBytes = 4 << 10
 // connection returns to the pool, and the next request waits until the
 // latest end was read, so that it takes that connection rather than dialing
 // another: never longer than the turn waited before (endWait at most).
+// Each model waits for its own calls' ends only; concurrent calls of one
+// model wait for each other's, which a server that ends its bodies at once
+// makes a matter of microseconds.
 type streamEnds struct {
 	limit time.Duration // how long an end is read; 0: endWait
 

@@ -201,20 +201,34 @@ func redact(err error, key string) error {
 // once makes one attempt of a chat call whose request body is body.
 func (m *OpenAI) once(ctx context.Context, body []byte, onDelta func(string), note *attemptNote) (Response, error) {
 	m.ends.wait(ctx)
-	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
-	resp, err := m.post(ctx, body, note)
+	// The request follows ctx until its stream ended, and not after: the
+	// end of the body is read once the call returned (streamEnds), when the
+	// caller may have cancelled ctx already, which would close the
+	// connection.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.Timeout)
+	stop := context.AfterFunc(ctx, cancel)
+	handed := false // the body and cancel went to m.ends
+	defer func() {
+		if !handed {
+			stop()
+			cancel()
+		}
+	}()
+	resp, err := m.post(rctx, body, note)
 	if err != nil {
-		cancel()
 		return Response{}, err
 	}
+	defer func() {
+		if !handed {
+			resp.Body.Close()
+		}
+	}()
 	br := m.readers.get(resp.Body)
 	r, done, err := read(br, onDelta)
 	m.readers.put(br)
-	if done {
+	if done && stop() { // stop is false once ctx ended: the body is dropped
+		handed = true
 		m.ends.finish(resp.Body, cancel)
-	} else {
-		resp.Body.Close()
-		cancel()
 	}
 	return r, err
 }

@@ -167,7 +167,6 @@ func TestChatDoesNotWaitForTheBodysEnd(t *testing.T) {
 	srv.Start()
 	t.Cleanup(srv.Close)
 	m := NewOpenAI(Config{BaseURL: srv.URL, Model: "m", Retries: -1})
-	m.ends.limit = 200 * time.Millisecond
 	chat := func() {
 		t.Helper()
 		res := make(chan error, 1)
@@ -194,6 +193,7 @@ func TestChatDoesNotWaitForTheBodysEnd(t *testing.T) {
 		t.Fatalf("%d connections after the first body ended, want 1", n)
 	}
 
+	m.ends.limit = 200 * time.Millisecond
 	never := make(chan struct{})
 	t.Cleanup(func() { close(never) })
 	hold <- never
@@ -201,5 +201,37 @@ func TestChatDoesNotWaitForTheBodysEnd(t *testing.T) {
 	chat() // after the limit, over a new connection
 	if n := conns.Load(); n != 2 {
 		t.Fatalf("%d connections after a body that never ended, want 2", n)
+	}
+}
+
+// A caller that cancels its context once the call returned (a summary
+// call's deferred cancel, a run's end) keeps the connection: the end of the
+// body is read after that, with the request no longer tied to the context.
+func TestChatKeepsConnectionWhenCallerCancels(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+		w.(http.Flusher).Flush()
+		time.Sleep(time.Millisecond) // the last chunk comes a moment later
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	m := NewOpenAI(Config{BaseURL: srv.URL, Model: "m"})
+	for range 10 {
+		ctx, cancel := context.WithCancel(context.Background())
+		_, err := m.Chat(ctx, Request{Messages: []message.Message{message.NewHuman("hi")}}, nil)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections for 10 calls cancelled after they returned, want 1", n)
 	}
 }
