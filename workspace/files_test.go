@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -228,7 +229,7 @@ func TestReplacedRootIsNotTheHeldOne(t *testing.T) {
 	}
 	os.Mkdir(root, 0o755)
 	os.WriteFile(filepath.Join(root, "a.txt"), []byte("new\n"), 0o644)
-	for i := range 2 { // the second read too: nothing kept the moved folder
+	for i := range 2 { // the second read too: the moved folder is not held
 		if got := read(); got != "new\n" {
 			t.Fatalf("read %d after the root was replaced: %q, want the new folder's file", i, got)
 		}
@@ -241,6 +242,9 @@ func TestReplacedRootIsNotTheHeldOne(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "b.txt")); string(b) != "b2\n" {
 		t.Fatalf("the new folder's b.txt: %q", b)
+	}
+	if p.held.r != nil {
+		t.Fatal("the moved folder is still held open")
 	}
 	os.RemoveAll(root)
 	if got := read(); !strings.HasPrefix(got, "error: ") {
@@ -274,4 +278,47 @@ func BenchmarkReadFile(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A removed project's root folder is closed once the reads under way end,
+// and those reads, and reads after, still succeed (through the folder
+// opened for each).
+func TestRemovedProjectReleasesItsRoot(t *testing.T) {
+	root := t.TempDir()
+	abs := filepath.Join(root, "a.txt")
+	os.WriteFile(abs, []byte("a\n"), 0o644)
+	w := New(UTF16)
+	p, err := w.Add("proj", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	start := make(chan struct{})
+	for range 8 {
+		go func() {
+			<-start
+			for range 200 {
+				if b, err := w.ReadFile(p, abs, MaxReadSize); err != nil || string(b) != "a\n" {
+					errs <- fmt.Errorf("read %q: %v", b, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	close(start)
+	if !w.Remove("proj") {
+		t.Fatal("not removed")
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.held.mu.Lock()
+	r, users := p.held.r, p.held.users
+	p.held.mu.Unlock()
+	if r != nil || users != 0 {
+		t.Fatalf("after the reads: held %v, %d users", r, users)
+	}
 }

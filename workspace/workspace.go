@@ -147,20 +147,22 @@ func (w *Workspace) uniqueLocked(name string, self *Project) string {
 	}
 }
 
-// Remove unregisters a project by name and reports whether it existed.
+// Remove unregisters a project by name and reports whether it existed. Its
+// root folder is no longer held open once the accesses under way end.
 func (w *Workspace) Remove(name string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, p := range w.projects {
 		if p.Name() == name {
 			w.projects = append(w.projects[:i:i], w.projects[i+1:]...)
+			p.held.drop()
 			return true
 		}
 	}
 	return false
 }
 
-// RemoveRoot unregisters the project with the given root folder.
+// RemoveRoot unregisters the project with the given root folder, as Remove.
 func (w *Workspace) RemoveRoot(root string) bool {
 	abs, _ := filepath.Abs(root)
 	w.mu.Lock()
@@ -168,6 +170,7 @@ func (w *Workspace) RemoveRoot(root string) bool {
 	for i, p := range w.projects {
 		if p.root == abs {
 			w.projects = append(w.projects[:i:i], w.projects[i+1:]...)
+			p.held.drop()
 			return true
 		}
 	}
