@@ -428,11 +428,12 @@ func BenchmarkTurnOverhead(b *testing.B) {
 		// window of 50 ms against the runs' seconds.
 		const floorEvery = 10
 		var (
-			elapsed, served time.Duration
-			floors          []time.Duration
+			elapsed, served, cpu time.Duration
+			floors               []time.Duration
 		)
-		cpu, steal := processCPU(pids), startSteal()
+		steal := startSteal()
 		b.ResetTimer()
+		blockCPU := processCPU(pids) // at the start of the runs since the last floor
 		for i := range b.N {
 			start, before := time.Now(), srv.Served()
 			run()
@@ -440,6 +441,7 @@ func BenchmarkTurnOverhead(b *testing.B) {
 			served += srv.Served() - before
 			if (i+1)%floorEvery == 0 || i == b.N-1 {
 				b.StopTimer()
+				cpu += processCPU(pids) - blockCPU
 				// A turn is one model call: its HTTP exchange alone, replayed from
 				// another process, is the floor under the call; the rest is the server's.
 				floor, err := srv.ExchangeFloor(turns, func(bodies [][]byte) (time.Duration, error) { return exchangeElsewhere(b, srv.URL, bodies) })
@@ -447,11 +449,11 @@ func BenchmarkTurnOverhead(b *testing.B) {
 					b.Fatal(err)
 				}
 				floors = append(floors, floor)
+				blockCPU = processCPU(pids)
 				b.StartTimer()
 			}
 		}
 		b.StopTimer()
-		cpu = processCPU(pids) - cpu
 		steal.report(b)
 		turnsRun := float64(b.N * len(turns))
 		b.ReportMetric(float64(elapsed.Nanoseconds())/turnsRun, "ns/turn")
