@@ -66,10 +66,10 @@ func daemonEnv(store string, srv *scripted.Server, extra ...string) []string {
 }
 
 // openWindow starts bin (the test binary when "") with env and initializes
-// it on folders.
-func openWindow(t *testing.T, bin string, env []string, folders map[string]string) *window {
+// it on folders; opts change the command before it starts.
+func openWindow(t *testing.T, bin string, env []string, folders map[string]string, opts ...func(*exec.Cmd)) *window {
 	t.Helper()
-	w := startWindow(t, bin, env)
+	w := startWindow(t, bin, env, opts...)
 	var fs []map[string]string
 	for name, dir := range folders {
 		fs = append(fs, map[string]string{"uri": string(uri.File(dir)), "name": name})
@@ -81,13 +81,16 @@ func openWindow(t *testing.T, bin string, env []string, folders map[string]strin
 	return w
 }
 
-func startWindow(t *testing.T, bin string, env []string) *window {
+func startWindow(t *testing.T, bin string, env []string, opts ...func(*exec.Cmd)) *window {
 	t.Helper()
 	if bin == "" {
 		bin = binary
 	}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), env...)
+	for _, o := range opts {
+		o(cmd)
+	}
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	w := &window{t: t, cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{})}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agent-lsp/agent-lsp/agent/scripted"
+)
+
+// openPTY opens a pseudo-terminal: its master, kept open until the test
+// ends (closing it hangs the terminal up), and its slave.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	fd := int(master.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatalf("unlock the pty: %v", err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatalf("the pty's number: %v", err)
+	}
+	slave, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("open the pty's slave: %v", err)
+	}
+	t.Cleanup(func() { slave.Close() })
+	return master, slave
+}
+
+// procStat is what /proc/<pid>/stat says of a process's session.
+type procStat struct{ pgrp, session, tty int }
+
+func statOf(t *testing.T, pid int) procStat {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// After the command's name: state ppid pgrp session tty_nr ...
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	return procStat{pgrp: atoi(f[2]), session: atoi(f[3]), tty: atoi(f[4])}
+}
+
+// The daemon an editor in a terminal starts stays in the editor's session
+// (on Linux a session is a scheduling group: in one of its own, each turn's
+// wake-ups crossed groups and a turn took a fifth longer), in a process
+// group of its own (the terminal's Ctrl-C and hangup go to the editor's
+// group, not to it), and without the terminal (nothing it runs can prompt
+// on the editor's screen or stop reading it).
+func TestDaemonStartedFromATerminal(t *testing.T) {
+	_, pts := openPTY(t)
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	stopDaemon(t, store)
+	srv := model(t, scripted.Script{})
+	w := openWindow(t, "", daemonEnv(store, srv), map[string]string{"sample": sample(t)}, func(c *exec.Cmd) {
+		c.ExtraFiles = []*os.File{pts}
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3} // the editor, in its terminal
+	})
+	st, ok := status(t, store)
+	if !ok {
+		t.Fatal("no daemon")
+	}
+	editor, daemon := statOf(t, w.cmd.Process.Pid), statOf(t, st.Pid)
+	if editor.tty == 0 {
+		t.Fatal("the window has no controlling terminal: the test's setup did not take")
+	}
+	if daemon.session != editor.session {
+		t.Errorf("the daemon is in session %d, the editor in %d", daemon.session, editor.session)
+	}
+	if daemon.pgrp != st.Pid || daemon.pgrp == editor.pgrp {
+		t.Errorf("the daemon (pid %d) is in process group %d, the editor in %d", st.Pid, daemon.pgrp, editor.pgrp)
+	}
+	if daemon.tty != 0 {
+		t.Errorf("the daemon kept the editor's terminal (tty %#x)", daemon.tty)
+	}
+}
