@@ -114,9 +114,6 @@ func daemonCommand(args []string, stdout, stderr io.Writer) int {
 // it is idle, stopped or signalled.
 func runDaemon(path string, idle time.Duration, stderr io.Writer) int {
 	logger := log.New(stderr, "agent-lsp daemon: ", log.LstdFlags)
-	if err := leaveTerminal(); err != nil {
-		logger.Printf("could not leave the controlling terminal: %v", err)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	d, err := daemon.Open(ctx, daemon.Config{Store: path, Idle: idle, Durability: store.DefaultDurability, Logf: logger.Printf, Sessions: sessionsOn})

@@ -41,6 +41,7 @@ Serve flags:
 func main() {
 	sandbox.Main() // when started as the sandbox's helper, it confines and execs a command
 	keepHeapFloor(os.Getenv, heapFloor)
+	leaveTerminal() // none of agent-lsp's modes reads a terminal; failing that, nothing to do
 	os.Exit(realMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -89,3 +89,36 @@ func TestDaemonStartedFromATerminal(t *testing.T) {
 		t.Errorf("the daemon kept the editor's terminal (tty %#x)", daemon.tty)
 	}
 }
+
+// agent-lsp an editor in a terminal starts (in-process, without the
+// daemon) gives up that terminal too, and keeps the editor's session and
+// process group.
+func TestServerStartedFromATerminal(t *testing.T) {
+	_, pts := openPTY(t)
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	srv := model(t, scripted.Script{})
+	w := openWindow(t, "", daemonEnv(store, srv, "AGENT_LSP_DAEMON=off"), map[string]string{"sample": sample(t)}, func(c *exec.Cmd) {
+		// The editor: a shell leading the terminal's session, which starts
+		// agent-lsp as its child.
+		c.Args = []string{"sh", "-c", `"$0"; exit $?`, c.Path}
+		c.Path = "/bin/sh"
+		c.ExtraFiles = []*os.File{pts}
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3}
+	})
+	editorPid := w.cmd.Process.Pid
+	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", editorPid, editorPid))
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(kids)))
+	if err != nil || pid == 0 {
+		t.Skipf("the editor's child is not listed (%q, %v)", kids, err)
+	}
+	editor, server := statOf(t, editorPid), statOf(t, pid)
+	if editor.tty == 0 {
+		t.Fatal("the editor has no controlling terminal: the test's setup did not take")
+	}
+	if server.session != editor.session || server.pgrp != editor.pgrp {
+		t.Errorf("the server is in session %d, group %d; the editor in %d, %d", server.session, server.pgrp, editor.session, editor.pgrp)
+	}
+	if server.tty != 0 {
+		t.Errorf("the server kept the editor's terminal (tty %#x)", server.tty)
+	}
+}

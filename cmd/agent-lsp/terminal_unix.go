@@ -9,12 +9,20 @@ import (
 )
 
 // leaveTerminal gives up the process's controlling terminal, if it has one,
-// without leaving its session: the daemon an editor in a terminal starts
-// inherits that terminal, and what it runs (commands, MCP servers) must not
-// prompt on the editor's screen nor stop reading from it. Signals the
-// terminal sends its foreground group (Ctrl-C) are not affected, and
-// neither is the daemon's scheduling group, which follows the session.
+// without leaving its session: agent-lsp started by an editor in a terminal
+// (and the daemon that editor starts) inherits that terminal, and what it
+// runs (commands, MCP servers) must not prompt on the editor's screen or
+// stop, as a background job does, when it reads from it. Signals the
+// terminal sends its foreground group (Ctrl-C) still arrive, and the
+// session, which on Linux is the process's scheduling group, is kept.
+//
+// A session leader keeps its terminal: giving it up would hang up the
+// terminal's foreground group, and agent-lsp leads a session only when
+// started so on purpose.
 func leaveTerminal() error {
+	if sid, err := unix.Getsid(0); err == nil && sid == os.Getpid() {
+		return nil
+	}
 	f, err := os.OpenFile("/dev/tty", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil // no controlling terminal
