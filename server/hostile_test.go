@@ -165,7 +165,7 @@ func TestCommandEnvironmentIsScrubbed(t *testing.T) {
 		"OPENAI_API_KEY": "sk-e2e-test-key", "MY_KEY": "sk-the-named-key", "GITHUB_TOKEN": "ghp_secret123", "MY_PASSWORD": "hunter2",
 		"AWS_SECRET_ACCESS_KEY": "aws-secret", "SERVICE_API_KEY": "service-secret", "PGPASSWORD": "pg-secret",
 		"DATABASE_URL": "postgres://u:db-secret@h/db", "SSH_AUTH_SOCK": "/tmp/ssh-agent.sock", "NVIM": "/tmp/nvim-server.sock",
-		"VSCODE_IPC_HOOK_CLI": "/tmp/vscode-ipc.sock", "DOCKER_HOST": "unix:///tmp/docker.sock",
+		"VSCODE_IPC_HOOK_CLI": "/tmp/vscode-ipc.sock", "DOCKER_HOST": "unix:///tmp/docker.sock", "GPG_TTY": "/dev/pts/77",
 	}
 	srv := model(t, hostile(t, "env-leak.json"))
 	env := envFor(t, srv, "AGENT_LSP_BENIGN=visible-value")

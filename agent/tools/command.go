@@ -21,9 +21,10 @@ import (
 
 // DefaultScrubEnv are the patterns of environment variables commands never
 // get: credentials, and sockets that lead out of the project (an SSH agent,
-// the editor, a Docker daemon). A pattern's * matches any text.
+// the editor, a Docker daemon), and the terminal gpg's agent would prompt on
+// (GPG_TTY: the editor's). A pattern's * matches any text.
 var DefaultScrubEnv = []string{"*_TOKEN", "*_SECRET", "*_SECRET_KEY", "*_PASSWORD", "*_API_KEY", "*_ACCESS_KEY",
-	"AWS_*", "PGPASSWORD", "DATABASE_URL", "SSH_AUTH_SOCK", "NVIM", "NVIM_LISTEN_ADDRESS", "VSCODE_IPC_HOOK*", "DOCKER_HOST"}
+	"AWS_*", "PGPASSWORD", "DATABASE_URL", "SSH_AUTH_SOCK", "NVIM", "NVIM_LISTEN_ADDRESS", "VSCODE_IPC_HOOK*", "DOCKER_HOST", "GPG_TTY"}
 
 // ScrubEnv returns environ without the variables keyVars name (the API key's)
 // and those matching any of patterns, and without the store setting
@@ -354,7 +355,9 @@ func execute(ctx context.Context, dir string, argv []string, timeout time.Durati
 	defer cancel()
 	cmd := exec.CommandContext(cctx, lookPath(argv[0], env), argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A session of its own: its process group is its pid (killed whole
+	// below), and it has no controlling terminal to prompt on.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	buf := newOutput(keep)

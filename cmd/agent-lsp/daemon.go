@@ -114,8 +114,23 @@ func daemonCommand(args []string, stdout, stderr io.Writer) int {
 // it is idle, stopped or signalled.
 func runDaemon(path string, idle time.Duration, stderr io.Writer) int {
 	logger := log.New(stderr, "agent-lsp daemon: ", log.LstdFlags)
+	if err := leaveTerminal(); err != nil {
+		logger.Printf("could not give up the controlling terminal: %v", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// In its starter's session, the daemon gets a hangup if it was stopped
+	// when the process that started it exited (its process group was then
+	// orphaned); it is no reason to end. Caught, not ignored: an ignored
+	// signal stays ignored in the commands it runs.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			logger.Printf("hangup ignored")
+		}
+	}()
 	d, err := daemon.Open(ctx, daemon.Config{Store: path, Idle: idle, Durability: store.DefaultDurability, Logf: logger.Printf, Sessions: sessionsOn})
 	if err != nil {
 		logger.Printf("%v", err)

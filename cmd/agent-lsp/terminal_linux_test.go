@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -57,17 +58,19 @@ func statOf(t *testing.T, pid int) procStat {
 }
 
 // The daemon an editor in a terminal starts stays in the editor's session
-// (on Linux a session is a scheduling group: in one of its own, each turn's
-// wake-ups crossed groups and a turn took a fifth longer), in a process
-// group of its own (the terminal's Ctrl-C and hangup go to the editor's
-// group, not to it), and without the terminal (nothing it runs can prompt
-// on the editor's screen or stop reading it).
+// (with Linux's autogroups a session is a scheduling group: in one of its
+// own, each turn's wake-ups crossed groups and a turn took a fifth longer),
+// in a process group of its own (the terminal's Ctrl-C and hangup go to the
+// editor's group, not to it), without the terminal (what it runs cannot
+// prompt on the editor's screen or stop reading it), and survives the
+// terminal's hangup. Here the window itself leads the terminal's session.
 func TestDaemonStartedFromATerminal(t *testing.T) {
-	_, pts := openPTY(t)
+	ptm, pts := openPTY(t)
 	store := filepath.Join(t.TempDir(), "sessions.db")
 	stopDaemon(t, store)
 	srv := model(t, scripted.Script{})
-	w := openWindow(t, "", daemonEnv(store, srv), map[string]string{"sample": sample(t)}, func(c *exec.Cmd) {
+	env := daemonEnv(store, srv, "AGENT_LSP_DAEMON_IDLE=1m") // the last value counts
+	w := openWindow(t, "", env, map[string]string{"sample": sample(t)}, func(c *exec.Cmd) {
 		c.ExtraFiles = []*os.File{pts}
 		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3} // the editor, in its terminal
 	})
@@ -87,6 +90,16 @@ func TestDaemonStartedFromATerminal(t *testing.T) {
 	}
 	if daemon.tty != 0 {
 		t.Errorf("the daemon kept the editor's terminal (tty %#x)", daemon.tty)
+	}
+
+	ptm.Close() // the terminal hangs up: its session's leader, the window, ends
+	select {
+	case <-w.exited:
+	case <-time.After(time.Minute):
+		t.Fatal("the window outlived its terminal's hangup")
+	}
+	if now, ok := status(t, store); !ok || now.Pid != st.Pid {
+		t.Fatalf("the daemon did not outlive the terminal: %+v %v", now, ok)
 	}
 }
 

@@ -10,11 +10,13 @@ import (
 
 // leaveTerminal gives up the process's controlling terminal, if it has one,
 // without leaving its session: agent-lsp started by an editor in a terminal
-// (and the daemon that editor starts) inherits that terminal, and what it
-// runs (commands, MCP servers) must not prompt on the editor's screen or
-// stop, as a background job does, when it reads from it. Signals the
-// terminal sends its foreground group (Ctrl-C) still arrive, and the
-// session, which on Linux is the process's scheduling group, is kept.
+// (and the daemon that editor starts, on Linux) inherits that terminal, and
+// what it runs (MCP servers; commands run in sessions of their own) must not
+// prompt on the editor's screen or stop, as a background job does, when it
+// reads from it. Signals the terminal sends its foreground group (Ctrl-C)
+// still arrive, and the session (with Linux's autogroups, the process's
+// scheduling group) is kept. It fails where the system lets only a session
+// leader give its terminal up (FreeBSD).
 //
 // A session leader keeps its terminal: giving it up would hang up the
 // terminal's foreground group, and agent-lsp leads a session only when

@@ -153,13 +153,7 @@ func (st Starter) start(ctx context.Context, store string) error {
 	cmd.Env = []string{}
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// Its own process group, so that the terminal's signals (Ctrl-C, a
-	// hangup), which go to the editor's foreground group, do not reach it.
-	// Not its own session: on Linux a new session is a new scheduling
-	// group (autogroup), and each turn's wake-ups between the daemon and
-	// the processes it serves then crossed groups, which cost a turn a
-	// fifth more time and 40% more context switches.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = detached()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start the daemon: %w", err)
 	}
