@@ -113,16 +113,12 @@ func TestChatHeaders(t *testing.T) {
 	}
 }
 
-// TestChatReusesConnection checks that consecutive calls go over one
-// connection: each stream is read to its end.
-func TestChatReusesConnection(t *testing.T) {
-	var conns atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, `data: {"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}`+"\n\n")
-		w.(http.Flusher).Flush()
-		io.WriteString(w, "data: [DONE]\n\n")
-	}))
+// countingServer starts a test server with handler and counts the
+// connections clients open to it.
+func countingServer(t *testing.T, handler http.HandlerFunc) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	conns := new(atomic.Int32)
+	srv := httptest.NewUnstartedServer(handler)
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			conns.Add(1)
@@ -130,6 +126,18 @@ func TestChatReusesConnection(t *testing.T) {
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
+	return srv, conns
+}
+
+// TestChatReusesConnection checks that consecutive calls go over one
+// connection: each stream is read to its end.
+func TestChatReusesConnection(t *testing.T) {
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}`+"\n\n")
+		w.(http.Flusher).Flush()
+		io.WriteString(w, "data: [DONE]\n\n")
+	})
 	m := NewOpenAI(Config{BaseURL: srv.URL, Model: "m"})
 	for range 5 {
 		if _, err := m.Chat(context.Background(), Request{Messages: []message.Message{message.NewHuman("hi")}}, nil); err != nil {
@@ -147,9 +155,8 @@ func TestChatReusesConnection(t *testing.T) {
 // came, and a body that never ends costs the next call a new connection
 // after the limit, never a hang.
 func TestChatDoesNotWaitForTheBodysEnd(t *testing.T) {
-	var conns atomic.Int32
 	hold := make(chan chan struct{}, 4) // per request: closed to end its body
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, `data: {"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
 		w.(http.Flusher).Flush()
@@ -158,14 +165,7 @@ func TestChatDoesNotWaitForTheBodysEnd(t *testing.T) {
 			<-end
 		default: // not held: the body ends now
 		}
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
+	})
 	m := NewOpenAI(Config{BaseURL: srv.URL, Model: "m", Retries: -1})
 	chat := func() {
 		t.Helper()
@@ -208,20 +208,12 @@ func TestChatDoesNotWaitForTheBodysEnd(t *testing.T) {
 // call's deferred cancel, a run's end) keeps the connection: the end of the
 // body is read after that, with the request no longer tied to the context.
 func TestChatKeepsConnectionWhenCallerCancels(t *testing.T) {
-	var conns atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, `data: {"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
 		w.(http.Flusher).Flush()
 		time.Sleep(time.Millisecond) // the last chunk comes a moment later
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
+	})
 	m := NewOpenAI(Config{BaseURL: srv.URL, Model: "m"})
 	for range 10 {
 		ctx, cancel := context.WithCancel(context.Background())
