@@ -43,20 +43,21 @@ func main() {
 	sandbox.Main() // when started as the sandbox's helper, it confines and execs a command
 	keepHeapFloor(os.Getenv, heapFloor)
 	if servesEditors(os.Args[1:]) {
-		leaveTerminal() // the daemon logs a failure; elsewhere there is nothing to do about it
+		leaveTerminal() // failing that, there is nothing to do about it
 	}
 	os.Exit(realMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // servesEditors reports whether args start a mode an editor (or another
-// client) starts, which reads no terminal: the server (no command), acp and
-// the daemon. Those give up a terminal they inherit (leaveTerminal); run
-// keeps its own, for a shell's job control of it.
+// client) starts, which reads no terminal: the server (no command) and acp.
+// Those give up a terminal they inherit (leaveTerminal), as the daemon does
+// itself (runDaemon, which logs a failure); run keeps its own, for a shell's
+// job control of it.
 func servesEditors(args []string) bool {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return true
 	}
-	return args[0] == "acp" || args[0] == "daemon"
+	return args[0] == "acp"
 }
 
 func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -19,8 +19,9 @@ import (
 // leader give its terminal up (FreeBSD).
 //
 // A session leader keeps its terminal: giving it up would hang up the
-// terminal's foreground group, and agent-lsp leads a session only when
-// started so on purpose.
+// terminal's foreground group. (Neovim starts its servers as leaders of
+// sessions without a terminal; a leader with one was started so on purpose:
+// `xterm -e`, `ssh -t`.)
 func leaveTerminal() error {
 	if sid, err := unix.Getsid(0); err == nil && sid == os.Getpid() {
 		return nil
