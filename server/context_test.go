@@ -9,9 +9,16 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
 )
 
-// kill ends the server as a crash would: SIGKILL, nothing flushed.
+// kill ends the server as a crash would: SIGKILL, nothing flushed. It
+// returns once the client read everything the server wrote before it died:
+// Wait closes the pipe, and what the reader had not read yet was lost.
 func (c *lspClient) kill() {
 	c.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-c.conn.Done(): // the reader reached the end of the output
+	case <-time.After(time.Minute):
+		c.t.Error("the client did not reach the end of the killed server's output")
+	}
 	c.cmd.Wait()
 	c.conn.Close()
 }

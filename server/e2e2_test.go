@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -246,9 +245,7 @@ func TestKillAndResume(t *testing.T) {
 				}
 				return n >= killAfter
 			})
-			c.cmd.Process.Signal(syscall.SIGKILL)
-			c.cmd.Wait()
-			c.conn.Close()
+			c.kill()
 			evs := c.events() // everything the server wrote before it died
 			session := evs[0]["session"].(string)
 			reported := reportedItems(evs)
