@@ -200,9 +200,9 @@ func storedItems(v sessionView) []reportedItem {
 // tool calls, once per durability mode, and checks exactly what each mode
 // promises (README, "Durability"): sync loses nothing reported but the step in
 // flight; batched at most the two newest groups (2 × store.BatchSteps steps);
-// exit the whole unfinished run. In every mode what survives is a prefix of what
-// was reported (no torn step, no duplicate), and the run then ends with the
-// same transcript and answer as an uninterrupted one.
+// exit the whole unfinished run. In every mode what survives agrees with what
+// was reported as far as both go (no torn step, no duplicate), and the run then
+// ends with the same transcript and answer as an uninterrupted one.
 func TestKillAndResume(t *testing.T) {
 	const calls, killAfter = 100, 90
 	script := crashScript(calls)
@@ -278,10 +278,15 @@ func TestKillAndResume(t *testing.T) {
 				}
 				checkNoDuplicates(t, v)
 				stored := storedItems(v)
-				if len(stored) > len(reported) || !slices.Equal(stored, reported[:len(stored)]) {
-					t.Fatalf("stored messages are not a prefix of the reported ones:\nstored   %v\nreported %v", stored, reported)
+				// Events and checkpoints leave the server on goroutines of their
+				// own, so a kill can come after a step was committed and before
+				// its events were written: then what was reported is a prefix of
+				// what was stored. Either way the two agree as far as both go.
+				common := min(len(stored), len(reported))
+				if !slices.Equal(stored[:common], reported[:common]) {
+					t.Fatalf("stored and reported messages differ:\nstored   %v\nreported %v", stored, reported)
 				}
-				lost := len(reported) - len(stored)
+				lost := max(len(reported)-len(stored), 0)
 				if lost > tc.maxLost {
 					t.Fatalf("%s lost %d reported messages (of %d); it promises at most %d", tc.durability, lost, len(reported), tc.maxLost)
 				}
