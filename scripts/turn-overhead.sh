@@ -16,13 +16,13 @@ rounds=${ROUNDS:-8}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 if [ $# -eq 0 ]; then
-  go build -o "$work/agent-lsp" ./cmd/agent-lsp
-  set -- "$work/agent-lsp"
+  go build -o "$work/this-tree" ./cmd/agent-lsp
+  set -- "$work/this-tree"
 fi
 go test -c -o "$work/bench" ./cmd/agent-lsp
 runs="$work/runs"
 : >"$runs"
-printf '%-28s %-10s %10s %10s %8s\n' binary mode beyond-ms cpu-ms steal-%
+printf '%-20s %-10s %10s %10s %8s\n' binary mode beyond-ms cpu-ms steal-%
 for ((r = 1; r <= rounds; r++)); do
   for bin in "$@"; do
     for mode in in-process daemon; do
@@ -31,13 +31,13 @@ for ((r = 1; r <= rounds; r++)); do
         -test.run '^$' -test.bench "^BenchmarkTurnOverhead\$/^$mode\$/^turns=50\$" -test.benchtime 60x 2>&1) ||
         { echo "$out"; exit 1; }
       # The metrics by their units, wherever the benchmark puts them.
-      line=$(echo "$out" | awk -v bin="$bin" -v mode="$mode" '/^BenchmarkTurnOverhead/ {
+      line=$(echo "$out" | awk -v bin="${bin#"$work"/}" -v mode="$mode" '/^BenchmarkTurnOverhead/ {
         for (i = 3; i < NF; i += 2) m[$(i + 1)] = $i
         printf "%s %s %.3f %.3f %.2f\n", bin, mode, m["beyond-model-ns/turn"] / 1e6, m["server-cpu-ns/turn"] / 1e6, m["steal-%"]
       }')
       [ -n "$line" ] || { echo "$out"; exit 1; }
       echo "$line" >>"$runs"
-      echo "$line" | awk '{ printf "%-28s %-10s %10s %10s %8s\n", $1, $2, $3, $4, $5 }'
+      echo "$line" | awk '{ printf "%-20s %-10s %10s %10s %8s\n", $1, $2, $3, $4, $5 }'
     done
   done
 done
@@ -46,13 +46,13 @@ echo "per binary and mode: the figure (ms beyond the model per turn), all runs a
 for bin in "$@"; do
   for mode in in-process daemon; do
     for quiet in all quiet; do
-      awk -v bin="$bin" -v mode="$mode" -v quiet="$quiet" \
+      awk -v bin="${bin#"$work"/}" -v mode="$mode" -v quiet="$quiet" \
         '$1 == bin && $2 == mode && (quiet == "all" || $5 < 1) { print $3 }' "$runs" | sort -n |
-        awk -v label="$bin $mode ($quiet)" '{ v[NR] = $1 }
+        awk -v label="${bin#"$work"/} $mode ($quiet)" '{ v[NR] = $1 }
           END {
-            if (NR == 0) { printf "%-48s no runs\n", label; exit }
+            if (NR == 0) { printf "%-36s no runs\n", label; exit }
             med = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-            printf "%-48s %d runs, %.3f-%.3f, median %.3f\n", label, NR, v[1], v[NR], med
+            printf "%-36s %d runs, %.3f-%.3f, median %.3f\n", label, NR, v[1], v[NR], med
           }'
     done
   done
