@@ -11,6 +11,9 @@
 #   bash scripts/turn-overhead.sh                      # this tree
 #   ROUNDS=4 bash scripts/turn-overhead.sh /tmp/a /tmp/b  # two builds
 set -euo pipefail
+bins=()
+for bin in "$@"; do bins+=("$(realpath "$bin")"); done # as named from the caller's folder
+set -- "${bins[@]}"
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-8}
 work=$(mktemp -d)
@@ -27,7 +30,7 @@ for ((r = 1; r <= rounds; r++)); do
   for bin in "$@"; do
     for mode in in-process daemon; do
       # The test binary runs in its package's folder, as go test runs it.
-      out=$(cd cmd/agent-lsp && AGENT_LSP_BENCH_BINARY="$(realpath "$bin")" "$work/bench" \
+      out=$(cd cmd/agent-lsp && AGENT_LSP_BENCH_BINARY="$bin" "$work/bench" \
         -test.run '^$' -test.bench "^BenchmarkTurnOverhead\$/^$mode\$/^turns=50\$" -test.benchtime 60x 2>&1) ||
         { echo "$out"; exit 1; }
       # The metrics by their units, wherever the benchmark puts them.
