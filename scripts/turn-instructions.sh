@@ -8,6 +8,9 @@
 #   bash scripts/turn-instructions.sh                 # this tree
 #   bash scripts/turn-instructions.sh /tmp/a /tmp/b   # two builds, side by side
 set -euo pipefail
+bins=()
+for bin in "$@"; do bins+=("$(realpath "$bin")"); done # as named from the caller's folder
+set -- "${bins[@]}"
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
 work=$(mktemp -d)
@@ -22,7 +25,7 @@ for bin in "$@"; do
   # Go's async preemption signals trip callgrind's signal handling.
   cat >"$work/wrap" <<WRAP
 #!/bin/sh
-GODEBUG=asyncpreemptoff=1 exec valgrind --tool=callgrind --callgrind-out-file=$out/cg.%p "$(realpath "$bin")" "\$@" 2>>$out/valgrind.log
+GODEBUG=asyncpreemptoff=1 exec valgrind --tool=callgrind --callgrind-out-file=$out/cg.%p "$bin" "\$@" 2>>$out/valgrind.log
 WRAP
   chmod +x "$work/wrap"
   (cd cmd/agent-lsp && AGENT_LSP_BENCH_BINARY="$work/wrap" go test -run '^$' -bench 'TurnOverhead/in-process/turns=50$' -benchtime 6x -count 1 . >"$out/bench.txt" 2>&1) ||
