@@ -109,7 +109,7 @@ func TestProtectedPaths(t *testing.T) {
 // decideFixture is a hostile repository: names that lead into protected
 // files through symlinked folders, file links, dangling links, a link loop
 // and a hard link.
-func decideFixture(t *testing.T) (*Project, string) {
+func decideFixture(t testing.TB) (*Project, string) {
 	t.Helper()
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, ".git", "config"), "[core]\n")
@@ -251,4 +251,42 @@ func TestDecideSymlinkedRoot(t *testing.T) {
 	if d, err := p.Decide(filepath.Join(p.realRoot, "a.go")); err != nil || d.Rel != "a.go" || d.RealRel != "a.go" {
 		t.Errorf("a path under the real root: %+v %v", d, err)
 	}
+}
+
+// FuzzDecide checks, for any path, that Decide agrees with Resolve, that
+// Real is where the kernel goes (the deepest existing ancestor's links
+// resolved), and that a path reaching a protected file by any name needs
+// review.
+func FuzzDecide(f *testing.F) {
+	for _, s := range []string{"docs/meta/commondir", "docs/meta/../meta/config", "docs/editor/x", "notes.txt", "hardlinked.txt",
+		"docs/hook", "loop/x", ".env", "pkg", "docs//meta/hooks/x", "./docs/meta", "docs/meta/..", "a/b/c"} {
+		f.Add(s)
+	}
+	p, _ := decideFixture(f)
+	f.Fuzz(func(t *testing.T, path string) {
+		d, err := p.Decide(path)
+		abs, rerr := p.Resolve(path)
+		if (err == nil) != (rerr == nil) || (err == nil && d.Abs != abs) {
+			t.Fatalf("Decide(%q) = %q, %v; Resolve = %q, %v", path, d.Abs, err, abs, rerr)
+		}
+		if err != nil {
+			return
+		}
+		existing, rest := d.Abs, ""
+		for {
+			if _, err := os.Lstat(existing); err == nil {
+				break
+			}
+			rest = filepath.Join(filepath.Base(existing), rest)
+			existing = filepath.Dir(existing)
+		}
+		real, err := filepath.EvalSymlinks(existing)
+		if err != nil || filepath.Join(real, rest) != d.Real {
+			t.Fatalf("Decide(%q).Real = %q; the kernel goes to %q (%v)", path, d.Real, filepath.Join(real, rest), err)
+		}
+		rel, _ := filepath.Rel(p.realRoot, d.Real)
+		if _, ok := Match(ProtectedPaths, rel); ok && d.Review(nil) == "" {
+			t.Fatalf("Decide(%q) reaches protected %s without review", path, rel)
+		}
+	})
 }
