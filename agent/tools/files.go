@@ -46,6 +46,20 @@ func (e *Env) resolve(projectName, path string) (*workspace.Project, string, err
 	return p, abs, nil
 }
 
+// decide finds the project and decides path inside it, for a change of the
+// file there (workspace.Project.Decide).
+func (e *Env) decide(projectName, path string) (*workspace.Project, workspace.Decision, error) {
+	p, err := e.project(projectName)
+	if err != nil {
+		return nil, workspace.Decision{}, err
+	}
+	d, err := p.Decide(path)
+	if err != nil {
+		return nil, workspace.Decision{}, err
+	}
+	return p, d, nil
+}
+
 var readFile = Tool{
 	Name:        "read_file",
 	Description: "Read a text file of the project, as the editor sees it (unsaved changes included). Lines are numbered from 1; give start_line/end_line to read part of a long file.",

@@ -58,9 +58,10 @@ type FileEdit struct {
 	// document open in the editor; when Open is false, to the file on disk.
 	Open    bool
 	Version int32
-	// Protected says why the file is never changed silently
-	// (workspace.ProtectedPaths); "" for an ordinary file.
-	Protected string
+	// Decision is Path decided as the kernel resolves it (its names, hard
+	// links, protected rules): Decision.Review(allowEdit) says why the edit
+	// needs the user's confirmation.
+	Decision workspace.Decision
 }
 
 // TextEdit replaces a range with new text.

@@ -210,7 +210,7 @@ func (c *client) applyEdit(params json.RawMessage) map[string]any {
 	}
 	for _, a := range p.Edit.ChangeAnnotations {
 		if a.NeedsConfirmation { // nobody can confirm it here
-			return fail(fmt.Errorf("it needs the user's confirmation (%s); a headless run applies it only when --allow-edit names the file", a.Description))
+			return fail(fmt.Errorf("it needs the user's confirmation (%s), which a headless run cannot give; --allow-edit PATTERN lets it edit the protected files PATTERN names (never a file with hard links)", a.Description))
 		}
 	}
 	for _, ch := range p.Edit.DocumentChanges {
