@@ -69,9 +69,9 @@ func (p *Project) Walk(ctx context.Context, dir string, fn func(abs, rel string,
 
 // walker holds what one walk needs besides the folder it is in.
 type walker struct {
-	ctx    context.Context
-	shown  string   // the project's root as the user named it: what fn gets
-	fn     func(abs, rel string, d fs.DirEntry) error
+	ctx   context.Context
+	shown string // the project's root as the user named it: what fn gets
+	fn    func(abs, rel string, d fs.DirEntry) error
 }
 
 // dir visits the folder at abs (rel below the root; path below the
