@@ -15,6 +15,8 @@ bash testdata/mcp/everything/install.sh
 echo "== a throwaway PostgreSQL cluster for the shared-store tests (Debian's postgresql, installed when missing)"
 eval "$(bash scripts/postgres.sh)"
 trap 'bash scripts/postgres.sh stop "$AGENT_LSP_TEST_POSTGRES_DIR"' EXIT
+echo "== ripgrep, which the search tests compare against (Debian's ripgrep, installed when missing)"
+command -v rg >/dev/null || { apt-get update -qq && apt-get install -y -qq ripgrep >/dev/null; }
 echo "== go test -race"
 go test -race -count=1 ./...
 echo "== ACP end to end with the official TypeScript client"
@@ -32,6 +34,7 @@ fuzz FuzzResolve ./workspace/
 fuzz FuzzBelow ./workspace/
 fuzz FuzzStream ./server/
 fuzz FuzzDecide ./agent/shellrule/
+fuzz FuzzLineMatcher ./agent/tools/
 fuzz FuzzListOps ./store/
 echo "== neovim plugin (headless end to end)"
 bash editors/neovim/tests/run.sh
