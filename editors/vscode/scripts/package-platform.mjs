@@ -38,10 +38,10 @@ function seconds(ms) {
   return `${(ms / 1000).toFixed(1)} s`;
 }
 
-/** Runs argv in cwd with env as step n of 3: a line at its start, every 15 s while it runs, and at its end with its time. */
-async function step(n, what, argv, cwd, env = process.env) {
+/** Runs argv in cwd with env as step n of 3: a line at its start (with hint), every 15 s while it runs, and at its end with its time. */
+async function step(n, what, argv, cwd, env = process.env, hint = "") {
   const label = `package:platform [${n}/3] ${what}`;
-  console.error(`${label} ...`);
+  console.error(`${label} ...${hint && ` (${hint})`}`);
   const t = Date.now();
   const tick = setInterval(() => console.error(`${label}: still running (${seconds(Date.now() - t)})`), 15000);
   try {
@@ -62,10 +62,11 @@ mkdirSync(join(ext, "dist"), { recursive: true });
 try {
   await step(
     1,
-    `go build ./cmd/agent-lsp for ${goos[platform]}/${goarch[arch]} (a first build compiles every package: minutes)`,
+    `go build ./cmd/agent-lsp for ${goos[platform]}/${goarch[arch]}`,
     ["go", "build", "-trimpath", `-ldflags=-s -w -X github.com/agent-lsp/agent-lsp/server.Version=${version}`, "-o", bin, "./cmd/agent-lsp"],
     repo,
     { ...process.env, GOOS: goos[platform], GOARCH: goarch[arch], CGO_ENABLED: "0" },
+    "a first build compiles every package: minutes",
   );
   await step(2, "bundle the extension (esbuild --production)", ["node", "esbuild.mjs", "--production"], ext);
   await step(3, `vsce package --target ${target}`, ["npx", "--no-install", "vsce", "package", "--no-dependencies", "--skip-license", "--target", target, "-o", out], ext);
