@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the repository: Go (vet, race-enabled tests, short fuzz
-# runs), the Neovim plugin in headless Neovim, and the VS Code extension (unit,
-# integration, packaging, and end to end in code-server). This is the README's
+# runs), the README's runnable commands (scripts/readme-check.sh), the Neovim
+# plugin in headless Neovim, and the VS Code extension (unit, integration,
+# packaging, and end to end in code-server). This is the README's
 # test command; .ci/run calls exactly this. The editor tests install what they
 # need (Debian's neovim and chromium, npm packages) on first use, and the
 # store tests a PostgreSQL cluster (Debian's postgresql).
@@ -36,6 +37,8 @@ fuzz FuzzStream ./server/
 fuzz FuzzDecide ./agent/shellrule/
 fuzz FuzzLineMatcher ./agent/tools/
 fuzz FuzzListOps ./store/
+echo "== the README: at most 250 lines, its runnable commands against the scripted model"
+bash scripts/readme-check.sh
 echo "== neovim plugin (headless end to end)"
 bash editors/neovim/tests/run.sh
 echo "== vscode extension (unit, integration, package, code-server end to end)"

@@ -91,11 +91,11 @@ func section(t *testing.T, path, name, want string) {
 	}
 }
 
-// TestDocs keeps the tables of docs/protocol.md and the README's settings
-// table equal to the code they describe.
+// TestDocs keeps the tables of docs/protocol.md and the settings table of
+// docs/configuration.md equal to the code they describe.
 func TestDocs(t *testing.T) {
 	section(t, "../docs/protocol.md", "settings", config.Markdown())
 	section(t, "../docs/protocol.md", "commands", commandsTable())
 	section(t, "../docs/protocol.md", "events", eventsTable(t))
-	section(t, "../README.md", "settings", config.Markdown())
+	section(t, "../docs/configuration.md", "settings", config.Markdown())
 }

@@ -24,8 +24,12 @@ import (
 	"github.com/agent-lsp/agent-lsp/server/config"
 )
 
-// Version is the server's version.
-const Version = "0.2.0"
+// Version is agent-lsp's version: the repository's VERSION file, which the
+// packaging scripts stamp in with -ldflags "-X
+// github.com/agent-lsp/agent-lsp/server.Version=$(cat VERSION)". A build
+// without the stamp (go install, go build) has this default, which a test
+// (cmd/agent-lsp TestVersion) keeps equal to VERSION. Only the linker sets it.
+var Version = "0.2.0"
 
 // RequestCancelled is LSP's error code for a request cancelled by $/cancelRequest.
 const RequestCancelled jsonrpc2.Code = -32800

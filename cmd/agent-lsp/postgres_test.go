@@ -11,7 +11,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/store/postgres/pgtest"
 )
 
-// The README's CI recipe on a shared database: a headless run stores its
+// The CI recipe of docs/postgres.md on a shared database: a headless run stores its
 // session there, and another process (a later job on another runner)
 // continues it and lists it; nothing needs a daemon.
 func TestPostgresCIRecipe(t *testing.T) {

@@ -3,8 +3,8 @@
 // path, its flag, its default and its documentation), the resolver that
 // combines them (defaults < environment < initializationOptions < flags), and
 // the flag registration shared by `agent-lsp` (serve) and `agent-lsp run`.
-// The README's settings table and docs/protocol.md are generated from it and
-// checked against it by a test.
+// The settings tables of docs/configuration.md and docs/protocol.md are
+// generated from it and checked against it by a test.
 package config
 
 import (
@@ -233,7 +233,7 @@ var Table = []Setting{
 		Doc:  "the name of the environment variable that holds the API key (the key itself is never a setting)",
 		kind: stringKind(func(s *Settings) *string { return &s.APIKeyEnv }, nil)},
 	{Name: "store file", Env: "AGENT_LSP_STORE", Init: "store.path", Flag: "store", Default: "$XDG_STATE_HOME/agent-lsp/sessions.db",
-		Doc:  "session store file (else ~/.local/state/agent-lsp/sessions.db), or a postgres:// URL of a database machines share (README: Sharing sessions across machines)",
+		Doc:  "session store file (else ~/.local/state/agent-lsp/sessions.db), or a postgres:// URL of a database machines share (docs/postgres.md)",
 		kind: stringKind(func(s *Settings) *string { return &s.StorePath }, nil)},
 	{Name: "durability", Env: "AGENT_LSP_DURABILITY", Init: "durability", Flag: "durability", Default: string(store.DefaultDurability),
 		Doc: "when checkpoints reach the disk: sync (every step), batched (groups) or exit (at the run's end); also per agent.run",
@@ -558,7 +558,7 @@ func unknownKeys(tree map[string]json.RawMessage, prefix string) []string {
 	return out
 }
 
-// Markdown is the settings table of the README and docs/protocol.md.
+// Markdown is the settings table of docs/configuration.md and docs/protocol.md.
 func Markdown() string {
 	var b strings.Builder
 	b.WriteString("| setting | environment | `initializationOptions` | flag | default | what it does |\n")

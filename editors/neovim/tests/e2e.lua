@@ -700,6 +700,20 @@ test(":checkhealth agent_lsp: a missing binary is an ERROR", function()
   assert(text:find("ERROR: server binary not found: /nonexistent/agent-lsp", 1, true), text)
 end)
 
+test(":checkhealth agent_lsp: a server of another version than the plugin's is a WARNING naming both", function()
+  local fake = vim.fn.tempname()
+  vim.fn.writefile({ "#!/bin/sh", 'echo "agent-lsp 0.0.1 (go1.0 linux/amd64)"' }, fake)
+  vim.fn.setfperm(fake, "rwx------")
+  local cmd = agent.config.cmd
+  agent.config.cmd = { fake }
+  local ok, text = pcall(health_report)
+  agent.config.cmd = cmd
+  vim.fn.delete(fake)
+  assert(ok, text)
+  local want = ("WARNING: server: agent-lsp 0.0.1 (go1.0 linux/amd64) (%s) is not the plugin's version %s"):format(fake, require("agent_lsp.version"))
+  assert(text:find(want, 1, true), "the report lacks " .. vim.inspect(want) .. ":\n" .. text)
+end)
+
 test(":checkhealth agent_lsp: a working setup is OK, with a live check of the endpoint and the MCP servers, and never shows the key", function()
   agent.config.allow = { "go test *", "*" }
   local mcp_bin = assert(os.getenv("AGENT_LSP_TEST_MCP_BIN"), "AGENT_LSP_TEST_MCP_BIN")
@@ -710,7 +724,7 @@ test(":checkhealth agent_lsp: a working setup is OK, with a live check of the en
   agent.config.allow, agent.config.mcp_servers, vim.env.OPENAI_API_KEY = {}, nil, key
   assert(ok, text)
   assert(not text:find("ERROR", 1, true), text)
-  for _, want in ipairs({ "OK: Neovim 0.7.2: the review of an edit reads its keys in a prompt", "OK: server: agent-lsp ", "OK: doctor: ready",
+  for _, want in ipairs({ "OK: Neovim 0.7.2: the review of an edit reads its keys in a prompt", "OK: server: agent-lsp " .. require("agent_lsp.version") .. " (", "OK: plugin version " .. require("agent_lsp.version"), "OK: doctor: ready",
     "OK: API key: present in OPENAI_API_KEY", "OK: endpoint: " .. os.getenv("OPENAI_BASE_URL") .. "/models answered ok in ",
     "OK: store: " .. store, "OK: client ", 'WARNING: allow has a bare "*"', "(stdio, from mcp_servers): " .. mcp_bin .. " --health" }) do
     assert(text:find(want, 1, true), "the report lacks " .. vim.inspect(want) .. ":\n" .. text)
@@ -921,6 +935,20 @@ test("mcp_servers reach the server: the MCP tool is called once allowed, :AgentM
   agent.config.mcp_servers = nil
   vim.fn.delete(project_file)
   assert(ok, err)
+end)
+
+test(":checkhealth agent_lsp: missing help tags are a WARNING naming the :helptags to run; once made, OK", function()
+  local doc = os.getenv("AGENT_LSP_TEST_PLUGIN") .. "/doc"
+  local ok, text = pcall(health_report)
+  assert(ok, text)
+  for _, want in ipairs({ "WARNING: help tags are missing in " .. doc, "run :helptags " .. doc }) do
+    assert(text:find(want, 1, true), "the report lacks " .. vim.inspect(want) .. ":\n" .. text)
+  end
+  vim.cmd("helptags " .. doc)
+  ok, text = pcall(health_report)
+  assert(ok, text)
+  -- (the report makes ":help agent-lsp" a link: ":help |agent-lsp|")
+  assert(text:find("OK: help: :help |agent-lsp| (tags in " .. doc .. ")", 1, true), text)
 end)
 
 test(":help agent-lsp opens the plugin's help", function()

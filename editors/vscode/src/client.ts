@@ -4,7 +4,7 @@
 // (workspace/didChangeConfiguration), restarts it, and adapts it to the typed
 // AgentServer port the commands use. It saves the
 // agent's edits before its commands (save.ts) and shows edits waiting for
-// review (review.ts).
+// review (review.ts). It knows the versions Agent: About reports (about.ts).
 import * as vscode from "vscode";
 import {
   DidChangeConfigurationNotification,
@@ -14,6 +14,7 @@ import {
   RevealOutputChannelOn,
   WorkDoneProgress,
 } from "vscode-languageclient/node";
+import { aboutReport, binaryVersion, type AboutInfo } from "./about";
 import { apiKeySecret, bundledBinary, initializationOptions, type SettingProblem, type Settings } from "./config";
 import { locateServer } from "./locate";
 import type { AgentServer, Client } from "./ctx";
@@ -25,6 +26,8 @@ export class AgentClient implements Client, vscode.Disposable {
   private client: LanguageClient | undefined;
   private adapter: AgentServer | undefined;
   private starting: Promise<void> | undefined;
+  /** The binary the running server was started from. */
+  private command: string | undefined;
   private log = vscode.window.createOutputChannel("agent-lsp server", { log: true });
 
   constructor(
@@ -77,6 +80,35 @@ export class AgentClient implements Client, vscode.Disposable {
     }
     this.client = client;
     this.adapter = agentServer(client);
+    this.command = exe.command;
+    const about = aboutReport(this.runningAbout(client, exe.command));
+    this.log.info(about.text);
+    if (about.warning) {
+      this.log.warn(about.warning);
+    }
+  }
+
+  /** The extension's version and the server's: the running one's (initialize's serverInfo), else the located binary's `--version`. */
+  async about(): Promise<AboutInfo> {
+    const c = this.client;
+    if (c && this.command) {
+      return this.runningAbout(c, this.command);
+    }
+    const extension = this.extensionVersion();
+    const found = await this.findServer(0);
+    if (!found.ok) {
+      return { extension };
+    }
+    const v = await binaryVersion(found.exe.command, found.exe.options.env);
+    return { extension, server: { command: found.exe.command, running: false, ...v } };
+  }
+
+  private runningAbout(c: LanguageClient, command: string): AboutInfo {
+    return { extension: this.extensionVersion(), server: { command, version: c.initializeResult?.serverInfo?.version, running: true } };
+  }
+
+  private extensionVersion(): string {
+    return String(this.context.extension.packageJSON.version);
   }
 
   /** The settings and the binary to start (locate.ts): read now, and again while the configuration settles. */
@@ -136,6 +168,7 @@ export class AgentClient implements Client, vscode.Disposable {
     const c = this.client;
     this.client = undefined;
     this.adapter = undefined;
+    this.command = undefined;
     if (c) {
       try {
         await c.stop(5000);

@@ -3,6 +3,7 @@
 // the next command refers to, and the settings. Commands reach the server only
 // through the typed AgentServer port, so tests drive them with a fake server.
 import * as vscode from "vscode";
+import type { AboutInfo } from "./about";
 import type { Settings } from "./config";
 import { EventFormatter } from "./format";
 import { memoryState, ModelChoice } from "./models";
@@ -39,6 +40,8 @@ export interface Client {
   configure(): Promise<void>;
   /** Stores (or, with "", deletes) the API key and restarts the server. */
   setApiKey(key: string): Promise<void>;
+  /** The extension's version and the server's (Agent: About). */
+  about(): Promise<AboutInfo>;
 }
 
 export class Ctx implements vscode.Disposable {

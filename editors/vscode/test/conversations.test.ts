@@ -57,6 +57,7 @@ beforeEach(() => {
     configure: async () => {},
     restart: async () => void restarts++,
     setApiKey: async () => {},
+    about: async () => ({ extension: "0.2.0" }),
   };
   const memento = {
     keys: () => [...state.keys()],

@@ -43,6 +43,7 @@ beforeEach(() => {
     restart: async () => void restarts++,
     configure: async () => void configures++,
     setApiKey: async () => {},
+    about: async () => ({ extension: "0.2.0" }),
   };
   ctx = new Ctx(client, () => ({ ...defaultSettings, edits: mode }));
   watchSettings(ctx);
