@@ -41,8 +41,8 @@ type OpenAI struct {
 	oc        openai.ClientConfig // the client's configuration; each attempt gets its own HTTP client over transport
 	transport http.RoundTripper   // chatTransport, shared by every model
 	list      *openai.Client      // for Models
-	cfg  Config
-	ends streamEnds // streams read to their end after [DONE], on the side
+	cfg       Config
+	ends      streamEnds // streams read to their end after [DONE], on the side
 }
 
 // NewOpenAI returns a model for cfg.
