@@ -73,7 +73,7 @@ func TestDecide(t *testing.T) {
 		{"env go test ./...", Ask, "another command (env)"},
 		{"r*m x", Deny, "deny rule"}, // a globbed name could be rm
 		{"git -c core.fsmonitor=/tmp/evil status", Ask, "git -c"},
-		{"git --config-env=core.hooksPath=X status", Ask, "git -c"},
+		{"git --config-env=core.hooksPath=X status", Ask, "git --config-env"},
 		{"go test (", Ask, "does not parse"},
 		{"time go test ./...", Ask, "times another command"},
 
