@@ -42,7 +42,7 @@ func tarOldStyle(t *tool, words []*string) []*string {
 // tarCheck reads --checkpoint-action: exec=COMMAND runs a shell command.
 func tarCheck(w *walker, cmd *Command, f found) {
 	if f.value == nil {
-		cmd.hidden = append(cmd.hidden, []*string{nil})
+		cmd.hidden = append(cmd.hidden, unknownCommand)
 		return
 	}
 	if v, ok := strings.CutPrefix(*f.value, "exec="); ok {
@@ -99,7 +99,7 @@ func sshRemote(w *walker, cmd *Command, s scan) {
 	var words []string
 	for _, i := range s.operands[1:] {
 		if cmd.Words[i] == nil {
-			cmd.hidden = append(cmd.hidden, []*string{nil})
+			cmd.hidden = append(cmd.hidden, unknownCommand)
 			return
 		}
 		words = append(words, *cmd.Words[i])
@@ -207,8 +207,9 @@ func (w *walker) awkProgram(cmd *Command, prog *string) {
 // envSplit reads env -S STRING: env splits the string into words that take
 // its place, so the command it names is read as env's own.
 func envSplit(w *walker, cmd *Command, f found) {
+	cmd.ask("it runs another command (env -S)")
 	if f.value == nil {
-		cmd.hidden = append(cmd.hidden, []*string{nil})
+		cmd.hidden = append(cmd.hidden, unknownCommand)
 		return
 	}
 	if w.depth >= maxNesting {
@@ -293,7 +294,7 @@ func gitSubmodule(w *walker, cmd *Command, s scan) {
 	for _, a := range cmd.Words[s.operands[0]+1:] {
 		switch {
 		case a == nil:
-			cmd.hidden = append(cmd.hidden, []*string{nil})
+			cmd.hidden = append(cmd.hidden, unknownCommand)
 			cmd.ask("the command of git submodule foreach is expanded at run time")
 			return
 		case len(words) == 0 && strings.HasPrefix(*a, "-"):

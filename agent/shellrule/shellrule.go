@@ -124,7 +124,7 @@ type Command struct {
 	codeAt, codeLen int
 	// hidden are more word lists deny rules see: commands in an option's
 	// value, a wrapper's string arguments, an awk program's strings.
-	hidden [][]*string
+	hidden []candidate
 }
 
 // ask sets the reason to ask unless there is one.
@@ -184,9 +184,9 @@ func (s Set) Decide(line string) Decision {
 	}
 	d := Decision{Verdict: Allow, Commands: p.Commands}
 	for _, c := range p.Commands {
-		for _, words := range denyCandidates(c) {
+		for _, cand := range denyCandidates(c) {
 			for _, r := range s.Deny {
-				if r.match(words) {
+				if cand.match(r.words) {
 					return Decision{Verdict: Deny, Commands: p.Commands, Reason: fmt.Sprintf("%q matches the deny rule %q", c.Text, r)}
 				}
 			}
@@ -275,7 +275,9 @@ func (c Command) codeRule() string {
 	if c.codeAt >= len(c.Words) {
 		return strings.Join(words, " ")
 	}
-	words[len(words)-1] = (*c.Words[c.codeAt])[:c.codeLen]
+	if opt := (*c.Words[c.codeAt])[:c.codeLen]; opt != *c.Words[c.codeAt] {
+		words[len(words)-1] = opt + "*" // the code (or more options) follows in the word
+	}
 	return strings.Join(words, " ") + " *"
 }
 

@@ -70,12 +70,15 @@ func (w *walker) inspect(cmd *Command) {
 		w.trapBody(cmd)
 	case name == "alias":
 		w.defineAliases(args)
+	case name == "env":
+		if slices.ContainsFunc(args, mayBeCommand) {
+			cmd.ask("it runs another command (env)")
+			cmd.innerAt = 1
+		}
+		w.options(cmd, envTool, 1) // env -S STRING: the command is in the string
 	case wrappers[name] && slices.ContainsFunc(args, mayBeCommand):
 		cmd.ask("it runs another command (" + name + ")")
 		cmd.innerAt = 1
-		if name == "env" {
-			w.options(cmd, envTool, 1)
-		}
 	case name == "find" && hasWord(args, "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"):
 		cmd.ask("find runs commands or changes files with -exec, -ok, -delete or -fprint")
 		cmd.innerAt = 1
@@ -152,7 +155,7 @@ func (w *walker) evalBody(cmd *Command) {
 	var words []string
 	for _, a := range cmd.Words[1:] {
 		if a == nil {
-			cmd.hidden = append(cmd.hidden, []*string{nil})
+			cmd.hidden = append(cmd.hidden, unknownCommand)
 			return
 		}
 		words = append(words, *a)
@@ -172,7 +175,7 @@ func (w *walker) trapBody(cmd *Command) {
 	}
 	if args[0] == nil {
 		cmd.ask("the command of trap is expanded at run time")
-		cmd.hidden = append(cmd.hidden, []*string{nil})
+		cmd.hidden = append(cmd.hidden, unknownCommand)
 		return
 	}
 	w.nested(*args[0], "the command of trap")
@@ -212,7 +215,7 @@ func (w *walker) alias(cmd *Command, c *syntax.CallExpr) {
 	}
 	if v == nil {
 		cmd.ask("it may be an alias whose value is known only at run time")
-		cmd.hidden = append(cmd.hidden, append([]*string{nil}, cmd.Words[1:]...))
+		cmd.hidden = append(cmd.hidden, newCandidate(append([]*string{nil}, cmd.Words[1:]...)))
 		return
 	}
 	line := *v
@@ -256,19 +259,19 @@ func (w *walker) nested(text, what string) {
 // hiddenLine parses text as a line for deny rules only: the word lists of
 // its commands (and of what they run). Text that does not parse is split at
 // spaces.
-func (w *walker) hiddenLine(text string) [][]*string {
+func (w *walker) hiddenLine(text string) []candidate {
 	if w.depth >= maxNesting || !w.spend(len(text)) {
-		return [][]*string{fields(text)}
+		return []candidate{newCandidate(fields(text))}
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(text), "")
 	if err != nil {
-		return [][]*string{fields(text)}
+		return []candidate{newCandidate(fields(text))}
 	}
 	inner := &walker{src: text, depth: w.depth + 1, aliases: map[string]*string{}, budget: w.budget}
 	for _, st := range f.Stmts {
 		inner.stmt(st)
 	}
-	var out [][]*string
+	var out []candidate
 	for _, c := range inner.cmds {
 		out = append(out, denyCandidates(c)...)
 	}
@@ -303,27 +306,54 @@ func hasWord(words []*string, any ...string) bool {
 }
 
 // denyCandidates are the word lists deny rules are matched against: the
-// command with its name's directory removed; for a command that runs
-// another one, every tail of its arguments (so `timeout 5 rm -rf x` and
-// `xargs rm` meet "rm *"); and the hidden ones (what its options, strings
-// and scripts run). Over-matching denies; it never allows.
-func denyCandidates(c Command) [][]*string {
-	out := [][]*string{baseName(c.Words)}
+// command; for a command that runs another one, every tail of its
+// arguments (so `timeout 5 rm -rf x` and `xargs rm` meet "rm *"); and the
+// hidden ones (what its options, strings and scripts run). Over-matching
+// denies; it never allows.
+func denyCandidates(c Command) []candidate {
+	out := []candidate{newCandidate(c.Words)}
 	if c.innerAt > 0 {
 		for i := c.innerAt; i < len(c.Words); i++ {
-			out = append(out, baseName(c.Words[i:]))
+			out = append(out, newCandidate(c.Words[i:]))
 		}
 	}
-	for _, h := range c.hidden {
-		out = append(out, baseName(h))
-	}
-	return out
+	return append(out, c.hidden...)
 }
 
-func baseName(words []*string) []*string {
-	if len(words) == 0 || words[0] == nil {
-		return words
+// candidate is a word list deny rules are matched against, its first word
+// read without its directory (/bin/rm as rm). The words are shared, not
+// copied: a wrapper's tails cost nothing each.
+type candidate struct {
+	words []*string
+	name  *string // the first word's base name; nil when known only at run time
+}
+
+// unknownCommand is a command known only at run time: it meets every deny
+// rule whose first word it could be.
+var unknownCommand = candidate{words: []*string{nil}}
+
+func newCandidate(words []*string) candidate {
+	c := candidate{words: words}
+	if len(words) > 0 && words[0] != nil {
+		base := path.Base(*words[0])
+		c.name = &base
 	}
-	base := path.Base(*words[0])
-	return append([]*string{&base}, words[1:]...)
+	return c
+}
+
+// match reports whether a deny rule's words match the candidate.
+func (c candidate) match(pat []string) bool {
+	if len(c.words) == 0 {
+		return len(pat) == 0
+	}
+	if len(pat) == 0 {
+		return false
+	}
+	if pat[0] == "*" {
+		return c.match(pat[1:]) || matchWords(pat, c.words[1:]) // the * takes no word, or the first and more
+	}
+	if c.name != nil && !matchWord(pat[0], *c.name) {
+		return false
+	}
+	return matchWords(pat[1:], c.words[1:])
 }
