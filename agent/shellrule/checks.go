@@ -354,3 +354,44 @@ func (w *walker) wordsCommand(text string, words []*string) {
 	w.inspect(&c)
 	w.cmds[at] = c
 }
+
+// gitConfigOption reads git -c NAME=VALUE: config can name hooks, fsmonitor,
+// aliases and pagers, so it asks; a value is parsed for deny rules (a shell
+// alias is `!COMMAND`).
+func gitConfigOption(w *walker, cmd *Command, f found) {
+	cmd.ask(fmt.Sprintf("git %s sets config that can run programs (hooks, fsmonitor, aliases, pagers)", f.name))
+	if f.value == nil {
+		return
+	}
+	if _, v, ok := strings.Cut(*f.value, "="); ok {
+		cmd.hidden = append(cmd.hidden, w.hiddenLine(strings.TrimPrefix(v, "!"))...)
+	}
+}
+
+// settingsWrite is the check of a command that writes settings later
+// commands read (go env -w GOFLAGS=-toolexec=..., npm config set
+// script-shell ...): it asks when the command writes (the option or first
+// operand named by how; "" always), and deny rules see the values.
+func settingsWrite(how string) func(w *walker, cmd *Command, s scan) {
+	return func(w *walker, cmd *Command, s scan) {
+		writes := how == "" || slices.ContainsFunc(s.found, func(f found) bool { return f.name == how }) ||
+			len(s.operands) > 0 && cmd.Words[s.operands[0]] != nil && *cmd.Words[s.operands[0]] == how
+		if !writes {
+			return
+		}
+		cmd.ask("it writes settings that later commands read (they can name programs)")
+		for _, i := range s.operands {
+			if a := cmd.Words[i]; a != nil {
+				v := *a // a value (npm config set KEY VALUE) or KEY=VALUE
+				if _, after, ok := strings.Cut(v, "="); ok {
+					v = after
+				}
+				for _, part := range append([]string{v}, strings.Fields(v)...) {
+					_, inner, _ := strings.Cut(part, "=")
+					cmd.hidden = append(cmd.hidden, w.hiddenLine(part)...)
+					cmd.hidden = append(cmd.hidden, w.hiddenLine(inner)...)
+				}
+			}
+		}
+	}
+}

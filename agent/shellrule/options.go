@@ -134,7 +134,9 @@ func (t *tool) scan(words []*string, from int) scan {
 	for i := from; i < len(words); i++ {
 		a := words[i]
 		switch {
-		case a == nil || *a == "-" || !strings.HasPrefix(*a, "-") || (t.numbers && isNumber((*a)[1:])):
+		case a != nil && t.numbers && isNumber((*a)[1:]) && strings.HasPrefix(*a, "-"):
+			continue // -NUM (git grep -5)
+		case a == nil || *a == "-" || !strings.HasPrefix(*a, "-"):
 			// A word known only at run time may be an option: the line
 			// asks for it anyway, so it counts as an operand here.
 			s.operands = append(s.operands, i)

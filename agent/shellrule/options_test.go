@@ -26,7 +26,8 @@ func checkDecisions(t *testing.T, set Set, cases []decideCase) {
 func toolRules(t *testing.T) Set {
 	set, err := NewSet([]string{"go test *", "go build *", "go vet *", "go run *", "npm test *", "npm run *", "pnpm *",
 		"yarn *", "git grep *", "git rebase *", "git clone *", "git config *", "git bisect *", "git submodule *", "rg *",
-		"tar *", "rsync *", "ssh *", "scp *", "sed *", "awk *", "make *", "echo *", "cat *", "ls *"},
+		"tar *", "rsync *", "ssh *", "scp *", "sed *", "awk *", "make *", "echo *", "cat *", "ls *", "go env *",
+		"npm config *", "git *"},
 		[]string{"rm *", "curl *"})
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +63,11 @@ func TestOptionProgramsMeetDenyRules(t *testing.T) {
 		`git submodule foreach 'rm -rf x'`,            // shell code
 		`git bisect run rm -rf x`,                     // a command
 		`git config alias.x '!rm -rf x'`,              // a shell alias
+		`git -c alias.x='!rm -rf x' x`,                // in git -c
+		`git clone -c core.fsmonitor='rm -rf x' repo`, // in clone -c
+		`go env -w GOFLAGS=-toolexec=rm`,              // settings later go commands read
+		`npm config set script-shell rm`,              // and later npm commands
+		`npm --prefix sub exec rm x`,                  // a runner's command
 		`rg --pre rm foo`,                             // rg --pre
 		`rg --pre=/usr/bin/rm foo`,
 		`tar --to-command='rm -rf x' -xf a.tar`,                            // tar
@@ -142,6 +148,10 @@ func TestOptionProgramsNeedTheirOwnRule(t *testing.T) {
 		{`git -c core.pager=less grep foo`, Ask, "git -c"},
 		{`git --git-dir=/tmp/evil/.git grep foo`, Ask, "--git-dir"},
 		{`git config user.name Me`, Ask, "git config writes"},
+		{`go env -w GOFLAGS=-mod=mod`, Ask, "writes settings"},
+		{`go env GOPATH`, Allow, ""},
+		{`npm config set script-shell ./x`, Ask, "writes settings"},
+		{`npm config get script-shell`, Allow, ""},
 		{`git config --get user.name`, Allow, ""},
 		{`git config user.name`, Allow, ""},
 		{`rg -n foo --type go src`, Allow, ""},

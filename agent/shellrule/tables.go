@@ -49,7 +49,7 @@ func goTable() *tool {
 		// go test reads its flags after the packages too (testflag.go); -args
 		// and -- hand the rest to the test binary.
 		"test": goSub(0, goTestBinary, prefixed(goTestBinary, "-test."),
-			spec{flags: "-c -json", values: "-vet", programs: "-exec", stops: "-args"}),
+			spec{flags: "-c -json -args", values: "-vet", programs: "-exec", stops: "-args"}),
 		"vet": goSub(1, spec{flags: goVetAnalyzers, values: "-c -printf.funcs -printfuncs -unusedfuncs -unusedresult.funcs " +
 			"-unusedresult.stringmethods -unusedstringmethods", programs: "-vettool"}),
 		"fix": goSub(1, spec{flags: "-diff", programs: "-fixtool"}),
@@ -58,6 +58,7 @@ func goTable() *tool {
 		"get":      goSub(1, spec{flags: "-d -t -tool", optional: "-u"}),
 		"clean":    goSub(1, spec{flags: "-i -r -cache -testcache -modcache -fuzzcache"}),
 		"generate": goSub(1, spec{values: "-run -skip"}),
+		"env":      newTool(tool{name: "go env", lenient: true, operands: settingsWrite("-w")}, spec{flags: "-w -u -json -changed"}),
 	}}, spec{})
 }
 
@@ -130,7 +131,8 @@ var gitSpec = spec{
 		"--info-path --no-lazy-fetch --no-advice",
 	values:   "-C --work-tree --namespace --super-prefix --list-cmds --attr-source",
 	optional: "--exec-path",
-	asks:     "-c --config-env --exec-path --git-dir",
+	asks:     "--config-env --exec-path --git-dir",
+	checks:   "-c",
 }
 
 // gitSubs are the subcommands of git with options that run programs.
@@ -167,7 +169,8 @@ var gitSubs = map[string]spec{
 			"--shallow-exclude --separate-git-dir --server-option --filter --bundle-uri",
 		optional: "--recurse-submodules --recursive",
 		programs: "-u --upload-pack",
-		asks:     "--template -c --config", // hooks from a template, config that runs programs
+		asks:     "--template --config", // hooks from a template, config that runs programs
+		checks:   "-c",
 	},
 	"fetch": {
 		flags: "-v --verbose -q --quiet --all --set-upstream -a --append --atomic -f --force -m --multiple -t --tags " +
@@ -230,9 +233,9 @@ func gitTable() *tool {
 		}),
 	}
 	for name, s := range gitSubs {
-		subs[name] = newTool(tool{name: "git " + name, abbrev: true, negate: true, numbers: true}, s)
+		subs[name] = newTool(tool{name: "git " + name, abbrev: true, negate: true, numbers: true, check: gitConfigOption}, s)
 	}
-	return newTool(tool{name: "git", optionsEnd: 1, subs: subs}, gitSpec)
+	return newTool(tool{name: "git", optionsEnd: 1, subs: subs, check: gitConfigOption}, gitSpec)
 }
 
 var rgSpec = spec{
@@ -394,14 +397,15 @@ func init() {
 func toolTable() map[string]*tool {
 	awk := newTool(tool{name: "awk", abbrev: true, optionsEnd: 1, check: awkCheck, operands: awkOperands}, awkSpec)
 	mk := newTool(tool{name: "make", abbrev: true, operands: makeAssignments}, makeSpec)
+	tar := newTool(tool{name: "tar", abbrev: true, prepare: tarOldStyle, check: tarCheck}, tarSpec)
 	return map[string]*tool{
-		"go":    goTable(),
-		"git":   gitTable(),
-		"npm":   newTool(tool{name: "npm", abbrev: true, negate: true}, npmSpec),
-		"pnpm":  newTool(tool{name: "pnpm", abbrev: true, negate: true}, pnpmSpec),
-		"yarn":  newTool(tool{name: "yarn", abbrev: true, negate: true}, yarnSpec),
-		"rg":    newTool(tool{name: "rg", negate: true}, rgSpec),
-		"tar":   newTool(tool{name: "tar", abbrev: true, prepare: tarOldStyle, check: tarCheck}, tarSpec),
+		"go":   goTable(),
+		"git":  gitTable(),
+		"npm":  newTool(tool{name: "npm", abbrev: true, negate: true, subs: configSubs("npm", "config", "c", "set")}, npmSpec),
+		"pnpm": newTool(tool{name: "pnpm", abbrev: true, negate: true, subs: configSubs("pnpm", "config", "c", "set")}, pnpmSpec),
+		"yarn": newTool(tool{name: "yarn", abbrev: true, negate: true, subs: configSubs("yarn", "config")}, yarnSpec),
+		"rg":   newTool(tool{name: "rg", negate: true}, rgSpec),
+		"tar":  tar, "gtar": tar,
 		"rsync": newTool(tool{name: "rsync", negate: true}, rsyncSpec),
 		"ssh":   newTool(tool{name: "ssh", optionsEnd: 2, check: sshCheck, operands: sshRemote}, sshSpec),
 		"scp":   newTool(tool{name: "scp", check: sshCheck}, scpSpec),
@@ -478,6 +482,20 @@ var luaSpec = spec{
 	flags:  "-i -v -E -W",
 	values: "-l",
 	codes:  "-e",
+}
+
+// configSubs are a package manager's config subcommands: `npm config set
+// script-shell ...` changes what later commands run.
+func configSubs(name string, subs ...string) map[string]*tool {
+	m := map[string]*tool{}
+	for _, sub := range subs {
+		hook := settingsWrite("set")
+		if sub == "set" {
+			hook = settingsWrite("")
+		}
+		m[sub] = newTool(tool{name: name + " " + sub, lenient: true, operands: hook}, spec{})
+	}
+	return m
 }
 
 // merge joins specs.

@@ -105,12 +105,12 @@ func runnerAt(name string, words []*string) int {
 	if subs[0] == "" {
 		return 1
 	}
+	// The first word that names the subcommand: options before it may take
+	// values (npm --prefix DIR exec), and over-reading only shows deny
+	// rules more.
 	for i, a := range words[1:] {
-		if a != nil && !strings.HasPrefix(*a, "-") {
-			if slices.Contains(subs, *a) {
-				return i + 2
-			}
-			return 0
+		if a != nil && slices.Contains(subs, *a) {
+			return i + 2
 		}
 	}
 	return 0
