@@ -134,7 +134,7 @@ func (t *tool) scan(words []*string, from int) scan {
 	for i := from; i < len(words); i++ {
 		a := words[i]
 		switch {
-		case a != nil && t.numbers && isNumber((*a)[1:]) && strings.HasPrefix(*a, "-"):
+		case a != nil && t.numbers && strings.HasPrefix(*a, "-") && isNumber((*a)[1:]):
 			continue // -NUM (git grep -5)
 		case a == nil || *a == "-" || !strings.HasPrefix(*a, "-"):
 			// A word known only at run time may be an option: the line

@@ -141,6 +141,7 @@ func TestOptionProgramsNeedTheirOwnRule(t *testing.T) {
 		{`git grep -n -e foo -- '*.go'`, Allow, ""},
 		{`git grep -O foo`, Allow, ""}, // the user's own pager
 		{`git grep -5 foo`, Allow, ""},
+		{`git grep 00 '' `, Allow, ""}, // an empty word (found by FuzzDecide: it panicked)
 		{`git grep --frobnicate foo`, Ask, "unknown option --frobnicate"},
 		{`git rebase -x 'go test ./...' main`, Allow, ""}, // the command is allowed on its own
 		{`git rebase -x 'make install && ./evil' main`, Ask, `"./evil"`},
