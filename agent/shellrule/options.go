@@ -190,12 +190,13 @@ func (t *tool) long(s *scan, words []*string, i int) int {
 // returns the index of its last word.
 func (t *tool) short(s *scan, words []*string, i int) int {
 	a := *words[i]
-	if o, ok := t.opts[a]; ok && len(a) > 2 { // a long option with one dash (npm -ws, go -run)
-		s.found = append(s.found, found{at: i, valueAt: i, name: a, kind: o.kind})
+	if o, ok := t.opts[a]; ok && len(a) > 2 { // a long option with one dash (npm -ws, -iwr)
+		f := found{at: i, valueAt: i, name: a, kind: o.kind}
 		if o.kind.takesValue() && !o.optional && i+1 < len(words) {
-			s.found[len(s.found)-1].value, s.found[len(s.found)-1].hasValue, s.found[len(s.found)-1].valueAt = words[i+1], true, i+1
-			return i + 1
+			i++
+			f.value, f.hasValue, f.valueAt = words[i], true, i
 		}
+		s.found = append(s.found, f)
 		return i
 	}
 	for j := 1; j < len(a); j++ {
