@@ -8,6 +8,7 @@ import { deleted, errorText, mcpReport, modelItem, parseSessionDocPath, projectI
 import { cancelRun, followUpRun, launch, runPrompt } from "./launch";
 import { markdownDocuments } from "./markdownDocs";
 import { requests, type RunArgs, type SessionInfo } from "./protocol";
+import { acceptAll, acceptChange, acceptEdit, rejectAll, rejectChange, rejectEdit, showReview } from "./reviewCommands";
 
 /** The commands by id; package.json contributes exactly these. */
 export const commands = {
@@ -26,6 +27,13 @@ export const commands = {
   "agentLsp.askAboutSelection": askAboutSelection,
   "agentLsp.selectModel": selectModel,
   "agentLsp.showChat": showChat,
+  "agentLsp.showReview": showReview,
+  "agentLsp.acceptChange": acceptChange,
+  "agentLsp.rejectChange": rejectChange,
+  "agentLsp.acceptEdit": acceptEdit,
+  "agentLsp.rejectEdit": rejectEdit,
+  "agentLsp.acceptAll": acceptAll,
+  "agentLsp.rejectAll": rejectAll,
 } satisfies Record<string, (ctx: Ctx) => Cmd>;
 
 export type CommandId = keyof typeof commands;
