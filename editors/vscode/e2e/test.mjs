@@ -263,10 +263,10 @@ async function reviews() {
   step("Accept All applied every edit but the protected one");
 }
 
-/** The CodeLens of the editors whose text is title ("$(check) Accept" shows as "Accept"), top to bottom. */
+/** The CodeLens of the editors whose text is title ("$(check) Accept" shows as "Accept"; one without a command is a span), top to bottom. */
 async function lenses(title) {
   return page.evaluate((title) => {
-    return [...document.querySelectorAll(".codelens-decoration a")]
+    return [...document.querySelectorAll(".codelens-decoration a, .codelens-decoration > span")]
       .filter((a) => a.innerText.replace(/\u00a0/g, " ").trim() === title)
       .map((a) => a.getBoundingClientRect().top)
       .sort((x, y) => x - y);
