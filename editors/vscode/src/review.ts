@@ -162,7 +162,12 @@ export class Reviews implements vscode.Disposable {
     if (confirmations(params).length === 0) {
       return next(params, token());
     }
-    const review = await this.start(params);
+    let review: Review;
+    try {
+      review = await this.start(params);
+    } catch (e) {
+      return { applied: false, failureReason: `the edit could not be shown for review: ${e instanceof Error ? e.message : String(e)}` };
+    }
     const text = `${params.label ?? "agent: edit"}: ${review.why}${review.place ? ` (${review.place})` : ""}`;
     const auto = this.bulk.decide(review.files.map((f) => vscode.Uri.parse(f.uri).path), review.protected);
     let accepted: boolean;

@@ -254,3 +254,12 @@ test("the chat's card of a protected file's edit says Accept All leaves it", asy
   await g;
   t.dispose();
 });
+
+test("an edit of a file that cannot be read is refused with the reason, and nothing opens", async () => {
+  const t = setup();
+  const r = (await t.reviews.handle(edit("file:///nonexistent-agent-lsp/gone.txt"), t.next)) as ApplyWorkspaceEditResult;
+  assert.equal(r.applied, false);
+  assert.match(r.failureReason ?? "", /^the edit could not be shown for review: .*ENOENT/);
+  assert.deepEqual([t.passed.length, t.diffs().length, t.reviews.list().length], [0, 0, 0]);
+  t.dispose();
+});
