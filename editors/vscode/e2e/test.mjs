@@ -275,16 +275,16 @@ async function lenses(title) {
   }, title);
 }
 
-/** Clicks the i-th CodeLens (top to bottom) whose text is title. */
+/** Clicks the i-th CodeLens (top to bottom) whose text is title, with the mouse (the editor acts on the mouse-down, not on a click event). */
 async function clickLens(title, i) {
-  await waitFor(
+  const at = await waitFor(
     () =>
       page.evaluate(
         (title, i) => {
           const all = [...document.querySelectorAll(".codelens-decoration a")].filter((a) => a.innerText.replace(/\u00a0/g, " ").trim() === title);
           all.sort((x, y) => x.getBoundingClientRect().top - y.getBoundingClientRect().top);
-          all[i]?.click();
-          return Boolean(all[i]);
+          const r = all[i]?.getBoundingClientRect();
+          return r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : null;
         },
         title,
         i,
@@ -292,6 +292,7 @@ async function clickLens(title, i) {
     `CodeLens ${title} #${i + 1}`,
     30000,
   );
+  await page.mouse.click(at.x, at.y);
 }
 
 /** The content of the tool result the model received for callId (the scripted model records its requests). */
