@@ -59,7 +59,7 @@ export class Reviews implements vscode.Disposable {
   private open = new Map<number, Open>();
   private next = 0;
   private bulk = new Bulk();
-  /** The texts the diffs show, by URI path: originals (read-only) and proposals (editable). */
+  /** The texts the diffs show, by URI (scheme and path: both sides have one path): originals (read-only) and proposals (editable). */
   private texts = new Map<string, { text: Uint8Array; mtime: number }>();
   private changed = new vscode.EventEmitter<Review>();
   /** Fires when a review opens, changes (a hunk decided, the proposal edited) or ends. */
@@ -99,7 +99,7 @@ export class Reviews implements vscode.Disposable {
   register(): vscode.Disposable[] {
     const texts = this.texts;
     const read = (uri: vscode.Uri) => {
-      const t = texts.get(uri.path);
+      const t = texts.get(key(uri));
       if (!t) {
         throw vscode.FileSystemError.FileNotFound(uri);
       }
@@ -114,7 +114,7 @@ export class Reviews implements vscode.Disposable {
       readFile: (uri) => read(uri).text,
       writeFile: (uri, text) => {
         read(uri); // a review's proposal, never a new file
-        texts.set(uri.path, { text, mtime: Date.now() });
+        texts.set(key(uri), { text, mtime: Date.now() });
       },
       delete: () => {},
       rename: () => {
@@ -127,7 +127,7 @@ export class Reviews implements vscode.Disposable {
       this.onDidChange(() => lenses.fire()),
       vscode.workspace.registerFileSystemProvider(proposalScheme, proposals, { isCaseSensitive: true }),
       vscode.workspace.registerTextDocumentContentProvider(originalScheme, {
-        provideTextDocumentContent: (uri) => new TextDecoder().decode(texts.get(uri.path)?.text),
+        provideTextDocumentContent: (uri) => new TextDecoder().decode(texts.get(key(uri))?.text),
       }),
       vscode.languages.registerCodeLensProvider({ scheme: proposalScheme }, { onDidChangeCodeLenses: lenses.event, provideCodeLenses: (doc) => this.lenses(doc.uri) }),
     ];
@@ -197,8 +197,8 @@ export class Reviews implements vscode.Disposable {
       proposals: files.map((f, i) => side(proposalScheme, f, i)),
     };
     files.forEach((f, i) => {
-      this.texts.set(review.originals[i].path, { text: new TextEncoder().encode(f.original), mtime: Date.now() });
-      this.texts.set(review.proposals[i].path, { text: new TextEncoder().encode(f.proposed), mtime: Date.now() });
+      this.texts.set(key(review.originals[i]), { text: new TextEncoder().encode(f.original), mtime: Date.now() });
+      this.texts.set(key(review.proposals[i]), { text: new TextEncoder().encode(f.proposed), mtime: Date.now() });
     });
     return review;
   }
@@ -264,7 +264,7 @@ export class Reviews implements vscode.Disposable {
       .filter((t) => t.input instanceof vscode.TabInputTextDiff && sides.has(t.input.modified.toString()));
     await vscode.window.tabGroups.close(tabs, true).then(undefined, () => false);
     for (const u of [...review.originals, ...review.proposals]) {
-      this.texts.delete(u.path);
+      this.texts.delete(key(u));
     }
     this.update();
     this.changed.fire(review);
@@ -432,6 +432,11 @@ export class Reviews implements vscode.Disposable {
     this.stale();
     this.subs.forEach((d) => d.dispose());
   }
+}
+
+/** A side's key in the texts: its scheme and path. */
+function key(u: vscode.Uri): string {
+  return `${u.scheme}:${u.path}`;
 }
 
 /** The text of the file at uri: its open document's, else the disk's. */

@@ -9,7 +9,7 @@ import { beforeEach, test } from "node:test";
 import type { ApplyWorkspaceEditParams, ApplyWorkspaceEditResult } from "vscode-languageclient";
 import { reviewItem } from "../src/chatModel";
 import type { AgentEvent } from "../src/protocol";
-import { Reviews } from "../src/review";
+import { originalScheme, proposalScheme, Reviews } from "../src/review";
 import { Bulk, samePath } from "../src/reviewBulk";
 import { decision, hunksOf, isProtected, queuePlace, reviewFiles, why } from "../src/reviewModel";
 import { EventEmitter, stub, TabInputTextDiff, workspace } from "./vscode-stub";
@@ -151,6 +151,8 @@ test("a review: the diff opens, Accept on one hunk and Reject on the other apply
   const [diff] = t.diffs();
   assert.deepEqual(diff.args.slice(0, 3).map(String), [review.originals[0].toString(), review.proposals[0].toString(), "notes.txt: agent's proposal (1 of 2)"]);
   stub.tabs.push({ input: new TabInputTextDiff(review.originals[0] as never, review.proposals[0] as never) });
+  assert.equal(await stub.contentProviders.get(originalScheme).provideTextDocumentContent(review.originals[0]), file, "the left side: the file");
+  assert.equal(new TextDecoder().decode(stub.fsProviders.get(proposalScheme).readFile(review.proposals[0])), proposal, "the right side: the proposal");
   assert.equal(stub.items.get("agentLsp.review")?.text, "$(git-compare) Review notes.txt (1 of 2)");
   assert.ok(stub.items.get("agentLsp.acceptAll")?.visible && stub.items.get("agentLsp.rejectAll")?.visible);
   assert.deepEqual(t.notes, ["  ⧗ waiting for your review: agent: edit notes.txt: proposed by agent-lsp; accept or reject (1 of 2)"]);
