@@ -212,7 +212,7 @@ async function reviews() {
   await page.mouse.click(line.x, line.y);
   await page.keyboard.press("End");
   await page.keyboard.type(" edited");
-  await waitFor(() => page.evaluate(() => [...document.querySelectorAll(".editor.modified .view-line")].some((x) => x.innerText.trim() === "FIVE edited")), "the typed text in the proposal", 30000);
+  await waitFor(() => page.evaluate(() => [...document.querySelectorAll(".editor.modified .view-line")].some((x) => x.innerText.replace(/\u00a0/g, " ").trim() === "FIVE edited")), "the typed text in the proposal", 30000);
   // Accept Change (Ctrl+Alt+Y) on the hunk under the cursor: the last hunk decided answers the edit.
   await page.keyboard.down("Control");
   await page.keyboard.down("Alt");
@@ -234,16 +234,17 @@ async function reviews() {
   await palette("Notifications: Clear All Notifications");
   await agentRun("VSC review accept all");
   await waitFor(() => text(".statusbar").then((t) => t.includes("Accept All")), "Accept All in the status bar", 60000);
-  await waitFor(
+  const acceptAll = await waitFor(
     () =>
       page.evaluate(() => {
         const item = [...document.querySelectorAll(".statusbar-item")].find((i) => i.innerText.trim() === "Accept All");
-        (item?.querySelector("a") ?? item)?.click();
-        return Boolean(item);
+        const r = item?.getBoundingClientRect();
+        return r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : null;
       }),
     "the status bar's Accept All",
     30000,
   );
+  await page.mouse.click(acceptAll.x, acceptAll.y);
   step("clicked Accept All");
   await waitFor(() => text(".statusbar").then((t) => t.includes("Review AGENTS.md")), "the protected file's own review", 60000);
   const card = await waitFor(() => chatText(chat).then((t) => (t.includes("+# Agents (changed by the agent)") ? t : "")), "the protected edit's diff in the chat", 30000);
@@ -324,7 +325,7 @@ async function openedText(name) {
   await page.keyboard.type(name);
   await waitFor(() => text(".quick-input-list .monaco-list-row.focused").then((t) => t.includes(name)), `${name} in quick open`, 30000);
   await page.keyboard.press("Enter");
-  await waitFor(() => text(".tabs-container .tab.active").then((t) => t.includes(name)), `${name} in the editor`, 30000);
+  await waitFor(() => page.title().then((t) => t.includes(name)), `${name} in the editor (the window's title)`, 30000);
   await new Promise((r) => setTimeout(r, 500));
   return editorText();
 }
