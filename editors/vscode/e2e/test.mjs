@@ -178,7 +178,8 @@ async function reviews() {
   assert.match(status, /Review review\.txt/, status);
   assert.match(status, /Accept All/, status);
   await clickLens("Accept", 0); // line 2: TWO
-  await waitFor(() => lenses("Accepted").then((l) => l.length === 1), "the first hunk accepted", 30000);
+  // The editor asks for the CodeLens again a moment after they change: slow on a loaded host.
+  await waitFor(() => lenses("Accepted").then((l) => l.length === 1), "the first hunk accepted", 120000);
   await clickLens("Reject", 1); // line 7: SEVEN
   step("accepted the first hunk, rejected the second");
   const told = await toolResult("call_two_hunks");
@@ -283,7 +284,7 @@ async function clickLens(title, i) {
         i,
       ),
     `CodeLens ${title} #${i + 1}`,
-    30000,
+    120000,
   );
   await page.mouse.click(at.x, at.y);
 }
