@@ -76,8 +76,7 @@ async function run(page) {
   );
   step(`progress notification: ${JSON.stringify(progress.slice(0, 120))}`);
   await page.screenshot({ path: join(out, "progress.png") });
-  const status = await text(".statusbar");
-  assert.match(status, /agent: /, "the status bar shows the running agent");
+  await waitFor(() => text(".statusbar").then((t) => /agent: /.test(t)), "the status bar showing the running agent", 30000);
 
   const edited = await waitFor(() => editorText().then((t) => (t.includes("func Farewell(name string) string {") ? t : "")), "the edit in the editor", 60000);
   assert.match(edited, /return "Goodbye, " \+ name/);
