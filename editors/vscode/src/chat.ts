@@ -3,10 +3,12 @@
 // session picker. A prompt starts a new session, or follows up in the shown
 // one (queued while its run is going); #file, #file:PATH and #selection
 // attach context references (agent.run's context: the server reads them as
-// the editor has them, never pasted). Runs go through launch.ts, so they show
+// the editor has them, never pasted). Each agent edit waiting for review shows
+// with its diff and the review's buttons (review.ts). Runs go through launch.ts, so they show
 // in the status bar and notifications as the commands' runs do.
 import * as vscode from "vscode";
-import { ChatTranscript, parseRefs, type ChatItem, type RefLabel, type TypedRef } from "./chatModel";
+import { ChatTranscript, parseRefs, reviewItem, type ChatItem, type RefLabel, type TypedRef } from "./chatModel";
+import type { CommandId } from "./commands";
 import type { Ctx } from "./ctx";
 import { errorText } from "./format";
 import { cancelRun, followUpRun, runPrompt } from "./launch";
@@ -20,7 +22,21 @@ export type FromPage =
   | { type: "stop" }
   | { type: "sessions" }
   | { type: "pick"; session: string }
-  | { type: "open"; uri: string };
+  | { type: "open"; uri: string }
+  | { type: "review"; action: ReviewAction; id: number; file?: number; key?: string };
+
+/** The review's buttons in the chat: the commands they run (reviewCommands.ts). */
+const reviewActions = {
+  acceptChange: "agentLsp.acceptChange",
+  rejectChange: "agentLsp.rejectChange",
+  acceptEdit: "agentLsp.acceptEdit",
+  rejectEdit: "agentLsp.rejectEdit",
+  acceptAll: "agentLsp.acceptAll",
+  rejectAll: "agentLsp.rejectAll",
+  showReview: "agentLsp.showReview",
+} satisfies Record<string, CommandId>;
+
+export type ReviewAction = keyof typeof reviewActions;
 
 /** What the extension sends the page. */
 export type ToPage =
@@ -54,6 +70,7 @@ export class ChatView implements vscode.Disposable {
     this.subs.push(
       ctx.onAgentEvent((ev) => this.onEvent(ev)),
       ctx.runs.onIdle(() => this.postState()),
+      ctx.reviews.onDidChange((r) => this.post({ type: "items", items: [reviewItem(ctx.reviews.card(r))] })),
     );
   }
 
@@ -95,7 +112,7 @@ export class ChatView implements vscode.Disposable {
   /** The page's messages, by type. */
   private handlers: { [T in FromPage["type"]]: (m: Extract<FromPage, { type: T }>) => Promise<void> | void } = {
     ready: () => {
-      this.post({ type: "reset", items: this.transcript.all(), session: this.session ?? "" });
+      this.post({ type: "reset", items: this.withReviews(this.transcript.all()), session: this.session ?? "" });
       this.postState();
     },
     send: (m) => this.send(m.text),
@@ -105,7 +122,20 @@ export class ChatView implements vscode.Disposable {
     open: async (m) => {
       await vscode.window.showTextDocument(vscode.Uri.parse(m.uri), { preview: false });
     },
+    review: async (m) => {
+      const command = Object.hasOwn(reviewActions, m.action) ? reviewActions[m.action] : undefined;
+      if (!command) {
+        throw new Error(`unknown review action ${JSON.stringify(m.action)}`);
+      }
+      const args = m.action === "acceptChange" || m.action === "rejectChange" ? [m.id, m.file, m.key] : [m.id];
+      await vscode.commands.executeCommand(command, ...args);
+    },
   };
+
+  /** items, then the cards of the edits waiting for review (they belong to the window, not to a session). */
+  private withReviews(items: ChatItem[]): ChatItem[] {
+    return [...items, ...this.ctx.reviews.list().map((r) => reviewItem(this.ctx.reviews.card(r)))];
+  }
 
   /** Sends prompt: a new session, or a follow-up in the one shown (queued while its run is going). */
   async send(text: string): Promise<void> {
@@ -160,7 +190,7 @@ export class ChatView implements vscode.Disposable {
   async pick(session: string | undefined): Promise<void> {
     this.pending = undefined;
     this.transcript = session ? ChatTranscript.fromSession(await (await this.ctx.ready()).send(requests.session, { session })) : new ChatTranscript();
-    this.post({ type: "reset", items: this.transcript.all(), session: session ?? "" });
+    this.post({ type: "reset", items: this.withReviews(this.transcript.all()), session: session ?? "" });
     this.postState();
   }
 
@@ -278,6 +308,14 @@ textarea { width: 100%; box-sizing: border-box; min-height: 4em; resize: vertica
 button { background: var(--vscode-button-background); color: var(--vscode-button-foreground); border: none; padding: 4px 10px; cursor: pointer; }
 button.secondary { background: var(--vscode-button-secondaryBackground); color: var(--vscode-button-secondaryForeground); }
 button[hidden] { display: none; }
+.review { border-left: 2px solid var(--vscode-editorWarning-foreground, orange); padding-left: 6px; }
+.review .file { margin: 4px 0; }
+.hunk-head { margin-top: 4px; font-size: .9em; display: flex; gap: 4px; align-items: center; }
+.hunk-head button, .review-actions button { padding: 2px 8px; }
+.review-actions { display: flex; flex-wrap: wrap; gap: 4px; margin: 6px 0; }
+pre.diff { margin: 2px 0; }
+.diff .del { color: var(--vscode-gitDecoration-deletedResourceForeground, #c74e39); }
+.diff .add { color: var(--vscode-gitDecoration-addedResourceForeground, #587c0c); }
 </style></head>
 <body>
 <div id="bar"><select id="session" title="Session"><option value="">New chat</option></select><button id="new" class="secondary" title="New chat">+</button></div>
@@ -324,6 +362,12 @@ document.getElementById("new").addEventListener("click", () => vscode.postMessag
 log.addEventListener("click", (e) => {
   const a = e.target.closest("a[data-open]");
   if (a) { e.preventDefault(); vscode.postMessage({ type: "open", uri: a.dataset.open }); }
+  const r = e.target.closest("[data-review]");
+  if (r) {
+    e.preventDefault();
+    const d = r.dataset;
+    vscode.postMessage({ type: "review", action: d.review, id: Number(d.id), ...(d.file !== undefined && { file: Number(d.file), key: d.key }) });
+  }
 });
 vscode.postMessage({ type: "ready" });
 </script></body></html>`;
