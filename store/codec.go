@@ -2,7 +2,9 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"sync"
 
 	"github.com/klauspost/compress/s2"
@@ -57,8 +59,8 @@ var records = sync.OnceValue(func() *codec {
 	return &codec{enc: enc, dec: dec}
 })
 
-// pack returns v as stored: compressed when that pays, else v itself.
-func (c *codec) pack(v []byte) []byte {
+// compress returns v as stored: compressed when that pays, else v itself.
+func (c *codec) compress(v []byte) []byte {
 	if len(v) < minCompress || bytes.HasPrefix(v, zstdMagic) || v[0] == s2Tag {
 		return v
 	}
@@ -74,36 +76,128 @@ func (c *codec) pack(v []byte) []byte {
 	return z
 }
 
-// unpack returns a stored record's bytes: decompressed when it is a zstd
-// frame or an S2 block, else a copy of v (bbolt's memory is valid only in
-// its transaction).
-func (c *codec) unpack(v []byte) ([]byte, error) {
+// decompress returns a stored record's bytes: decompressed when it is a
+// zstd frame or an S2 block, else a copy of v (bbolt's memory is valid only
+// in its transaction).
+func (c *codec) decompress(v []byte) ([]byte, error) {
 	switch {
 	case bytes.HasPrefix(v, zstdMagic):
 		out, err := c.dec.DecodeAll(v, nil)
 		if err != nil {
-			return nil, fmt.Errorf("corrupt compressed record: %w", err)
+			return nil, fmt.Errorf("%w: corrupt compressed record: %v", ErrDamaged, err)
 		}
 		return out, nil
 	case len(v) > 0 && v[0] == s2Tag:
 		n, err := s2.DecodedLen(v[1:])
 		if err != nil || n > maxRecord {
-			return nil, fmt.Errorf("corrupt compressed record: %d bytes claimed, %v", n, err)
+			return nil, fmt.Errorf("%w: corrupt compressed record: %d bytes claimed, %v", ErrDamaged, n, err)
 		}
 		out, err := s2.Decode(make([]byte, n), v[1:])
 		if err != nil {
-			return nil, fmt.Errorf("corrupt compressed record: %w", err)
+			return nil, fmt.Errorf("%w: corrupt compressed record: %v", ErrDamaged, err)
 		}
 		return out, nil
 	}
 	return bytes.Clone(v), nil
 }
 
+// Every record a store of format 4 keeps is sealed: sealTag, the CRC32C
+// (Castagnoli, little-endian) of its place and its payload, then the
+// payload (the record compressed or raw, as compress returns it). The place
+// names where the record is kept (in a bbolt file its bucket and key), so
+// a record whose key or bucket name was damaged fails its check as one
+// whose bytes were. No record of an earlier format starts with sealTag:
+// raw JSON starts with a value or whitespace, a compressed record with s2Tag
+// or zstd's magic number.
+const (
+	sealTag  = 0x02
+	sealSize = 5
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// place is where a record is kept: a bucket, a key in it, and which part of
+// the record under that key (the head record holds two).
+type place struct {
+	bucket, key []byte
+	part        byte
+}
+
+// sum returns the CRC32C of the place and payload.
+func (p place) sum(payload []byte) uint32 {
+	var n [2 * binary.MaxVarintLen64]byte
+	h := binary.AppendUvarint(n[:0], uint64(len(p.bucket)))
+	h = binary.AppendUvarint(h, uint64(len(p.key)))
+	crc := crc32.Update(0, castagnoli, h)
+	crc = crc32.Update(crc, castagnoli, p.bucket)
+	crc = crc32.Update(crc, castagnoli, p.key)
+	crc = crc32.Update(crc, castagnoli, []byte{p.part})
+	return crc32.Update(crc, castagnoli, payload)
+}
+
+// seal returns payload sealed at place at.
+func seal(at place, payload []byte) []byte {
+	out := make([]byte, sealSize, sealSize+len(payload))
+	out[0] = sealTag
+	binary.LittleEndian.PutUint32(out[1:], at.sum(payload))
+	return append(out, payload...)
+}
+
+// unseal returns the payload of a record stored at place at, after checking
+// its seal. strict says the record's file seals every record (format 4 and
+// later): one without a seal is damage. Otherwise the file is of an earlier
+// format, which sealed none, and v is its payload as it is (its first byte
+// may be anything: a list item's starts with the length of its ID). The
+// payload refers to v.
+func unseal(at place, v []byte, strict bool) ([]byte, error) {
+	if !strict {
+		return v, nil
+	}
+	if len(v) == 0 || v[0] != sealTag {
+		return nil, fmt.Errorf("%w: the record has no checksum", ErrDamaged)
+	}
+	if len(v) < sealSize {
+		return nil, fmt.Errorf("%w: the record is cut short", ErrDamaged)
+	}
+	payload := v[sealSize:]
+	if binary.LittleEndian.Uint32(v[1:]) != at.sum(payload) {
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrDamaged)
+	}
+	return payload, nil
+}
+
+// packAt returns v as stored at place at: compressed when that pays, and
+// sealed.
+func (c *codec) packAt(at place, v []byte) []byte { return seal(at, c.compress(v)) }
+
+// unpackAt returns the record a packAt result stored at place at holds;
+// strict refuses a record without a seal.
+func (c *codec) unpackAt(at place, v []byte, strict bool) ([]byte, error) {
+	payload, err := unseal(at, v, strict)
+	if err != nil {
+		return nil, err
+	}
+	return c.decompress(payload)
+}
+
+// pack returns v as a record kept where no place is named: compressed when
+// that pays, and sealed. Every kind of record goes through it or packAt.
+func (c *codec) pack(v []byte) []byte { return c.packAt(place{}, v) }
+
+// unpack returns the record a pack result holds, or a record stored before
+// records were sealed (raw JSON, or compressed: never starting with
+// sealTag) as it is; damage is an error wrapping ErrDamaged.
+func (c *codec) unpack(v []byte) ([]byte, error) {
+	return c.unpackAt(place{}, v, len(v) > 0 && v[0] == sealTag)
+}
+
 // PackRecord returns a record's bytes as a store keeps them: compressed
-// when that pays (S2 or zstd), else the record itself. Every backend
+// when that pays (S2 or zstd), and sealed with a CRC32C. Every backend
 // stores records this way, so that they read back the same everywhere.
 func PackRecord(v []byte) []byte { return records().pack(v) }
 
-// UnpackRecord returns the record a PackRecord result holds; a damaged
-// compressed record is an error.
+// UnpackRecord returns the record a PackRecord result holds: a damaged one
+// (its checksum fails, or it does not decompress) is an error wrapping
+// ErrDamaged, never data. A record stored before records were sealed is
+// read as it is.
 func UnpackRecord(v []byte) ([]byte, error) { return records().unpack(v) }

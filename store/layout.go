@@ -40,6 +40,14 @@ import (
 // written by few steps, sort first. Values, pending writes and item bodies
 // are records (codec.go): compressed when that pays.
 //
+// Format 4 seals every record (codec.go): the value of each key above, and
+// each part of the head record on its own, carries a CRC32C of its bytes and
+// of its place (the bucket's name and the key), so damage anywhere in it,
+// its key or its bucket's name is found when it is read. The approvals'
+// values are sealed too; the format record stays 8 bytes, with its own
+// checksum beside it (kFormatSum), so that a binary of format 3 still reads
+// the version and refuses the file. Format 3 kept records without seals.
+//
 // Formats 1 and 2 kept the session index in a bucket of its own and each
 // namespace as nested buckets (values, lists, each list's items and an ID
 // index, pending): twelve pages per commit. Open converts them (migrate.go).
@@ -82,23 +90,36 @@ func parseThreadBucket(name []byte) (thread, ns string, ok bool) {
 // keyHead is the key of a namespace's head.
 var keyHead = []byte{kHead}
 
+// The parts of a head record, which are sealed on their own.
+const (
+	partHead    = 0
+	partSession = 1
+)
+
+// headPlace is the place of a part of namespace bucket's head record.
+func headPlace(bucket []byte, part byte) place {
+	return place{bucket: bucket, key: keyHead, part: part}
+}
+
 // encodeHead makes the head record of a namespace: uvarint(len(head)) head
-// session. head is the checkpoint's head (JSON), empty when the namespace
-// has no checkpoint yet; session the session record (JSON), kept in
-// namespace "" only, empty when there is none.
+// session, where head is the checkpoint's head (JSON, sealed at partHead),
+// empty when the namespace has no checkpoint yet, and session the session
+// record (JSON, sealed at partSession), kept in namespace "" only, empty
+// when there is none.
 func encodeHead(head, session []byte) []byte {
 	out := binary.AppendUvarint(make([]byte, 0, len(head)+len(session)+3), uint64(len(head)))
 	return append(append(out, head...), session...)
 }
 
-// splitHead splits a head record (nil: no record) into its parts.
+// splitHead splits a head record (nil: no record) into its parts, still
+// sealed.
 func splitHead(v []byte) (head, session []byte, err error) {
 	if v == nil {
 		return nil, nil, nil
 	}
 	n, k := binary.Uvarint(v)
 	if k <= 0 || uint64(len(v)-k) < n {
-		return nil, nil, fmt.Errorf("corrupt checkpoint head")
+		return nil, nil, fmt.Errorf("%w: the head record's parts cannot be told apart", ErrDamaged)
 	}
 	return v[k : k+int(n)], v[k+int(n):], nil
 }
@@ -139,31 +160,46 @@ func u64(v uint64) []byte {
 	return b[:]
 }
 
-// encodeItem stores an item as uvarint(len(id)) id body.
+// encodeItem makes an item's record, to be sealed: uvarint(len(id)) id
+// body, where body is stored as compress returns it.
 func encodeItem(id string, body []byte) []byte {
 	out := binary.AppendUvarint(make([]byte, 0, len(id)+len(body)+2), uint64(len(id)))
 	out = append(out, id...)
 	return append(out, body...)
 }
 
-// splitItem splits a stored item into its ID and its stored body, without
-// reading the body.
+// splitItem splits an item's record (unsealed) into its ID and its stored
+// body, without reading the body.
 func splitItem(v []byte) (id, body []byte, err error) {
 	n, k := binary.Uvarint(v)
 	if k <= 0 || uint64(len(v)-k) < n {
-		return nil, nil, fmt.Errorf("corrupt list item")
+		return nil, nil, fmt.Errorf("%w: the list item's ID cannot be read", ErrDamaged)
 	}
 	return v[k : k+int(n)], v[k+int(n):], nil
 }
 
-// decodeItem reads an item stored by encodeItem; its body may be
-// compressed (codec).
-func decodeItem(v []byte) (Item, error) {
-	id, stored, err := splitItem(v)
+// sealItem returns the stored value of an item at key k of bucket.
+func sealItem(bucket, k []byte, id string, body []byte) []byte {
+	return seal(place{bucket: bucket, key: k}, encodeItem(id, records().compress(body)))
+}
+
+// openItem returns the ID and the stored body of the item value v at key k
+// of bucket, checking its seal (strict: it must have one).
+func openItem(bucket, k, v []byte, strict bool) (id, body []byte, err error) {
+	payload, err := unseal(place{bucket: bucket, key: k}, v, strict)
+	if err != nil {
+		return nil, nil, err
+	}
+	return splitItem(payload)
+}
+
+// decodeItem reads the item value v at key k of bucket.
+func decodeItem(bucket, k, v []byte, strict bool) (Item, error) {
+	id, stored, err := openItem(bucket, k, v, strict)
 	if err != nil {
 		return Item{}, err
 	}
-	body, err := records().unpack(stored)
+	body, err := records().decompress(stored)
 	if err != nil {
 		return Item{}, err
 	}
@@ -178,7 +214,7 @@ func decodeItem(v []byte) (Item, error) {
 // the list is read from its end back, once per call and only as far as
 // needed (replacing a recent message reads a few items; removing old ones,
 // as compaction does, reads the list once).
-func applyOps(n *bolt.Bucket, list string, ops []Op) error {
+func applyOps(n *bolt.Bucket, bucket []byte, list string, ops []Op) error {
 	prefix := itemPrefix(list)
 	var want map[string]bool // the IDs the ops look up
 	for _, op := range ops {
@@ -193,7 +229,7 @@ func applyOps(n *bolt.Bucket, list string, ops []Op) error {
 	// wanted and not in keys is absent.
 	keys := map[string][]byte{}
 	if len(want) > 0 {
-		if err := findItems(n, prefix, want, keys); err != nil {
+		if err := findItems(n, bucket, prefix, want, keys); err != nil {
 			return err
 		}
 	}
@@ -228,7 +264,7 @@ func applyOps(n *bolt.Bucket, list string, ops []Op) error {
 					keys[op.ID] = key
 				}
 			}
-			if err := n.Put(key, encodeItem(op.ID, records().pack(op.Body))); err != nil {
+			if err := n.Put(key, sealItem(bucket, key, op.ID, op.Body)); err != nil {
 				return err
 			}
 		default:
@@ -242,11 +278,14 @@ func applyOps(n *bolt.Bucket, list string, ops []Op) error {
 // prefix has (the newest such item), reading the items from the last back
 // and stopping once all are found.
 //
+// An item whose record is damaged matches no ID: Load leaves it out, and
+// an upsert of its ID appends a new item.
+//
 // bbolt's Cursor.Prev does not step over a leaf that deletes earlier in
 // the same transaction emptied (Next, Seek and Last do): a walk back can
 // end early. When it ends without finding every ID, the items it did not
 // reach are read forward.
-func findItems(n *bolt.Bucket, prefix []byte, want map[string]bool, keys map[string][]byte) error {
+func findItems(n *bolt.Bucket, bucket, prefix []byte, want map[string]bool, keys map[string][]byte) error {
 	c := n.Cursor()
 	// The key after the range: prefix with its last byte (0) raised by one.
 	end := append(bytes.Clone(prefix[:len(prefix)-1]), 1)
@@ -259,9 +298,9 @@ func findItems(n *bolt.Bucket, prefix []byte, want map[string]bool, keys map[str
 	var lowest []byte // the lowest key the walk back read
 	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
 		lowest = k
-		id, _, err := splitItem(v)
+		id, _, err := openItem(bucket, k, v, true)
 		if err != nil {
-			return err
+			continue
 		}
 		if want[string(id)] {
 			if _, seen := keys[string(id)]; !seen {
@@ -275,9 +314,9 @@ func findItems(n *bolt.Bucket, prefix []byte, want map[string]bool, keys map[str
 	lowest = bytes.Clone(lowest)
 	found := map[string][]byte{} // the newest match of each ID the walk back missed
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && (lowest == nil || bytes.Compare(k, lowest) < 0); k, v = c.Next() {
-		id, _, err := splitItem(v)
+		id, _, err := openItem(bucket, k, v, true)
 		if err != nil {
-			return err
+			continue
 		}
 		if _, seen := keys[string(id)]; want[string(id)] && !seen {
 			found[string(id)] = bytes.Clone(k)

@@ -17,6 +17,14 @@ import (
 // ErrNotFound is returned for an unknown session or checkpoint.
 var ErrNotFound = errors.New("not found")
 
+// ErrDamaged is wrapped by the error of a read that met a damaged record
+// (its checksum fails, or it cannot be decoded) where the one asked for
+// should be: a checkpoint's head, a session's record. Damage is never
+// returned as data: records that are only part of what was asked for (a
+// list's items, a value, a pending write) are left out instead, and the
+// store names them through its warning path.
+var ErrDamaged = errors.New("damaged record")
+
 // ErrBusy is wrapped by the error of a shared store's lease on a session
 // that another live process holds; the error names the holder.
 var ErrBusy = errors.New("session is running elsewhere")

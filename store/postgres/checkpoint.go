@@ -148,7 +148,18 @@ func (s *Store) PutWrite(ctx context.Context, thread, ns, taskID string, w json.
 	return nil
 }
 
-// Load implements store.Checkpointer.
+// leftOut names a damaged record Load left out (WithWarn).
+func (s *Store) leftOut(thread, ns, what string, err error) {
+	where := fmt.Sprintf("session %q", thread)
+	if ns != "" {
+		where += fmt.Sprintf(", namespace %q", ns)
+	}
+	s.warn(fmt.Sprintf("%s: %s is damaged (%v) and was left out", where, what, err))
+}
+
+// Load implements store.Checkpointer. A record whose seal fails (or that
+// does not decompress) is left out and named (WithWarn), as the bbolt
+// store does: damage is never returned as data.
 func (s *Store) Load(ctx context.Context, thread, ns string) (*store.State, error) {
 	fail := func(err error) (*store.State, error) {
 		return nil, fmt.Errorf("load checkpoint %s/%s: %w", thread, ns, err)
@@ -197,7 +208,8 @@ func (s *Store) Load(ctx context.Context, thread, ns string) (*store.State, erro
 		case 1, 2:
 			v, err := store.UnpackRecord(body)
 			if err != nil {
-				return fail(fmt.Errorf("%s: %w", name, err))
+				s.leftOut(thread, ns, fmt.Sprintf("%s %q", map[int32]string{1: "value", 2: "pending write"}[kind], name), err)
+				continue
 			}
 			if kind == 1 {
 				st.Values[name] = v
@@ -207,7 +219,8 @@ func (s *Store) Load(ctx context.Context, thread, ns string) (*store.State, erro
 		case 3:
 			v, err := store.UnpackRecord(body)
 			if err != nil {
-				return fail(fmt.Errorf("list %s: %w", name, err))
+				s.leftOut(thread, ns, fmt.Sprintf("item %d of list %s", seq, name), err)
+				continue
 			}
 			it := store.Item{Body: v}
 			if id != nil {

@@ -1,0 +1,553 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/boltfile"
+)
+
+// source is a store file read with boltfile: never mapped, every page
+// checked before it is trusted. It is what a conversion from an earlier
+// format, a salvage of a damaged file and an import read.
+type source struct {
+	f      *boltfile.File
+	format uint64 // 1 when the file has no format record
+	// formatErr says the format record is damaged.
+	formatErr error
+	strict    bool // every record is sealed (format 4 and later)
+	tops      []topBucket
+	// problems is damage the layout cannot have, beside what f reports:
+	// by the name of the top-level bucket it is in ("" for the file).
+	problems []boltfile.Problem
+}
+
+// topBucket is a top-level bucket of a source.
+type topBucket struct {
+	name []byte
+	b    boltfile.Bucket
+	// bad says its header cannot be read: nothing of it can be.
+	bad bool
+}
+
+// rootWhere names the root bucket in problems: damage there may lose
+// sessions whose names cannot be read.
+const rootWhere = "(the index of buckets)"
+
+// readSource reads the top-level buckets and the format of the store file
+// r of size bytes. A file with no valid meta page is an error wrapping
+// boltfile.ErrNoMeta.
+func readSource(r io.ReaderAt, size int64) (*source, error) {
+	f, err := boltfile.Open(r, size)
+	if err != nil {
+		return nil, err
+	}
+	s := &source{f: f, format: 1}
+	err = f.Walk(f.Root(), rootWhere, func(k, v []byte, bucket bool) error {
+		b, err := boltfile.ParseBucket(bytes.Clone(v))
+		if !bucket {
+			err = errors.New("it is not marked as a bucket")
+		}
+		if err != nil {
+			s.problem(string(k), "the bucket cannot be read: "+err.Error())
+		}
+		s.tops = append(s.tops, topBucket{name: bytes.Clone(k), b: b, bad: err != nil})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if meta := s.top(bMeta); meta != nil {
+		s.readFormat(*meta)
+	}
+	s.strict = s.format >= 4 && s.formatErr == nil
+	return s, nil
+}
+
+func (s *source) problem(where, what string) {
+	s.problems = append(s.problems, boltfile.Problem{Where: where, What: what})
+}
+
+// top returns the top-level bucket name, nil if there is none (or it
+// cannot be read).
+func (s *source) top(name []byte) *boltfile.Bucket {
+	for i := range s.tops {
+		if bytes.Equal(s.tops[i].name, name) && !s.tops[i].bad {
+			return &s.tops[i].b
+		}
+	}
+	return nil
+}
+
+// readFormat reads the format record and its checksum from the meta bucket.
+func (s *source) readFormat(meta boltfile.Bucket) {
+	var rec, sum []byte
+	s.f.Walk(meta, string(bMeta), func(k, v []byte, bucket bool) error {
+		switch {
+		case bucket:
+		case bytes.Equal(k, kFormat):
+			rec = bytes.Clone(v)
+		case bytes.Equal(k, kFormatSum):
+			sum = bytes.Clone(v)
+		}
+		return nil
+	})
+	switch {
+	case rec == nil:
+		if sum != nil {
+			s.formatErr = errors.New("the format record is missing")
+		}
+	case len(rec) != 8:
+		s.formatErr = fmt.Errorf("the format record has %d bytes", len(rec))
+	case sum == nil && binary.BigEndian.Uint64(rec) >= 4 && binary.BigEndian.Uint64(rec) <= Format:
+		s.formatErr = errors.New("the format record's checksum is missing")
+	case sum != nil && (len(sum) != 4 || binary.LittleEndian.Uint32(sum) != formatSum(rec)):
+		s.formatErr = errors.New("the format record fails its checksum")
+	default:
+		s.format = binary.BigEndian.Uint64(rec)
+	}
+	if s.formatErr != nil {
+		s.problem(string(bMeta), s.formatErr.Error())
+	}
+}
+
+// formatSum is the checksum kept beside the format record rec.
+func formatSum(rec []byte) uint32 { return place{bucket: bMeta, key: kFormat}.sum(rec) }
+
+// formatRecords returns the format record of format f and its checksum.
+func formatRecords(f uint64) (rec, sum []byte) {
+	rec = u64(f)
+	return rec, binary.LittleEndian.AppendUint32(nil, formatSum(rec))
+}
+
+// legacy reports whether the file has buckets of formats 1 and 2.
+func (s *source) legacy() bool { return s.top(legacySessions) != nil || s.top(legacyThreads) != nil }
+
+// check walks every bucket of the file and returns its damage: the pages
+// (boltfile's checks) and what the layout cannot have (a record marked as a
+// nested bucket, an item beyond its namespace's counter, a bucket of no
+// known kind). Record seals are not checked: Load and Check find those.
+func (s *source) check() []boltfile.Problem {
+	for _, t := range s.tops {
+		where := string(t.name)
+		switch {
+		case t.bad:
+		case t.name[0] == threadPrefix:
+			if _, _, ok := parseThreadBucket(t.name); !ok {
+				s.problem(where, "the bucket's name cannot be read")
+			}
+			s.walkNamespace(t, func(k, v []byte) {})
+		case bytes.Equal(t.name, bMeta), bytes.Equal(t.name, bApprovals):
+			s.f.Walk(t.b, where, func(k, v []byte, bucket bool) error {
+				if bucket {
+					s.problem(where, fmt.Sprintf("the record %q is marked as a bucket", k))
+				}
+				return nil
+			})
+		case bytes.Equal(t.name, legacySessions), bytes.Equal(t.name, legacyThreads):
+			s.copyBucket(t.b, where, 0)
+		default:
+			s.problem(rootWhere, fmt.Sprintf("a bucket of no known kind: %q", t.name))
+		}
+	}
+	s.f.Unreached()
+	return append(s.f.Problems(), s.problems...)
+}
+
+// walkNamespace calls fn with each record of a namespace bucket of the
+// current layout, reporting (and skipping) what the layout cannot have.
+func (s *source) walkNamespace(t topBucket, fn func(k, v []byte)) {
+	if t.bad {
+		return
+	}
+	where := string(t.name)
+	s.f.Walk(t.b, where, func(k, v []byte, bucket bool) error {
+		if bucket {
+			s.problem(where, fmt.Sprintf("the record %x is marked as a bucket", k))
+			return nil
+		}
+		if k[0] == kItem && len(k) >= 10 && binary.BigEndian.Uint64(k[len(k)-8:]) > t.b.Seq {
+			s.problem(where, fmt.Sprintf("the item %x is beyond the namespace's counter %d", k, t.b.Seq))
+		}
+		fn(k, v)
+		return nil
+	})
+}
+
+// copyBucket reads bucket b (named where in problems) and its nested
+// buckets into memory.
+func (s *source) copyBucket(b boltfile.Bucket, where string, depth int) *bucketCopy {
+	out := &bucketCopy{seq: b.Seq}
+	s.f.Walk(b, where, func(k, v []byte, bucket bool) error {
+		e := entryCopy{key: bytes.Clone(k)}
+		if bucket {
+			sub, err := boltfile.ParseBucket(v)
+			if err != nil || depth >= 8 {
+				s.problem(where, fmt.Sprintf("the nested bucket %q cannot be read", k))
+				return nil
+			}
+			e.bucket = s.copyBucket(sub, where, depth+1)
+		} else {
+			e.value = bytes.Clone(v)
+		}
+		out.entries = append(out.entries, e)
+		return nil
+	})
+	return out
+}
+
+// bucketCopy is a bucket read into memory: its sequence and its entries in
+// key order, each a value or a nested bucket.
+type bucketCopy struct {
+	seq     uint64
+	entries []entryCopy
+}
+
+type entryCopy struct {
+	key, value []byte
+	bucket     *bucketCopy // set for a nested bucket; value is then nil
+}
+
+// sessionCopy is one session read from a store file, in the current
+// layout: the buckets of its namespaces, with what was left out of them.
+type sessionCopy struct {
+	id      []byte
+	buckets []flatBucket
+	size    int64
+	// record says the session has its session record.
+	record bool
+	// left names the records left out (damaged, or not convertible);
+	// damaged says the file's pages under the session are damaged.
+	left    []string
+	damaged bool
+}
+
+// sessions passes add every session of the source, both layouts, in the
+// current layout, with the records that can be read: a record whose seal
+// fails (or, in a file of an earlier format, that cannot be decoded) is
+// left out and named in the session's left.
+func (s *source) sessions(ctx context.Context, add func(sessionCopy) error) error {
+	if err := s.legacySessions(ctx, add); err != nil {
+		return err
+	}
+	for i := 0; i < len(s.tops); {
+		t := s.tops[i]
+		thread, _, ok := parseThreadBucket(t.name)
+		if t.name[0] != threadPrefix || !ok {
+			i++
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sc := sessionCopy{id: []byte(thread)}
+		before := s.problemCount()
+		for ; i < len(s.tops); i++ {
+			th, _, ok := parseThreadBucket(s.tops[i].name)
+			if s.tops[i].name[0] != threadPrefix || !ok || th != thread {
+				break
+			}
+			sc.buckets = append(sc.buckets, s.namespaceCopy(s.tops[i], &sc))
+		}
+		sc.damaged = s.problemCount() > before
+		if err := add(sc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// namespaceCopy reads a namespace bucket of the current layout for sc.
+func (s *source) namespaceCopy(t topBucket, sc *sessionCopy) flatBucket {
+	fb := flatBucket{name: t.name, seq: t.b.Seq}
+	_, ns, _ := parseThreadBucket(t.name)
+	where := "its record " // + the key, for what is left out
+	if ns != "" {
+		where = fmt.Sprintf("the record of namespace %q at ", ns)
+	}
+	s.walkNamespace(t, func(k, v []byte) {
+		sc.size += int64(len(k) + len(v))
+		var kept []byte
+		var err error
+		if k[0] == kHead && len(k) == 1 {
+			var lost []string
+			var record bool
+			kept, lost, record = keepHead(t.name, string(sc.id), ns == "", v, s.strict)
+			sc.record = sc.record || record
+			for _, l := range lost {
+				sc.left = append(sc.left, fmt.Sprintf("%s (%s)", l, where+"h"))
+			}
+		} else {
+			kept, err = keepRecord(t.name, k, v, s.strict)
+			if err != nil {
+				sc.left = append(sc.left, fmt.Sprintf("%s%x: %v", where, k, err))
+			}
+		}
+		if kept != nil {
+			fb.entries = append(fb.entries, flatEntry{key: bytes.Clone(k), value: kept})
+		}
+		if k[0] == kItem && len(k) >= 10 {
+			fb.seq = max(fb.seq, binary.BigEndian.Uint64(k[len(k)-8:]))
+		}
+	})
+	return fb
+}
+
+// keepRecord returns the value to store for the record v at key k of the
+// namespace bucket name, from a file whose records are all sealed when
+// strict: v itself when its seal holds, v sealed now when it has no seal
+// and its contents decode (a file of an earlier format). A record that
+// fails is an error. A key of no kind the layout knows is kept as it is.
+func keepRecord(name, k, v []byte, strict bool) ([]byte, error) {
+	at := place{bucket: name, key: k}
+	switch k[0] {
+	case kItem, kValue, kPending:
+	default:
+		return bytes.Clone(v), nil
+	}
+	payload, err := unseal(at, v, strict)
+	if err != nil {
+		return nil, err
+	}
+	if strict {
+		return bytes.Clone(v), nil
+	}
+	body := payload
+	if k[0] == kItem {
+		if _, parseItemOK := parseItemKey(k); !parseItemOK {
+			return nil, fmt.Errorf("%w: the item's key cannot be read", ErrDamaged)
+		}
+		if _, body, err = splitItem(payload); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := records().decompress(body); err != nil {
+		return nil, err
+	}
+	return seal(at, payload), nil
+}
+
+// keepHead returns the head record to store for the head record v of the
+// namespace bucket name of thread (root: its namespace ""), with the parts
+// that fail left out and named in lost; record says it keeps a session
+// record. Nil when no part is left.
+func keepHead(name []byte, thread string, root bool, v []byte, strict bool) (kept []byte, lost []string, record bool) {
+	h, sess, err := splitHead(v)
+	if err != nil {
+		return nil, []string{"the checkpoint's head and the session's record: " + err.Error()}, false
+	}
+	keep := func(part byte, raw []byte, check func([]byte) error) []byte {
+		if len(raw) == 0 {
+			return nil
+		}
+		at := headPlace(name, part)
+		payload, err := unseal(at, raw, strict)
+		if err == nil && !strict {
+			if err = check(payload); err == nil {
+				return seal(at, payload)
+			}
+		}
+		if err != nil {
+			what := "the checkpoint's head"
+			if part == partSession {
+				what = "the session's record"
+			}
+			lost = append(lost, fmt.Sprintf("%s: %v", what, err))
+			return nil
+		}
+		return bytes.Clone(raw)
+	}
+	h = keep(partHead, h, func(p []byte) error {
+		var hd head
+		if err := json.Unmarshal(p, &hd); err != nil {
+			return fmt.Errorf("%w: %v", ErrDamaged, err)
+		}
+		return nil
+	})
+	sess = keep(partSession, sess, func(p []byte) error {
+		var s Session
+		return decodeSession(p, thread, &s)
+	})
+	if h == nil && sess == nil {
+		return nil, lost, false
+	}
+	return encodeHead(h, sess), lost, root && sess != nil
+}
+
+// legacySessions passes add the sessions of the buckets of formats 1 and
+// 2, converted to the current layout (migrate.go): every thread, and every
+// session record without a thread.
+func (s *source) legacySessions(ctx context.Context, add func(sessionCopy) error) error {
+	index, threads := s.top(legacySessions), s.top(legacyThreads)
+	if index == nil && threads == nil {
+		return nil
+	}
+	records := map[string][]byte{}
+	var ids []string
+	if index != nil {
+		s.f.Walk(*index, string(legacySessions), func(k, v []byte, bucket bool) error {
+			if !bucket {
+				records[string(k)] = bytes.Clone(v)
+				ids = append(ids, string(k))
+			}
+			return nil
+		})
+	}
+	trees := map[string]boltfile.Bucket{}
+	if threads != nil {
+		s.f.Walk(*threads, string(legacyThreads), func(k, v []byte, bucket bool) error {
+			if b, err := boltfile.ParseBucket(bytes.Clone(v)); bucket && err == nil {
+				trees[string(k)] = b
+				if _, ok := records[string(k)]; !ok {
+					ids = append(ids, string(k))
+				}
+			}
+			return nil
+		})
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sc := sessionCopy{id: []byte(id), record: records[id] != nil}
+		before := s.problemCount()
+		var thread *bucketCopy
+		if b, ok := trees[id]; ok {
+			thread = s.copyBucket(b, string(threadBucket(id, "")), 0)
+		}
+		rec := records[id]
+		sc.size = int64(len(rec))
+		sc.buckets = convertLegacy([]byte(id), rec, thread, func(m string) { sc.left = append(sc.left, m) })
+		sc.damaged = s.problemCount() > before
+		for _, fb := range sc.buckets {
+			for _, e := range fb.entries {
+				sc.size += int64(len(e.key) + len(e.value))
+			}
+		}
+		if err := add(sc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// approvals returns the approvals of the source that can be read, sealed.
+func (s *source) approvals() (out []flatEntry, lost []string) {
+	b := s.top(bApprovals)
+	if b == nil {
+		return nil, nil
+	}
+	s.f.Walk(*b, string(bApprovals), func(k, v []byte, bucket bool) error {
+		if bucket {
+			return nil
+		}
+		at := place{bucket: bApprovals, key: k}
+		payload, err := unseal(at, v, s.strict)
+		if err != nil {
+			lost = append(lost, fmt.Sprintf("the approval %q: %v", k, err))
+			return nil
+		}
+		out = append(out, flatEntry{key: bytes.Clone(k), value: seal(at, payload)})
+		return nil
+	})
+	return out, lost
+}
+
+// describe says where problem p is and what it is, for people: a
+// session's bucket by the session's name.
+func describe(p boltfile.Problem) string {
+	if thread, ns, ok := parseThreadBucket([]byte(p.Where)); ok {
+		p.Where = fmt.Sprintf("session %q", thread)
+		if ns != "" {
+			p.Where += fmt.Sprintf(", namespace %q", ns)
+		}
+	} else if p.Where != "" && p.Where != rootWhere {
+		p.Where = fmt.Sprintf("the bucket %q", p.Where)
+	}
+	return p.Error()
+}
+
+// problemCount is how much damage the source found so far.
+func (s *source) problemCount() int { return len(s.f.Problems()) + len(s.problems) }
+
+// unattributed returns the damage found that is not in a session's
+// buckets: the file's own, its index's, the approvals'.
+func (s *source) unattributed() []string {
+	var out []string
+	for _, p := range append(s.f.Problems(), s.problems...) {
+		if _, _, ok := parseThreadBucket([]byte(p.Where)); !ok {
+			out = append(out, describe(p))
+		}
+	}
+	return out
+}
+
+// copyReport says what a copy of a store file kept and left out.
+type copyReport struct {
+	whole, partial, empty []string // sessions kept whole, in part, with nothing readable
+	left                  []string // what was left out, one sentence each
+	problems              []string // damage not tied to a session
+}
+
+// add records the outcome of copying sc.
+func (r *copyReport) add(sc *sessionCopy) {
+	id := string(sc.id)
+	kept := 0
+	for _, fb := range sc.buckets {
+		kept += len(fb.entries)
+	}
+	switch {
+	case kept == 0 && (sc.damaged || len(sc.left) > 0):
+		r.empty = append(r.empty, id)
+	case sc.damaged || len(sc.left) > 0:
+		r.partial = append(r.partial, id)
+	default:
+		r.whole = append(r.whole, id)
+	}
+	for _, l := range sc.left {
+		r.left = append(r.left, fmt.Sprintf("session %q: %s", id, l))
+	}
+}
+
+// String says what the copy kept and lost, for the user.
+func (r *copyReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d session(s) kept whole", len(r.whole))
+	if len(r.partial) > 0 {
+		fmt.Fprintf(&b, ", %d kept in part (%s)", len(r.partial), names(r.partial))
+	}
+	if len(r.empty) > 0 {
+		fmt.Fprintf(&b, ", %d lost (%s)", len(r.empty), names(r.empty))
+	}
+	if len(r.left) > 0 {
+		fmt.Fprintf(&b, "; %d damaged record(s) left out", len(r.left))
+	}
+	if len(r.problems) > 0 {
+		fmt.Fprintf(&b, "; damage that no session could be named for (sessions in it may be lost): %s", strings.Join(r.problems[:min(3, len(r.problems))], "; "))
+		if len(r.problems) > 3 {
+			fmt.Fprintf(&b, " and %d more", len(r.problems)-3)
+		}
+	}
+	return b.String()
+}
+
+// names lists session IDs, the first ten.
+func names(ids []string) string {
+	q := make([]string, 0, min(10, len(ids)))
+	for _, id := range ids[:min(10, len(ids))] {
+		q = append(q, fmt.Sprintf("%q", id))
+	}
+	s := strings.Join(q, ", ")
+	if len(ids) > 10 {
+		s += fmt.Sprintf(" and %d more", len(ids)-10)
+	}
+	return s
+}
