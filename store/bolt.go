@@ -65,7 +65,7 @@ type Bolt struct {
 	// opened is the damage of the file a read-only view was salvaged
 	// from, which Check reports.
 	opened []string
-	c        *Committer[boltWork]
+	c      *Committer[boltWork]
 	// release removes what a read-only view made (a converted copy of an
 	// older or damaged file); nil when it made nothing.
 	release   func()

@@ -326,4 +326,3 @@ func renameImported(path string) (string, error) {
 	}
 	return to, nil
 }
-

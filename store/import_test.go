@@ -624,9 +624,9 @@ func TestImportCyclicPages(t *testing.T) {
 			if at < 8 {
 				t.Fatal("the inline bucket was not found")
 			}
-			page := data[at+8:]                      // after the bucket header: the inline page
+			page := data[at+8:]                           // after the bucket header: the inline page
 			le.PutUint16(page[8:], boltfile.BranchPage)   // flags
-			le.PutUint16(page[10:], 1)               // one element
+			le.PutUint16(page[10:], 1)                    // one element
 			le.PutUint64(page[boltfile.PageHeader+8:], 0) // pointing at page 0: itself
 		}},
 		{"a branch page pointing at itself", func(t *testing.T, data []byte) {

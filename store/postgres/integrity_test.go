@@ -21,7 +21,7 @@ func TestDamagedRecordLeftOut(t *testing.T) {
 	ctx := context.Background()
 	err := s.Put(ctx, store.Checkpoint{Thread: "t", Step: 1, Status: store.StatusDone,
 		Values: map[string]json.RawMessage{"v": json.RawMessage(`"value"`)},
-		Lists: map[string][]store.Op{"m": {{Kind: store.OpAppend, ID: "a", Body: json.RawMessage(`"greet.go"`)}, {Kind: store.OpAppend, ID: "b", Body: json.RawMessage(`"kept"`)}}}})
+		Lists:  map[string][]store.Op{"m": {{Kind: store.OpAppend, ID: "a", Body: json.RawMessage(`"greet.go"`)}, {Kind: store.OpAppend, ID: "b", Body: json.RawMessage(`"kept"`)}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
