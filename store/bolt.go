@@ -56,9 +56,10 @@ type Bolt struct {
 	durability Durability
 	warn       func(string) // reports records skipped while reading
 	recovered  string       // what Open did with a damaged file, "" if nothing
-	// strict says every record of the file is sealed (format 4): one
-	// without a seal is damage. Only a read-only view of an older file
-	// reads records without seals.
+	// strict says the file's records are sealed (format 4): they are
+	// sealed when written, and one without a seal is damage when read. It
+	// is false only for a read-only view of a file of format 3, and for a
+	// benchmark's reference store, which writes as format 3 did.
 	strict   bool
 	readOnly bool
 	damage   damageLog
@@ -237,13 +238,13 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 		}
 	}
 	for list, ops := range cp.Lists {
-		if err := applyOps(n, name, list, ops); err != nil {
+		if err := applyOps(n, name, list, ops, b.strict); err != nil {
 			return fmt.Errorf("list %s: %w", list, err)
 		}
 	}
 	for k, v := range cp.Values {
 		key := valueKey(k)
-		if err := n.Put(key, records().packAt(place{bucket: name, key: key}, v)); err != nil {
+		if err := n.Put(key, records().packAs(b.strict, place{bucket: name, key: key}, v)); err != nil {
 			return err
 		}
 	}
@@ -257,13 +258,13 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 		if err != nil {
 			return err
 		}
-		session = seal(headPlace(name, partSession), v)
+		session = sealAs(b.strict, headPlace(name, partSession), v)
 	} else if idx != nil {
-		if err := putSession(tx, *idx); err != nil {
+		if err := putSession(tx, *idx, b.strict); err != nil {
 			return err
 		}
 	}
-	return n.Put(keyHead, encodeHead(seal(headPlace(name, partHead), h), session))
+	return n.Put(keyHead, encodeHead(sealAs(b.strict, headPlace(name, partHead), h), session))
 }
 
 // checkLists refuses list names the layout cannot keep apart.
@@ -310,7 +311,7 @@ func (b *Bolt) PutWrite(ctx context.Context, thread, ns, taskID string, w json.R
 		if n.Get(k) != nil {
 			return nil
 		}
-		return n.Put(k, records().packAt(place{bucket: name, key: k}, w))
+		return n.Put(k, records().packAs(b.strict, place{bucket: name, key: k}, w))
 	}
 	if err := b.write(ctx, threadKey{thread, ns}, apply, false); err != nil {
 		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, err)
@@ -359,6 +360,7 @@ func loadNamespace(n *bolt.Bucket, name []byte, strict bool) (s *State, damaged 
 	var headRec []byte
 	records := 0
 	var maxSeq uint64
+	pre := bucketSum(name)
 	c := n.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if k[0] == kHead && len(k) == 1 {
@@ -366,7 +368,7 @@ func loadNamespace(n *bolt.Bucket, name []byte, strict bool) (s *State, damaged 
 			continue
 		}
 		records++
-		if what, err := loadRecord(s, name, k, v, strict); err != nil {
+		if what, err := loadRecord(s, name, pre, k, v, strict); err != nil {
 			damaged = append(damaged, damage{what: what, err: err})
 		}
 		if k[0] == kItem && len(k) >= 10 {
@@ -402,7 +404,7 @@ func loadNamespace(n *bolt.Bucket, name []byte, strict bool) (s *State, damaged 
 
 // loadRecord adds the record v at key k of namespace bucket name to s;
 // what names it in a report of its damage.
-func loadRecord(s *State, name, k, v []byte, strict bool) (what string, err error) {
+func loadRecord(s *State, name []byte, pre uint32, k, v []byte, strict bool) (what string, err error) {
 	switch k[0] {
 	case kItem:
 		list, ok := parseItemKey(k)
@@ -413,7 +415,7 @@ func loadRecord(s *State, name, k, v []byte, strict bool) (what string, err erro
 		if v == nil {
 			return what, fmt.Errorf("%w: it is marked as a bucket", ErrDamaged)
 		}
-		it, err := decodeItem(name, k, v, strict)
+		it, err := decodeItem(in(name, pre, k), v, strict)
 		if err != nil {
 			if id, _, ierr := splitItem(v[min(len(v), sealSize):]); ierr == nil && len(id) > 0 && len(id) <= 64 {
 				what += fmt.Sprintf(" (ID %q, as far as it can be read)", id)
@@ -430,7 +432,7 @@ func loadRecord(s *State, name, k, v []byte, strict bool) (what string, err erro
 		if v == nil {
 			return what, fmt.Errorf("%w: it is marked as a bucket", ErrDamaged)
 		}
-		body, err := records().unpackAt(place{bucket: name, key: k}, v, strict)
+		body, err := records().unpackAt(in(name, pre, k), v, strict)
 		if err != nil {
 			return what, err
 		}
@@ -442,7 +444,7 @@ func loadRecord(s *State, name, k, v []byte, strict bool) (what string, err erro
 
 // putSession stores s's record in its thread's head record, next to the
 // records its steps write.
-func putSession(tx *bolt.Tx, s Session) error {
+func putSession(tx *bolt.Tx, s Session, strict bool) error {
 	v, err := json.Marshal(s)
 	if err != nil {
 		return err
@@ -455,7 +457,7 @@ func putSession(tx *bolt.Tx, s Session) error {
 	if err != nil {
 		h = nil // a damaged head record: the checkpoint's head is lost with it
 	}
-	return n.Put(keyHead, encodeHead(h, seal(headPlace(threadBucket(s.ID, ""), partSession), v)))
+	return n.Put(keyHead, encodeHead(h, sealAs(strict, headPlace(threadBucket(s.ID, ""), partSession), v)))
 }
 
 // PutSession implements Sessions.
@@ -463,7 +465,7 @@ func (b *Bolt) PutSession(ctx context.Context, s Session) error {
 	if b.readOnly {
 		return fmt.Errorf("put session %s: %w", s.ID, ErrReadOnly)
 	}
-	if err := b.submit(func(tx *bolt.Tx) error { return putSession(tx, s) }, true); err != nil {
+	if err := b.submit(func(tx *bolt.Tx) error { return putSession(tx, s, b.strict) }, true); err != nil {
 		return fmt.Errorf("put session %s: %w", s.ID, err)
 	}
 	return nil
@@ -681,7 +683,7 @@ func (b *Bolt) SetApproval(ctx context.Context, key, value string) error {
 		if value == "" {
 			return bk.Delete([]byte(key))
 		}
-		return bk.Put([]byte(key), seal(place{bucket: bApprovals, key: []byte(key)}, []byte(value)))
+		return bk.Put([]byte(key), sealAs(b.strict, place{bucket: bApprovals, key: []byte(key)}, []byte(value)))
 	}, true)
 	if err != nil {
 		return fmt.Errorf("store approval: %w", err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
@@ -58,19 +57,11 @@ func (b *Bolt) Check(ctx context.Context) (CheckReport, error) {
 func (b *Bolt) checkPages() ([]string, error) {
 	b.swap.Lock()
 	defer b.swap.Unlock()
-	f, err := os.Open(b.db.Path())
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	src, err := readSource(f, fi.Size())
+	src, err := readSource(b.db.Path())
 	if err != nil {
 		return []string{err.Error()}, nil
 	}
+	defer src.close()
 	var out []string
 	for _, p := range src.check() {
 		out = append(out, describe(p))

@@ -121,18 +121,48 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type place struct {
 	bucket, key []byte
 	part        byte
+	// pre, when set, is bucketSum(bucket): computed once by a reader of
+	// many records of one bucket.
+	pre    uint32
+	hasPre bool
 }
 
-// sum returns the CRC32C of the place and payload.
+// bucketSum is the CRC32C of a place's bucket, the first part of its sum:
+// uvarint(len(bucket)) bucket.
+func bucketSum(bucket []byte) uint32 {
+	return crc32.Update(crcUvarint(0, uint64(len(bucket))), castagnoli, bucket)
+}
+
+// in returns the place of key (part 0) in the bucket whose bucketSum is pre.
+func in(bucket []byte, pre uint32, key []byte) place {
+	return place{bucket: bucket, key: key, pre: pre, hasPre: true}
+}
+
+// sum returns the CRC32C of the place and payload: uvarint(len(bucket))
+// bucket uvarint(len(key)) key part payload.
 func (p place) sum(payload []byte) uint32 {
-	var n [2 * binary.MaxVarintLen64]byte
-	h := binary.AppendUvarint(n[:0], uint64(len(p.bucket)))
-	h = binary.AppendUvarint(h, uint64(len(p.key)))
-	crc := crc32.Update(0, castagnoli, h)
-	crc = crc32.Update(crc, castagnoli, p.bucket)
+	crc := p.pre
+	if !p.hasPre {
+		crc = bucketSum(p.bucket)
+	}
+	crc = crcUvarint(crc, uint64(len(p.key)))
 	crc = crc32.Update(crc, castagnoli, p.key)
-	crc = crc32.Update(crc, castagnoli, []byte{p.part})
+	crc = crcByte(crc, p.part)
 	return crc32.Update(crc, castagnoli, payload)
+}
+
+// crcByte is crc32.Update of one byte, without a slice to allocate.
+func crcByte(crc uint32, b byte) uint32 {
+	c := ^crc
+	return ^(castagnoli[byte(c)^b] ^ (c >> 8))
+}
+
+// crcUvarint is crc32.Update of v's uvarint encoding.
+func crcUvarint(crc uint32, v uint64) uint32 {
+	for ; v >= 0x80; v >>= 7 {
+		crc = crcByte(crc, byte(v)|0x80)
+	}
+	return crcByte(crc, byte(v))
 }
 
 // seal returns payload sealed at place at.
@@ -164,6 +194,20 @@ func unseal(at place, v []byte, strict bool) ([]byte, error) {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrDamaged)
 	}
 	return payload, nil
+}
+
+// sealAs returns payload as a file whose records are sealed when strict
+// keeps it: sealed at place at, or as it is.
+func sealAs(strict bool, at place, payload []byte) []byte {
+	if !strict {
+		return payload
+	}
+	return seal(at, payload)
+}
+
+// packAs is packAt for a file whose records are sealed when strict.
+func (c *codec) packAs(strict bool, at place, v []byte) []byte {
+	return sealAs(strict, at, c.compress(v))
 }
 
 // packAt returns v as stored at place at: compressed when that pays, and

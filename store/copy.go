@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
@@ -27,6 +26,8 @@ type source struct {
 	// problems is damage the layout cannot have, beside what f reports:
 	// by the name of the top-level bucket it is in ("" for the file).
 	problems []boltfile.Problem
+	// close releases the file; nothing read from it is valid after.
+	close func() error
 }
 
 // topBucket is a top-level bucket of a source.
@@ -42,14 +43,14 @@ type topBucket struct {
 const rootWhere = "(the index of buckets)"
 
 // readSource reads the top-level buckets and the format of the store file
-// r of size bytes. A file with no valid meta page is an error wrapping
-// boltfile.ErrNoMeta.
-func readSource(r io.ReaderAt, size int64) (*source, error) {
-	f, err := boltfile.Open(r, size)
+// at path; close releases it. A file with no valid meta page is an error
+// wrapping boltfile.ErrNoMeta.
+func readSource(path string) (*source, error) {
+	f, close, err := boltfile.OpenPath(path)
 	if err != nil {
 		return nil, err
 	}
-	s := &source{f: f, format: 1}
+	s := &source{f: f, format: 1, close: close}
 	err = f.Walk(f.Root(), rootWhere, func(k, v []byte, bucket bool) error {
 		b, err := boltfile.ParseBucket(bytes.Clone(v))
 		if !bucket {
@@ -62,6 +63,7 @@ func readSource(r io.ReaderAt, size int64) (*source, error) {
 		return nil
 	})
 	if err != nil {
+		close()
 		return nil, err
 	}
 	if meta := s.top(bMeta); meta != nil {
@@ -143,6 +145,7 @@ func (s *source) check() []boltfile.Problem {
 			if _, _, ok := parseThreadBucket(t.name); !ok {
 				s.problem(where, "the bucket's name cannot be read")
 			}
+			s.verifyName(t)
 			s.walkNamespace(t, func(k, v []byte) {})
 		case bytes.Equal(t.name, bMeta), bytes.Equal(t.name, bApprovals):
 			s.f.Walk(t.b, where, func(k, v []byte, bucket bool) error {
@@ -237,24 +240,32 @@ func (s *source) sessions(ctx context.Context, add func(sessionCopy) error) erro
 	if err := s.legacySessions(ctx, add); err != nil {
 		return err
 	}
-	for i := 0; i < len(s.tops); {
-		t := s.tops[i]
-		thread, _, ok := parseThreadBucket(t.name)
-		if t.name[0] != threadPrefix || !ok {
-			i++
+	// The namespaces of each thread, in the order of their names, with
+	// names the seals of their records say were damaged put right.
+	var order []string
+	groups := map[string][]topBucket{}
+	for _, t := range s.tops {
+		if t.bad || t.name[0] != threadPrefix {
 			continue
 		}
+		t.name, _ = s.verifyName(t)
+		thread, _, ok := parseThreadBucket(t.name)
+		if !ok {
+			continue
+		}
+		if groups[thread] == nil {
+			order = append(order, thread)
+		}
+		groups[thread] = append(groups[thread], t)
+	}
+	for _, thread := range order {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		sc := sessionCopy{id: []byte(thread)}
 		before := s.problemCount()
-		for ; i < len(s.tops); i++ {
-			th, _, ok := parseThreadBucket(s.tops[i].name)
-			if s.tops[i].name[0] != threadPrefix || !ok || th != thread {
-				break
-			}
-			sc.buckets = append(sc.buckets, s.namespaceCopy(s.tops[i], &sc))
+		for _, t := range groups[thread] {
+			sc.buckets = append(sc.buckets, s.namespaceCopy(t, &sc))
 		}
 		sc.damaged = s.problemCount() > before
 		if err := add(sc); err != nil {
@@ -262,6 +273,71 @@ func (s *source) sessions(ctx context.Context, add func(sessionCopy) error) erro
 		}
 	}
 	return nil
+}
+
+// errEnough stops a walk that read what it needed.
+var errEnough = errors.New("enough")
+
+// verifyName checks the name of the namespace bucket t against the seals
+// of its first records (they cover it): the name when one holds. When none
+// does, a name one bit away from t's for which they all hold is the
+// bucket's true one (CRC32C tells a one-bit change in records this size
+// apart from every other), reported as damage and returned; failing that,
+// the bucket's name or records are damaged, which is reported, and ok is
+// false. A file of an earlier format, without seals, cannot tell.
+func (s *source) verifyName(t topBucket) (name []byte, ok bool) {
+	if !s.strict || t.bad {
+		return t.name, true
+	}
+	type sealed struct {
+		key, v []byte
+		part   byte
+	}
+	var recs []sealed
+	s.f.Reread(t.b, string(t.name), func(k, v []byte, bucket bool) error {
+		switch {
+		case bucket:
+		case k[0] == kHead && len(k) == 1:
+			if h, sess, err := splitHead(v); err == nil {
+				if len(h) > 0 {
+					recs = append(recs, sealed{bytes.Clone(k), bytes.Clone(h), partHead})
+				} else if len(sess) > 0 {
+					recs = append(recs, sealed{bytes.Clone(k), bytes.Clone(sess), partSession})
+				}
+			}
+		case k[0] == kItem, k[0] == kValue, k[0] == kPending:
+			recs = append(recs, sealed{bytes.Clone(k), bytes.Clone(v), partHead})
+		}
+		if len(recs) == 3 {
+			return errEnough
+		}
+		return nil
+	})
+	holds := func(name []byte, all bool) bool {
+		n := 0
+		pre := bucketSum(name)
+		for _, r := range recs {
+			at := in(name, pre, r.key)
+			at.part = r.part
+			if _, err := unseal(at, r.v, true); err == nil {
+				n++
+			}
+		}
+		return n > 0 && (!all || n == len(recs))
+	}
+	if len(recs) == 0 || holds(t.name, false) {
+		return t.name, true
+	}
+	for i := range len(t.name) * 8 {
+		cand := bytes.Clone(t.name)
+		cand[i/8] ^= 1 << (i % 8)
+		if _, _, ok := parseThreadBucket(cand); ok && holds(cand, true) {
+			s.problem(string(t.name), fmt.Sprintf("the bucket's name was damaged (one bit): it is %q", cand))
+			return cand, true
+		}
+	}
+	s.problem(string(t.name), "the seals of the bucket's first records fail: its name or they are damaged")
+	return t.name, false
 }
 
 // namespaceCopy reads a namespace bucket of the current layout for sc.

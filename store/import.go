@@ -104,10 +104,11 @@ func (b *Bolt) importLocked(ctx context.Context, path string, after func()) (n i
 		}
 		return 0, nil
 	}
-	src, err := readSource(f, fi.Size())
+	src, err := readSource(path)
 	if err != nil {
 		return 0, &CorruptError{Path: path, Cause: err.Error()}
 	}
+	defer src.close()
 	if src.formatErr == nil && src.format > Format {
 		return 0, fmt.Errorf("%w (store format %d; this agent-lsp reads formats up to %d)", ErrNewerFormat, src.format, Format)
 	}

@@ -178,24 +178,25 @@ func splitItem(v []byte) (id, body []byte, err error) {
 	return v[k : k+int(n)], v[k+int(n):], nil
 }
 
-// sealItem returns the stored value of an item at key k of bucket.
-func sealItem(bucket, k []byte, id string, body []byte) []byte {
-	return seal(place{bucket: bucket, key: k}, encodeItem(id, records().compress(body)))
+// sealItem returns the stored value of an item at key k of bucket, sealed
+// when strict.
+func sealItem(bucket, k []byte, id string, body []byte, strict bool) []byte {
+	return sealAs(strict, place{bucket: bucket, key: k}, encodeItem(id, records().compress(body)))
 }
 
-// openItem returns the ID and the stored body of the item value v at key k
-// of bucket, checking its seal (strict: it must have one).
-func openItem(bucket, k, v []byte, strict bool) (id, body []byte, err error) {
-	payload, err := unseal(place{bucket: bucket, key: k}, v, strict)
+// openItem returns the ID and the stored body of the item value v at place
+// at, checking its seal (strict: it must have one).
+func openItem(at place, v []byte, strict bool) (id, body []byte, err error) {
+	payload, err := unseal(at, v, strict)
 	if err != nil {
 		return nil, nil, err
 	}
 	return splitItem(payload)
 }
 
-// decodeItem reads the item value v at key k of bucket.
-func decodeItem(bucket, k, v []byte, strict bool) (Item, error) {
-	id, stored, err := openItem(bucket, k, v, strict)
+// decodeItem reads the item value v at place at.
+func decodeItem(at place, v []byte, strict bool) (Item, error) {
+	id, stored, err := openItem(at, v, strict)
 	if err != nil {
 		return Item{}, err
 	}
@@ -214,7 +215,7 @@ func decodeItem(bucket, k, v []byte, strict bool) (Item, error) {
 // the list is read from its end back, once per call and only as far as
 // needed (replacing a recent message reads a few items; removing old ones,
 // as compaction does, reads the list once).
-func applyOps(n *bolt.Bucket, bucket []byte, list string, ops []Op) error {
+func applyOps(n *bolt.Bucket, bucket []byte, list string, ops []Op, strict bool) error {
 	prefix := itemPrefix(list)
 	var want map[string]bool // the IDs the ops look up
 	for _, op := range ops {
@@ -229,7 +230,7 @@ func applyOps(n *bolt.Bucket, bucket []byte, list string, ops []Op) error {
 	// wanted and not in keys is absent.
 	keys := map[string][]byte{}
 	if len(want) > 0 {
-		if err := findItems(n, bucket, prefix, want, keys); err != nil {
+		if err := findItems(n, bucket, prefix, want, keys, strict); err != nil {
 			return err
 		}
 	}
@@ -264,7 +265,7 @@ func applyOps(n *bolt.Bucket, bucket []byte, list string, ops []Op) error {
 					keys[op.ID] = key
 				}
 			}
-			if err := n.Put(key, sealItem(bucket, key, op.ID, op.Body)); err != nil {
+			if err := n.Put(key, sealItem(bucket, key, op.ID, op.Body, strict)); err != nil {
 				return err
 			}
 		default:
@@ -285,7 +286,8 @@ func applyOps(n *bolt.Bucket, bucket []byte, list string, ops []Op) error {
 // the same transaction emptied (Next, Seek and Last do): a walk back can
 // end early. When it ends without finding every ID, the items it did not
 // reach are read forward.
-func findItems(n *bolt.Bucket, bucket, prefix []byte, want map[string]bool, keys map[string][]byte) error {
+func findItems(n *bolt.Bucket, bucket, prefix []byte, want map[string]bool, keys map[string][]byte, strict bool) error {
+	pre := bucketSum(bucket)
 	c := n.Cursor()
 	// The key after the range: prefix with its last byte (0) raised by one.
 	end := append(bytes.Clone(prefix[:len(prefix)-1]), 1)
@@ -298,7 +300,7 @@ func findItems(n *bolt.Bucket, bucket, prefix []byte, want map[string]bool, keys
 	var lowest []byte // the lowest key the walk back read
 	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
 		lowest = k
-		id, _, err := openItem(bucket, k, v, true)
+		id, _, err := openItem(in(bucket, pre, k), v, strict)
 		if err != nil {
 			continue
 		}
@@ -314,7 +316,7 @@ func findItems(n *bolt.Bucket, bucket, prefix []byte, want map[string]bool, keys
 	lowest = bytes.Clone(lowest)
 	found := map[string][]byte{} // the newest match of each ID the walk back missed
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && (lowest == nil || bytes.Compare(k, lowest) < 0); k, v = c.Next() {
-		id, _, err := openItem(bucket, k, v, true)
+		id, _, err := openItem(in(bucket, pre, k), v, strict)
 		if err != nil {
 			continue
 		}

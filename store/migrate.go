@@ -140,7 +140,7 @@ func convertList(name []byte, thread string, l entryCopy, skip func(string)) []f
 				continue
 			}
 			key := append(itemPrefix(string(l.key)), it.key...)
-			out = append(out, flatEntry{key, sealItem(name, key, string(id), body)}) // format 1's raw records compress now
+			out = append(out, flatEntry{key, sealItem(name, key, string(id), body, true)}) // format 1's raw records compress now
 		}
 	}
 	return out

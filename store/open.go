@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -77,11 +76,12 @@ func inspect(path string) (fileState, error) {
 	if st.size == 0 {
 		return st, nil
 	}
-	src, err := readSource(f, st.size)
+	src, err := readSource(path)
 	if err != nil {
 		st.problems = []boltfile.Problem{{What: err.Error()}}
 		return st, nil
 	}
+	defer src.close()
 	st.format, st.legacy = src.format, src.legacy()
 	st.newer = src.formatErr == nil && src.format > Format
 	if st.newer {
@@ -132,9 +132,14 @@ func openFile(path string) (db *bolt.DB, recovered string, notes []string, err e
 }
 
 // openBolt is bolt.Open under the fault guard, with its corruption errors
-// (and ErrTimeout: ErrLocked) as the store's. bbolt's file handle of an
-// open that panicked is left to its finalizer, which releases the file
-// lock; nothing else closes it.
+// (and ErrTimeout: ErrLocked) as the store's.
+//
+// An open that panicked leaves bbolt's memory map of the file behind, and
+// with it the file's lock (the map holds the open file): nothing can
+// release them until the process exits, and a salvage then fails with
+// ErrLocked. inspect, which reads the file without bbolt first, is what
+// keeps bbolt from meeting such a file; only a file that changes between
+// the two can.
 func openBolt(path string, readOnly bool) (db *bolt.DB, err error) {
 	err = guarded(path, func() error {
 		var err error
@@ -143,7 +148,6 @@ func openBolt(path string, readOnly bool) (db *bolt.DB, err error) {
 	})
 	var corrupt *CorruptError
 	if errors.As(err, &corrupt) {
-		runtime.GC() // let the abandoned file's finalizer close it
 		return nil, err
 	}
 	if errors.Is(err, berrors.ErrTimeout) {
@@ -352,15 +356,6 @@ func upgrade(path string) ([]string, error) {
 // not) into a new store file at dst, in this format, synced.
 func copyStore(src, dst string) (copyReport, error) {
 	var rep copyReport
-	f, err := os.Open(src)
-	if err != nil {
-		return rep, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return rep, err
-	}
 	os.Remove(dst)
 	db, err := bolt.Open(dst, 0o600, &bolt.Options{Timeout: LockTimeout, NoSync: true})
 	if err != nil {
@@ -370,9 +365,10 @@ func copyStore(src, dst string) (copyReport, error) {
 		db.Close()
 		return rep, err
 	}
-	s, err := readSource(f, fi.Size())
+	s, err := readSource(src)
 	if err == nil {
 		rep, err = writeSource(context.Background(), s, db)
+		s.close()
 	} else if errors.Is(err, boltfile.ErrNoMeta) {
 		rep.problems, err = []string{err.Error()}, nil // nothing can be found in it
 	}

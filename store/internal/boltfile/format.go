@@ -1,6 +1,6 @@
-// Package boltfile reads bbolt files without bbolt: page by page, with
-// pread, never through a memory map, checking every page before it is
-// trusted. The store uses it where bbolt cannot be trusted with a file: to
+// Package boltfile reads bbolt files without bbolt: page by page,
+// checking every page before it is trusted (bbolt trusts the file, and its
+// reads of a damaged one fault, panic or loop). The store uses it where bbolt cannot be trusted with a file: to
 // check a file before bbolt maps it (a damaged page tree makes bbolt fault,
 // panic or loop), and to read what a damaged file still holds.
 //

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
+	"syscall"
 )
 
 // Problem is one piece of damage found in a file.
@@ -31,6 +33,8 @@ func (p Problem) Error() string {
 
 // File is a bbolt file read page by page. It is not safe for concurrent
 // use, and a file another process writes while it is read may look damaged.
+// Its callbacks' slices are valid only during the call, and only until the
+// file is closed.
 //
 // Invariants: a page is read only once its id is below the pages the file
 // holds and it is not an ancestor of itself on the path being walked, so a
@@ -40,7 +44,11 @@ func (p Problem) Error() string {
 // previous one's) are checked, so a damaged page is reported and skipped,
 // never half read.
 type File struct {
-	r     io.ReaderAt
+	r io.ReaderAt
+	// mem is the file's memory map when it was opened by OpenPath: pages
+	// are sliced from it, never read with a system call. unmap releases it.
+	mem   []byte
+	unmap func() error
 	meta  Meta
 	pages uint64 // pages that can be read: the meta's count, or fewer when the file is cut short
 	free  []bool // pages the freelist holds; nil when it is unknown (damaged, or not kept)
@@ -83,24 +91,58 @@ func Open(r io.ReaderAt, size int64) (*File, error) {
 	return f, nil
 }
 
-// OpenPath is Open of the file at path; close closes it.
+// OpenPath is Open of the file at path, read through a read-only memory
+// map: its pages are sliced, not copied, and no walk makes a system call.
+// Every read of the map is bounds-checked against the file's size, and a
+// fault (the file cut short while it is read) becomes a Problem: Walk and
+// the other methods run under the fault guard. close releases the file.
 func OpenPath(path string) (f *File, close func() error, err error) {
 	fd, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
+	defer fd.Close() // the map outlives the descriptor
 	fi, err := fd.Stat()
 	if err != nil {
-		fd.Close()
 		return nil, nil, err
 	}
-	f, err = Open(fd, fi.Size())
+	size := fi.Size()
+	if size <= 0 || size != int64(int(size)) {
+		return nil, nil, fmt.Errorf("%w: the file has %d bytes", ErrNoMeta, size)
+	}
+	mem, err := syscall.Mmap(int(fd.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
-		fd.Close()
+		return nil, nil, fmt.Errorf("map the file: %w", err)
+	}
+	unmap := func() error { return syscall.Munmap(mem) }
+	err = guard(func() error {
+		var err error
+		f, err = Open(bytes.NewReader(mem), size)
+		return err
+	})
+	if err != nil {
+		unmap()
 		return nil, nil, err
 	}
-	return f, fd.Close, nil
+	f.mem, f.unmap = mem, unmap
+	return f, unmap, nil
 }
+
+// guard runs fn with faults turned into panics, and a panic into an error:
+// reading a map of a file that was cut short faults.
+func guard(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%w: %v", errFault, v)
+		}
+	}()
+	return fn()
+}
+
+// errFault stops a walk of a file that changed (was cut short) while it was
+// read.
+var errFault = errors.New("the file changed while it was read")
 
 // Meta returns the meta record the file is read as of.
 func (f *File) Meta() Meta { return f.meta }
@@ -168,9 +210,14 @@ func (f *File) readPage(id uint64) ([]byte, pageHeader, error) {
 		}
 		return nil, pageHeader{}, fmt.Errorf("page %d is out of the file's %d pages", id, f.meta.Pgid)
 	}
-	hdr := make([]byte, PageHeader)
-	if _, err := f.r.ReadAt(hdr, int64(id*ps)); err != nil {
-		return nil, pageHeader{}, fmt.Errorf("page %d cannot be read: %w", id, err)
+	var hdr []byte
+	if f.mem != nil {
+		hdr = f.mem[id*ps : id*ps+PageHeader]
+	} else {
+		hdr = make([]byte, PageHeader)
+		if _, err := f.r.ReadAt(hdr, int64(id*ps)); err != nil {
+			return nil, pageHeader{}, fmt.Errorf("page %d cannot be read: %w", id, err)
+		}
 	}
 	h := parseHeader(hdr)
 	if h.id != id {
@@ -178,6 +225,9 @@ func (f *File) readPage(id uint64) ([]byte, pageHeader, error) {
 	}
 	if uint64(h.overflow) >= f.pages-id {
 		return nil, h, fmt.Errorf("page %d runs %d pages past the end of the file", id, h.overflow)
+	}
+	if f.mem != nil {
+		return f.mem[id*ps : (id+1+uint64(h.overflow))*ps], h, nil
 	}
 	p := make([]byte, (1+uint64(h.overflow))*ps)
 	if _, err := f.r.ReadAt(p, int64(id*ps)); err != nil {
@@ -193,15 +243,32 @@ func (f *File) maxVisits() int { return 2*int(f.pages) + 1024 }
 // Walk calls fn with every element of bucket b's tree, in key order: its
 // key, its value, and whether it is a nested bucket (whose value
 // ParseBucket reads). k and v are valid only during the call. Damaged pages
-// and elements are reported as Problems under where and skipped; fn's
+// are reported as Problems under where and skipped; an element whose key is
+// out of order is reported and passed on; fn's
 // error stops the walk and is returned, as is the error that stops a walk
 // of a file whose pages point at each other far more than a tree's do.
 func (f *File) Walk(b Bucket, where string, fn func(k, v []byte, bucket bool) error) error {
-	w := walk{f: f, where: where, fn: fn}
-	if b.inline != nil {
-		return w.page(0, b.inline, nil, nil)
+	return f.walk(walk{f: f, where: where, fn: fn}, b)
+}
+
+// Reread is Walk of a bucket walked before (or to be walked after): the
+// pages it reads are not marked reached, nor reported as reached twice.
+func (f *File) Reread(b Bucket, where string, fn func(k, v []byte, bucket bool) error) error {
+	return f.walk(walk{f: f, where: where, fn: fn, again: true}, b)
+}
+
+func (f *File) walk(w walk, b Bucket) error {
+	where := w.where
+	err := guard(func() error {
+		if b.inline != nil {
+			return w.page(0, b.inline, nil, nil)
+		}
+		return w.visit(b.root, nil, nil)
+	})
+	if errors.Is(err, errFault) {
+		f.problem(where, 0, err.Error())
 	}
-	return w.visit(b.root, nil, nil)
+	return err
 }
 
 // TreePages returns the pages of bucket b's own tree (not of the buckets
@@ -218,7 +285,9 @@ func (f *File) TreePages(b Bucket, where string) []uint64 {
 			w.seen = append(w.seen, i)
 		}
 	}
-	w.visit(b.root, nil, nil)
+	if err := guard(func() error { return w.visit(b.root, nil, nil) }); err != nil {
+		f.problem(where, 0, err.Error())
+	}
 	return w.seen
 }
 
@@ -235,6 +304,7 @@ type walk struct {
 	// pages, when set, is told each page read (TreePages); seen is its list.
 	pages func(id uint64, overflow uint32)
 	seen  []uint64
+	again bool // Reread: pages are not marked reached
 }
 
 // visit reads page id, whose keys must lie in [lo, hi) (nil: unbounded).
@@ -258,7 +328,7 @@ func (w *walk) visit(id uint64, lo, hi []byte) error {
 		f.problem(w.where, id, err.Error())
 		return nil
 	}
-	for i := id; i <= id+uint64(h.overflow); i++ {
+	for i := id; i <= id+uint64(h.overflow) && !w.again; i++ {
 		if f.reached[i] {
 			f.problem(w.where, i, "the page is reached twice")
 		}
@@ -300,9 +370,10 @@ func (w *walk) page(id uint64, p []byte, lo, hi []byte) error {
 	}
 	if h.flags == LeafPage {
 		for _, e := range elems {
-			if !w.inOrder(id, e.key, lo, hi) {
-				continue
-			}
+			// A key out of order is reported and still passed on: its
+			// value may be whole, and the caller can tell (the store's
+			// records are sealed with their keys).
+			w.inOrder(id, e.key, lo, hi)
 			if err := w.fn(e.key, e.value, e.flags&BucketLeaf != 0); err != nil {
 				return err
 			}
@@ -333,7 +404,7 @@ func inRange(key, lo, hi []byte) bool {
 }
 
 // inOrder reports whether the leaf key may come next in the walk: after
-// the last key passed on and within [lo, hi). A key out of order is
+// the last key in order and within [lo, hi). A key out of order is
 // reported.
 func (w *walk) inOrder(id uint64, key, lo, hi []byte) bool {
 	if !inRange(key, lo, hi) {
