@@ -15,25 +15,15 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/layout"
+	"github.com/agent-lsp/agent-lsp/store/internal/record"
 )
 
-var (
-	// bApprovals holds the user's approvals of what repositories ask to run.
-	bApprovals = []byte("approvals")
-	// bMeta holds the store's own records: kFormat, its format version
-	// (8 bytes, big-endian), and kFormatSum, the CRC32C of that record
-	// (formats 4 and later).
-	bMeta      = []byte("meta")
-	kFormat    = []byte("format")
-	kFormatSum = []byte("format-sum")
-)
-
-// Format is the store format this binary writes. 2 compressed records
-// (codec.go); 3 keeps each thread's namespace in one bucket (layout.go); 4
-// seals every record with a checksum. A file without a format record is of
-// format 1 (records raw). Open converts files of formats 1 to 3 to 4
-// (upgrade.go) and refuses newer ones.
-const Format = 4
+// Format is the store format this binary writes (store/internal/layout):
+// 4 seals every record with a checksum. Open converts files of formats 1 to
+// 3 (store/internal/convert) and refuses newer ones.
+const Format = layout.Format
 
 // ErrNewerFormat is returned by Open for a store written by a newer
 // agent-lsp, whose records this binary may not read.
@@ -199,7 +189,7 @@ func headStep(raw []byte) (int, error) {
 // nsBucket returns the bucket of (thread, ns), creating it when create is
 // set (nil when it does not exist and create is not).
 func nsBucket(tx *bolt.Tx, thread, ns string, create bool) (*bolt.Bucket, error) {
-	name := threadBucket(thread, ns)
+	name := layout.ThreadBucket(thread, ns)
 	if !create {
 		return tx.Bucket(name), nil
 	}
@@ -207,17 +197,17 @@ func nsBucket(tx *bolt.Tx, thread, ns string, create bool) (*bolt.Bucket, error)
 	if err != nil {
 		return nil, err
 	}
-	n.FillPercent = appendFill
+	n.FillPercent = layout.AppendFill
 	return n, nil
 }
 
 func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
-	name := threadBucket(cp.Thread, cp.Namespace)
+	name := layout.ThreadBucket(cp.Thread, cp.Namespace)
 	n, err := nsBucket(tx, cp.Thread, cp.Namespace, true)
 	if err != nil {
 		return err
 	}
-	oldHead, session, err := splitHead(n.Get(keyHead))
+	oldHead, session, err := layout.SplitHead(n.Get(layout.KeyHead))
 	if err != nil {
 		// A damaged head record: the new head replaces it, and the
 		// session record goes with it unless this step writes one.
@@ -226,13 +216,13 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 	if len(oldHead) > 0 {
 		// The pending writes belong to the old head's step: a new step, or
 		// a head whose step cannot be read, drops them.
-		raw, err := unseal(headPlace(name, partHead), oldHead, b.strict)
+		raw, err := record.Unseal(layout.HeadPlace(name, layout.PartHead), oldHead, b.strict)
 		oldStep := -1
 		if err == nil {
 			oldStep, err = headStep(raw)
 		}
 		if err != nil || oldStep != cp.Step {
-			if err := deletePrefix(n, []byte{kPending}); err != nil {
+			if err := deletePrefix(n, []byte{layout.KPending}); err != nil {
 				return err
 			}
 		}
@@ -243,8 +233,8 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 		}
 	}
 	for k, v := range cp.Values {
-		key := valueKey(k)
-		if err := n.Put(key, records().packAs(b.strict, place{bucket: name, key: key}, v)); err != nil {
+		key := layout.ValueKey(k)
+		if err := n.Put(key, record.PackAs(b.strict, record.Place{Bucket: name, Key: key}, v)); err != nil {
 			return err
 		}
 	}
@@ -258,13 +248,13 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 		if err != nil {
 			return err
 		}
-		session = sealAs(b.strict, headPlace(name, partSession), v)
+		session = record.SealAs(b.strict, layout.HeadPlace(name, layout.PartSession), v)
 	} else if idx != nil {
 		if err := putSession(tx, *idx, b.strict); err != nil {
 			return err
 		}
 	}
-	return n.Put(keyHead, encodeHead(sealAs(b.strict, headPlace(name, partHead), h), session))
+	return n.Put(layout.KeyHead, layout.EncodeHead(record.SealAs(b.strict, layout.HeadPlace(name, layout.PartHead), h), session))
 }
 
 // checkLists refuses list names the layout cannot keep apart.
@@ -301,17 +291,17 @@ func (b *Bolt) PutWrite(ctx context.Context, thread, ns, taskID string, w json.R
 	if b.readOnly {
 		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, ErrReadOnly)
 	}
-	name := threadBucket(thread, ns)
+	name := layout.ThreadBucket(thread, ns)
 	apply := func(tx *bolt.Tx) error {
 		n, err := nsBucket(tx, thread, ns, true)
 		if err != nil {
 			return err
 		}
-		k := pendingKey(taskID)
+		k := layout.PendingKey(taskID)
 		if n.Get(k) != nil {
 			return nil
 		}
-		return n.Put(k, records().packAs(b.strict, place{bucket: name, key: k}, w))
+		return n.Put(k, record.PackAs(b.strict, record.Place{Bucket: name, Key: k}, w))
 	}
 	if err := b.write(ctx, threadKey{thread, ns}, apply, false); err != nil {
 		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, err)
@@ -337,7 +327,7 @@ func (b *Bolt) Load(ctx context.Context, thread, ns string) (*State, error) {
 			return ErrNotFound
 		}
 		var err error
-		s, damaged, err = loadNamespace(n, threadBucket(thread, ns), b.strict)
+		s, damaged, err = loadNamespace(n, layout.ThreadBucket(thread, ns), b.strict)
 		return err
 	})
 	for _, d := range damaged {
@@ -360,10 +350,10 @@ func loadNamespace(n *bolt.Bucket, name []byte, strict bool) (s *State, damaged 
 	var headRec []byte
 	records := 0
 	var maxSeq uint64
-	pre := bucketSum(name)
+	pre := record.BucketSum(name)
 	c := n.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if k[0] == kHead && len(k) == 1 {
+		if k[0] == layout.KHead && len(k) == 1 {
 			headRec = v
 			continue
 		}
@@ -371,7 +361,7 @@ func loadNamespace(n *bolt.Bucket, name []byte, strict bool) (s *State, damaged 
 		if what, err := loadRecord(s, name, pre, k, v, strict); err != nil {
 			damaged = append(damaged, damage{what: what, err: err})
 		}
-		if k[0] == kItem && len(k) >= 10 {
+		if k[0] == layout.KItem && len(k) >= 10 {
 			maxSeq = max(maxSeq, binary.BigEndian.Uint64(k[len(k)-8:]))
 		}
 	}
@@ -384,9 +374,9 @@ func loadNamespace(n *bolt.Bucket, name []byte, strict bool) (s *State, damaged 
 		}
 		return nil, damaged, ErrNotFound
 	}
-	h, _, err := splitHead(headRec)
+	h, _, err := layout.SplitHead(headRec)
 	if err == nil && len(h) > 0 {
-		h, err = unseal(headPlace(name, partHead), h, strict)
+		h, err = record.Unseal(layout.HeadPlace(name, layout.PartHead), h, strict)
 	}
 	if err != nil {
 		return nil, damaged, fmt.Errorf("its head: %w", err)
@@ -406,33 +396,33 @@ func loadNamespace(n *bolt.Bucket, name []byte, strict bool) (s *State, damaged 
 // what names it in a report of its damage.
 func loadRecord(s *State, name []byte, pre uint32, k, v []byte, strict bool) (what string, err error) {
 	switch k[0] {
-	case kItem:
-		list, ok := parseItemKey(k)
+	case layout.KItem:
+		list, ok := layout.ParseItemKey(k)
 		if !ok {
 			return fmt.Sprintf("list item %x", k), fmt.Errorf("%w: its key cannot be read", ErrDamaged)
 		}
-		what = fmt.Sprintf("item %d of list %s", binary.BigEndian.Uint64(k[len(k)-8:]), list)
+		what = fmt.Sprintf("item %d of list %s", layout.ItemSeq(k), list)
 		if v == nil {
 			return what, fmt.Errorf("%w: it is marked as a bucket", ErrDamaged)
 		}
-		it, err := decodeItem(in(name, pre, k), v, strict)
+		id, body, err := layout.DecodeItem(record.In(name, pre, k), v, strict)
 		if err != nil {
-			if id, _, ierr := splitItem(v[min(len(v), sealSize):]); ierr == nil && len(id) > 0 && len(id) <= 64 {
+			if id, _, ierr := layout.SplitItem(v[min(len(v), record.SealSize):]); ierr == nil && len(id) > 0 && len(id) <= 64 {
 				what += fmt.Sprintf(" (ID %q, as far as it can be read)", id)
 			}
 			return what, err
 		}
-		s.Lists[list] = append(s.Lists[list], it)
-	case kValue, kPending:
+		s.Lists[list] = append(s.Lists[list], Item{ID: id, Body: body})
+	case layout.KValue, layout.KPending:
 		kind, into := "value", s.Values
-		if k[0] == kPending {
+		if k[0] == layout.KPending {
 			kind, into = "pending write", s.Pending
 		}
 		what = fmt.Sprintf("%s %q", kind, k[1:])
 		if v == nil {
 			return what, fmt.Errorf("%w: it is marked as a bucket", ErrDamaged)
 		}
-		body, err := records().unpackAt(in(name, pre, k), v, strict)
+		body, err := record.UnpackAt(record.In(name, pre, k), v, strict)
 		if err != nil {
 			return what, err
 		}
@@ -453,11 +443,11 @@ func putSession(tx *bolt.Tx, s Session, strict bool) error {
 	if err != nil {
 		return err
 	}
-	h, _, err := splitHead(n.Get(keyHead))
+	h, _, err := layout.SplitHead(n.Get(layout.KeyHead))
 	if err != nil {
 		h = nil // a damaged head record: the checkpoint's head is lost with it
 	}
-	return n.Put(keyHead, encodeHead(h, sealAs(strict, headPlace(threadBucket(s.ID, ""), partSession), v)))
+	return n.Put(layout.KeyHead, layout.EncodeHead(h, record.SealAs(strict, layout.HeadPlace(layout.ThreadBucket(s.ID, ""), layout.PartSession), v)))
 }
 
 // PutSession implements Sessions.
@@ -475,17 +465,17 @@ func (b *Bolt) PutSession(ctx context.Context, s Session) error {
 // thread's namespace "": nil when it has none, an error wrapping
 // ErrDamaged when it is damaged.
 func sessionOf(thread string, v []byte, strict bool) ([]byte, error) {
-	_, sealed, err := splitHead(v)
+	_, sealed, err := layout.SplitHead(v)
 	if err != nil || len(sealed) == 0 {
 		return nil, err
 	}
-	return unseal(headPlace(threadBucket(thread, ""), partSession), sealed, strict)
+	return record.Unseal(layout.HeadPlace(layout.ThreadBucket(thread, ""), layout.PartSession), sealed, strict)
 }
 
 // hasSession reports whether thread has a session record, whole or not.
 func hasSession(tx *bolt.Tx, thread string) bool {
-	if n := tx.Bucket(threadBucket(thread, "")); n != nil {
-		_, s, err := splitHead(n.Get(keyHead))
+	if n := tx.Bucket(layout.ThreadBucket(thread, "")); n != nil {
+		_, s, err := layout.SplitHead(n.Get(layout.KeyHead))
 		return err != nil || len(s) > 0
 	}
 	return false
@@ -498,11 +488,11 @@ func (b *Bolt) Session(ctx context.Context, id string) (Session, error) {
 	var s Session
 	var bad error
 	err := b.view(func(tx *bolt.Tx) error {
-		n := tx.Bucket(threadBucket(id, ""))
+		n := tx.Bucket(layout.ThreadBucket(id, ""))
 		if n == nil {
 			return ErrNotFound
 		}
-		v, err := sessionOf(id, n.Get(keyHead), b.strict)
+		v, err := sessionOf(id, n.Get(layout.KeyHead), b.strict)
 		if err == nil && v == nil {
 			return ErrNotFound
 		}
@@ -537,8 +527,8 @@ func decodeSession(v []byte, id string, s *Session) error {
 func forEachThread(tx *bolt.Tx, fn func(thread string, root *bolt.Bucket) error) error {
 	c := tx.Cursor()
 	last, seen := "", false
-	for k, _ := c.Seek([]byte{threadPrefix}); k != nil && k[0] == threadPrefix; k, _ = c.Next() {
-		thread, ns, ok := parseThreadBucket(k)
+	for k, _ := c.Seek([]byte{layout.ThreadPrefix}); k != nil && k[0] == layout.ThreadPrefix; k, _ = c.Next() {
+		thread, ns, ok := layout.ParseThreadBucket(k)
 		if !ok || (seen && thread == last) {
 			continue // not a thread's, or another namespace of the last thread
 		}
@@ -569,7 +559,7 @@ func (b *Bolt) Sessions(ctx context.Context, project string) ([]Session, error) 
 			if root == nil {
 				return nil
 			}
-			v, err := sessionOf(id, root.Get(keyHead), b.strict)
+			v, err := sessionOf(id, root.Get(layout.KeyHead), b.strict)
 			if err == nil && v == nil {
 				return nil // a thread without a session record: not listed
 			}
@@ -615,11 +605,11 @@ func (b *Bolt) DeleteSession(ctx context.Context, id string) (bool, error) {
 
 // deleteThread deletes the buckets of every namespace of thread.
 func deleteThread(tx *bolt.Tx, thread string) error {
-	prefix := threadBucketPrefix(thread)
+	prefix := layout.ThreadBucketPrefix(thread)
 	var doomed [][]byte
 	c := tx.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if t, _, ok := parseThreadBucket(k); ok && t == thread {
+		if t, _, ok := layout.ParseThreadBucket(k); ok && t == thread {
 			doomed = append(doomed, bytes.Clone(k))
 		}
 	}
@@ -655,9 +645,9 @@ func (b *Bolt) Approval(ctx context.Context, key string) (string, error) {
 	var v []byte
 	var bad error
 	err := b.view(func(tx *bolt.Tx) error {
-		if bk := tx.Bucket(bApprovals); bk != nil {
+		if bk := tx.Bucket(layout.Approvals); bk != nil {
 			if raw := bk.Get([]byte(key)); raw != nil {
-				v, bad = unseal(place{bucket: bApprovals, key: []byte(key)}, raw, b.strict)
+				v, bad = record.Unseal(record.Place{Bucket: layout.Approvals, Key: []byte(key)}, raw, b.strict)
 				v = bytes.Clone(v)
 			}
 		}
@@ -676,14 +666,14 @@ func (b *Bolt) SetApproval(ctx context.Context, key, value string) error {
 		return fmt.Errorf("store approval: %w", ErrReadOnly)
 	}
 	err := b.submit(func(tx *bolt.Tx) error {
-		bk, err := tx.CreateBucketIfNotExists(bApprovals)
+		bk, err := tx.CreateBucketIfNotExists(layout.Approvals)
 		if err != nil {
 			return err
 		}
 		if value == "" {
 			return bk.Delete([]byte(key))
 		}
-		return bk.Put([]byte(key), sealAs(b.strict, place{bucket: bApprovals, key: []byte(key)}, []byte(value)))
+		return bk.Put([]byte(key), record.SealAs(b.strict, record.Place{Bucket: layout.Approvals, Key: []byte(key)}, []byte(value)))
 	}, true)
 	if err != nil {
 		return fmt.Errorf("store approval: %w", err)

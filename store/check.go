@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/layout"
+	"github.com/agent-lsp/agent-lsp/store/internal/record"
 )
 
 // CheckReport is what Check found in a store.
@@ -76,20 +79,20 @@ func (b *Bolt) checkBucket(name []byte, bk *bolt.Bucket, rep *CheckReport) {
 		rep.Damaged = append(rep.Damaged, fmt.Sprintf("%s: %s (%s)", where, what, cause))
 	}
 	switch {
-	case bytes.Equal(name, bApprovals):
+	case bytes.Equal(name, layout.Approvals):
 		bk.ForEach(func(k, v []byte) error {
 			rep.Records++
 			what := fmt.Sprintf("the approval %q", k)
 			if v == nil {
 				add("the approvals", what, fmt.Errorf("%w: it is marked as a bucket", ErrDamaged))
-			} else if _, err := unseal(place{bucket: bApprovals, key: k}, v, b.strict); err != nil {
+			} else if _, err := record.Unseal(record.Place{Bucket: layout.Approvals, Key: k}, v, b.strict); err != nil {
 				add("the approvals", what, err)
 			}
 			return nil
 		})
-	case bytes.Equal(name, bMeta):
+	case bytes.Equal(name, layout.Meta):
 	default:
-		thread, ns, ok := parseThreadBucket(name)
+		thread, ns, ok := layout.ParseThreadBucket(name)
 		if !ok {
 			add("the store", fmt.Sprintf("a bucket of no known kind, %q", name), ErrDamaged)
 			return
@@ -99,7 +102,7 @@ func (b *Bolt) checkBucket(name []byte, bk *bolt.Bucket, rep *CheckReport) {
 			where += fmt.Sprintf(", namespace %q", ns)
 		} else {
 			rep.Sessions++
-			if _, err := sessionOf(thread, bk.Get(keyHead), b.strict); err != nil {
+			if _, err := sessionOf(thread, bk.Get(layout.KeyHead), b.strict); err != nil {
 				add(where, "the session's record", err)
 			}
 		}

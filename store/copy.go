@@ -11,6 +11,9 @@ import (
 	"strings"
 
 	"github.com/agent-lsp/agent-lsp/store/internal/boltfile"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/layout"
+	"github.com/agent-lsp/agent-lsp/store/internal/record"
 )
 
 // source is a store file read with boltfile: never mapped, every page
@@ -66,7 +69,7 @@ func readSource(path string) (*source, error) {
 		close()
 		return nil, err
 	}
-	if meta := s.top(bMeta); meta != nil {
+	if meta := s.top(layout.Meta); meta != nil {
 		s.readFormat(*meta)
 	}
 	s.strict = s.format >= 4 && s.formatErr == nil
@@ -91,12 +94,12 @@ func (s *source) top(name []byte) *boltfile.Bucket {
 // readFormat reads the format record and its checksum from the meta bucket.
 func (s *source) readFormat(meta boltfile.Bucket) {
 	var rec, sum []byte
-	s.f.Walk(meta, string(bMeta), func(k, v []byte, bucket bool) error {
+	s.f.Walk(meta, string(layout.Meta), func(k, v []byte, bucket bool) error {
 		switch {
 		case bucket:
-		case bytes.Equal(k, kFormat):
+		case bytes.Equal(k, layout.FormatKey):
 			rec = bytes.Clone(v)
-		case bytes.Equal(k, kFormatSum):
+		case bytes.Equal(k, layout.FormatSumKey):
 			sum = bytes.Clone(v)
 		}
 		return nil
@@ -110,23 +113,14 @@ func (s *source) readFormat(meta boltfile.Bucket) {
 		s.formatErr = fmt.Errorf("the format record has %d bytes", len(rec))
 	case sum == nil && binary.BigEndian.Uint64(rec) >= 4 && binary.BigEndian.Uint64(rec) <= Format:
 		s.formatErr = errors.New("the format record's checksum is missing")
-	case sum != nil && (len(sum) != 4 || binary.LittleEndian.Uint32(sum) != formatSum(rec)):
+	case sum != nil && (len(sum) != 4 || binary.LittleEndian.Uint32(sum) != layout.FormatSum(rec)):
 		s.formatErr = errors.New("the format record fails its checksum")
 	default:
 		s.format = binary.BigEndian.Uint64(rec)
 	}
 	if s.formatErr != nil {
-		s.problem(string(bMeta), s.formatErr.Error())
+		s.problem(string(layout.Meta), s.formatErr.Error())
 	}
-}
-
-// formatSum is the checksum kept beside the format record rec.
-func formatSum(rec []byte) uint32 { return place{bucket: bMeta, key: kFormat}.sum(rec) }
-
-// formatRecords returns the format record of format f and its checksum.
-func formatRecords(f uint64) (rec, sum []byte) {
-	rec = u64(f)
-	return rec, binary.LittleEndian.AppendUint32(nil, formatSum(rec))
 }
 
 // legacy reports whether the file has buckets of formats 1 and 2.
@@ -141,13 +135,13 @@ func (s *source) check() []boltfile.Problem {
 		where := string(t.name)
 		switch {
 		case t.bad:
-		case t.name[0] == threadPrefix:
-			if _, _, ok := parseThreadBucket(t.name); !ok {
+		case t.name[0] == layout.ThreadPrefix:
+			if _, _, ok := layout.ParseThreadBucket(t.name); !ok {
 				s.problem(where, "the bucket's name cannot be read")
 			}
 			s.verifyName(t)
 			s.walkNamespace(t, func(k, v []byte) {})
-		case bytes.Equal(t.name, bMeta), bytes.Equal(t.name, bApprovals):
+		case bytes.Equal(t.name, layout.Meta), bytes.Equal(t.name, layout.Approvals):
 			s.f.Walk(t.b, where, func(k, v []byte, bucket bool) error {
 				if bucket {
 					s.problem(where, fmt.Sprintf("the record %q is marked as a bucket", k))
@@ -176,7 +170,7 @@ func (s *source) walkNamespace(t topBucket, fn func(k, v []byte)) {
 			s.problem(where, fmt.Sprintf("the record %x is marked as a bucket", k))
 			return nil
 		}
-		if k[0] == kItem && len(k) >= 10 && binary.BigEndian.Uint64(k[len(k)-8:]) > t.b.Seq {
+		if k[0] == layout.KItem && len(k) >= 10 && binary.BigEndian.Uint64(k[len(k)-8:]) > t.b.Seq {
 			s.problem(where, fmt.Sprintf("the item %x is beyond the namespace's counter %d", k, t.b.Seq))
 		}
 		fn(k, v)
@@ -245,11 +239,11 @@ func (s *source) sessions(ctx context.Context, add func(sessionCopy) error) erro
 	var order []string
 	groups := map[string][]topBucket{}
 	for _, t := range s.tops {
-		if t.bad || t.name[0] != threadPrefix {
+		if t.bad || t.name[0] != layout.ThreadPrefix {
 			continue
 		}
 		t.name, _ = s.verifyName(t)
-		thread, _, ok := parseThreadBucket(t.name)
+		thread, _, ok := layout.ParseThreadBucket(t.name)
 		if !ok {
 			continue
 		}
@@ -297,16 +291,16 @@ func (s *source) verifyName(t topBucket) (name []byte, ok bool) {
 	s.f.Reread(t.b, string(t.name), func(k, v []byte, bucket bool) error {
 		switch {
 		case bucket:
-		case k[0] == kHead && len(k) == 1:
-			if h, sess, err := splitHead(v); err == nil {
+		case k[0] == layout.KHead && len(k) == 1:
+			if h, sess, err := layout.SplitHead(v); err == nil {
 				if len(h) > 0 {
-					recs = append(recs, sealed{bytes.Clone(k), bytes.Clone(h), partHead})
+					recs = append(recs, sealed{bytes.Clone(k), bytes.Clone(h), layout.PartHead})
 				} else if len(sess) > 0 {
-					recs = append(recs, sealed{bytes.Clone(k), bytes.Clone(sess), partSession})
+					recs = append(recs, sealed{bytes.Clone(k), bytes.Clone(sess), layout.PartSession})
 				}
 			}
-		case k[0] == kItem, k[0] == kValue, k[0] == kPending:
-			recs = append(recs, sealed{bytes.Clone(k), bytes.Clone(v), partHead})
+		case k[0] == layout.KItem, k[0] == layout.KValue, k[0] == layout.KPending:
+			recs = append(recs, sealed{bytes.Clone(k), bytes.Clone(v), layout.PartHead})
 		}
 		if len(recs) == 3 {
 			return errEnough
@@ -315,11 +309,11 @@ func (s *source) verifyName(t topBucket) (name []byte, ok bool) {
 	})
 	holds := func(name []byte, all bool) bool {
 		n := 0
-		pre := bucketSum(name)
+		pre := record.BucketSum(name)
 		for _, r := range recs {
-			at := in(name, pre, r.key)
-			at.part = r.part
-			if _, err := unseal(at, r.v, true); err == nil {
+			at := record.In(name, pre, r.key)
+			at.Part = r.part
+			if _, err := record.Unseal(at, r.v, true); err == nil {
 				n++
 			}
 		}
@@ -331,7 +325,7 @@ func (s *source) verifyName(t topBucket) (name []byte, ok bool) {
 	for i := range len(t.name) * 8 {
 		cand := bytes.Clone(t.name)
 		cand[i/8] ^= 1 << (i % 8)
-		if _, _, ok := parseThreadBucket(cand); ok && holds(cand, true) {
+		if _, _, ok := layout.ParseThreadBucket(cand); ok && holds(cand, true) {
 			s.problem(string(t.name), fmt.Sprintf("the bucket's name was damaged (one bit): it is %q", cand))
 			return cand, true
 		}
@@ -343,7 +337,7 @@ func (s *source) verifyName(t topBucket) (name []byte, ok bool) {
 // namespaceCopy reads a namespace bucket of the current layout for sc.
 func (s *source) namespaceCopy(t topBucket, sc *sessionCopy) flatBucket {
 	fb := flatBucket{name: t.name, seq: t.b.Seq}
-	_, ns, _ := parseThreadBucket(t.name)
+	_, ns, _ := layout.ParseThreadBucket(t.name)
 	where := "its record " // + the key, for what is left out
 	if ns != "" {
 		where = fmt.Sprintf("the record of namespace %q at ", ns)
@@ -352,11 +346,11 @@ func (s *source) namespaceCopy(t topBucket, sc *sessionCopy) flatBucket {
 		sc.size += int64(len(k) + len(v))
 		var kept []byte
 		var err error
-		if k[0] == kHead && len(k) == 1 {
+		if k[0] == layout.KHead && len(k) == 1 {
 			var lost []string
-			var record bool
-			kept, lost, record = keepHead(t.name, string(sc.id), ns == "", v, s.strict)
-			sc.record = sc.record || record
+			var hasRecord bool
+			kept, lost, hasRecord = keepHead(t.name, string(sc.id), ns == "", v, s.strict)
+			sc.record = sc.record || hasRecord
 			for _, l := range lost {
 				sc.left = append(sc.left, fmt.Sprintf("%s (%s)", l, where+"h"))
 			}
@@ -369,7 +363,7 @@ func (s *source) namespaceCopy(t topBucket, sc *sessionCopy) flatBucket {
 		if kept != nil {
 			fb.entries = append(fb.entries, flatEntry{key: bytes.Clone(k), value: kept})
 		}
-		if k[0] == kItem && len(k) >= 10 {
+		if k[0] == layout.KItem && len(k) >= 10 {
 			fb.seq = max(fb.seq, binary.BigEndian.Uint64(k[len(k)-8:]))
 		}
 	})
@@ -382,13 +376,13 @@ func (s *source) namespaceCopy(t topBucket, sc *sessionCopy) flatBucket {
 // and its contents decode (a file of an earlier format). A record that
 // fails is an error. A key of no kind the layout knows is kept as it is.
 func keepRecord(name, k, v []byte, strict bool) ([]byte, error) {
-	at := place{bucket: name, key: k}
+	at := record.Place{Bucket: name, Key: k}
 	switch k[0] {
-	case kItem, kValue, kPending:
+	case layout.KItem, layout.KValue, layout.KPending:
 	default:
 		return bytes.Clone(v), nil
 	}
-	payload, err := unseal(at, v, strict)
+	payload, err := record.Unseal(at, v, strict)
 	if err != nil {
 		return nil, err
 	}
@@ -396,26 +390,26 @@ func keepRecord(name, k, v []byte, strict bool) ([]byte, error) {
 		return bytes.Clone(v), nil
 	}
 	body := payload
-	if k[0] == kItem {
-		if _, parseItemOK := parseItemKey(k); !parseItemOK {
+	if k[0] == layout.KItem {
+		if _, parseItemOK := layout.ParseItemKey(k); !parseItemOK {
 			return nil, fmt.Errorf("%w: the item's key cannot be read", ErrDamaged)
 		}
-		if _, body, err = splitItem(payload); err != nil {
+		if _, body, err = layout.SplitItem(payload); err != nil {
 			return nil, err
 		}
 	}
-	if _, err := records().decompress(body); err != nil {
+	if _, err := record.Decompress(body); err != nil {
 		return nil, err
 	}
-	return seal(at, payload), nil
+	return record.Seal(at, payload), nil
 }
 
 // keepHead returns the head record to store for the head record v of the
 // namespace bucket name of thread (root: its namespace ""), with the parts
 // that fail left out and named in lost; record says it keeps a session
 // record. Nil when no part is left.
-func keepHead(name []byte, thread string, root bool, v []byte, strict bool) (kept []byte, lost []string, record bool) {
-	h, sess, err := splitHead(v)
+func keepHead(name []byte, thread string, root bool, v []byte, strict bool) (kept []byte, lost []string, hasRecord bool) {
+	h, sess, err := layout.SplitHead(v)
 	if err != nil {
 		return nil, []string{"the checkpoint's head and the session's record: " + err.Error()}, false
 	}
@@ -423,16 +417,16 @@ func keepHead(name []byte, thread string, root bool, v []byte, strict bool) (kep
 		if len(raw) == 0 {
 			return nil
 		}
-		at := headPlace(name, part)
-		payload, err := unseal(at, raw, strict)
+		at := layout.HeadPlace(name, part)
+		payload, err := record.Unseal(at, raw, strict)
 		if err == nil && !strict {
 			if err = check(payload); err == nil {
-				return seal(at, payload)
+				return record.Seal(at, payload)
 			}
 		}
 		if err != nil {
 			what := "the checkpoint's head"
-			if part == partSession {
+			if part == layout.PartSession {
 				what = "the session's record"
 			}
 			lost = append(lost, fmt.Sprintf("%s: %v", what, err))
@@ -440,21 +434,21 @@ func keepHead(name []byte, thread string, root bool, v []byte, strict bool) (kep
 		}
 		return bytes.Clone(raw)
 	}
-	h = keep(partHead, h, func(p []byte) error {
+	h = keep(layout.PartHead, h, func(p []byte) error {
 		var hd head
 		if err := json.Unmarshal(p, &hd); err != nil {
 			return fmt.Errorf("%w: %v", ErrDamaged, err)
 		}
 		return nil
 	})
-	sess = keep(partSession, sess, func(p []byte) error {
+	sess = keep(layout.PartSession, sess, func(p []byte) error {
 		var s Session
 		return decodeSession(p, thread, &s)
 	})
 	if h == nil && sess == nil {
 		return nil, lost, false
 	}
-	return encodeHead(h, sess), lost, root && sess != nil
+	return layout.EncodeHead(h, sess), lost, root && sess != nil
 }
 
 // legacySessions passes add the sessions of the buckets of formats 1 and
@@ -497,7 +491,7 @@ func (s *source) legacySessions(ctx context.Context, add func(sessionCopy) error
 		before := s.problemCount()
 		var thread *bucketCopy
 		if b, ok := trees[id]; ok {
-			thread = s.copyBucket(b, string(threadBucket(id, "")), 0)
+			thread = s.copyBucket(b, string(layout.ThreadBucket(id, "")), 0)
 		}
 		rec := records[id]
 		sc.size = int64(len(rec))
@@ -517,21 +511,21 @@ func (s *source) legacySessions(ctx context.Context, add func(sessionCopy) error
 
 // approvals returns the approvals of the source that can be read, sealed.
 func (s *source) approvals() (out []flatEntry, lost []string) {
-	b := s.top(bApprovals)
+	b := s.top(layout.Approvals)
 	if b == nil {
 		return nil, nil
 	}
-	s.f.Walk(*b, string(bApprovals), func(k, v []byte, bucket bool) error {
+	s.f.Walk(*b, string(layout.Approvals), func(k, v []byte, bucket bool) error {
 		if bucket {
 			return nil
 		}
-		at := place{bucket: bApprovals, key: k}
-		payload, err := unseal(at, v, s.strict)
+		at := record.Place{Bucket: layout.Approvals, Key: k}
+		payload, err := record.Unseal(at, v, s.strict)
 		if err != nil {
 			lost = append(lost, fmt.Sprintf("the approval %q: %v", k, err))
 			return nil
 		}
-		out = append(out, flatEntry{key: bytes.Clone(k), value: seal(at, payload)})
+		out = append(out, flatEntry{key: bytes.Clone(k), value: record.Seal(at, payload)})
 		return nil
 	})
 	return out, lost
@@ -540,7 +534,7 @@ func (s *source) approvals() (out []flatEntry, lost []string) {
 // describe says where problem p is and what it is, for people: a
 // session's bucket by the session's name.
 func describe(p boltfile.Problem) string {
-	if thread, ns, ok := parseThreadBucket([]byte(p.Where)); ok {
+	if thread, ns, ok := layout.ParseThreadBucket([]byte(p.Where)); ok {
 		p.Where = fmt.Sprintf("session %q", thread)
 		if ns != "" {
 			p.Where += fmt.Sprintf(", namespace %q", ns)
@@ -559,7 +553,7 @@ func (s *source) problemCount() int { return len(s.f.Problems()) + len(s.problem
 func (s *source) unattributed() []string {
 	var out []string
 	for _, p := range append(s.f.Problems(), s.problems...) {
-		if _, _, ok := parseThreadBucket([]byte(p.Where)); !ok {
+		if _, _, ok := layout.ParseThreadBucket([]byte(p.Where)); !ok {
 			out = append(out, describe(p))
 		}
 	}

@@ -14,6 +14,9 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/layout"
+	"github.com/agent-lsp/agent-lsp/store/internal/record"
 )
 
 // copyFile copies the fixture at src into a temporary directory.
@@ -60,7 +63,7 @@ func TestFormat1FileLoads(t *testing.T) {
 	}
 	// Converted, its raw records were compressed: a 2.5 KB message of
 	// source is stored as an S2 block.
-	if raw := rawRecordsOf(db.db, "s-format1"); len(raw["m3"]) == 0 || raw["m3"][0] != s2Tag || len(raw["m3"]) > 2000 {
+	if raw := rawRecordsOf(db.db, "s-format1"); len(raw["m3"]) == 0 || raw["m3"][0] != record.S2Tag || len(raw["m3"]) > 2000 {
 		t.Errorf("message m3 is stored as %d bytes, %.8x...", len(raw["m3"]), raw["m3"])
 	}
 	big := json.RawMessage(`{"id":"m5","role":"ai","content":"` + strings.Repeat("compressible text ", 100) + `"}`)
@@ -89,10 +92,10 @@ func rawRecords(t *testing.T, path, thread string) map[string][]byte {
 func rawRecordsOf(db *bolt.DB, thread string) map[string][]byte {
 	out := map[string][]byte{}
 	db.View(func(tx *bolt.Tx) error {
-		prefix := itemPrefix("messages")
-		c := tx.Bucket(threadBucket(thread, "")).Cursor()
+		prefix := layout.ItemPrefix("messages")
+		c := tx.Bucket(layout.ThreadBucket(thread, "")).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			id, body, _ := splitItem(v[sealSize:])
+			id, body, _ := layout.SplitItem(v[record.SealSize:])
 			out[string(id)] = bytes.Clone(body)
 		}
 		return nil
@@ -131,10 +134,10 @@ func TestRecordsCompressedWhenItPays(t *testing.T) {
 	}
 	db.Close()
 	raw := rawRecords(t, path, "t")
-	if raw["long"][0] != s2Tag || len(raw["long"]) > len(long)/4 {
+	if raw["long"][0] != record.S2Tag || len(raw["long"]) > len(long)/4 {
 		t.Errorf("the long message is stored as %d bytes, %.8x...", len(raw["long"]), raw["long"])
 	}
-	if !bytes.HasPrefix(raw["output"], zstdMagic) || len(raw["output"]) > len(output)/10 {
+	if !bytes.HasPrefix(raw["output"], record.ZstdMagic) || len(raw["output"]) > len(output)/10 {
 		t.Errorf("the tool output is stored as %d bytes, %.8x...", len(raw["output"]), raw["output"])
 	}
 	if !bytes.Equal(raw["short"], short) {
@@ -143,7 +146,7 @@ func TestRecordsCompressedWhenItPays(t *testing.T) {
 	if len(raw["random"]) > len(random) {
 		t.Errorf("a record grew when stored: %d bytes for %d", len(raw["random"]), len(random))
 	}
-	if got := records().compress(noise); !bytes.Equal(got, noise) {
+	if got := record.Compress(noise); !bytes.Equal(got, noise) {
 		t.Errorf("incompressible bytes were not kept raw (%d bytes for %d)", len(got), len(noise))
 	}
 }
@@ -162,9 +165,9 @@ func TestNewerFormatRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw.Update(func(tx *bolt.Tx) error {
-		rec, sum := formatRecords(Format + 1)
-		tx.Bucket(bMeta).Put(kFormatSum, sum)
-		return tx.Bucket(bMeta).Put(kFormat, rec)
+		rec, sum := layout.FormatRecords(Format + 1)
+		tx.Bucket(layout.Meta).Put(layout.FormatSumKey, sum)
+		return tx.Bucket(layout.Meta).Put(layout.FormatKey, rec)
 	})
 	raw.Close()
 	_, err = Open(path)
@@ -182,8 +185,8 @@ func TestNewerFormatRefused(t *testing.T) {
 // left out the same.
 func TestDamagedCompressedRecord(t *testing.T) {
 	for name, damaged := range map[string][]byte{
-		"zstd": append(bytes.Clone(zstdMagic), 0xff, 0x00, 0x13, 0x37),
-		"s2":   {s2Tag, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x00},
+		"zstd": append(bytes.Clone(record.ZstdMagic), 0xff, 0x00, 0x13, 0x37),
+		"s2":   {record.S2Tag, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x00},
 	} {
 		for _, sealed := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/sealed=%v", name, sealed), func(t *testing.T) {
@@ -202,11 +205,11 @@ func TestDamagedCompressedRecord(t *testing.T) {
 					t.Fatal(err)
 				}
 				raw.Update(func(tx *bolt.Tx) error {
-					name, v := threadBucket("t", ""), damaged
+					name, v := layout.ThreadBucket("t", ""), damaged
 					if sealed {
-						v = seal(place{bucket: name, key: valueKey("v")}, damaged)
+						v = record.Seal(record.Place{Bucket: name, Key: layout.ValueKey("v")}, damaged)
 					}
-					return tx.Bucket(name).Put(valueKey("v"), v)
+					return tx.Bucket(name).Put(layout.ValueKey("v"), v)
 				})
 				raw.Close()
 				var warned []string
@@ -305,8 +308,8 @@ func legacyBuckets(t *testing.T, path string) (legacy bool, format uint64) {
 	defer raw.Close()
 	raw.View(func(tx *bolt.Tx) error {
 		legacy = tx.Bucket(legacySessions) != nil || tx.Bucket(legacyThreads) != nil
-		if m := tx.Bucket(bMeta); m != nil && len(m.Get(kFormat)) == 8 {
-			format = binary.BigEndian.Uint64(m.Get(kFormat))
+		if m := tx.Bucket(layout.Meta); m != nil && len(m.Get(layout.FormatKey)) == 8 {
+			format = binary.BigEndian.Uint64(m.Get(layout.FormatKey))
 		}
 		return nil
 	})
@@ -348,7 +351,7 @@ func TestFormat2FileConverts(t *testing.T) {
 }
 
 // A file the binary of format 3 left half converted (it converted in
-// place, a session per transaction, and died after the first) is
+// record.Place, a session per transaction, and died after the first) is
 // converted whole: every session is there once. The copy a conversion
 // that died left beside the file is replaced.
 func TestFormat2ConversionResumes(t *testing.T) {
@@ -364,17 +367,17 @@ func TestFormat2ConversionResumes(t *testing.T) {
 		if rec == nil {
 			return errors.New("no s-empty in the fixture")
 		}
-		n, err := tx.CreateBucket(threadBucket("s-empty", ""))
+		n, err := tx.CreateBucket(layout.ThreadBucket("s-empty", ""))
 		if err != nil {
 			return err
 		}
-		if err := n.Put(keyHead, encodeHead(nil, rec)); err != nil {
+		if err := n.Put(layout.KeyHead, layout.EncodeHead(nil, rec)); err != nil {
 			return err
 		}
 		if err := idx.Delete([]byte("s-empty")); err != nil {
 			return err
 		}
-		return tx.Bucket(bMeta).Put(kFormat, u64(3))
+		return tx.Bucket(layout.Meta).Put(layout.FormatKey, layout.U64(3))
 	})
 	raw.Close()
 	if err != nil {
@@ -423,8 +426,8 @@ func TestConversionLeavesOutWhatItCannotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw.Update(func(tx *bolt.Tx) error {
-		meta, _ := tx.CreateBucket(bMeta)
-		meta.Put(kFormat, u64(2))
+		meta, _ := tx.CreateBucket(layout.Meta)
+		meta.Put(layout.FormatKey, layout.U64(2))
 		idx, _ := tx.CreateBucket(legacySessions)
 		idx.Put([]byte("s-good"), []byte(`{"session":"s-good","title":"good"}`))
 		idx.Put([]byte("s-bad"), []byte(`{"session":"s-bad","title":"bad"}`))
@@ -435,7 +438,7 @@ func TestConversionLeavesOutWhatItCannotRead(t *testing.T) {
 		lists, _ := ns.CreateBucket(legacyLists)
 		l, _ := lists.CreateBucket([]byte("messages"))
 		items, _ := l.CreateBucket(legacyItems)
-		items.Put(u64(1), encodeItem("m1", []byte(`"kept"`)))
+		items.Put(layout.U64(1), layout.EncodeItem("m1", []byte(`"kept"`)))
 		items.Put([]byte("short"), []byte{0}) // damaged
 		return nil
 	})
@@ -503,15 +506,15 @@ func TestFormat3FileConverts(t *testing.T) {
 	defer raw.Close()
 	raw.View(func(tx *bolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			if bytes.Equal(name, bMeta) {
+			if bytes.Equal(name, layout.Meta) {
 				return nil
 			}
 			return b.ForEach(func(k, v []byte) error {
-				if bytes.Equal(k, keyHead) {
-					h, s, _ := splitHead(v)
+				if bytes.Equal(k, layout.KeyHead) {
+					h, s, _ := layout.SplitHead(v)
 					v = append(h[:1:1], s...)
 				}
-				if len(v) == 0 || v[0] != sealTag {
+				if len(v) == 0 || v[0] != record.SealTag {
 					t.Errorf("bucket %q key %q is not sealed", name, k)
 				}
 				return nil

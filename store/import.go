@@ -12,6 +12,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/layout"
 )
 
 // importBatchBytes bounds the bytes of session data Import gathers in memory
@@ -203,9 +205,9 @@ func (b *Bolt) writeImported(batch []sessionCopy) (int, error) {
 	err := b.submit(func(tx *bolt.Tx) error {
 		n = 0 // the committer may run this twice: alone after a failed group
 		for _, s := range batch {
-			prefix := threadBucketPrefix(string(s.id))
+			prefix := layout.ThreadBucketPrefix(string(s.id))
 			if k, _ := tx.Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
-				if t, _, ok := parseThreadBucket(k); ok && t == string(s.id) {
+				if t, _, ok := layout.ParseThreadBucket(k); ok && t == string(s.id) {
 					continue // written since the IDs were listed: b's version is kept
 				}
 			}
@@ -250,7 +252,7 @@ func IsSiblingStore(main, name string) bool {
 //
 // Invariants:
 //   - It never fails: a sibling that cannot be imported (held by another
-//     process, damaged, unreadable) is left in place, untouched, and named in
+//     process, damaged, unreadable) is left in record.Place, untouched, and named in
 //     a note saying why; the next call tries it again.
 //   - A sibling imported in full is renamed to <name>.imported (or
 //     <name>.imported.2, ... if that exists), while still share-locked, so

@@ -20,6 +20,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/agent-lsp/agent-lsp/store/internal/boltfile"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/layout"
 )
 
 // corpusStore is a store file like a user's, generated from a seed, and
@@ -161,7 +163,7 @@ func (c *corpusStore) snapshot(t *testing.T, db *Bolt) {
 	}
 	db.view(func(tx *bolt.Tx) error {
 		return tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-			if thread, ns, ok := parseThreadBucket(name); ok && c.states[thread] != nil {
+			if thread, ns, ok := layout.ParseThreadBucket(name); ok && c.states[thread] != nil {
 				st, err := db.Load(ctx, thread, ns)
 				if err != nil {
 					t.Fatalf("the undamaged corpus: %v", err)
@@ -201,7 +203,7 @@ func (c *corpusStore) pageSets(t *testing.T) (used []uint64, shared map[uint64]b
 		if err != nil {
 			t.Fatal(err)
 		}
-		thread, _, ok := parseThreadBucket(k)
+		thread, _, ok := layout.ParseThreadBucket(k)
 		for _, id := range f.TreePages(b, string(k)) {
 			all[id] = true
 			if ok {
@@ -425,7 +427,7 @@ func TestSalvageKeepsWhatCanBeRead(t *testing.T) {
 	}
 	var leaves []uint64
 	f.Walk(f.Root(), "root", func(k, v []byte, bucket bool) error {
-		if bytes.Equal(k, threadBucket(victim, "")) {
+		if bytes.Equal(k, layout.ThreadBucket(victim, "")) {
 			b, _ := boltfile.ParseBucket(bytes.Clone(v))
 			for _, p := range f.TreePages(b, "victim") {
 				if c.data[p*4096+8] == boltfile.LeafPage && binary.LittleEndian.Uint64(c.data[p*4096:]) == p {
@@ -551,14 +553,14 @@ func TestCheckListsDamagedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw.Update(func(tx *bolt.Tx) error {
-		n := tx.Bucket(threadBucket(victim, ""))
-		k, v := n.Cursor().Seek(itemPrefix("messages"))
+		n := tx.Bucket(layout.ThreadBucket(victim, ""))
+		k, v := n.Cursor().Seek(layout.ItemPrefix("messages"))
 		k, v = bytes.Clone(k), bytes.Clone(v)
 		v[len(v)-3] ^= 0x10
 		n.Put(k, v)
-		h := bytes.Clone(n.Get(keyHead))
+		h := bytes.Clone(n.Get(layout.KeyHead))
 		h[len(h)-2] ^= 0x01
-		return n.Put(keyHead, h)
+		return n.Put(layout.KeyHead, h)
 	})
 	raw.Close()
 	var warned []string
@@ -602,7 +604,7 @@ func TestDamagedBucketName(t *testing.T) {
 				victim = id
 			}
 		}
-		name := threadBucket(victim, "")
+		name := layout.ThreadBucket(victim, "")
 		data := bytes.Clone(c.data)
 		if bytes.Count(data, name) == 0 {
 			t.Fatal("the bucket's name is not in the file")

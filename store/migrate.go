@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/layout"
+	"github.com/agent-lsp/agent-lsp/store/internal/record"
 )
 
 // The layout of formats 1 and 2: a session index bucket, and a bucket per
@@ -43,7 +46,7 @@ type flatEntry struct{ key, value []byte }
 // A record the current layout cannot hold (a damaged item key, a list name
 // with a zero byte) is left out and described to skip: one bad record
 // never keeps a store from opening.
-func convertLegacy(id []byte, record []byte, thread *bucketCopy, skip func(string)) []flatBucket {
+func convertLegacy(id []byte, rec []byte, thread *bucketCopy, skip func(string)) []flatBucket {
 	var out []flatBucket
 	var root *flatBucket // namespace "": the session record goes there
 	if thread != nil {
@@ -56,53 +59,53 @@ func convertLegacy(id []byte, record []byte, thread *bucketCopy, skip func(strin
 		}
 	}
 	for i := range out {
-		if t, ns, _ := parseThreadBucket(out[i].name); t == string(id) && ns == "" {
+		if t, ns, _ := layout.ParseThreadBucket(out[i].name); t == string(id) && ns == "" {
 			root = &out[i]
 		}
 	}
-	if record != nil {
+	if rec != nil {
 		if root == nil {
-			out = append(out, flatBucket{name: threadBucket(string(id), "")})
+			out = append(out, flatBucket{name: layout.ThreadBucket(string(id), "")})
 			root = &out[len(out)-1]
 		}
-		root.setSession(record)
+		root.setSession(rec)
 	}
 	return out
 }
 
-// setSession puts record into fb's head record.
-func (fb *flatBucket) setSession(record []byte) {
-	sealed := seal(headPlace(fb.name, partSession), record)
+// setSession puts the session record rec into fb's head record.
+func (fb *flatBucket) setSession(rec []byte) {
+	sealed := record.Seal(layout.HeadPlace(fb.name, layout.PartSession), rec)
 	for i, e := range fb.entries {
-		if bytes.Equal(e.key, keyHead) {
-			h, _, _ := splitHead(e.value)
-			fb.entries[i].value = encodeHead(h, sealed)
+		if bytes.Equal(e.key, layout.KeyHead) {
+			h, _, _ := layout.SplitHead(e.value)
+			fb.entries[i].value = layout.EncodeHead(h, sealed)
 			return
 		}
 	}
-	fb.entries = append(fb.entries, flatEntry{bytes.Clone(keyHead), encodeHead(nil, sealed)})
+	fb.entries = append(fb.entries, flatEntry{bytes.Clone(layout.KeyHead), layout.EncodeHead(nil, sealed)})
 }
 
 // convertNamespace converts one legacy namespace bucket (convertLegacy).
 func convertNamespace(thread, ns string, n *bucketCopy, skip func(string)) flatBucket {
-	fb := flatBucket{name: threadBucket(thread, ns)}
-	record := func(key, v []byte) flatEntry {
-		return flatEntry{key, records().packAt(place{bucket: fb.name, key: key}, v)}
+	fb := flatBucket{name: layout.ThreadBucket(thread, ns)}
+	put := func(key, v []byte) flatEntry {
+		return flatEntry{key, record.PackAt(record.Place{Bucket: fb.name, Key: key}, v)}
 	}
 	for _, e := range n.entries {
 		switch {
 		case bytes.Equal(e.key, legacyHead) && e.bucket == nil:
-			fb.entries = append(fb.entries, flatEntry{bytes.Clone(keyHead), encodeHead(seal(headPlace(fb.name, partHead), e.value), nil)})
+			fb.entries = append(fb.entries, flatEntry{bytes.Clone(layout.KeyHead), layout.EncodeHead(record.Seal(layout.HeadPlace(fb.name, layout.PartHead), e.value), nil)})
 		case bytes.Equal(e.key, legacyValues) && e.bucket != nil:
 			for _, v := range e.bucket.entries {
 				if v.bucket == nil {
-					fb.entries = append(fb.entries, record(valueKey(string(v.key)), v.value))
+					fb.entries = append(fb.entries, put(layout.ValueKey(string(v.key)), v.value))
 				}
 			}
 		case bytes.Equal(e.key, legacyPending) && e.bucket != nil:
 			for _, v := range e.bucket.entries {
 				if v.bucket == nil {
-					fb.entries = append(fb.entries, record(pendingKey(string(v.key)), v.value))
+					fb.entries = append(fb.entries, put(layout.PendingKey(string(v.key)), v.value))
 				}
 			}
 		case bytes.Equal(e.key, legacyLists) && e.bucket != nil:
@@ -134,13 +137,13 @@ func convertList(name []byte, thread string, l entryCopy, skip func(string)) []f
 				skip(fmt.Sprintf("session %q: an item of list %q was left out: its key %x is damaged", thread, l.key, it.key))
 				continue
 			}
-			id, body, err := splitItem(it.value)
+			id, body, err := layout.SplitItem(it.value)
 			if err != nil {
 				skip(fmt.Sprintf("session %q: an item of list %q was left out: %v", thread, l.key, err))
 				continue
 			}
-			key := append(itemPrefix(string(l.key)), it.key...)
-			out = append(out, flatEntry{key, sealItem(name, key, string(id), body, true)}) // format 1's raw records compress now
+			key := append(layout.ItemPrefix(string(l.key)), it.key...)
+			out = append(out, flatEntry{key, layout.SealItem(name, key, string(id), body, true)}) // format 1's raw records compress now
 		}
 	}
 	return out
@@ -153,7 +156,7 @@ func pasteFlat(tx *bolt.Tx, fb flatBucket) error {
 	if err != nil {
 		return err
 	}
-	n.FillPercent = appendFill
+	n.FillPercent = layout.AppendFill
 	slices.SortFunc(fb.entries, func(a, b flatEntry) int { return bytes.Compare(a.key, b.key) })
 	for _, e := range fb.entries {
 		if err := n.Put(e.key, e.value); err != nil {

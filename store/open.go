@@ -14,6 +14,8 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/agent-lsp/agent-lsp/store/internal/boltfile"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/layout"
 )
 
 // LockTimeout is how long Open waits for another process to release the store file.
@@ -166,20 +168,20 @@ func openBolt(path string, readOnly bool) (db *bolt.DB, err error) {
 func initBuckets(db *bolt.DB, path string) error {
 	return guarded(path, func() error {
 		return db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bApprovals, bMeta} {
+			for _, b := range [][]byte{layout.Approvals, layout.Meta} {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 					return err
 				}
 			}
-			meta := tx.Bucket(bMeta)
-			if meta.Get(kFormat) != nil {
+			meta := tx.Bucket(layout.Meta)
+			if meta.Get(layout.FormatKey) != nil {
 				return nil // checked by inspect, converted by upgrade
 			}
-			rec, sum := formatRecords(Format)
-			if err := meta.Put(kFormat, rec); err != nil {
+			rec, sum := layout.FormatRecords(Format)
+			if err := meta.Put(layout.FormatKey, rec); err != nil {
 				return err
 			}
-			return meta.Put(kFormatSum, sum)
+			return meta.Put(layout.FormatSumKey, sum)
 		})
 	})
 }
@@ -298,7 +300,7 @@ func lockFile(path string) (*os.File, error) {
 }
 
 // salvage copies what the damaged store file at path still holds into a
-// new file, moves the damaged one aside and puts the new one in its place,
+// new file, moves the damaged one aside and puts the new one in its record.Place,
 // and says what it kept and lost. cause says why the file is damaged.
 func salvage(path, cause string) (string, error) {
 	lock, err := lockFile(path)
@@ -389,7 +391,7 @@ func writeSource(ctx context.Context, s *source, db *bolt.DB) (copyReport, error
 	rep.left = append(rep.left, lost...)
 	err := guarded(db.Path(), func() error {
 		return db.Update(func(tx *bolt.Tx) error {
-			bk := tx.Bucket(bApprovals)
+			bk := tx.Bucket(layout.Approvals)
 			for _, e := range approvals {
 				if err := bk.Put(e.key, e.value); err != nil {
 					return err

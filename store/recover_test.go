@@ -14,6 +14,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/layout"
 )
 
 // A store file cut short (a full disk, a copy interrupted) is salvaged:
@@ -136,8 +138,8 @@ func TestUndecodableSessionSkipped(t *testing.T) {
 	db.PutSession(ctx, Session{ID: "good-1"})
 	db.PutSession(ctx, Session{ID: "good-2"})
 	db.db.Update(func(tx *bolt.Tx) error {
-		n, _ := tx.CreateBucket(threadBucket("bad", ""))
-		return n.Put(keyHead, encodeHead(nil, []byte("{not json")))
+		n, _ := tx.CreateBucket(layout.ThreadBucket("bad", ""))
+		return n.Put(layout.KeyHead, layout.EncodeHead(nil, []byte("{not json")))
 	})
 	list, err := db.Sessions(ctx, "")
 	if err != nil || len(list) != 2 {

@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/record"
 )
 
 // ErrNotFound is returned for an unknown session or checkpoint.
@@ -23,7 +25,7 @@ var ErrNotFound = errors.New("not found")
 // returned as data: records that are only part of what was asked for (a
 // list's items, a value, a pending write) are left out instead, and the
 // store names them through its warning path.
-var ErrDamaged = errors.New("damaged record")
+var ErrDamaged = record.ErrDamaged
 
 // ErrBusy is wrapped by the error of a shared store's lease on a session
 // that another live process holds; the error names the holder.

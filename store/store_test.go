@@ -1,12 +1,9 @@
 package store
 
 import (
-	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"os/exec"
 	"strings"
@@ -74,24 +71,4 @@ func TestSecondProcess(t *testing.T) {
 		t.Fatalf("open after the first process left: %v", err)
 	}
 	db.Close()
-}
-
-// place.sum's bytes without slices are crc32's own.
-func TestPlaceSum(t *testing.T) {
-	at := place{bucket: bytes.Repeat([]byte("b"), 200), key: []byte("key"), part: 1}
-	payload := []byte("payload")
-	var in []byte
-	in = binary.AppendUvarint(in, uint64(len(at.bucket)))
-	in = append(in, at.bucket...)
-	in = binary.AppendUvarint(in, uint64(len(at.key)))
-	in = append(append(append(in, at.key...), at.part), payload...)
-	want := crc32.Checksum(in, castagnoli)
-	if got := at.sum(payload); got != want {
-		t.Fatalf("sum %08x, want %08x", got, want)
-	}
-	pre := at
-	pre.pre, pre.hasPre = bucketSum(at.bucket), true
-	if got := pre.sum(payload); got != want {
-		t.Fatalf("sum from the bucket's %08x, want %08x", got, want)
-	}
 }
