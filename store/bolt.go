@@ -48,8 +48,8 @@ type Bolt struct {
 	recovered  string       // what Open did with a damaged file, "" if nothing
 	// strict says the file's records are sealed (format 4): they are
 	// sealed when written, and one without a seal is damage when read. It
-	// is false only for a read-only view of a file of format 3, and for a
-	// benchmark's reference store, which writes as format 3 did.
+	// is false only for a benchmark's reference store, which writes and
+	// reads records as format 3 did (BenchmarkChecksum).
 	strict   bool
 	readOnly bool
 	damage   damageLog

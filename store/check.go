@@ -9,6 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/agent-lsp/agent-lsp/store/internal/convert"
 	"github.com/agent-lsp/agent-lsp/store/internal/layout"
 	"github.com/agent-lsp/agent-lsp/store/internal/record"
 )
@@ -60,14 +61,14 @@ func (b *Bolt) Check(ctx context.Context) (CheckReport, error) {
 func (b *Bolt) checkPages() ([]string, error) {
 	b.swap.Lock()
 	defer b.swap.Unlock()
-	src, err := readSource(b.db.Path())
+	src, err := convert.Open(b.db.Path())
 	if err != nil {
 		return []string{err.Error()}, nil
 	}
-	defer src.close()
+	defer src.Close()
 	var out []string
-	for _, p := range src.check() {
-		out = append(out, describe(p))
+	for _, p := range src.Check() {
+		out = append(out, convert.Describe(p))
 	}
 	return out, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/agent-lsp/agent-lsp/store/internal/convert"
 	"github.com/agent-lsp/agent-lsp/store/internal/layout"
 )
 
@@ -106,16 +107,17 @@ func (b *Bolt) importLocked(ctx context.Context, path string, after func()) (n i
 		}
 		return 0, nil
 	}
-	src, err := readSource(path)
+	src, err := convert.Open(path)
 	if err != nil {
 		return 0, &CorruptError{Path: path, Cause: err.Error()}
 	}
-	defer src.close()
-	if src.formatErr == nil && src.format > Format {
-		return 0, fmt.Errorf("%w (store format %d; this agent-lsp reads formats up to %d)", ErrNewerFormat, src.format, Format)
+	defer src.Close()
+	if src.Newer() {
+		f, _ := src.Format()
+		return 0, fmt.Errorf("%w (store format %d; this agent-lsp reads formats up to %d)", ErrNewerFormat, f, Format)
 	}
-	if problems := src.check(); len(problems) > 0 {
-		return 0, &CorruptError{Path: path, Cause: damagedBy(problems)}
+	if problems := src.Check(); len(problems) > 0 {
+		return 0, &CorruptError{Path: path, Cause: convert.DamagedBy(problems)}
 	}
 	have, err := b.sessionIDs()
 	if err != nil {
@@ -132,8 +134,8 @@ func (b *Bolt) importLocked(ctx context.Context, path string, after func()) (n i
 
 // importSessions writes the sessions of src that have a session record and
 // are not in have into b, in batches of about importBatchBytes.
-func (b *Bolt) importSessions(ctx context.Context, src *source, have map[string]bool) (n int, err error) {
-	var batch []sessionCopy
+func (b *Bolt) importSessions(ctx context.Context, src *convert.Source, have map[string]bool) (n int, err error) {
+	var batch []convert.Session
 	var size int64
 	flush := func() error {
 		k, err := b.writeImported(batch)
@@ -141,14 +143,14 @@ func (b *Bolt) importSessions(ctx context.Context, src *source, have map[string]
 		batch, size = nil, 0
 		return err
 	}
-	err = src.sessions(ctx, func(sc sessionCopy) error {
-		if !sc.record || have[string(sc.id)] {
+	err = src.Sessions(ctx, func(sc convert.Session) error {
+		if !sc.Record || have[string(sc.ID)] {
 			return nil
 		}
-		for _, l := range sc.left {
-			b.warn(fmt.Sprintf("importing session %q: %s", sc.id, l))
+		for _, l := range sc.Left {
+			b.warn(fmt.Sprintf("importing session %q: %s", sc.ID, l))
 		}
-		batch, size = append(batch, sc), size+sc.size
+		batch, size = append(batch, sc), size+sc.Size
 		if size >= importBatchBytes {
 			return flush()
 		}
@@ -200,20 +202,20 @@ func (b *Bolt) sessionIDs() (map[string]bool, error) {
 
 // writeImported writes the sessions of batch that b does not have, in one
 // durable transaction, and returns how many it wrote.
-func (b *Bolt) writeImported(batch []sessionCopy) (int, error) {
+func (b *Bolt) writeImported(batch []convert.Session) (int, error) {
 	var n int
 	err := b.submit(func(tx *bolt.Tx) error {
 		n = 0 // the committer may run this twice: alone after a failed group
 		for _, s := range batch {
-			prefix := layout.ThreadBucketPrefix(string(s.id))
+			prefix := layout.ThreadBucketPrefix(string(s.ID))
 			if k, _ := tx.Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
-				if t, _, ok := layout.ParseThreadBucket(k); ok && t == string(s.id) {
+				if t, _, ok := layout.ParseThreadBucket(k); ok && t == string(s.ID) {
 					continue // written since the IDs were listed: b's version is kept
 				}
 			}
-			for _, fb := range s.buckets {
-				if err := pasteFlat(tx, fb); err != nil {
-					return fmt.Errorf("session %q: %w", s.id, err)
+			for _, fb := range s.Buckets {
+				if err := convert.Paste(tx, fb); err != nil {
+					return fmt.Errorf("session %q: %w", s.ID, err)
 				}
 			}
 			n++

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/agent-lsp/agent-lsp/store/internal/boltfile"
+	"github.com/agent-lsp/agent-lsp/store/internal/convert"
 
 	"github.com/agent-lsp/agent-lsp/store/internal/layout"
 )
@@ -36,23 +36,8 @@ type fileState struct {
 	problems []boltfile.Problem
 }
 
-// damagedBy says why a file with these problems is damaged, in a sentence.
-func damagedBy(problems []boltfile.Problem) string {
-	var b strings.Builder
-	for i, p := range problems[:min(3, len(problems))] {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(strings.ToValidUTF8(describe(p), "?"))
-	}
-	if len(problems) > 3 {
-		fmt.Fprintf(&b, " (and %d more problems)", len(problems)-3)
-	}
-	return b.String()
-}
-
 // inspect checks the store file at path before bbolt maps it: its meta
-// pages, every page of its tree, and its layout (source.check). A file that
+// pages, every page of its tree, and its layout (convert.Source.Check). A file that
 // does not exist or is empty is new (size 0). A file another process holds
 // is not read: errHeld.
 func inspect(path string) (fileState, error) {
@@ -78,18 +63,18 @@ func inspect(path string) (fileState, error) {
 	if st.size == 0 {
 		return st, nil
 	}
-	src, err := readSource(path)
+	src, err := convert.Open(path)
 	if err != nil {
 		st.problems = []boltfile.Problem{{What: err.Error()}}
 		return st, nil
 	}
-	defer src.close()
-	st.format, st.legacy = src.format, src.legacy()
-	st.newer = src.formatErr == nil && src.format > Format
+	defer src.Close()
+	st.format, _ = src.Format()
+	st.legacy, st.newer = src.Legacy(), src.Newer()
 	if st.newer {
 		return st, nil
 	}
-	st.problems = src.check()
+	st.problems = src.Check()
 	return st, nil
 }
 
@@ -106,7 +91,7 @@ func openFile(path string) (db *bolt.DB, recovered string, notes []string, err e
 	case st.newer:
 		return nil, "", nil, fmt.Errorf("%w (store format %d; this agent-lsp reads formats up to %d)", ErrNewerFormat, st.format, Format)
 	case len(st.problems) > 0:
-		if recovered, err = salvage(path, damagedBy(st.problems)); err != nil {
+		if recovered, err = salvage(path, convert.DamagedBy(st.problems)); err != nil {
 			return nil, "", nil, err
 		}
 	case st.size > 0 && (st.format < Format || st.legacy):
@@ -188,9 +173,9 @@ func initBuckets(db *bolt.DB, path string) error {
 
 // OpenReadOnly opens the store file at path for reading: it never writes,
 // converts, compacts or moves the file, and writes to the store it returns
-// fail with ErrReadOnly. A file of formats 1 and 2, or a damaged one, is read
-// through a copy in the temporary directory (converted, or salvaged), which
-// Close removes; reading a damaged file counts as damage met (Damage) and
+// fail with ErrReadOnly. A file of an earlier format, or a damaged one, is
+// read through a copy in the temporary directory (converted, or salvaged),
+// which Close removes; reading a damaged file counts as damage met (Damage) and
 // says so (WithWarn). A missing file reads as an empty store. Another
 // process holding the file for writing makes it fail with ErrLocked.
 func OpenReadOnly(path string, opts ...Option) (*Bolt, error) {
@@ -216,7 +201,7 @@ func OpenReadOnly(path string, opts ...Option) (*Bolt, error) {
 	case st.size == 0:
 		view, b.release, err = tempView(func(tmp string) error { return createEmpty(tmp) })
 	case len(st.problems) > 0:
-		var rep copyReport
+		var rep convert.Report
 		view, b.release, err = tempView(func(tmp string) error {
 			var err error
 			rep, err = copyStore(path, tmp)
@@ -224,17 +209,17 @@ func OpenReadOnly(path string, opts ...Option) (*Bolt, error) {
 		})
 		if err == nil {
 			for _, p := range st.problems {
-				b.opened = append(b.opened, "the file's pages: "+describe(p))
+				b.opened = append(b.opened, "the file's pages: "+convert.Describe(p))
 			}
-			b.damaged("", "", damage{what: "the store file", err: fmt.Errorf("%w: %s; this command read what could be salvaged (%s), and the file was left as it is: a command that writes (agent-lsp sessions compact) or the next start of agent-lsp moves it aside and keeps what can be read", ErrDamaged, damagedBy(st.problems), rep.String())})
+			b.damaged("", "", damage{what: "the store file", err: fmt.Errorf("%w: %s; this command read what could be salvaged (%s), and the file was left as it is: a command that writes (agent-lsp sessions compact) or the next start of agent-lsp moves it aside and keeps what can be read", ErrDamaged, convert.DamagedBy(st.problems), rep.String())})
 		}
-	case st.legacy || st.format < 3:
+	case st.legacy || st.format < Format:
+		// An earlier format is read through a converted copy: the store
+		// reads only its own format (store/internal/convert reads the rest).
 		view, b.release, err = tempView(func(tmp string) error {
 			_, err := copyStore(path, tmp)
 			return err
 		})
-	default:
-		b.strict = st.format >= 4 // format 3: records without seals
 	}
 	if err != nil {
 		return fail(err)
@@ -348,7 +333,7 @@ func upgrade(path string) ([]string, error) {
 	}
 	syncDir(filepath.Dir(path))
 	var notes []string
-	for _, l := range rep.left {
+	for _, l := range rep.Left {
 		notes = append(notes, "converting the store: "+l)
 	}
 	return notes, nil
@@ -356,8 +341,8 @@ func upgrade(path string) ([]string, error) {
 
 // copyStore writes what the store file at src holds (any format, damaged or
 // not) into a new store file at dst, in this format, synced.
-func copyStore(src, dst string) (copyReport, error) {
-	var rep copyReport
+func copyStore(src, dst string) (convert.Report, error) {
+	var rep convert.Report
 	os.Remove(dst)
 	db, err := bolt.Open(dst, 0o600, &bolt.Options{Timeout: LockTimeout, NoSync: true})
 	if err != nil {
@@ -367,12 +352,12 @@ func copyStore(src, dst string) (copyReport, error) {
 		db.Close()
 		return rep, err
 	}
-	s, err := readSource(src)
+	s, err := convert.Open(src)
 	if err == nil {
 		rep, err = writeSource(context.Background(), s, db)
-		s.close()
+		s.Close()
 	} else if errors.Is(err, boltfile.ErrNoMeta) {
-		rep.problems, err = []string{err.Error()}, nil // nothing can be found in it
+		rep.Problems, err = []string{err.Error()}, nil // nothing can be found in it
 	}
 	if err == nil {
 		err = db.Sync()
@@ -385,15 +370,15 @@ func copyStore(src, dst string) (copyReport, error) {
 
 // writeSource copies every session and approval of s into the new store
 // db, in transactions of about importBatchBytes.
-func writeSource(ctx context.Context, s *source, db *bolt.DB) (copyReport, error) {
-	var rep copyReport
-	approvals, lost := s.approvals()
-	rep.left = append(rep.left, lost...)
+func writeSource(ctx context.Context, s *convert.Source, db *bolt.DB) (convert.Report, error) {
+	var rep convert.Report
+	approvals, lost := s.Approvals()
+	rep.Left = append(rep.Left, lost...)
 	err := guarded(db.Path(), func() error {
 		return db.Update(func(tx *bolt.Tx) error {
 			bk := tx.Bucket(layout.Approvals)
 			for _, e := range approvals {
-				if err := bk.Put(e.key, e.value); err != nil {
+				if err := bk.Put(e.Key, e.Value); err != nil {
 					return err
 				}
 			}
@@ -403,15 +388,15 @@ func writeSource(ctx context.Context, s *source, db *bolt.DB) (copyReport, error
 	if err != nil {
 		return rep, err
 	}
-	var batch []sessionCopy
+	var batch []convert.Session
 	var size int64
 	flush := func() error {
 		err := guarded(db.Path(), func() error {
 			return db.Update(func(tx *bolt.Tx) error {
 				for _, sc := range batch {
-					for _, fb := range sc.buckets {
-						if err := pasteFlat(tx, fb); err != nil {
-							return fmt.Errorf("session %q: %w", sc.id, err)
+					for _, fb := range sc.Buckets {
+						if err := convert.Paste(tx, fb); err != nil {
+							return fmt.Errorf("session %q: %w", sc.ID, err)
 						}
 					}
 				}
@@ -421,9 +406,9 @@ func writeSource(ctx context.Context, s *source, db *bolt.DB) (copyReport, error
 		batch, size = nil, 0
 		return err
 	}
-	err = s.sessions(ctx, func(sc sessionCopy) error {
-		rep.add(&sc)
-		batch, size = append(batch, sc), size+sc.size
+	err = s.Sessions(ctx, func(sc convert.Session) error {
+		rep.Add(&sc)
+		batch, size = append(batch, sc), size+sc.Size
 		if size >= importBatchBytes {
 			return flush()
 		}
@@ -432,7 +417,7 @@ func writeSource(ctx context.Context, s *source, db *bolt.DB) (copyReport, error
 	if err == nil {
 		err = flush()
 	}
-	s.f.Unreached()
-	rep.problems = s.unattributed()
+	s.Unreached()
+	rep.Problems = s.Unattributed()
 	return rep, err
 }
