@@ -118,4 +118,3 @@ func openBolt(t *testing.T) *store.Bolt {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
-
