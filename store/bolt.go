@@ -129,6 +129,16 @@ func (b *Bolt) Sizes() (used, file int64, err error) {
 // Path returns the store file's path.
 func (b *Bolt) Path() string { return b.path }
 
+// Name implements Store: the file's path.
+func (b *Bolt) Name() string { return b.path }
+
+// Acquire implements Leases: the file is locked by the one process that
+// holds it (the daemon, or a server without one), which runs each of its
+// sessions once (agent.Runs): there is nothing to take.
+func (b *Bolt) Acquire(ctx context.Context, session string, ttl time.Duration, lost func()) (func(), error) {
+	return noLease(), nil
+}
+
 // Recovered says what Open did with a damaged store file ("" when nothing):
 // the user should be told.
 func (b *Bolt) Recovered() string { return b.recovered }
@@ -280,31 +290,34 @@ func (b *Bolt) Put(ctx context.Context, cp Checkpoint) error {
 		return fmt.Errorf("put checkpoint %s/%s step %d: %w", cp.Thread, cp.Namespace, cp.Step, err)
 	}
 	apply := func(tx *bolt.Tx) error { return b.putTx(tx, cp) }
-	if err := b.write(ctx, threadKey{cp.Thread, cp.Namespace}, apply, cp.Status.Ended()); err != nil {
+	if err := b.write(cp.Durability, threadKey{cp.Thread, cp.Namespace}, apply, cp.Status.Ended()); err != nil {
 		return fmt.Errorf("put checkpoint %s/%s step %d: %w", cp.Thread, cp.Namespace, cp.Step, err)
 	}
 	return nil
 }
 
 // PutWrite implements Checkpointer.
-func (b *Bolt) PutWrite(ctx context.Context, thread, ns, taskID string, w json.RawMessage) error {
-	if b.readOnly {
-		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, ErrReadOnly)
+func (b *Bolt) PutWrite(ctx context.Context, w PendingWrite) error {
+	fail := func(err error) error {
+		return fmt.Errorf("put pending write %s/%s %s: %w", w.Thread, w.Namespace, w.Task, err)
 	}
-	name := layout.ThreadBucket(thread, ns)
+	if b.readOnly {
+		return fail(ErrReadOnly)
+	}
+	name := layout.ThreadBucket(w.Thread, w.Namespace)
 	apply := func(tx *bolt.Tx) error {
-		n, err := nsBucket(tx, thread, ns, true)
+		n, err := nsBucket(tx, w.Thread, w.Namespace, true)
 		if err != nil {
 			return err
 		}
-		k := layout.PendingKey(taskID)
+		k := layout.PendingKey(w.Task)
 		if n.Get(k) != nil {
 			return nil
 		}
-		return n.Put(k, record.PackAs(b.strict, record.Place{Bucket: name, Key: k}, w))
+		return n.Put(k, record.PackAs(b.strict, record.Place{Bucket: name, Key: k}, w.Writes))
 	}
-	if err := b.write(ctx, threadKey{thread, ns}, apply, false); err != nil {
-		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, err)
+	if err := b.write(w.Durability, threadKey{w.Thread, w.Namespace}, apply, false); err != nil {
+		return fail(err)
 	}
 	return nil
 }

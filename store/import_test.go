@@ -75,7 +75,7 @@ func seedSessions(t testing.TB, path, prefix string, n int) map[string]snapshot 
 			}
 		}
 		if i%2 == 1 { // interrupted: a finished task's writes are pending
-			if err := db.PutWrite(ctx, id, "", "t2", raw(`[{"tool":"ok"}]`)); err != nil {
+			if err := db.PutWrite(ctx, PendingWrite{Thread: id, Task: "t2", Writes: raw(`[{"tool":"ok"}]`)}); err != nil {
 				t.Fatal(err)
 			}
 		}

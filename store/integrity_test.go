@@ -98,7 +98,7 @@ func genCorpusStore(t *testing.T, seed int64) *corpusStore {
 			}
 		}
 		if r.Intn(3) == 0 {
-			db.PutWrite(ctx, id, "", fmt.Sprintf("task-%d", steps-1), mustJSON(t, []string{text()}))
+			db.PutWrite(ctx, PendingWrite{Thread: id, Task: fmt.Sprintf("task-%d", steps-1), Writes: mustJSON(t, []string{text()})})
 		}
 		if r.Intn(3) == 0 {
 			ns := fmt.Sprintf("subagent-%08x", r.Int31())

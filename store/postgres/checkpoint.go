@@ -126,24 +126,24 @@ func (s *Store) Put(ctx context.Context, cp store.Checkpoint) error {
 		}
 		queuePut(b, cp, next, index)
 	}
-	if err := s.write(ctx, threadKey{cp.Thread, cp.Namespace}, queue, cp.Status.Ended()); err != nil {
+	if err := s.write(cp.Durability, threadKey{cp.Thread, cp.Namespace}, queue, cp.Status.Ended()); err != nil {
 		return fail(err)
 	}
 	return nil
 }
 
 // PutWrite implements store.Checkpointer.
-func (s *Store) PutWrite(ctx context.Context, thread, ns, taskID string, w json.RawMessage) error {
-	body := nonNil(store.PackRecord(w))
-	token, fenced := s.fenceToken(thread)
+func (s *Store) PutWrite(ctx context.Context, w store.PendingWrite) error {
+	body := nonNil(store.PackRecord(w.Writes))
+	token, fenced := s.fenceToken(w.Thread)
 	queue := func(b *pgx.Batch) {
 		if fenced {
-			b.Queue(sqlFence, thread, token)
+			b.Queue(sqlFence, w.Thread, token)
 		}
-		b.Queue(sqlPutWrite, thread, ns, taskID, body)
+		b.Queue(sqlPutWrite, w.Thread, w.Namespace, w.Task, body)
 	}
-	if err := s.write(ctx, threadKey{thread, ns}, queue, false); err != nil {
-		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, err)
+	if err := s.write(w.Durability, threadKey{w.Thread, w.Namespace}, queue, false); err != nil {
+		return fmt.Errorf("put pending write %s/%s %s: %w", w.Thread, w.Namespace, w.Task, err)
 	}
 	return nil
 }
