@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,24 +41,7 @@ type corpusStore struct {
 // sessions deleted (their pages free) and approvals.
 func genCorpusStore(t *testing.T, seed int64) *corpusStore {
 	t.Helper()
-	r := rand.New(rand.NewSource(seed))
-	texts := w1Corpus(t)
-	text := func() string {
-		n := 100 + r.Intn(1500)
-		if r.Intn(8) == 0 {
-			n = 5000 + r.Intn(4000)
-		}
-		if r.Intn(3) == 0 {
-			b := make([]byte, n*3/4)
-			r.Read(b)
-			return base64.StdEncoding.EncodeToString(b)
-		}
-		var s strings.Builder
-		for s.Len() < n {
-			s.WriteString(texts[r.Intn(len(texts))])
-		}
-		return s.String()[:n]
-	}
+	g := corpusGen{t: t, r: rand.New(rand.NewSource(seed)), texts: w1Corpus(t)}
 	path := filepath.Join(memDir(t), "corpus.db")
 	db, err := Open(path, WithDefaultDurability(Sync))
 	if err != nil {
@@ -67,59 +51,21 @@ func genCorpusStore(t *testing.T, seed int64) *corpusStore {
 	clock := time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC) // the same file for the same seed
 	db.now = func() time.Time { clock = clock.Add(1234567 * time.Nanosecond); return clock }
 	ctx := context.Background()
-	nSessions := 8 + r.Intn(8)
-	base := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
-	for i := 0; i < nSessions; i++ {
-		id := fmt.Sprintf("s%02d-%x", i, r.Int31())
-		sess := Session{ID: id, Project: fmt.Sprint("p", r.Intn(3)), Title: "about " + text()[:20], Status: StatusRunning, Created: base, Updated: base.Add(time.Duration(i) * time.Minute)}
-		steps := 2 + r.Intn(30)
-		for step := 0; step < steps; step++ {
-			ops := []Op{{Kind: OpAppend, ID: fmt.Sprintf("m%03d", 2*step), Body: mustJSON(t, map[string]string{"role": "ai", "content": text()})},
-				{Kind: OpAppend, ID: fmt.Sprintf("m%03d", 2*step+1), Body: mustJSON(t, map[string]string{"role": "tool", "content": text()})}}
-			if step > 2 && r.Intn(5) == 0 {
-				ops = append(ops, Op{Kind: OpUpsert, ID: fmt.Sprintf("m%03d", r.Intn(2*step)), Body: mustJSON(t, map[string]string{"role": "ai", "content": "edited " + text()})})
-			}
-			if step > 2 && r.Intn(7) == 0 {
-				ops = append(ops, Op{Kind: OpRemove, ID: fmt.Sprintf("m%03d", r.Intn(2*step))})
-			}
-			cp := Checkpoint{Thread: id, Step: step, Status: StatusRunning, Lists: map[string][]Op{"messages": ops},
-				Next: []Task{{ID: fmt.Sprintf("task-%d", step), Node: "tools", Arg: mustJSON(t, map[string]int{"i": step})}}}
-			if step == 0 || r.Intn(6) == 0 {
-				cp.Values = map[string]json.RawMessage{"project": mustJSON(t, sess.Project), "summary": mustJSON(t, text())}
-			}
-			if step == steps-1 && r.Intn(2) == 0 {
-				cp.Status, cp.Next = StatusDone, nil
-			}
-			s := sess
-			s.Status, s.Messages, s.Updated = cp.Status, 2*step+2, sess.Updated.Add(time.Duration(step)*time.Second)
-			cp.Index = &s
-			if err := db.Put(ctx, cp); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if r.Intn(3) == 0 {
-			db.PutWrite(ctx, PendingWrite{Thread: id, Task: fmt.Sprintf("task-%d", steps-1), Writes: mustJSON(t, []string{text()})})
-		}
-		if r.Intn(3) == 0 {
-			ns := fmt.Sprintf("subagent-%08x", r.Int31())
-			for step := 0; step < 1+r.Intn(6); step++ {
-				db.Put(ctx, Checkpoint{Thread: id, Namespace: ns, Step: step, Status: StatusRunning,
-					Lists: map[string][]Op{"messages": {{Kind: OpAppend, ID: fmt.Sprintf("x%d", step), Body: mustJSON(t, text())}}}})
-			}
-		}
+	for i, n := 0, 8+g.r.Intn(8); i < n; i++ {
+		g.session(ctx, db, i)
 	}
-	for i := 0; i < 1+r.Intn(3); i++ { // deleted sessions: their pages are free
+	for i, n := 0, 1+g.r.Intn(3); i < n; i++ { // deleted sessions: their pages are free
 		id := fmt.Sprintf("gone-%d", i)
 		for step := 0; step < 10; step++ {
 			db.Put(ctx, Checkpoint{Thread: id, Step: step, Status: StatusRunning, Index: &Session{ID: id},
-				Lists: map[string][]Op{"messages": {{Kind: OpAppend, ID: fmt.Sprint(step), Body: mustJSON(t, text())}}}})
+				Lists: map[string][]Op{"messages": {{Kind: OpAppend, ID: fmt.Sprint(step), Body: mustJSON(t, g.text())}}}})
 		}
 		db.DeleteSession(ctx, id)
 	}
 	c := &corpusStore{sessions: map[string]Session{}, states: map[string]map[string]*State{}, approvals: map[string]string{}}
 	for i := 0; i < 3; i++ {
 		k := fmt.Sprintf("mcp\x00/repo/%d\x00server", i)
-		c.approvals[k] = fmt.Sprintf("sha256:%x", r.Int63())
+		c.approvals[k] = fmt.Sprintf("sha256:%x", g.r.Int63())
 		db.SetApproval(ctx, k, c.approvals[k])
 	}
 	c.snapshot(t, db)
@@ -128,6 +74,77 @@ func genCorpusStore(t *testing.T, seed int64) *corpusStore {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// corpusGen writes a corpus store's sessions from its seed.
+type corpusGen struct {
+	t     *testing.T
+	r     *rand.Rand
+	texts []string
+}
+
+// text is a message's text: this repository's source, or random text
+// (incompressible), mostly under 1.6 KB, sometimes long enough for zstd.
+func (g *corpusGen) text() string {
+	n := 100 + g.r.Intn(1500)
+	if g.r.Intn(8) == 0 {
+		n = 5000 + g.r.Intn(4000)
+	}
+	if g.r.Intn(3) == 0 {
+		b := make([]byte, n*3/4)
+		g.r.Read(b)
+		return base64.StdEncoding.EncodeToString(b)
+	}
+	var s strings.Builder
+	for s.Len() < n {
+		s.WriteString(g.texts[g.r.Intn(len(g.texts))])
+	}
+	return s.String()[:n]
+}
+
+// session writes session i: steps of agent turns (messages appended,
+// replaced and removed, values, the index), sometimes a pending write and a
+// subagent's namespace.
+func (g *corpusGen) session(ctx context.Context, db *Bolt, i int) {
+	t, r := g.t, g.r
+	base := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	id := fmt.Sprintf("s%02d-%x", i, r.Int31())
+	sess := Session{ID: id, Project: fmt.Sprint("p", r.Intn(3)), Title: "about " + g.text()[:20], Status: StatusRunning, Created: base, Updated: base.Add(time.Duration(i) * time.Minute)}
+	steps := 2 + r.Intn(30)
+	for step := 0; step < steps; step++ {
+		ops := []Op{{Kind: OpAppend, ID: fmt.Sprintf("m%03d", 2*step), Body: mustJSON(t, map[string]string{"role": "ai", "content": g.text()})},
+			{Kind: OpAppend, ID: fmt.Sprintf("m%03d", 2*step+1), Body: mustJSON(t, map[string]string{"role": "tool", "content": g.text()})}}
+		if step > 2 && r.Intn(5) == 0 {
+			ops = append(ops, Op{Kind: OpUpsert, ID: fmt.Sprintf("m%03d", r.Intn(2*step)), Body: mustJSON(t, map[string]string{"role": "ai", "content": "edited " + g.text()})})
+		}
+		if step > 2 && r.Intn(7) == 0 {
+			ops = append(ops, Op{Kind: OpRemove, ID: fmt.Sprintf("m%03d", r.Intn(2*step))})
+		}
+		cp := Checkpoint{Thread: id, Step: step, Status: StatusRunning, Lists: map[string][]Op{"messages": ops},
+			Next: []Task{{ID: fmt.Sprintf("task-%d", step), Node: "tools", Arg: mustJSON(t, map[string]int{"i": step})}}}
+		if step == 0 || r.Intn(6) == 0 {
+			cp.Values = map[string]json.RawMessage{"project": mustJSON(t, sess.Project), "summary": mustJSON(t, g.text())}
+		}
+		if step == steps-1 && r.Intn(2) == 0 {
+			cp.Status, cp.Next = StatusDone, nil
+		}
+		s := sess
+		s.Status, s.Messages, s.Updated = cp.Status, 2*step+2, sess.Updated.Add(time.Duration(step)*time.Second)
+		cp.Index = &s
+		if err := db.Put(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.Intn(3) == 0 {
+		db.PutWrite(ctx, PendingWrite{Thread: id, Task: fmt.Sprintf("task-%d", steps-1), Writes: mustJSON(t, []string{g.text()})})
+	}
+	if r.Intn(3) == 0 {
+		ns := fmt.Sprintf("subagent-%08x", r.Int31())
+		for step, n := 0, 1+r.Intn(6); step < n; step++ {
+			db.Put(ctx, Checkpoint{Thread: id, Namespace: ns, Step: step, Status: StatusRunning,
+				Lists: map[string][]Op{"messages": {{Kind: OpAppend, ID: fmt.Sprintf("x%d", step), Body: mustJSON(t, g.text())}}}})
+		}
+	}
 }
 
 // memDir is a new directory in memory (/dev/shm) where there is one, else
@@ -254,13 +271,17 @@ const (
 // salvaged store takes writes.
 func TestDamageCorpus(t *testing.T) {
 	const stores, trials = 4, 50 // 200 damaged stores
+	seed := int64(100)           // AGENT_LSP_CORPUS_SEED explores other corpora
+	if v, err := strconv.ParseInt(os.Getenv("AGENT_LSP_CORPUS_SEED"), 10, 64); err == nil {
+		seed = v
+	}
 	var counts [3]int
 	for s := 0; s < stores; s++ {
-		c := genCorpusStore(t, int64(100+s))
+		c := genCorpusStore(t, seed+int64(s))
 		used, shared, own := c.pageSets(t)
 		const pageSize = 4096
 		for i := 0; i < trials; i++ {
-			r := rand.New(rand.NewSource(int64(s*1000 + i)))
+			r := rand.New(rand.NewSource(seed*100000 + int64(s*1000+i)))
 			data := bytes.Clone(c.data)
 			hit := map[uint64]bool{}
 			flips := 1 + r.Intn(8)
@@ -288,22 +309,41 @@ func mapKeys(m map[uint64]bool) []uint64 {
 	return out
 }
 
+// trial is one damaged copy of a corpus store (TestDamageCorpus): which
+// pages its damage hit, and how the store opened on it fared.
+type trial struct {
+	name        string
+	c           *corpusStore
+	data        []byte
+	readOnly    bool
+	hit, shared map[uint64]bool
+	own         map[string]map[uint64]bool
+	path        string
+	db          *Bolt
+	warned      []string
+}
+
+// reading is how one session read in a trial.
+type reading struct {
+	differs   bool
+	silentNSs []string // namespaces that loaded as data, differently
+	why       []string
+}
+
 // runTrial opens one damaged copy and checks it (TestDamageCorpus).
 func runTrial(t *testing.T, name string, c *corpusStore, data []byte, readOnly bool, hit, shared map[uint64]bool, own map[string]map[uint64]bool) trialOutcome {
 	t.Helper()
-	dir := memDir(t)
-	path := filepath.Join(dir, "sessions.db")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	tr := &trial{name: name, c: c, data: data, readOnly: readOnly, hit: hit, shared: shared, own: own,
+		path: filepath.Join(memDir(t), "sessions.db")}
+	if err := os.WriteFile(tr.path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var warned []string
-	warn := WithWarn(func(m string) { warned = append(warned, m) })
-	var db *Bolt
+	warn := WithWarn(func(m string) { tr.warned = append(tr.warned, m) })
 	var err error
 	if readOnly {
-		db, err = OpenReadOnly(path, warn)
+		tr.db, err = OpenReadOnly(tr.path, warn)
 	} else {
-		db, err = Open(path, warn)
+		tr.db, err = Open(tr.path, warn)
 	}
 	if err != nil {
 		// A store that cannot be opened is reported as a whole: nothing is
@@ -311,24 +351,24 @@ func runTrial(t *testing.T, name string, c *corpusStore, data []byte, readOnly b
 		t.Logf("%s: open: %v", name, err)
 		return outcomeReported
 	}
-	defer db.Close()
-	ctx := context.Background()
+	defer tr.db.Close()
+	// Everything is read first: what the reads meet is reported as they go.
+	read, listed, approvals := tr.read(t)
+	return tr.judge(t, read, listed, approvals)
+}
+
+// read reads every session, namespace and approval the corpus stored.
+func (tr *trial) read(t *testing.T) (read map[string]*reading, listed map[string]Session, approvals map[string]string) {
+	ctx, db, c := context.Background(), tr.db, tr.c
 	list, lerr := db.Sessions(ctx, "")
-	listed := map[string]Session{}
+	listed = map[string]Session{}
 	for _, s := range list {
 		listed[s.ID] = s
 	}
-	// Everything is read first: what the reads met is reported as they go.
-	type reading struct {
-		sessErr   error
-		differs   bool
-		silentNSs []string // namespaces that loaded as data, differently
-		why       []string
-	}
-	read := map[string]*reading{}
+	read = map[string]*reading{}
 	for id, want := range c.sessions {
 		got, serr := db.Session(ctx, id)
-		rd := &reading{sessErr: serr, differs: serr != nil || !reflect.DeepEqual(got, want) || (lerr == nil && !reflect.DeepEqual(listed[id], want))}
+		rd := &reading{differs: serr != nil || !reflect.DeepEqual(got, want) || (lerr == nil && !reflect.DeepEqual(listed[id], want))}
 		if rd.differs {
 			rd.why = append(rd.why, fmt.Sprintf("record %v, listed %v", serr, lerr == nil && !reflect.DeepEqual(listed[id], want)))
 		}
@@ -336,9 +376,6 @@ func runTrial(t *testing.T, name string, c *corpusStore, data []byte, readOnly b
 			st, err := db.Load(ctx, id, ns)
 			if err != nil || !reflect.DeepEqual(st, wantSt) {
 				rd.why = append(rd.why, fmt.Sprintf("namespace %q: %v", ns, err))
-				if err == nil && os.Getenv("CORPUS_DEBUG") != "" {
-					t.Logf("got  %+v\nwant %+v", st, wantSt)
-				}
 				rd.differs = true
 				if err == nil {
 					rd.silentNSs = append(rd.silentNSs, ns)
@@ -347,54 +384,56 @@ func runTrial(t *testing.T, name string, c *corpusStore, data []byte, readOnly b
 		}
 		read[id] = rd
 	}
-	approvals := map[string]string{}
+	approvals = map[string]string{}
 	for k := range c.approvals {
 		approvals[k], _ = db.Approval(ctx, k)
 	}
-	report := db.Recovered() + "\n" + strings.Join(warned, "\n")
+	return read, listed, approvals
+}
+
+// judge checks what a trial read against what the store reported.
+func (tr *trial) judge(t *testing.T, read map[string]*reading, listed map[string]Session, approvals map[string]string) trialOutcome {
+	db, name := tr.db, tr.name
+	report := db.Recovered() + "\n" + strings.Join(tr.warned, "\n")
 	named := func(id string) bool { return strings.Contains(report, fmt.Sprintf("%q", id)) }
 	global := strings.Contains(report, "no session could be named") || strings.Contains(report, "meta page")
 	rollback := strings.Contains(report, "meta page") // the file is read as of the commit before
-	salvaged := db.Recovered() != "" || (readOnly && strings.Contains(report, "salvaged"))
-
+	salvaged := db.Recovered() != "" || (tr.readOnly && strings.Contains(report, "salvaged"))
 	for id, rd := range read {
 		for _, ns := range rd.silentNSs {
 			if !named(id) && !rollback {
 				t.Errorf("%s: SILENT CHANGE: session %q namespace %q loads differently and nothing named it\nreport: %s", name, id, ns, report)
 			}
 		}
-		differs := rd.differs
-		if differs && !named(id) && !global {
+		if rd.differs && !named(id) && !global {
 			t.Errorf("%s: session %q reads differently (%s) and nothing named it\nreport: %s", name, id, strings.Join(rd.why, "; "), report)
 		}
 		intact := true
-		for p := range hit {
-			if own[id][p] || shared[p] {
-				intact = false
-			}
+		for p := range tr.hit {
+			intact = intact && !tr.own[id][p] && !tr.shared[p]
 		}
-		if salvaged && intact && differs {
+		if salvaged && intact && rd.differs {
 			t.Errorf("%s: the salvage lost session %q, none of whose pages was damaged\nreport: %s", name, id, report)
 		}
 	}
 	for id := range listed {
-		if _, ok := c.sessions[id]; !ok && !named(id) && !global {
+		if _, ok := tr.c.sessions[id]; !ok && !named(id) && !global {
 			t.Errorf("%s: a session %q that was never stored is listed, and nothing named it", name, id)
 		}
 	}
-	for k, want := range c.approvals {
+	for k, want := range tr.c.approvals {
 		if got := approvals[k]; got != want && !strings.Contains(report, fmt.Sprintf("%q", k)) && !global {
 			t.Errorf("%s: approval %q reads %q, not %q, and nothing named it", name, k, got, want)
 		}
 	}
-	if readOnly {
-		if left, err := os.ReadFile(path); err != nil || !bytes.Equal(left, data) {
+	if tr.readOnly {
+		if left, err := os.ReadFile(tr.path); err != nil || !bytes.Equal(left, tr.data) {
 			t.Errorf("%s: a read-only open changed the file (%v)", name, err)
 		}
-		if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) > 0 {
+		if aside, _ := filepath.Glob(tr.path + ".corrupt-*"); len(aside) > 0 {
 			t.Errorf("%s: a read-only open moved the file aside", name)
 		}
-	} else if err := db.Put(ctx, Checkpoint{Thread: "after", Step: 1, Status: StatusDone}); err != nil && db.Recovered() != "" {
+	} else if err := db.Put(context.Background(), Checkpoint{Thread: "after", Step: 1, Status: StatusDone}); err != nil && db.Recovered() != "" {
 		t.Errorf("%s: the salvaged store takes no write: %v", name, err)
 	}
 	switch {

@@ -196,26 +196,7 @@ func sessionsOnStore(ctx context.Context, db sessionStore, running func(string) 
 		}
 		tw.Flush()
 	case "show":
-		s, err := db.Session(ctx, id)
-		switch {
-		case errors.Is(err, store.ErrDamaged):
-			// Its record is damaged (and named): its transcript may not be.
-			fmt.Fprintf(stdout, "session %s  (its record is damaged)\n\n", id)
-		case err != nil:
-			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
-			return 1
-		default:
-			fmt.Fprintf(stdout, "session %s  project %s  status %s  (%s)\n\n", s.ID, s.Project, s.Status, s.Title)
-		}
-		msgs, err := agent.Transcript(ctx, db, id, "")
-		if err != nil {
-			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
-			return 1
-		}
-		tr := transcript.New(stdout)
-		for _, m := range msgs {
-			tr.Message(m)
-		}
+		return show(ctx, db, id, stdout, stderr)
 	case "delete":
 		if running(id) {
 			fmt.Fprintf(stderr, "agent-lsp sessions: session %s is running; cancel it first\n", id)
@@ -261,6 +242,32 @@ func sessionsOnStore(ctx context.Context, db sessionStore, running func(string) 
 		fmt.Fprintf(stderr, "agent-lsp sessions: unknown subcommand %q\n", sub)
 		fs.Usage()
 		return 2
+	}
+	return 0
+}
+
+// show prints session id's transcript: what it can when its record is
+// damaged.
+func show(ctx context.Context, db sessionStore, id string, stdout, stderr io.Writer) int {
+	s, err := db.Session(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrDamaged):
+		// Its record is damaged (and named): its transcript may not be.
+		fmt.Fprintf(stdout, "session %s  (its record is damaged)\n\n", id)
+	case err != nil:
+		fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
+		return 1
+	default:
+		fmt.Fprintf(stdout, "session %s  project %s  status %s  (%s)\n\n", s.ID, s.Project, s.Status, s.Title)
+	}
+	msgs, err := agent.Transcript(ctx, db, id, "")
+	if err != nil {
+		fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
+		return 1
+	}
+	tr := transcript.New(stdout)
+	for _, m := range msgs {
+		tr.Message(m)
 	}
 	return 0
 }
