@@ -84,7 +84,7 @@ func newBolt(path string, opts []Option) *Bolt {
 
 // Open opens or creates the store file at path, creating its directory.
 //
-// A file of an earlier format is converted to this one (upgrade.go). A
+// A file of an earlier format is converted to this one (upgrade). A
 // damaged file (one bbolt cannot be trusted with: a page tree that would
 // make it fault, loop or read the wrong pages) is salvaged: every session
 // that can still be read is copied into a new file, the damaged one is
@@ -253,7 +253,7 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 		return err
 	}
 	if idx := cp.Index; idx != nil && idx.ID == cp.Thread && cp.Namespace == "" {
-		// The session record shares the head's record (layout.go).
+		// The session record shares the head's record (store/internal/layout).
 		v, err := json.Marshal(idx)
 		if err != nil {
 			return err

@@ -308,7 +308,7 @@ func salvage(path, cause string) (string, error) {
 		return "", fmt.Errorf("store %s is damaged (%s); it was moved to %s, but its salvaged copy %s could not take its place: %w", path, cause, aside, tmp, err)
 	}
 	syncDir(filepath.Dir(path))
-	return fmt.Sprintf("store %s was damaged (%s); what could be read was salvaged: %s; the damaged file was moved to %s", path, cause, rep.String(), aside), nil
+	return fmt.Sprintf("store %s is damaged (%s): what could still be read was salvaged (%s), and the damaged file was moved to %s", path, cause, rep.String(), aside), nil
 }
 
 // upgrade converts the store file at path, of an earlier format, to this

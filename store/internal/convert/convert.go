@@ -487,7 +487,7 @@ func keepHead(name []byte, thread string, root bool, v []byte, strict bool) (kep
 }
 
 // legacySessions passes add the sessions of the buckets of formats 1 and
-// 2, converted to the current layout (migrate.go): every thread, and every
+// 2, converted to the current layout (convertLegacy): every thread, and every
 // session record without a thread.
 func (s *Source) legacySessions(ctx context.Context, add func(Session) error) error {
 	index, threads := s.top(legacySessions), s.top(legacyThreads)
