@@ -277,9 +277,9 @@ const (
 // meta pages or the freelist, which can hide what it touched); and a
 // salvaged store takes writes.
 func TestDamageCorpus(t *testing.T) {
-	const stores, trials = 4, 50 // 200 damaged stores
+	const stores, trials = 4, 50  // 200 damaged stores
 	t.Setenv("TMPDIR", memDir(t)) // the copies read-only opens read through
-	seed := int64(100)           // AGENT_LSP_CORPUS_SEED explores other corpora
+	seed := int64(100)            // AGENT_LSP_CORPUS_SEED explores other corpora
 	if v, err := strconv.ParseInt(os.Getenv("AGENT_LSP_CORPUS_SEED"), 10, 64); err == nil {
 		seed = v
 	}
