@@ -427,9 +427,6 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	rt.runs.started(active, r)
 	r.emit(event.RunStart{Project: project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
 	r.emit(event.Message{Message: human})
-	if req.Durability != "" {
-		ctx = store.WithDurability(ctx, req.Durability)
-	}
 	res, err := rt.graph.Invoke(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps),
 		graph.NewPatch(rt.st.messages.Append(human), rt.st.project.Set(project), rt.st.runStart.Set(human.ID)))
 	return rt.finish(ctx, r, res, err)
@@ -457,9 +454,6 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	rt.fitTools(r, sess.Project)
 	rt.runs.started(active, r)
 	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
-	if req.Durability != "" {
-		ctx = store.WithDurability(ctx, req.Durability)
-	}
 	res, err := rt.graph.Resume(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps))
 	return rt.finish(ctx, r, res, err)
 }
@@ -531,7 +525,7 @@ func (rt *Runtime) graphConfig(r *run, maxSteps int) graph.Config {
 		maxSteps = rt.cfg.MaxSteps
 	}
 	cfg := graph.Config{Thread: r.session.ID, Namespace: r.contextID, Checkpointer: rt.cfg.Store, StepLimit: maxSteps,
-		Accepts: rt.acceptsInput, Events: r.graphEvent}
+		Accepts: rt.acceptsInput, Events: r.graphEvent, Durability: r.durability}
 	if r.contextID == "" {
 		cfg.Index = func(s graph.State, status graph.Status) *store.Session {
 			sess := r.session

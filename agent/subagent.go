@@ -50,7 +50,7 @@ func (rt *Runtime) subagent(ctx context.Context, parent *run, project, callID st
 		}
 	}
 	child := &run{rt: rt, session: parent.session, contextID: id, parentID: parentID, editor: parent.editor, perms: parent.perms, model: parent.model, budget: parent.budget,
-		tools: set, acc: parent.acc}
+		tools: set, acc: parent.acc, durability: parent.durability}
 	child.fitTools()
 	limit := 2 * req.MaxLoops // a model turn and a tool round are a step each
 	if left, ok := graph.StepsLeft(ctx); ok {

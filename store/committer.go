@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -75,10 +74,10 @@ func newCommitter[W any](d Durability, window time.Duration, commit func([]W) ([
 // Commits returns how many write transactions the store has committed.
 func (c *Committer[W]) Commits() int64 { return c.commits.Load() }
 
-// Durability returns the durability of a run with context ctx: its own
-// (WithDurability), else the store's default.
-func (c *Committer[W]) Durability(ctx context.Context) Durability {
-	if d, ok := ContextDurability(ctx); ok {
+// Durability returns the durability of a write that chose d: d, or the
+// store's default when d is "".
+func (c *Committer[W]) Durability(d Durability) Durability {
+	if d != "" {
 		return d
 	}
 	return c.durability
@@ -126,10 +125,11 @@ func (c *Committer[W]) submit(w W, wait, barrier bool) error {
 	return <-done
 }
 
-// Write routes one write of thread's namespace ns by the run's durability;
-// ends says the write ends the run (it is durable when Write returns).
-func (c *Committer[W]) Write(ctx context.Context, thread, ns string, w W, ends bool) error {
-	switch c.Durability(ctx) {
+// Write routes one write of thread's namespace ns by the run's durability
+// d ("": the store's default); ends says the write ends the run (it is
+// durable when Write returns).
+func (c *Committer[W]) Write(d Durability, thread, ns string, w W, ends bool) error {
+	switch c.Durability(d) {
 	case Batched:
 		c.batchedSeen.Store(true)
 		return c.Submit(w, ends)

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -28,7 +27,7 @@ func TestCommitterCloseWithWritersWaiting(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs <- c.Write(context.Background(), "t", "", func() {}, false)
+				errs <- c.Write(Batched, "t", "", func() {}, false)
 			}()
 		}
 		time.Sleep(time.Millisecond)
@@ -40,7 +39,7 @@ func TestCommitterCloseWithWritersWaiting(t *testing.T) {
 				t.Fatalf("a writer got %v", err)
 			}
 		}
-		if err := c.Write(context.Background(), "t", "", func() {}, true); !errors.Is(err, ErrClosed) {
+		if err := c.Write(Batched, "t", "", func() {}, true); !errors.Is(err, ErrClosed) {
 			t.Fatalf("a write after Close: %v", err)
 		}
 	}

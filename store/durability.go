@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -49,21 +48,6 @@ func ParseDurability(s string) (Durability, error) {
 	return "", fmt.Errorf("unknown durability %q (sync, batched or exit)", s)
 }
 
-type durabilityKey struct{}
-
-// WithDurability returns a context whose checkpoint writes use d, overriding
-// the store's default for one run.
-func WithDurability(ctx context.Context, d Durability) context.Context {
-	return context.WithValue(ctx, durabilityKey{}, d)
-}
-
-// ContextDurability returns the durability WithDurability put in ctx, if
-// any: another backend's writes honour it as Bolt's do.
-func ContextDurability(ctx context.Context) (Durability, bool) {
-	d, ok := ctx.Value(durabilityKey{}).(Durability)
-	return d, ok && d != ""
-}
-
 // ErrClosed is returned for writes after Close.
 var ErrClosed = errors.New("store is closed")
 
@@ -94,8 +78,8 @@ func (b *Bolt) submit(apply boltWork, wait bool) error { return b.c.Submit(apply
 func (b *Bolt) Flush() error { return b.c.Flush() }
 
 // write routes one thread write by durability (Committer.Write).
-func (b *Bolt) write(ctx context.Context, k threadKey, apply boltWork, ends bool) error {
-	return b.c.Write(ctx, k.thread, k.ns, apply, ends)
+func (b *Bolt) write(d Durability, k threadKey, apply boltWork, ends bool) error {
+	return b.c.Write(d, k.thread, k.ns, apply, ends)
 }
 
 // update runs a write transaction, turning a bbolt panic on a damaged page

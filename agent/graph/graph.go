@@ -185,6 +185,10 @@ type Config struct {
 	// Accepts, when set, says whether queued input (Queue) may be applied to
 	// state s, the state after a step's writes; nil accepts any state.
 	Accepts func(s State) bool
+	// Durability says when the run's checkpoints and pending writes reach
+	// the disk ("": the store's default). Queued input is always stored
+	// synchronously.
+	Durability store.Durability
 }
 
 // Result is how a run ended.
@@ -357,7 +361,7 @@ func (r *runner) end(ctx context.Context, status Status, next []task, err error)
 // for s. The barrier, a run's end and Update all store what it returns.
 func (r *runner) checkpoint(step int, status Status, d delta, next []task, s State) store.Checkpoint {
 	cp := store.Checkpoint{Thread: r.cfg.Thread, Namespace: r.cfg.Namespace, Step: step, Status: status,
-		Values: d.values, Lists: d.lists, Next: storeTasks(next)}
+		Values: d.values, Lists: d.lists, Next: storeTasks(next), Durability: r.cfg.Durability}
 	if r.cfg.Index != nil {
 		cp.Index = r.cfg.Index(s, status)
 	}
@@ -438,7 +442,8 @@ func (r *runner) keep(ctx context.Context, t task, p Patch) error {
 	if err != nil {
 		return err
 	}
-	return r.cfg.Checkpointer.PutWrite(context.WithoutCancel(ctx), r.cfg.Thread, r.cfg.Namespace, t.ID, raw)
+	return r.cfg.Checkpointer.PutWrite(context.WithoutCancel(ctx), store.PendingWrite{Thread: r.cfg.Thread, Namespace: r.cfg.Namespace,
+		Task: t.ID, Writes: raw, Durability: r.cfg.Durability})
 }
 
 type stepsLeftKey struct{}

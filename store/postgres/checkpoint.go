@@ -126,29 +126,40 @@ func (s *Store) Put(ctx context.Context, cp store.Checkpoint) error {
 		}
 		queuePut(b, cp, next, index)
 	}
-	if err := s.write(ctx, threadKey{cp.Thread, cp.Namespace}, queue, cp.Status.Ended()); err != nil {
+	if err := s.write(cp.Durability, threadKey{cp.Thread, cp.Namespace}, queue, cp.Status.Ended()); err != nil {
 		return fail(err)
 	}
 	return nil
 }
 
 // PutWrite implements store.Checkpointer.
-func (s *Store) PutWrite(ctx context.Context, thread, ns, taskID string, w json.RawMessage) error {
-	body := nonNil(store.PackRecord(w))
-	token, fenced := s.fenceToken(thread)
+func (s *Store) PutWrite(ctx context.Context, w store.PendingWrite) error {
+	body := nonNil(store.PackRecord(w.Writes))
+	token, fenced := s.fenceToken(w.Thread)
 	queue := func(b *pgx.Batch) {
 		if fenced {
-			b.Queue(sqlFence, thread, token)
+			b.Queue(sqlFence, w.Thread, token)
 		}
-		b.Queue(sqlPutWrite, thread, ns, taskID, body)
+		b.Queue(sqlPutWrite, w.Thread, w.Namespace, w.Task, body)
 	}
-	if err := s.write(ctx, threadKey{thread, ns}, queue, false); err != nil {
-		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, err)
+	if err := s.write(w.Durability, threadKey{w.Thread, w.Namespace}, queue, false); err != nil {
+		return fmt.Errorf("put pending write %s/%s %s: %w", w.Thread, w.Namespace, w.Task, err)
 	}
 	return nil
 }
 
-// Load implements store.Checkpointer.
+// leftOut names a damaged record Load left out (WithWarn).
+func (s *Store) leftOut(thread, ns, what string, err error) {
+	where := fmt.Sprintf("session %q", thread)
+	if ns != "" {
+		where += fmt.Sprintf(", namespace %q", ns)
+	}
+	s.warn(fmt.Sprintf("%s: %s is damaged (%v) and was left out", where, what, err))
+}
+
+// Load implements store.Checkpointer. A record whose seal fails (or that
+// does not decompress) is left out and named (WithWarn), as the bbolt
+// store does: damage is never returned as data.
 func (s *Store) Load(ctx context.Context, thread, ns string) (*store.State, error) {
 	fail := func(err error) (*store.State, error) {
 		return nil, fmt.Errorf("load checkpoint %s/%s: %w", thread, ns, err)
@@ -163,74 +174,95 @@ func (s *Store) Load(ctx context.Context, thread, ns string) (*store.State, erro
 		return fail(s.readErr(err))
 	}
 	defer rows.Close()
-	st := &store.State{Values: map[string]json.RawMessage{}, Lists: map[string][]store.Item{}, Pending: map[string]json.RawMessage{}}
-	type item struct {
-		seq int64
-		it  store.Item
-	}
-	lists := map[string][]item{}
-	found := false
+	l := loading{st: &store.State{Values: map[string]json.RawMessage{}, Lists: map[string][]store.Item{}, Pending: map[string]json.RawMessage{}},
+		lists: map[string][]seqItem{}}
 	for rows.Next() {
-		var (
-			kind    int32
-			name    string
-			id      *string
-			seq     int64
-			body    []byte
-			updated *time.Time
-		)
-		if err := rows.Scan(&kind, &name, &id, &seq, &body, &updated); err != nil {
+		var r loadRow
+		if err := rows.Scan(&r.kind, &r.name, &r.id, &r.seq, &r.body, &r.updated); err != nil {
 			return fail(s.readErr(err))
 		}
-		switch kind {
-		case 0:
-			found = true
-			st.Step, st.Status = int(seq), store.Status(name)
-			if updated != nil {
-				st.Updated = *updated
-			}
-			if len(body) > 0 {
-				if err := json.Unmarshal(body, &st.Next); err != nil {
-					return fail(fmt.Errorf("corrupt checkpoint head: %w", err))
-				}
-			}
-		case 1, 2:
-			v, err := store.UnpackRecord(body)
-			if err != nil {
-				return fail(fmt.Errorf("%s: %w", name, err))
-			}
-			if kind == 1 {
-				st.Values[name] = v
-			} else {
-				st.Pending[name] = v
-			}
-		case 3:
-			v, err := store.UnpackRecord(body)
-			if err != nil {
-				return fail(fmt.Errorf("list %s: %w", name, err))
-			}
-			it := store.Item{Body: v}
-			if id != nil {
-				it.ID = *id
-			}
-			lists[name] = append(lists[name], item{seq, it})
+		if err := l.add(r, func(what string, err error) { s.leftOut(thread, ns, what, err) }); err != nil {
+			return fail(err)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return fail(s.readErr(err))
 	}
-	if !found {
+	if !l.found {
 		return fail(store.ErrNotFound)
 	}
-	for name, items := range lists {
+	for name, items := range l.lists {
 		sort.Slice(items, func(i, j int) bool { return items[i].seq < items[j].seq })
 		list := make([]store.Item, len(items))
 		for i, x := range items {
 			list[i] = x.it
 		}
-		st.Lists[name] = list
+		l.st.Lists[name] = list
 	}
-	return st, nil
+	return l.st, nil
+}
+
+// loadRow is one row of sqlLoad.
+type loadRow struct {
+	kind    int32
+	name    string
+	id      *string
+	seq     int64
+	body    []byte
+	updated *time.Time
+}
+
+// seqItem is a list item with its place in the list.
+type seqItem struct {
+	seq int64
+	it  store.Item
+}
+
+// loading is a namespace's state as Load reads its rows.
+type loading struct {
+	st    *store.State
+	lists map[string][]seqItem
+	found bool // the head was read
+}
+
+// add adds row r; a damaged record is left out and told to leftOut.
+func (l *loading) add(r loadRow, leftOut func(what string, err error)) error {
+	switch r.kind {
+	case 0:
+		l.found = true
+		l.st.Step, l.st.Status = int(r.seq), store.Status(r.name)
+		if r.updated != nil {
+			l.st.Updated = *r.updated
+		}
+		if len(r.body) > 0 {
+			if err := json.Unmarshal(r.body, &l.st.Next); err != nil {
+				return fmt.Errorf("corrupt checkpoint head: %w", err)
+			}
+		}
+	case 1, 2:
+		v, err := store.UnpackRecord(r.body)
+		if err != nil {
+			leftOut(fmt.Sprintf("%s %q", map[int32]string{1: "value", 2: "pending write"}[r.kind], r.name), err)
+			return nil
+		}
+		if r.kind == 1 {
+			l.st.Values[r.name] = v
+		} else {
+			l.st.Pending[r.name] = v
+		}
+	case 3:
+		v, err := store.UnpackRecord(r.body)
+		if err != nil {
+			leftOut(fmt.Sprintf("item %d of list %s", r.seq, r.name), err)
+			return nil
+		}
+		it := store.Item{Body: v}
+		if r.id != nil {
+			it.ID = *r.id
+		}
+		l.lists[r.name] = append(l.lists[r.name], seqItem{r.seq, it})
+	}
+	return nil
 }
 
 // PutSession implements store.Sessions.

@@ -43,8 +43,8 @@ func (s *Store) submit(queue pgWork, wait bool) error { return s.c.Submit(queue,
 func (s *Store) Flush() error { return s.c.Flush() }
 
 // write routes one thread write by durability (store.Committer.Write).
-func (s *Store) write(ctx context.Context, k threadKey, queue pgWork, ends bool) error {
-	return s.c.Write(ctx, k.thread, k.ns, queue, ends)
+func (s *Store) write(d store.Durability, k threadKey, queue pgWork, ends bool) error {
+	return s.c.Write(d, k.thread, k.ns, queue, ends)
 }
 
 // send runs the statements that works queue as one transaction, and

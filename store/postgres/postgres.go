@@ -62,7 +62,7 @@ var _ store.Store = (*Store)(nil)
 type Option func(*Store)
 
 // WithDefaultDurability sets the durability of runs that do not choose one
-// (store.WithDurability chooses per run).
+// (a checkpoint's Durability chooses per run).
 func WithDefaultDurability(d store.Durability) Option { return func(s *Store) { s.durability = d } }
 
 // WithWarn reports problems that do not stop the store: a record that
@@ -198,6 +198,10 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 
 // Path returns the database's URL with its password redacted.
 func (s *Store) Path() string { return s.url }
+
+// Name implements store.Store: the database's URL with its password
+// redacted.
+func (s *Store) Name() string { return s.url }
 
 // Close writes what is queued (and the held steps of unfinished runs in
 // exit mode), releases this store's leases and closes its connections.

@@ -78,6 +78,10 @@ var migrations = []string{
 		END IF;
 	END
 	$$ LANGUAGE plpgsql;`,
+	// 4: records (values, items, pending writes) are sealed with a CRC32C
+	// (store.PackRecord): a binary of schema 3 would read a sealed record
+	// as a raw one, so it must refuse the database instead.
+	`COMMENT ON TABLE agent_lsp_items IS 'bodies are store.PackRecord records: sealed with a CRC32C since schema 4';`,
 }
 
 // SchemaVersion is the schema version this binary migrates to.
