@@ -22,6 +22,9 @@ type Request struct {
 	Messages []message.Message
 	Tools    []ToolSpec
 	Model    string // overrides the configured model for this request when set
+	// Images holds the bytes of the images the messages show, by ID (the
+	// session's: read-only).
+	Images message.Images
 }
 
 // Usage counts tokens.
