@@ -170,7 +170,7 @@ type countedAt struct {
 
 // keyOf is m's key in the cache: its ID and the size of what it holds.
 func keyOf(m message.Message) countKey {
-	k := countKey{m.ID, len(m.Content)}
+	k := countKey{m.ID, len(m.Content) + len(m.Images)<<40}
 	for _, tc := range m.ToolCalls {
 		k.size += len(tc.Args) << 20
 	}
@@ -232,6 +232,7 @@ func (c *counter) message(m message.Message) int {
 	if m.ToolCallID != "" {
 		n += 8
 	}
+	n += imageTokens(m)
 	if plain {
 		c.mu.Lock()
 		c.built.content, c.built.name, c.built.n = m.Content, m.Name, n
@@ -291,7 +292,7 @@ func (c *counter) request(req model.Request) int {
 // toolPriority orders the tools from most to least needed: when their
 // definitions take more than their share of the budget, the last go first.
 var toolPriority = []string{"read_file", "edit_file", "search", "list_files", "create_file", "run_command",
-	"todo_write", "call_subagent", "switch_project"}
+	"todo_write", "call_subagent", "read_image", "fetch_url", "switch_project"}
 
 // fitTools returns the tools whose definitions fit in share tokens, in
 // priority order, and the names of those withheld.

@@ -437,7 +437,7 @@ func TestReadOnlySubagents(t *testing.T) {
 				for _, tl := range req.Tools {
 					names = append(names, tl.Function.Name)
 				}
-				if strings.Join(names, " ") != "read_file search list_files" {
+				if strings.Join(names, " ") != "read_file search list_files read_image" {
 					t.Fatalf("the subagent was offered %v", names)
 				}
 				return

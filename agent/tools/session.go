@@ -34,7 +34,7 @@ var callSubagent = Tool{
 	Schema: json.RawMessage(`{"type": "object", "properties": {
 		"task": {"type": "string", "description": "Complete instructions for the subagent."},
 		"max_loops": {"type": "integer", "description": "Most model turns the subagent may take (default 10, at most 50, and no more than this run has steps left)."},
-		"readOnly": {"type": "boolean", "description": "Give the subagent only the tools that read (read_file, list_files, search): for research that must change nothing."}}, "required": ["task"]}`),
+		"readOnly": {"type": "boolean", "description": "Give the subagent only the tools that read (read_file, list_files, search, read_image): for research that must change nothing."}}, "required": ["task"]}`),
 	Run: func(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
 		var a struct {
 			Task     string
@@ -94,7 +94,7 @@ var todoWrite = Tool{
 // All returns every tool.
 func All() Set {
 	s := Set{}
-	for _, t := range []Tool{readFile, listFiles, search, editFile, createFile, runCommand, switchProject, callSubagent, todoWrite} {
+	for _, t := range []Tool{readFile, listFiles, search, editFile, createFile, runCommand, switchProject, callSubagent, todoWrite, readImage, fetchURL} {
 		t.schema = parseSchema(t.Schema)
 		s[t.Name] = t
 	}

@@ -115,7 +115,7 @@ type SubagentRequest struct {
 }
 
 // ReadOnlyTools are the tools a read-only subagent gets.
-var ReadOnlyTools = []string{"read_file", "list_files", "search"}
+var ReadOnlyTools = []string{"read_file", "list_files", "search", "read_image"}
 
 // SubagentResult is what a parent receives from a subagent.
 type SubagentResult struct {
@@ -150,6 +150,13 @@ type Env struct {
 	// Protected restores protected files after sandboxed commands; shared by
 	// every command of a runtime (nil: each command restores alone).
 	Protected *ProtectedGuard
+	// Vision is nil when the run's model takes images, else it says why
+	// not (read_image then refuses); a nil Vision takes images.
+	Vision func(ctx context.Context) error
+	// ImageMaxBytes bounds an image read_image shows; default images.DefaultMaxBytes.
+	ImageMaxBytes int
+	// Fetch is how fetch_url reaches the web.
+	Fetch FetchConfig
 }
 
 // DefaultMaxOutput is the size in bytes a tool's output is cut to by default.
@@ -209,6 +216,8 @@ type Result struct {
 	// CommandFilesChanged lists the projects whose build or test definitions
 	// the call changed (or tried to): their commands ask from now on.
 	CommandFilesChanged []string
+	// Images are shown to the model with the result (read_image).
+	Images []message.ImageData
 }
 
 // EditReport tells whether one file edit was applied.

@@ -287,7 +287,7 @@ var Table = []Setting{
 		Doc:  "bytes of one tool output the model sees (1024..1048576), head and tail kept; a small context cuts more",
 		kind: intKind(func(s *Settings) *int { return &s.ToolOutput }, 1024, 1<<20)},
 	{Name: "read-only subagents", Init: "subagents.readOnly", Flag: "read-only-subagents", Default: "false",
-		Doc:  "give subagents only the tools that read (read_file, list_files, search); the model can also ask for it per call",
+		Doc:  "give subagents only the tools that read (read_file, list_files, search, read_image); the model can also ask for it per call",
 		kind: boolKind(func(s *Settings) *bool { return &s.ReadOnlySubs })},
 	{Name: "MCP servers", Init: "mcpServers", Default: "none",
 		Doc:  "Model Context Protocol servers, as in .mcp.json: {NAME: {command, args, env, cwd} | {type: http, url, headers}}; ${VAR} takes the editor's environment",
