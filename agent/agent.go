@@ -435,6 +435,7 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	human := message.NewHuman(text)
 	human.Name = "human@" + project
 	r := rt.newRun(sess, req)
+	rt.seeing(ctx, r)
 	imgs, err := rt.promptImages(ctx, r, project, req.Images)
 	if err != nil {
 		return Result{}, err
@@ -470,6 +471,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	}
 	defer end()
 	r := rt.newRun(sess, req)
+	rt.seeing(ctx, r)
 	rt.addTools(ctx, r, sess.Project)
 	rt.fitTools(r, sess.Project)
 	rt.runs.started(active, r)

@@ -292,7 +292,11 @@ func (c *counter) request(req model.Request) int {
 // toolPriority orders the tools from most to least needed: when their
 // definitions take more than their share of the budget, the last go first.
 var toolPriority = []string{"read_file", "edit_file", "search", "list_files", "create_file", "run_command",
-	"todo_write", "call_subagent", "read_image", "fetch_url", "switch_project"}
+	"todo_write", "call_subagent", "switch_project"}
+
+// optionalTools are withheld first, before other programs' tools (MCP
+// servers' the user chose): most runs do without them.
+var optionalTools = []string{"read_image", "fetch_url"}
 
 // fitTools returns the tools whose definitions fit in share tokens, in
 // priority order, and the names of those withheld.
@@ -302,6 +306,9 @@ func fitTools(specs []model.ToolSpec, share int, count func(model.ToolSpec) int)
 			if n == name {
 				return i
 			}
+		}
+		if i := slices.Index(optionalTools, name); i >= 0 {
+			return len(toolPriority) + 1 + i
 		}
 		return len(toolPriority)
 	}

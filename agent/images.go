@@ -45,7 +45,14 @@ func (rt *Runtime) vision(ctx context.Context, name string) error {
 	if v, _ := model.KnownVision(name); v {
 		return nil
 	}
-	return fmt.Errorf("the model %q is not known to take images: set model.vision to true if it does", name)
+	return fmt.Errorf("the model %q is not known to take images: set model.vision to true (--vision true) if it does", name)
+}
+
+// seeing leaves read_image out of a run whose model takes no images.
+func (rt *Runtime) seeing(ctx context.Context, r *run) {
+	if _, ok := r.tools["read_image"]; ok && rt.vision(ctx, r.model) != nil {
+		r.tools = r.tools.Without("read_image")
+	}
 }
 
 // promptImages reads and prepares a prompt's images for the run's model

@@ -83,7 +83,7 @@ func TestImagePromptForAModelWithoutVision(t *testing.T) {
 	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{{Text: "never"}}}, Config{ModelName: "scripted"})
 	_, err := h.rt.Run(context.Background(), Request{Prompt: "look", Images: []ImageInput{{Data: smallPNG(t, 4, 4)}}, Editor: h.editor, Permissions: allowAll(false)})
 	var ie *ImageError
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `the model "scripted" is not known to take images: set model.vision to true if it does`) {
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `the model "scripted" is not known to take images: set model.vision to true (--vision true) if it does`) {
 		t.Fatalf("%v", err)
 	}
 	if len(h.srv.Requests()) != 0 {
@@ -98,7 +98,7 @@ func TestImagePromptForAModelWithoutVision(t *testing.T) {
 }
 
 // read_image shows the model an image of the project after the tool
-// answers; a model without vision gets the tool's error instead.
+// answers; a model without vision is not offered it.
 func TestReadImage(t *testing.T) {
 	script := scripted.Script{Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{call("read_image", map[string]any{"path": "shot.png"})}}, {Text: "seen"}}}
 	h := newHarness(t, script, Config{Vision: sees})
@@ -124,7 +124,12 @@ func TestReadImage(t *testing.T) {
 	h = newHarness(t, script, Config{ModelName: "scripted"})
 	os.WriteFile(filepath.Join(h.roots["sample"], "shot.png"), smallPNG(t, 8, 6), 0o644)
 	h.run(context.Background(), Request{Prompt: "look at shot.png"})
-	if tm := toolMessages(h.srv.Requests()[1]); len(tm) != 1 || !strings.Contains(tm[0].Content, "read_image cannot show you images: the model \"scripted\" is not known to take images") {
+	for _, tl := range h.srv.Requests()[0].Tools {
+		if tl.Function.Name == "read_image" {
+			t.Errorf("read_image is offered to a model without vision")
+		}
+	}
+	if tm := toolMessages(h.srv.Requests()[1]); len(tm) != 1 || !strings.Contains(tm[0].Content, `unknown tool "read_image"`) {
 		t.Errorf("without vision: %+v", tm)
 	}
 }

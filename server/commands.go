@@ -172,8 +172,9 @@ func (c Command) ArgumentNames() []string {
 // problem (InvalidParams), the rest is the server's.
 func sessionError(command string, err error) error {
 	var tooLarge *agent.TooLargeError
+	var image *agent.ImageError
 	switch {
-	case errors.As(err, &tooLarge):
+	case errors.As(err, &tooLarge), errors.As(err, &image):
 		return invalidParams("%s: %v", command, err)
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, agent.ErrUnknownSession), errors.Is(err, agent.ErrUnknownProject),
 		errors.Is(err, agent.ErrSessionBusy), errors.Is(err, agent.ErrNoProject), errors.Is(err, agent.ErrBadSelection),

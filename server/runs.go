@@ -25,6 +25,7 @@ type RunArgs struct {
 	Durability string           `json:"durability,omitempty"`
 	Model      string           `json:"model,omitempty"`
 	Context    []ContextRef     `json:"context,omitempty"`
+	Images     []ImageRef       `json:"images,omitempty"`
 }
 
 // ContextRef is a document, or a range of it, the user attached to a
@@ -73,6 +74,10 @@ func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (a
 		req.Context = append(req.Context, agent.Attachment{Path: filename(c.URI), Range: c.Range})
 	}
 	if err := s.checkModel(ctx, call.b, "agent.run", a.Model); err != nil {
+		return agent.Result{}, err
+	}
+	var err error
+	if req.Images, err = imageInputs("agent.run", a.Images); err != nil {
 		return agent.Result{}, err
 	}
 	title := "agent: " + transcript.FirstWords(a.Prompt, 6)

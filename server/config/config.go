@@ -20,6 +20,7 @@ import (
 	"syscall"
 
 	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/agent/images"
 	"github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
@@ -61,6 +62,9 @@ type Settings struct {
 	AllowMCP      []string               // repository servers that start without asking
 	MCPTimeout    int                    // seconds per MCP tool call
 	MCPIdle       int                    // seconds without a call before a project's servers stop
+	Vision        string                 // whether the model takes images: auto, true or false
+	ImageMaxBytes int                    // bytes one stored image may have
+	AllowFetch    []string               // hosts fetch_url fetches without asking; "*" every public host
 }
 
 // Setting is one row of the configuration table.
@@ -229,6 +233,12 @@ var Table = []Setting{
 	{Name: "model", Env: "AGENT_LSP_MODEL", Init: "model.model", Flag: "model", Default: "gpt-4o-mini",
 		Doc:  "model name",
 		kind: stringKind(func(s *Settings) *string { return &s.Model }, nil)},
+	{Name: "vision", Env: "AGENT_LSP_VISION", Init: "model.vision", Flag: "vision", Default: "auto",
+		Doc:  "whether the model takes images (prompt images, read_image): true, false, or auto: the well-known models that do (gpt-4o, gpt-4.1, gpt-5, claude, gemini, llava...), else what the endpoint's model list says (docs/images-and-fetch.md)",
+		kind: stringKind(func(s *Settings) *string { return &s.Vision }, oneOf("auto", "true", "false"))},
+	{Name: "image size", Init: "images.maxBytes", Default: strconv.Itoa(images.DefaultMaxBytes),
+		Doc:  "bytes one image may have (65536..20971520); larger ones, and those over 2048 pixels, are scaled down and re-encoded",
+		kind: intKind(func(s *Settings) *int { return &s.ImageMaxBytes }, 64<<10, 20<<20)},
 	{Name: "API key variable", Init: "model.apiKeyEnv", Default: "OPENAI_API_KEY",
 		Doc:  "the name of the environment variable that holds the API key (the key itself is never a setting)",
 		kind: stringKind(func(s *Settings) *string { return &s.APIKeyEnv }, nil)},
@@ -253,6 +263,9 @@ var Table = []Setting{
 	{Name: "allowed protected edits", Init: "permissions.allowEdit", Flag: "allow-edit", Default: "none",
 		Doc:  "protected files (docs/security.md) the agent may change without confirmation, as globs over project paths, e.g. .vscode/settings.json (repeatable)",
 		kind: listKind(func(s *Settings) *[]string { return &s.AllowEdit })},
+	{Name: "allowed fetch hosts", Init: "permissions.fetch", Flag: "allow-fetch", Default: "none",
+		Doc:  "hosts fetch_url fetches without asking, matched literally (a name or an IP literal), * for every host; private, loopback and link-local addresses only for a host named exactly; otherwise the editor asks per host, and headless runs are denied (repeatable)",
+		kind: listKind(func(s *Settings) *[]string { return &s.AllowFetch })},
 	{Name: "scrubbed environment", Init: "scrubEnv", Default: "credentials and sockets",
 		Doc:  "patterns of environment variables commands never get; replaces the default list (docs/security.md); the API key's variable is always removed",
 		kind: listKind(func(s *Settings) *[]string { return &s.ScrubEnv })},
