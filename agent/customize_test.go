@@ -23,7 +23,6 @@ func writeFile(t *testing.T, path, text string) {
 	}
 }
 
-
 // The instructions are layered: the user's own file, the project root's
 // (AGENTS.md, else CLAUDE.md, else .github/copilot-instructions.md), and a
 // subfolder's AGENTS.md once the agent reads a file below it, nearest first.
