@@ -4,6 +4,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -266,6 +267,9 @@ type Request struct {
 	// Context lists what the user attached: files, or parts of them (Range
 	// set), read as the editor has them and added to the prompt.
 	Context []Attachment
+	// Title is a new session's title ("": from Prompt), e.g. the slash
+	// command the user typed rather than the prompt it expanded to.
+	Title string
 	// Tools narrows the run's tools to these names or groups (a slash
 	// command's allowed-tools, custom.SelectTools); nil: all. A prompt
 	// queued into a running run does not change its tools.
@@ -409,7 +413,7 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 		} else if _, err := rt.cfg.Store.Session(ctx, id); err == nil {
 			return Result{}, fmt.Errorf("session %s exists already", id)
 		}
-		sess = store.Session{ID: id, Title: transcript.Title(req.Prompt), Status: store.StatusRunning, Created: now, Updated: now}
+		sess = store.Session{ID: id, Title: transcript.Title(cmp.Or(req.Title, req.Prompt)), Status: store.StatusRunning, Created: now, Updated: now}
 	}
 	if req.Edits != "" {
 		sess.Edits = req.Edits

@@ -135,7 +135,7 @@ func (a *acpAgent) acpSlash(ctx context.Context, s *acpSession, req *agent.Reque
 		(&acpUpdates{conn: a.client(), session: s}).send(acp.UpdateAgentMessageText(res.reply))
 		return true, nil
 	}
-	req.Prompt, req.Tools = res.prompt, res.tools
+	req.Title, req.Prompt, req.Tools = req.Prompt, res.prompt, res.tools
 	if res.model != "" && chosen == "" {
 		req.Model = res.model
 	}

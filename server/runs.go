@@ -109,7 +109,7 @@ func (s *Server) slash(ctx context.Context, b *Backend, req *agent.Request, o *r
 	case res.builtin:
 		return agent.Result{Session: req.Session, Status: store.StatusDone, Reply: res.reply}, true, nil
 	}
-	req.Prompt, req.Tools = res.prompt, res.tools
+	req.Title, req.Prompt, req.Tools = req.Prompt, res.prompt, res.tools
 	if req.Model == "" {
 		req.Model = res.model
 	}

@@ -76,16 +76,16 @@ func listCommands(b *Backend, project string) ([]CommandInfo, []custom.Command, 
 	}
 	var kept []custom.Command
 	for _, c := range files {
-		if slices.ContainsFunc(builtins, func(bi builtin) bool { return bi.name == c.Name }) {
-			b.warn(fmt.Sprintf("the slash command file %s is not used: /%s is built in", c.Path, c.Name))
-			continue
-		}
 		info := CommandInfo{Name: c.Name, Description: c.Description, ArgumentHint: c.ArgumentHint, Source: string(c.Source), Path: c.Path}
 		if c.Err != nil {
 			info.Error = c.Err.Error()
 		}
+		if slices.ContainsFunc(builtins, func(bi builtin) bool { return bi.name == c.Name }) {
+			info.Error = fmt.Sprintf("not used: /%s is built in", c.Name) // listed, so that the user sees why
+		} else {
+			kept = append(kept, c)
+		}
 		out = append(out, info)
-		kept = append(kept, c)
 	}
 	return out, kept, nil
 }
@@ -161,11 +161,11 @@ func unknownSlash(name string, list []CommandInfo) error {
 	for i, c := range list {
 		names[i] = c.Name
 	}
-	msg := fmt.Sprintf("%v /%s", errUnknownSlash, name)
+	guess := ""
 	if close := custom.Suggest(name, names); len(close) > 0 {
-		msg += " (did you mean /" + strings.Join(close, ", /") + "?)"
+		guess = " (did you mean /" + strings.Join(close, ", /") + "?)"
 	}
-	return fmt.Errorf("%s; the commands are /%s", msg, strings.Join(names, ", /"))
+	return fmt.Errorf("%w /%s%s; the commands are /%s", errUnknownSlash, name, guess, strings.Join(names, ", /"))
 }
 
 // slashError tells whether err is the caller's (an unknown or broken
