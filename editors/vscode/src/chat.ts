@@ -12,6 +12,7 @@ import { errorText } from "./format";
 import { cancelRun, followUpRun, runPrompt } from "./launch";
 import { requests, type AgentEvent, type ContextRef, type RunResult } from "./protocol";
 import type { Run } from "./runs";
+import { slashCommands, slashScript, slashStyle, type SlashItem } from "./slash";
 
 /** What the page sends the extension. */
 export type FromPage =
@@ -20,14 +21,16 @@ export type FromPage =
   | { type: "stop" }
   | { type: "sessions" }
   | { type: "pick"; session: string }
-  | { type: "open"; uri: string };
+  | { type: "open"; uri: string }
+  | { type: "commands" };
 
 /** What the extension sends the page. */
 export type ToPage =
   | { type: "reset"; items: ChatItem[]; session: string }
   | { type: "items"; items: ChatItem[] }
   | { type: "state"; running: boolean; session: string }
-  | { type: "sessions"; list: { session: string; label: string }[]; current: string };
+  | { type: "sessions"; list: { session: string; label: string }[]; current: string }
+  | { type: "commands"; list: SlashItem[] };
 
 /** The part of a webview view the chat uses (a vscode.WebviewView; tests pass a fake). */
 export interface ChatWebviewView {
@@ -105,6 +108,7 @@ export class ChatView implements vscode.Disposable {
     open: async (m) => {
       await vscode.window.showTextDocument(vscode.Uri.parse(m.uri), { preview: false });
     },
+    commands: async () => this.post({ type: "commands", list: await slashCommands(this.ctx) }),
   };
 
   /** Sends prompt: a new session, or a follow-up in the one shown (queued while its run is going). */
@@ -133,6 +137,8 @@ export class ChatView implements vscode.Disposable {
     }
     if (!result) {
       this.post({ type: "items", items: this.transcript.note("cancelled before the run started") });
+    } else if (result.status === "done" && result.steps === 0 && result.reply) {
+      this.post({ type: "items", items: this.transcript.note(result.reply) }); // a built-in slash command's answer: no run, no events
     } else if (result.status !== "queued" && result.session === this.session) {
       this.post({ type: "items", items: this.transcript.result(result) });
     }
@@ -278,12 +284,12 @@ textarea { width: 100%; box-sizing: border-box; min-height: 4em; resize: vertica
 button { background: var(--vscode-button-background); color: var(--vscode-button-foreground); border: none; padding: 4px 10px; cursor: pointer; }
 button.secondary { background: var(--vscode-button-secondaryBackground); color: var(--vscode-button-secondaryForeground); }
 button[hidden] { display: none; }
-</style></head>
+${slashStyle}</style></head>
 <body>
 <div id="bar"><select id="session" title="Session"><option value="">New chat</option></select><button id="new" class="secondary" title="New chat">+</button></div>
 <div id="log" role="log" aria-live="polite"></div>
 <div id="input">
-<textarea id="prompt" placeholder="Ask the agent… (#file, #file:path, #selection attach context; Ctrl+Enter sends)"></textarea>
+<textarea id="prompt" placeholder="Ask the agent… (/ for commands; #file, #file:path, #selection attach context; Ctrl+Enter sends)"></textarea>
 <div id="buttons"><button id="stop" class="secondary" hidden>Stop</button><button id="send">Send</button></div>
 </div>
 <script nonce="${nonce}">
@@ -325,6 +331,7 @@ log.addEventListener("click", (e) => {
   const a = e.target.closest("a[data-open]");
   if (a) { e.preventDefault(); vscode.postMessage({ type: "open", uri: a.dataset.open }); }
 });
+${slashScript}
 vscode.postMessage({ type: "ready" });
 </script></body></html>`;
 }
