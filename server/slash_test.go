@@ -46,8 +46,8 @@ func customized(t *testing.T) (root string, env []string) {
 // @greet.go attached); the user's command takes $1; /help answers without
 // a model call; an unknown name is InvalidParams naming the close ones.
 func TestSlashCommands(t *testing.T) {
-	srv := model(t, scripted.Script{Conversations: []scripted.Conversation{
-		{Match: "Fix this: the parser", Turns: []scripted.Turn{{Text: "Fixed."}}},
+	srv := model(t, scripted.Script{Models: []string{"scripted", "scripted-large"}, Conversations: []scripted.Conversation{
+		{Match: "Fix this: the parser", Turns: []scripted.Turn{{Text: "Fixed."}, {Text: "Fixed again."}}},
 		{Match: "Summarize what changed since monday", Turns: []scripted.Turn{{Text: "Little."}}},
 	}})
 	root, extra := customized(t)
@@ -81,8 +81,19 @@ func TestSlashCommands(t *testing.T) {
 	if !strings.HasPrefix(human, "Fix this: the parser. Start with @greet.go.") || !strings.Contains(human, "(@greet.go is attached:)\n```\npackage sample") {
 		t.Fatalf("the model's request: %q", human)
 	}
+	fixed := res.Session
 	if err := c.command("agent.run", map[string]any{"prompt": "/standup monday"}, &res); err != nil || res.Reply != "Little." {
 		t.Fatalf("/standup: %+v %v", res, err)
+	}
+	// /model NAME switches a session's next runs to a model the endpoint offers.
+	if err := c.command("agent.run", map[string]any{"prompt": "/model scripted-large", "session": fixed}, &res); err != nil || res.Reply != "This session's next prompts run on scripted-large." {
+		t.Fatalf("/model scripted-large: %+v %v", res, err)
+	}
+	if err := c.command("agent.run", map[string]any{"prompt": "/fix it again", "session": fixed}, &res); err != nil || res.Reply != "Fixed again." {
+		t.Fatalf("/fix again: %+v %v", res, err)
+	}
+	if reqs := srv.Requests(); reqs[len(reqs)-1].Model != "scripted-large" || reqs[0].Model != "scripted" {
+		t.Fatalf("models: first %q, last %q", reqs[0].Model, reqs[len(reqs)-1].Model)
 	}
 
 	calls := len(srv.Requests())
@@ -107,6 +118,11 @@ func TestSlashCommands(t *testing.T) {
 		if !asRPC(err, &rpc) || rpc.Code != jsonrpc2.InvalidParams || !strings.Contains(rpc.Message, want) || !strings.Contains(rpc.Message, "the commands are /help, /model, /sessions, /standup, /fix, /check") {
 			t.Errorf("%s: %v, want InvalidParams saying %q", prompt, err, want)
 		}
+	}
+	err := c.command("agent.run", map[string]any{"prompt": "/model gpt-99", "session": fixed}, &res)
+	var rpc *jsonrpc2.Error
+	if !asRPC(err, &rpc) || rpc.Code != jsonrpc2.InvalidParams || !strings.Contains(rpc.Message, `does not offer the model "gpt-99"; it offers: scripted, scripted-large`) {
+		t.Errorf("/model gpt-99: %v", err)
 	}
 }
 
