@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"go.lsp.dev/uri"
 
@@ -210,7 +212,43 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 	if !later && res.Todos != nil {
 		writes = append(writes, rt.st.todos.Set(*res.Todos))
 	}
+	if !res.IsError {
+		if dirs := rt.reachedInstructions(s, call, used); len(dirs) > 0 {
+			writes = append(writes, rt.st.instructionDirs.Append(dirs...))
+		}
+	}
 	return tm, writes, res.CommandFilesChanged, nil
+}
+
+// reachedInstructions are the folders between the file a read or edit call
+// worked on (in project) and the project's root, the root excluded, that
+// hold an AGENTS.md the run had not reached yet.
+func (rt *Runtime) reachedInstructions(s graph.State, call message.ToolCall, project string) []string {
+	if !slices.Contains(fileTools, call.Name) {
+		return nil
+	}
+	var a struct {
+		Path string `json:"path"`
+	}
+	p, ok := rt.cfg.Workspace.Project(project)
+	if json.Unmarshal([]byte(call.Args), &a) != nil || a.Path == "" || !ok {
+		return nil
+	}
+	abs, err := p.Resolve(a.Path)
+	if err != nil {
+		return nil
+	}
+	known := rt.st.instructionDirs.Get(s)
+	var out []string
+	for dir := filepath.Dir(abs); dir != p.Root() && strings.HasPrefix(dir, p.Root()+string(filepath.Separator)); dir = filepath.Dir(dir) {
+		if slices.Contains(known, dir) {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(dir, NestedInstructions)); err == nil && !fi.IsDir() {
+			out = append(out, dir)
+		}
+	}
+	return out
 }
 
 // usedProject is the project a tool call worked in: the one its "project"

@@ -109,10 +109,16 @@ type Trust interface {
 
 // SubagentRequest is a task call_subagent gives a subagent.
 type SubagentRequest struct {
-	Task     string
-	MaxLoops int  // already clamped to MaxSubagentLoops
+	Task string
+	// Agent names a subagent defined in a file ("" for the general one).
+	Agent    string
+	MaxLoops int  // 0 when not given (the default applies); at most MaxSubagentLoops
 	ReadOnly bool // only the tools that read
 }
+
+// DefaultSubagentLoops are a subagent's model turns when neither the call
+// nor its definition says.
+const DefaultSubagentLoops = 10
 
 // ReadOnlyTools are the tools a read-only subagent gets.
 var ReadOnlyTools = []string{"read_file", "list_files", "search"}
@@ -123,6 +129,9 @@ type SubagentResult struct {
 	Result    string `json:"result"`
 	ContextID string `json:"context_id"`
 	Loops     int    `json:"loops"`
+	// Note tells the parent what differed from what was asked (a model the
+	// settings do not allow, tools the definition named that do not exist).
+	Note string `json:"note,omitempty"`
 	// CommandFilesChanged are the projects whose build or test definitions
 	// the subagent changed; the parent records them (not shown to the model).
 	CommandFilesChanged []string `json:"-"`

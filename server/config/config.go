@@ -55,6 +55,7 @@ type Settings struct {
 	Window        int
 	ToolOutput    int                    // bytes a tool output is cut to
 	ReadOnlySubs  bool                   // subagents get only the tools that read
+	SubagentModel []string               // models a repository's subagent or command may choose (names or globs)
 	Prices        map[string]model.Price // USD per million tokens, by model
 	MCPServers    json.RawMessage        // the editor's MCP servers, in the .mcp.json shape
 	MCPConfig     []string               // files of MCP servers (--mcp-config)
@@ -289,6 +290,9 @@ var Table = []Setting{
 	{Name: "read-only subagents", Init: "subagents.readOnly", Flag: "read-only-subagents", Default: "false",
 		Doc:  "give subagents only the tools that read (read_file, list_files, search); the model can also ask for it per call",
 		kind: boolKind(func(s *Settings) *bool { return &s.ReadOnlySubs })},
+	{Name: "subagent models", Init: "subagents.models", Flag: "subagent-model", Default: "none",
+		Doc:  "models a repository's subagent or slash command file may choose, by name or glob (gpt-4o*), * for any (repeatable); another model such a file names is not used, the run's is, with a note. Your own files choose any model",
+		kind: listKind(func(s *Settings) *[]string { return &s.SubagentModel })},
 	{Name: "MCP servers", Init: "mcpServers", Default: "none",
 		Doc:  "Model Context Protocol servers, as in .mcp.json: {NAME: {command, args, env, cwd} | {type: http, url, headers}}; ${VAR} takes the editor's environment",
 		kind: objectKind(func(s *Settings) *json.RawMessage { return &s.MCPServers })},
