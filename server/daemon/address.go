@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -65,8 +66,36 @@ func randomHex(n int) string {
 // errNoDaemon: no daemon answers for the store.
 var errNoDaemon = errors.New("no agent-lsp daemon runs for this store")
 
-// dial connects to the daemon of store, errNoDaemon when none answers.
+// ForeignPeerError is a socket named in a store's sidecar that a process of
+// another user holds: after a daemon died without removing its sidecar,
+// anyone may bind its (abstract) name. It counts as no daemon
+// (IsNoDaemon): nothing is written to it.
+type ForeignPeerError struct {
+	Store, Socket string
+	UID, PID      int // the peer's, from SO_PEERCRED; -1 when unknown
+	Err           error
+}
+
+func (e *ForeignPeerError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("no agent-lsp daemon of this user runs for %s: the peer of %s could not be checked (%v); it was not used", e.Store, e.Socket, e.Err)
+	}
+	return fmt.Sprintf("no agent-lsp daemon of this user runs for %s: %s, which its sidecar names, is held by uid %d (pid %d), not by uid %d; it was sent nothing",
+		e.Store, e.Socket, e.UID, e.PID, os.Getuid())
+}
+
+// Is makes a foreign peer count as no daemon.
+func (e *ForeignPeerError) Is(target error) bool { return target == errNoDaemon }
+
+// dial connects to the daemon of store: errNoDaemon when none answers, a
+// *ForeignPeerError (also errNoDaemon) when the socket the sidecar names is
+// another user's, checked before a byte is written, and an *UnsafeDirError
+// when the store's directory is writable by other users.
 func dial(store string) (net.Conn, sidecar, error) {
+	var unsafe *UnsafeDirError
+	if err := checkDir(filepath.Dir(store)); errors.As(err, &unsafe) {
+		return nil, sidecar{}, err
+	}
 	sc, err := readSidecar(store)
 	if err != nil {
 		return nil, sc, errNoDaemon
@@ -75,10 +104,58 @@ func dial(store string) (net.Conn, sidecar, error) {
 	if err != nil {
 		return nil, sc, errNoDaemon
 	}
+	uid, pid, err := peerCred(c)
+	if err != nil || uid != os.Getuid() {
+		c.Close()
+		return nil, sc, &ForeignPeerError{Store: store, Socket: sc.Socket, UID: uid, PID: pid, Err: err}
+	}
 	return c, sc, nil
 }
 
-// storeDir makes sure the store's directory exists (0700, as the store's).
+// UnsafeDirError is a store directory that users other than this one (and
+// root) can write: whoever can replace files there could point the sidecar
+// at a socket of their own, or take the lock. Such a directory is never
+// used for a daemon, and never chmod-ed: agent-lsp did not create it.
+type UnsafeDirError struct {
+	Dir string
+	Why string
+}
+
+func (e *UnsafeDirError) Error() string {
+	return fmt.Sprintf("the store's directory %s %s: the daemon's sidecar and lock there could be replaced by another user, so no daemon is used for this store; keep the store in a directory only you can write (the default is $XDG_STATE_HOME/agent-lsp)",
+		e.Dir, e.Why)
+}
+
+// storeDir makes sure the store's directory exists (0700, as the store's)
+// and that no other user can write it (checkDir).
 func storeDir(store string) error {
-	return os.MkdirAll(filepath.Dir(store), 0o700)
+	if err := os.MkdirAll(filepath.Dir(store), 0o700); err != nil {
+		return err
+	}
+	return checkDir(filepath.Dir(store))
+}
+
+// checkDir returns an *UnsafeDirError when a user other than this one and
+// root can write dir: it belongs to another user, or it is writable by
+// others, or by a group other than the user's own (a user's private
+// group, Debian's default, is the user).
+func checkDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	perm := fi.Mode().Perm()
+	switch {
+	case int(st.Uid) != os.Getuid() && st.Uid != 0:
+		return &UnsafeDirError{dir, fmt.Sprintf("belongs to uid %d", st.Uid)}
+	case perm&0o002 != 0:
+		return &UnsafeDirError{dir, fmt.Sprintf("is writable by every user (mode %04o)", st.Mode&0o7777)}
+	case perm&0o020 != 0 && int(st.Gid) != os.Getgid():
+		return &UnsafeDirError{dir, fmt.Sprintf("is writable by group %d (mode %04o)", st.Gid, st.Mode&0o7777)}
+	}
+	return nil
 }

@@ -234,7 +234,7 @@ func (d *Daemon) handle(ctx context.Context, c net.Conn) {
 		}
 	}()
 	welcome := Welcome{Handshake: handshakeVersion(), Version: Version()}
-	if uid, err := peerUID(c); err != nil || uid != os.Getuid() {
+	if uid, _, err := peerCred(c); err != nil || uid != os.Getuid() {
 		d.cfg.Logf("refused a connection from uid %d (%v): the daemon serves uid %d only", uid, err, os.Getuid())
 		welcome.Error = fmt.Sprintf("refused: this agent-lsp daemon serves only uid %d", os.Getuid())
 		writeLine(c, welcome)

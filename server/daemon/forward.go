@@ -87,7 +87,11 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 func (f Forwarder) connect(ctx context.Context, storePath string, hello Hello, in io.Reader, out io.Writer, first []byte, br *bufio.Reader) (s *Session, restore func(), err error) {
 	stdin, stdout, canPass := handoffReady(in, out)
 	hello.Fds = canPass
-	s, err = f.Starter.Connect(ctx, storePath, hello)
+	starter := f.Starter
+	if starter.Logf == nil {
+		starter.Logf = func(format string, args ...any) { fmt.Fprintf(f.Stderr, "agent-lsp: "+format+"\n", args...) }
+	}
+	s, err = starter.Connect(ctx, storePath, hello)
 	if err != nil {
 		return nil, nil, err
 	}

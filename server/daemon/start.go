@@ -24,6 +24,9 @@ const maxLog = 8 << 20
 type Starter struct {
 	Exe  string        // the agent-lsp binary; "" means this one
 	Idle time.Duration // the daemon's idle time; 0: its default
+	// Logf tells the user what Connect decided on their behalf (a socket
+	// of another user ignored); nil: nothing is told.
+	Logf func(format string, args ...any)
 }
 
 // Session is an open connection to a daemon after the handshake.
@@ -94,13 +97,20 @@ func greet(c net.Conn, hello Hello) (*Session, error) {
 
 // Connect connects to the daemon of store, starting one when none runs.
 // Starting is serialized by a lock file, so that forwarders starting at
-// once end up with one daemon.
+// once end up with one daemon. A socket held by another user
+// (*ForeignPeerError) counts as none: it is logged, sent nothing, and a new
+// daemon starts under a fresh random name, which replaces the sidecar.
 func (st Starter) Connect(ctx context.Context, store string, hello Hello) (*Session, error) {
 	s, err := Dial(store, hello)
 	if !IsNoDaemon(err) {
 		return withStore(s, err, store)
 	}
+	st.foreign(err)
 	if err := storeDir(store); err != nil {
+		var unsafe *UnsafeDirError
+		if errors.As(err, &unsafe) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("store directory: %w", err)
 	}
 	unlock, err := lockFile(ctx, lockPath(store))
@@ -116,6 +126,14 @@ func (st Starter) Connect(ctx context.Context, store string, hello Hello) (*Sess
 	}
 	s, err = Dial(store, hello)
 	return withStore(s, err, store)
+}
+
+// foreign logs err when it is a socket of another user's.
+func (st Starter) foreign(err error) {
+	var fp *ForeignPeerError
+	if errors.As(err, &fp) && st.Logf != nil {
+		st.Logf("%v; starting a new daemon", fp)
+	}
 }
 
 // withStore names the store in an *IncompatibleError.

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agent-lsp/agent-lsp/agent/scripted"
+)
+
+// nobody is the second user tests run processes as (they run as root in CI).
+const nobody = 65534
+
+// publicDir is a directory every user can read and enter but only root
+// can write, removed when the test ends.
+func publicDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "agent-lsp-public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// squatter starts testdata/hostile/squatter as nobody on the socket name;
+// received gives its report lines, one per connection it accepted.
+func squatter(t *testing.T, name string) (received func() []string) {
+	t.Helper()
+	bin := filepath.Join(publicDir(t), "squatter")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../testdata/hostile/squatter").CombinedOutput(); err != nil {
+		t.Fatalf("build the squatter: %v\n%s", err, out)
+	}
+	os.Chmod(bin, 0o755)
+	cmd := exec.Command(bin, name)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := make(chan string, 100)
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() || sc.Text() != "listening" {
+		t.Fatalf("the squatter did not bind %s: %q", name, sc.Text())
+	}
+	go func() {
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return func() []string {
+		var got []string
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					return got
+				}
+				got = append(got, l)
+			case <-time.After(2 * time.Second): // it reports a connection within a second
+				return got
+			}
+		}
+	}
+}
+
+// A daemon killed uncleanly leaves its sidecar; another user binds the
+// abstract name it names. The next window checks the socket's owner before
+// it writes a byte: it sends the squatter nothing (not its environment, not
+// the editor's messages), says so on stderr, and a new daemon starts under
+// a fresh random name, which the sidecar then names.
+func TestDaemonSquatterIsSentNothing(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root, to run a process as another user")
+	}
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	killDaemonsAtEnd(t, store)
+	stopDaemon(t, store)
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "first"}, {Text: "second"}}})
+	ws := sample(t)
+	a := openWindow(t, "", daemonEnv(store, srv), map[string]string{"sample": ws})
+	session := runOnce(t, a, "one")
+	st, ok := status(t, store)
+	if !ok {
+		t.Fatal("no daemon")
+	}
+	syscall.Kill(st.Pid, syscall.SIGKILL)
+	a.wait()
+	eventually(t, "the daemon to die", func() bool { return len(serving(store)) == 0 })
+	var stale struct{ Socket string }
+	if b, err := os.ReadFile(store + ".daemon"); err != nil || json.Unmarshal(b, &stale) != nil || stale.Socket != st.Socket {
+		t.Fatalf("the killed daemon's sidecar: %s %v", b, err)
+	}
+
+	received := squatter(t, st.Socket)
+	const secret = "ghp_squatterMustNeverSeeThis"
+	b := openWindow(t, "", daemonEnv(store, srv, "GITHUB_TOKEN="+secret), map[string]string{"sample": ws})
+	listed(t, b, session)
+	after, ok := status(t, store)
+	if !ok || after.Socket == st.Socket || after.Pid == st.Pid {
+		t.Fatalf("no new daemon under a new name: %+v, was %+v", after, st)
+	}
+	if !strings.Contains(b.stderr.String(), "is held by uid 65534") || !strings.Contains(b.stderr.String(), "it was sent nothing") {
+		t.Errorf("the window did not say it ignored the squatter:\n%s", b.stderr)
+	}
+	got := received()
+	if len(got) == 0 {
+		t.Fatal("the window never connected to the squatter: the case was not exercised")
+	}
+	for _, line := range got {
+		if !strings.HasPrefix(line, "received 0:") {
+			t.Errorf("the squatter received: %s", line)
+		}
+		if strings.Contains(line, secret) {
+			t.Errorf("the squatter got the window's token")
+		}
+	}
+}
+
+// A store in a directory other users can write is never used for a
+// daemon: its sidecar could be replaced. The window is told why; no
+// sidecar or lock is written there, and no directory is chmod-ed.
+func TestDaemonRefusesASharedStoreDirectory(t *testing.T) {
+	srv := model(t, scripted.Script{})
+	dir := filepath.Join(t.TempDir(), "shared")
+	os.Mkdir(dir, 0o777)
+	os.Chmod(dir, 0o777)
+	store := filepath.Join(dir, "sessions.db")
+	killDaemonsAtEnd(t, store)
+	w := startWindow(t, "", daemonEnv(store, srv))
+	w.call("initialize", map[string]any{"processId": nil, "capabilities": map[string]any{}}, nil)
+	w.wait()
+	if !strings.Contains(w.stderr.String(), "is writable by every user (mode 0777)") {
+		t.Errorf("the window did not say why:\n%s", w.stderr)
+	}
+	for _, f := range []string{".daemon", ".daemon.lock"} {
+		if _, err := os.Stat(store + f); !os.IsNotExist(err) {
+			t.Errorf("%s was written in the shared directory: %v", f, err)
+		}
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o777 {
+		t.Errorf("the directory's mode was changed to %v", fi.Mode())
+	}
+}
