@@ -32,6 +32,7 @@ Usage:
   agent-lsp daemon [status|stop] [flags]
                                  the per-user daemon that owns the store (started when needed)
   agent-lsp doctor [--json]      check the setup: endpoint, key, store, sandbox, projects
+  agent-lsp mcp hash [NAME...]   print the MCP servers' NAME@HASH, what --allow-mcp approves
   agent-lsp version              print the version
 
 Run 'agent-lsp COMMAND --help' for a command's flags.
@@ -73,6 +74,8 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return daemonCommand(args[1:], stdout, stderr)
 		case "doctor":
 			return doctorCommand(args[1:], stdout, stderr)
+		case "mcp":
+			return mcpCommand(args[1:], stdout, stderr)
 		case "version", "--version":
 			fmt.Fprintf(stdout, "agent-lsp %s (%s %s/%s)\n", server.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return 0
