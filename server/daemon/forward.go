@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/store/postgres"
 )
@@ -43,7 +44,9 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 		return 1
 	}
 	br := bufio.NewReaderSize(in, 64<<10)
-	first, body, err := readFrame(br) // a bad frame: the server answers it; the store is then the default one
+	// A bad or oversized frame: the server answers it (what was not read of
+	// it follows unparsed); the store is then the default one.
+	first, body, err := readFrame(br, maxFirstFrame)
 	if errors.Is(err, io.EOF) && len(first) == 0 {
 		return 0 // the editor closed at once
 	}
@@ -127,30 +130,65 @@ func peekAll(br *bufio.Reader) []byte {
 var errEditorGone = errors.New("the editor is gone")
 
 // copyFrames copies the daemon's frames from r to the editor's w until the
-// end frame, whose code it returns. Frames that arrived together (a run's
-// events, which the daemon writes at once) are written together: w is
-// written when no more are buffered.
+// end frame, whose code it returns. A large frame's body streams through,
+// never held whole. Frames that arrived together (a run's events, which the
+// daemon writes at once) are written together: w is written when no more
+// are buffered.
 func copyFrames(w io.Writer, r *bufio.Reader) (int, error) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	for {
-		frame, _, err := readFrame(r)
+		header, length, err := readHeader(r)
 		if err != nil {
 			bw.Flush()
 			return 0, err
 		}
-		if code, ok := endCode(frame); ok {
+		if code, ok := endCode(header); ok {
 			if bw.Flush() != nil {
 				return 0, errEditorGone
 			}
 			return code, nil
 		}
-		if _, err := bw.Write(frame); err != nil {
+		if length <= wholeFrame { // written only once whole: a daemon that dies mid-frame leaves no half frame
+			frame := bytes.NewBuffer(header)
+			if _, err := io.CopyN(frame, r, int64(length)); err != nil {
+				bw.Flush()
+				return 0, err
+			}
+			header, length = frame.Bytes(), 0
+		}
+		if _, err := bw.Write(header); err != nil {
 			return 0, errEditorGone
+		}
+		if _, err := io.CopyN(editorWriter{bw}, r, int64(length)); err != nil {
+			var gone editorError
+			if errors.As(err, &gone) {
+				return 0, errEditorGone
+			}
+			bw.Flush()
+			return 0, err
 		}
 		if r.Buffered() == 0 && bw.Flush() != nil {
 			return 0, errEditorGone
 		}
 	}
+}
+
+// wholeFrame: frames up to this size are read whole before the editor gets
+// them; larger ones stream through.
+const wholeFrame = 1 << 20
+
+// editorWriter marks its writer's failures as the editor's (copyFrames
+// tells them from the daemon's).
+type editorWriter struct{ w io.Writer }
+
+type editorError struct{ error }
+
+func (e editorWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil {
+		err = editorError{err}
+	}
+	return n, err
 }
 
 // ForwardACP forwards an ACP client's connection (newline-delimited
@@ -255,43 +293,64 @@ func (f Forwarder) storePath(body []byte) (string, error) {
 	return p, nil
 }
 
-// maxFrame bounds one message the forwarder reads (the server's own limit
-// is lower; this only keeps a broken stream from taking memory).
-const maxFrame = 256 << 20
+// maxFirstFrame bounds the editor's first message, which the forwarder
+// reads to find the store: the server's own limit (a larger one is refused
+// by the server, by its header).
+const maxFirstFrame = server.MaxMessageSize
 
-// readFrame reads one LSP message: its bytes as read (headers and body) and
-// its body. On an error, frame holds what was read.
-func readFrame(r *bufio.Reader) (frame, body []byte, err error) {
+// maxHeader bounds a frame's header block.
+const maxHeader = 64 << 10
+
+// readHeader reads one LSP header block: its bytes as read and its
+// Content-Length. On an error, header holds what was read.
+func readHeader(r *bufio.Reader) (header []byte, length int, err error) {
 	var buf bytes.Buffer
-	length := -1
+	length = -1
 	for {
-		line, err := r.ReadString('\n')
-		buf.WriteString(line)
+		line, err := r.ReadSlice('\n')
+		if buf.Len()+len(line) > maxHeader {
+			return buf.Bytes(), 0, fmt.Errorf("LSP headers over 64 KiB")
+		}
+		buf.Write(line)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
 		if err != nil {
-			return buf.Bytes(), nil, err
+			return buf.Bytes(), 0, err
 		}
-		if buf.Len() > 64<<10 {
-			return buf.Bytes(), nil, fmt.Errorf("LSP headers over 64 KiB")
-		}
-		h := strings.TrimRight(line, "\r\n")
+		h := strings.TrimRight(string(line), "\r\n")
 		if h == "" {
 			if length < 0 {
-				return buf.Bytes(), nil, fmt.Errorf("no Content-Length")
+				return buf.Bytes(), 0, fmt.Errorf("no Content-Length")
 			}
-			break
+			return buf.Bytes(), length, nil
 		}
 		name, value, _ := strings.Cut(h, ":")
 		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
 			n, err := strconv.Atoi(strings.TrimSpace(value))
-			if err != nil || n < 0 || n > maxFrame {
-				return buf.Bytes(), nil, fmt.Errorf("bad Content-Length %q", strings.TrimSpace(value))
+			if err != nil || n < 0 {
+				return buf.Bytes(), 0, fmt.Errorf("bad Content-Length %q", strings.TrimSpace(value))
 			}
 			length = n
 		}
 	}
+}
+
+// readFrame reads one LSP message of at most limit bytes: its bytes as
+// read (headers and body) and its body. The body is read as it comes, never
+// allocated at the length the header claims. On an error, frame holds what
+// was read; a body over limit is left unread in r.
+func readFrame(r *bufio.Reader, limit int) (frame, body []byte, err error) {
+	header, length, err := readHeader(r)
+	if err != nil {
+		return header, nil, err
+	}
+	if length > limit {
+		return header, nil, fmt.Errorf("a message of %d bytes is over the %d-byte limit", length, limit)
+	}
+	buf := bytes.NewBuffer(header)
 	start := buf.Len()
-	buf.Grow(length)
-	if _, err := io.CopyN(&buf, r, int64(length)); err != nil {
+	if _, err := io.CopyN(buf, r, int64(length)); err != nil {
 		return buf.Bytes(), nil, err
 	}
 	b := buf.Bytes()
