@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -153,4 +156,50 @@ func TestDaemonRefusesASharedStoreDirectory(t *testing.T) {
 	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o777 {
 		t.Errorf("the directory's mode was changed to %v", fi.Mode())
 	}
+}
+
+// The window's forwarder never holds more of the editor's first message
+// than arrived, nor more than the server's 32 MiB limit: a header that
+// claims 250 MB, followed by 1 MB, used to cost it 265 MB.
+func TestForwarderFirstFrameIsBounded(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	stopDaemon(t, store)
+	srv := model(t, scripted.Script{})
+	cmd := exec.Command(binary)
+	cmd.Env = append(os.Environ(), daemonEnv(store, srv)...)
+	stdin, _ := cmd.StdinPipe()
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	fmt.Fprintf(stdin, "Content-Length: %d\r\n\r\n", 250<<20)
+	chunk := strings.Repeat("x", 64<<10)
+	for range 16 {
+		if _, err := io.WriteString(stdin, chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second) // for the forwarder to take what it would
+	if hwm := peakRSS(t, cmd.Process.Pid); hwm > 120<<20 {
+		t.Fatalf("the forwarder's peak RSS is %d MiB after a 1 MiB message claiming 250 MB", hwm>>20)
+	} else {
+		t.Logf("the forwarder's peak RSS: %d MiB", hwm>>20)
+	}
+}
+
+// peakRSS is a process's peak resident set (VmHWM), in bytes.
+func peakRSS(t *testing.T, pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM")
+	return 0
 }
