@@ -46,6 +46,9 @@ type Options struct {
 	// Hub is what this connection shares with others of the process (the
 	// daemon's store and running sessions); nil: its own.
 	Hub *Hub
+	// Notices are problems the user must hear of once the client is
+	// initialized (window/showMessage): the daemon could not be used, say.
+	Notices []string
 }
 
 // withDefaults fills the options left nil.

@@ -133,20 +133,19 @@ func TestDaemonSquatterIsSentNothing(t *testing.T) {
 }
 
 // A store in a directory other users can write is never used for a
-// daemon: its sidecar could be replaced. The window is told why; no
-// sidecar or lock is written there, and no directory is chmod-ed.
+// daemon: its sidecar could be replaced. No sidecar or lock is written
+// there, no directory is chmod-ed, and the window serves itself, saying why.
 func TestDaemonRefusesASharedStoreDirectory(t *testing.T) {
-	srv := model(t, scripted.Script{})
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "served"}}})
 	dir := filepath.Join(t.TempDir(), "shared")
 	os.Mkdir(dir, 0o777)
 	os.Chmod(dir, 0o777)
 	store := filepath.Join(dir, "sessions.db")
 	killDaemonsAtEnd(t, store)
-	w := startWindow(t, "", daemonEnv(store, srv))
-	w.call("initialize", map[string]any{"processId": nil, "capabilities": map[string]any{}}, nil)
-	w.wait()
-	if !strings.Contains(w.stderr.String(), "is writable by every user (mode 0777)") {
-		t.Errorf("the window did not say why:\n%s", w.stderr)
+	w := openWindow(t, "", daemonEnv(store, srv), map[string]string{"sample": sample(t)})
+	runOnce(t, w, "hello")
+	if !strings.Contains(w.stderr.String(), "is writable by every user (mode 0777)") || !w.told("is writable by every user") {
+		t.Errorf("the window did not say why:\n%s\n%v", w.stderr, w.shown())
 	}
 	for _, f := range []string{".daemon", ".daemon.lock"} {
 		if _, err := os.Stat(store + f); !os.IsNotExist(err) {
@@ -156,6 +155,96 @@ func TestDaemonRefusesASharedStoreDirectory(t *testing.T) {
 	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o777 {
 		t.Errorf("the directory's mode was changed to %v", fi.Mode())
 	}
+}
+
+// told reports whether the window was shown a message containing s.
+func (w *window) told(s string) bool {
+	for _, m := range w.shown() {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// shown returns the window/showMessage texts the window got.
+func (w *window) shown() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.messages...)
+}
+
+// When no daemon can be started (here the store's directory cannot be
+// made: its parent is a file), the window's server serves in-process with
+// the fallbacks of AGENT_LSP_DAEMON=off: sessions in memory, and a
+// window/showMessage saying so. It used to exit before answering
+// initialize. A headless run on that store exits 2: its session could not
+// be stored.
+func TestDaemonUnavailableWindowServesItself(t *testing.T) {
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "served in-process"}, {Text: "never"}}})
+	blocker := filepath.Join(t.TempDir(), "not-a-dir")
+	os.WriteFile(blocker, []byte("x"), 0o600)
+	store := filepath.Join(blocker, "state", "sessions.db")
+	w := openWindow(t, "", daemonEnv(store, srv), map[string]string{"sample": sample(t)})
+	var r result
+	if err := w.command("agent.run", map[string]any{"prompt": "hello"}, &r); err != nil || r.Status != "done" || r.Reply != "served in-process" {
+		t.Fatalf("run: %+v %v\n%s", r, err, w.stderr)
+	}
+	if !w.told("no agent-lsp daemon could be started") || !w.told("This window serves itself") || !w.told("kept in memory only") {
+		t.Fatalf("the window was not told: %v\n%s", w.shown(), w.stderr)
+	}
+	if code := w.close(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+
+	run := exec.Command(binary, "run", "--workspace", sample(t), "--json", "hello")
+	run.Env = append(os.Environ(), daemonEnv(store, srv)...)
+	out, err := run.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "not a directory") {
+		t.Fatalf("headless run: %v\n%s", err, out)
+	}
+}
+
+// A daemon whose sidecar was removed while it runs is still found: by the
+// lock file's record of it at once, and by its sidecar, which it writes
+// again within seconds. Each new window used to start a second daemon,
+// which failed "store is in use", and exited.
+func TestDaemonSidecarRemoved(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	stopDaemon(t, store)
+	srv := model(t, scripted.Script{})
+	ws := sample(t)
+	a := openWindow(t, "", daemonEnv(store, srv, "AGENT_LSP_DAEMON_IDLE=1h"), map[string]string{"sample": ws})
+	before, ok := status(t, store)
+	if !ok {
+		t.Fatal("no daemon")
+	}
+	for _, c := range []struct {
+		name   string
+		remove []string
+	}{
+		{"the sidecar", []string{store + ".daemon"}},
+		{"the sidecar and the lock file", []string{store + ".daemon", store + ".daemon.lock"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, f := range c.remove {
+				if err := os.Remove(f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b := openWindow(t, "", daemonEnv(store, srv), map[string]string{"sample": ws})
+			st, ok := status(t, store)
+			if !ok || st.Pid != before.Pid || st.Connections != 2 || len(serving(store)) != 1 {
+				t.Fatalf("status %+v (ok %v), before %+v, daemons %v\n%s", st, ok, before, serving(store), b.stderr)
+			}
+			if b.told("could not be started") {
+				t.Fatalf("the window served itself: %v", b.shown())
+			}
+			eventually(t, "the sidecar to be written again", func() bool { _, err := os.Stat(store + ".daemon"); return err == nil })
+			b.close()
+		})
+	}
+	a.close()
 }
 
 // The window's forwarder never holds more of the editor's first message

@@ -101,7 +101,9 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	opts.Logf = logger.Printf
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	serve := func(ctx context.Context, in io.Reader, out io.Writer) int {
+	serve := func(ctx context.Context, in io.Reader, out io.Writer, notices []string) int {
+		opts := opts
+		opts.Notices = notices
 		if err := server.Serve(ctx, in, out, opts); err != nil {
 			logger.Printf("%v", err)
 			return 1
@@ -112,5 +114,5 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		f := daemon.Forwarder{Flags: opts.Flags, Environ: os.Environ(), Starter: daemon.Starter{Idle: daemonIdle(os.Getenv, stderr)}, Stderr: stderr, Serve: serve}
 		return f.Forward(ctx, stdin, stdout)
 	}
-	return serve(ctx, stdin, stdout)
+	return serve(ctx, stdin, stdout, nil)
 }

@@ -50,11 +50,47 @@ func writeSidecar(store string, sc sidecar) error {
 }
 
 // removeSidecar removes the sidecar if it still names socket (a newer
-// daemon may have replaced it).
+// daemon may have replaced it), and the lock file's record of it.
 func removeSidecar(store, socket string) {
 	if sc, err := readSidecar(store); err == nil && sc.Socket == socket {
 		os.Remove(sidecarPath(store))
 	}
+	if sc, err := readRecord(store); err == nil && sc.Socket == socket {
+		if f, err := os.OpenFile(lockPath(store), os.O_WRONLY, 0); err == nil {
+			f.Truncate(0)
+			f.Close()
+		}
+	}
+}
+
+// writeRecord records sc in the store's lock file too: a window that finds
+// no sidecar (someone removed it) finds the daemon there. The lock file's
+// lock is what starters take; its content is this record, or nothing.
+func writeRecord(store string, sc sidecar) error {
+	b, _ := json.Marshal(sc)
+	f, err := os.OpenFile(lockPath(store), os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	return err
+}
+
+// readRecord reads the lock file's record of a daemon.
+func readRecord(store string) (sidecar, error) {
+	var sc sidecar
+	b, err := os.ReadFile(lockPath(store))
+	if err != nil {
+		return sc, err
+	}
+	if err := json.Unmarshal(b, &sc); err != nil || sc.Socket == "" {
+		return sc, fmt.Errorf("%s records no daemon", lockPath(store))
+	}
+	return sc, nil
 }
 
 func randomHex(n int) string {
@@ -87,29 +123,50 @@ func (e *ForeignPeerError) Error() string {
 // Is makes a foreign peer count as no daemon.
 func (e *ForeignPeerError) Is(target error) bool { return target == errNoDaemon }
 
-// dial connects to the daemon of store: errNoDaemon when none answers, a
-// *ForeignPeerError (also errNoDaemon) when the socket the sidecar names is
-// another user's, checked before a byte is written, and an *UnsafeDirError
-// when the store's directory is writable by other users.
+// dial connects to the daemon of store, found by its sidecar, else by the
+// lock file's record of it (the sidecar was removed while it runs):
+// errNoDaemon when none answers, a *ForeignPeerError (also errNoDaemon)
+// when the socket named is another user's, checked before a byte is
+// written, and an *UnsafeDirError when the store's directory is writable by
+// other users.
 func dial(store string) (net.Conn, sidecar, error) {
 	var unsafe *UnsafeDirError
 	if err := checkDir(filepath.Dir(store)); errors.As(err, &unsafe) {
 		return nil, sidecar{}, err
 	}
 	sc, err := readSidecar(store)
-	if err != nil {
-		return nil, sc, errNoDaemon
+	var c net.Conn
+	if err == nil {
+		if c, err = dialAt(store, sc); err == nil {
+			return c, sc, nil
+		}
+	} else {
+		err = errNoDaemon
 	}
+	if rec, rerr := readRecord(store); rerr == nil && rec.Socket != sc.Socket {
+		c, rerr := dialAt(store, rec)
+		if rerr == nil {
+			return c, rec, nil
+		}
+		if err == errNoDaemon {
+			err = rerr // a foreign peer there is worth telling
+		}
+	}
+	return nil, sc, err
+}
+
+// dialAt connects to the socket sc names and checks who holds it.
+func dialAt(store string, sc sidecar) (net.Conn, error) {
 	c, err := net.DialTimeout("unix", sc.Socket, 2*time.Second)
 	if err != nil {
-		return nil, sc, errNoDaemon
+		return nil, errNoDaemon
 	}
 	uid, pid, err := peerCred(c)
 	if err != nil || uid != os.Getuid() {
 		c.Close()
-		return nil, sc, &ForeignPeerError{Store: store, Socket: sc.Socket, UID: uid, PID: pid, Err: err}
+		return nil, &ForeignPeerError{Store: store, Socket: sc.Socket, UID: uid, PID: pid, Err: err}
 	}
-	return c, sc, nil
+	return c, nil
 }
 
 // UnsafeDirError is a store directory that users other than this one (and

@@ -29,8 +29,9 @@ type Forwarder struct {
 	Stderr  io.Writer
 	// Serve serves the connection in this process, for a store that needs
 	// no daemon (a PostgreSQL database, which processes share by
-	// themselves); it returns the exit code.
-	Serve func(ctx context.Context, in io.Reader, out io.Writer) int
+	// themselves), or when no daemon can be started (a *StartError), with
+	// the notices the user must see; it returns the exit code.
+	Serve func(ctx context.Context, in io.Reader, out io.Writer, notices []string) int
 }
 
 // Forward forwards in and out through the daemon until the server ends or
@@ -55,12 +56,15 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 		return fail("%v", err)
 	}
 	if postgres.IsURL(storePath) && f.Serve != nil {
-		return f.Serve(ctx, io.MultiReader(bytes.NewReader(first), br), out)
+		return f.Serve(ctx, io.MultiReader(bytes.NewReader(first), br), out, nil)
 	}
 	dir, _ := os.Getwd()
 	args := append(f.Flags.Args(), "-store="+storePath)
 	// The editor's bytes go on unparsed (the server answers bad frames).
 	s, restore, err := f.connect(ctx, storePath, Hello{Op: opServe, Env: f.Environ, Dir: dir, Args: args}, in, out, first, br)
+	if code, ok := f.fallback(ctx, err, io.MultiReader(bytes.NewReader(first), br), out); ok {
+		return code
+	}
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -118,6 +122,20 @@ func (f Forwarder) connect(ctx context.Context, storePath string, hello Hello, i
 		}
 	}()
 	return s, func() {}, nil
+}
+
+// fallback serves the client in this process when err is a *StartError (no
+// daemon could be started or reached), as AGENT_LSP_DAEMON=off would: the
+// server opens the store itself, or keeps the window's sessions in memory,
+// and the user is told. ok is false for any other err.
+func (f Forwarder) fallback(ctx context.Context, err error, in io.Reader, out io.Writer) (code int, ok bool) {
+	var se *StartError
+	if !errors.As(err, &se) || f.Serve == nil {
+		return 0, false
+	}
+	fmt.Fprintf(f.Stderr, "agent-lsp: %v; serving this window in-process\n", err)
+	notice := fmt.Sprintf("%v. This window serves itself, as with AGENT_LSP_DAEMON=off: its sessions are not shared with other windows (daemon log: %s)", err, LogPath(se.Store))
+	return f.Serve(ctx, in, out, []string{notice}), true
 }
 
 // peekAll returns what br holds already, without reading more.
@@ -205,14 +223,18 @@ func (f Forwarder) ForwardACP(ctx context.Context, in io.Reader, out io.Writer, 
 		return fail("%v", err)
 	}
 	if postgres.IsURL(storePath) && f.Serve != nil {
-		return f.Serve(ctx, in, out)
+		return f.Serve(ctx, in, out, nil)
 	}
 	dir, _ := os.Getwd()
 	args := append(f.Flags.Args(), "-store="+storePath)
 	for _, w := range folders {
 		args = append(args, "-workspace="+w)
 	}
-	s, restore, err := f.connect(ctx, storePath, Hello{Op: opACP, Env: f.Environ, Dir: dir, Args: args}, in, out, nil, bufio.NewReader(in))
+	br := bufio.NewReader(in)
+	s, restore, err := f.connect(ctx, storePath, Hello{Op: opACP, Env: f.Environ, Dir: dir, Args: args}, in, out, nil, br)
+	if code, ok := f.fallback(ctx, err, br, out); ok {
+		return code
+	}
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -100,33 +100,73 @@ func greet(c net.Conn, hello Hello) (*Session, error) {
 // once end up with one daemon. A socket held by another user
 // (*ForeignPeerError) counts as none: it is logged, sent nothing, and a new
 // daemon starts under a fresh random name, which replaces the sidecar.
+//
+// When no daemon can be started or reached (the store's directory cannot be
+// written, or is unsafe; the daemon fails to start), the error is a
+// *StartError: the caller can serve without one. A daemon that lives
+// without its sidecar (someone removed it) is found by the lock file's
+// record of it, or by its sidecar once it writes it again.
 func (st Starter) Connect(ctx context.Context, store string, hello Hello) (*Session, error) {
 	s, err := Dial(store, hello)
-	if !IsNoDaemon(err) {
+	var unsafe *UnsafeDirError
+	switch {
+	case errors.As(err, &unsafe):
+		return nil, &StartError{Store: store, Err: err}
+	case !IsNoDaemon(err):
 		return withStore(s, err, store)
 	}
 	st.foreign(err)
 	if err := storeDir(store); err != nil {
-		var unsafe *UnsafeDirError
-		if errors.As(err, &unsafe) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("store directory: %w", err)
+		return nil, &StartError{Store: store, Err: err}
 	}
 	unlock, err := lockFile(ctx, lockPath(store))
 	if err != nil {
-		return nil, err
+		return nil, &StartError{Store: store, Err: err}
 	}
 	defer unlock()
 	if s, err := Dial(store, hello); !IsNoDaemon(err) { // another one started it meanwhile
 		return withStore(s, err, store)
 	}
-	if err := st.start(ctx, store); err != nil {
-		return nil, err
+	if serr := st.start(ctx, store); serr != nil {
+		// One may live without its sidecar, holding the store the new one
+		// could not open: it writes its sidecar again within relistEvery.
+		if s, err := redial(ctx, store, hello, 2*relistEvery); !IsNoDaemon(err) {
+			return withStore(s, err, store)
+		}
+		return nil, &StartError{Store: store, Err: serr}
 	}
 	s, err = Dial(store, hello)
 	return withStore(s, err, store)
 }
+
+// redial dials the daemon of store until one answers or wait passes.
+func redial(ctx context.Context, store string, hello Hello, wait time.Duration) (*Session, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		s, err := Dial(store, hello)
+		if !IsNoDaemon(err) || time.Now().After(deadline) {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errNoDaemon
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// StartError is a daemon that could not be started or reached for a
+// store: a server can still serve without one.
+type StartError struct {
+	Store string
+	Err   error
+}
+
+func (e *StartError) Error() string {
+	return fmt.Sprintf("no agent-lsp daemon could be started for %s: %v", e.Store, e.Err)
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
 
 // foreign logs err when it is a socket of another user's.
 func (st Starter) foreign(err error) {
