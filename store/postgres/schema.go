@@ -78,6 +78,19 @@ var migrations = []string{
 		END IF;
 	END
 	$$ LANGUAGE plpgsql;`,
+	// 4: each writer's last commit, which a writer whose connection broke
+	// mid-commit reads to learn whether the commit landed; and where a
+	// lease's holder runs, so that a holder on the same machine whose
+	// process is gone is taken over at once.
+	`CREATE TABLE agent_lsp_commits (
+		writer  text PRIMARY KEY,
+		seq     bigint NOT NULL,
+		updated timestamptz NOT NULL DEFAULT now()
+	);
+	ALTER TABLE agent_lsp_leases
+		ADD COLUMN machine text NOT NULL DEFAULT '', -- boot id and PID namespace; '' unknown
+		ADD COLUMN pid     integer NOT NULL DEFAULT 0,
+		ADD COLUMN started bigint NOT NULL DEFAULT 0; -- the process's start time, in clock ticks since boot`,
 }
 
 // SchemaVersion is the schema version this binary migrates to.
