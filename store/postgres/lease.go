@@ -55,8 +55,8 @@ const (
 	sqlTakeOver = `UPDATE agent_lsp_leases SET holder = $2, token = $3, acquired = now(),
 			expires_at = now() + $4::float8 * interval '1 second', machine = $5, pid = $6, started = $7
 		WHERE session = $1 AND token = $8`
-	sqlRenew  = `UPDATE agent_lsp_leases SET expires_at = now() + $3::float8 * interval '1 second' WHERE session = $1 AND token = $2`
-	sqlFree   = `DELETE FROM agent_lsp_leases WHERE session = $1 AND token = $2`
+	sqlRenew = `UPDATE agent_lsp_leases SET expires_at = now() + $3::float8 * interval '1 second' WHERE session = $1 AND token = $2`
+	sqlFree  = `DELETE FROM agent_lsp_leases WHERE session = $1 AND token = $2`
 )
 
 // Acquire takes the lease on session for this store's holder and keeps it
