@@ -109,6 +109,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	stream := newGuardedStream(rwc, opts.Logf)
 	s.conn = jsonrpc2.NewConn(stream)
 	s.client = &client{conn: s.conn, ctx: ctx, out: stream}
+	s.client.box = newOutbox(s.client, opts.Logf)
 	s.conn.Go(ctx, s.handle)
 	select {
 	case <-s.conn.Done():
