@@ -302,12 +302,9 @@ func TestJunkBeforeARequest(t *testing.T) {
 	r := startRaw(t, envFor(t, srv))
 	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":null,"rootUri":%q,"capabilities":{}}}`, uri.File(copyFixture(t, "sample"))))
 	r.read()
-	junk := make([]byte, 2048)
-	for i := range junk {
-		junk[i] = byte((i*7919 + i*i*31) % 256)
-		if junk[i] == ':' || junk[i] == 'C' || junk[i] == 'c' {
-			junk[i] = 0
-		}
+	junk, err := os.ReadFile(filepath.Join("..", "testdata", "hostile", "junk-2k.bin"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	r.in.Write(junk)
 	r.send(`{"jsonrpc":"2.0","id":300,"method":"workspace/executeCommand","params":{"command":"agent.projects","arguments":[{}]}}`)

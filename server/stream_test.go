@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -194,12 +196,9 @@ func TestCorkedWriteFailure(t *testing.T) {
 func TestContentLengthAfterJunkStartsAFrame(t *testing.T) {
 	valid := `{"jsonrpc":"2.0","id":7,"method":"ok"}`
 	frame := fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(valid), valid)
-	junk := make([]byte, 2048) // binary junk, newlines included, never a header name
-	for i := range junk {
-		junk[i] = byte((i*7919 + i*i*31) % 256)
-		if junk[i] == ':' || junk[i] == 'C' || junk[i] == 'c' {
-			junk[i] = 0
-		}
+	junk, err := os.ReadFile(filepath.Join("..", "testdata", "hostile", "junk-2k.bin")) // binary, newlines included, no header name
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		name, before string

@@ -346,3 +346,44 @@ func TestCopyFramesLargeFrame(t *testing.T) {
 		t.Fatalf("%d %v, %d bytes", code, err, out.Len())
 	}
 }
+
+// A daemon that accepts the connection and never answers (hung) is one
+// that cannot be reached: after the handshake's timeout the window serves
+// itself, and is told why.
+func TestForwardFallsBackFromAHungDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the handshake's timeout")
+	}
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	l, name, err := listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	if err := writeSidecar(store, sidecar{Socket: name, Pid: os.Getpid(), Version: Version(), Handshake: handshakeVersion()}); err != nil {
+		t.Fatal(err)
+	}
+	f := testForwarder(store)
+	var stderr strings.Builder
+	f.Stderr = &stderr
+	var notices []string
+	f.Serve = func(_ context.Context, in io.Reader, _ io.Writer, n []string) int {
+		notices = n
+		io.Copy(io.Discard, in)
+		return 7
+	}
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":null,"capabilities":{}}}`
+	code := f.Forward(context.Background(), strings.NewReader(fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(init), init)), io.Discard)
+	if code != 7 || len(notices) != 1 || !strings.Contains(notices[0], "daemon handshake") || !strings.Contains(notices[0], "serves itself") {
+		t.Fatalf("exit %d, notices %q, stderr %s", code, notices, stderr.String())
+	}
+}

@@ -81,7 +81,7 @@ func greet(c net.Conn, hello Hello) (*Session, error) {
 		if werr != nil {
 			err = werr
 		}
-		return nil, fmt.Errorf("daemon handshake: %w", err)
+		return nil, &unansweredError{err}
 	}
 	c.SetReadDeadline(time.Time{})
 	if w.Handshake != hello.Handshake && (hello.Op != opStop || w.Error != "") { // a daemon of any handshake takes a stop
@@ -109,8 +109,9 @@ func greet(c net.Conn, hello Hello) (*Session, error) {
 func (st Starter) Connect(ctx context.Context, store string, hello Hello) (*Session, error) {
 	s, err := Dial(store, hello)
 	var unsafe *UnsafeDirError
+	var unanswered *unansweredError
 	switch {
-	case errors.As(err, &unsafe):
+	case errors.As(err, &unsafe), errors.As(err, &unanswered):
 		return nil, &StartError{Store: store, Err: err}
 	case !IsNoDaemon(err):
 		return withStore(s, err, store)
@@ -154,6 +155,13 @@ func redial(ctx context.Context, store string, hello Hello, wait time.Duration) 
 		}
 	}
 }
+
+// unansweredError is a daemon that accepted a connection and did not
+// answer its hello (it hangs, or died meanwhile).
+type unansweredError struct{ err error }
+
+func (e *unansweredError) Error() string { return "daemon handshake: " + e.err.Error() }
+func (e *unansweredError) Unwrap() error { return e.err }
 
 // StartError is a daemon that could not be started or reached for a
 // store: a server can still serve without one.
