@@ -307,7 +307,7 @@ func (rt *Runtime) chat(ctx context.Context, r *run, s graph.State) (model.Respo
 			return resp, c, fmt.Errorf("the model's context is too small for this conversation even after compacting it %d times (limit %d tokens): %w", maxOverflowRetries, r.budget.limit(), err)
 		}
 		if err == nil {
-			r.budget.observe(c.estimate, resp.Usage.PromptTokens)
+			r.budget.observe(c.estimate, resp.Usage.PromptTokens, requestBytes(c.req))
 		}
 		return resp, c, err
 	}

@@ -61,7 +61,7 @@ func ServeACP(ctx context.Context, in io.Reader, out io.Writer, opts Options, fo
 	conn := acp.NewAgentSideConnection(a, a.out, in) // serves from here on: the backend is ready
 	a.conn = conn
 	close(a.ready)
-	for _, n := range append(warnings, notices...) {
+	for _, n := range append(append(warnings, opts.Notices...), notices...) {
 		a.log(n)
 	}
 	a.log(fmt.Sprintf("agent-lsp %s serving ACP: model %s at %s, store %s", Version, st.Model, st.BaseURL, b.StoreName()))

@@ -17,6 +17,7 @@ type client struct {
 	conn jsonrpc2.Conn
 	ctx  context.Context // the connection's lifetime, for notifications
 	out  *guardedStream  // the connection's stream, which corks; nil in tests that build a client
+	box  *outbox         // its events and progress, bounded (outbox.go); nil in tests that build a client
 }
 
 // burst calls send and writes what it sent to the editor at once (one

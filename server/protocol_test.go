@@ -386,6 +386,9 @@ func TestProtocolFixtures(t *testing.T) {
 		}
 	}
 	for _, typ := range event.Types() {
+		if typ == "events.dropped" {
+			continue // a window that does not read: TestRunOfAWindowThatStopsReading records it
+		}
 		if len(byType[typ]) == 0 {
 			t.Errorf("the scenario produced no %s event", typ)
 			continue

@@ -161,7 +161,7 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	if req.Session != "" && call.b.Runtime.Running(req.Session) {
 		// Likely queued into a run of another window: follow the session
 		// from now on, so that this window sees its prompt queued.
-		s.opts.Hub.watchers.watch(req.Session, s.client, s.logf)
+		s.opts.Hub.watchers.watch(req.Session, s.client)
 	}
 	res, err := run(runCtx, req)
 	if err != nil {
@@ -170,7 +170,7 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	}
 	if res.Status == agent.StatusQueued {
 		k.close(fmt.Sprintf("queued for the running session (position %d)", res.Position))
-		s.opts.Hub.watchers.watch(res.Session, s.client, s.logf) // its run may be another window's
+		s.opts.Hub.watchers.watch(res.Session, s.client) // its run may be another window's
 		return res, nil
 	}
 	k.close("")

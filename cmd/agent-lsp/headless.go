@@ -364,18 +364,23 @@ func serverFor(ctx context.Context, f runFlags) (stream io.ReadWriteCloser, serv
 				s.Conn.Close()
 			}, nil
 		case !daemon.IsNoDaemon(err):
+			var unsafe *daemon.UnsafeDirError
+			if errors.As(err, &unsafe) {
+				return nil, nil, &storeError{err} // the run could not be stored: exit 2
+			}
 			return nil, nil, err
 		}
 		// None runs: serve the store here, and its address while the run lives.
-		if d, err := daemon.Open(ctx, daemon.Config{Store: path, Idle: -1, Sessions: sessionsOn}); err == nil {
-			if err := d.Listen(); err == nil {
-				go d.Serve(ctx)
-			}
-			opts.Hub = d.Hub()
-			stream, served := inProcess(ctx, opts)
-			return stream, func(<-chan struct{}) { served(); d.Close() }, nil
+		d, err := daemon.Open(ctx, daemon.Config{Store: path, Idle: -1, Sessions: sessionsOn})
+		if err != nil { // unwritable, or held by a server without a daemon: the run could not be stored
+			return nil, nil, &storeError{err}
 		}
-		// The store is held by a server without a daemon: it says so itself.
+		if err := d.Listen(); err == nil {
+			go d.Serve(ctx)
+		}
+		opts.Hub = d.Hub()
+		stream, served := inProcess(ctx, opts)
+		return stream, func(<-chan struct{}) { served(); d.Close() }, nil
 	}
 	stream, wait := inProcess(ctx, opts)
 	return stream, func(<-chan struct{}) { wait() }, nil

@@ -59,9 +59,13 @@ type Settings struct {
 	Prices        map[string]model.Price // USD per million tokens, by model
 	MCPServers    json.RawMessage        // the editor's MCP servers, in the .mcp.json shape
 	MCPConfig     []string               // files of MCP servers (--mcp-config)
-	AllowMCP      []string               // repository servers that start without asking
+	AllowMCP      []string               // MCP servers that start without asking: NAME@HASH, or a bare name for the user's own
 	MCPTimeout    int                    // seconds per MCP tool call
 	MCPIdle       int                    // seconds without a call before a project's servers stop
+
+	// MCPUnsandboxed names repository MCP servers whose "sandbox": false is
+	// honoured; any other repository server runs sandboxed.
+	MCPUnsandboxed []string
 }
 
 // Setting is one row of the configuration table.
@@ -300,8 +304,11 @@ var Table = []Setting{
 		Doc:  "files in the .mcp.json shape whose servers runs may use (repeatable)",
 		kind: listKind(func(s *Settings) *[]string { return &s.MCPConfig })},
 	{Name: "allowed MCP servers", Init: "mcp.allow", Flag: "allow-mcp", Default: "none",
-		Doc:  "servers of a repository's .mcp.json that start without asking, by name, * for all (repeatable); headless runs start none without it",
+		Doc:  "servers of a repository's .mcp.json that start without asking, as NAME@HASH (agent-lsp mcp hash prints it): that definition only; a bare NAME or * approves only your own servers (repeatable); headless runs start no repository server without it",
 		kind: listKind(func(s *Settings) *[]string { return &s.AllowMCP })},
+	{Name: "unsandboxed MCP servers", Init: "mcp.unsandboxed", Flag: "mcp-unsandboxed", Default: "none",
+		Doc:  "repository MCP servers, by name, whose \"sandbox\": false is honoured; any other repository server runs in the sandbox whatever its .mcp.json says (repeatable)",
+		kind: listKind(func(s *Settings) *[]string { return &s.MCPUnsandboxed })},
 	{Name: "MCP idle", Init: "mcpIdle", Flag: "mcp-idle", Default: "600",
 		Doc:  "seconds without a call after which a project's MCP servers stop (1..86400); the next call starts them again",
 		kind: intKind(func(s *Settings) *int { return &s.MCPIdle }, 1, 86400)},

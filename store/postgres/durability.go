@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -57,9 +56,7 @@ func (s *Store) send(works []pgWork) (bool, error) {
 	if b.Len() == 0 {
 		return false, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	if err := s.sendMarked(b); err != nil { // reconnect.go
 		return true, fmt.Errorf("commit to %s: %w", s.url, err)
 	}
 	return true, nil

@@ -82,6 +82,19 @@ var migrations = []string{
 	// (store.PackRecord): a binary of schema 3 would read a sealed record
 	// as a raw one, so it must refuse the database instead.
 	`COMMENT ON TABLE agent_lsp_items IS 'bodies are store.PackRecord records: sealed with a CRC32C since schema 4';`,
+	// 5: each writer's last commit, which a writer whose connection broke
+	// mid-commit reads to learn whether the commit landed; and where a
+	// lease's holder runs, so that a holder on the same machine whose
+	// process is gone is taken over at once.
+	`CREATE TABLE agent_lsp_commits (
+		writer  text PRIMARY KEY,
+		seq     bigint NOT NULL,
+		updated timestamptz NOT NULL DEFAULT now()
+	);
+	ALTER TABLE agent_lsp_leases
+		ADD COLUMN machine text NOT NULL DEFAULT '', -- boot id and PID namespace; '' unknown
+		ADD COLUMN pid     integer NOT NULL DEFAULT 0,
+		ADD COLUMN started bigint NOT NULL DEFAULT 0; -- the process's start time, in clock ticks since boot`,
 }
 
 // SchemaVersion is the schema version this binary migrates to.
