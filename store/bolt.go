@@ -265,6 +265,9 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 		if err != nil {
 			return fmt.Errorf("corrupt checkpoint head: %w", err)
 		}
+		if cp.Step > oldStep+1 {
+			return &GapError{Step: cp.Step, Stored: oldStep}
+		}
 		if oldStep != cp.Step {
 			if err := deletePrefix(n, []byte{kPending}); err != nil {
 				return err
@@ -317,6 +320,9 @@ func (b *Bolt) Put(ctx context.Context, cp Checkpoint) error {
 	if err := checkLists(cp.Lists); err != nil {
 		return fmt.Errorf("put checkpoint %s/%s step %d: %w", cp.Thread, cp.Namespace, cp.Step, err)
 	}
+	if cp.Step == 0 {
+		b.c.Forget(cp.Thread, cp.Namespace) // a new run of a thread never stored
+	}
 	apply := func(tx *bolt.Tx) error { return b.putTx(tx, cp) }
 	if err := b.write(ctx, threadKey{cp.Thread, cp.Namespace}, apply, cp.Status.Ended()); err != nil {
 		return fmt.Errorf("put checkpoint %s/%s step %d: %w", cp.Thread, cp.Namespace, cp.Step, err)
@@ -343,7 +349,10 @@ func (b *Bolt) PutWrite(ctx context.Context, thread, ns, taskID string, w json.R
 	return nil
 }
 
-// Load implements Checkpointer.
+// Load implements Checkpointer. A run that loads a stored thread starts
+// from what is stored: the refusal of the thread's writes after one failed
+// ends (Committer.Forget), and the store refuses a step that does not
+// follow the stored one (GapError).
 func (b *Bolt) Load(ctx context.Context, thread, ns string) (*State, error) {
 	if err := b.Flush(); err != nil {
 		return nil, fmt.Errorf("load checkpoint %s/%s: %w", thread, ns, err)
@@ -399,6 +408,7 @@ func (b *Bolt) Load(ctx context.Context, thread, ns string) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint %s/%s: %w", thread, ns, err)
 	}
+	b.c.Forget(thread, ns)
 	return s, nil
 }
 

@@ -86,6 +86,9 @@ func applyEdit(ctx context.Context, env *Env, p *workspace.Project, fe FileEdit,
 	if !onDisk {
 		env.Workspace.NoteEdited(fe.Path, env.Session) // in an editor buffer: saved before commands run
 	}
+	if res.Note != "" {
+		done += " (" + res.Note + ")"
+	}
 	switch {
 	case !seen || got == want:
 		return Result{Content: done, Summary: "edited " + rel, Edits: report, CommandFilesChanged: changed}, nil

@@ -73,6 +73,10 @@ type TextEdit struct {
 type EditResult struct {
 	Applied       bool
 	FailureReason string
+	// Note is what the editor says of how an applied edit was written,
+	// for the tool's result ("" for nothing worth telling), e.g. a file
+	// rewritten in place rather than replaced whole.
+	Note string
 }
 
 // Permissions decides whether a command line may run.

@@ -41,7 +41,10 @@ const (
 			WHERE p.thread = $1 AND p.ns = $2 AND h.thread = $1 AND h.ns = $2 AND h.step <> $3)
 		INSERT INTO agent_lsp_heads (thread, ns, step, status, next, updated) VALUES ($1, $2, $3, $4, $5, now())
 		ON CONFLICT (thread, ns) DO UPDATE SET step = EXCLUDED.step, status = EXCLUDED.status, next = EXCLUDED.next, updated = EXCLUDED.updated`
-	sqlPutValue = `INSERT INTO agent_lsp_values (thread, ns, name, body) VALUES ($1, $2, $3, $4)
+	// sqlStepFollows fails the transaction of a checkpoint that does not
+	// follow the thread's stored one (store.GapError).
+	sqlStepFollows = `SELECT agent_lsp_step_follows($1, $2, $3)`
+	sqlPutValue    = `INSERT INTO agent_lsp_values (thread, ns, name, body) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (thread, ns, name) DO UPDATE SET body = EXCLUDED.body`
 	sqlReset   = `DELETE FROM agent_lsp_items WHERE thread = $1 AND ns = $2 AND list = $3`
 	sqlRemove  = `DELETE FROM agent_lsp_items WHERE thread = $1 AND ns = $2 AND list = $3 AND id = $4`
@@ -64,6 +67,7 @@ const (
 // queuePut queues the statements that apply cp, in order, in the commit's
 // transaction.
 func queuePut(b *pgx.Batch, cp store.Checkpoint, next []byte, index []byte) {
+	b.Queue(sqlStepFollows, cp.Thread, cp.Namespace, int64(cp.Step))
 	b.Queue(sqlPutHead, cp.Thread, cp.Namespace, int64(cp.Step), string(cp.Status), next)
 	for name, v := range cp.Values {
 		b.Queue(sqlPutValue, cp.Thread, cp.Namespace, name, nonNil(store.PackRecord(v)))
@@ -125,6 +129,9 @@ func (s *Store) Put(ctx context.Context, cp store.Checkpoint) error {
 			b.Queue(sqlFence, cp.Thread, token)
 		}
 		queuePut(b, cp, next, index)
+	}
+	if cp.Step == 0 {
+		s.c.Forget(cp.Thread, cp.Namespace) // a new run of a thread never stored
 	}
 	if err := s.write(ctx, threadKey{cp.Thread, cp.Namespace}, queue, cp.Status.Ended()); err != nil {
 		return fail(err)
@@ -222,6 +229,7 @@ func (s *Store) Load(ctx context.Context, thread, ns string) (*store.State, erro
 	if !found {
 		return fail(store.ErrNotFound)
 	}
+	s.c.Forget(thread, ns) // a run that loads the thread starts from what is stored
 	for name, items := range lists {
 		sort.Slice(items, func(i, j int) bool { return items[i].seq < items[j].seq })
 		list := make([]store.Item, len(items))
