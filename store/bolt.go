@@ -534,6 +534,7 @@ func (b *Bolt) DeleteSession(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("delete session %s: %w", id, err)
 	}
+	b.removeSpool(id)
 	return existed, nil
 }
 

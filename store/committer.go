@@ -173,34 +173,40 @@ func (c *Committer[W]) Forget(thread, ns string) {
 }
 
 // Write routes one write of thread's namespace ns by the run's durability;
-// ends says the write ends the run (it is durable when Write returns).
+// ends says the write ends the run (it is durable when Write returns). A
+// write that is durable when it returns (Sync, a run's end) carries the
+// thread's held steps (Exit mode) before it, in one transaction: a run in
+// Exit mode that must make one write durable (an intent, a queued input)
+// stores its steps so far with it.
 func (c *Committer[W]) Write(ctx context.Context, thread, ns string, w W, ends bool) error {
 	k := threadKey{thread, ns}
 	j := committerJob[W]{work: w, thread: &k, ends: ends}
-	switch c.Durability(ctx) {
-	case Batched:
+	d := c.Durability(ctx)
+	if d == Batched {
 		c.batchedSeen.Store(true)
-		return c.submit(j, ends, false)
-	case Exit:
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			return ErrClosed
-		}
-		if err := c.refused(j); err != nil {
-			c.mu.Unlock()
-			return err
-		}
 		if !ends {
-			c.held[k] = append(c.held[k], w)
-			c.mu.Unlock()
-			return nil
+			return c.submit(j, false, false)
 		}
-		held := append(c.held[k], w)
-		delete(c.held, k)
+	}
+	c.mu.Lock()
+	if c.closed {
 		c.mu.Unlock()
-		j.work = c.join(held)
-		return c.submit(j, true, false)
+		return ErrClosed
+	}
+	if err := c.refused(j); err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	if d == Exit && !ends {
+		c.held[k] = append(c.held[k], w)
+		c.mu.Unlock()
+		return nil
+	}
+	held := c.held[k]
+	delete(c.held, k)
+	c.mu.Unlock()
+	if len(held) > 0 {
+		j.work = c.join(append(held, w))
 	}
 	return c.submit(j, true, false)
 }

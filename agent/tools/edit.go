@@ -57,6 +57,11 @@ func applyEdit(ctx context.Context, env *Env, p *workspace.Project, fe FileEdit,
 	if err != nil {
 		return errorf("the edit of %s does not apply to its text: %v", rel, err)
 	}
+	if err := env.intend(ctx, Intent{Path: fe.Path, Create: fe.Create, Before: Hash(before), After: Hash(want)}); err != nil {
+		res := errNotRecorded("the edit of "+rel, err)
+		res.CommandFilesChanged = changed
+		return res, nil
+	}
 	p.BeginChange(fe.Path)
 	res, err := env.Editor.Edit(ctx, fe)
 	p.EndChange(fe.Path)

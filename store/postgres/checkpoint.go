@@ -53,6 +53,8 @@ const (
 		ON CONFLICT (thread, ns, list, id) DO UPDATE SET body = EXCLUDED.body`
 	sqlPutSession = `INSERT INTO agent_lsp_sessions (id, project, updated, body) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (id) DO UPDATE SET project = EXCLUDED.project, updated = EXCLUDED.updated, body = EXCLUDED.body`
+	sqlPutIntent = `INSERT INTO agent_lsp_pending (thread, ns, task, body) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (thread, ns, task) DO UPDATE SET body = EXCLUDED.body`
 	sqlPutWrite = `INSERT INTO agent_lsp_pending (thread, ns, task, body) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (thread, ns, task) DO NOTHING`
 	// sqlLoad reads a namespace in one statement, so in one snapshot: kind
@@ -151,6 +153,23 @@ func (s *Store) PutWrite(ctx context.Context, thread, ns, taskID string, w json.
 	}
 	if err := s.write(ctx, threadKey{thread, ns}, queue, false); err != nil {
 		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, err)
+	}
+	return nil
+}
+
+// PutIntent implements store.Intents: a pending write under
+// store.IntentPrefix+key, committed before it returns.
+func (s *Store) PutIntent(ctx context.Context, thread, ns, key string, body json.RawMessage) error {
+	packed := nonNil(store.PackRecord(body))
+	token, fenced := s.fenceToken(thread)
+	queue := func(b *pgx.Batch) {
+		if fenced {
+			b.Queue(sqlFence, thread, token)
+		}
+		b.Queue(sqlPutIntent, thread, ns, store.IntentPrefix+key, packed)
+	}
+	if err := s.write(store.WithDurability(ctx, store.Sync), threadKey{thread, ns}, queue, false); err != nil {
+		return fmt.Errorf("put intent %s/%s %s: %w", thread, ns, key, err)
 	}
 	return nil
 }
