@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -222,4 +223,58 @@ func TestResumeNeverRerunsACommand(t *testing.T) {
 	if strings.Count(string(b), "ran") != 1 {
 		t.Fatalf("log.txt after the resume: %q (the command ran again)", b)
 	}
+}
+
+// noIntents is a store without intents and spools (the memory store's
+// way): what a run costs without them.
+type noIntents struct{ store.Store }
+
+// BenchmarkSideEffectRun is a 120-call run of edits and appending commands
+// on a bbolt store (batched), with intents and without (the same store
+// with its Intents hidden), interleaved: ms/run of each and their ratio.
+func BenchmarkSideEffectRun(b *testing.B) {
+	const calls = 120
+	turns := make([]scripted.Turn, 0, calls+1)
+	for i := range calls {
+		tc := call("run_command", map[string]any{"command": fmt.Sprintf("echo %d >> log.txt", i)})
+		if i%2 == 0 {
+			tc = call("edit_file", map[string]any{"path": "edits.txt", "old_text": fmt.Sprintf("anchor %d\n", i), "new_text": fmt.Sprintf("anchor %d\nline %d\n", i, i)})
+		}
+		tc.ID = fmt.Sprintf("call_%03d", i)
+		turns = append(turns, scripted.Turn{ToolCalls: []scripted.ToolCall{tc}})
+	}
+	turns = append(turns, scripted.Turn{Text: "done"})
+	run := func(intents bool) time.Duration {
+		path := filepath.Join(b.TempDir(), "s.db")
+		db, err := store.Open(path, store.WithDefaultDurability(store.Batched))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		var st store.Store = db
+		if !intents {
+			st = noIntents{db}
+		}
+		h := newHarness(b, scripted.Script{Turns: turns, ByHistory: true}, Config{Store: st, MaxSteps: 3 * calls})
+		var anchors strings.Builder
+		for i := 0; i < calls; i += 2 {
+			fmt.Fprintf(&anchors, "anchor %d\n", i)
+		}
+		os.WriteFile(filepath.Join(h.roots["sample"], "edits.txt"), []byte(anchors.String()), 0o644)
+		start := time.Now()
+		res, err := h.rt.Run(context.Background(), Request{Prompt: "work", Editor: h.editor, Permissions: allowAll(true)})
+		elapsed := time.Since(start)
+		if err != nil || res.Status != "done" || res.Edits != calls/2 {
+			b.Fatalf("run: %+v %v", res, err)
+		}
+		return elapsed
+	}
+	var with, without time.Duration
+	for b.Loop() {
+		with += run(true)
+		without += run(false)
+	}
+	b.ReportMetric(float64(with.Milliseconds())/float64(b.N), "ms/run-intents")
+	b.ReportMetric(float64(without.Milliseconds())/float64(b.N), "ms/run-none")
+	b.ReportMetric(float64(with)/float64(without), "intents/none")
 }

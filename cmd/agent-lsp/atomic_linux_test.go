@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -12,9 +15,11 @@ import (
 	"time"
 	"unsafe"
 
+	"go.lsp.dev/uri"
 	"golang.org/x/sys/unix"
 
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
+	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
 // firstWrite waits until a file in dir is created or written (inotify),
@@ -123,3 +128,72 @@ func TestKillDuringWrite(t *testing.T) {
 }
 
 func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(&b[0]) }
+
+// applyChildEnv, set in a child of the test binary, makes it read the
+// params of a workspace/applyEdit on stdin and apply them as the headless
+// client does, under an RLIMIT_FSIZE of 64 KiB, printing the answer.
+const applyChildEnv = "AGENT_LSP_TEST_APPLY_EDIT"
+
+func applyChild(string) int {
+	params, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fmt.Println(err)
+		return 3
+	}
+	lim := syscall.Rlimit{Cur: 64 << 10, Max: 64 << 10}
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		fmt.Println(err)
+		return 3
+	}
+	res := (&client{errw: os.Stderr, enc: workspace.UTF8}).applyEdit(json.RawMessage(params))
+	b, _ := json.Marshal(res)
+	fmt.Println(string(b))
+	return 0
+}
+
+// Under RLIMIT_FSIZE, an edit that makes a file too big and a create of a
+// file too big are answered applied: false, and leave the edited file
+// untouched and no created file (in a child process, where the limit is).
+func TestHeadlessEditFileSizeLimit(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.txt")
+	old := strings.Repeat("old line\n", 1000)
+	os.WriteFile(big, []byte(old), 0o644)
+	huge := strings.Repeat("x", 200<<10)
+	for name, edit := range map[string]any{
+		"edit": map[string]any{"documentChanges": []any{map[string]any{
+			"textDocument": map[string]any{"uri": string(uri.File(big)), "version": nil},
+			"edits":        []any{map[string]any{"range": map[string]any{"start": map[string]int{"line": 0, "character": 0}, "end": map[string]int{"line": 1, "character": 0}}, "newText": huge}},
+		}}},
+		"create": map[string]any{"documentChanges": []any{
+			map[string]any{"kind": "create", "uri": string(uri.File(filepath.Join(dir, "new.txt")))},
+			map[string]any{"textDocument": map[string]any{"uri": string(uri.File(filepath.Join(dir, "new.txt"))), "version": nil},
+				"edits": []any{map[string]any{"range": map[string]any{"start": map[string]int{"line": 0, "character": 0}, "end": map[string]int{"line": 0, "character": 0}}, "newText": huge}}},
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			params, _ := json.Marshal(map[string]any{"label": "agent: " + name, "edit": edit})
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), applyChildEnv+"=1")
+			cmd.Stdin = bytes.NewReader(params)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("child: %v: %s", err, out)
+			}
+			var res struct {
+				Applied       bool   `json:"applied"`
+				FailureReason string `json:"failureReason"`
+			}
+			if err := json.Unmarshal(out, &res); err != nil || res.Applied || !strings.Contains(res.FailureReason, "file too large") {
+				t.Fatalf("the answer: %s (%v)", out, err)
+			}
+			if b, _ := os.ReadFile(big); string(b) != old {
+				t.Fatalf("big.txt has %d bytes after a refused edit, want its old %d", len(b), len(old))
+			}
+			ents, _ := os.ReadDir(dir)
+			if len(ents) != 1 {
+				t.Fatalf("files left beside it: %v", ents)
+			}
+		})
+	}
+}

@@ -27,57 +27,69 @@ type storedMessage struct {
 }
 
 // storedConversation loads the messages of session id from the store file
-// at path and fails t unless they make a conversation a provider accepts:
-// no message twice, every tool message answering a call of an earlier AI
-// message once, every call answered but the last AI message's (a resumed
-// run makes them). It returns the tool messages' call IDs in order.
-func storedConversation(t *testing.T, path, id string) (answered []string, last *storedMessage) {
+// at path and fails t unless they make a conversation a provider accepts
+// (validConversation). It returns the tool messages' call IDs in order.
+func storedConversation(t *testing.T, path, id string) (answered []string) {
 	t.Helper()
-	db, err := store.Open(path)
+	answered, err := conversation(path, id)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return answered
+}
+
+// validConversation says what makes the stored conversation of session id
+// one a provider refuses: a message twice, a tool message that answers no
+// call of an earlier AI message, or answers one twice, a call without an
+// answer but in the last AI message (a resumed run makes them).
+func validConversation(path, id string) error {
+	_, err := conversation(path, id)
+	return err
+}
+
+func conversation(path, id string) (answered []string, err error) {
+	db, err := store.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer db.Close()
 	st, err := db.Load(context.Background(), id, "")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	ids := map[string]bool{}
 	open := map[string]bool{} // calls of AI messages so far without an answer
-	var msgs []storedMessage
-	for _, it := range st.Lists["messages"] {
+	var last *storedMessage
+	for i, it := range st.Lists["messages"] {
 		var m storedMessage
 		if err := json.Unmarshal(it.Body, &m); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		msgs = append(msgs, m)
-	}
-	for i, m := range msgs {
 		if ids[m.ID] {
-			t.Fatalf("message %s stored twice", m.ID)
+			return nil, fmt.Errorf("message %s stored twice", m.ID)
 		}
 		ids[m.ID] = true
 		switch m.Role {
 		case "ai":
 			if len(open) > 0 {
-				t.Fatalf("message %d: an AI message while calls %v have no answer", i, open)
+				return nil, fmt.Errorf("message %d: an AI message while calls %v have no answer", i, open)
 			}
 			for _, c := range m.ToolCalls {
 				open[c.ID] = true
 			}
-			last = &msgs[i]
+			last = &m
 		case "tool":
 			if !open[m.ToolCallID] {
-				t.Fatalf("message %d: an orphan tool message (call %s)", i, m.ToolCallID)
+				return nil, fmt.Errorf("message %d: an orphan tool message (call %s)", i, m.ToolCallID)
 			}
 			delete(open, m.ToolCallID)
 			answered = append(answered, m.ToolCallID)
 		}
 	}
 	if len(open) > 0 && (last == nil || len(last.ToolCalls) == 0) {
-		t.Fatalf("calls %v without an answer", open)
+		return nil, fmt.Errorf("calls %v without an answer", open)
 	}
-	return answered, last
+	return answered, nil
 }
 
 // limitedStore is a folder for the store whose space runs out: a tmpfs of
@@ -166,7 +178,7 @@ func TestStoreDiskFull(t *testing.T) {
 			}
 			session := res["session"].(string)
 			lim.grow(t)
-			answered, _ := storedConversation(t, c.store, session)
+			answered := storedConversation(t, c.store, session)
 			t.Logf("%s: the run failed after %d of %d calls were stored: %s", mode, len(answered), calls, errText)
 			if len(answered) >= calls {
 				t.Fatalf("every call was stored: the disk was not full")
@@ -177,7 +189,7 @@ func TestStoreDiskFull(t *testing.T) {
 			if res["status"] != "done" || res["reply"] != "finished" {
 				t.Fatalf("resume after space returned: %v", res)
 			}
-			answered, _ = storedConversation(t, c.store, session)
+			answered = storedConversation(t, c.store, session)
 			if len(answered) != calls {
 				t.Fatalf("%d calls answered after resume, want each of %d once", len(answered), calls)
 			}
