@@ -58,7 +58,7 @@ func (rt *Runtime) callTool(ctx context.Context, r *run, env *tools.Env, ai mess
 
 // intentPort is the tools.Env.Intent of call i of ai: it completes the
 // intent with the call, opens the call's spool for a command, and stores it.
-func (rt *Runtime) intentPort(r *run, ai message.Message, i int, sp *spool) func(context.Context, tools.Intent) error {
+func (rt *Runtime) intentPort(ai message.Message, i int, sp *spool) func(context.Context, tools.Intent) error {
 	call := ai.ToolCalls[i]
 	return func(ctx context.Context, in tools.Intent) error {
 		in.Call, in.Tool, in.Args, in.Started = call.ID, call.Name, tools.Hash(call.Args), time.Now()

@@ -28,8 +28,8 @@ import (
 // order, each thread up to its first failure (the works of a thread after
 // it fail with that error, uncommitted); from then on the thread's writes
 // fail with it, without being queued, until its run ends (a write that
-// ends it is refused and ends the refusals) or the thread is loaded anew
-// (Forget). A failed job of no thread makes the next write of any kind
+// ends it is refused and ends the refusals) or a run starts from what is
+// stored (Forget: the thread is loaded, or its first step is written). A failed job of no thread makes the next write of any kind
 // fail instead (its run must not go on as if it were stored).
 type Committer[W any] struct {
 	durability  Durability
