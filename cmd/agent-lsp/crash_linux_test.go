@@ -186,7 +186,7 @@ func TestKillAndResumeSideEffects(t *testing.T) {
 						t.Errorf("point %d (killed %v after tool call %d started): %d problems: %s", p, delay, target, len(problems), strings.Join(problems[:min(3, len(problems))], "; "))
 					}
 				}
-				t.Logf("%s %s: %d kills (%d calls each): %d sessions resumed (the others were not stored yet and ran again), %d calls settled as interrupted, %d kills broke a promise",
+				t.Logf("%s %s: %d kills (%d calls each): %d sessions resumed (the others were not stored yet and ran again), %d calls settled after the kill (made, or reported interrupted), %d kills broke a promise",
 					where, mode, points, calls, resumed, settled, broken)
 			})
 		}
