@@ -150,7 +150,7 @@ func checkEffects(ws string, n int, ans map[string]string) (settled int, problem
 // workload's length: a short subset by default, the full review with
 // AGENT_LSP_CRASH_POINTS=50 AGENT_LSP_CRASH_CALLS=120.
 func crashPoints() (points, calls int) {
-	points, calls = 1, 40
+	points, calls = 1, 24
 	if v, err := strconv.Atoi(os.Getenv("AGENT_LSP_CRASH_POINTS")); err == nil && v > 0 {
 		points = v
 	}
