@@ -145,11 +145,11 @@ func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, e
 	var writes []graph.Write
 	var tms []message.Message
 	var changed []string
-	for _, i := range seq {
+	for k, i := range seq {
 		if idx < 0 || i < 0 || i >= len(ai.ToolCalls) {
 			return graph.Patch{}, fmt.Errorf("tool call %d not found", i)
 		}
-		tm, w, files, err := rt.runCall(ctx, r, s, ai, i)
+		tm, w, files, err := rt.runCall(ctx, r, s, ai, i, seq[k+1:])
 		if err != nil {
 			return graph.Patch{}, err
 		}
@@ -170,9 +170,10 @@ func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, e
 	return graph.NewPatch(writes...), nil
 }
 
-// runCall runs call i of ai and returns its tool message, the state it sets
-// (the project, the todos) and the projects whose command files it changed.
-func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai message.Message, i int) (message.Message, []graph.Write, []string, error) {
+// runCall runs call i of ai (rest follow it in its task) and returns its
+// tool message, the state it sets (the project, the todos) and the
+// projects whose command files it changed.
+func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai message.Message, i int, rest []int) (message.Message, []graph.Write, []string, error) {
 	call := ai.ToolCalls[i]
 	project := rt.st.project.Get(s)
 	env := &tools.Env{Workspace: rt.cfg.Workspace, Session: r.session.ID, Project: project, Editor: r.editor, Permissions: r.perms,
@@ -182,8 +183,14 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 	env.Subagent = func(ctx context.Context, req tools.SubagentRequest) (tools.SubagentResult, error) {
 		return rt.subagent(ctx, r, project, call.ID, req)
 	}
+	sp := rt.spoolFor(r.session.ID, toolMessageID(ai.ID, i))
+	env.Intent = rt.intentPort(ai, i, sp)
+	if sp != nil && call.Name == "run_command" {
+		env.Output = sp
+		defer sp.close()
+	}
 	r.emit(event.ToolStart{Name: call.Name, Args: call.Args, CallID: call.ID})
-	res := r.tools.Call(ctx, env, call)
+	res := rt.callTool(ctx, r, env, ai, i, rest)
 	if ctx.Err() != nil {
 		return message.Message{}, nil, nil, ctx.Err()
 	}

@@ -82,9 +82,17 @@ type changeAnnotation struct {
 	Description       string `json:"description,omitempty"`
 }
 
+// applyEditResult is an editor's answer to workspace/applyEdit; the
+// headless client adds a note of how it wrote a file (a file rewritten in
+// place rather than replaced whole).
+type applyEditResult struct {
+	protocol.ApplyWorkspaceEditResult
+	Note string `json:"note,omitempty"`
+}
+
 // applyEdit sends workspace/applyEdit and returns the editor's answer.
-func (c *client) applyEdit(ctx context.Context, label string, edit workspaceEdit) (protocol.ApplyWorkspaceEditResult, error) {
-	var res protocol.ApplyWorkspaceEditResult
+func (c *client) applyEdit(ctx context.Context, label string, edit workspaceEdit) (applyEditResult, error) {
+	var res applyEditResult
 	_, err := c.conn.Call(ctx, "workspace/applyEdit", struct {
 		Label string        `json:"label"`
 		Edit  workspaceEdit `json:"edit"`

@@ -142,7 +142,7 @@ func (m *mcpSource) Tools(ctx context.Context, p *workspace.Project) tools.Set {
 	mgr := mp.manager
 	for _, t := range list {
 		ref := t.Ref
-		set[t.Name] = tools.External(t.Name, ref.Server, t.Description, t.InputSchema,
+		set[t.Name] = tools.External(t.Name, ref.Server, t.Description, t.InputSchema, t.ReadOnly,
 			func(ctx context.Context, args json.RawMessage, limit int) (tools.Result, error) {
 				mp.used(m.idle())
 				defer mp.used(m.idle()) // counted from the call's end too: a long call is not idle

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -74,6 +75,10 @@ type TextEdit struct {
 type EditResult struct {
 	Applied       bool
 	FailureReason string
+	// Note is what the editor says of how an applied edit was written,
+	// for the tool's result ("" for nothing worth telling), e.g. a file
+	// rewritten in place rather than replaced whole.
+	Note string
 }
 
 // Permissions decides whether a command line may run.
@@ -159,6 +164,13 @@ type Env struct {
 	// Protected restores protected files after sandboxed commands; shared by
 	// every command of a runtime (nil: each command restores alone).
 	Protected *ProtectedGuard
+	// Intent records durably what the call is about to do outside the
+	// session (an edit, a command, another program's tool): a tool calls
+	// it right before, and does nothing when it fails. Nil records none.
+	Intent func(ctx context.Context, in Intent) error
+	// Output receives a command's output as it runs (its call's spool,
+	// which Intent names); nil: none.
+	Output io.Writer
 }
 
 // DefaultMaxOutput is the size in bytes a tool's output is cut to by default.
