@@ -14,6 +14,7 @@ import { errorText } from "./format";
 import { cancelRun, followUpRun, runPrompt } from "./launch";
 import { requests, type AgentEvent, type ContextRef, type RunResult } from "./protocol";
 import type { Run } from "./runs";
+import { slashCommands, slashScript, slashStyle, type SlashItem } from "./slash";
 
 /** What the page sends the extension. */
 export type FromPage =
@@ -23,7 +24,8 @@ export type FromPage =
   | { type: "sessions" }
   | { type: "pick"; session: string }
   | { type: "open"; uri: string }
-  | { type: "review"; action: ReviewAction; id: number; file?: number; key?: string };
+  | { type: "review"; action: ReviewAction; id: number; file?: number; key?: string }
+  | { type: "commands" };
 
 /** The review's buttons in the chat: the commands they run (reviewCommands.ts). */
 const reviewActions = {
@@ -43,7 +45,8 @@ export type ToPage =
   | { type: "reset"; items: ChatItem[]; session: string }
   | { type: "items"; items: ChatItem[] }
   | { type: "state"; running: boolean; session: string }
-  | { type: "sessions"; list: { session: string; label: string }[]; current: string };
+  | { type: "sessions"; list: { session: string; label: string }[]; current: string }
+  | { type: "commands"; list: SlashItem[] };
 
 /** The part of a webview view the chat uses (a vscode.WebviewView; tests pass a fake). */
 export interface ChatWebviewView {
@@ -130,6 +133,7 @@ export class ChatView implements vscode.Disposable {
       const args = m.action === "acceptChange" || m.action === "rejectChange" ? [m.id, m.file, m.key] : [m.id];
       await vscode.commands.executeCommand(command, ...args);
     },
+    commands: async () => this.post({ type: "commands", list: await slashCommands(this.ctx) }),
   };
 
   /** items, then the cards of the edits waiting for review (they belong to the window, not to a session). */
@@ -163,6 +167,8 @@ export class ChatView implements vscode.Disposable {
     }
     if (!result) {
       this.post({ type: "items", items: this.transcript.note("cancelled before the run started") });
+    } else if (result.status === "done" && result.steps === 0 && result.reply) {
+      this.post({ type: "items", items: this.transcript.note(result.reply) }); // a built-in slash command's answer: no run, no events
     } else if (result.status !== "queued" && result.session === this.session) {
       this.post({ type: "items", items: this.transcript.result(result) });
     }
@@ -316,12 +322,12 @@ button[hidden] { display: none; }
 pre.diff { margin: 2px 0; }
 .diff .del { color: var(--vscode-gitDecoration-deletedResourceForeground, #c74e39); }
 .diff .add { color: var(--vscode-gitDecoration-addedResourceForeground, #587c0c); }
-</style></head>
+${slashStyle}</style></head>
 <body>
 <div id="bar"><select id="session" title="Session"><option value="">New chat</option></select><button id="new" class="secondary" title="New chat">+</button></div>
 <div id="log" role="log" aria-live="polite"></div>
 <div id="input">
-<textarea id="prompt" placeholder="Ask the agent… (#file, #file:path, #selection attach context; Ctrl+Enter sends)"></textarea>
+<textarea id="prompt" placeholder="Ask the agent… (/ for commands; #file, #file:path, #selection attach context; Ctrl+Enter sends)"></textarea>
 <div id="buttons"><button id="stop" class="secondary" hidden>Stop</button><button id="send">Send</button></div>
 </div>
 <script nonce="${nonce}">
@@ -369,6 +375,7 @@ log.addEventListener("click", (e) => {
     vscode.postMessage({ type: "review", action: d.review, id: Number(d.id), ...(d.file !== undefined && { file: Number(d.file), key: d.key }) });
   }
 });
+${slashScript}
 vscode.postMessage({ type: "ready" });
 </script></body></html>`;
 }
