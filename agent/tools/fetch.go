@@ -18,6 +18,7 @@ import (
 
 	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
+	"golang.org/x/net/html"
 	"golang.org/x/net/html/charset"
 )
 
@@ -151,12 +152,19 @@ func (c FetchConfig) read(ctx context.Context, asked *url.URL, resp *http.Respon
 	final := resp.Request.URL
 	limit := c.maxBytes()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err == nil && int64(len(body)) <= limit {
+		err = ctx.Err() // a body cut by the timeout may end without an error
+	}
 	if err != nil && len(body) == 0 {
 		return errorf("fetch_url %s: reading the answer: %v", final, err)
 	}
-	cut := int64(len(body)) > limit
-	if cut {
+	var cut string
+	switch {
+	case int64(len(body)) > limit:
 		body = body[:limit]
+		cut = fmt.Sprintf("cut: only the first %d bytes were read", limit)
+	case err != nil:
+		cut = fmt.Sprintf("cut: the answer broke off after %d bytes: %v", len(body), err)
 	}
 	ctype := resp.Header.Get("Content-Type")
 	mediaType, params, _ := mime.ParseMediaType(ctype)
@@ -167,14 +175,16 @@ func (c FetchConfig) read(ctx context.Context, asked *url.URL, resp *http.Respon
 	if !isText(mediaType) {
 		return errorf("fetch_url %s: the answer is %s, not text: fetch_url reads web pages and text", final, mediaType)
 	}
-	text, err := c.text(ctx, final, mediaType, params["charset"], body)
+	text, note, err := c.text(ctx, final, mediaType, params["charset"], body)
 	if err != nil {
 		return errorf("fetch_url %s: %v", final, err)
 	}
 	var head strings.Builder
 	fmt.Fprintf(&head, "fetched %s (%s, %s, %d bytes", final, resp.Status, mediaType, len(body))
-	if cut {
-		fmt.Fprintf(&head, "; cut: only the first %d bytes were read", limit)
+	for _, n := range []string{cut, note} {
+		if n != "" {
+			fmt.Fprintf(&head, "; %s", n)
+		}
 	}
 	head.WriteString(")\n")
 	if final.String() != asked.String() {
@@ -193,23 +203,56 @@ func (c FetchConfig) read(ctx context.Context, asked *url.URL, resp *http.Respon
 }
 
 // text is a body as text: decoded from its charset, HTML reduced to
-// Markdown (links made absolute to the page's URL).
-func (c FetchConfig) text(ctx context.Context, page *url.URL, mediaType, cs string, body []byte) (string, error) {
-	var r io.Reader = bytes.NewReader(body)
+// Markdown (links made absolute to the page's URL). HTML the parser
+// refuses (nested deeper than it allows) is reduced to its words, which
+// note says.
+func (c FetchConfig) text(ctx context.Context, page *url.URL, mediaType, cs string, body []byte) (text, note string, err error) {
 	if cs != "" || !utf8.Valid(body) {
-		if dr, err := charset.NewReader(r, mediaType+"; charset="+cs); err == nil {
-			r = dr
+		if dr, err := charset.NewReader(bytes.NewReader(body), mediaType+"; charset="+cs); err == nil {
+			if b, err := io.ReadAll(dr); err == nil {
+				body = b
+			}
 		}
 	}
-	if mediaType == "text/html" || mediaType == "application/xhtml+xml" {
-		md, err := htmltomarkdown.ConvertReader(r, converter.WithContext(ctx), converter.WithDomain(page.Scheme+"://"+page.Host))
-		if err != nil {
-			return "", fmt.Errorf("reducing the page to text: %w", err)
-		}
-		return string(md), nil
+	if mediaType != "text/html" && mediaType != "application/xhtml+xml" {
+		return strings.ToValidUTF8(string(body), "\uFFFD"), "", nil
 	}
-	b, err := io.ReadAll(r)
-	return strings.ToValidUTF8(string(b), "\uFFFD"), err
+	md, err := htmltomarkdown.ConvertReader(bytes.NewReader(body), converter.WithContext(ctx), converter.WithDomain(page.Scheme+"://"+page.Host))
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", "", fmt.Errorf("reducing the page to text: %w", err)
+		}
+		return htmlWords(body), fmt.Sprintf("the page's HTML could not be laid out (%v): its words only", err), nil
+	}
+	return string(md), "", nil
+}
+
+// htmlWords is the text of an HTML page without its markup, scripts and
+// styles: what is left of a page the parser refuses. The tokenizer keeps
+// no stack, so no nesting is too deep for it.
+func htmlWords(body []byte) string {
+	z := html.NewTokenizer(bytes.NewReader(body))
+	var b strings.Builder
+	skip := 0 // inside <script> or <style>
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return strings.ToValidUTF8(strings.Join(strings.Fields(b.String()), " "), "\uFFFD")
+		case html.StartTagToken:
+			if name, _ := z.TagName(); string(name) == "script" || string(name) == "style" {
+				skip++
+			}
+		case html.EndTagToken:
+			if name, _ := z.TagName(); (string(name) == "script" || string(name) == "style") && skip > 0 {
+				skip--
+			}
+		case html.TextToken:
+			if skip == 0 {
+				b.Write(z.Text())
+				b.WriteByte(' ')
+			}
+		}
+	}
 }
 
 // isText reports whether a media type is text fetch_url reads.

@@ -60,6 +60,7 @@ Flags:
 
 type runFlags struct {
 	workspaces       multiFlag
+	images           multiFlag // image files attached to the prompt
 	project, session string
 	resume           string
 	json             bool
@@ -72,6 +73,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("agent-lsp run", runUsage, "", stderr)
 	fs.Var(&f.workspaces, "workspace", "workspace folder (repeatable; default: the current directory)")
 	fs.StringVar(&f.project, "project", "", "project (folder name) to work in; default: the first")
+	fs.Var(&f.images, "image", "attach an image file (PNG, JPEG, GIF, WebP) to the prompt (repeatable); the model must take images (--vision)")
 	fs.StringVar(&f.session, "session", "", "continue this session with a new prompt")
 	fs.StringVar(&f.resume, "resume", "", "resume this interrupted session (no prompt)")
 	fs.BoolVar(&f.json, "json", false, "print agent/event lines and a result line as JSON on stdout")
@@ -91,6 +93,16 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if f.resume != "" && f.session != "" {
 		return usageErr("--resume and --session exclude each other")
+	}
+	if f.resume != "" && len(f.images) > 0 {
+		return usageErr("--image attaches to a prompt; --resume has none")
+	}
+	for i, img := range f.images {
+		abs, err := filepath.Abs(img)
+		if err != nil {
+			return usageErr("--image %s: %v", img, err)
+		}
+		f.images[i] = abs
 	}
 	if fs.NArg() > 1 {
 		return usageErr("one prompt only; quote it (got %d arguments)", fs.NArg())
@@ -532,7 +544,11 @@ func (cl *client) drive(ctx context.Context, conn jsonrpc2.Conn, f runFlags, pro
 	}
 	conn.Notify(ctx, "initialized", map[string]any{})
 
-	command, args := "agent.run", any(server.RunArgs{Prompt: prompt, Project: f.project, Session: f.session})
+	run := server.RunArgs{Prompt: prompt, Project: f.project, Session: f.session}
+	for _, img := range f.images {
+		run.Images = append(run.Images, server.ImageRef{Path: img})
+	}
+	command, args := "agent.run", any(run)
 	if f.resume != "" {
 		command, args = "agent.resume", server.ResumeArgs{Session: f.resume}
 	}
