@@ -41,6 +41,7 @@ to the files on disk. The prompt is the argument, or standard input when it is
   git diff | agent-lsp run - --json
   agent-lsp run --resume s-01J...        # finish an interrupted session
   agent-lsp run --durability sync "..."  # every step on disk before the next
+  agent-lsp run --image shot.png "why is the button cut off?"
 
 Without --json the transcript goes to stderr and only the final reply to
 stdout. With --json, stdout has one agent/event object per line and always
