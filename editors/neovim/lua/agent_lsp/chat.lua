@@ -276,6 +276,7 @@ function M.send(buf)
   local token = commands.run(refs.prompt, {
     session = session,
     context = refs.context,
+    images = refs.images,
     client = c,
     on_result = function(result, run, err)
       if result and result.session and result.session ~= "" and not chat.session then
@@ -556,7 +557,7 @@ function M.toggle(prompt, new)
     return c and M.open_session(session, c, origin, prompt)
   end
   local c = client.current()
-  local buf = new_buffer({ "# Agent chat", "", "Write under ## You; " .. config.options.chat.keys.send .. " sends. #buffer, #buffer:<name>, #selection and #diagnostics attach context; /name runs a slash command (<C-x><C-o> completes both)." },
+  local buf = new_buffer({ "# Agent chat", "", "Write under ## You; " .. config.options.chat.keys.send .. " sends. #buffer, #buffer:<name>, #selection, #diagnostics and #image:<path> attach context; /name runs a slash command (<C-x><C-o> completes both)." },
     nil, c and c.id, origin)
   show(buf)
   if prompt then
