@@ -12,14 +12,14 @@ import type { CommandId } from "./commands";
 import type { Ctx } from "./ctx";
 import { errorText } from "./format";
 import { cancelRun, followUpRun, runPrompt } from "./launch";
-import { requests, type AgentEvent, type ContextRef, type RunResult } from "./protocol";
+import { requests, type AgentEvent, type ContextRef, type ImageRef, type RunResult } from "./protocol";
 import type { Run } from "./runs";
 import { slashCommands, slashScript, slashStyle, type SlashItem } from "./slash";
 
 /** What the page sends the extension. */
 export type FromPage =
   | { type: "ready" }
-  | { type: "send"; text: string }
+  | { type: "send"; text: string; images?: ImageRef[] }
   | { type: "stop" }
   | { type: "sessions" }
   | { type: "pick"; session: string }
@@ -118,7 +118,7 @@ export class ChatView implements vscode.Disposable {
       this.post({ type: "reset", items: this.withReviews(this.transcript.all()), session: this.session ?? "" });
       this.postState();
     },
-    send: (m) => this.send(m.text),
+    send: (m) => this.send(m.text, m.images),
     stop: () => this.stop(),
     sessions: () => this.listSessions(),
     pick: (m) => this.pick(m.session || undefined),
@@ -141,8 +141,8 @@ export class ChatView implements vscode.Disposable {
     return [...items, ...this.ctx.reviews.list().map((r) => reviewItem(this.ctx.reviews.card(r)))];
   }
 
-  /** Sends prompt: a new session, or a follow-up in the one shown (queued while its run is going). */
-  async send(text: string): Promise<void> {
+  /** Sends prompt with the images pasted or dropped in the box: a new session, or a follow-up in the one shown (queued while its run is going). */
+  async send(text: string, images: ImageRef[] = []): Promise<void> {
     const prompt = text.trim();
     if (!prompt) {
       return;
@@ -154,7 +154,7 @@ export class ChatView implements vscode.Disposable {
       // A queued prompt shows with its message.queued event, with its place in the queue.
       this.post({ type: "items", items: this.transcript.user(prompt, labels) });
     }
-    const args = { prompt, ...(context.length && { context }) };
+    const args = { prompt, ...(context.length && { context }), ...(images.length && { images }) };
     let result: RunResult | undefined;
     try {
       const begun = (run: Run) => {
@@ -328,6 +328,7 @@ ${slashStyle}</style></head>
 <div id="log" role="log" aria-live="polite"></div>
 <div id="input">
 <textarea id="prompt" placeholder="Ask the agent… (/ for commands; #file, #file:path, #selection attach context; Ctrl+Enter sends)"></textarea>
+<div id="attached" hidden></div>
 <div id="buttons"><button id="stop" class="secondary" hidden>Stop</button><button id="send">Send</button></div>
 </div>
 <script nonce="${nonce}">
@@ -358,7 +359,20 @@ window.addEventListener("message", (e) => {
   }
   if (atEnd) log.scrollTop = log.scrollHeight;
 });
-function submit() { const text = prompt.value; if (!text.trim()) return; prompt.value = ""; vscode.postMessage({ type: "send", text }); }
+// Images pasted or dropped in the box go with the next prompt, as data (agent.run's images).
+let images = [];
+const attached = document.getElementById("attached");
+function showAttached() { attached.hidden = images.length === 0; attached.textContent = images.length ? images.length + (images.length === 1 ? " image" : " images") + " attached (Escape removes)" : ""; }
+function attach(files) {
+  const found = [...files].filter((f) => f.type.startsWith("image/"));
+  found.forEach((f) => { const r = new FileReader(); r.onload = () => { const [head, data] = String(r.result).split(","); images.push({ data, mimeType: head.slice(5).split(";")[0] }); showAttached(); }; r.readAsDataURL(f); });
+  return found.length > 0;
+}
+prompt.addEventListener("paste", (e) => { if (e.clipboardData && attach(e.clipboardData.files)) e.preventDefault(); });
+prompt.addEventListener("dragover", (e) => e.preventDefault());
+prompt.addEventListener("drop", (e) => { if (e.dataTransfer && attach(e.dataTransfer.files)) e.preventDefault(); });
+prompt.addEventListener("keydown", (e) => { if (e.key === "Escape" && images.length) { images = []; showAttached(); } });
+function submit() { const text = prompt.value; if (!text.trim()) return; prompt.value = ""; vscode.postMessage({ type: "send", text, ...(images.length && { images }) }); images = []; showAttached(); }
 send.addEventListener("click", submit);
 prompt.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); submit(); } });
 stop.addEventListener("click", () => vscode.postMessage({ type: "stop" }));
