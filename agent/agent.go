@@ -271,6 +271,9 @@ type Result struct {
 	Steps   int          `json:"steps"`
 	Usage   model.Usage  `json:"usage"`
 	Error   string       `json:"error,omitempty"`
+	// Reason names, for a failed run, the kind of failure a client offers
+	// an action for (Reason* constants); "" for the others.
+	Reason string `json:"reason,omitempty"`
 	// Position is a queued prompt's place in the queue, from 1.
 	Position int `json:"position,omitzero"` // omitzero: the server encodes with json/v2, whose omitempty keeps 0
 	// Queued holds the prompts queued for this run that it ended without
@@ -568,7 +571,7 @@ func (rt *Runtime) finish(ctx context.Context, r *run, res graph.Result, err err
 		}
 	}
 	if err != nil {
-		out.Status, out.Error = graph.StatusFailed, rt.explain(r, err)
+		out.Status, out.Error, out.Reason = graph.StatusFailed, rt.explain(r, err), reasonOf(err)
 	}
 	r.emit(event.RunEnd{Status: out.Status, Error: out.Error})
 	return out, nil

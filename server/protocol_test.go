@@ -120,6 +120,7 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	}
 	do("agent.projects", map[string]any{})
 	do("agent.models", map[string]any{})
+	do("agent.endpoint", map[string]any{})
 	do("agent.mcp", map[string]any{})
 	main := session(do("agent.run", map[string]any{"prompt": "Add a farewell to greet.go", "project": "sample"}))
 	do("agent.mcp", map[string]any{}) // sample's server now runs (its first run started it); other's has not started

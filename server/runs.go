@@ -72,6 +72,9 @@ func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (a
 		}
 		req.Context = append(req.Context, agent.Attachment{Path: filename(c.URI), Range: c.Range})
 	}
+	if err := s.checkKey(call.b, "agent.run"); err != nil {
+		return agent.Result{}, err
+	}
 	if err := s.checkModel(ctx, call.b, "agent.run", a.Model); err != nil {
 		return agent.Result{}, err
 	}
@@ -81,6 +84,9 @@ func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (a
 
 func (s *Server) resumeCommand(ctx context.Context, call commandCall, a ResumeArgs) (agent.Result, error) {
 	req := agent.Request{Session: a.Session, Model: a.Model}
+	if err := s.checkKey(call.b, "agent.resume"); err != nil {
+		return agent.Result{}, err
+	}
 	if err := s.checkModel(ctx, call.b, "agent.resume", a.Model); err != nil {
 		return agent.Result{}, err
 	}
@@ -133,6 +139,7 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 		s.opts.Hub.watchers.watch(res.Session, s.client, s.logf) // its run may be another window's
 		return res, nil
 	}
+	s.learn(call.b, &res)
 	k.close("")
 	s.opts.Hub.watchers.ended(res.Session)
 	if s.requests.cancelledByRequest(c) && res.Status == store.StatusCancelled {

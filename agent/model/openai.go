@@ -110,7 +110,8 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // retryable reports whether err is worth another attempt: 429, 5xx, a dropped
-// connection or a timed-out attempt; never another 4xx.
+// connection or a timed-out attempt; never another 4xx, nor a host name that
+// does not resolve.
 func retryable(err error) (int, bool) {
 	// RequestError first: when go-openai cannot parse a body such as
 	// {"error":"text"}, it wraps an empty *APIError without a status in one.
@@ -121,6 +122,10 @@ func retryable(err error) (int, bool) {
 	var apiErr *openai.APIError
 	if errors.As(err, &apiErr) {
 		return apiErr.HTTPStatusCode, apiErr.HTTPStatusCode == 429 || apiErr.HTTPStatusCode >= 500
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+		return 0, false // no such host: asking again gets the same answer
 	}
 	var netErr net.Error
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errStreamCut) || errors.As(err, &netErr) ||
@@ -161,14 +166,6 @@ func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (R
 			return Response{}, ctx.Err()
 		}
 	}
-}
-
-// redact removes the API key from an error's text, in case a server echoes it.
-func redact(err error, key string) error {
-	if key == "" || !strings.Contains(err.Error(), key) {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), key, "[redacted]"))
 }
 
 // once makes one attempt of the chat call creq.

@@ -40,7 +40,8 @@ func External(name, server, description string, schema json.RawMessage, call Ext
 				return Result{}, err
 			}
 			if !perm.Allowed {
-				return Result{Content: "error: not allowed: " + perm.Reason, IsError: true, Summary: name + " not allowed"}, nil
+				return Result{Content: "error: not allowed: " + perm.Reason, IsError: true, Summary: name + " not allowed",
+					Denied: &Denial{What: name, Hint: perm.Hint}}, nil
 			}
 			return call(ctx, args, env.maxOutput())
 		}}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,112 +24,21 @@ import (
 	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/server/daemon"
-	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/store/postgres"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
-const runUsage = `Usage: agent-lsp run [flags] [PROMPT | -]
-
-Runs the agent headless on one or more workspace folders and applies its edits
-to the files on disk. The prompt is the argument, or standard input when it is
-"-" or absent:
-
-  agent-lsp run "fix the failing test"
-  git diff | agent-lsp run - --json
-  agent-lsp run --resume s-01J...        # finish an interrupted session
-  agent-lsp run --durability sync "..."  # every step on disk before the next
-
-Without --json the transcript goes to stderr and only the final reply to
-stdout. With --json, stdout has one agent/event object per line and always
-ends with one {"type":"result",...} line.
-
-Exit status: 0 done, 1 failed or step limit, 2 usage error, 130 cancelled
-(SIGINT/SIGTERM cancel the run cleanly; --resume completes it later).
-
-Commands other than the project's build and test need an --allow rule; rules
-match each command of the parsed line ("go test *" allows "go test ./..." and
-not "go test ./... ; touch x"), and --deny wins. Edits of protected files
-(.git/, .vscode/, .env*, CI workflows, AGENTS.md, ...) need --allow-edit.
-See docs/security.md.
-
-Flags:
-`
-
-type runFlags struct {
-	workspaces       multiFlag
-	project, session string
-	resume           string
-	json             bool
-	noDaemon         bool
-	settings         *config.Flags // model, endpoint, store, limits, permissions
-}
-
-func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var f runFlags
-	fs := newFlags("agent-lsp run", runUsage, "", stderr)
-	fs.Var(&f.workspaces, "workspace", "workspace folder (repeatable; default: the current directory)")
-	fs.StringVar(&f.project, "project", "", "project (folder name) to work in; default: the first")
-	fs.StringVar(&f.session, "session", "", "continue this session with a new prompt")
-	fs.StringVar(&f.resume, "resume", "", "resume this interrupted session (no prompt)")
-	fs.BoolVar(&f.json, "json", false, "print agent/event lines and a result line as JSON on stdout")
-	fs.BoolVar(&f.noDaemon, "no-daemon", false, "run in-process even when a daemon owns the store (also AGENT_LSP_DAEMON=off)")
-	f.settings = config.Register(fs)
-	usageErr := func(format string, a ...any) int {
-		cl := &client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr}
-		res := failed(fmt.Errorf(format, a...), true)
-		cl.printResult(res, stdout)
-		return res.exitCode()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return usageErr("%v", err)
-	}
-	if f.resume != "" && f.session != "" {
-		return usageErr("--resume and --session exclude each other")
-	}
-	if fs.NArg() > 1 {
-		return usageErr("one prompt only; quote it (got %d arguments)", fs.NArg())
-	}
-	prompt := fs.Arg(0)
-	if f.resume == "" && (prompt == "" || prompt == "-") {
-		b, err := io.ReadAll(stdin)
-		if err != nil {
-			return usageErr("read prompt from stdin: %v", err)
-		}
-		prompt = string(b)
-		if strings.TrimSpace(prompt) == "" {
-			return usageErr("no prompt: give one as an argument or on standard input")
-		}
-	}
-	if len(f.workspaces) == 0 {
-		wd, _ := os.Getwd()
-		f.workspaces = multiFlag{wd}
-	}
-	for i, w := range f.workspaces {
-		abs, err := filepath.Abs(w)
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-			return usageErr("--workspace %s: not a folder", w)
-		}
-		f.workspaces[i] = abs
-	}
-	return headless(f, prompt, stdout, stderr)
-}
-
 // client is the headless LSP client: it applies edits to disk, denies what
 // was not allowed, and prints the transcript.
 type client struct {
-	json bool
-	out  *bufio.Writer
-	errw io.Writer
-	mu   sync.Mutex // guards out, errw and tr
-	tr   *transcript.Writer
-	enc  workspace.Encoding
+	json    bool
+	verbose bool // the server's log lines go to errw too
+	out     *bufio.Writer
+	errw    io.Writer
+	mu      sync.Mutex // guards out, errw, tr and rep
+	tr      *transcript.Writer
+	enc     workspace.Encoding
+	rep     report // what the events told, for the result (result.go)
 }
 
 // printEvent prints one agent/event: the raw line with --json, else the
@@ -139,14 +47,18 @@ type client struct {
 func (c *client) printEvent(raw json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var e event.Event
+	known := json.Unmarshal(raw, &e) == nil
+	if known {
+		c.rep.event(e)
+	}
 	if c.json {
 		c.out.Write(raw)
 		c.out.WriteByte('\n')
 		c.out.Flush()
 		return
 	}
-	var e event.Event
-	if json.Unmarshal(raw, &e) == nil {
+	if known {
 		c.tr.Event(e)
 	}
 }
@@ -164,6 +76,9 @@ func (c *client) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 		c.printEvent(params)
 		return nil, nil
 	case "window/logMessage", "window/showMessage":
+		if method == "window/logMessage" && !c.verbose {
+			return nil, nil // the server's log; what to act on comes as showMessage or in the result
+		}
 		var p struct{ Message string }
 		json.Unmarshal(params, &p)
 		c.mu.Lock()
@@ -265,37 +180,12 @@ func (p pipeRWC) Close() error {
 	return nil
 }
 
-// resultLine is the last line of `run --json`, and what the exit code follows.
-type resultLine struct {
-	Type string `json:"type"` // "result"
-	agent.Result
-	usageError bool // bad flags, unknown project or session: exit 2
-}
-
-// exitCode is run's exit status for a result: 0 done, 1 failed or step limit,
-// 2 usage error, 130 cancelled.
-func (r resultLine) exitCode() int {
-	switch {
-	case r.usageError:
-		return 2
-	case r.Status == store.StatusDone:
-		return 0
-	case r.Status == store.StatusCancelled:
-		return 130
-	}
-	return 1
-}
-
 // storeError is a shared store that cannot be reached: the run does not
 // start.
 type storeError struct{ err error }
 
 func (e *storeError) Error() string { return "the session store: " + e.err.Error() }
 func (e *storeError) Unwrap() error { return e.err }
-
-func failed(err error, usage bool) resultLine {
-	return resultLine{Result: agent.Result{Status: store.StatusFailed, Error: err.Error()}, usageError: usage}
-}
 
 // headless drives one run over JSON-RPC as an editor would, through the
 // daemon of the store when one runs, else in-process (serving the daemon's
@@ -310,7 +200,7 @@ func headless(f runFlags, prompt string, stdout, stderr io.Writer) int {
 		(&client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr}).printResult(res, stdout)
 		return res.exitCode()
 	}
-	cl := &client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr, tr: transcript.New(stderr), enc: workspace.UTF8}
+	cl := &client{json: f.json, verbose: f.verbose, out: bufio.NewWriter(stdout), errw: stderr, tr: transcript.New(stderr), enc: workspace.UTF8}
 	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(stream))
 	conn.Go(ctx, cl.handle)
 	defer conn.Close()
@@ -430,7 +320,7 @@ func (cl *client) drive(ctx context.Context, conn jsonrpc2.Conn, f runFlags, pro
 		// Headless applies edits (review needs an editor) and cannot answer questions.
 		"initializationOptions": map[string]any{"edits": "apply", "interactive": false},
 	}, &initRes); err != nil {
-		return failed(fmt.Errorf("initialize: %w", err), isUsage(err))
+		return rpcFailed(err)
 	}
 	if initRes.Capabilities.PositionEncoding == "utf-16" {
 		cl.enc = workspace.UTF16
@@ -445,14 +335,9 @@ func (cl *client) drive(ctx context.Context, conn jsonrpc2.Conn, f runFlags, pro
 	defer cl.cancelOnSignal(ctx, conn, token)()
 	var res agent.Result
 	if _, err := conn.Call(ctx, "workspace/executeCommand", map[string]any{"command": command, "arguments": []any{args}, "workDoneToken": token}, &res); err != nil {
-		return failed(err, isUsage(err))
+		return rpcFailed(err)
 	}
 	return resultLine{Result: res}
-}
-
-func isUsage(err error) bool {
-	var rpcErr *jsonrpc2.Error
-	return errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc2.InvalidParams
 }
 
 // cancelOnSignal cancels the run on the first SIGINT or SIGTERM and exits on
@@ -480,33 +365,5 @@ func (cl *client) cancelOnSignal(ctx context.Context, conn jsonrpc2.Conn, token 
 	return func() {
 		signal.Stop(sigs)
 		close(done)
-	}
-}
-
-// printResult writes the result: the JSON line with --json, else the reply on
-// stdout and a summary on stderr.
-func (cl *client) printResult(r resultLine, stdout io.Writer) {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if r.Error != "" {
-		fmt.Fprintf(cl.errw, "agent-lsp run: %s\n", r.Error)
-	}
-	if cl.json {
-		r.Type = "result"
-		b, _ := json.Marshal(r)
-		cl.out.Write(b)
-		cl.out.WriteByte('\n')
-		cl.out.Flush()
-		return
-	}
-	if r.usageError {
-		return
-	}
-	if r.Reply != "" {
-		fmt.Fprintln(stdout, r.Reply)
-	}
-	fmt.Fprintf(cl.errw, "session %s: %s after %d steps, %d edits\n", r.Session, r.Status, r.Steps, r.Edits)
-	if r.Status == store.StatusCancelled {
-		fmt.Fprintf(cl.errw, "resume with: agent-lsp run --resume %s\n", r.Session)
 	}
 }

@@ -111,7 +111,7 @@ func TestRunDone(t *testing.T) {
 	if code != 0 || out != "Greeting is now Swedish.\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "→ edit_file") || !strings.Contains(errOut, "done after 3 steps, 1 edits") {
+	if !strings.Contains(errOut, "→ edit_file") || !strings.Contains(errOut, "done after 3 steps, 1 edit, ") {
 		t.Fatalf("transcript: %s", errOut)
 	}
 	b, _ := os.ReadFile(filepath.Join(c.workspace, "greet.go"))
@@ -178,8 +178,8 @@ func TestRunUsageErrors(t *testing.T) {
 	if _, _, code := c.run(t, "", "run"); code != 2 {
 		t.Errorf("empty stdin prompt: exit %d", code)
 	}
-	if _, errOut, code := c.run(t, "", "run", "--help"); code != 0 || !strings.Contains(errOut, "Exit status") {
-		t.Errorf("--help: %d %q", code, errOut)
+	if out, _, code := c.run(t, "", "run", "--help"); code != 0 || !strings.Contains(out, "Exit status") {
+		t.Errorf("--help: %d %q", code, out)
 	}
 }
 
@@ -236,8 +236,8 @@ func TestVersionAndHelp(t *testing.T) {
 	if out, _, code := c.run(t, "", "version"); code != 0 || !strings.HasPrefix(out, "agent-lsp ") {
 		t.Fatalf("version: %d %q", code, out)
 	}
-	if _, errOut, code := c.run(t, "", "--help"); code != 0 || !strings.Contains(errOut, "agent-lsp run") {
-		t.Fatalf("help: %d %q", code, errOut)
+	if out, _, code := c.run(t, "", "--help"); code != 0 || !strings.Contains(out, "agent-lsp run") {
+		t.Fatalf("help: %d %q", code, out)
 	}
 	if _, _, code := c.run(t, "", "frobnicate"); code != 2 {
 		t.Fatalf("unknown command: %d", code)

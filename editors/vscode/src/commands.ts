@@ -8,6 +8,7 @@ import type { Cmd, Ctx } from "./ctx";
 import { deleted, errorText, mcpReport, modelItem, parseSessionDocPath, projectItem, projectsReport, sessionDocPath, sessionItem, sessionScheme, switched, transcript } from "./format";
 import { cancelRun, followUpRun, launch, runPrompt } from "./launch";
 import { markdownDocuments } from "./markdownDocs";
+import { shown } from "./reasons";
 import { requests, type RunArgs, type SessionInfo } from "./protocol";
 
 /** The commands by id; package.json contributes exactly these. */
@@ -41,7 +42,9 @@ export function registerCommands(ctx: Ctx): void {
         try {
           return await handler(...args);
         } catch (e) {
-          void vscode.window.showErrorMessage(`agent-lsp: ${errorText(e)}`);
+          if (!shown(e)) {
+            void vscode.window.showErrorMessage(`agent-lsp: ${errorText(e)}`);
+          }
         }
       }),
     );

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/server/config"
+)
+
+// The command line of `agent-lsp run`: its flags, its usage, and what a bad
+// invocation says.
+
+const runUsage = `Usage: agent-lsp run [flags] [PROMPT | -]
+
+Runs the agent headless on one or more workspace folders and applies its edits
+to the files on disk. The prompt is the argument, or standard input when it is
+"-" or absent:
+
+  agent-lsp run "fix the failing test"
+  git diff | agent-lsp run - --json
+  agent-lsp run --resume s-01J...        # finish an interrupted session
+  agent-lsp run --durability sync "..."  # every step on disk before the next
+
+Without --json the transcript goes to stderr and only the final reply to
+stdout. With --json, stdout has one agent/event object per line and always
+ends with one {"type":"result",...} line.
+
+Exit status: 0 done, 1 failed or step limit, 2 usage or configuration error
+(a bad flag, an unknown project or session, no API key for an endpoint that
+needs one), 130 cancelled (SIGINT/SIGTERM cancel the run cleanly; --resume
+completes it later).
+
+The API key is read from OPENAI_API_KEY; OpenAI's endpoint (the default)
+needs one, a local server (--base-url http://localhost:11434/v1 for Ollama)
+usually does not.
+
+Commands other than the project's build and test need an --allow rule; rules
+match each command of the parsed line ("go test *" allows "go test ./..." and
+not "go test ./... ; touch x"), and --deny wins. Edits of protected files
+(.git/, .vscode/, .env*, CI workflows, AGENTS.md, ...) need --allow-edit.
+See docs/security.md.
+
+Flags:
+`
+
+type runFlags struct {
+	workspaces       multiFlag
+	project, session string
+	resume           string
+	json             bool
+	verbose          bool
+	noDaemon         bool
+	settings         *config.Flags // model, endpoint, store, limits, permissions
+}
+
+// runCommand is `agent-lsp run`: it parses the flags and the prompt, runs
+// the agent (headless) and returns the exit code.
+func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var f runFlags
+	fs := newFlags("agent-lsp run", runUsage, "", stdout, stderr)
+	fs.Var(&f.workspaces, "workspace", "workspace folder (repeatable; default: the current directory)")
+	fs.StringVar(&f.project, "project", "", "project (folder name) to work in; default: the first")
+	fs.StringVar(&f.session, "session", "", "continue this session with a new prompt")
+	fs.StringVar(&f.resume, "resume", "", "resume this interrupted session (no prompt)")
+	fs.BoolVar(&f.json, "json", false, "print agent/event lines and a result line as JSON on stdout")
+	fs.BoolVar(&f.verbose, "verbose", false, "also print the server's log (its window/logMessage lines) on stderr")
+	fs.BoolVar(&f.noDaemon, "no-daemon", false, "run in-process even when a daemon owns the store (also AGENT_LSP_DAEMON=off)")
+	f.settings = config.Register(fs)
+	usageErr := func(format string, a ...any) int {
+		cl := &client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr}
+		res := failed(fmt.Errorf(format, a...), true)
+		res.hint = "Run 'agent-lsp run --help' for usage."
+		cl.printResult(res, stdout)
+		return res.exitCode()
+	}
+	switch err := parseQuiet(fs, args); {
+	case err == flag.ErrHelp:
+		fs.Usage()
+		return 0
+	case err != nil:
+		return usageErr("%v", err)
+	}
+	prompt, code := f.check(fs, stdin, usageErr)
+	if code >= 0 {
+		return code
+	}
+	if res, ok := preflight(f); !ok {
+		(&client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr}).printResult(res, stdout)
+		return res.exitCode()
+	}
+	return headless(f, prompt, stdout, stderr)
+}
+
+// preflight refuses at once, before a server starts, a run that settings
+// cannot serve: settings that do not resolve, no API key for an endpoint
+// that needs one (as the server would, without a request).
+func preflight(f runFlags) (resultLine, bool) {
+	st, _, err := config.Resolve(os.Getenv, nil, f.settings)
+	if err != nil {
+		return failed(err, true), false
+	}
+	if server.NeedsKey(st.BaseURL, st.APIKey) {
+		d := server.ReasonDataOf(st, agent.ReasonNoAPIKey, "model.apiKeyEnv")
+		res := failed(errors.New(reasonWords(d)), true)
+		res.Reason = d.Reason
+		return res, false
+	}
+	return resultLine{}, true
+}
+
+// check checks the flags and reads the prompt; code is -1 when the run
+// can start, else the exit code (usageErr has said why).
+func (f *runFlags) check(fs *flag.FlagSet, stdin io.Reader, usageErr func(string, ...any) int) (prompt string, code int) {
+	if f.resume != "" && f.session != "" {
+		return "", usageErr("--resume and --session exclude each other")
+	}
+	if fs.NArg() > 1 {
+		return "", usageErr("one prompt only; quote it (got %d arguments)", fs.NArg())
+	}
+	prompt = fs.Arg(0)
+	if f.resume == "" && (prompt == "" || prompt == "-") {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return "", usageErr("read prompt from stdin: %v", err)
+		}
+		prompt = string(b)
+		if strings.TrimSpace(prompt) == "" {
+			return "", usageErr("no prompt: give one as an argument or on standard input")
+		}
+	}
+	if len(f.workspaces) == 0 {
+		wd, _ := os.Getwd()
+		f.workspaces = multiFlag{wd}
+	}
+	for i, w := range f.workspaces {
+		abs, err := filepath.Abs(w)
+		if err != nil {
+			return "", usageErr("%v", err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return "", usageErr("--workspace %s: not a folder", w)
+		}
+		f.workspaces[i] = abs
+	}
+	return prompt, -1
+}
