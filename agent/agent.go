@@ -5,6 +5,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -252,6 +253,10 @@ type Request struct {
 	// Context lists what the user attached: files, or parts of them (Range
 	// set), read as the editor has them and added to the prompt.
 	Context []Attachment
+	// OutputSchema, when set, is the JSON Schema the run's final answer
+	// must be valid against: the model calls of the run (not its
+	// subagents') send it as response_format.
+	OutputSchema json.RawMessage
 }
 
 // Attachment is a file, or a part of it, the user attached to a prompt.

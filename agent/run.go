@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"slices"
 	"sync"
 
@@ -31,6 +32,7 @@ type run struct {
 	base       tools.Set        // the runtime's tools, without the tool source's (set once it added some)
 	model      string           // the model of this run: the request's, the session's, else the configured one
 	budget     *budget          // that model's context, as learned
+	format     json.RawMessage  // the session's own run: the answer's JSON Schema (Request.OutputSchema)
 
 	inbox struct {
 		sync.Mutex                            // guards held
@@ -131,7 +133,7 @@ func (a *accumulator) totals() (model.Usage, int) {
 func (rt *Runtime) newRun(sess store.Session, req Request) *run {
 	name := cmp.Or(req.Model, sess.Model, rt.cfg.ModelName)
 	return &run{rt: rt, session: sess, editor: req.Editor, perms: req.Permissions, tools: rt.cfg.Tools,
-		acc: &accumulator{events: req.Events}, model: name, budget: rt.budgetFor(name)}
+		acc: &accumulator{events: req.Events}, model: name, budget: rt.budgetFor(name), format: req.OutputSchema}
 }
 
 // addTools adds the tool source's tools for project to the run's; the

@@ -25,6 +25,9 @@ type RunArgs struct {
 	Durability string           `json:"durability,omitempty"`
 	Model      string           `json:"model,omitempty"`
 	Context    []ContextRef     `json:"context,omitempty"`
+	// OutputSchema is a JSON Schema (an object) the final answer must be
+	// valid against: sent as response_format where the endpoint takes it.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
 // ContextRef is a document, or a range of it, the user attached to a
@@ -41,12 +44,20 @@ type ResumeArgs struct {
 	Edits      string `json:"edits,omitempty"`
 	Durability string `json:"durability,omitempty"`
 	Model      string `json:"model,omitempty"`
+	// OutputSchema: as agent.run's.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
 // runOptions are the arguments agent.run and agent.resume share.
-type runOptions struct{ edits, durability string }
+type runOptions struct {
+	edits, durability string
+	schema            json.RawMessage
+}
 
 func (o runOptions) validate() error {
+	if len(o.schema) > 0 && (o.schema[0] != '{' || !json.Valid(o.schema)) {
+		return fmt.Errorf("outputSchema must be a JSON Schema object")
+	}
 	if o.edits != "" && !slices.Contains([]string{"apply", "review"}, o.edits) {
 		return fmt.Errorf("edits must be \"apply\" or \"review\", not %q", o.edits)
 	}
@@ -58,11 +69,11 @@ func (o runOptions) validate() error {
 	return nil
 }
 
-func (a RunArgs) validate() error    { return runOptions{a.Edits, a.Durability}.validate() }
-func (a ResumeArgs) validate() error { return runOptions{a.Edits, a.Durability}.validate() }
+func (a RunArgs) validate() error    { return runOptions{a.Edits, a.Durability, a.OutputSchema}.validate() }
+func (a ResumeArgs) validate() error { return runOptions{a.Edits, a.Durability, a.OutputSchema}.validate() }
 
 func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (agent.Result, error) {
-	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt, Model: a.Model}
+	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt, Model: a.Model, OutputSchema: a.OutputSchema}
 	if a.URI != "" && a.Range != nil {
 		req.Selection = &agent.Selection{Path: filename(a.URI), Range: *a.Range}
 	}
@@ -79,18 +90,18 @@ func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (a
 		return agent.Result{}, err
 	}
 	title := "agent: " + transcript.FirstWords(a.Prompt, 6)
-	return s.startRun(ctx, call, "agent.run", title, runOptions{a.Edits, a.Durability}, req, call.b.Runtime.Run)
+	return s.startRun(ctx, call, "agent.run", title, runOptions{edits: a.Edits, durability: a.Durability}, req, call.b.Runtime.Run)
 }
 
 func (s *Server) resumeCommand(ctx context.Context, call commandCall, a ResumeArgs) (agent.Result, error) {
-	req := agent.Request{Session: a.Session, Model: a.Model}
+	req := agent.Request{Session: a.Session, Model: a.Model, OutputSchema: a.OutputSchema}
 	if err := s.checkKey(call.b, "agent.resume"); err != nil {
 		return agent.Result{}, err
 	}
 	if err := s.checkModel(ctx, call.b, "agent.resume", a.Model); err != nil {
 		return agent.Result{}, err
 	}
-	return s.startRun(ctx, call, "agent.resume", "agent: resume "+a.Session, runOptions{a.Edits, a.Durability}, req, call.b.Runtime.Resume)
+	return s.startRun(ctx, call, "agent.resume", "agent: resume "+a.Session, runOptions{edits: a.Edits, durability: a.Durability}, req, call.b.Runtime.Resume)
 }
 
 // startRun runs one agent.run or agent.resume: asynchronously (later messages

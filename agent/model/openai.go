@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -42,7 +43,8 @@ type OpenAI struct {
 	transport http.RoundTripper   // chatTransport, shared by every model
 	list      *openai.Client      // for Models
 	cfg       Config
-	ends      streamEnds // streams read to their end after [DONE], on the side
+	ends      streamEnds  // streams read to their end after [DONE], on the side
+	noFormat  atomic.Bool // the endpoint refused response_format: it is not sent again
 }
 
 // NewOpenAI returns a model for cfg.
@@ -137,6 +139,9 @@ func retryable(err error) (int, bool) {
 
 // Chat implements Model with retries and a timeout per attempt.
 func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (Response, error) {
+	if m.noFormat.Load() {
+		req.OutputSchema = nil
+	}
 	creq := chatRequest(cmp.Or(req.Model, m.cfg.Model), req)
 	for attempt := 0; ; attempt++ {
 		var note attemptNote
@@ -148,6 +153,13 @@ func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (R
 			return Response{}, ctx.Err()
 		}
 		status, retry := retryable(err)
+		if creq.ResponseFormat != nil && refusesFormat(status, err, &note) {
+			// Asked once more without it, and never again: the prompt describes the schema too.
+			m.noFormat.Store(true)
+			creq.ResponseFormat = nil
+			attempt--
+			continue
+		}
 		if ov, ok := overflowOf(err, &note, m.cfg.APIKey); ok {
 			// Never retried, whatever the status: the same request would overflow again.
 			return Response{}, &Error{Status: status, Attempts: attempt + 1, Err: ov}
@@ -166,6 +178,19 @@ func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (R
 			return Response{}, ctx.Err()
 		}
 	}
+}
+
+// refusesFormat reports whether a failed attempt was a 400 about the
+// response_format field (an endpoint without structured output).
+func refusesFormat(status int, err error, note *attemptNote) bool {
+	if status != http.StatusBadRequest {
+		return false
+	}
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) && apiErr.Param != nil && strings.Contains(*apiErr.Param, "response_format") {
+		return true
+	}
+	return strings.Contains(err.Error(), "response_format") || strings.Contains(string(note.body), "response_format")
 }
 
 // once makes one attempt of the chat call creq.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,12 +19,12 @@ import (
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/uri"
 
-	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/transcript"
 	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/server/daemon"
+	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/store/postgres"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
@@ -123,11 +124,17 @@ func (c *client) applyEdit(params json.RawMessage) map[string]any {
 	if err := json.Unmarshal(params, &p); err != nil {
 		return fail(err)
 	}
+	var paths []string // the files it changes: as they were before (--diff), or denied
+	for _, ch := range p.Edit.DocumentChanges {
+		paths = append(paths, uri.URI(cmp.Or(ch.URI, ch.TextDocument.URI)).FsPath())
+	}
 	for _, a := range p.Edit.ChangeAnnotations {
 		if a.NeedsConfirmation { // nobody can confirm it here
+			c.touching(paths, true)
 			return fail(fmt.Errorf("it needs the user's confirmation (%s), which a headless run cannot give; --allow-edit PATTERN lets it edit the protected files PATTERN names (never a file with hard links)", a.Description))
 		}
 	}
+	c.touching(paths, false)
 	for _, ch := range p.Edit.DocumentChanges {
 		switch {
 		case ch.Kind == "create":
@@ -191,7 +198,7 @@ func (e *storeError) Unwrap() error { return e.err }
 // daemon of the store when one runs, else in-process (serving the daemon's
 // address meanwhile, so that editors and the CLI reach the store), prints
 // its result and returns the exit code.
-func headless(f runFlags, prompt string, stdout, stderr io.Writer) int {
+func headless(f runFlags, prompt, model string, stdout, stderr io.Writer) int {
 	ctx := context.Background()
 	stream, served, err := serverFor(ctx, f)
 	if err != nil {
@@ -200,12 +207,14 @@ func headless(f runFlags, prompt string, stdout, stderr io.Writer) int {
 		(&client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr}).printResult(res, stdout)
 		return res.exitCode()
 	}
-	cl := &client{json: f.json, verbose: f.verbose, out: bufio.NewWriter(stdout), errw: stderr, tr: transcript.New(stderr), enc: workspace.UTF8}
+	cl := &client{json: f.json, verbose: f.verbose, out: bufio.NewWriter(stdout), errw: stderr, tr: transcript.New(stderr), enc: workspace.UTF8,
+		rep: report{workspaces: f.workspaces}}
 	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(stream))
 	conn.Go(ctx, cl.handle)
 	defer conn.Close()
 
-	res := cl.drive(ctx, conn, f, prompt)
+	res := cl.finish(cl.drive(ctx, conn, f, prompt), f, model)
+	writeOutput(&res, f.output)
 	cl.printResult(res, stdout)
 	conn.Call(ctx, "shutdown", nil, nil)
 	conn.Notify(ctx, "exit", nil)
@@ -220,6 +229,13 @@ func serverFor(ctx context.Context, f runFlags) (stream io.ReadWriteCloser, serv
 	st, _, err := config.Resolve(os.Getenv, nil, f.settings)
 	if err != nil {
 		return nil, nil, err
+	}
+	if f.ephemeral {
+		// Sessions in memory, served here: the store file, a database and
+		// the daemon are never opened.
+		opts.Hub = server.NewHub(store.NewMemory(), st.StorePath)
+		stream, wait := inProcess(ctx, opts)
+		return stream, func(<-chan struct{}) { wait() }, nil
 	}
 	if postgres.IsURL(st.StorePath) {
 		// A shared database: reached from here, no daemon. A run whose
@@ -327,17 +343,9 @@ func (cl *client) drive(ctx context.Context, conn jsonrpc2.Conn, f runFlags, pro
 	}
 	conn.Notify(ctx, "initialized", map[string]any{})
 
-	command, args := "agent.run", any(server.RunArgs{Prompt: prompt, Project: f.project, Session: f.session})
-	if f.resume != "" {
-		command, args = "agent.resume", server.ResumeArgs{Session: f.resume}
-	}
 	const token = "headless"
 	defer cl.cancelOnSignal(ctx, conn, token)()
-	var res agent.Result
-	if _, err := conn.Call(ctx, "workspace/executeCommand", map[string]any{"command": command, "arguments": []any{args}, "workDoneToken": token}, &res); err != nil {
-		return rpcFailed(err)
-	}
-	return resultLine{Result: res}
+	return cl.execute(ctx, conn, f, prompt, token)
 }
 
 // cancelOnSignal cancels the run on the first SIGINT or SIGTERM and exits on

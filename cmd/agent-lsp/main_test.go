@@ -87,6 +87,7 @@ func jsonLines(t *testing.T, out string) ([]map[string]any, map[string]any) {
 			t.Fatalf("not JSON: %q", line)
 		}
 		if m["type"] == "result" {
+			checkResultLine(t, line)
 			if result != nil {
 				t.Fatal("two result lines")
 			}
@@ -149,7 +150,7 @@ func TestRunFailedAndLimit(t *testing.T) {
 	}
 	c = newCLI(t, scripted.Turn{ToolCalls: []scripted.ToolCall{call("list_files", map[string]any{})}}, scripted.Turn{Text: "never"})
 	out, _, code = c.run(t, "", "run", "--json", "--max-steps", "1", "hi")
-	if _, res = jsonLines(t, out); code != 1 || res["status"] != "limit" {
+	if _, res = jsonLines(t, out); code != 3 || res["status"] != "limit" || res["limit"] != "steps" { // exit 3 since the CI contract (a step limit exited 1 before)
 		t.Fatalf("limit: exit %d, result %v", code, res)
 	}
 }

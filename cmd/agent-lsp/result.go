@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,26 +21,65 @@ import (
 // How `agent-lsp run` ends: the result line, the closing words, the exit
 // code.
 
-// resultLine is the last line of `run --json`, and what the exit code follows.
+// resultSchemaVersion is the version of the result line's shape
+// (docs/result.schema.json): a field removed or changed in meaning makes a
+// new one; a field added does not.
+const resultSchemaVersion = 1
+
+// resultLine is the last line of `run --json`, and what the exit code
+// follows. Its fields are the server's result (agent.Result), then what
+// the client adds.
 type resultLine struct {
-	Type string `json:"type"` // "result"
+	Type          string `json:"type"` // "result"
+	SchemaVersion int    `json:"schemaVersion"`
 	agent.Result
-	usageError bool   // bad flags, unknown project or session, no key: exit 2
-	hint       string // a line after the error, on stderr: where to read on
+	Model        string       `json:"model,omitempty"`  // the model of the run
+	Denied       []denial     `json:"denied"`           // calls that were not allowed, in order
+	Limit        string       `json:"limit,omitempty"`  // status limit: which ("steps")
+	FilesChanged []fileChange `json:"filesChanged"`     // the files the run changed, in path order
+	Cost         *float64     `json:"cost,omitempty"`   // USD, when the price table has the model
+	Diff         string       `json:"diff,omitempty"`   // --diff: the unified diff of the run's changes
+	Plan         string       `json:"plan,omitempty"`   // a plan run's plan (none yet: plan runs come with issue 59)
+	Output       any          `json:"output,omitempty"` // --output-schema: the final answer, parsed and valid
+
+	output       any    // the structured output, once valid
+	usageError   bool   // bad flags, unknown project or session, no key: exit 2
+	failOnDenied bool   // --fail-on-denied: a done run with denials exits 4
+	hint         string // a line after the error, on stderr: where to read on
 }
 
-// exitCode is run's exit status for a result: 0 done, 1 failed or step limit,
-// 2 usage or configuration error, 130 cancelled.
+// denial is a call the run was not allowed to make.
+type denial struct {
+	Tool     string `json:"tool"`
+	What     string `json:"what"`
+	RuleHint string `json:"ruleHint,omitempty"` // the rule that would allow it
+}
+
+// Exit codes of `agent-lsp run` (docs/ci.md).
+const (
+	exitDone      = 0
+	exitFailed    = 1
+	exitUsage     = 2 // a bad flag, an unknown project or session, no key, an unreachable store
+	exitLimit     = 3 // stopped by a limit: the result's limit says which
+	exitDenied    = 4 // done, but something was refused, with --fail-on-denied
+	exitCancelled = 130
+)
+
+// exitCode is run's exit status for a result.
 func (r resultLine) exitCode() int {
 	switch {
 	case r.usageError:
-		return 2
-	case r.Status == store.StatusDone:
-		return 0
+		return exitUsage
+	case r.Status == store.StatusDone && r.failOnDenied && len(r.Denied) > 0:
+		return exitDenied
+	case r.Status == store.StatusDone, r.Status == agent.StatusQueued:
+		return exitDone
+	case r.Status == store.StatusLimit:
+		return exitLimit
 	case r.Status == store.StatusCancelled:
-		return 130
+		return exitCancelled
 	}
-	return 1
+	return exitFailed
 }
 
 func failed(err error, usage bool) resultLine {
@@ -87,16 +127,74 @@ func plain(msg string) string {
 	return strings.ReplaceAll(msg, "in this window", "in this run's --workspace")
 }
 
-// report is what a run's events tell the result (guarded by client.mu).
+// report is what a run's events and edits tell the result (guarded by
+// client.mu).
 type report struct {
-	ended bool // the transcript showed the run's end, with its error
+	workspaces []string // the run's folders, which paths are relative to
+	ended      bool     // the transcript showed the run's end, with its error
+	model      string   // the model that answered
+	denied     []denial
+	files      fileChanges
 }
 
 // event takes what the result needs from one event.
 func (r *report) event(e event.Event) {
-	if _, ok := e.Data.(event.RunEnd); ok && e.ContextID == "" {
-		r.ended = true
+	switch d := e.Data.(type) {
+	case event.RunEnd:
+		r.ended = r.ended || e.ContextID == ""
+	case event.Usage:
+		if e.ContextID == "" {
+			r.model = d.Model
+		}
+	case event.ToolEnd:
+		if d.Denied != nil {
+			r.denied = append(r.denied, denial{Tool: d.Name, What: d.Denied.What, RuleHint: d.Denied.RuleHint})
+		}
 	}
+}
+
+// touching records the files an edit changes before it is applied (their
+// text before the run), or, refused (a protected file), as denied.
+func (c *client) touching(paths []string, refused bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range paths {
+		if !refused {
+			c.rep.files.remember(p)
+			continue
+		}
+		rel := relTo(c.rep.workspaces, p)
+		c.rep.denied = append(c.rep.denied, denial{Tool: "edit", What: rel, RuleHint: "--allow-edit " + rel})
+		if !c.json {
+			fmt.Fprintf(c.errw, "  %s\n", transcript.Denied(event.Denial{What: "edit " + rel, RuleHint: "--allow-edit " + rel}))
+		}
+	}
+}
+
+// finish completes the result line with what the client saw: the model,
+// the denials, the limit, the files changed (and the diff with --diff),
+// the cost and the structured output.
+func (cl *client) finish(r resultLine, f runFlags, model string) resultLine {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	r.SchemaVersion = resultSchemaVersion
+	r.Model = cmp.Or(cl.rep.model, model)
+	r.Denied = append([]denial{}, cl.rep.denied...)
+	if r.Status == store.StatusLimit {
+		r.Limit = "steps"
+	}
+	var diff string
+	r.FilesChanged, diff = cl.rep.files.diff(f.workspaces)
+	if f.diff {
+		r.Diff = diff
+	}
+	if r.Usage.Cost > 0 {
+		c := r.Usage.Cost
+		r.Cost = &c
+	}
+	r.Output = r.output
+	r.failOnDenied = f.failOnDenied
+	return r
 }
 
 // printResult writes the result: the JSON line with --json, else the reply on
@@ -112,7 +210,13 @@ func (cl *client) printResult(r resultLine, stdout io.Writer) {
 		fmt.Fprintln(cl.errw, r.hint)
 	}
 	if cl.json {
-		r.Type = "result"
+		r.Type, r.SchemaVersion = "result", resultSchemaVersion
+		if r.Denied == nil { // a run that never started has lists too, empty
+			r.Denied = []denial{}
+		}
+		if r.FilesChanged == nil {
+			r.FilesChanged = []fileChange{}
+		}
 		b, _ := json.Marshal(r)
 		cl.out.Write(b)
 		cl.out.WriteByte('\n')
@@ -122,13 +226,41 @@ func (cl *client) printResult(r resultLine, stdout io.Writer) {
 	if r.usageError || r.Session == "" {
 		return
 	}
-	if r.Reply != "" {
+	switch {
+	case r.Output != nil:
+		b, _ := json.MarshalIndent(r.Output, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+	case r.Reply != "":
 		fmt.Fprintln(stdout, r.Reply)
+	}
+	if r.Diff != "" {
+		fmt.Fprint(cl.errw, r.Diff)
 	}
 	fmt.Fprintln(cl.errw, closing(r))
 	switch r.Status {
 	case store.StatusCancelled, store.StatusLimit:
 		fmt.Fprintf(cl.errw, "resume with: agent-lsp run --resume %s\n", r.Session)
+	}
+	if r.exitCode() == exitDenied {
+		fmt.Fprintf(cl.errw, "%s denied (--fail-on-denied)\n", transcript.Count(len(r.Denied), "call"))
+	}
+}
+
+// writeOutput writes the final answer to path (-o): the structured output
+// with --output-schema, else the reply; only for a run that is done.
+func writeOutput(r *resultLine, path string) {
+	if path == "" || r.Status != store.StatusDone {
+		return
+	}
+	data := []byte(r.Reply)
+	if r.Output != nil {
+		data, _ = json.MarshalIndent(r.Output, "", "  ")
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		data = append(data, '\n')
+	}
+	if err := writeAtomic(path, data); err != nil {
+		r.Status, r.Error = store.StatusFailed, fmt.Sprintf("-o %s: %v", path, err)
 	}
 }
 
