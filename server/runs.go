@@ -69,8 +69,12 @@ func (o runOptions) validate() error {
 	return nil
 }
 
-func (a RunArgs) validate() error    { return runOptions{a.Edits, a.Durability, a.OutputSchema}.validate() }
-func (a ResumeArgs) validate() error { return runOptions{a.Edits, a.Durability, a.OutputSchema}.validate() }
+func (a RunArgs) validate() error {
+	return runOptions{a.Edits, a.Durability, a.OutputSchema}.validate()
+}
+func (a ResumeArgs) validate() error {
+	return runOptions{a.Edits, a.Durability, a.OutputSchema}.validate()
+}
 
 func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (agent.Result, error) {
 	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt, Model: a.Model, OutputSchema: a.OutputSchema}
