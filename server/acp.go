@@ -335,6 +335,11 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 		s.mu.Unlock()
 	}()
 	b := a.backend()
+	if NeedsKey(b.Settings.BaseURL, b.Settings.APIKey) { // no request to an endpoint that needs a key when there is none
+		d := b.reasonData(agent.ReasonNoAPIKey, "model.apiKeyEnv")
+		return acp.PromptResponse{}, &acp.RequestError{Code: -32602, Data: d,
+			Message: fmt.Sprintf("no API key: %s needs one and %s is not set (set it in the environment the client starts agent-lsp with, or point OPENAI_BASE_URL at a server that needs none)", d.BaseURL, d.APIKeyEnv)}
+	}
 	u := &acpUpdates{conn: a.client(), session: s, ws: b.Workspace}
 	req := agent.Request{Prompt: text, Project: s.project, Events: u.event, MaxSteps: b.Settings.MaxSteps, Durability: b.Settings.Durability, Edits: mode}
 	if stored {

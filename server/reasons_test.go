@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/coder/acp-go-sdk"
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
@@ -179,5 +180,27 @@ func TestFailureReasons(t *testing.T) {
 	err = c2.command("agent.models", map[string]any{}, &res)
 	if _, data := reasonOf(t, err); data["reason"] != "endpoint-unreachable" || data["setting"] != "model.baseURL" {
 		t.Fatalf("agent.models unreachable: %v", data)
+	}
+}
+
+// TestACPNoKeyNoRequest: an ACP prompt without a key for OpenAI's endpoint
+// is refused at once with data.reason no-api-key; no request leaves.
+func TestACPNoKeyNoRequest(t *testing.T) {
+	proxy, conns := proxyTrap(t)
+	c := startACP(t, false, noModelEnv(t, proxy))
+	session := c.newSession(copyFixture(t, "sample"))
+	_, err := c.prompt(session, "hi")
+	if err == nil || !strings.Contains(err.Error(), "no API key") {
+		t.Fatalf("prompt: %v", err)
+	}
+	var re *acp.RequestError
+	if !errors.As(err, &re) || re.Code != -32602 {
+		t.Fatalf("error %#v", err)
+	}
+	if b, _ := json.Marshal(re.Data); !strings.Contains(string(b), `"reason":"no-api-key"`) {
+		t.Fatalf("data %s", b)
+	}
+	if n := conns.Load(); n != 0 {
+		t.Fatalf("%d connection(s) left the server", n)
 	}
 }
