@@ -79,6 +79,16 @@ describe("reasons", () => {
     }
   });
 
+  test("Select Model without a key offers Set API Key, not a model name to type", async () => {
+    answer = () => {
+      throw rpcError(noKey);
+    };
+    await stub.commands.get("agentLsp.selectModel")!();
+    assert.deepEqual(calls, ["agent.models"]);
+    assert.equal(stub.inputBoxes.length, 0, "no input box");
+    assert.deepEqual(stub.buttonsShown.at(-1), ["Set API Key", "Open Settings"]);
+  });
+
   test("reasonOf reads a JSON-RPC error's data", () => {
     assert.deepEqual(reasonOf(rpcError(noKey)), noKey);
     assert.equal(reasonOf(new Error("x")), undefined);
