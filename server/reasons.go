@@ -104,6 +104,11 @@ func (s *Server) checkKey(b *Backend, command string) error {
 		command, d.BaseURL, d.APIKeyEnv)
 }
 
+// noKeyWords says why the endpoint is not asked: it needs a key none is set.
+func noKeyWords(b *Backend) string {
+	return fmt.Sprintf("%s needs an API key and %s is not set", strings.TrimRight(b.Settings.BaseURL, "/"), b.Settings.APIKeyEnv)
+}
+
 // learn takes what a run's result teaches: an endpoint that refused a
 // request without a key needs one (and the result says no-api-key).
 func (s *Server) learn(b *Backend, res *agent.Result) {

@@ -114,7 +114,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	model, res, ok := preflight(f)
+	model, res, ok := preflight(f, prompt)
 	if !ok {
 		(&client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr}).printResult(res, stdout)
 		return res.exitCode()
@@ -124,13 +124,14 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // preflight refuses at once, before a server starts, a run that settings
 // cannot serve: settings that do not resolve, no API key for an endpoint
-// that needs one (as the server would, without a request).
-func preflight(f runFlags) (model string, res resultLine, ok bool) {
+// that needs one (as the server would, without a request; a built-in slash
+// command needs none).
+func preflight(f runFlags, prompt string) (model string, res resultLine, ok bool) {
 	st, _, err := config.Resolve(os.Getenv, nil, f.settings)
 	if err != nil {
 		return "", failed(err, true), false
 	}
-	if server.NeedsKey(st.BaseURL, st.APIKey) {
+	if server.NeedsKey(st.BaseURL, st.APIKey) && server.Builtin(prompt) == "" {
 		d := server.ReasonDataOf(st, agent.ReasonNoAPIKey, "model.apiKeyEnv")
 		res := failed(errors.New(reasonWords(d)), true)
 		res.Reason = d.Reason

@@ -68,23 +68,8 @@ func noKeyCommand(t *testing.T, proxy string, args ...string) *exec.Cmd {
 // within a second (beyond what starting the binary takes), says in one line what to set, and no request leaves
 // (every one would go through the proxy, a listener of the test).
 func TestNoKeyExitsAtOnce(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var conns atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			c.Close()
-		}
-	}()
-	proxy := "http://" + ln.Addr().String()
+	p := refusingProxy(t)
+	proxy := p.url
 	for _, json := range []bool{false, true} {
 		args := []string{"run", "fix the test"}
 		if json {
@@ -119,9 +104,37 @@ func TestNoKeyExitsAtOnce(t *testing.T) {
 			t.Errorf("stdout %q", out.String())
 		}
 	}
-	if n := conns.Load(); n != 0 {
+	if n := p.conns.Load(); n != 0 {
 		t.Fatalf("%d connection(s) went out", n)
 	}
+}
+
+// proxyCounter is a proxy listener of the test that counts the connections
+// made to it and closes each at once.
+type proxyCounter struct {
+	url   string
+	conns atomic.Int32
+}
+
+func refusingProxy(t *testing.T) *proxyCounter {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p := &proxyCounter{url: "http://" + ln.Addr().String()}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.conns.Add(1)
+			c.Close()
+		}
+	}()
+	return p
 }
 
 // TestTranscriptSpeaksToPeople: a denied command shows inline with the rule

@@ -51,7 +51,10 @@ func (cl *client) execute(ctx context.Context, conn jsonrpc2.Conn, f runFlags, p
 	} else {
 		res = call("agent.run", server.RunArgs{Prompt: prompt, Project: f.project, Session: session, OutputSchema: schema})
 	}
-	if f.schema == nil || res.Status != store.StatusDone {
+	if res.Status == store.StatusDone && res.Steps == 0 {
+		res.builtin = server.Builtin(prompt)
+	}
+	if f.schema == nil || res.Status != store.StatusDone || res.builtin != "" {
 		return res
 	}
 	out, err := f.schema.check(res.Reply)

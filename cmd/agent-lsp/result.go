@@ -46,6 +46,7 @@ type resultLine struct {
 	usageError   bool   // bad flags, unknown project or session, no key: exit 2
 	failOnDenied bool   // --fail-on-denied: a done run with denials exits 4
 	hint         string // a line after the error, on stderr: where to read on
+	builtin      string // the built-in slash command that answered (no run)
 }
 
 // denial is a call the run was not allowed to make.
@@ -223,7 +224,7 @@ func (cl *client) printResult(r resultLine, stdout io.Writer) {
 		cl.out.Flush()
 		return
 	}
-	if r.usageError || r.Session == "" {
+	if r.usageError || (r.Session == "" && r.builtin == "") {
 		return
 	}
 	switch {
@@ -267,6 +268,9 @@ func writeOutput(r *resultLine, path string) {
 // closing is the run's last line: how it ended, its steps, edits, tokens
 // and cost (when the price table has the model).
 func closing(r resultLine) string {
+	if r.builtin != "" && r.Status == store.StatusDone {
+		return fmt.Sprintf("/%s: answered by agent-lsp, without the model", r.builtin)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "session %s: %s after %s, %s, %s", r.Session, r.Status,
 		transcript.Count(r.Steps, "step"), transcript.Count(r.Edits, "edit"), transcript.Count(r.Usage.TotalTokens, "token"))

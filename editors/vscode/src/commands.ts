@@ -10,6 +10,7 @@ import { cancelRun, followUpRun, launch, runPrompt } from "./launch";
 import { markdownDocuments } from "./markdownDocs";
 import { offerFix, reasonOf, reasonText, shown } from "./reasons";
 import { requests, type RunArgs, type SessionInfo } from "./protocol";
+import { acceptAll, acceptChange, acceptEdit, rejectAll, rejectChange, rejectEdit, showReview } from "./reviewCommands";
 
 /** The commands by id; package.json contributes exactly these. */
 export const commands = {
@@ -29,6 +30,13 @@ export const commands = {
   "agentLsp.selectModel": selectModel,
   "agentLsp.showChat": showChat,
   "agentLsp.about": about,
+  "agentLsp.showReview": showReview,
+  "agentLsp.acceptChange": acceptChange,
+  "agentLsp.rejectChange": rejectChange,
+  "agentLsp.acceptEdit": acceptEdit,
+  "agentLsp.rejectEdit": rejectEdit,
+  "agentLsp.acceptAll": acceptAll,
+  "agentLsp.rejectAll": rejectAll,
 } satisfies Record<string, (ctx: Ctx) => Cmd>;
 
 export type CommandId = keyof typeof commands;
