@@ -41,7 +41,8 @@ Exit status:
   1    failed (also: an answer not valid against --output-schema, twice)
   2    usage or configuration error: a bad flag, an unknown project or
        session, no API key for an endpoint that needs one, a store that
-       cannot be reached
+       cannot be reached or opened, a store file found damaged (salvaged:
+       run again)
   3    stopped by a limit (the result's "limit" says which; --resume goes on)
   4    done, but a call the task needed was denied (only with --fail-on-denied)
   130  cancelled (SIGINT/SIGTERM cancel the run cleanly; --resume completes it)
