@@ -94,7 +94,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.ephemeral, "ephemeral", false, "run in this process with a memory store: nothing is stored, the store and the daemon are untouched")
 	fs.BoolVar(&f.diff, "diff", false, "print the unified diff of the run's file changes at the end (stderr; in the result line with --json)")
 	fs.BoolVar(&f.failOnDenied, "fail-on-denied", false, "exit 4 when the run is done but a call it made was denied")
-	fs.BoolVar(&f.verbose, "verbose", false, "also print the server's log (its window/logMessage lines) on stderr")
+	fs.BoolVar(&f.verbose, "verbose", false, "also print the server's info and log lines on stderr (its errors and warnings always are)")
 	fs.BoolVar(&f.noDaemon, "no-daemon", false, "run in-process even when a daemon owns the store (also AGENT_LSP_DAEMON=off)")
 	f.settings = config.Register(fs)
 	usageErr := func(format string, a ...any) int {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -78,11 +79,17 @@ func (c *client) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 		c.printEvent(params)
 		return nil, nil
 	case "window/logMessage", "window/showMessage":
-		if method == "window/logMessage" && !c.verbose {
-			return nil, nil // the server's log; what to act on comes as showMessage or in the result
+		var p struct {
+			Type    int
+			Message string
 		}
-		var p struct{ Message string }
 		json.Unmarshal(params, &p)
+		if method == "window/logMessage" && !c.verbose && (p.Type > 2 || runFailedLine.MatchString(p.Message)) {
+			// The server's info and log lines, and its log of the run's
+			// failure, which the result says in the CLI's words; its other
+			// errors and warnings (an MCP server not started) are the user's.
+			return nil, nil
+		}
 		c.mu.Lock()
 		fmt.Fprintln(c.errw, p.Message)
 		c.mu.Unlock()
@@ -401,6 +408,10 @@ func serverFor(ctx context.Context, f runFlags, warn func(string)) (stream io.Re
 	stream, wait := inProcess(ctx, opts)
 	return stream, func(<-chan struct{}) { wait(); db.Close() }, nil
 }
+
+// runFailedLine is the server's log line of a session that failed (the
+// runtime's), which the result repeats.
+var runFailedLine = regexp.MustCompile(`^agent-lsp: session \S+ failed: `)
 
 // damagedStore is the refusal of a run whose store file was damaged and has
 // just been salvaged: what was kept and lost, and how to go on.
