@@ -25,6 +25,11 @@ type Request struct {
 	// Images holds the bytes of the images the messages show, by ID (the
 	// session's: read-only).
 	Images message.Images
+	// OutputSchema, when set, is a JSON Schema the answer's text must be
+	// valid against: sent as response_format (json_schema) to an endpoint
+	// that takes it. An endpoint that refuses the field (400) is asked once
+	// more without it, and then never again with it (the prompt says it too).
+	OutputSchema json.RawMessage
 }
 
 // Usage counts tokens.
