@@ -191,7 +191,7 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 		}
 		r.emit(event.Edit{URI: string(uri.File(e.Path)), Applied: e.Applied})
 	}
-	r.emit(event.ToolEnd{CallID: call.ID, Name: call.Name, OK: !res.IsError, Summary: res.Summary})
+	r.emit(event.ToolEnd{CallID: call.ID, Name: call.Name, OK: !res.IsError, Summary: res.Summary, Output: event.Tail(res.Content)})
 	used := usedProject(rt, call, project)
 	content := res.Content
 	if used != project {

@@ -419,6 +419,8 @@ export interface ToolEndEvent extends Envelope<"tool.end"> {
   /** False for an error result. */
   ok: boolean;
   summary: string;
+  /** The end of the result the model got: its last 20 lines, at most 2 KB (a command's last output, why an edit was refused). */
+  output?: string;
 }
 export interface SubagentStartEvent extends Envelope<"subagent.start"> {
   task: string;

@@ -406,6 +406,7 @@
 ---@field name string
 ---@field ok boolean false for an error result
 ---@field summary string a few words
+---@field output? string the end of the result the model got (its last 20 lines, at most 2 KB)
 
 ---@class AgentLsp.Event.SubagentStart: AgentLsp.EventBase
 ---@field type "subagent.start"
