@@ -1,6 +1,7 @@
 // Text the extension shows: the output-channel transcript of agent/event,
 // quick-pick items, session transcripts and the projects report as Markdown, run
 // summaries and error messages. No vscode import.
+import { plainLine } from "./markdown";
 import type { AgentEvent, AgentEventOf, McpProject, ModelInfo, ModelsResult, ProjectInfo, ResultOf, RunResult, SandboxReport, SessionDetail, SessionInfo, SubagentStatus } from "./protocol";
 
 /** Turns agent/event notifications into transcript text for an output channel. */
@@ -118,7 +119,7 @@ function target(args: string): string {
 
 /**
  * A one-line summary of a run's result, for a notification: counts, then what
- * failed or the reply's first line, then how many queued prompts it never read;
+ * failed or the reply's first line without its Markdown marks, then how many queued prompts it never read;
  * for a queued prompt, its place in the queue.
  */
 export function summary(r: RunResult): string {
@@ -127,7 +128,7 @@ export function summary(r: RunResult): string {
   }
   const edits = `${r.edits} edit${r.edits === 1 ? "" : "s"}`;
   const steps = `${r.steps} step${r.steps === 1 ? "" : "s"}`;
-  const first = (r.error || r.reply).trim().split("\n")[0] ?? "";
+  const first = r.error ? (r.error.trim().split("\n")[0] ?? "") : plainLine(r.reply); // a notification shows Markdown as it is
   const short = first.length > 160 ? first.slice(0, 157) + "…" : first;
   const n = r.queued?.length ?? 0;
   const unread = n ? ` · ${n} queued prompt${n === 1 ? "" : "s"} not read` : "";
