@@ -102,7 +102,7 @@ export function status(row: ToolRow): Status {
     }
   }
   if (end.ok) {
-    return { mark: "✓", words: end.summary, kind: "ok" };
+    return { mark: "✓", words: end.summary || firstLine(end.output), kind: "ok" };
   }
   if (rejectedInReview.test(end.output)) {
     return { mark: "⊘", words: "rejected by you", kind: "rejected" };
