@@ -16,7 +16,7 @@ import type { Ctx } from "./ctx";
 import { errorText } from "./format";
 import { cancelRun, followUpRun, runPrompt } from "./launch";
 import { escapeHtml } from "./markdown";
-import { requests, type AgentEvent, type ContextRef, type RunResult, type SessionInfo } from "./protocol";
+import { requests, type AgentEvent, type ContextRef, type FinishedRun, type RunResult, type SessionInfo } from "./protocol";
 import type { Run } from "./runs";
 
 /** What the page sends the extension. */
@@ -95,7 +95,7 @@ export class ChatView implements vscode.Disposable {
   /** The run the chat shows whose session is not known yet (a new session's). */
   private pending: Run | undefined;
   /** The events of the session being loaded (pick), replayed once its transcript is there. */
-  private loading: { session: string; events: AgentEvent[] } | undefined;
+  private loading: { session: string; events: AgentEvent[]; results: FinishedRun[] } | undefined;
   private subs: vscode.Disposable[] = [];
 
   constructor(
@@ -109,14 +109,19 @@ export class ChatView implements vscode.Disposable {
       ctx.runs.onBegin((run) => this.adopt(run)),
       // A command's run: its end line gets the result's counts (the chat's own runs add theirs in send).
       ctx.runs.onEnd(({ run, result }) => {
-        if (!run.fromChat && result && result.status !== "queued" && result.session === this.session) {
+        if (run.fromChat || !result || result.status === "queued") {
+          return;
+        }
+        if (this.loading?.session === result.session) {
+          this.loading.results.push(result); // after the session's transcript and the run's events
+        } else if (result.session === this.session) {
           this.post({ type: "items", items: this.transcript.result(result) });
         }
       }),
       ctx.runs.onShowInChat((session) => void (session && session !== this.session ? this.pick(session) : undefined)),
       ctx.reviews.onDidChange((r) => this.post({ type: "items", items: [reviewItem(ctx.reviews.card(r))] })),
     );
-    ctx.runs.chatShows = (session) => this.view?.visible === true && this.session === session;
+    ctx.runs.chatShows = (session) => this.view?.visible === true && (this.session === session || this.loading?.session === session);
   }
 
   /** Registers the view (package.json contributes agentLsp.chat). */
@@ -296,7 +301,7 @@ export class ChatView implements vscode.Disposable {
       this.reset();
       return;
     }
-    const loading = { session, events: [] as AgentEvent[] };
+    const loading = { session, events: [] as AgentEvent[], results: [] as FinishedRun[] };
     this.loading = loading;
     try {
       const detail = await (await this.ctx.ready()).send(requests.session, { session });
@@ -314,6 +319,9 @@ export class ChatView implements vscode.Disposable {
     }
     for (const ev of loading.events) {
       this.onEvent(ev);
+    }
+    for (const r of loading.results) {
+      this.post({ type: "items", items: this.transcript.result(r) });
     }
   }
 

@@ -2,6 +2,7 @@
 // quick-pick items, session transcripts and the projects report as Markdown, run
 // summaries and error messages. No vscode import.
 import { plainLine } from "./markdown";
+import { status } from "./toolRows";
 import type { AgentEvent, AgentEventOf, McpProject, ModelInfo, ModelsResult, ProjectInfo, ResultOf, RunResult, SandboxReport, SessionDetail, SessionInfo, SubagentStatus } from "./protocol";
 
 /** Turns agent/event notifications into transcript text for an output channel. */
@@ -55,7 +56,8 @@ export class EventFormatter {
         line(`${sub}  → ${ev.name}${target(ev.args)}`);
         break;
       case "tool.end":
-        line(`${sub}  ${ev.ok ? "✓" : "✗"} ${ev.name}${ev.summary ? `: ${ev.summary}` : ""}`);
+        // The chat's mark (toolRows.ts): a command that ran and exited non-zero is not a failed tool.
+        line(`${sub}  ${status({ id: "", name: ev.name, args: "", end: { ok: ev.ok, summary: ev.summary, output: ev.output ?? "" } }).mark} ${ev.name}${ev.summary ? `: ${ev.summary}` : ""}`);
         break;
       case "subagent.start":
         line(`${sub}  ⤷ subagent: ${ev.task}`);

@@ -3,8 +3,9 @@
 // highlighted with highlight.js (the languages below; others stay plain).
 // Raw HTML in a reply is escaped, never rendered, so a reply can never inject
 // markup or script; links keep only http(s) targets, and file: links open the
-// file in the editor (data-open, which the page sends back); images are not
-// loaded (the page's CSP would refuse them anyway). No vscode import.
+// file in the editor (data-open, which the page sends back); an image is a
+// link to it, never loaded (the page's CSP would refuse it anyway). No vscode
+// import.
 import { tasklist } from "@mdit/plugin-tasklist";
 import hljs from "highlight.js/lib/core";
 import bash from "highlight.js/lib/languages/bash";
@@ -57,9 +58,14 @@ export function highlight(code: string, lang: string): string {
   }
 }
 
-const md = new MarkdownIt("default", { html: false, linkify: false, breaks: true, highlight })
-  .disable("image")
-  .use(tasklist, { disabled: true, label: false });
+const md = new MarkdownIt("default", { html: false, linkify: false, breaks: true, highlight }).use(tasklist, { disabled: true, label: false });
+
+// An image is a link to it, named by its text: nothing is loaded.
+md.renderer.rules.image = (tokens, idx) => {
+  const t = tokens[idx];
+  const src = t.attrGet("src") ?? "";
+  return `<a href="${escapeHtml(src)}" title="${escapeHtml(src)}">${escapeHtml(t.content || src)}</a>`;
+};
 
 // Only web links, and file links (opened in the editor by the page).
 md.validateLink = (url) => /^(https?|file):/i.test(url.trim());
