@@ -231,6 +231,9 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 		if err == nil {
 			oldStep, err = headStep(raw)
 		}
+		if err == nil && cp.Step > oldStep+1 {
+			return &GapError{Step: cp.Step, Stored: oldStep}
+		}
 		if err != nil || oldStep != cp.Step {
 			if err := deletePrefix(n, []byte{layout.KPending}); err != nil {
 				return err
@@ -289,6 +292,9 @@ func (b *Bolt) Put(ctx context.Context, cp Checkpoint) error {
 	if err := checkLists(cp.Lists); err != nil {
 		return fmt.Errorf("put checkpoint %s/%s step %d: %w", cp.Thread, cp.Namespace, cp.Step, err)
 	}
+	if cp.Step == 0 {
+		b.c.Forget(cp.Thread, cp.Namespace) // a new run of a thread never stored
+	}
 	apply := func(tx *bolt.Tx) error { return b.putTx(tx, cp) }
 	if err := b.write(cp.Durability, threadKey{cp.Thread, cp.Namespace}, apply, cp.Status.Ended()); err != nil {
 		return fmt.Errorf("put checkpoint %s/%s step %d: %w", cp.Thread, cp.Namespace, cp.Step, err)
@@ -327,7 +333,10 @@ func (b *Bolt) PutWrite(ctx context.Context, w PendingWrite) error {
 // without their damaged items, a damaged value or pending write is as if it
 // had not been written. A damaged head (the checkpoint's step, status and
 // planned tasks) fails the load with an error wrapping ErrDamaged: there is
-// no checkpoint to go on from.
+// no checkpoint to go on from. A run that loads a stored thread starts from
+// what is stored: the refusal of the thread's writes after one failed ends
+// (Committer.Forget), and the store refuses a step that does not follow the
+// stored one (GapError).
 func (b *Bolt) Load(ctx context.Context, thread, ns string) (*State, error) {
 	if err := b.Flush(); err != nil {
 		return nil, fmt.Errorf("load checkpoint %s/%s: %w", thread, ns, err)
@@ -352,6 +361,7 @@ func (b *Bolt) Load(ctx context.Context, thread, ns string) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint %s/%s: %w", thread, ns, err)
 	}
+	b.c.Forget(thread, ns)
 	return s, nil
 }
 
@@ -613,6 +623,7 @@ func (b *Bolt) DeleteSession(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("delete session %s: %w", id, err)
 	}
+	b.removeSpool(id)
 	return existed, nil
 }
 

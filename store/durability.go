@@ -55,16 +55,21 @@ var ErrClosed = errors.New("store is closed")
 type boltWork = func(*bolt.Tx) error
 
 func (b *Bolt) startCommitter() {
-	b.c = NewCommitter(b.durability, b.commit, func(ws []boltWork) boltWork {
-		return func(tx *bolt.Tx) error {
-			for _, w := range ws {
-				if err := w(tx); err != nil {
-					return err
-				}
+	b.c = NewCommitter(b.durability, func(w boltWork) (int, error) { return 1, b.update(w) },
+		func(error) bool { return true }, // a failed bbolt transaction wrote nothing
+		func(ws []boltWork) boltWork {
+			if len(ws) == 1 {
+				return ws[0]
 			}
-			return nil
-		}
-	}, func(*bolt.Tx) error { return nil })
+			return func(tx *bolt.Tx) error {
+				for _, w := range ws {
+					if err := w(tx); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+		}, func(*bolt.Tx) error { return nil })
 }
 
 // Commits returns how many write transactions the store has committed.
@@ -90,21 +95,4 @@ func (b *Bolt) update(fn func(tx *bolt.Tx) error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see view
 	defer guard(b.path, &err)
 	return b.db.Update(fn)
-}
-
-// commit writes works in one transaction; if it fails, each work on its
-// own, so one bad work does not fail the others.
-func (b *Bolt) commit(works []boltWork) ([]error, int) {
-	errs := make([]error, len(works))
-	err := b.update(b.c.join(works))
-	if err != nil && len(works) > 1 {
-		for i, w := range works {
-			errs[i] = b.update(w)
-		}
-		return errs, 1 + len(works)
-	}
-	for i := range errs {
-		errs[i] = err
-	}
-	return errs, 1
 }

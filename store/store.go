@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agent-lsp/agent-lsp/store/internal/record"
@@ -26,6 +27,21 @@ var ErrNotFound = errors.New("not found")
 // list's items, a value, a pending write) are left out instead, and the
 // store names them through its warning path.
 var ErrDamaged = record.ErrDamaged
+
+// GapError is a checkpoint that does not follow its thread's stored one: an
+// earlier step of its run was not stored (its write failed), so storing it
+// would tear the thread's state. A backend refuses it.
+type GapError struct {
+	Step   int // the checkpoint's
+	Stored int // the stored checkpoint's, -1 for none
+}
+
+func (e *GapError) Error() string {
+	if e.Stored < 0 {
+		return fmt.Sprintf("step %d of a thread with no stored step: an earlier step was not stored", e.Step)
+	}
+	return fmt.Sprintf("step %d does not follow the stored step %d: an earlier step was not stored", e.Step, e.Stored)
+}
 
 // ErrBusy is wrapped by the error of a shared store's lease on a session
 // that another live process holds; the error names the holder.

@@ -215,6 +215,9 @@ type runner struct {
 	steps   int    // steps run by this invocation
 	written Status // status of the newest stored checkpoint
 	inbox   inbox
+	// intents are the intents of the interrupted step a Resume runs again
+	// (see intents.go); read by its tasks, dropped at its barrier.
+	intents map[string]json.RawMessage
 }
 
 // Invoke applies input as a new step (entering at Start) and runs until the
@@ -261,6 +264,7 @@ func (g *Graph) Resume(ctx context.Context, cfg Config) (Result, error) {
 		return Result{Status: StatusFailed, Err: err}, err
 	}
 	defer g.unregister(r)
+	st.Pending = r.takeIntents(st.Pending)
 	if err := r.restoreInputs(st.Pending); err != nil {
 		return r.end(ctx, StatusFailed, nil, err)
 	}
@@ -458,6 +462,7 @@ func StepsLeft(ctx context.Context) (n int, ok bool) {
 // call runs one node, turning a panic into an error.
 func (r *runner) call(ctx context.Context, t task, s State) (p Patch, err error) {
 	ctx = context.WithValue(ctx, stepsLeftKey{}, max(r.limit()-r.steps-1, 0))
+	ctx = context.WithValue(ctx, taskKey{}, r)
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
@@ -517,6 +522,7 @@ func (r *runner) barrier(ctx context.Context, tasks []task, patches []Patch) ([]
 		}
 	}
 	r.vals, r.step, r.written = vals, step, status
+	r.intents = nil // the step they were of is stored
 	for _, q := range taken {
 		r.emit(Event{Type: InputApplied, Step: step, TaskID: q.id})
 	}
@@ -686,5 +692,8 @@ func (g *Graph) Amend(ctx context.Context, cfg Config, build func(State) Patch) 
 	if err != nil {
 		return fmt.Errorf("amend %s/%s: %w", cfg.Thread, cfg.Namespace, err)
 	}
-	return cfg.Checkpointer.Put(context.WithoutCancel(ctx), r.checkpoint(r.step+1, st.Status, d, unfinished, State{vals: vals}))
+	if err := cfg.Checkpointer.Put(context.WithoutCancel(ctx), r.checkpoint(r.step+1, st.Status, d, unfinished, State{vals: vals})); err != nil {
+		return err
+	}
+	return r.keepIntents(ctx, st.Pending) // the unfinished tasks' intents stay theirs
 }

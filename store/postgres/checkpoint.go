@@ -41,7 +41,10 @@ const (
 			WHERE p.thread = $1 AND p.ns = $2 AND h.thread = $1 AND h.ns = $2 AND h.step <> $3)
 		INSERT INTO agent_lsp_heads (thread, ns, step, status, next, updated) VALUES ($1, $2, $3, $4, $5, now())
 		ON CONFLICT (thread, ns) DO UPDATE SET step = EXCLUDED.step, status = EXCLUDED.status, next = EXCLUDED.next, updated = EXCLUDED.updated`
-	sqlPutValue = `INSERT INTO agent_lsp_values (thread, ns, name, body) VALUES ($1, $2, $3, $4)
+	// sqlStepFollows fails the transaction of a checkpoint that does not
+	// follow the thread's stored one (store.GapError).
+	sqlStepFollows = `SELECT agent_lsp_step_follows($1, $2, $3)`
+	sqlPutValue    = `INSERT INTO agent_lsp_values (thread, ns, name, body) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (thread, ns, name) DO UPDATE SET body = EXCLUDED.body`
 	sqlReset   = `DELETE FROM agent_lsp_items WHERE thread = $1 AND ns = $2 AND list = $3`
 	sqlRemove  = `DELETE FROM agent_lsp_items WHERE thread = $1 AND ns = $2 AND list = $3 AND id = $4`
@@ -50,6 +53,8 @@ const (
 		ON CONFLICT (thread, ns, list, id) DO UPDATE SET body = EXCLUDED.body`
 	sqlPutSession = `INSERT INTO agent_lsp_sessions (id, project, updated, body) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (id) DO UPDATE SET project = EXCLUDED.project, updated = EXCLUDED.updated, body = EXCLUDED.body`
+	sqlPutIntent = `INSERT INTO agent_lsp_pending (thread, ns, task, body) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (thread, ns, task) DO UPDATE SET body = EXCLUDED.body`
 	sqlPutWrite = `INSERT INTO agent_lsp_pending (thread, ns, task, body) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (thread, ns, task) DO NOTHING`
 	// sqlLoad reads a namespace in one statement, so in one snapshot: kind
@@ -64,6 +69,7 @@ const (
 // queuePut queues the statements that apply cp, in order, in the commit's
 // transaction.
 func queuePut(b *pgx.Batch, cp store.Checkpoint, next []byte, index []byte) {
+	b.Queue(sqlStepFollows, cp.Thread, cp.Namespace, int64(cp.Step))
 	b.Queue(sqlPutHead, cp.Thread, cp.Namespace, int64(cp.Step), string(cp.Status), next)
 	for name, v := range cp.Values {
 		b.Queue(sqlPutValue, cp.Thread, cp.Namespace, name, nonNil(store.PackRecord(v)))
@@ -126,6 +132,9 @@ func (s *Store) Put(ctx context.Context, cp store.Checkpoint) error {
 		}
 		queuePut(b, cp, next, index)
 	}
+	if cp.Step == 0 {
+		s.c.Forget(cp.Thread, cp.Namespace) // a new run of a thread never stored
+	}
 	if err := s.write(cp.Durability, threadKey{cp.Thread, cp.Namespace}, queue, cp.Status.Ended()); err != nil {
 		return fail(err)
 	}
@@ -144,6 +153,23 @@ func (s *Store) PutWrite(ctx context.Context, w store.PendingWrite) error {
 	}
 	if err := s.write(w.Durability, threadKey{w.Thread, w.Namespace}, queue, false); err != nil {
 		return fmt.Errorf("put pending write %s/%s %s: %w", w.Thread, w.Namespace, w.Task, err)
+	}
+	return nil
+}
+
+// PutIntent implements store.Intents: a pending write under
+// store.IntentPrefix+key, committed before it returns.
+func (s *Store) PutIntent(ctx context.Context, thread, ns, key string, body json.RawMessage) error {
+	packed := nonNil(store.PackRecord(body))
+	token, fenced := s.fenceToken(thread)
+	queue := func(b *pgx.Batch) {
+		if fenced {
+			b.Queue(sqlFence, thread, token)
+		}
+		b.Queue(sqlPutIntent, thread, ns, store.IntentPrefix+key, packed)
+	}
+	if err := s.write(store.Sync, threadKey{thread, ns}, queue, false); err != nil {
+		return fmt.Errorf("put intent %s/%s %s: %w", thread, ns, key, err)
 	}
 	return nil
 }
@@ -191,6 +217,7 @@ func (s *Store) Load(ctx context.Context, thread, ns string) (*store.State, erro
 	if !l.found {
 		return fail(store.ErrNotFound)
 	}
+	s.c.Forget(thread, ns) // a run that loads the thread starts from what is stored
 	for name, items := range l.lists {
 		sort.Slice(items, func(i, j int) bool { return items[i].seq < items[j].seq })
 		list := make([]store.Item, len(items))

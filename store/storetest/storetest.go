@@ -49,6 +49,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Run("Namespaces", func(t *testing.T) { testNamespaces(t, ctx, in(t)) })
 		})
 	}
+	for _, d := range []store.Durability{store.Sync, store.Batched, store.Exit} {
+		t.Run("Intents/durability="+string(d), func(t *testing.T) { testIntents(t, context.Background(), fresh(t), d) })
+	}
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, fresh(t)) })
 	t.Run("IndexWithCheckpoint", func(t *testing.T) { testIndexWithCheckpoint(t, fresh(t)) })
 	t.Run("ExitDurability", func(t *testing.T) { testExitDurability(t, fresh(t)) })
@@ -235,6 +238,35 @@ func testPendingWrites(t *testing.T, ctx context.Context, s store.Store) {
 	}
 	if st = load(t, ctx, s, "t", "sub"); len(st.Pending) != 1 || string(st.Pending["a"]) != `"sub"` {
 		t.Fatalf("another namespace's pending writes: %v", st.Pending)
+	}
+}
+
+// testIntents: a store that keeps intents (store.Intents) returns them
+// among the pending writes under store.IntentPrefix, a second one under a
+// key replaces the first, the next step's checkpoint drops them. In Exit
+// mode an intent writes the run's held steps with it (Load shows only what
+// is written).
+func testIntents(t *testing.T, ctx context.Context, bare store.Store, d store.Durability) {
+	iw, ok := bare.(store.Intents)
+	if !ok {
+		t.Skip("the store keeps no intents")
+	}
+	s := durable{bare, d}
+	put(t, ctx, s, store.Checkpoint{Thread: "i", Step: 0, Status: store.StatusRunning, Values: map[string]json.RawMessage{"v": raw("0")}})
+	put(t, ctx, s, store.Checkpoint{Thread: "i", Step: 1, Status: store.StatusRunning, Values: map[string]json.RawMessage{"v": raw("1")},
+		Next: []store.Task{{ID: "task", Node: "tools"}}})
+	for _, body := range []string{`{"n":1}`, `{"n":2}`} {
+		if err := iw.PutIntent(ctx, "i", "", "call-1", raw(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := load(t, ctx, s, "i", "")
+	if st.Step != 1 || string(st.Values["v"]) != "1" || len(st.Pending) != 1 || string(st.Pending[store.IntentPrefix+"call-1"]) != `{"n":2}` {
+		t.Fatalf("after the intent: step %d v=%s pending %v", st.Step, st.Values["v"], st.Pending)
+	}
+	put(t, ctx, s, store.Checkpoint{Thread: "i", Step: 2, Status: store.StatusDone})
+	if st = load(t, ctx, s, "i", ""); len(st.Pending) != 0 {
+		t.Fatalf("the intent survived its step: %v", st.Pending)
 	}
 }
 

@@ -37,6 +37,9 @@ PATH="$(dirname "$(command -v go)"):\$PATH" AGENT_LSP_DAEMON_IDLE=3s exec "$work
 SH
 chmod +x "$work/bin/agent-lsp-e2e"
 cp -r "$repo/testdata/workspaces/sample" "$work/sample"
+# A slash command of the project, which the chat's prompt box completes (e2e/slash.mjs).
+mkdir -p "$work/sample/.agents/commands"
+printf -- '---\ndescription: Fix what is wrong\nargument-hint: <what is wrong>\n---\nVSC slash fix: $ARGUMENTS\n' >"$work/sample/.agents/commands/fix.md"
 node "$ext/scripts/script.mjs" "$work/script.json"
 "$work/bin/scripted-model" --script "$work/script.json" --requests "$work/requests.jsonl" >"$work/model-url" &
 model_pid=$!

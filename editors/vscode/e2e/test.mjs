@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { readFileSync, writeFileSync } from "node:fs";
 import puppeteer from "puppeteer-core";
+import { slashCompletion } from "./slash.mjs";
 
 const url = process.env.E2E_URL;
 const workspace = process.env.E2E_WORKSPACE;
@@ -413,6 +414,8 @@ async function conversations() {
   );
   await page.keyboard.press("Escape");
   step("a failed run shows its reason");
+
+  await slashCompletion({ page, chat, chatText, chatSend, waitFor, step, out });
 
   // A settings change goes to the running server: the next run uses it, the server is not restarted.
   setSetting("agentLsp.contextTokens", 16384);

@@ -18,6 +18,7 @@ import { cancelRun, followUpRun, runPrompt } from "./launch";
 import { escapeHtml } from "./markdown";
 import { requests, type AgentEvent, type ContextRef, type FinishedRun, type RunResult, type SessionInfo } from "./protocol";
 import type { Run } from "./runs";
+import { slashCommands, slashScript, slashStyle, type SlashItem } from "./slash";
 
 /** What the page sends the extension. */
 export type FromPage =
@@ -28,7 +29,8 @@ export type FromPage =
   | { type: "pick"; session: string }
   | { type: "open"; uri: string }
   | { type: "openPath"; path: string }
-  | { type: "review"; action: ReviewAction; id: number; file?: number; key?: string };
+  | { type: "review"; action: ReviewAction; id: number; file?: number; key?: string }
+  | { type: "commands" };
 
 /** The review's buttons in the chat: the commands they run (reviewCommands.ts). */
 const reviewActions = {
@@ -48,7 +50,8 @@ export type ToPage =
   | { type: "reset"; items: ChatItem[]; session: string; title: string }
   | { type: "items"; items: ChatItem[] }
   | { type: "state"; running: boolean; session: string; title: string }
-  | { type: "sessions"; list: { session: string; label: string }[]; current: string; title: string };
+  | { type: "sessions"; list: { session: string; label: string }[]; current: string; title: string }
+  | { type: "commands"; list: SlashItem[] };
 
 /** The part of a webview view the chat uses (a vscode.WebviewView; tests pass a fake). */
 export interface ChatWebviewView {
@@ -185,6 +188,7 @@ export class ChatView implements vscode.Disposable {
       const args = m.action === "acceptChange" || m.action === "rejectChange" ? [m.id, m.file, m.key] : [m.id];
       await vscode.commands.executeCommand(command, ...args);
     },
+    commands: async () => this.post({ type: "commands", list: await slashCommands(this.ctx) }),
   };
 
   /** Sends the page the whole transcript: the empty chat's items when it has none, then the edits waiting for review (they belong to the window, not to a session). */
@@ -222,6 +226,8 @@ export class ChatView implements vscode.Disposable {
     }
     if (!result) {
       this.post({ type: "items", items: this.transcript.note("cancelled before the run started") });
+    } else if (result.status === "done" && result.steps === 0 && result.reply) {
+      this.post({ type: "items", items: this.transcript.note(result.reply) }); // a built-in slash command's answer: no run, no events
     } else if (result.status !== "queued" && result.session === this.session) {
       this.post({ type: "items", items: this.transcript.result(result) });
     }
@@ -417,23 +423,26 @@ function nonce(): string {
 
 /**
  * The page: the session picker, the transcript, the prompt box with Send and
- * Stop; its style and script are media/chat.css and media/chat.js. Nothing
- * else loads: no other style or script, no image, font or connection.
+ * Stop; its style and script are media/chat.css and media/chat.js, with the
+ * slash commands' list (slash.ts) inline under the page's nonce. Nothing else
+ * loads: no other style or script, no image, font or connection.
  */
 export function page(cspSource: string, nonce: string, style: string, script: string): string {
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${cspSource}; script-src 'nonce-${nonce}';">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${cspSource} 'nonce-${nonce}'; script-src 'nonce-${nonce}';">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <link rel="stylesheet" href="${escapeHtml(style)}">
+<style nonce="${nonce}">${slashStyle}</style>
 </head>
 <body>
 <div id="bar"><select id="session" title="Session"><option value="">New chat</option></select><button id="new" class="secondary" title="New chat">+</button></div>
 <div id="log" role="log" aria-live="polite"></div>
 <div id="input">
-<textarea id="prompt" placeholder="Ask the agent… (#file, #file:path, #selection attach context; Ctrl+Enter sends)"></textarea>
+<textarea id="prompt" placeholder="Ask the agent… (/ for commands; #file, #file:path, #selection attach context; Ctrl+Enter sends)"></textarea>
 <div id="buttons"><button id="stop" class="secondary" hidden>Stop</button><button id="send">Send</button></div>
 </div>
 <script nonce="${nonce}" src="${escapeHtml(script)}"></script>
+<script nonce="${nonce}">${slashScript}</script>
 </body></html>`;
 }
