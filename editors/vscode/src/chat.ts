@@ -346,6 +346,11 @@ export class ChatView implements vscode.Disposable {
     if (ev.session !== this.session) {
       return;
     }
+    if (ev.type === "events.dropped") {
+      // The server dropped events of this session this window did not read in time: its transcript is read again.
+      void this.pick(ev.session).catch((e) => this.post({ type: "items", items: this.transcript.note(errorText(e), "error") }));
+      return;
+    }
     const items = this.transcript.event(ev);
     if (items.length) {
       this.post({ type: "items", items });

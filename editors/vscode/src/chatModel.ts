@@ -151,6 +151,8 @@ export class ChatTranscript {
       case "run.end":
         this.closeReply();
         return [this.endItem({ status: ev.status, error: ev.error, edits: this.run.edits, usage: this.run.usage?.run, model: this.run.usage?.model })];
+      case "events.dropped":
+        return []; // the chat reads the session again (chat.ts)
       default:
         ev satisfies never;
         return [];

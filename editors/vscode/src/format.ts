@@ -73,6 +73,9 @@ export class EventFormatter {
       case "run.end":
         line(`── ${ev.status}${ev.error ? `: ${ev.error}` : ""}`);
         break;
+      case "events.dropped":
+        line(`  ⋯ ${ev.count} events of this session not shown (#${ev.fromSeq} to #${ev.toSeq}: the window did not read them in time); the chat reads the session again`);
+        break;
       default:
         ev satisfies never; // a kind added to AgentEvent needs its case here
     }

@@ -473,6 +473,17 @@ export interface RunEndEvent extends Envelope<"run.end"> {
   error?: string;
 }
 
+/**
+ * The server dropped count of this window's events of the session, fromSeq to
+ * toSeq (the envelope's seq is toSeq), because the window did not read them in
+ * time; the chat reads the session again (agent.session).
+ */
+export interface EventsDroppedEvent extends Envelope<"events.dropped"> {
+  count: number;
+  fromSeq: number;
+  toSeq: number;
+}
+
 /** An agent/event notification of a kind the extension knows. */
 export type AgentEvent =
   | RunStartEvent
@@ -486,7 +497,8 @@ export type AgentEvent =
   | SubagentEndEvent
   | EditEvent
   | UsageEvent
-  | RunEndEvent;
+  | RunEndEvent
+  | EventsDroppedEvent;
 
 export type EventType = AgentEvent["type"];
 
@@ -507,6 +519,7 @@ export const eventTypes: readonly string[] = Object.keys({
   edit: true,
   usage: true,
   "run.end": true,
+  "events.dropped": true,
 } satisfies Record<EventType, true>);
 
 const known = new Set(eventTypes);

@@ -291,3 +291,25 @@ test("Agent: Resume Session shows the session's transcript, then a resumed line 
   assert.equal(view.last("state")?.title, "Add Farewell");
   assert.equal(stub.messages.length, 0);
 });
+
+test("events.dropped for the session shown: the chat reads the session again (agent.session), and the events after it follow", async () => {
+  let stored = [{ id: "1", role: "human", content: "Count to three" }];
+  server.handlers["agent.session"] = () => ({ session: "s-drop", project: "sample", status: "running", title: "Count to three", subagents: [], messages: stored });
+  await chat.pick("s-drop");
+  assert.match(view.html(), /<p>Count to three<\/p>/);
+  assert.doesNotMatch(view.html(), /One, two/);
+  // The window missed #2 to #5, the reply among them; the server stored it.
+  stored = [...stored, { id: "2", role: "ai", content: "One, two." }];
+  const reads = server.calls.filter((c) => c.command === "agent.session").length;
+  ctx.onEvent({ session: "s-drop", seq: 5, type: "events.dropped", count: 4, fromSeq: 2, toSeq: 5 } as AgentEvent);
+  ctx.onEvent({ session: "s-drop", seq: 6, type: "message.delta", text: "Three." } as AgentEvent);
+  await tick();
+  await tick();
+  assert.equal(server.calls.filter((c) => c.command === "agent.session").length, reads + 1, "the session is read again");
+  const html = view.html();
+  assert.match(html, /<p>Count to three<\/p>[\s\S]*One, two\.[\s\S]*Three\./, html);
+  // Another session's drop does not touch the chat.
+  ctx.onEvent({ session: "s-other", seq: 9, type: "events.dropped", count: 1, fromSeq: 9, toSeq: 9 } as AgentEvent);
+  await tick();
+  assert.equal(server.calls.filter((c) => c.command === "agent.session").length, reads + 1);
+});

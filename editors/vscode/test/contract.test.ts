@@ -68,6 +68,8 @@ const eventShows: { [T in EventType]: (ev: AgentEventOf<T>) => string[] } = {
   // Not in the transcript: the status bar and the chat's end line show the run's totals (checked below).
   usage: () => [],
   "run.end": (ev) => [ev.status, ...(ev.error ? [ev.error] : [])],
+  // How many events the window missed, which, and that the chat reads the session again.
+  "events.dropped": (ev) => [`${ev.count} events`, `#${ev.fromSeq} to #${ev.toSeq}`, "reads the session again"],
 };
 
 function formatExamples<T extends EventType>(type: T): void {
@@ -115,6 +117,7 @@ const chatShows: { [T in EventType]: (ev: AgentEventOf<T>) => string[] } = {
   edit: (ev) => [ev.applied ? "edited" : "edit refused", `data-open="${ev.uri}"`],
   usage: () => [],
   "run.end": (ev) => [`── ${ev.status}`],
+  "events.dropped": () => [], // the chat reads the session again instead (chat.test.ts)
 };
 
 function chatExamples<T extends EventType>(type: T): void {
