@@ -1655,6 +1655,37 @@ test("chat (stubbed server): a send, a prompt queued while it runs, the stream, 
 end)
 
 
+test("chat (stubbed server): events.dropped reads the session again (agent.session); a running call's row takes its tool.end; the input stays", function()
+  local chat = require("agent_lsp.chat")
+  with_server(function(calls)
+    vim.cmd("AgentChat!")
+    local buf = vim.api.nvim_get_current_buf()
+    local function text() return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") end
+    vim.api.nvim_buf_set_lines(buf, -2, -1, false, { "Count to three" })
+    chat.send(buf)
+    event({ session = "s-d", seq = 1, type = "run.start", project = "p", contextTokens = 8192 })
+    event({ session = "s-d", seq = 2, type = "message.delta", text = "One" })
+    local n = vim.api.nvim_buf_line_count(buf)
+    vim.api.nvim_buf_set_lines(buf, n - 1, n, false, { "half-typed next prompt" })
+    -- The window missed #3 to #6; the server stored the reply and a call still running.
+    event({ session = "s-d", seq = 6, type = "events.dropped", count = 4, fromSeq = 3, toSeq = 6 })
+    local read = calls[#calls]
+    assert(read.command == "agent.session" and read.args.session == "s-d", vim.inspect(read))
+    event({ session = "s-d", seq = 7, type = "tool.end", name = "run_command", callId = "c3", ok = true, summary = "go test: exit status 0",
+      output = "exit status 0\n$ go test\nok" }) -- held until the transcript is shown
+    read.on_result({ session = "s-d", project = "p", status = "running", title = "Count to three", subagents = {}, messages = {
+      { id = "1", role = "human", content = "Count to three" },
+      { id = "2", role = "ai", content = "One, two.", toolCalls = { { id = "c3", name = "run_command", args = '{"command":"go test"}' } } } } })
+    local want = table.concat({ "# Count to three", "", "project p · running", "", "## You", "Count to three", "", "## Agent", "One, two.",
+      "- `run_command` $ go test · exit 0", "    ok", "", "## You", "half-typed next prompt" }, "\n")
+    assert(text() == want, "got:\n" .. text() .. "\nwant:\n" .. want)
+    assert(chat.chats[buf].reloading == nil)
+    vim.cmd("silent! only")
+    vim.api.nvim_buf_delete(buf, { force = true })
+  end)
+end)
+
+
 test("register: vim.lsp.config(name, config) from 0.11 (stubbed), nothing before", function()
   local calls = {}
   local lsp_config = setmetatable({}, { __call = function(_, ...) table.insert(calls, { ... }) end })

@@ -35,6 +35,7 @@ local YOU, AGENT = "## You", "## Agent"
 ---@field last_run? AgentLsp.Run
 ---@field expecting table[] the runs this chat sent whose run.start has not come, oldest first
 ---@field other? { edits: integer, usage?: table } a run of the session this chat did not send, while it goes
+---@field reloading? AgentLsp.AgentEvent[] while the session is read again (events.dropped): the events that came meanwhile
 
 -- The extmarks of the tool rows' items.
 local ns = vim.api.nvim_create_namespace("agent_lsp_chat")
@@ -118,11 +119,13 @@ end
 ---interrupted), and the end of the last run. No internal ids.
 ---@param detail AgentLsp.SessionDetail
 ---@return string[]
+---@return table<string, { at: integer, lines: integer, name: string, args: string }> pending the rows of calls still running, by call id: their first line (0-based) and line count
 function M.transcript_lines(detail)
   local out = { "# " .. render.oneline(detail.title ~= "" and detail.title or "Agent chat"), "",
     ("project %s · %s"):format(render.str(detail.project), render.str(detail.status)) }
   local messages = type(detail.messages) == "table" and detail.messages or {}
   local ends = M.tool_ends(messages)
+  local pending = {}
   local last_role
   for _, m in ipairs(messages) do
     if m.role == "human" or m.role == "ai" then
@@ -134,14 +137,18 @@ function M.transcript_lines(detail)
         vim.list_extend(out, render.split(m.content))
       end
       for _, tc in ipairs(m.toolCalls or {}) do
-        vim.list_extend(out, toolrows.lines(tc.name, tc.args, ends[tc.id], detail.status ~= "running"))
+        local rows = toolrows.lines(tc.name, tc.args, ends[tc.id], detail.status ~= "running")
+        if detail.status == "running" and not ends[tc.id] and type(tc.id) == "string" then
+          pending[tc.id] = { at = #out, lines = #rows, name = render.str(tc.name), args = tc.args }
+        end
+        vim.list_extend(out, rows)
       end
     end
   end
   if detail.status ~= "running" and #messages > 0 then
     table.insert(out, "— " .. render.str(detail.status))
   end
-  return out
+  return out, pending
 end
 
 ---A run's end line: "— done · 1 edit · 3 steps · 1082 tokens · $0.0033", and
@@ -252,6 +259,51 @@ local on = {
   end,
 }
 
+-- show_detail puts a session's transcript in place of everything above the
+-- chat's input (kept as typed); the rows of calls still running take their
+-- tool.end events.
+local function show_detail(chat, detail)
+  local lines, pending = M.transcript_lines(detail)
+  local h = input_heading(chat.buf)
+  vim.api.nvim_buf_clear_namespace(chat.buf, ns, 0, -1)
+  vim.api.nvim_buf_set_lines(chat.buf, 0, h and (h - 2) or -1, false, lines)
+  if not h then
+    vim.api.nvim_buf_set_lines(chat.buf, -1, -1, false, { "", YOU, "" })
+  end
+  chat.stream, chat.tools = nil, {}
+  for id, row in pairs(pending) do
+    chat.tools[id] = { mark = vim.api.nvim_buf_set_extmark(chat.buf, ns, row.at, 0, {}), lines = row.lines, name = row.name, args = row.args }
+  end
+end
+
+---Reads the chat's session again (agent.session) and shows it: after the
+---server dropped events of it that this window did not read in time. The
+---events that come meanwhile follow the transcript.
+---@param chat AgentLsp.Chat
+function M.reload(chat)
+  local c = client.for_session(chat.session, chat.client_id and vim.lsp.get_client_by_id(chat.client_id))
+  if not c or chat.reloading then
+    return
+  end
+  chat.reloading = {}
+  client.execute(c, "agent.session", { session = chat.session }, function(detail)
+    local held = chat.reloading or {}
+    chat.reloading = nil
+    if not vim.api.nvim_buf_is_valid(chat.buf) then
+      return
+    end
+    if type(detail) == "table" then
+      show_detail(chat, detail)
+    end
+    for _, ev in ipairs(held) do
+      M.on_event(ev)
+    end
+    follow(chat)
+  end)
+end
+
+on["events.dropped"] = M.reload
+
 ---Shows an agent/event in the chat of its session (a subagent's only in the
 ---log).
 ---@param ev AgentLsp.AgentEvent
@@ -260,6 +312,9 @@ function M.on_event(ev)
   local handle = on[ev.type]
   if not chat or not handle or ev.contextId then
     return
+  end
+  if chat.reloading then
+    return table.insert(chat.reloading, ev) -- shown after the transcript being read
   end
   handle(chat, ev)
   follow(chat)

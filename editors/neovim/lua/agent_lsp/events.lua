@@ -93,6 +93,9 @@ M.kinds = {
     return ("%s %s"):format(word("applied", ev.applied), str(ev.uri))
   end,
   ["usage"] = M.usage,
+  ["events.dropped"] = function(ev)
+    return ("%s not read in time, #%s to #%s"):format(render.count(ev.count, "event"), str(ev.fromSeq), str(ev.toSeq))
+  end,
   ["run.end"] = function(ev)
     return str(ev.status) .. (ev.error and (": " .. str(ev.error)) or "")
   end,

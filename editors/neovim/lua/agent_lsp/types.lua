@@ -372,6 +372,7 @@
 ---| AgentLsp.Event.Edit
 ---| AgentLsp.Event.Usage
 ---| AgentLsp.Event.RunEnd
+---| AgentLsp.Event.EventsDropped
 ---| AgentLsp.EventBase # a kind this plugin does not know: shown as a generic line
 
 ---The envelope every event carries; seq rises by one per session.
@@ -381,6 +382,15 @@
 ---@field type string
 ---@field contextId? string a subagent's events: the subagent, "subagent-<8 hex>"
 ---@field parentId? string a subagent's events: the context that started it
+
+---The server dropped count of this window's events, fromSeq to toSeq (seq is
+---toSeq), because the window did not read them; the chat reads the session
+---again (agent.session).
+---@class AgentLsp.Event.EventsDropped: AgentLsp.EventBase
+---@field type "events.dropped"
+---@field count integer
+---@field fromSeq integer
+---@field toSeq integer
 
 ---A run (agent.run or agent.resume) starts.
 ---@class AgentLsp.Event.RunStart: AgentLsp.EventBase
