@@ -18,7 +18,7 @@ import { cancelRun, followUpRun, runPrompt } from "./launch";
 import { escapeHtml } from "./markdown";
 import { requests, type AgentEvent, type ContextRef, type FinishedRun, type RunResult, type SessionInfo } from "./protocol";
 import type { Run } from "./runs";
-import { slashCommands, slashScript, slashStyle, type SlashItem } from "./slash";
+import { slashCommands, type SlashItem } from "./slash";
 
 /** What the page sends the extension. */
 export type FromPage =
@@ -147,7 +147,7 @@ export class ChatView implements vscode.Disposable {
     const media = vscode.Uri.joinPath(this.extensionUri, "media");
     view.webview.options = { enableScripts: true, localResourceRoots: [media] };
     const asset = (name: string) => view.webview.asWebviewUri(vscode.Uri.joinPath(media, name)).toString();
-    view.webview.html = page(view.webview.cspSource, nonce(), asset("chat.css"), asset("chat.js"));
+    view.webview.html = page(view.webview.cspSource, nonce(), asset("chat.css"), asset("chat.js"), asset("slash.js"));
     const sub = view.webview.onDidReceiveMessage((m) => this.onMessage(m));
     view.onDidDispose(() => {
       sub.dispose();
@@ -428,17 +428,16 @@ function nonce(): string {
 
 /**
  * The page: the session picker, the transcript, the prompt box with Send and
- * Stop; its style and script are media/chat.css and media/chat.js, with the
- * slash commands' list (slash.ts) inline under the page's nonce. Nothing else
- * loads: no other style or script, no image, font or connection.
+ * Stop; its style and scripts are media/chat.css, media/chat.js and
+ * media/slash.js (the slash commands' list). Nothing else loads: no other
+ * style or script, no image, font or connection.
  */
-export function page(cspSource: string, nonce: string, style: string, script: string): string {
+export function page(cspSource: string, nonce: string, style: string, script: string, slash: string): string {
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${cspSource} 'nonce-${nonce}'; script-src 'nonce-${nonce}';">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${cspSource}; script-src 'nonce-${nonce}';">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <link rel="stylesheet" href="${escapeHtml(style)}">
-<style nonce="${nonce}">${slashStyle}</style>
 </head>
 <body>
 <div id="bar"><select id="session" title="Session"><option value="">New chat</option></select><button id="new" class="secondary" title="New chat">+</button></div>
@@ -448,6 +447,6 @@ export function page(cspSource: string, nonce: string, style: string, script: st
 <div id="buttons"><button id="stop" class="secondary" hidden>Stop</button><button id="send">Send</button></div>
 </div>
 <script nonce="${nonce}" src="${escapeHtml(script)}"></script>
-<script nonce="${nonce}">${slashScript}</script>
+<script nonce="${nonce}" src="${escapeHtml(slash)}"></script>
 </body></html>`;
 }

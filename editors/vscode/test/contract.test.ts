@@ -11,7 +11,14 @@ import { ChatTranscript } from "../src/chatModel";
 import { deleted, dollars, EventFormatter, mcpReport, modelItem, projectItem, projectsReport, sessionDocLink, sessionItem, summary, switched, tokens, transcript, unread, usageText } from "../src/format";
 import { eventTypes, requests, serverRequests, type AgentEventOf, type CommandExample, type CommandName, type EventType, type RunResult } from "../src/protocol";
 import { commandExamples, eventExamples } from "./fixtures";
-import { slashItems, slashMatches } from "../src/slash";
+import { slashItems, type SlashItem } from "../src/slash";
+
+/** The page's matcher of the slash commands' list, from media/slash.js itself (the page runs it as it is). */
+const slashMatches = (() => {
+  const source = /^function slashMatches\(text, items\) \{\n[\s\S]*?\n\}$/m.exec(readFileSync("media/slash.js", "utf8"))?.[0];
+  assert.ok(source, "media/slash.js has no function slashMatches(text, items)");
+  return new Function(`${source}\nreturn slashMatches;`)() as (text: string, items: SlashItem[]) => SlashItem[] | undefined;
+})();
 
 const protocol = "../../testdata/protocol"; // the tests run in editors/vscode
 

@@ -185,7 +185,12 @@ test("the chat page loads only its own script and style, and every reply is esca
   const html = view.webview.html;
   const nonce = /content="default-src 'none'; style-src vscode-resource:; script-src 'nonce-(\w+)';"/.exec(html)?.[1];
   assert.ok(nonce, html);
-  assert.deepEqual([...html.matchAll(/<script[^>]*>/g)].map((m) => m[0]), [`<script nonce="${nonce}" src="file:///ext/media/chat.js">`], "one script, the page's own file");
+  assert.deepEqual(
+    [...html.matchAll(/<script[^>]*>/g)].map((m) => m[0]),
+    [`<script nonce="${nonce}" src="file:///ext/media/chat.js">`, `<script nonce="${nonce}" src="file:///ext/media/slash.js">`],
+    "two scripts, the page's own files",
+  );
+  assert.doesNotMatch(html, /<script[^>]*>[^<]/, "no inline script");
   assert.match(html, /<link rel="stylesheet" href="file:\/\/\/ext\/media\/chat\.css">/);
   assert.doesNotMatch(html, /<style/, "no inline style");
   assert.equal(renderMarkdown("<img src=x onerror=alert(1)> **b** `<i>`"), "<p>&lt;img src=x onerror=alert(1)&gt; <strong>b</strong> <code>&lt;i&gt;</code></p>");
