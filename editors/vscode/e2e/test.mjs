@@ -362,8 +362,11 @@ async function conversations() {
   await waitFor(() => text(".statusbar").then((t) => t.includes("scripted-large")), "the chosen model in the status bar", 30000);
   step("picked scripted-large");
 
-  // The chat view: a prompt, then a follow-up in the same session.
+  // The chat view: a prompt, then a follow-up in the same session. The chat shows the last Agent: Run's
+  // session: a new chat first.
   const chat = await showChat();
+  await chat.click("#new");
+  await waitFor(() => chat.evaluate(() => document.body.dataset.session === ""), "the new chat", 60000);
   await chatSend(chat, "VSC chat about Greet: what does it do?");
   await waitFor(() => chatText(chat).then((t) => t.includes("says hello to a name") && /── done[^\n]*scripted-large/.test(t)), "the chat's first reply and end line", 60000);
   const session = await chat.evaluate(() => document.body.dataset.session);
