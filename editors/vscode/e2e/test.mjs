@@ -158,7 +158,6 @@ async function run(page) {
 async function reviews() {
   const file = join(workspace, "review.txt");
   writeFileSync(file, "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n");
-  await palette("Notifications: Clear All Notifications"); // the summaries below are the review runs'
   await agentRun("VSC review two hunks");
   // The diff of the proposal, with Accept and Reject over each of its two hunks (lines 2 and 7).
   await waitFor(() => lenses("Accept").then((l) => l.length === 2), "Accept over each of the two hunks", 60000);
@@ -214,7 +213,6 @@ async function reviews() {
   await page.keyboard.press("Escape");
   const chat = await showChat();
   await page.keyboard.press("Escape");
-  await palette("Notifications: Clear All Notifications");
   await agentRun("VSC review accept all");
   await waitFor(() => text(".statusbar").then((t) => t.includes("Accept All")), "Accept All in the status bar", 60000);
   const acceptAll = await waitFor(
@@ -391,7 +389,6 @@ async function conversations() {
 
   // A failed run shows its reason, in the chat and in the notification (the newest toast once the others are cleared).
   await page.keyboard.press("Escape");
-  await palette("Notifications: Clear All Notifications");
   await chat.click("#new");
   await chatSend(chat, "VSC fail please");
   const failed = await waitFor(() => chatText(chat).then((t) => (t.includes("── failed") ? t : "")), "the failed end line", 60000);
