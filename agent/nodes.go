@@ -200,7 +200,7 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 		}
 		r.emit(event.Edit{URI: string(uri.File(e.Path)), Applied: e.Applied})
 	}
-	end := event.ToolEnd{CallID: call.ID, Name: call.Name, OK: !res.IsError, Summary: res.Summary}
+	end := event.ToolEnd{CallID: call.ID, Name: call.Name, OK: !res.IsError, Summary: res.Summary, Output: event.Tail(res.Content)}
 	if d := res.Denied; d != nil {
 		end.Denied = &event.Denial{What: d.What, RuleHint: d.Hint}
 	}

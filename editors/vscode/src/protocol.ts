@@ -469,6 +469,8 @@ export interface ToolEndEvent extends Envelope<"tool.end"> {
   summary: string;
   /** The call did not run: it was not allowed; ruleHint is the rule that would allow it. */
   denied?: { what: string; ruleHint?: string };
+  /** The end of the result the model got: its last 20 lines, at most 2 KB (a command's last output, why an edit was refused). */
+  output?: string;
 }
 export interface SubagentStartEvent extends Envelope<"subagent.start"> {
   task: string;
@@ -505,6 +507,17 @@ export interface RunEndEvent extends Envelope<"run.end"> {
   error?: string;
 }
 
+/**
+ * The server dropped count of this window's events of the session, fromSeq to
+ * toSeq (the envelope's seq is toSeq), because the window did not read them in
+ * time; the chat reads the session again (agent.session).
+ */
+export interface EventsDroppedEvent extends Envelope<"events.dropped"> {
+  count: number;
+  fromSeq: number;
+  toSeq: number;
+}
+
 /** An agent/event notification of a kind the extension knows. */
 export type AgentEvent =
   | RunStartEvent
@@ -518,7 +531,8 @@ export type AgentEvent =
   | SubagentEndEvent
   | EditEvent
   | UsageEvent
-  | RunEndEvent;
+  | RunEndEvent
+  | EventsDroppedEvent;
 
 export type EventType = AgentEvent["type"];
 
@@ -539,6 +553,7 @@ export const eventTypes: readonly string[] = Object.keys({
   edit: true,
   usage: true,
   "run.end": true,
+  "events.dropped": true,
 } satisfies Record<EventType, true>);
 
 const known = new Set(eventTypes);

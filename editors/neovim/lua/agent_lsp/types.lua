@@ -393,6 +393,7 @@
 ---| AgentLsp.Event.Edit
 ---| AgentLsp.Event.Usage
 ---| AgentLsp.Event.RunEnd
+---| AgentLsp.Event.EventsDropped
 ---| AgentLsp.EventBase # a kind this plugin does not know: shown as a generic line
 
 ---The envelope every event carries; seq rises by one per session.
@@ -402,6 +403,15 @@
 ---@field type string
 ---@field contextId? string a subagent's events: the subagent, "subagent-<8 hex>"
 ---@field parentId? string a subagent's events: the context that started it
+
+---The server dropped count of this window's events, fromSeq to toSeq (seq is
+---toSeq), because the window did not read them; the chat reads the session
+---again (agent.session).
+---@class AgentLsp.Event.EventsDropped: AgentLsp.EventBase
+---@field type "events.dropped"
+---@field count integer
+---@field fromSeq integer
+---@field toSeq integer
 
 ---A run (agent.run or agent.resume) starts.
 ---@class AgentLsp.Event.RunStart: AgentLsp.EventBase
@@ -450,6 +460,7 @@
 ---@field name string
 ---@field ok boolean false for an error result
 ---@field summary string a few words
+---@field output? string the end of the result the model got (its last 20 lines, at most 2 KB)
 ---@field denied? AgentLsp.Denial the call did not run: it was not allowed
 
 ---@class AgentLsp.Event.SubagentStart: AgentLsp.EventBase
