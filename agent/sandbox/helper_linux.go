@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -227,11 +229,22 @@ func privateTemp(o *opts) error {
 	}
 	type carried struct {
 		path string
+		rw   bool
 		fd   int
 	}
+	var cands []string
+	for _, p := range append(append(append([]string{o.root}, o.write...), o.roAbs...), programDirs(o)...) {
+		if p != "" && under(p) && !contains(o.temps, p) && !contains(cands, p) {
+			cands = append(cands, p)
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return strings.Count(cands[i], "/") < strings.Count(cands[j], "/") })
 	var keep []carried
-	for _, p := range append(append([]string{o.root}, o.write...), o.roAbs...) {
-		if p == "" || !under(p) || contains(o.temps, p) {
+	for _, p := range cands {
+		rw := underAny(p, o.write)
+		// Within what is carried already, only what turns writable is
+		// mounted again.
+		if slices.ContainsFunc(keep, func(k carried) bool { return underAny(p, []string{k.path}) && (k.rw || !rw) }) {
 			continue
 		}
 		fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
@@ -239,14 +252,15 @@ func privateTemp(o *opts) error {
 			continue // missing
 		}
 		// Landlock's rule for /tmp covers what is mounted below it: what the
-		// command may not write (a read-only project) is made read-only.
-		if !underAny(p, o.write) {
+		// command may not write (a read-only project, a program's
+		// directory) is made read-only.
+		if !rw {
 			attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 			if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
 				return fmt.Errorf("carry %s over the private /tmp: %w", p, err)
 			}
 		}
-		keep = append(keep, carried{p, fd})
+		keep = append(keep, carried{p, rw, fd})
 	}
 	size := fmt.Sprintf("size=%d,mode=1777", o.tmpSize)
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, size); err != nil {
@@ -273,6 +287,23 @@ func privateTemp(o *opts) error {
 	}
 	unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, size) // where there is one
 	return nil
+}
+
+// programDirs are the directories the command's programs come from: its
+// PATH's and its program's own (a tool or an MCP server installed below
+// /tmp must still run; they are carried over read-only).
+func programDirs(o *opts) []string {
+	dirs := filepath.SplitList(os.Getenv("PATH"))
+	if len(o.argv) > 0 && filepath.IsAbs(o.argv[0]) {
+		dirs = append(dirs, filepath.Dir(o.argv[0]))
+	}
+	out := dirs[:0]
+	for _, d := range dirs {
+		if filepath.IsAbs(d) {
+			out = append(out, filepath.Clean(d))
+		}
+	}
+	return out
 }
 
 func contains(list []string, s string) bool {

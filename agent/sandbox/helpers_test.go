@@ -68,7 +68,8 @@ func policy(iso Isolation, root, temp string) Policy {
 // status and what the sandbox did after it.
 func run(t testing.TB, s *Sandbox, p Policy, line string) (string, int, Outcome) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// Generous: a cold Go build cache on a loaded machine takes minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var cmd *exec.Cmd
 	var r *Run

@@ -120,7 +120,7 @@ func (ix *index) refresh(root string) *scan {
 	it := ix.get(root)
 	it.mu.Lock()
 	defer it.mu.Unlock()
-	w := walker{root: root, now: time.Now()}
+	w := walker{root: root, now: time.Now(), maxDirs: maxScanDirs, maxEntries: maxScanEntries}
 	var old *dirRec
 	if it.last != nil {
 		old = it.last.top
@@ -132,10 +132,11 @@ func (ix *index) refresh(root string) *scan {
 
 // walker walks a project once, within the scan bounds.
 type walker struct {
-	root       string
-	now        time.Time
-	dirs, read int
-	truncated  bool
+	root                string
+	now                 time.Time
+	maxDirs, maxEntries int
+	dirs, read          int
+	truncated           bool
 }
 
 // dir returns the record of the directory rel, reusing old where the
@@ -146,7 +147,7 @@ func (w *walker) dir(rel string, old *dirRec) *dirRec {
 	if err != nil || !fi.IsDir() {
 		return nil
 	}
-	if w.dirs++; w.dirs > maxScanDirs {
+	if w.dirs++; w.dirs > w.maxDirs {
 		w.truncated = true
 		return nil
 	}
@@ -167,7 +168,7 @@ func (w *walker) dir(rel string, old *dirRec) *dirRec {
 	}
 	des, _ := f.ReadDir(-1)
 	f.Close()
-	if w.read += len(des); w.read > maxScanEntries {
+	if w.read += len(des); w.read > w.maxEntries {
 		w.truncated = true
 		return rec
 	}

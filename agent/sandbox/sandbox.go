@@ -82,6 +82,13 @@ const (
 // builds namespaces break. It is read from the environment the settings see.
 const IsolationEnv = "AGENT_LSP_SANDBOX_ISOLATION"
 
+// GoCacheEnv names one Go build cache for the sandboxed commands of every
+// project, in place of one per project: for a machine that builds one
+// project (a CI runner) or whose tests build many throwaway ones, which
+// accepts that those projects share it. Read from the settings'
+// environment.
+const GoCacheEnv = "AGENT_LSP_SANDBOX_GOCACHE"
+
 // Defaults of a policy's bounds.
 const (
 	// DefaultTempSize is the size of a command's private /tmp.
@@ -262,7 +269,7 @@ func (st Settings) Policy(project, projectType, root string) Policy {
 	}
 	network := slices.Contains(st.Network, "*") || slices.Contains(st.Network, project)
 	p := Policy{Mode: st.Mode, Root: root, Temp: st.Temp, Caches: Caches(projectType, network, getenv), Writable: st.Writable,
-		Network: network, GoCache: GoCache(root, getenv)}
+		Network: network, GoCache: cmp.Or(getenv(GoCacheEnv), GoCache(root, getenv))}
 	if getenv(IsolationEnv) == string(Snapshot) {
 		p.Isolation = Snapshot
 	}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -242,6 +243,30 @@ func TestReportAtThisABI(t *testing.T) {
 		}
 		if r.Processes == "" && os.Getuid() != 0 {
 			t.Errorf("an unprivileged user has RLIMIT_NPROC at least: %+v", r)
+		}
+	})
+}
+
+// A program below /tmp (a tool on PATH, an MCP server) still runs with a
+// private /tmp: its directory is carried over, read-only.
+func TestProgramsBelowTmpRun(t *testing.T) {
+	eachIsolation(t, func(t *testing.T, s *Sandbox, iso Isolation) {
+		root, temp, _ := layout(t)
+		bin := t.TempDir()
+		tool := filepath.Join(bin, "tool.sh")
+		os.WriteFile(tool, []byte("#!/bin/sh\necho tool-ran\n"), 0o755)
+		p := policy(iso, root, temp)
+		for _, argv := range [][]string{{tool}, {"sh", "-c", "tool.sh && touch " + bin + "/written"}} {
+			cmd, r := s.Command(context.Background(), p, argv)
+			cmd.Dir, cmd.Env = root, append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+			out, err := cmd.CombinedOutput()
+			r.Finish()
+			if !strings.Contains(string(out), "tool-ran") {
+				t.Fatalf("%q: %v %s", argv, err, out)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(bin, "written")); err == nil {
+			t.Fatal("a program's directory was writable")
 		}
 	})
 }
