@@ -16,7 +16,7 @@ import (
 // program of the repository's: each line is run in the sandbox, then git
 // runs unconfined, as the editor would, and must not run it. MARK is the
 // file the program would make. Kept with the other hostile inputs in
-// testdata/hostile/sandbox-escapes.md.
+// testdata/hostile/sandbox-escapes/.
 var gitAttacks = []struct{ name, line string }{
 	{"commondir", `cp -r .git evilgit && printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch MARK; false"\n' >> evilgit/config && echo ../evilgit > .git/commondir`},
 	{"config", `printf '[core]\n\tfsmonitor = "touch MARK; false"\n' >> .git/config`},

@@ -255,6 +255,11 @@ func (w *walker) classify(rel, name string, typ fs.FileMode) (entry, bool) {
 	switch k {
 	case protectedLink:
 		e.link, _ = os.Readlink(abs)
+		// What it points at is what programs read through it: read-only
+		// too (the link itself is put back if a command changes it).
+		if target, err := filepath.EvalSymlinks(abs); err == nil {
+			e.targets = append(e.targets, target)
+		}
 	case gitFile:
 		if dir := gitdirOf(abs); dir != "" {
 			e.targets = append(e.targets, dir)
@@ -371,10 +376,12 @@ func bindsFor(sc *scan, p Policy) binds {
 	var b binds
 	pins := map[string]bool{}
 	for _, e := range sc.entries() {
-		if e.kind == protectedLink || liftedByUser(p, e.rel) {
+		if liftedByUser(p, e.rel) {
 			continue
 		}
-		b.ro = append(b.ro, e.rel)
+		if e.kind != protectedLink { // a mount would follow the link
+			b.ro = append(b.ro, e.rel)
+		}
 		for d := path.Dir(e.rel); d != "."; d = path.Dir(d) {
 			pins[d] = true
 		}

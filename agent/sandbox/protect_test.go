@@ -210,3 +210,48 @@ func TestBuildCaches(t *testing.T) {
 		})
 	})
 }
+
+// A protected path that is a symlink: what it points at is read-only, and
+// the link is put back if a command changes it.
+func TestProtectedSymlink(t *testing.T) {
+	eachIsolation(t, func(t *testing.T, s *Sandbox, iso Isolation) {
+		root, temp, _ := layout(t)
+		os.MkdirAll(filepath.Join(root, "docs"), 0o755)
+		os.WriteFile(filepath.Join(root, "docs", "agents.md"), []byte("be careful\n"), 0o644)
+		os.Symlink("docs/agents.md", filepath.Join(root, "AGENTS.md"))
+		out, code, o := run(t, s, policy(iso, root, temp), "echo evil >> AGENTS.md; rm AGENTS.md && ln -s /etc/passwd AGENTS.md")
+		if iso == Namespaces && !strings.Contains(out, "Read-only file system") {
+			t.Errorf("went through: %d %s", code, out)
+		}
+		if l, _ := os.Readlink(filepath.Join(root, "AGENTS.md")); l != "docs/agents.md" {
+			t.Errorf("the link is %q (%+v)", l, o)
+		}
+		b, _ := os.ReadFile(filepath.Join(root, "docs", "agents.md"))
+		if iso == Namespaces && string(b) != "be careful\n" {
+			t.Errorf("the link's target was written: %q", b)
+		}
+	})
+}
+
+// Argv (for MCP servers) starts the helper itself, in namespaces or as the
+// reaper: the command runs confined, and leaves nothing running.
+func TestArgv(t *testing.T) {
+	eachIsolation(t, func(t *testing.T, s *Sandbox, iso Isolation) {
+		root, temp, _ := layout(t)
+		os.MkdirAll(filepath.Join(root, ".git"), 0o755)
+		token := survivorToken()
+		argv := s.Argv(policy(iso, root, temp), "sh", "-c", "setsid sleep "+token+"7 > /dev/null 2>&1 < /dev/null & touch .git/x 2>&1; grep CapEff /proc/self/status")
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "CapEff:\t0000000000000000") {
+			t.Fatalf("%v %s", err, out)
+		}
+		if iso == Namespaces && !strings.Contains(string(out), "Read-only file system") {
+			t.Errorf(".git was writable: %s", out)
+		}
+		if left := survivors(token + "7"); len(left) > 0 {
+			t.Fatalf("left running: %q", left)
+		}
+	})
+}
