@@ -272,6 +272,8 @@ func privateTemp(o *opts) error {
 		}
 		if strings.HasPrefix(t, "/tmp/") {
 			os.MkdirAll(t, 0o700) // on the new tmpfs
+		} else if fi, err := os.Stat(t); err != nil || !fi.IsDir() {
+			continue // no such directory: nothing to hide
 		}
 		if err := unix.Mount("/tmp", t, "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("mount the private temporary directory on %s: %w", t, err)
