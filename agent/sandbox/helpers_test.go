@@ -21,11 +21,35 @@ import (
 // unprivileged uid (see eachUser).
 const unprivilegedEnv = "AGENT_LSP_TEST_UNPRIVILEGED"
 
+// helperEnv names the helper a copy of this test binary run as another
+// user uses (see helper).
+const helperEnv = "AGENT_LSP_TEST_SANDBOX_HELPER"
+
+// helper is the binary the tests' sandboxes run as their helper: the test
+// binary itself, but in a race run a build of testdata/helper (the same
+// code, without the race detector, whose start costs many times more).
+var helper string
+
 // TestMain lets the test binary be the sandbox's helper.
 func TestMain(m *testing.M) {
 	Main()
+	helper = os.Getenv(helperEnv)
+	if helper == "" && raceEnabled {
+		dir, err := os.MkdirTemp("", "agent-lsp-sandbox-helper-")
+		if err != nil {
+			panic(err)
+		}
+		helper = filepath.Join(dir, "helper")
+		if out, err := exec.Command("go", "build", "-o", helper, "./testdata/helper").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build the helper: %v\n%s", err, out)
+			os.Exit(1)
+		}
+	}
 	code := m.Run()
 	throwaway.cleanup()
+	if helper != "" && os.Getenv(helperEnv) == "" {
+		os.RemoveAll(filepath.Dir(helper))
+	}
 	os.Exit(code)
 }
 
@@ -33,6 +57,9 @@ func newSandbox(t testing.TB) *Sandbox {
 	s, err := New(true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if helper != "" {
+		s.helper = helper
 	}
 	if s.ABI() == 0 {
 		t.Skip("this kernel has no Landlock")
@@ -161,6 +188,9 @@ func eachUser(t *testing.T, fn func(t *testing.T)) {
 		top := strings.SplitN(t.Name(), "/", 2)[0]
 		cmd := exec.Command(binary, "-test.run", "^"+top+"$/^unprivileged$", "-test.count=1", "-test.v")
 		env := []string{unprivilegedEnv + "=1", "HOME=" + home, "TMPDIR=/tmp", "PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin"}
+		if throwaway.helper != "" {
+			env = append(env, helperEnv+"="+throwaway.helper)
+		}
 		for _, kv := range os.Environ() {
 			if k, _, _ := strings.Cut(kv, "="); k == "GORACE" || k == "GOROOT" || k == "LANG" {
 				env = append(env, kv)
@@ -193,6 +223,7 @@ type throwawayUser struct {
 	uid    int
 	dir    string
 	binary string
+	helper string // a copy of helper, if there is one
 	err    error
 }
 
@@ -216,7 +247,10 @@ func (tw *throwawayUser) get(t *testing.T) (int, string, string) {
 		os.Mkdir(home, 0o755)
 		os.Chown(home, tw.uid, tw.uid)
 		tw.binary = filepath.Join(tw.dir, "sandbox.test")
-		tw.err = copyFile(os.Args[0], tw.binary)
+		if tw.err = copyFile(os.Args[0], tw.binary); tw.err == nil && helper != "" {
+			tw.helper = filepath.Join(tw.dir, "helper")
+			tw.err = copyFile(helper, tw.helper)
+		}
 	})
 	if tw.err != nil {
 		t.Fatalf("a throwaway user: %v", tw.err)
