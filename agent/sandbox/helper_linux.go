@@ -67,6 +67,7 @@ func nsAttr(netns bool) *syscall.SysProcAttr {
 // nsInit sets up the namespaces it runs in (as their init), drops every
 // right, and runs the command.
 func nsInit(o *opts) error {
+	cwd, _ := os.Getwd() // entered again once the mounts are made
 	if err := joinCgroup(o.cgroup); err != nil {
 		return err
 	}
@@ -98,10 +99,10 @@ func nsInit(o *opts) error {
 			return err
 		}
 	}
-	if o.root != "" && o.stage != stageProbe {
-		if err := unix.Chdir(o.root); err != nil { // the project as mounted now
-			return fmt.Errorf("enter %s: %w", o.root, err)
-		}
+	if cwd != "" {
+		// The directory as mounted now; one the private /tmp hides stays
+		// the directory it was.
+		unix.Chdir(cwd)
 	}
 	if err := restrict(o, true); err != nil {
 		return err
