@@ -34,12 +34,13 @@ var helper string
 func TestMain(m *testing.M) {
 	Main()
 	helper = os.Getenv(helperEnv)
+	var built string // the directory of a helper built here, removed at the end
 	if helper == "" && raceEnabled {
 		dir, err := os.MkdirTemp("", "agent-lsp-sandbox-helper-")
 		if err != nil {
 			panic(err)
 		}
-		helper = filepath.Join(dir, "helper")
+		built, helper = dir, filepath.Join(dir, "helper")
 		if out, err := exec.Command("go", "build", "-o", helper, "./testdata/helper").CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build the helper: %v\n%s", err, out)
 			os.Exit(1)
@@ -47,8 +48,8 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	throwaway.cleanup()
-	if helper != "" && os.Getenv(helperEnv) == "" {
-		os.RemoveAll(filepath.Dir(helper))
+	if built != "" {
+		os.RemoveAll(built)
 	}
 	os.Exit(code)
 }
