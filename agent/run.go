@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/agent-lsp/agent-lsp/agent/custom"
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/agent/model"
@@ -31,6 +32,9 @@ type run struct {
 	base       tools.Set        // the runtime's tools, without the tool source's (set once it added some)
 	model      string           // the model of this run: the request's, the session's, else the configured one
 	budget     *budget          // that model's context, as learned
+	durability store.Durability // the request's ("": the store's default), its subagents' too
+	persona    *custom.Agent    // the subagent's definition in a file; nil for the session's run and general subagents
+	allowed    []string         // the tools a slash command allows (names or groups); nil: all
 
 	inbox struct {
 		sync.Mutex                            // guards held
@@ -131,12 +135,13 @@ func (a *accumulator) totals() (model.Usage, int) {
 func (rt *Runtime) newRun(sess store.Session, req Request) *run {
 	name := cmp.Or(req.Model, sess.Model, rt.cfg.ModelName)
 	return &run{rt: rt, session: sess, editor: req.Editor, perms: req.Permissions, tools: rt.cfg.Tools,
-		acc: &accumulator{events: req.Events}, model: name, budget: rt.budgetFor(name)}
+		acc: &accumulator{events: req.Events}, model: name, budget: rt.budgetFor(name), durability: req.Durability, allowed: req.Tools}
 }
 
-// addTools adds the tool source's tools for project to the run's; the
-// runtime's own win a name clash.
+// addTools adds the tool source's tools for project to the run's (the
+// runtime's own win a name clash), then customizes them (customize).
 func (rt *Runtime) addTools(ctx context.Context, r *run, project string) {
+	defer rt.customize(r, project)
 	if rt.cfg.ToolSource == nil {
 		return
 	}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the repository: Go (vet, race-enabled tests, short fuzz
-# runs), the Neovim plugin in headless Neovim, and the VS Code extension (unit,
-# integration, packaging, and end to end in code-server). This is the README's
+# runs), the README's runnable commands (scripts/readme-check.sh), the Neovim
+# plugin in headless Neovim, and the VS Code extension (unit, integration,
+# packaging, and end to end in code-server). This is the README's
 # test command; .ci/run calls exactly this. The editor tests install what they
 # need (Debian's neovim and chromium, npm packages) on first use, and the
 # store tests a PostgreSQL cluster (Debian's postgresql).
@@ -15,8 +16,10 @@ bash testdata/mcp/everything/install.sh
 echo "== a throwaway PostgreSQL cluster for the shared-store tests (Debian's postgresql, installed when missing)"
 eval "$(bash scripts/postgres.sh)"
 trap 'bash scripts/postgres.sh stop "$AGENT_LSP_TEST_POSTGRES_DIR"' EXIT
+echo "== ripgrep, which the search tests compare against (Debian's ripgrep, installed when missing)"
+command -v rg >/dev/null || { apt-get update -qq && apt-get install -y -qq ripgrep >/dev/null; }
 echo "== go test -race"
-go test -race -count=1 ./...
+go test -race -count=1 -timeout 30m ./...
 echo "== ACP end to end with the official TypeScript client"
 bash testdata/acp/node/run.sh
 echo "== fuzz (short runs over the seed corpus and beyond)"
@@ -32,7 +35,10 @@ fuzz FuzzResolve ./workspace/
 fuzz FuzzBelow ./workspace/
 fuzz FuzzStream ./server/
 fuzz FuzzDecide ./agent/shellrule/
+fuzz FuzzLineMatcher ./agent/tools/
 fuzz FuzzListOps ./store/
+echo "== the README: at most 250 lines, its runnable commands against the scripted model"
+bash scripts/readme-check.sh
 echo "== neovim plugin (headless end to end)"
 bash editors/neovim/tests/run.sh
 echo "== vscode extension (unit, integration, package, code-server end to end)"

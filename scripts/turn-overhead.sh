@@ -7,7 +7,7 @@
 # Prints each run (the figure, the CPU a turn cost, the host's steal) and then,
 # per binary and mode, the figure's range and median over all runs and over
 # the runs under 1% steal: on a shared virtual machine the figure moves by up
-# to 2x with the host (README, "What moves the figure is the host").
+# to 2x with the host (docs/performance.md).
 #   bash scripts/turn-overhead.sh                      # this tree
 #   ROUNDS=4 bash scripts/turn-overhead.sh /tmp/a /tmp/b  # two builds
 set -euo pipefail

@@ -82,7 +82,11 @@ func (e *acpEditor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResu
 	callID, _ := e.session.calls.find(func(c *acpCall) bool {
 		return (c.name == "edit_file" || c.name == "create_file") && e.updates.abs(fmt.Sprint(c.args["path"]), c.args) == fe.Path
 	})
-	if why := e.confirmation(fe); why != "" {
+	d, err := decided(e.ws, fe)
+	if err != nil {
+		return tools.EditResult{FailureReason: err.Error()}, nil
+	}
+	if why := e.confirmation(d); why != "" {
 		ok, err := e.ask(ctx, callID, fe, why, diff)
 		if err != nil {
 			return tools.EditResult{}, err
@@ -91,14 +95,18 @@ func (e *acpEditor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResu
 			return tools.EditResult{FailureReason: "the user rejected the edit"}, nil
 		}
 	}
-	if err := e.write(ctx, p, fe.Path, text); err != nil {
+	if why := e.moved(d); why != "" {
+		return tools.EditResult{FailureReason: why}, nil
+	}
+	note, err := e.write(ctx, p, fe.Path, text)
+	if err != nil {
 		return tools.EditResult{FailureReason: err.Error()}, nil
 	}
 	if callID != "" {
 		e.session.calls.addContent(callID, diff)
 		e.updates.send(acp.UpdateToolCall(acp.ToolCallId(callID), acp.WithUpdateContent([]acp.ToolCallContent{diff})))
 	}
-	return tools.EditResult{Applied: true}, nil
+	return tools.EditResult{Applied: true, Note: note}, nil
 }
 
 // current is the text an edit applies to: the client's, else the disk's.
@@ -113,24 +121,26 @@ func (e *acpEditor) current(ctx context.Context, p *workspace.Project, path stri
 	return string(b), err == nil, err
 }
 
-// write writes text through the client when it writes files, else on disk.
-func (e *acpEditor) write(ctx context.Context, p *workspace.Project, path, text string) error {
+// write writes text through the client when it writes files, else on disk
+// (replacing the file whole: workspace.WriteAtomic); note says how a file
+// on disk was written when it is worth telling ("" otherwise).
+func (e *acpEditor) write(ctx context.Context, p *workspace.Project, path, text string) (note string, err error) {
 	if e.caps.WriteTextFile {
 		_, err := e.conn.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionId: acp.SessionId(e.session.id), Path: path, Content: text})
 		if err != nil {
-			return fmt.Errorf("the client could not write %s: %w", p.Rel(path), err)
+			return "", fmt.Errorf("the client could not write %s: %w", p.Rel(path), err)
 		}
-		return nil
+		return "", nil
 	}
-	return p.WriteFile(path, []byte(text))
+	w, err := p.WriteFile(path, []byte(text))
+	return w.Note(), err
 }
 
-// confirmation says why an edit needs the user's yes ("" for none).
-func (e *acpEditor) confirmation(fe tools.FileEdit) string {
-	if fe.Protected != "" {
-		if _, ok := workspace.Match(e.allowEdit, fe.Rel); !ok {
-			return "protected file: " + fe.Protected
-		}
+// confirmation says why an edit of the path d decided needs the user's yes
+// ("" for none).
+func (e *acpEditor) confirmation(d workspace.Decision) string {
+	if why := d.Review(e.allowEdit); why != "" {
+		return why
 	}
 	if e.review {
 		return "review mode"
@@ -138,14 +148,33 @@ func (e *acpEditor) confirmation(fe tools.FileEdit) string {
 	return ""
 }
 
+// moved decides the edit's path again just before it is written, and says
+// why it is not written when the path no longer is what was decided (and
+// maybe shown to the user): it leads elsewhere now (a folder swapped for a
+// symlink while the question was open), or the file gained hard links.
+func (e *acpEditor) moved(d workspace.Decision) string {
+	_, now, err := e.ws.Decide(d.Abs)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("not written: %v", err)
+	case now.Real != d.Real:
+		return fmt.Sprintf("not written: %s led to %s when it was decided, and leads to %s now", d.Rel, d.RealRel, now.RealRel)
+	case now.Links > 1 && d.Links <= 1:
+		return fmt.Sprintf("not written: %s gained hard links while the edit waited", d.Rel)
+	}
+	return ""
+}
+
 // ask asks whether to write an edit, showing its diff.
 func (e *acpEditor) ask(ctx context.Context, callID string, fe tools.FileEdit, why string, diff acp.ToolCallContent) (bool, error) {
 	// The edit's own tool call gets its diff as content (what the call will
-	// show anyway) and keeps its title; an edit without one gets its own call.
-	call := acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(callID), Content: []acp.ToolCallContent{diff}}
+	// show anyway) and why it asks (the file a link really leads to), and
+	// keeps its title; an edit without one gets its own call.
+	content := []acp.ToolCallContent{diff, acp.ToolContent(acp.TextBlock(why))}
+	call := acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(callID), Content: content}
 	if callID == "" {
 		call = acp.ToolCallUpdate{ToolCallId: acp.ToolCallId("edit-" + fe.Rel), Title: ptr(fmt.Sprintf("%s (%s)", fe.Label, why)),
-			Kind: ptr(acp.ToolKindEdit), Locations: []acp.ToolCallLocation{{Path: fe.Path}}, Content: []acp.ToolCallContent{diff}}
+			Kind: ptr(acp.ToolKindEdit), Locations: []acp.ToolCallLocation{{Path: fe.Path}}, Content: content}
 	}
 	resp, err := e.conn.RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: acp.SessionId(e.session.id), ToolCall: call,
 		Options: []acp.PermissionOption{

@@ -27,6 +27,7 @@ var eventDocs = map[event.Type]string{
 	"edit":              "the editor applied or refused an edit of `uri`",
 	"usage":             "after each model call (the run's, its subagents' and its summaries'): that call's `prompt`, `completion` and `total` tokens as the endpoint reported them, the `contextTokens` the request was fitted into, and `run`, the run's totals so far; `cost` (USD) when the price table has the `model`",
 	"run.end":           "the run ended: `status`, and `error` when it failed",
+	"events.dropped":    "the window did not read its events and the server dropped `count` of them, `fromSeq` to `toSeq` (the envelope's `seq` is `toSeq`), rather than hold the run; sent where they were missing, once the window reads again: the client reads the session again (`agent.session`)",
 }
 
 func commandsTable() string {
@@ -91,11 +92,11 @@ func section(t *testing.T, path, name, want string) {
 	}
 }
 
-// TestDocs keeps the tables of docs/protocol.md and the README's settings
-// table equal to the code they describe.
+// TestDocs keeps the tables of docs/protocol.md and the settings table of
+// docs/configuration.md equal to the code they describe.
 func TestDocs(t *testing.T) {
 	section(t, "../docs/protocol.md", "settings", config.Markdown())
 	section(t, "../docs/protocol.md", "commands", commandsTable())
 	section(t, "../docs/protocol.md", "events", eventsTable(t))
-	section(t, "../README.md", "settings", config.Markdown())
+	section(t, "../docs/configuration.md", "settings", config.Markdown())
 }

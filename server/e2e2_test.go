@@ -198,7 +198,7 @@ func storedItems(v sessionView) []reportedItem {
 
 // TestKillAndResume kills the server with SIGKILL in the middle of a run of 100
 // tool calls, once per durability mode, and checks exactly what each mode
-// promises (README, "Durability"): sync loses nothing reported but the step in
+// promises (docs/sessions.md, "Durability"): sync loses nothing reported but the step in
 // flight; batched at most the two newest groups (2 × store.BatchSteps steps);
 // exit the whole unfinished run. In every mode what survives agrees with what
 // was reported as far as both go (no torn step, no duplicate), and the run then

@@ -101,19 +101,23 @@ func (e *editor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResult,
 	if err != nil {
 		return tools.EditResult{}, fmt.Errorf("workspace/applyEdit: %w", err)
 	}
-	out := tools.EditResult{Applied: res.Applied}
+	out := tools.EditResult{Applied: res.Applied, Note: res.Note}
 	if res.FailureReason != nil {
 		out.FailureReason = *res.FailureReason
 	}
 	return out, nil
 }
 
-// confirmation says why an edit needs the user's confirmation, "" if it needs none.
+// confirmation says why an edit needs the user's confirmation, "" if it
+// needs none: its path as decided (a protected name allowEdit does not
+// match, hard links), and review mode.
 func (e *editor) confirmation(fe tools.FileEdit) string {
-	if fe.Protected != "" {
-		if _, ok := workspace.Match(e.allowEdit, fe.Rel); !ok {
-			return "protected file: " + fe.Protected + "; accept or reject"
-		}
+	d, err := decided(e.ws, fe)
+	if err != nil {
+		return err.Error() + "; accept or reject"
+	}
+	if why := d.Review(e.allowEdit); why != "" {
+		return why + "; accept or reject"
 	}
 	if e.review {
 		return "proposed by agent-lsp; accept or reject"
@@ -148,6 +152,20 @@ func (e *editor) workspaceEdit(fe tools.FileEdit, why string) workspaceEdit {
 		we.ChangeAnnotations = map[string]changeAnnotation{reviewAnnotation: {Label: fe.Label, NeedsConfirmation: true, Description: why}}
 	}
 	return we
+}
+
+// decided is the decision on an edit's path: the tool's, and for an edit
+// that comes without one, decided now. A path that cannot be decided (it
+// left its project since) needs the user's confirmation, for that reason.
+func decided(ws *workspace.Workspace, fe tools.FileEdit) (workspace.Decision, error) {
+	if fe.Decision.Abs == fe.Path && fe.Path != "" {
+		return fe.Decision, nil
+	}
+	_, d, err := ws.Decide(fe.Path)
+	if err != nil {
+		return d, fmt.Errorf("its path cannot be decided: %w", err)
+	}
+	return d, nil
 }
 
 func lspRange(r workspace.Range) protocol.Range {

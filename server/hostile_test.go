@@ -59,6 +59,77 @@ func TestHostileRewriteTestScript(t *testing.T) {
 	}
 }
 
+// Programs hidden in options (go test -exec, tar --checkpoint-action, git
+// grep -O, sed's e, rg --pre), wrappers (env -S, timeout sh -c), trap and
+// alias bodies meet the deny rule without a question; the ones no rule
+// allows and python3 -c (python3 * does not name -c) are asked, showing the
+// hidden command, and do not run when the user says no; the plain allowed
+// command runs.
+func TestHostileHiddenPrograms(t *testing.T) {
+	srv := model(t, hostile(t, "hidden-programs.json"))
+	sample := copyFixture(t, "sample")
+	os.MkdirAll(filepath.Join(sample, "victim"), 0o755)
+	c := startServer(t, envFor(t, srv)...)
+	c.initialize(map[string]string{"sample": sample}, map[string]any{"permissions": map[string]any{
+		"allow": []string{"go test *", "tar *", "sed *", "python3 *", "git grep *", "rg *"}, "deny": []string{"rm *"}}})
+	var asked []string
+	var mu sync.Mutex
+	c.askResult = func(p json.RawMessage) any {
+		var req struct{ Message string }
+		json.Unmarshal(p, &req)
+		mu.Lock()
+		asked = append(asked, req.Message)
+		mu.Unlock()
+		return map[string]string{"title": "Deny"}
+	}
+	var res runResult
+	if err := c.command("agent.run", map[string]any{"prompt": "try your luck"}, &res); err != nil || res.Status != "done" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{`no allow rule matches "touch pwned-toolexec"`, `no allow rule matches "touch pwned-sed"`,
+		`no allow rule matches "touch pwned-rg"`, `only an allow rule that names -c allows it ("python3 -c *")`} {
+		if n := countContaining(asked, want); n != 1 {
+			t.Errorf("asked %d times about %q", n, want)
+		}
+	}
+	if len(asked) != 4 {
+		t.Errorf("asked %d questions, want 4 (a deny rule never asks): %q", len(asked), asked)
+	}
+	tools := map[string]string{}
+	for _, m := range srv.Requests()[1].Messages {
+		tools[m.ToolCallID] = m.Content
+	}
+	for _, id := range []string{"c_exec", "c_tar", "c_envs", "c_timeout", "c_trap", "c_alias", "c_pager"} {
+		if !strings.Contains(tools[id], `matches the deny rule "rm *"`) {
+			t.Errorf("%s: the model was told %q", id, tools[id])
+		}
+	}
+	if !strings.Contains(tools["c_allowed"], "module") {
+		t.Errorf("the allowed sed did not run: %q", tools["c_allowed"])
+	}
+	entries, _ := os.ReadDir(sample)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "pwned") {
+			t.Errorf("a hidden program ran: %s exists", e.Name())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(sample, "victim")); err != nil {
+		t.Errorf("rm ran: %v", err)
+	}
+}
+
+func countContaining(list []string, s string) int {
+	n := 0
+	for _, l := range list {
+		if strings.Contains(l, s) {
+			n++
+		}
+	}
+	return n
+}
+
 // Edits of files that run programs, hold secrets or steer the agent need the
 // user's confirmation even in apply mode; allowEdit lets named ones through.
 func TestHostileProtectedEdits(t *testing.T) {

@@ -24,8 +24,12 @@ import (
 	"github.com/agent-lsp/agent-lsp/server/config"
 )
 
-// Version is the server's version.
-const Version = "0.2.0"
+// Version is agent-lsp's version: the repository's VERSION file, which the
+// packaging scripts stamp in with -ldflags "-X
+// github.com/agent-lsp/agent-lsp/server.Version=$(cat VERSION)". A build
+// without the stamp (go install, go build) has this default, which a test
+// (cmd/agent-lsp TestVersion) keeps equal to VERSION. Only the linker sets it.
+var Version = "0.2.0"
 
 // RequestCancelled is LSP's error code for a request cancelled by $/cancelRequest.
 const RequestCancelled jsonrpc2.Code = -32800
@@ -46,6 +50,9 @@ type Options struct {
 	// Hub is what this connection shares with others of the process (the
 	// daemon's store and running sessions); nil: its own.
 	Hub *Hub
+	// Notices are problems the user must hear of once the client is
+	// initialized (window/showMessage): the daemon could not be used, say.
+	Notices []string
 }
 
 // withDefaults fills the options left nil.
@@ -106,6 +113,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	stream := newGuardedStream(rwc, opts.Logf)
 	s.conn = jsonrpc2.NewConn(stream)
 	s.client = &client{conn: s.conn, ctx: ctx, out: stream}
+	s.client.box = newOutbox(s.client, opts.Logf)
 	s.conn.Go(ctx, s.handle)
 	select {
 	case <-s.conn.Done():

@@ -49,12 +49,25 @@ func below(root, path string) (rel string, ok bool) {
 // Resolve returns the absolute path of path inside the project. It takes paths
 // relative to the root and absolute paths inside it, and refuses `..` escapes,
 // absolute paths outside, and symlinks at any component whose target leaves the
-// root. A path that does not exist yet is checked through its nearest existing
-// parent.
+// root or does not exist. A path that does not exist yet is checked through its
+// nearest existing parent. Decide answers the other questions about a path.
 func (p *Project) Resolve(path string) (string, error) {
+	abs, _, err := p.resolve(path)
+	return abs, err
+}
+
+// resolve is the core of Resolve and Decide. abs is path made absolute and
+// clean (what tools and editors are given, and what the kernel then
+// resolves); real is abs as the kernel resolves it: its deepest existing
+// ancestor with every symlink resolved, then the rest of abs, which does not
+// exist and so holds no link. Both are inside the root (real inside the
+// real root). It refuses a component that cannot be resolved (a link loop,
+// no permission) and a dangling link: writing through one creates whatever
+// it names, and a missing target is never checked.
+func (p *Project) resolve(path string) (abs, real string, err error) {
 	name := p.Name()
-	refuse := func(reason string) (string, error) {
-		return "", &BoundaryError{Project: name, Path: path, Reason: reason}
+	refuse := func(reason string) (string, string, error) {
+		return "", "", &BoundaryError{Project: name, Path: path, Reason: reason}
 	}
 	if path == "" {
 		return refuse("empty path")
@@ -62,7 +75,6 @@ func (p *Project) Resolve(path string) (string, error) {
 	if strings.ContainsRune(path, 0) {
 		return refuse("path contains a NUL byte")
 	}
-	var abs string
 	if filepath.IsAbs(path) {
 		abs = filepath.Clean(path)
 		if !within(p.root, abs) && !within(p.realRoot, abs) {
@@ -74,8 +86,8 @@ func (p *Project) Resolve(path string) (string, error) {
 			return refuse("it climbs out of the project with ..")
 		}
 	}
-	if p.plainBelow(abs) {
-		return abs, nil
+	if real, ok := p.plainBelow(abs); ok {
+		return abs, real, nil
 	}
 	// Find the nearest existing ancestor (or the path itself) and resolve its links.
 	existing, rest := abs, ""
@@ -83,7 +95,7 @@ func (p *Project) Resolve(path string) (string, error) {
 		if _, err := os.Lstat(existing); err == nil {
 			break
 		} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-			return refuse(err.Error())
+			return refuse("cannot resolve it: " + cleanPathErr(err, p.root))
 		}
 		parent := filepath.Dir(existing)
 		if parent == existing {
@@ -92,50 +104,62 @@ func (p *Project) Resolve(path string) (string, error) {
 		rest = filepath.Join(filepath.Base(existing), rest)
 		existing = parent
 	}
-	real, err := filepath.EvalSymlinks(existing)
-	if err != nil {
-		return refuse("cannot resolve symlink: " + err.Error())
-	}
-	if !within(p.realRoot, real) {
+	resolved, err := filepath.EvalSymlinks(existing)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return refuse("a symlink on it points at nothing (a dangling link): writing through it would create what it names, unchecked")
+	case err != nil:
+		return refuse("cannot resolve symlink: " + cleanPathErr(err, p.root))
+	case !within(p.realRoot, resolved):
 		return refuse("a symlink points outside the project root")
 	}
-	return filepath.Join(existing, rest), nil
+	return abs, filepath.Join(resolved, rest), nil
 }
 
-// plainBelow reports whether abs, a clean path within the root (as given or
-// resolved), leads to the project's own root folder and has no symlink among
-// its components below it: the root path still names the folder the project
-// was added with (not a link or folder put in its place since), and each
-// component exists and is no link, until the first that does not exist. Then
-// nothing in it can lead out of the root, and Resolve need not resolve links
-// component by component from the file system's root (a system call each);
-// false sends it to that full check.
-func (p *Project) plainBelow(abs string) bool {
+// cleanPathErr is err's text without the project root's path.
+func cleanPathErr(err error, root string) string {
+	return strings.ReplaceAll(err.Error(), root+string(filepath.Separator), "")
+}
+
+// plainBelow returns abs as the kernel resolves it when abs, a clean path
+// within the root (as given or resolved), leads to the project's own root
+// folder and has no symlink among its components below it: the root path
+// still names the folder the project was added with (not a link or folder
+// put in its place since), and each component exists and is no link, until
+// the first that does not exist. Then nothing in it can lead out of the root,
+// it resolves to the same path below the real root, and resolve need not
+// resolve links component by component from the file system's root (a system
+// call each); ok false sends it to that full check.
+func (p *Project) plainBelow(abs string) (real string, ok bool) {
 	prefix := p.root
 	if !within(prefix, abs) {
 		prefix = p.realRoot
 		if !within(prefix, abs) {
-			return false
+			return "", false
 		}
 	}
 	if fi, err := os.Stat(prefix); err != nil || p.rootDir == nil || !os.SameFile(fi, p.rootDir) {
-		return false
+		return "", false
 	}
 	rel := strings.TrimPrefix(abs[len(prefix):], string(filepath.Separator))
+	below := rel
 	cur := strings.TrimSuffix(prefix, string(filepath.Separator)) // a root of "/" leaves ""
 	for rel != "" {
 		name, rest, _ := strings.Cut(rel, string(filepath.Separator))
 		cur += string(filepath.Separator) + name // abs is clean: name is neither "" nor "." nor ".."
 		fi, err := os.Lstat(cur)
 		if err != nil {
-			return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				break
+			}
+			return "", false
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return false
+			return "", false
 		}
 		rel = rest
 	}
-	return true
+	return filepath.Join(p.realRoot, below), true
 }
 
 // Rel returns path relative to the project root, with forward slashes.

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"path"
-	"path/filepath"
 	"strings"
 )
 
@@ -21,20 +20,36 @@ type Rule struct {
 // ProtectedPaths are files the agent never changes silently: they run
 // programs, hold secrets, or become instructions and settings the agent
 // itself follows. An edit of one needs the user's confirmation (in headless
-// runs, an --allow-edit rule). Later features add their files here.
+// runs, an --allow-edit rule). It is the one table of them: the sandbox keeps
+// them from commands, docs/security.md lists it (a test keeps the two
+// equal), and later features add their files here.
 var ProtectedPaths = []Rule{
 	{".git/**", "git's own files: its config and hooks run programs"},
 	{".git", "a .git file points git at another repository"},
 	{".gitmodules", "submodule URLs are fetched and checked out by git"},
+	{".gitattributes", "it assigns git's filters and diff drivers, which run programs"},
 	{".vscode/**", "VS Code settings and tasks can run programs and set the agent's permissions"},
+	{"*.code-workspace", "a VS Code workspace file holds settings and tasks that can run programs"},
 	{".idea/**", "JetBrains settings can run programs"},
+	{".zed/**", "Zed's project settings and tasks can run programs"},
+	{".helix/**", "Helix's project settings choose the language servers it runs"},
 	{".nvim.lua", "Neovim runs it with 'exrc'"},
 	{".nvimrc", "Neovim runs it with 'exrc'"},
 	{".exrc", "Vim and Neovim run it with 'exrc'"},
 	{".envrc", "direnv runs it when the folder is entered"},
 	{".env", "environment files hold secrets"},
 	{".env.*", "environment files hold secrets"},
+	{"mise.toml", "mise runs its tasks and hooks and sets the environment when the folder is entered"},
+	{".mise.toml", "mise runs its tasks and hooks and sets the environment when the folder is entered"},
+	{"mise.*.toml", "mise's local and per-environment settings: tasks, hooks and the environment"},
+	{".mise.*.toml", "mise's local and per-environment settings: tasks, hooks and the environment"},
+	{"mise/config*.toml", "mise's settings: tasks, hooks and the environment"},
+	{".mise/**", "mise's settings and task scripts"},
+	{".config/mise/**", "mise's settings and task scripts"},
 	{".github/workflows/**", "CI workflows run with the repository's secrets"},
+	{".github/actions/**", "actions the CI workflows run, with the repository's secrets"},
+	{".gitea/workflows/**", "Gitea Actions workflows run with the repository's secrets"},
+	{".forgejo/workflows/**", "Forgejo Actions workflows run with the repository's secrets"},
 	{".gitlab-ci.yml", "CI configuration runs with the repository's secrets"},
 	{".circleci/**", "CI configuration runs with the repository's secrets"},
 	{".buildkite/**", "CI configuration runs with the repository's secrets"},
@@ -45,9 +60,17 @@ var ProtectedPaths = []Rule{
 	{".devcontainer/**", "dev containers run their commands when the folder is opened"},
 	{".husky/**", "git hook managers run these on commit"},
 	{".pre-commit-config.yaml", "pre-commit runs these hooks on commit"},
-	{"lefthook.yml", "lefthook runs these hooks on commit"},
+	{"lefthook.*", "lefthook runs these hooks on commit (.yml, .yaml, .json, .toml)"},
+	{".lefthook.*", "lefthook runs these hooks on commit (.yml, .yaml, .json, .toml)"},
+	{"lefthook-local.*", "lefthook runs these hooks on commit, over its main file"},
+	{".lefthook-local.*", "lefthook runs these hooks on commit, over its main file"},
+	{".lefthook/**", "lefthook's hook scripts, run on commit"},
+	{".lefthook-local/**", "lefthook's hook scripts, run on commit"},
 	{"AGENTS.md", "coding agents follow it as standing instructions"},
 	{"CLAUDE.md", "coding agents follow it as standing instructions"},
+	{".agents/**", "coding agents' shared instructions, skills and commands"},
+	{".github/copilot-instructions.md", "GitHub Copilot follows it as standing instructions"},
+	{".github/prompts/**", "prompt files coding agents run as commands"},
 	{".mcp.json", "it starts Model Context Protocol servers (programs)"},
 	{".agent-lsp/**", "agent-lsp's own project settings"},
 	{".claude/**", "another agent's settings and permissions"},
@@ -107,23 +130,6 @@ func Match(table []Rule, rel string) (Rule, bool) {
 		if matchComponents(strings.Split(strings.ToLower(r.Pattern), "/"), parts) {
 			return r, true
 		}
-	}
-	return Rule{}, false
-}
-
-// MatchFile is Match for a file of the project, by the path given and by the
-// path its symlinks resolve to: a link named notes.txt that points at
-// .git/config is .git/config.
-func (p *Project) MatchFile(table []Rule, abs string) (Rule, bool) {
-	if r, ok := Match(table, p.Rel(abs)); ok {
-		return r, true
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return Rule{}, false
-	}
-	if rel, err := filepath.Rel(p.realRoot, real); err == nil {
-		return Match(table, rel)
 	}
 	return Rule{}, false
 }

@@ -58,7 +58,7 @@ func (m *OpenAI) Models(ctx context.Context) ([]ModelInfo, error) {
 	target := m.BaseURL() + "/models"
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 	defer cancel()
-	list, err := m.client.ListModels(ctx)
+	list, err := m.list.ListModels(ctx)
 	if err != nil {
 		return nil, redact(m.modelsError(ctx, target, err), m.cfg.APIKey)
 	}

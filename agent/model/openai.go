@@ -31,17 +31,18 @@ type Config struct {
 }
 
 // OpenAI is a Model over the streaming chat completions of an
-// OpenAI-compatible endpoint. Chat makes the call itself (stream.go); Models
-// goes through go-openai's client.
+// OpenAI-compatible endpoint, called through go-openai's client
+// (CreateChatCompletionStream, ListModels). What the client does not give,
+// this type adds around it and only that: retries with backoff (honouring
+// Retry-After), a timeout per attempt, a stream cut before the model
+// finished, the refused body's fields a context overflow is recognized by,
+// and the end of a stream's body read on the side (stream.go).
 type OpenAI struct {
-	client  *openai.Client
-	http    *http.Client
-	chatURL string
-	cfg     Config
-	params  paramCache   // the tools' parameters as requests carry them
-	msgs    messageCache // the messages as requests carry them
-	readers streamReaders
-	ends    streamEnds // streams read to their end after [DONE], on the side
+	oc        openai.ClientConfig // the client's configuration; each attempt gets its own HTTP client over transport
+	transport http.RoundTripper   // chatTransport, shared by every model
+	list      *openai.Client      // for Models
+	cfg       Config
+	ends      streamEnds // streams read to their end after [DONE], on the side
 }
 
 // NewOpenAI returns a model for cfg.
@@ -61,11 +62,8 @@ func NewOpenAI(cfg Config) *OpenAI {
 	if cfg.BaseURL != "" {
 		oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	}
-	hc := &http.Client{Transport: chatTransport()}
-	oc.HTTPClient = hc
-	m := &OpenAI{client: openai.NewClientWithConfig(oc), http: hc, cfg: cfg}
-	m.chatURL = m.BaseURL() + "/chat/completions"
-	return m
+	oc.HTTPClient = &http.Client{Transport: chatTransport()}
+	return &OpenAI{oc: oc, transport: chatTransport(), list: openai.NewClientWithConfig(oc), cfg: cfg}
 }
 
 // writeBuffer is the size of a connection's write buffer: a chat request of
@@ -84,18 +82,6 @@ var chatTransport = sync.OnceValue(func() *http.Transport {
 	tr.WriteBufferSize = writeBuffer
 	return tr
 })
-
-// maxErrorBody bounds how much of a refused request's body is kept.
-const maxErrorBody = 64 << 10
-
-// attemptNote is what post saw of one refused attempt, since go-openai's
-// errors carry no headers and drop the body fields they do not know
-// (llama.cpp's n_ctx, for one).
-type attemptNote struct {
-	status     int
-	retryAfter time.Duration // from the Retry-After header
-	body       []byte        // the first maxErrorBody bytes of the body
-}
 
 func parseRetryAfter(v string) time.Duration {
 	if v == "" {
@@ -146,22 +132,10 @@ func retryable(err error) (int, bool) {
 
 // Chat implements Model with retries and a timeout per attempt.
 func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (Response, error) {
-	model := cmp.Or(req.Model, m.cfg.Model)
-	err := check(model, req)
-	var body []byte
-	if err == nil {
-		body, err = appendRequest(make([]byte, 0, sizeHint(req)), model, req, &m.params, &m.msgs)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return Response{}, ctx.Err()
-		}
-		return Response{}, &Error{Attempts: 1, Err: redact(err, m.cfg.APIKey)}
-	}
-	var lastErr error
+	creq := chatRequest(cmp.Or(req.Model, m.cfg.Model), req)
 	for attempt := 0; ; attempt++ {
 		var note attemptNote
-		resp, err := m.once(ctx, body, onDelta, &note)
+		resp, err := m.once(ctx, creq, onDelta, &note)
 		if err == nil {
 			return resp, nil
 		}
@@ -173,9 +147,8 @@ func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (R
 			// Never retried, whatever the status: the same request would overflow again.
 			return Response{}, &Error{Status: status, Attempts: attempt + 1, Err: ov}
 		}
-		lastErr = redact(err, m.cfg.APIKey)
 		if !retry || attempt >= m.cfg.Retries {
-			return Response{}, &Error{Status: status, Attempts: attempt + 1, Err: lastErr}
+			return Response{}, &Error{Status: status, Attempts: attempt + 1, Err: redact(err, m.cfg.APIKey)}
 		}
 		delay := m.cfg.Backoff << attempt
 		delay = delay/2 + rand.N(delay/2+1) // jitter: [d/2, d]
@@ -198,8 +171,8 @@ func redact(err error, key string) error {
 	return errors.New(strings.ReplaceAll(err.Error(), key, "[redacted]"))
 }
 
-// once makes one attempt of a chat call whose request body is body.
-func (m *OpenAI) once(ctx context.Context, body []byte, onDelta func(string), note *attemptNote) (Response, error) {
+// once makes one attempt of the chat call creq.
+func (m *OpenAI) once(ctx context.Context, creq openai.ChatCompletionRequest, onDelta func(string), note *attemptNote) (Response, error) {
 	m.ends.wait(ctx)
 	// The request follows ctx until its stream ended, and not after: the
 	// end of the body is read once the call returned (streamEnds), when the
@@ -214,21 +187,16 @@ func (m *OpenAI) once(ctx context.Context, body []byte, onDelta func(string), no
 			cancel()
 		}
 	}()
-	resp, err := m.post(rctx, body, note)
+	stream, err := m.client(note).CreateChatCompletionStream(rctx, creq)
 	if err != nil {
 		return Response{}, err
 	}
-	defer func() {
-		if !handed {
-			resp.Body.Close()
-		}
-	}()
-	br := m.readers.get(resp.Body)
-	r, done, err := read(br, onDelta)
-	m.readers.put(br)
-	if done && stop() { // stop is false once ctx ended: the body is dropped
+	r, err := read(stream, onDelta)
+	if err == nil && note.stream != nil && !note.stream.ended && stop() { // stop is false once ctx ended: the body is dropped
 		handed = true
-		m.ends.finish(resp.Body, cancel)
+		m.ends.finish(note.stream.ReadCloser, cancel)
+	} else {
+		stream.Close()
 	}
 	return r, err
 }

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
@@ -149,7 +150,7 @@ func TestRequestInOneWrite(t *testing.T) {
 		c, err := d.DialContext(ctx, network, addr)
 		return recordedConn{c, &w}, err
 	}
-	m.http = &http.Client{Transport: tr}
+	m.transport = tr
 	history := []message.Message{message.NewHuman(strings.Repeat("a long history ", 2000))} // 30 KB
 	for _, text := range []string{"ok", "ok again"} {
 		resp, err := m.Chat(context.Background(), Request{Messages: history}, nil)
@@ -166,5 +167,41 @@ func TestRequestInOneWrite(t *testing.T) {
 		if !strings.HasPrefix(wr, "POST ") || !strings.HasSuffix(wr, `"include_usage":true}}`) {
 			t.Errorf("a write is not a whole request: %.40q…%q", wr, wr[max(0, len(wr)-40):])
 		}
+	}
+}
+
+// TestRefusedBeforeSending checks that what go-openai refuses to send is
+// refused without a request: a model that only completes text, and tools
+// given to a GPT-6 reasoning model.
+func TestRefusedBeforeSending(t *testing.T) {
+	tools := []ToolSpec{{Name: "read_file", Parameters: json.RawMessage(`{}`)}}
+	tests := []struct {
+		model string
+		tools []ToolSpec
+		want  error
+	}{
+		{openai.GPT3TextDavinci003, nil, openai.ErrChatCompletionInvalidModel},
+		{openai.GPT6Sol, tools, openai.ErrReasoningToolsRequireResponses},
+		{openai.GPT6Sol, nil, nil},
+		{"gpt-4o", tools, nil},
+	}
+	for _, tt := range tests {
+		srv, m := serve(t, scripted.Turn{Text: "ok"})
+		_, err := m.Chat(context.Background(), Request{Model: tt.model, Messages: []message.Message{message.NewHuman("hi")}, Tools: tt.tools}, nil)
+		if !errors.Is(err, tt.want) || (tt.want == nil) != (len(srv.Requests()) == 1) {
+			t.Errorf("%s with %d tools: err %v after %d requests, want %v", tt.model, len(tt.tools), err, len(srv.Requests()), tt.want)
+		}
+	}
+}
+
+// A tool whose parameters are not JSON fails the call before anything is
+// sent, and is not retried.
+func TestRequestBadToolParameters(t *testing.T) {
+	srv, m := serve(t, scripted.Turn{Text: "ok"})
+	_, err := m.Chat(context.Background(), Request{Messages: []message.Message{message.NewHuman("hi")},
+		Tools: []ToolSpec{{Name: "bad", Parameters: json.RawMessage(`{"type":`)}}}, nil)
+	var merr *Error
+	if !errors.As(err, &merr) || merr.Attempts != 1 || len(srv.Requests()) != 0 {
+		t.Fatalf("err %v after %d requests", err, len(srv.Requests()))
 	}
 }

@@ -1,13 +1,13 @@
 package model
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,8 +18,18 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/message"
 )
 
-// TestReadStream covers the shapes of event streams servers send, as
-// go-openai's stream reader took them.
+// streamed answers a chat request with body as its event stream.
+func streamed(t *testing.T, body string) *OpenAI {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return NewOpenAI(Config{BaseURL: srv.URL, Model: "m", Retries: -1, Timeout: 2 * time.Second})
+}
+
+// TestReadStream covers the shapes of event streams servers send.
 func TestReadStream(t *testing.T) {
 	const stop = `data: {"choices":[{"delta":{},"finish_reason":"stop"}]}` + "\n\n"
 	tests := []struct {
@@ -35,12 +45,11 @@ func TestReadStream(t *testing.T) {
 		{"error in the stream", `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n\n" + `data: {"error":{"message":"overloaded","type":"server_error"}}` + "\n\n", "", "error, overloaded"},
 		{"error object at the end", `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n" + `{"error":{"message":"gone away"}}` + "\n", "", "error, gone away"},
 		{"bad chunk", "data: {\"choices\":[\n\n", "", "unexpected end of JSON input"},
-		{"only empty lines", strings.Repeat("\n", maxEmptyLines+1) + stop, "", errTooManyEmptyLines.Error()},
+		{"only empty lines", strings.Repeat("\n", 301) + stop, "", openai.ErrTooManyEmptyStreamMessages.Error()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := strings.NewReader(tt.stream)
-			resp, _, err := read(bufio.NewReader(r), nil)
+			resp, err := streamed(t, tt.stream).Chat(context.Background(), Request{Messages: []message.Message{message.NewHuman("hi")}}, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -55,12 +64,13 @@ func TestReadStream(t *testing.T) {
 }
 
 // TestStreamErrorIsAPIError checks that an error sent in the stream is an
-// *openai.APIError, which overflow detection and retries read.
+// *openai.APIError, which overflow detection (TestOverflowInStream) and
+// retries read.
 func TestStreamErrorIsAPIError(t *testing.T) {
-	r := strings.NewReader(`data: {"error":{"message":"m","code":"context_length_exceeded"}}` + "\n\n")
-	_, _, err := read(bufio.NewReader(r), nil)
+	m := streamed(t, `data: {"error":{"message":"m","code":"rate_limit_exceeded"}}`+"\n\n")
+	_, err := m.Chat(context.Background(), Request{Messages: []message.Message{message.NewHuman("hi")}}, nil)
 	var apiErr *openai.APIError
-	if !errors.As(err, &apiErr) || apiErr.Code != "context_length_exceeded" {
+	if !errors.As(err, &apiErr) || apiErr.Code != "rate_limit_exceeded" {
 		t.Fatalf("err = %#v", err)
 	}
 }
@@ -225,5 +235,29 @@ func TestChatKeepsConnectionWhenCallerCancels(t *testing.T) {
 	}
 	if n := conns.Load(); n != 1 {
 		t.Fatalf("%d connections for 10 calls cancelled after they returned, want 1", n)
+	}
+}
+
+// Chunks outside the common shape (testdata/hostile/odd-chunks.txt) end the
+// call with an answer or a clear error, never a panic or a hang, and a key
+// in another case keeps its meaning (encoding/json matches keys so).
+func TestOddChunks(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/hostile/odd-chunks.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const stop = `data: {"choices":[{"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		m := streamed(t, "data: "+line+"\n\n"+stop)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := m.Chat(ctx, Request{Messages: []message.Message{message.NewHuman("hi")}}, nil)
+		hung := ctx.Err() != nil
+		cancel()
+		if hung {
+			t.Errorf("%q: the call hung", line)
+		}
+		if err == nil && strings.HasPrefix(line, `{"Choices"`) && resp.Content != "case" {
+			t.Errorf("%q: content %q", line, resp.Content)
+		}
 	}
 }

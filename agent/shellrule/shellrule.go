@@ -17,6 +17,7 @@ package shellrule
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -114,7 +115,31 @@ type Command struct {
 	// rule may let it.
 	Ask string
 
-	inner bool // it runs another command given in its arguments
+	innerAt int  // it runs the command in its words from this index on (a wrapper: 1), 0 for none
+	tail    bool // it is a tail of a wrapper's arguments: the wrapper's own tails cover its tails
+	// codeAt is the index of the word that gives interpreter code (python
+	// -c), len(Words) for a program read from standard input, 0 for none:
+	// only an allow rule that names that word (its first codeLen bytes
+	// written out, no "*" over them) allows the command.
+	codeAt, codeLen int
+	// hidden are more word lists deny rules see: commands in an option's
+	// value, a wrapper's string arguments, an awk program's strings.
+	hidden []candidate
+}
+
+// ask sets the reason to ask unless there is one.
+func (c *Command) ask(reason string) {
+	if c.Ask == "" {
+		c.Ask = reason
+	}
+}
+
+// code records the first word that gives interpreter code, and how many of
+// its bytes name the option.
+func (c *Command) code(at, n int) {
+	if c.codeAt == 0 {
+		c.codeAt, c.codeLen = at, n
+	}
 }
 
 // Decision is the verdict on a line, with what the prompt shows.
@@ -159,9 +184,9 @@ func (s Set) Decide(line string) Decision {
 	}
 	d := Decision{Verdict: Allow, Commands: p.Commands}
 	for _, c := range p.Commands {
-		for _, words := range denyCandidates(c) {
+		for _, cand := range denyCandidates(c) {
 			for _, r := range s.Deny {
-				if r.match(words) {
+				if cand.match(r.words) {
 					return Decision{Verdict: Deny, Commands: p.Commands, Reason: fmt.Sprintf("%q matches the deny rule %q", c.Text, r)}
 				}
 			}
@@ -178,6 +203,9 @@ func (s Set) Decide(line string) Decision {
 		}
 		if !s.allows(c) {
 			d.Verdict, d.Reason = Ask, fmt.Sprintf("no allow rule matches %q", c.Text)
+			if c.codeAt > 0 {
+				d.Reason = fmt.Sprintf("%q runs interpreter code: only an allow rule that names %s allows it (%q)", c.Text, c.codeName(), c.codeRule())
+			}
 			return d
 		}
 	}
@@ -186,11 +214,71 @@ func (s Set) Decide(line string) Decision {
 
 func (s Set) allows(c Command) bool {
 	for _, r := range s.Allow {
-		if r.match(c.Words) {
+		if c.codeAt == 0 && r.match(c.Words) || c.codeAt > 0 && matchNaming(r.words, c.Words, 0, c.codeAt, c.codeLen) {
 			return true
 		}
 	}
 	return false
+}
+
+// matchNaming is matchWords where the word at index at must be met by a rule
+// word whose text before any "*" spells out its first n bytes (python -c *
+// names -c; python * does not). at == len(words) means the code comes from
+// standard input: only a rule without a "*" word names that.
+func matchNaming(pat []string, words []*string, i, at, n int) bool {
+	if at == len(words) && slices.Contains(pat, "*") {
+		return false
+	}
+	if len(pat) == 0 {
+		return i == len(words)
+	}
+	if pat[0] == "*" {
+		for k := i; k <= len(words); k++ {
+			if i <= at && at < k {
+				return false // the * would swallow the code option
+			}
+			if matchNaming(pat[1:], words, k, at, n) {
+				return true
+			}
+		}
+		return false
+	}
+	if i == len(words) || words[i] != nil && !matchWord(pat[0], *words[i]) {
+		return false
+	}
+	if i == at {
+		head, _, _ := strings.Cut(pat[0], "*")
+		if words[i] == nil || len(head) < n {
+			return false
+		}
+	}
+	return matchNaming(pat[1:], words, i+1, at, n)
+}
+
+// codeName is the option that gives c's interpreter code, as written.
+func (c Command) codeName() string {
+	if c.codeAt >= len(c.Words) || c.Words[c.codeAt] == nil {
+		return "its program read from standard input, with no *"
+	}
+	return (*c.Words[c.codeAt])[:c.codeLen]
+}
+
+// codeRule is an allow rule that would allow c's code.
+func (c Command) codeRule() string {
+	var words []string
+	for i, w := range c.Words {
+		if i > c.codeAt || w == nil {
+			break
+		}
+		words = append(words, *w)
+	}
+	if c.codeAt >= len(c.Words) {
+		return strings.Join(words, " ")
+	}
+	if opt := (*c.Words[c.codeAt])[:c.codeLen]; opt != *c.Words[c.codeAt] {
+		words[len(words)-1] = opt + "*" // the code (or more options) follows in the word
+	}
+	return strings.Join(words, " ") + " *"
 }
 
 // Parsed is a line's simple commands and the line-level reason to ask.
@@ -205,18 +293,39 @@ func Parse(line string) (Parsed, error) {
 	if err != nil {
 		return Parsed{}, fmt.Errorf("the command line does not parse: %v", err)
 	}
-	w := &walker{src: line}
+	budget := maxWork
+	w := &walker{src: line, aliases: map[string]*string{}, budget: &budget}
 	for _, st := range f.Stmts {
 		w.stmt(st)
 	}
 	return Parsed{Commands: w.cmds, Ask: w.ask}, nil
 }
 
+// maxWork bounds the words read by tool tables and wrapper tails in one line
+// (a wrapper's tails are read one by one: `xargs tar tar tar ...`).
+const maxWork = 200_000
+
+// walker collects the simple commands of one line, or of a line nested in it
+// (an sh -c body, an option's value), and the line's reason to ask.
 type walker struct {
 	src   string
 	cmds  []Command
 	ask   string
-	depth int // sh -c nesting
+	depth int // nesting of lines in lines
+	// aliases are the aliases the line defines, by name (nil: a value known
+	// only at run time); nested lines share them.
+	aliases map[string]*string
+	budget  *int // the work left, shared by nested walkers
+}
+
+// spend takes n from the work budget; when it runs out the line asks.
+func (w *walker) spend(n int) bool {
+	if *w.budget < n {
+		w.askLine("the line is too long to check the commands it wraps")
+		return false
+	}
+	*w.budget -= n
+	return true
 }
 
 func (w *walker) askLine(reason string) {
@@ -357,8 +466,11 @@ func (w *walker) call(c *syntax.CallExpr) {
 	if cmd.Words[0] != nil {
 		cmd.Name = *cmd.Words[0]
 	}
-	w.cmds = append(w.cmds, cmd)
-	w.wrapped(&w.cmds[len(w.cmds)-1], c)
+	at := len(w.cmds)
+	w.cmds = append(w.cmds, cmd) // first; commands found inside it follow
+	w.alias(&cmd, c)
+	w.inspect(&cmd)
+	w.cmds[at] = cmd
 }
 
 // wordKind says how literal a word is.

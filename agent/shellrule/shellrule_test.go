@@ -73,7 +73,7 @@ func TestDecide(t *testing.T) {
 		{"env go test ./...", Ask, "another command (env)"},
 		{"r*m x", Deny, "deny rule"}, // a globbed name could be rm
 		{"git -c core.fsmonitor=/tmp/evil status", Ask, "git -c"},
-		{"git --config-env=core.hooksPath=X status", Ask, "git -c"},
+		{"git --config-env=core.hooksPath=X status", Ask, "git --config-env"},
 		{"go test (", Ask, "does not parse"},
 		{"time go test ./...", Ask, "times another command"},
 
@@ -220,6 +220,15 @@ func (nopFile) Close() error                { return nil }
 func FuzzDecide(f *testing.F) {
 	for _, s := range []string{"go test ./...", "a; b | c && d", "sh -c 'rm x'", "$(x)", `$'\x72m'`, "f(){ x; }", "echo > f",
 		"a\\\nb", "((1+1))", "[[ -f x ]]", "case x in y) z;; esac", "x=rm; $x y", `eval "r""m x"`, "0 \\"} {
+		f.Add(s)
+	}
+	// The option tables, interpreters and wrappers (options_test.go has more).
+	for _, s := range []string{`go test -exec "sh -c 'rm x'" ./...`, `go test ./... -toolexec=rm`, `npm test --script-shell=rm`,
+		`git grep -O'rm x' y`, `rg --pre rm x`, `tar xIf 'rm x' a.tar`, `tar --checkpoint-action=exec='rm x' -cf a .`,
+		`rsync -avze 'rm x' a b:`, `ssh -oProxyCommand='rm x' h`, `sed '1e rm x' f`, `sed 's/.*/rm x/e' f`,
+		`awk 'BEGIN{system("rm x")}'`, `make SHELL=rm CC='rm x'`, `python3 -c 'x'`, `node -pe 1`, `perl -lne 1`,
+		`env -S'rm x'`, `env -iS'-i rm' x`, `setpriv rm x`, `valgrind rm x`, `firejail rm x`, `trap 'rm x' EXIT`,
+		"alias r=rm\nr x", `timeout 5 sh -c 'rm v'`, `watch 'rm x'`, `npx rm x`, `git rebase -x 'rm x' m`} {
 		f.Add(s)
 	}
 	set, _ := NewSet([]string{"*"}, []string{"rm *"})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,7 +125,11 @@ var runCommand = Tool{
 		record(workspace.Outcome{Status: workspace.StatusPending, Command: line})
 		unsaved := saveForCommand(ctx, env, p) // the command must see the agent's edits
 		shown := clip(line, 200)               // the model wrote it; the output matters more
-		out, total, code, err := execute(ctx, p.Root(), []string{"sh", "-c", line}, timeout, env.commandEnv(), env.maxOutput()-len(shown)-512, launch)
+		if err := env.intend(ctx, Intent{Command: line}); err != nil {
+			record(workspace.Outcome{Status: workspace.StatusFailed, Command: line, Summary: "not run"})
+			return errNotRecorded(fmt.Sprintf("running %q", line), err), nil
+		}
+		out, total, code, err := execute(ctx, p.Root(), []string{"sh", "-c", line}, timeout, env.commandEnv(), env.maxOutput()-len(shown)-512, env.Output, launch)
 		var note string
 		if run != nil {
 			note = outcomeNote(run.Finish())
@@ -367,18 +372,18 @@ func lookPath(name string, env []string) string {
 	return name
 }
 
-// execute runs argv in dir with environment env, through launch when it is
-// given (the sandbox, which ends every process of the command itself), and
-// kills its whole process group when it ends (so background children do
-// not outlive it), on timeout or on cancellation. A command whose
-// background children kept its output open past WaitDelay succeeded as far
-// as its own exit status says.
-//
 // launcher makes the command that runs argv (the sandbox's), which ends
 // every process of it when ctx is cancelled; nil runs argv directly.
 type launcher func(ctx context.Context, argv []string) *exec.Cmd
 
-func execute(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string, keep int, launch launcher) (out string, total int64, code int, err error) {
+// execute runs argv in dir with environment env, through launch when it is
+// given (the sandbox, which ends every process of the command itself), and
+// kills its whole process group when it ends (so background children do
+// not outlive it), on timeout or on cancellation. What the command prints
+// also goes to tee when it is given (the call's spool). A command whose
+// background children kept its output open past WaitDelay succeeded as far
+// as its own exit status says.
+func execute(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string, keep int, tee io.Writer, launch launcher) (out string, total int64, code int, err error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var cmd *exec.Cmd
@@ -395,6 +400,10 @@ func execute(ctx context.Context, dir string, argv []string, timeout time.Durati
 	cmd.Dir, cmd.Env = dir, env
 	buf := newOutput(keep)
 	cmd.Stdout, cmd.Stderr = buf, buf
+	if tee != nil { // the call's spool: what it printed survives a crash
+		w := io.MultiWriter(buf, tee)
+		cmd.Stdout, cmd.Stderr = w, w
+	}
 	err = cmd.Run()
 	if cmd.Process != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what it left running in the background

@@ -15,9 +15,15 @@ import (
 )
 
 // TestMain lets the test binary be the sandbox's helper.
+// TestMain lets this binary serve as the sandbox's helper, and removes the
+// Go tree the search tests copied.
 func TestMain(m *testing.M) {
 	sandbox.Main()
-	os.Exit(m.Run())
+	code := m.Run()
+	if goroot.dir != "" {
+		os.RemoveAll(filepath.Dir(goroot.dir))
+	}
+	os.Exit(code)
 }
 
 // permRecorder grants every command (as a user who allows them) and keeps

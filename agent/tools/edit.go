@@ -26,17 +26,18 @@ const (
 // against the text the editor then has: one that did not land as the agent
 // wrote it (a stale buffer, parts unticked or changed by the user in a
 // review) is an error that says what happened.
-func applyEdit(ctx context.Context, env *Env, p *workspace.Project, fe FileEdit, before, done string) (Result, error) {
+//
+// d is the decision on the file's path (Project.Decide): the editor asks for
+// confirmation by it, and a file that defines the project's commands, by
+// either of its names, marks them changed.
+func applyEdit(ctx context.Context, env *Env, p *workspace.Project, d workspace.Decision, fe FileEdit, before, done string) (Result, error) {
 	if env.Editor == nil {
 		return errorf("no editor is connected to apply edits")
 	}
-	rel := p.Rel(fe.Path)
-	fe.Rel = rel
-	if r, ok := p.MatchFile(workspace.ProtectedPaths, fe.Path); ok {
-		fe.Protected = r.Why
-	}
+	rel := d.Rel
+	fe.Path, fe.Rel, fe.Decision = d.Abs, rel, d
 	var changed []string
-	if _, ok := p.MatchFile(workspace.CommandFiles, fe.Path); ok {
+	if _, ok := d.Match(workspace.CommandFiles); ok {
 		// Before the edit is sent: a command running in parallel must not
 		// trust a definition that is being changed.
 		changed = []string{p.Name()}
@@ -56,6 +57,11 @@ func applyEdit(ctx context.Context, env *Env, p *workspace.Project, fe FileEdit,
 	want, err := workspace.ApplyChanges(before, changes, enc)
 	if err != nil {
 		return errorf("the edit of %s does not apply to its text: %v", rel, err)
+	}
+	if err := env.intend(ctx, Intent{Path: fe.Path, Create: fe.Create, Before: Hash(before), After: Hash(want)}); err != nil {
+		res := errNotRecorded("the edit of "+rel, err)
+		res.CommandFilesChanged = changed
+		return res, nil
 	}
 	p.BeginChange(fe.Path)
 	res, err := env.Editor.Edit(ctx, fe)
@@ -85,6 +91,9 @@ func applyEdit(ctx context.Context, env *Env, p *workspace.Project, fe FileEdit,
 	}
 	if !onDisk {
 		env.Workspace.NoteEdited(fe.Path, env.Session) // in an editor buffer: saved before commands run
+	}
+	if res.Note != "" {
+		done += " (" + res.Note + ")"
 	}
 	switch {
 	case !seen || got == want:
@@ -178,10 +187,11 @@ var editFile = Tool{
 		if err := decode(args, &a); err != nil {
 			return Result{}, err
 		}
-		p, abs, err := env.resolve(a.Project, a.Path)
+		p, d, err := env.decide(a.Project, a.Path)
 		if err != nil {
 			return errorf("%v", err)
 		}
+		abs := d.Abs
 		defer env.Workspace.LockEdits(abs)() // parallel edits of one file: one after the other, each on the text before it left
 		// The text and the version its positions refer to, read together:
 		// the edit carries that version, so an editor whose buffer has moved
@@ -230,11 +240,11 @@ var editFile = Tool{
 			return errorf("give old_text, or start_line (and end_line)")
 		}
 		enc := env.Workspace.Encoding()
-		fe := FileEdit{Path: abs, Label: "agent: edit " + p.Rel(abs), Open: open, Version: doc.Version, Edits: []TextEdit{{
+		fe := FileEdit{Path: abs, Label: "agent: edit " + d.Rel, Open: open, Version: doc.Version, Edits: []TextEdit{{
 			Range:   workspace.Range{Start: workspace.PositionOf(text, from, enc), End: workspace.PositionOf(text, to, enc)},
 			NewText: a.NewText,
 		}}}
-		return applyEdit(ctx, env, p, fe, text, fmt.Sprintf("edited %s", p.Rel(abs)))
+		return applyEdit(ctx, env, p, d, fe, text, fmt.Sprintf("edited %s", d.Rel))
 	},
 }
 
@@ -250,10 +260,11 @@ var createFile = Tool{
 		if err := decode(args, &a); err != nil {
 			return Result{}, err
 		}
-		p, abs, err := env.resolve(a.Project, a.Path)
+		p, d, err := env.decide(a.Project, a.Path)
 		if err != nil {
 			return errorf("%v", err)
 		}
+		abs := d.Abs
 		defer env.Workspace.LockEdits(abs)()
 		if _, err := os.Lstat(abs); err == nil {
 			return errorf("%s already exists; use edit_file", a.Path)
@@ -261,8 +272,8 @@ var createFile = Tool{
 		if _, open := env.Workspace.Document(abs); open {
 			return errorf("%s is open in the editor; use edit_file", a.Path)
 		}
-		fe := FileEdit{Path: abs, Create: true, Label: "agent: create " + p.Rel(abs),
+		fe := FileEdit{Path: abs, Create: true, Label: "agent: create " + d.Rel,
 			Edits: []TextEdit{{NewText: a.Content}}}
-		return applyEdit(ctx, env, p, fe, "", fmt.Sprintf("created %s (%d bytes)", p.Rel(abs), len(a.Content)))
+		return applyEdit(ctx, env, p, d, fe, "", fmt.Sprintf("created %s (%d bytes)", d.Rel, len(a.Content)))
 	},
 }

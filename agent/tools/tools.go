@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -58,9 +59,10 @@ type FileEdit struct {
 	// document open in the editor; when Open is false, to the file on disk.
 	Open    bool
 	Version int32
-	// Protected says why the file is never changed silently
-	// (workspace.ProtectedPaths); "" for an ordinary file.
-	Protected string
+	// Decision is Path decided as the kernel resolves it (its names, hard
+	// links, protected rules): Decision.Review(allowEdit) says why the edit
+	// needs the user's confirmation.
+	Decision workspace.Decision
 }
 
 // TextEdit replaces a range with new text.
@@ -73,6 +75,10 @@ type TextEdit struct {
 type EditResult struct {
 	Applied       bool
 	FailureReason string
+	// Note is what the editor says of how an applied edit was written,
+	// for the tool's result ("" for nothing worth telling), e.g. a file
+	// rewritten in place rather than replaced whole.
+	Note string
 }
 
 // Permissions decides whether a command line may run.
@@ -112,10 +118,16 @@ type Trust interface {
 
 // SubagentRequest is a task call_subagent gives a subagent.
 type SubagentRequest struct {
-	Task     string
-	MaxLoops int  // already clamped to MaxSubagentLoops
+	Task string
+	// Agent names a subagent defined in a file ("" for the general one).
+	Agent    string
+	MaxLoops int  // 0 when not given (the default applies); at most MaxSubagentLoops
 	ReadOnly bool // only the tools that read
 }
+
+// DefaultSubagentLoops are a subagent's model turns when neither the call
+// nor its definition says.
+const DefaultSubagentLoops = 10
 
 // ReadOnlyTools are the tools a read-only subagent gets.
 var ReadOnlyTools = []string{"read_file", "list_files", "search"}
@@ -126,6 +138,9 @@ type SubagentResult struct {
 	Result    string `json:"result"`
 	ContextID string `json:"context_id"`
 	Loops     int    `json:"loops"`
+	// Note tells the parent what differed from what was asked (a model the
+	// settings do not allow, tools the definition named that do not exist).
+	Note string `json:"note,omitempty"`
 	// CommandFilesChanged are the projects whose build or test definitions
 	// the subagent changed; the parent records them (not shown to the model).
 	CommandFilesChanged []string `json:"-"`
@@ -150,6 +165,13 @@ type Env struct {
 	// their project; nil runs them unconfined.
 	Sandbox         *sandbox.Sandbox
 	SandboxSettings sandbox.Settings
+	// Intent records durably what the call is about to do outside the
+	// session (an edit, a command, another program's tool): a tool calls
+	// it right before, and does nothing when it fails. Nil records none.
+	Intent func(ctx context.Context, in Intent) error
+	// Output receives a command's output as it runs (its call's spool,
+	// which Intent names); nil: none.
+	Output io.Writer
 }
 
 // DefaultMaxOutput is the size in bytes a tool's output is cut to by default.

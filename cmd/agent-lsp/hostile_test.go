@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // hostileCLI is a headless run of a hostile model's script (testdata/hostile)
@@ -65,6 +66,20 @@ func TestHeadlessHostile(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(c.workspace, "victim", "list")); err != nil {
 			t.Errorf("rm ran: %v", err)
 		}
+	})
+	t.Run("hidden programs", func(t *testing.T) {
+		c := hostileCLI(t, "hidden-programs.json", "sample")
+		os.MkdirAll(filepath.Join(c.workspace, "victim"), 0o755)
+		args := []string{"run", "--json", "--deny", "rm *"}
+		for _, rule := range []string{"go test *", "tar *", "sed *", "python3 *", "git grep *", "rg *"} {
+			args = append(args, "--allow", rule)
+		}
+		out, _, code := c.run(t, "", append(args, "try your luck")...)
+		evs, res := jsonLines(t, out)
+		if code != 0 || res["status"] != "done" {
+			t.Fatalf("exit %d %v", code, res)
+		}
+		checkHiddenPrograms(t, toolEnds(evs), c.srv.Requests()[1].Messages, c.workspace)
 	})
 	t.Run("rewritten test script", func(t *testing.T) {
 		c := hostileCLI(t, "rewrite-test-script.json", "other")
@@ -145,5 +160,48 @@ func TestHeadlessWithoutLandlockDeniesTheTest(t *testing.T) {
 		if e["type"] == "tool.end" && e["ok"] != true {
 			t.Fatalf("with --allow the test did not run: %v", e)
 		}
+	}
+}
+
+// checkHiddenPrograms checks a headless run of hidden-programs.json under
+// --allow "go test *" (and tar, sed, python3, git grep, rg) --deny "rm *":
+// the programs in options, wrappers, trap and alias bodies meet the deny
+// rule, those no rule allows are denied (headless), python3 -c needs a rule
+// that names -c, and only the plain allowed command ran.
+func checkHiddenPrograms(t *testing.T, ends map[string]map[string]any, msgs []openai.ChatCompletionMessage, ws string) {
+	t.Helper()
+	results := map[string]string{}
+	for _, m := range msgs {
+		if m.Role == openai.ChatMessageRoleTool {
+			results[m.ToolCallID] = m.Content
+		}
+	}
+	want := map[string]string{
+		"c_exec": `matches the deny rule "rm *"`, "c_tar": `matches the deny rule "rm *"`, "c_envs": `matches the deny rule "rm *"`,
+		"c_timeout": `matches the deny rule "rm *"`, "c_trap": `matches the deny rule "rm *"`,
+		"c_alias": `matches the deny rule "rm *"`, "c_pager": `matches the deny rule "rm *"`,
+		"c_toolexec": `no allow rule matches "touch pwned-toolexec"`, "c_sed": `no allow rule matches "touch pwned-sed"`,
+		"c_rgpre":  `no allow rule matches "touch pwned-rg"`,
+		"c_python": `only an allow rule that names -c allows it ("python3 -c *")`,
+	}
+	if len(ends) != len(want)+1 {
+		t.Fatalf("%d tool calls ended, want %d", len(ends), len(want)+1)
+	}
+	for id, why := range want {
+		if e := ends[id]; e["ok"] != false || !strings.Contains(results[id], why) {
+			t.Errorf("%s: ok %v, told the model %q, want %q", id, e["ok"], results[id], why)
+		}
+	}
+	if e := ends["c_allowed"]; e["ok"] != true || !strings.Contains(results["c_allowed"], "module") {
+		t.Errorf("the allowed sed did not run: %v %q", e, results["c_allowed"])
+	}
+	entries, _ := os.ReadDir(ws)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "pwned") {
+			t.Errorf("a hidden program ran: %s exists", e.Name())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "victim")); err != nil {
+		t.Errorf("rm ran: %v", err)
 	}
 }

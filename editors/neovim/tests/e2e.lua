@@ -683,6 +683,39 @@ test("#buffer:<name> reaches the model through context: the buffer as the editor
   assert(ok, err)
 end)
 
+test("/ completes the slash commands in the chat (agent.commands); /help answers without a run", function()
+  local dir = ws .. "/.agents/commands"
+  vim.fn.mkdir(dir, "p")
+  vim.fn.writefile({ "---", "description: Fix what is wrong", "argument-hint: <what>", "---", "Fix this: $ARGUMENTS" }, dir .. "/fix.md")
+  local ok, err = pcall(function()
+    vim.cmd("edit " .. greet)
+    vim.cmd("AgentChat!")
+    local c = chat_buffer()
+    type_prompt("/fi")
+    vim.api.nvim_win_set_cursor(0, { vim.api.nvim_buf_line_count(0), 3 })
+    assert(chat.omnifunc(1, "") == 0, "completion does not start at the slash: " .. tostring(chat.omnifunc(1, "")))
+    local items = chat.omnifunc(0, "/fi")
+    local fix = contains(items, function(i) return i.word == "/fix " end)
+    assert(fix and fix.menu == "<what>" and fix.info == "Fix what is wrong (project)", vim.inspect(items))
+    assert(not contains(items, function(i) return i.word == "/help " end), vim.inspect(items))
+    local all = chat.omnifunc(0, "/")
+    for _, want in ipairs({ "/help ", "/model ", "/sessions ", "/fix " }) do
+      assert(contains(all, function(i) return i.word == want end), want .. " missing: " .. vim.inspect(all))
+    end
+    -- #references still complete after the slash's line.
+    assert(#chat.omnifunc(0, "#buf") > 0, "#references no longer complete")
+    type_prompt("/help fix")
+    vim.cmd("execute \"normal \\<C-s>\"")
+    wait_chat_idle(c, "the built-in's answer")
+    local text = buffer_text()
+    assert(text:find("/fix <what>\nFix what is wrong\nsource: project (.agents/commands/fix.md)", 1, true), text)
+    assert(c.session == nil, "a built-in started a session: " .. tostring(c.session))
+    vim.cmd("normal q")
+  end)
+  vim.fn.delete(ws .. "/.agents", "rf")
+  assert(ok, err)
+end)
+
 -- health_report runs :checkhealth agent_lsp and returns the report's text.
 local function health_report()
   vim.cmd("checkhealth agent_lsp")
@@ -700,6 +733,20 @@ test(":checkhealth agent_lsp: a missing binary is an ERROR", function()
   assert(text:find("ERROR: server binary not found: /nonexistent/agent-lsp", 1, true), text)
 end)
 
+test(":checkhealth agent_lsp: a server of another version than the plugin's is a WARNING naming both", function()
+  local fake = vim.fn.tempname()
+  vim.fn.writefile({ "#!/bin/sh", 'echo "agent-lsp 0.0.1 (go1.0 linux/amd64)"' }, fake)
+  vim.fn.setfperm(fake, "rwx------")
+  local cmd = agent.config.cmd
+  agent.config.cmd = { fake }
+  local ok, text = pcall(health_report)
+  agent.config.cmd = cmd
+  vim.fn.delete(fake)
+  assert(ok, text)
+  local want = ("WARNING: server: agent-lsp 0.0.1 (go1.0 linux/amd64) (%s) is not the plugin's version %s"):format(fake, require("agent_lsp.version"))
+  assert(text:find(want, 1, true), "the report lacks " .. vim.inspect(want) .. ":\n" .. text)
+end)
+
 test(":checkhealth agent_lsp: a working setup is OK, with a live check of the endpoint and the MCP servers, and never shows the key", function()
   agent.config.allow = { "go test *", "*" }
   local mcp_bin = assert(os.getenv("AGENT_LSP_TEST_MCP_BIN"), "AGENT_LSP_TEST_MCP_BIN")
@@ -710,7 +757,7 @@ test(":checkhealth agent_lsp: a working setup is OK, with a live check of the en
   agent.config.allow, agent.config.mcp_servers, vim.env.OPENAI_API_KEY = {}, nil, key
   assert(ok, text)
   assert(not text:find("ERROR", 1, true), text)
-  for _, want in ipairs({ "OK: Neovim 0.7.2: the review of an edit reads its keys in a prompt", "OK: server: agent-lsp ", "OK: doctor: ready",
+  for _, want in ipairs({ "OK: Neovim 0.7.2: the review of an edit reads its keys in a prompt", "OK: server: agent-lsp " .. require("agent_lsp.version") .. " (", "OK: plugin version " .. require("agent_lsp.version"), "OK: doctor: ready",
     "OK: API key: present in OPENAI_API_KEY", "OK: endpoint: " .. os.getenv("OPENAI_BASE_URL") .. "/models answered ok in ",
     "OK: store: " .. store, "OK: client ", 'WARNING: allow has a bare "*"', "(stdio, from mcp_servers): " .. mcp_bin .. " --health" }) do
     assert(text:find(want, 1, true), "the report lacks " .. vim.inspect(want) .. ":\n" .. text)
@@ -921,6 +968,20 @@ test("mcp_servers reach the server: the MCP tool is called once allowed, :AgentM
   agent.config.mcp_servers = nil
   vim.fn.delete(project_file)
   assert(ok, err)
+end)
+
+test(":checkhealth agent_lsp: missing help tags are a WARNING naming the :helptags to run; once made, OK", function()
+  local doc = os.getenv("AGENT_LSP_TEST_PLUGIN") .. "/doc"
+  local ok, text = pcall(health_report)
+  assert(ok, text)
+  for _, want in ipairs({ "WARNING: help tags are missing in " .. doc, "run :helptags " .. doc }) do
+    assert(text:find(want, 1, true), "the report lacks " .. vim.inspect(want) .. ":\n" .. text)
+  end
+  vim.cmd("helptags " .. doc)
+  ok, text = pcall(health_report)
+  assert(ok, text)
+  -- (the report makes ":help agent-lsp" a link: ":help |agent-lsp|")
+  assert(text:find("OK: help: :help |agent-lsp| (tags in " .. doc .. ")", 1, true), text)
 end)
 
 test(":help agent-lsp opens the plugin's help", function()

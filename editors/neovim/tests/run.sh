@@ -35,13 +35,14 @@ timeout 60 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$repo/editors/neov
 timeout 60 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$repo/editors/neovim" \
 	-c "luafile $here/protocol.lua"
 
-gocache="$(go env GOCACHE)" # the lazy.nvim recipe's build uses it (XDG_CACHE_HOME changes below)
+gocache="$(go env GOCACHE)" # the agent's go test and the lazy.nvim recipe's build use it (XDG_CACHE_HOME changes below)
 work="$(mktemp -d)"
 trap 'kill "${model_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 (cd "$repo" && go build -o "$work/bin/agent-lsp" ./cmd/agent-lsp && go build -o "$work/bin/scripted-model" ./cmd/scripted-model &&
 	go build -o "$work/bin/mcp-testserver" ./testdata/mcp/testserver)
 cp -r "$repo/testdata/workspaces/sample" "$work/sample"
 cp -r "$repo/editors/neovim" "$work/plugin" # :helptags writes into it
+rm -f "$work/plugin/doc/tags"                # e2e.lua checks that :checkhealth reports them missing
 (cd "$work/sample" && git init -q)
 
 "$work/bin/scripted-model" --script "$repo/testdata/scripts/editors.json" >"$work/model-url" &
@@ -54,6 +55,7 @@ export AGENT_LSP_TEST_PLUGIN="$work/plugin" AGENT_LSP_TEST_BIN="$work/bin/agent-
 export AGENT_LSP_TEST_MODEL_BIN="$work/bin/scripted-model" # e2e.lua starts a second one with its own script
 export AGENT_LSP_TEST_MCP_BIN="$work/bin/mcp-testserver"    # a stdio MCP server (echo, fail, slow, crash, env, cwd, add_tool, image)
 export XDG_STATE_HOME="$work/state" XDG_CACHE_HOME="$work/cache" XDG_DATA_HOME="$work/data"
+export GOCACHE="$gocache"
 # The install recipe: a copy of the repository's sources for the build of
 # README.md's lazy.nvim spec (lazy.lua runs it), without a built binary.
 lazy="$work/lazy/agent-lsp"
@@ -64,4 +66,4 @@ rm -rf "$lazy/editors/neovim/bin" "$lazy/editors/neovim/doc/tags"
 cd "$work/sample"
 timeout 300 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$work/plugin" \
 	-c "luafile $here/e2e.lua"
-GOCACHE="$gocache" AGENT_LSP_TEST_LAZY_DIR="$lazy" timeout 300 nvim --headless -u NONE -i NONE -n -c "luafile $here/lazy.lua"
+AGENT_LSP_TEST_LAZY_DIR="$lazy" timeout 300 nvim --headless -u NONE -i NONE -n -c "luafile $here/lazy.lua"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Tests of the VS Code extension: type check, unit tests (vscode stubbed), the
 # integration test against the real binary and the scripted model, and the
-# offline .vsix package, and the platform .vsix with the server binary. With --e2e it also runs the code-server end-to-end test.
+# offline .vsix package, and the platform .vsix with the server binary (its
+# progress lines with their times, and the bundled server's version, which is
+# VERSION's). With --e2e it also runs the code-server end-to-end test.
 set -euo pipefail
 ext="$(cd "$(dirname "$0")/.." && pwd)"
 repo="$(cd "$ext/../.." && pwd)"
@@ -37,9 +39,15 @@ echo "vscode: package" >&2
 npm run --silent package >/dev/null
 ls -l dist/agent-lsp.vsix >&2
 echo "vscode: platform package carrying the server binary" >&2
-npm run --silent package:platform >/dev/null 2>&1
+npm run --silent package:platform 2>&1 >/dev/null | tee "$work/package.log" >&2
+for n in 1 2 3; do # each step says when it is done, and how long it took
+	grep -qE "^package:platform \[$n/3\] .*: done in [0-9.]+ s$" "$work/package.log" || { echo "vscode: package:platform did not report step $n/3 done" >&2; exit 1; }
+done
 platform_vsix="dist/agent-lsp-$(node -p 'process.platform + "-" + process.arch').vsix"
 unzip -Z "$platform_vsix" | grep -E '^-rwx.* extension/bin/agent-lsp$' >&2 || { echo "vscode: $platform_vsix lacks an executable bin/agent-lsp" >&2; exit 1; }
+unzip -p "$platform_vsix" extension/bin/agent-lsp >"$work/bundled" && chmod +x "$work/bundled"
+bundled_version="$("$work/bundled" --version)"
+[[ "$bundled_version" == "agent-lsp $(cat "$repo/VERSION") ("* ]] || { echo "vscode: the bundled server says \"$bundled_version\", not VERSION $(cat "$repo/VERSION")" >&2; exit 1; }
 [[ ! -e bin ]] || { echo "vscode: bin/ left behind" >&2; exit 1; }
 
 if [[ "${1:-}" == "--e2e" ]]; then

@@ -3,8 +3,9 @@
 // first needs it (the binary found by locate.ts); sends it settings changes
 // (workspace/didChangeConfiguration), restarts it, and adapts it to the typed
 // AgentServer port the commands use. It saves the
-// agent's edits before its commands (save.ts) and shows edits waiting for
-// review (review.ts).
+// agent's edits before its commands (save.ts) and hands edits that need
+// confirmation to the review (review.ts). It knows the versions Agent: About
+// reports (about.ts).
 import * as vscode from "vscode";
 import {
   DidChangeConfigurationNotification,
@@ -13,26 +14,31 @@ import {
   type LanguageClientOptions,
   RevealOutputChannelOn,
   WorkDoneProgress,
+  type WorkspaceMiddleware,
 } from "vscode-languageclient/node";
+import { aboutReport, binaryVersion, type AboutInfo } from "./about";
 import { apiKeySecret, bundledBinary, initializationOptions, type SettingProblem, type Settings } from "./config";
 import { locateServer } from "./locate";
 import type { AgentServer, Client } from "./ctx";
 import type { WireEvent } from "./protocol";
-import { showReviews } from "./review";
 import { didSave, saveForAgent } from "./save";
 
 export class AgentClient implements Client, vscode.Disposable {
   private client: LanguageClient | undefined;
   private adapter: AgentServer | undefined;
   private starting: Promise<void> | undefined;
+  /** The binary the running server was started from. */
+  private command: string | undefined;
   private log = vscode.window.createOutputChannel("agent-lsp server", { log: true });
 
   constructor(
     private context: vscode.ExtensionContext,
     private settings: (problems?: SettingProblem[]) => Settings,
     private onEvent: (ev: WireEvent) => void,
-    /** Appends a line to the transcript: what was saved for a command, an edit waiting for review. */
+    /** Appends a line to the transcript: what was saved for a command. */
     private note: (line: string) => void,
+    /** Handles workspace/applyEdit: the review of edits that need confirmation (review.ts). */
+    private review: NonNullable<WorkspaceMiddleware["handleApplyEdit"]>,
   ) {}
 
   server(): AgentServer | undefined {
@@ -63,7 +69,7 @@ export class AgentClient implements Client, vscode.Disposable {
       initializationOptions: initializationOptions(settings),
       outputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      middleware: { workspace: { handleApplyEdit: showReviews(this.note) }, didSave },
+      middleware: { workspace: { handleApplyEdit: this.review }, didSave },
     };
     const client = new LanguageClient("agentLsp", "agent-lsp", exe, clientOptions);
     client.onNotification("agent/event", (ev: WireEvent) => this.onEvent(ev));
@@ -77,6 +83,35 @@ export class AgentClient implements Client, vscode.Disposable {
     }
     this.client = client;
     this.adapter = agentServer(client);
+    this.command = exe.command;
+    const about = aboutReport(this.runningAbout(client, exe.command));
+    this.log.info(about.text);
+    if (about.warning) {
+      this.log.warn(about.warning);
+    }
+  }
+
+  /** The extension's version and the server's: the running one's (initialize's serverInfo), else the located binary's `--version`. */
+  async about(): Promise<AboutInfo> {
+    const c = this.client;
+    if (c && this.command) {
+      return this.runningAbout(c, this.command);
+    }
+    const extension = this.extensionVersion();
+    const found = await this.findServer(0);
+    if (!found.ok) {
+      return { extension };
+    }
+    const v = await binaryVersion(found.exe.command, found.exe.options.env);
+    return { extension, server: { command: found.exe.command, running: false, ...v } };
+  }
+
+  private runningAbout(c: LanguageClient, command: string): AboutInfo {
+    return { extension: this.extensionVersion(), server: { command, version: c.initializeResult?.serverInfo?.version, running: true } };
+  }
+
+  private extensionVersion(): string {
+    return String(this.context.extension.packageJSON.version);
   }
 
   /** The settings and the binary to start (locate.ts): read now, and again while the configuration settles. */
@@ -136,6 +171,7 @@ export class AgentClient implements Client, vscode.Disposable {
     const c = this.client;
     this.client = undefined;
     this.adapter = undefined;
+    this.command = undefined;
     if (c) {
       try {
         await c.stop(5000);

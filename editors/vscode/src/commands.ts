@@ -3,11 +3,13 @@
 // them. A factory may also register what serves its command (a code action, a
 // document provider) with ctx.pushCleanup.
 import * as vscode from "vscode";
+import { aboutReport } from "./about";
 import type { Cmd, Ctx } from "./ctx";
 import { deleted, errorText, mcpReport, modelItem, parseSessionDocPath, projectItem, projectsReport, sessionDocPath, sessionItem, sessionScheme, switched, transcript } from "./format";
 import { cancelRun, followUpRun, launch, runPrompt } from "./launch";
 import { markdownDocuments } from "./markdownDocs";
 import { requests, type RunArgs, type SessionInfo } from "./protocol";
+import { acceptAll, acceptChange, acceptEdit, rejectAll, rejectChange, rejectEdit, showReview } from "./reviewCommands";
 
 /** The commands by id; package.json contributes exactly these. */
 export const commands = {
@@ -26,6 +28,14 @@ export const commands = {
   "agentLsp.askAboutSelection": askAboutSelection,
   "agentLsp.selectModel": selectModel,
   "agentLsp.showChat": showChat,
+  "agentLsp.about": about,
+  "agentLsp.showReview": showReview,
+  "agentLsp.acceptChange": acceptChange,
+  "agentLsp.rejectChange": rejectChange,
+  "agentLsp.acceptEdit": acceptEdit,
+  "agentLsp.rejectEdit": rejectEdit,
+  "agentLsp.acceptAll": acceptAll,
+  "agentLsp.rejectAll": rejectAll,
 } satisfies Record<string, (ctx: Ctx) => Cmd>;
 
 export type CommandId = keyof typeof commands;
@@ -286,6 +296,19 @@ export function showOutput(ctx: Ctx): Cmd {
 
 export function restart(ctx: Ctx): Cmd {
   return () => ctx.client.restart();
+}
+
+/** Agent: About: the extension's and the server's versions, a warning when they differ; also written to the Agent output. */
+export function about(ctx: Ctx): Cmd {
+  return async () => {
+    const r = aboutReport(await ctx.client.about());
+    ctx.output.appendLine(r.text + (r.warning ? ` ${r.warning}` : ""));
+    if (r.warning) {
+      void vscode.window.showWarningMessage(`${r.text}. ${r.warning}`);
+    } else {
+      void vscode.window.showInformationMessage(r.text);
+    }
+  };
 }
 
 type About = { uri: vscode.Uri; range: vscode.Range };

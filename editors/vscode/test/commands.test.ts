@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, test } from "node:test";
+import type { AboutInfo } from "../src/about";
 import { commands, registerCommands, type CommandId } from "../src/commands";
 import { defaultSettings } from "../src/config";
 import { Ctx, type AgentServer, type Client, type SendOptions } from "../src/ctx";
@@ -48,7 +49,7 @@ const runStart = (session: string): RunStartEvent => ({ session, seq: 1, type: "
 
 let server: FakeServer;
 let ctx: Ctx;
-let client: Client & { keys: string[]; restarts: number };
+let client: Client & { keys: string[]; restarts: number; info: AboutInfo };
 let mode: "apply" | "review";
 
 beforeEach(() => {
@@ -64,6 +65,8 @@ beforeEach(() => {
     configure: async () => {},
     setApiKey: async (k) => void client.keys.push(k),
     restart: async () => void client.restarts++,
+    info: { extension: "0.2.0", server: { command: "/opt/agent-lsp", version: "0.2.0", running: true } },
+    about: async () => client.info,
   };
   ctx = new Ctx(client, () => ({ ...defaultSettings, edits: mode }));
   registerCommands(ctx);
@@ -89,6 +92,21 @@ describe("commands", () => {
     for (const menu of Object.values(pkg.contributes.menus) as { command: string }[][]) {
       for (const m of menu) assert.ok(contributed.includes(m.command), `menu entry ${m.command} is a contributed command`);
     }
+  });
+
+  test("Agent: About shows the extension's and the server's versions, and warns when they differ or the server is missing", async () => {
+    await exec("agentLsp.about");
+    assert.deepEqual(stub.messages, [{ level: "info", text: "agent-lsp: extension 0.2.0, server 0.2.0 (/opt/agent-lsp, running)" }]);
+    assert.match(stub.output.join(""), /extension 0\.2\.0, server 0\.2\.0/);
+    stub.messages = [];
+    client.info = { extension: "0.2.0", server: { command: "/usr/bin/agent-lsp", version: "0.1.0", running: false } };
+    await exec("agentLsp.about");
+    assert.equal(stub.messages[0].level, "warning");
+    assert.match(stub.messages[0].text, /extension 0\.2\.0, server 0\.1\.0 \(\/usr\/bin\/agent-lsp\)\. The server is not the extension's version 0\.2\.0/);
+    stub.messages = [];
+    client.info = { extension: "0.2.0" };
+    await exec("agentLsp.about");
+    assert.deepEqual(stub.messages, [{ level: "warning", text: "agent-lsp: extension 0.2.0; the server binary was not found. Install agent-lsp or set agentLsp.path." }]);
   });
 
   test("Agent: Run sends prompt, selection and edit mode, shows progress, status and the summary", async () => {

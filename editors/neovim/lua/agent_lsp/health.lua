@@ -1,10 +1,12 @@
--- :checkhealth agent_lsp: Neovim and the review mode it gets, the server
--- binary and its version, `agent-lsp doctor --json` (settings, the API key's
--- presence, a live check of the endpoint, the store, the sandbox), the
--- running clients, settings that will misbehave, and the integrations found.
--- The API key is never shown: doctor reports only whether it is present.
+-- :checkhealth agent_lsp: Neovim and the review mode it gets, the plugin's
+-- version and help tags, the server binary and its version (against the
+-- plugin's), `agent-lsp doctor --json` (settings, the API key's presence, a
+-- live check of the endpoint, the store, the sandbox), the running clients,
+-- settings that will misbehave, and the integrations found. The API key is
+-- never shown: doctor reports only whether it is present.
 local compat = require("agent_lsp.compat")
 local config = require("agent_lsp.config")
+local version = require("agent_lsp.version")
 
 local M = {}
 
@@ -146,7 +148,51 @@ local function neovim(h)
   end
 end
 
--- binary reports the server binary; it returns its path, or nil when missing.
+---The help tags of the plugin's doc/agent-lsp.txt: the folder that holds it
+---(nil when no such file is on the runtime path) and whether the tags file
+---beside it has the agent-lsp tag.
+---@return string|nil doc
+---@return boolean tagged
+function M.helptags()
+  local txt = vim.api.nvim_get_runtime_file("doc/agent-lsp.txt", false)[1]
+  if not txt then
+    return nil, false
+  end
+  local doc = vim.fn.fnamemodify(txt, ":h")
+  local ok, lines = pcall(vim.fn.readfile, doc .. "/tags")
+  if ok then
+    for _, line in ipairs(lines) do
+      if line:sub(1, 10) == "agent-lsp\t" then
+        return doc, true
+      end
+    end
+  end
+  return doc, false
+end
+
+local function plugin(h)
+  h.ok(("plugin version %s"):format(version))
+  local doc, tagged = M.helptags()
+  if tagged then
+    h.ok(("help: :help agent-lsp (tags in %s)"):format(doc))
+  elseif doc then
+    h.warn(("help tags are missing in %s: :help agent-lsp fails until they are made"):format(doc), {
+      ("run :helptags %s (lazy.nvim's build step does it on install and update)"):format(vim.fn.fnameescape(doc)),
+    })
+  else
+    h.warn("doc/agent-lsp.txt is not on the runtime path: add the plugin's folder (editors/neovim), not the repository's root")
+  end
+end
+
+---The version in `agent-lsp --version`'s output ("agent-lsp 0.2.0 (go1.26 linux/amd64)").
+---@param out string
+---@return string|nil
+function M.server_version(out)
+  return out:match("^agent%-lsp (%S+)")
+end
+
+-- binary reports the server binary and whether its version is the plugin's;
+-- it returns its path, or nil when missing.
 local function binary(h, o)
   local bin = o.cmd and o.cmd[1]
   if not bin or vim.fn.executable(bin) ~= 1 then
@@ -158,8 +204,14 @@ local function binary(h, o)
   end
   local path = vim.fn.exepath(bin)
   local out, code = M.run({ bin, "--version" }, nil, 5000)
-  if code == 0 and out then
+  local v = code == 0 and out and M.server_version(out)
+  if v == version then
     h.ok(("server: %s (%s)"):format(vim.trim(out), path ~= "" and path or bin))
+  elseif v then
+    h.warn(("server: %s (%s) is not the plugin's version %s"):format(vim.trim(out), path ~= "" and path or bin, version), {
+      "rebuild the server from the plugin's checkout: go build -o editors/neovim/bin/agent-lsp ./cmd/agent-lsp",
+      "or update the plugin to the server's version",
+    })
   else
     h.warn(("server %s did not tell its version (exit %d)"):format(bin, code))
   end
@@ -258,6 +310,7 @@ function M.check()
   local o = config.options
   h.start("agent-lsp: Neovim")
   neovim(h)
+  plugin(h)
   h.start("agent-lsp: server")
   local bin = binary(h, o)
   if bin then

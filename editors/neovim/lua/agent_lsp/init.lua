@@ -20,6 +20,7 @@
 --   chat      the chat buffer (:AgentChat): transcript, live runs, sending
 --   context   the chat's #references: agent.run's context
 --   health    :checkhealth agent_lsp
+--   version   the plugin's version (the repository's VERSION)
 --   types     LuaCATS types of the wire contract (annotations only)
 -- plugin/agent_lsp.lua defines the commands at startup; setup() configures
 -- the plugin and starts attaching to file buffers.
@@ -34,6 +35,11 @@ local M = {}
 ---effect at its next use, e.g. `require("agent_lsp").config.edits = "review"`.
 ---@type AgentLsp.Config
 M.config = config.options
+
+---The plugin's version, the repository's VERSION (the server's and the VS
+---Code extension's too).
+---@type string
+M.version = require("agent_lsp.version")
 
 ---The plugin's view of the running work: runs in flight, the last run and
 ---session, the statusline text.
