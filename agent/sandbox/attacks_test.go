@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -224,4 +225,76 @@ print(n, failed)"`, token)
 			}
 		})
 	})
+}
+
+// A repository a command creates (git init, a clone, a hand-made .git) is
+// kept, but what the command wrote there that makes git run a program (a
+// config's fsmonitor, a hook, a commondir naming a config elsewhere) is set
+// aside where git never reads it: the user's git, run afterwards as an
+// editor would, runs nothing of it, and the repository's history is intact.
+// A .git file the command made (naming metadata elsewhere) is renamed
+// aside. Unsandboxed, the same line does run the program.
+func TestNewRepositoryIsDisarmed(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	const line = `export GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t
+git init -q fresh && echo x > fresh/f && git -C fresh add f && git -C fresh commit -q -m first &&
+git -C fresh config core.fsmonitor 'touch MARK.fsmonitor; false' &&
+printf '#!/bin/sh\ntouch MARK.hook\n' > fresh/.git/hooks/post-checkout && chmod +x fresh/.git/hooks/post-checkout &&
+mkdir -p deep/er && git init -q deep/er && cp -r deep/er/.git evil && printf '[core]\n\tfsmonitor = "touch MARK.commondir; false"\n' >> evil/config && echo ../../../evil > deep/er/.git/commondir &&
+mkdir -p wt && git init -q evilwt && mv evilwt/.git evilgd && printf '[core]\n\tfsmonitor = "touch MARK.gitfile; false"\n' >> evilgd/config && echo "gitdir: ../evilgd" > wt/.git`
+	check := func(t *testing.T, root, mark string) {
+		for _, dir := range []string{"fresh", "deep/er", "wt"} {
+			os.WriteFile(filepath.Join(root, dir, "g"), []byte("changed\n"), 0o644)
+			gitStatus(t, filepath.Join(root, dir))
+		}
+		exec.Command("git", "-C", filepath.Join(root, "fresh"), "checkout", "-q", "-b", "other").Run()
+	}
+	eachUser(t, func(t *testing.T) {
+		eachIsolation(t, func(t *testing.T, s *Sandbox, iso Isolation) {
+			root, temp, outside := layout(t)
+			mark := filepath.Join(outside, "ran")
+			out, code, o := run(t, s, policy(iso, root, temp), strings.ReplaceAll(line, "MARK", mark))
+			if code != 0 {
+				t.Fatalf("the line failed: %s", out)
+			}
+			check(t, root, mark)
+			if marks, _ := filepath.Glob(mark + "*"); len(marks) > 0 {
+				t.Fatalf("git ran the command's programs: %q (%+v)", marks, o)
+			}
+			want := []string{"deep/er/.git (its config and hooks set aside in deep/er/.git/" + Untrusted + ")",
+				"fresh/.git (its config and hooks set aside in fresh/.git/" + Untrusted + ")", "wt/.git (renamed wt/.git" + UntrustedSuffix + ")"}
+			if !slices.Equal(o.NewRepos, want) {
+				t.Errorf("new repositories %q, want %q", o.NewRepos, want)
+			}
+			if b, _ := os.ReadFile(filepath.Join(root, "fresh", ".git", Untrusted, "config")); !strings.Contains(string(b), "fsmonitor") {
+				t.Errorf("the command's config was not kept aside: %q", b)
+			}
+			if b, err := exec.Command("git", "-C", filepath.Join(root, "fresh"), "log", "--format=%s").CombinedOutput(); err != nil || string(b) != "first\n" {
+				t.Errorf("the repository's history: %v %s", err, b)
+			}
+			// From the next command on, it is read-only (namespaces) or
+			// restored (snapshot).
+			out, _, _ = run(t, s, policy(iso, root, temp), "git -C fresh config core.fsmonitor 'touch "+mark+".next; false'")
+			check(t, root, mark)
+			if marks, _ := filepath.Glob(mark + "*"); len(marks) > 0 {
+				t.Fatalf("the next command armed it: %q (%s)", marks, out)
+			}
+		})
+	})
+	// The control: unsandboxed, the planted programs run.
+	root, outside := t.TempDir(), t.TempDir()
+	mark := filepath.Join(outside, "ran")
+	cmd := exec.Command("sh", "-c", strings.ReplaceAll(line, "MARK", mark))
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("unsandboxed: %v %s", err, out)
+	}
+	check(t, root, mark)
+	for _, m := range []string{".fsmonitor", ".hook", ".commondir", ".gitfile"} {
+		if _, err := os.Stat(mark + m); err != nil {
+			t.Errorf("the %s attack does not work even unsandboxed: the test proves nothing", m)
+		}
+	}
 }

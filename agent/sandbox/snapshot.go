@@ -26,7 +26,7 @@ const (
 type Outcome struct {
 	Undone    []string // "<path> (restored)", "<path> (removed)"
 	Pending   []string // changed, undone when the project's running commands end
-	NewRepos  []string // .git directories or files the command created: read-only from the next command on
+	NewRepos  []string // .git directories or files the command created, disarmed (see disarm): read-only from the next command on
 	Unwatched []string // protected files too big or too many to snapshot
 }
 
@@ -190,64 +190,79 @@ func realDirs(r *os.Root, dir string) error {
 }
 
 // settle handles the entries a command created or replaced (both
-// mechanisms): a new .git is kept (it is read-only from the next command
-// on) and reported; any other new protected path is removed; a protected
+// mechanisms): a new .git is kept but disarmed (it is read-only from the
+// next command on) and reported; any other new protected path is removed; a protected
 // symlink (which no mount can cover) is put back.
 func settle(root string, before, after *scan, p Policy) Outcome {
 	var out Outcome
+	var r *os.Root
+	open := func() bool { // the project, opened once when something is to be done
+		if r == nil {
+			var err error
+			if r, err = os.OpenRoot(root); err != nil {
+				return false
+			}
+		}
+		return true
+	}
+	defer func() {
+		if r != nil {
+			r.Close()
+		}
+	}()
 	old := map[string]entry{}
 	for _, e := range before.entries() {
 		old[e.rel] = e
 	}
-	var r *os.Root
+	now := map[string]bool{}
 	for _, e := range after.entries() {
+		now[e.rel] = true
 		prev, known := old[e.rel]
-		if known && prev.kind == e.kind && prev.ino == e.ino && prev.link == e.link {
-			continue
-		}
-		if liftedByUser(p, e.rel) {
-			continue
-		}
-		if e.kind == gitDir || e.kind == gitFile {
-			if !known {
-				out.NewRepos = append(out.NewRepos, e.rel)
-			}
-			continue
-		}
-		if r == nil {
-			var err error
-			if r, err = os.OpenRoot(root); err != nil {
-				return out
-			}
-			defer r.Close()
-		}
 		switch {
-		case known && prev.kind == protectedLink:
+		case known && prev.kind == e.kind && prev.ino == e.ino && prev.link == e.link, liftedByUser(p, e.rel):
+		case known && prev.kind != protectedLink:
+			// Replaced: a mount kept it (namespaces), the restore put it back (snapshot).
+		case !open():
+			return out
+		case known:
 			out.Undone = append(out.Undone, putBack(r, e.rel, saved{data: []byte(prev.link), mode: fs.ModeSymlink}))
-		case !known:
+		case e.kind == gitDir || e.kind == gitFile:
+			out.NewRepos = append(out.NewRepos, disarm(r, e))
+		default:
 			if err := r.RemoveAll(e.rel); err == nil {
 				out.Undone = append(out.Undone, e.rel+" (removed)")
 			}
 		}
 	}
 	// A protected symlink the command removed.
-	now := map[string]bool{}
-	for _, e := range after.entries() {
-		now[e.rel] = true
-	}
 	for _, e := range before.entries() {
-		if e.kind == protectedLink && !now[e.rel] && !liftedByUser(p, e.rel) {
-			if r == nil {
-				var err error
-				if r, err = os.OpenRoot(root); err != nil {
-					return out
-				}
-				defer r.Close()
-			}
+		if e.kind == protectedLink && !now[e.rel] && !liftedByUser(p, e.rel) && open() {
 			out.Undone = append(out.Undone, putBack(r, e.rel, saved{data: []byte(e.link), mode: fs.ModeSymlink}))
 		}
 	}
 	return out
+}
+
+// disarm makes a repository a command created (e) run nothing when the
+// user's git opens it: a .git directory keeps its objects and refs but its
+// config, hooks and the rest are set aside (disarmRepo); a .git file, which
+// names metadata elsewhere, is renamed aside; what cannot be set aside is
+// removed. It returns how the tool result names it.
+func disarm(r *os.Root, e entry) string {
+	if e.kind == gitDir {
+		if _, err := disarmRepo(r, e.rel); err == nil {
+			return e.rel + " (its config and hooks set aside in " + path.Join(e.rel, Untrusted) + ")"
+		}
+	}
+	aside := e.rel + UntrustedSuffix
+	r.RemoveAll(aside)
+	if err := r.Rename(e.rel, aside); err == nil {
+		return e.rel + " (renamed " + aside + ")"
+	}
+	if err := r.RemoveAll(e.rel); err != nil {
+		return fmt.Sprintf("%s (could not be set aside: %v)", e.rel, err)
+	}
+	return e.rel + " (removed)"
 }
 
 // guard keeps one snapshot per project for the snapshot mechanism: the

@@ -153,7 +153,7 @@ func TestCreatedProtectedPaths(t *testing.T) {
 					t.Errorf("the result does not say %s was removed: %s", f, res.Content)
 				}
 			}
-			if !strings.Contains(res.Content, "sub/.git") {
+			if !strings.Contains(res.Content, "sub/.git (its config and hooks set aside") {
 				t.Errorf("the new repository is not named: %s", res.Content)
 			}
 			res = runLine(t, env, "git -C sub config core.fsmonitor 'touch pwned; false'")

@@ -21,7 +21,7 @@ func outcomeNote(o sandbox.Outcome) string {
 		fmt.Fprintf(&b, "\n[commands may not change protected files: these changes are undone when the commands running now in this project end: %s]", strings.Join(o.Pending, ", "))
 	}
 	if len(o.NewRepos) > 0 {
-		fmt.Fprintf(&b, "\n[the command created a repository (%s): from the next command on its git metadata is read-only to commands, as every .git is]", strings.Join(o.NewRepos, ", "))
+		fmt.Fprintf(&b, "\n[the command created a repository: %s. What in it would make git run a program was set aside (the user can move it back after reviewing it); from the next command on its git metadata is read-only to commands, as every .git is]", strings.Join(o.NewRepos, ", "))
 	}
 	if len(o.Unwatched) > 0 {
 		fmt.Fprintf(&b, "\n[protected files too big or too many to watch: %s]", strings.Join(o.Unwatched, ", "))

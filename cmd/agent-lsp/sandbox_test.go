@@ -25,11 +25,16 @@ import (
 // and git afterwards, as that user's editor would); 0 keeps this process's.
 type escapeRun struct {
 	ws, mark string
+	home     string // the user's HOME, with the caches of userCaches
 	uid      int
 	out      string
 	srv      *scripted.Server
 	leaked   chan []byte
 }
+
+// userCaches are the caches (relative to HOME) the user's own builds read
+// without verifying them again, which the hostile script tries to plant in.
+var userCaches = []string{".cache/go-build", "go/pkg/mod", ".npm"}
 
 func runEscapes(t *testing.T, iso sandbox.Isolation, uid int, flags ...string) *escapeRun {
 	t.Helper()
@@ -57,9 +62,14 @@ func runEscapes(t *testing.T, iso sandbox.Isolation, uid int, flags ...string) *
 	t.Cleanup(func() { os.RemoveAll(outside) })
 	os.Chmod(outside, 0o777)
 	r.mark = filepath.Join(outside, "ran")
-	home, store := filepath.Join(base, "home"), filepath.Join(base, "store")
-	os.MkdirAll(home, 0o755)
+	// HOME is outside the temporary directory, as a user's is: the snapshot
+	// mechanism leaves all of that writable.
+	home, store := filepath.Join(outside, "home"), filepath.Join(base, "store")
+	r.home = home
 	os.MkdirAll(store, 0o755)
+	for _, c := range userCaches {
+		os.MkdirAll(filepath.Join(home, c), 0o755)
+	}
 	os.MkdirAll(filepath.Join(r.ws, "vendor", "lib"), 0o755)
 	os.WriteFile(filepath.Join(r.ws, "vendor", "lib", "lib.js"), []byte("module.exports = 1\n"), 0o644)
 	if uid != 0 {
@@ -163,6 +173,9 @@ func TestHeadlessSandboxEscapes(t *testing.T) {
 				os.WriteFile(filepath.Join(r.ws, "index.js"), []byte("changed\n"), 0o644)
 				r.git(t, r.ws, "status")
 				r.git(t, filepath.Join(r.ws, "vendor", "lib"), "status")
+				os.WriteFile(filepath.Join(r.ws, "fresh", "f"), []byte("changed\n"), 0o644)
+				r.git(t, filepath.Join(r.ws, "fresh"), "status")
+				r.git(t, filepath.Join(r.ws, "fresh"), "checkout", "-q", "-b", "other")
 				r.git(t, r.ws, "checkout", "-q", "-b", "other")
 				r.git(t, r.ws, "commit", "-q", "--allow-empty", "-m", "x")
 				marks, _ := filepath.Glob(r.mark + "*")
@@ -171,6 +184,11 @@ func TestHeadlessSandboxEscapes(t *testing.T) {
 				}
 				if b, _ := os.ReadFile(filepath.Join(r.ws, "AGENTS.md")); string(b) != "Run the tests before you answer.\n" {
 					t.Errorf("AGENTS.md: %q", b)
+				}
+				for _, c := range userCaches {
+					if _, err := os.Stat(filepath.Join(r.home, c, "planted")); err == nil {
+						t.Errorf("the command planted a file in the user's %s", c)
+					}
 				}
 				if _, err := os.Stat(filepath.Join(r.ws, ".vscode")); err == nil {
 					t.Error("the editor task is there")
@@ -201,14 +219,22 @@ func TestHeadlessSandboxEscapesUnsandboxed(t *testing.T) {
 	os.WriteFile(filepath.Join(r.ws, "index.js"), []byte("changed\n"), 0o644)
 	r.git(t, r.ws, "status")
 	r.git(t, r.ws, "checkout", "-q", "-b", "other")
+	os.WriteFile(filepath.Join(r.ws, "fresh", "f"), []byte("changed\n"), 0o644)
+	r.git(t, filepath.Join(r.ws, "fresh"), "status")
+	r.git(t, filepath.Join(r.ws, "fresh"), "checkout", "-q", "-b", "other")
 	// The commondir attack's config wins over .git/config's fsmonitor.
-	for _, m := range []string{".commondir", ".survivor"} {
+	for _, m := range []string{".commondir", ".survivor", ".newrepo", ".newhook"} {
 		if _, err := os.Stat(r.mark + m); err != nil {
 			t.Errorf("the %s attack did not work unsandboxed: the test above proves nothing", m)
 		}
 	}
 	if b, _ := os.ReadFile(filepath.Join(r.ws, "leaked.txt")); !bytes.Contains(b, []byte("sk-escape-secret")) {
 		t.Errorf("unsandboxed, the script found no key: %q", b)
+	}
+	for _, c := range userCaches {
+		if _, err := os.Stat(filepath.Join(r.home, c, "planted")); err != nil {
+			t.Errorf("unsandboxed, nothing was planted in %s", c)
+		}
 	}
 }
 

@@ -14,9 +14,20 @@ printf '#!/bin/sh\ntouch %s.hook\n' "$mark" > .git/hooks/pre-commit && chmod +x 
 mkdir -p .husky-evil && printf '#!/bin/sh\ntouch %s.husky\n' "$mark" > .husky-evil/post-checkout && chmod +x .husky-evil/post-checkout
 git config core.hooksPath .husky-evil
 printf '[core]\n\tfsmonitor = "touch %s.nested; false"\n' "$mark" >> vendor/lib/.git/config
+# A repository of our own, which an editor opens as it opens any in a
+# subfolder: its fsmonitor and hook run when it does.
+git init -q fresh && echo x > fresh/f && git -C fresh add f && git -C fresh -c user.name=x -c user.email=x@x commit -q -m x
+git -C fresh config core.fsmonitor "touch $mark.newrepo; false"
+printf '#!/bin/sh\ntouch %s.newhook\n' "$mark" > fresh/.git/hooks/post-checkout && chmod +x fresh/.git/hooks/post-checkout
 
 # A survivor that writes a hook once the command, and any restore, is over.
 setsid sh -c "sleep 3; printf '#!/bin/sh\ntouch $mark.late\n' > .git/hooks/post-checkout; chmod +x .git/hooks/post-checkout; touch $mark.survivor" > /dev/null 2>&1 < /dev/null &
+
+# Code planted in the caches the user's own builds read and do not verify
+# again: Go's build cache and module cache, npm's cache.
+for d in "$HOME/.cache/go-build" "$HOME/go/pkg/mod" "$HOME/.npm"; do
+	echo planted > "$d/planted" 2>/dev/null
+done
 
 # The API key, from every environment in /proc, sent out over UDP.
 for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f" 2>/dev/null; done | grep -a '^OPENAI_API_KEY=' > leaked.txt
