@@ -226,6 +226,10 @@ func settle(root string, before, after *scan, p Policy) Outcome {
 			return out
 		case known:
 			out.Undone = append(out.Undone, putBack(r, e.rel, saved{data: []byte(prev.link), mode: fs.ModeSymlink}))
+		case e.kind == gitFile && len(e.targets) > 0 && !slices.ContainsFunc(e.targets, func(t string) bool { return !writableByUser(p, t) }):
+			// A worktree or a submodule of a repository the user let
+			// commands write (its metadata is as trusted as that).
+			out.NewRepos = append(out.NewRepos, e.rel)
 		case e.kind == gitDir || e.kind == gitFile:
 			out.NewRepos = append(out.NewRepos, disarm(r, e))
 		default:
@@ -241,6 +245,13 @@ func settle(root string, before, after *scan, p Policy) Outcome {
 		}
 	}
 	return out
+}
+
+// writableByUser reports whether abs lies in a directory of the project the
+// user made writable (see liftedByUser).
+func writableByUser(p Policy, abs string) bool {
+	rel, ok := inside(p.Root, abs)
+	return ok && liftedByUser(p, rel)
 }
 
 // disarm makes a repository a command created (e) run nothing when the

@@ -111,6 +111,13 @@ func TestGitWriteRefusedNamesThePath(t *testing.T) {
 	if res := runLine(t, env, "git add new.txt && git commit -q -m more && git config core.editor true"); res.IsError {
 		t.Fatalf("with .git writable: %s", res.Content)
 	}
+	// A worktree of it is the user's too: its .git file is kept.
+	if res := runLine(t, env, "git worktree add -q wt"); res.IsError {
+		t.Fatalf("a worktree with .git writable: %s", res.Content)
+	}
+	if b, err := exec.Command("git", "-C", filepath.Join(root, "wt"), "rev-parse", "--show-toplevel").CombinedOutput(); err != nil || string(b) != filepath.Join(root, "wt")+"\n" {
+		t.Fatalf("the worktree: %v %s", err, b)
+	}
 }
 
 // A protected file with another link makes every command of the project
