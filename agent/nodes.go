@@ -178,7 +178,7 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 	project := rt.st.project.Get(s)
 	env := &tools.Env{Workspace: rt.cfg.Workspace, Session: r.session.ID, Project: project, Editor: r.editor, Permissions: r.perms,
 		Trust: trust{recorded: rt.st.commandFilesChanged.Get(s), acc: r.acc}, CommandEnv: rt.cfg.CommandEnv,
-		Sandbox: rt.cfg.Sandbox, SandboxSettings: rt.cfg.SandboxSettings, Protected: &rt.guard,
+		Sandbox: rt.cfg.Sandbox, SandboxSettings: rt.cfg.SandboxSettings,
 		MaxOutput: rt.cfg.MaxToolOutput, CommandTimeout: rt.cfg.CommandTimeout}
 	env.Subagent = func(ctx context.Context, req tools.SubagentRequest) (tools.SubagentResult, error) {
 		return rt.subagent(ctx, r, project, call.ID, req)

@@ -226,7 +226,8 @@ export function projectsReport(projects: ProjectInfo[]): string {
     const item = projectItem(p);
     const s = p.sandbox;
     out.push("", `## ${p.name}`, "", item.description, "", item.detail, "", "### Sandbox", "");
-    out.push(`mode ${s.mode} · ${s.landlockABI ? `Landlock ABI ${s.landlockABI}` : "no Landlock"} · ${network(s)}`);
+    const isolation = s.isolation && s.isolation !== "none" ? ` · isolation ${s.isolation}` : "";
+    out.push(`mode ${s.mode}${isolation} · ${s.landlockABI ? `Landlock ABI ${s.landlockABI}` : "no Landlock"} · ${network(s)}`);
     const list = (title: string, items: string[] | undefined, show = (i: string) => i) => {
       if (items?.length) {
         out.push("", `${title}:`, "", ...items.map((i) => `- ${show(i)}`));

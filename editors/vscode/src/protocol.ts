@@ -217,6 +217,10 @@ export interface SandboxReport {
   mode: SandboxMode;
   /** The kernel's Landlock ABI; 0: none. */
   landlockABI: number;
+  /** The mechanism in force: namespaces, or snapshot where user namespaces are refused; none when not confined. */
+  isolation?: "namespaces" | "snapshot" | "none";
+  /** What bounds a command's processes ("pids cgroup v1", "RLIMIT_NPROC"); absent when nothing does. */
+  processes?: string;
   /** The rights actually enforced at that ABI, human-readable; empty when nothing is. */
   enforced: string[];
   /** What is not enforced, and why. */
