@@ -148,11 +148,10 @@ type Runtime struct {
 	st          schema
 	prompts     promptCache
 	subSem      chan struct{}
-	guard       tools.ProtectedGuard // protected files around sandboxed commands
-	budgetMu    sync.Mutex           // guards budgets
-	budgets     map[string]*budget   // each model's context, learned as it answers
-	autoContext bool                 // ContextTokens was not configured: each model's known size
-	counter     counter              // token estimates of messages, by ID
+	budgetMu    sync.Mutex         // guards budgets
+	budgets     map[string]*budget // each model's context, learned as it answers
+	autoContext bool               // ContextTokens was not configured: each model's known size
+	counter     counter            // token estimates of messages, by ID
 
 	runs *Runs // the sessions running now, maybe shared with other runtimes
 
