@@ -105,6 +105,9 @@ type Config struct {
 	// Prices is what models cost (USD per million tokens), by model name:
 	// usage events and results then carry a cost.
 	Prices map[string]model.Price
+	// Hooks gives each project's runs the commands to run on their events
+	// (agent/hooks); nil: none.
+	Hooks HookSource
 	// Runs is the registry of running sessions; nil: the runtime's own.
 	// Runtimes over one store share one (a session runs once), and a prompt
 	// for a session running in another of them is queued into that run.
@@ -439,9 +442,12 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	r := rt.newRun(sess, req)
+	if text, err = rt.promptHooks(ctx, r, project, text); err != nil {
+		return Result{}, err
+	}
 	human := message.NewHuman(text)
 	human.Name = "human@" + project
-	r := rt.newRun(sess, req)
 	rt.addTools(ctx, r, project)
 	if err := rt.fits(r, project, human); err != nil {
 		return Result{}, err
@@ -586,6 +592,11 @@ func (rt *Runtime) finish(ctx context.Context, r *run, res graph.Result, err err
 	if err != nil {
 		out.Status, out.Error = graph.StatusFailed, rt.explain(r, err)
 	}
+	project := r.session.Project
+	if p := rt.st.project.Get(res.State); p != "" {
+		project = p
+	}
+	rt.stopHooks(ctx, r, project, out)
 	r.emit(event.RunEnd{Status: out.Status, Error: out.Error})
 	return out, nil
 }
