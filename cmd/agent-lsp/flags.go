@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/agent-lsp/agent-lsp/server/config"
 )
 
 // newFlags is the flag set of the command name: its errors go to stderr,
@@ -24,7 +26,7 @@ func newFlags(name, usage, after string, stderr io.Writer) *flag.FlagSet {
 // false and code is its exit status: 0 after --help, 2 after a bad flag
 // (fs has said why).
 func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(config.JoinFlagValues(args)); err != nil {
 		if err == flag.ErrHelp {
 			return 0, false
 		}

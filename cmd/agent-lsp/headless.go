@@ -83,7 +83,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cl.printResult(res, stdout)
 		return res.exitCode()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(config.JoinFlagValues(args)); err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}
