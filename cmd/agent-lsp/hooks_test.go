@@ -175,3 +175,28 @@ func TestHeadlessRepositoryHooks(t *testing.T) {
 		t.Fatalf("a changed hook under the old hash: exit %d, ran %v: %s", code, ran(cl), errOut)
 	}
 }
+
+// A prompt hook that exits 2 refuses the prompt: the model is not called,
+// the run fails (exit 1) with the hook's reason; a prompt hook's output
+// otherwise joins the prompt.
+func TestHeadlessPromptHook(t *testing.T) {
+	cl := newCLI(t, scripted.Turn{Text: "done"})
+	xdg := userHooks(t, `{"prompt": [{"command": "grep -q password && { echo 'do not paste passwords' >&2; exit 2; }; echo 'branch: main'"}]}`)
+	out, errOut, code := cl.runHooked(t, xdg, "run", "--no-daemon", "--json", "--workspace", cl.workspace, "my password is hunter2")
+	_, result := jsonLines(t, out)
+	if code != 1 || len(cl.srv.Requests()) != 0 || !strings.Contains(result["error"].(string), "do not paste passwords") {
+		t.Fatalf("exit %d, %d requests: %s %s", code, len(cl.srv.Requests()), out, errOut)
+	}
+	if _, errOut, code := cl.runHooked(t, xdg, "run", "--no-daemon", "--workspace", cl.workspace, "fix it"); code != 0 || !strings.Contains(firstRequestPrompt(cl.srv), "branch: main") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+func firstRequestPrompt(srv *scripted.Server) string {
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		return ""
+	}
+	msgs := reqs[0].Messages
+	return msgs[len(msgs)-1].Content
+}
