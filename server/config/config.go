@@ -323,7 +323,7 @@ var Table = []Setting{
 		Doc:  "seconds without a call after which a project's MCP servers stop (1..86400); the next call starts them again",
 		kind: intKind(func(s *Settings) *int { return &s.MCPIdle }, 1, 86400)},
 	{Name: "hooks", Init: "hooks", Default: "none",
-		Doc:  "commands run on the agent's events, in the hooks.json shape: {pre_tool|post_tool|prompt|stop: [{matcher, command, timeout}]}; yours: they run with your rights (docs/customization.md)",
+		Doc:  "commands run on the agent's events, in the hooks.json shape ({EVENT: [{matcher, command, timeout}]} for pre_tool, post_tool, prompt and stop); yours: they run with your rights (docs/customization.md)",
 		kind: objectKind(func(s *Settings) *json.RawMessage { return &s.Hooks })},
 	{Name: "allowed repository hooks", Init: "allowHooks", Flag: "allow-hooks", Default: "none", Bare: "*", Takes: isHookRef,
 		Doc:  "a repository's .agents/hooks.json runs without asking when this names its hash (the run that did not run them prints it); a bare --allow-hooks runs whatever hooks the repository has (repeatable); headless runs run no repository hook without it",
