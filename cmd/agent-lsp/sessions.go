@@ -70,6 +70,9 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
 			return 1
 		}
+		if foreign := (*daemon.ForeignPeerError)(nil); errors.As(err, &foreign) {
+			fmt.Fprintf(stderr, "agent-lsp sessions: %v; reading the store file directly\n", err)
+		}
 	}
 	warn := store.WithWarn(func(msg string) { fmt.Fprintf(stderr, "agent-lsp sessions: %s\n", msg) })
 	var db *store.Bolt
