@@ -50,7 +50,7 @@ func TestToolHooks(t *testing.T) {
 		t.Fatal("the blocked command ran")
 	}
 	reqs := h.srv.Requests()
-	if first := reqs[0].Messages[len(reqs[0].Messages)-1].Content; !strings.Contains(first, "branch policy: small commits") || !strings.Contains(first, "Context from your hooks.json") {
+	if first := reqs[0].Messages[len(reqs[0].Messages)-1].Content; !strings.Contains(first, "branch policy: small commits") || !strings.Contains(first, "Context from a hook: your hooks.json") {
 		t.Fatalf("prompt: %q", first)
 	}
 	tms := toolMessages(reqs[1])
