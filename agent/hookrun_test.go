@@ -78,3 +78,29 @@ func TestPromptHookRefuses(t *testing.T) {
 		t.Fatalf("%v, %d requests", err, len(h.srv.Requests()))
 	}
 }
+
+// A prompt given to a running session passes its prompt hooks too: a hook
+// that refuses it keeps it out of the run.
+func TestQueuedPromptPassesPromptHooks(t *testing.T) {
+	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "sleep 2"})}},
+		{Text: "done"}}}, Config{Hooks: &hookFile{doc: `{"prompt": [{"command": "grep -q secret && { echo 'no secrets' >&2; exit 2; }; exit 0"}]}`}})
+	done := make(chan Result, 1)
+	go func() { done <- h.run(context.Background(), Request{Prompt: "start", Permissions: allowAll(true)}) }()
+	waitFor(t, "the slow tool", func() bool { return len(h.eventsOf("tool.start")) > 0 })
+	session := h.eventsOf("tool.start")[0].Session
+	if _, err := h.rt.Run(context.Background(), Request{Session: session, Prompt: "the secret is 42"}); !errors.Is(err, ErrPromptRefused) {
+		t.Fatalf("queued: %v", err)
+	}
+	if res, err := h.rt.Run(context.Background(), Request{Session: session, Prompt: "also this"}); err != nil || res.Status != StatusQueued {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if res := <-done; res.Status != "done" {
+		t.Fatalf("%+v", res)
+	}
+	for _, m := range h.srv.Requests()[1].Messages {
+		if strings.Contains(m.Content, "secret is 42") {
+			t.Fatal("the refused prompt reached the model")
+		}
+	}
+}
