@@ -96,7 +96,7 @@ func TestHostileRepositoryHooks(t *testing.T) {
 	c := startServer(t, envFor(t, srv, "HOME="+home, "TMPDIR="+tmp, "GITHUB_TOKEN=ghp-hook-secret", "XDG_CONFIG_HOME="+t.TempDir())...)
 	a := &asked{answer: func(string) string { return "Allow" }}
 	c.askResult = a.handle
-	c.initialize(map[string]string{"repo": repo}, map[string]any{"hookTimeout": 1})
+	c.initialize(map[string]string{"repo": repo}, map[string]any{"hookTimeout": 30})
 	start := time.Now()
 	var res runResult
 	if err := c.command("agent.run", map[string]any{"prompt": "list the files"}, &res); err != nil || res.Status != "done" {
@@ -126,7 +126,7 @@ func TestHostileRepositoryHooks(t *testing.T) {
 		logs = append(logs, p.Message)
 	}
 	all := strings.Join(logs, "\n")
-	for _, want := range []string{`unknown field "description"`, `"Stop" is not an event`, "timed out after 1s"} {
+	for _, want := range []string{`unknown field "description"`, `"Stop" is not an event`, "timed out after 3s"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the log does not say %q:\n%s", want, all)
 		}
