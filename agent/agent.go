@@ -116,6 +116,9 @@ type Config struct {
 	// Fetch is how fetch_url reaches the web: the hosts it may fetch without
 	// asking, and its network.
 	Fetch tools.FetchConfig
+	// Hooks gives each project's runs the commands to run on their events
+	// (agent/hooks); nil: none.
+	Hooks HookSource
 	// Runs is the registry of running sessions; nil: the runtime's own.
 	// Runtimes over one store share one (a session runs once), and a prompt
 	// for a session running in another of them is queued into that run.
@@ -461,14 +464,17 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	human := message.NewHuman(text)
-	human.Name = "human@" + project
 	r := rt.newRun(sess, req)
 	rt.seeing(ctx, r)
 	imgs, err := rt.promptImages(ctx, r, project, req.Images)
 	if err != nil {
 		return Result{}, err
 	}
+	if text, err = rt.promptHooks(ctx, r, project, text); err != nil {
+		return Result{}, err
+	}
+	human := message.NewHuman(text)
+	human.Name = "human@" + project
 	human.Images = refs(imgs)
 	rt.addTools(ctx, r, project)
 	if err := rt.fits(r, project, human); err != nil {
@@ -615,6 +621,11 @@ func (rt *Runtime) finish(ctx context.Context, r *run, res graph.Result, err err
 	if err != nil {
 		out.Status, out.Error, out.Reason = graph.StatusFailed, rt.explain(r, err), reasonOf(err)
 	}
+	project := r.session.Project
+	if p := rt.st.project.Get(res.State); p != "" {
+		project = p
+	}
+	rt.stopHooks(ctx, r, project, out)
 	r.emit(event.RunEnd{Status: out.Status, Error: out.Error})
 	return out, nil
 }

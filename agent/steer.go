@@ -46,6 +46,9 @@ func (rt *Runtime) queue(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if text, err = owner.promptHooks(ctx, r, project, text); err != nil {
+		return Result{}, err // a queued prompt passes the prompt hooks too
+	}
 	human := message.NewHuman(text)
 	human.Name = "human@" + project
 	human.Images = refs(imgs)

@@ -20,6 +20,7 @@ import (
 	"syscall"
 
 	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/agent/hooks"
 	"github.com/agent-lsp/agent-lsp/agent/images"
 	"github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
@@ -70,6 +71,10 @@ type Settings struct {
 	// MCPUnsandboxed names repository MCP servers whose "sandbox": false is
 	// honoured; any other repository server runs sandboxed.
 	MCPUnsandboxed []string
+
+	Hooks       json.RawMessage // the editor's hooks, in the hooks.json shape
+	AllowHooks  []string        // repository hooks that run without asking: their hash, or * for any (a bare --allow-hooks)
+	HookTimeout int             // seconds a hook may run when its entry gives no timeout
 }
 
 // Setting is one row of the configuration table.
@@ -80,7 +85,12 @@ type Setting struct {
 	Flag    string // flag of serve and run, without dashes; "" when there is none
 	Default string // the default, as documented
 	Doc     string // one line for --help and the tables
-	kind    kind
+	// Bare is what the flag given without a value means ("": it needs
+	// one); Takes says whether the next argument is its value
+	// (JoinFlagValues).
+	Bare  string
+	Takes func(arg string) bool
+	kind  kind
 }
 
 // kind binds a setting to its field and says how to parse it.
@@ -325,6 +335,15 @@ var Table = []Setting{
 	{Name: "MCP idle", Init: "mcpIdle", Flag: "mcp-idle", Default: "600",
 		Doc:  "seconds without a call after which a project's MCP servers stop (1..86400); the next call starts them again",
 		kind: intKind(func(s *Settings) *int { return &s.MCPIdle }, 1, 86400)},
+	{Name: "hooks", Init: "hooks", Default: "none",
+		Doc:  "commands run on the agent's events, in the hooks.json shape ({EVENT: [{matcher, command, timeout}]} for pre_tool, post_tool, prompt and stop); yours: they run with your rights (docs/customization.md)",
+		kind: objectKind(func(s *Settings) *json.RawMessage { return &s.Hooks })},
+	{Name: "allowed repository hooks", Init: "allowHooks", Flag: "allow-hooks", Default: "none", Bare: "*", Takes: isHookRef,
+		Doc:  "a repository's .agents/hooks.json runs without asking when this names its hash (the run that did not run them prints it); a bare --allow-hooks runs whatever hooks the repository has (repeatable); headless runs run no repository hook without it",
+		kind: listKind(func(s *Settings) *[]string { return &s.AllowHooks })},
+	{Name: "hook timeout", Init: "hookTimeout", Flag: "hook-timeout", Default: "30",
+		Doc:  "seconds a hook may run when its entry gives no timeout (1..600); then it is killed, reported, and the run goes on",
+		kind: intKind(func(s *Settings) *int { return &s.HookTimeout }, 1, 600)},
 	{Name: "MCP timeout", Env: "AGENT_LSP_MCP_TIMEOUT", Init: "mcpTimeout", Flag: "mcp-timeout", Default: "60",
 		Doc:  "seconds one MCP tool call may take (1..3600); it is cancelled with its run too",
 		kind: intKind(func(s *Settings) *int { return &s.MCPTimeout }, 1, 3600)},
@@ -449,16 +468,57 @@ func Register(fs *flag.FlagSet) *Flags {
 		if st.Default != "none" {
 			usage += " (default " + st.Default + ")"
 		}
-		fs.Func(st.Flag, usage, func(v string) error {
+		set := func(v string) error {
 			var probe Settings
 			if err := st.kind.parse(&probe, v); err != nil {
 				return err
 			}
 			f.set = append(f.set, flagValue{st, v})
 			return nil
+		}
+		if st.Bare == "" {
+			fs.Func(st.Flag, usage, set)
+			continue
+		}
+		fs.BoolFunc(st.Flag, usage, func(v string) error {
+			if v == "true" {
+				v = st.Bare
+			}
+			return set(v)
 		})
 	}
 	return f
+}
+
+// JoinFlagValues returns args with "--flag VALUE" written "--flag=VALUE"
+// for the flags that may be given bare (--allow-hooks) when VALUE is one of
+// theirs (a hash), so that it is not read as the prompt.
+func JoinFlagValues(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		k := slices.IndexFunc(Table, func(st Setting) bool { return st.Takes != nil && st.Flag == name })
+		if strings.HasPrefix(a, "-") && k >= 0 && i+1 < len(args) && Table[k].Takes(args[i+1]) {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// isHookRef says whether arg names repository hooks: a hash of
+// hooks.Hash, or PROJECT@HASH.
+func isHookRef(arg string) bool {
+	if i := strings.LastIndexByte(arg, '@'); i >= 0 {
+		arg = arg[i+1:]
+	}
+	return hooks.IsHash(strings.ToLower(arg))
 }
 
 // Set records a flag value as if given on the command line (for callers that
