@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
@@ -229,4 +230,42 @@ func TestClientParamsDecode(t *testing.T) {
 	if ip, err := decodeInitialize(json.RawMessage(`{"processId":null,"rootUri":null,"capabilities":{}}`)); err != nil || ip.progress() || ip.encoding() != workspace.UTF16 || len(ip.folders()) != 0 {
 		t.Errorf("a bare initialize: %+v, %v", ip, err)
 	}
+}
+
+// BenchmarkProgressEncoding is the cost of one $/progress report's params
+// on the wire (a run sends one or two per tool turn): the library's types
+// through the server's codec, against the reference, a hand-typed struct
+// through jsonrpc2's default codec (what the server sent before issue 52).
+// ratio is the first over the second.
+func BenchmarkProgressEncoding(b *testing.B) {
+	type handTyped struct {
+		Token json.RawMessage `json:"token"`
+		Value struct {
+			Kind    string `json:"kind"`
+			Message string `json:"message,omitempty"`
+		} `json:"value"`
+	}
+	var ref handTyped
+	ref.Token, ref.Value.Kind, ref.Value.Message = json.RawMessage(`"agent-lsp-1"`), "report", "read_file greet.go"
+	measure := func(encode func() error) float64 {
+		const n = 20000
+		start := time.Now()
+		for range n {
+			if err := encode(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return float64(time.Since(start).Nanoseconds()) / n
+	}
+	var ours, theirs float64
+	for b.Loop() {
+		ours += measure(func() error {
+			_, err := lspCodec{}.Marshal(&protocol.ProgressParams{Token: protocol.String("agent-lsp-1"), Value: progressReport("read_file greet.go")})
+			return err
+		})
+		theirs += measure(func() error { _, err := jsonrpc2.DefaultCodec.Marshal(ref); return err })
+	}
+	b.ReportMetric(ours/float64(b.N), "ns/progress")
+	b.ReportMetric(theirs/float64(b.N), "reference-ns/progress")
+	b.ReportMetric(ours/theirs, "ratio")
 }
