@@ -106,6 +106,16 @@ type Config struct {
 	// Prices is what models cost (USD per million tokens), by model name:
 	// usage events and results then carry a cost.
 	Prices map[string]model.Price
+	// Vision says whether a model takes images: nil when it does, else an
+	// error saying why not that names the setting (model.vision). Nil: the
+	// well-known models that do (model.KnownVision).
+	Vision func(ctx context.Context, model string) error
+	// ImageMaxBytes bounds one image a message carries (larger ones are
+	// scaled down); default images.DefaultMaxBytes.
+	ImageMaxBytes int
+	// Fetch is how fetch_url reaches the web: the hosts it may fetch without
+	// asking, and its network.
+	Fetch tools.FetchConfig
 	// Runs is the registry of running sessions; nil: the runtime's own.
 	// Runtimes over one store share one (a session runs once), and a prompt
 	// for a session running in another of them is queued into that run.
@@ -138,11 +148,10 @@ type Runtime struct {
 	st          schema
 	prompts     promptCache
 	subSem      chan struct{}
-	guard       tools.ProtectedGuard // protected files around sandboxed commands
-	budgetMu    sync.Mutex           // guards budgets
-	budgets     map[string]*budget   // each model's context, learned as it answers
-	autoContext bool                 // ContextTokens was not configured: each model's known size
-	counter     counter              // token estimates of messages, by ID
+	budgetMu    sync.Mutex         // guards budgets
+	budgets     map[string]*budget // each model's context, learned as it answers
+	autoContext bool               // ContextTokens was not configured: each model's known size
+	counter     counter            // token estimates of messages, by ID
 
 	runs *Runs // the sessions running now, maybe shared with other runtimes
 
@@ -152,6 +161,7 @@ type Runtime struct {
 // schema is the state one run of the graph holds.
 type schema struct {
 	messages message.Channel
+	images   message.ImageChannel // the images the messages show, once each
 	summary  graph.Value[Summary]
 	project  graph.Value[string]
 	todos    graph.Value[[]tools.Todo]
@@ -170,6 +180,7 @@ func newSchema() (*graph.Schema, schema) {
 	s := graph.NewSchema()
 	return s, schema{
 		messages: message.NewChannel(s, "messages"),
+		images:   message.NewImageChannel(s, "images"),
 		summary:  graph.NewValue[Summary](s, "summary"),
 		project:  graph.NewValue[string](s, "project"),
 		todos:    graph.NewValue[[]tools.Todo](s, "todos"),
@@ -268,6 +279,9 @@ type Request struct {
 	// Context lists what the user attached: files, or parts of them (Range
 	// set), read as the editor has them and added to the prompt.
 	Context []Attachment
+	// Images are the images the user attached; the run's model must take
+	// images (Config.Vision), else the run does not start.
+	Images []ImageInput
 	// OutputSchema, when set, is the JSON Schema the run's final answer
 	// must be valid against: the model calls of the run (not its
 	// subagents') send it as response_format.
@@ -396,7 +410,7 @@ func (rt *Runtime) session(ctx context.Context, id string) (store.Session, error
 // session that is running is queued instead (see Result): the running run
 // reads it at its next step.
 func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
-	if strings.TrimSpace(req.Prompt) == "" {
+	if strings.TrimSpace(req.Prompt) == "" && len(req.Images) == 0 {
 		return Result{}, errors.New("prompt is empty")
 	}
 	if req.Session != "" {
@@ -450,6 +464,12 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	human := message.NewHuman(text)
 	human.Name = "human@" + project
 	r := rt.newRun(sess, req)
+	rt.seeing(ctx, r)
+	imgs, err := rt.promptImages(ctx, r, project, req.Images)
+	if err != nil {
+		return Result{}, err
+	}
+	human.Images = refs(imgs)
 	rt.addTools(ctx, r, project)
 	if err := rt.fits(r, project, human); err != nil {
 		return Result{}, err
@@ -458,7 +478,7 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	r.emit(event.RunStart{Project: project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
 	r.emit(event.Message{Message: human})
 	res, err := rt.graph.Invoke(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps),
-		graph.NewPatch(rt.st.messages.Append(human), rt.st.project.Set(project), rt.st.runStart.Set(human.ID)))
+		graph.NewPatch(rt.st.messages.Append(human), rt.st.images.Add(imgs...), rt.st.project.Set(project), rt.st.runStart.Set(human.ID)))
 	return rt.finish(ctx, r, res, err)
 }
 
@@ -480,6 +500,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	}
 	defer end()
 	r := rt.newRun(sess, req)
+	rt.seeing(ctx, r)
 	rt.addTools(ctx, r, sess.Project)
 	rt.fitTools(r, sess.Project)
 	rt.runs.started(active, r)

@@ -63,7 +63,7 @@ func command[A any, R any](name, doc, result string, fn func(*Server, context.Co
 
 // Commands is every agent.* command, in the order the docs list them.
 var Commands = []Command{
-	command("agent.run", "Runs the agent on a prompt, in a new session or continuing one; returns when the run ends. Given the session of a running run (in any window of the daemon), it queues the prompt for that run's next step and returns at once; that window then receives the session's events. A session continues only in a window that has its folder open.",
+	command("agent.run", "Runs the agent on a prompt, in a new session or continuing one; returns when the run ends. Given the session of a running run (in any window of the daemon), it queues the prompt for that run's next step and returns at once; that window then receives the session's events. A session continues only in a window that has its folder open. images are [{path} | {data, mimeType}] (docs/images-and-fetch.md); a model that takes no images refuses them before any call.",
 		"`{session, status, reply, edits, steps, usage, error?, reason?, queued?, position?}`; status is done, cancelled, failed (with error, and reason when a setting fixes it), limit, or queued (with position; the running run's result covers the prompt); a cancelled run lists the prompts it never read in queued", (*Server).runCommand),
 	command("agent.resume", "Continues an interrupted run from its last checkpoint, without adding a prompt.",
 		"as agent.run", (*Server).resumeCommand),
@@ -75,8 +75,8 @@ var Commands = []Command{
 		"`{session, context?, project, status, title, messages: [{id, role, name?, content, toolCalls?, toolCallId?}], subagents: [{contextId, task, status}]}`", (*Server).sessionCommand),
 	command("agent.deleteSession", "Deletes a session with its checkpoints and subagents.",
 		"`{deleted}`: whether it existed", (*Server).deleteSessionCommand),
-	command("agent.projects", "Lists the projects (workspace folders) with what detection found, their runtime context, and how their commands are sandboxed here.",
-		"`[{name, path, type, techStack: {language, languageVersion?, packageManager?, buildCommand?, testCommand?, manifests?, others?}, gitBranch?, context: {openFiles, pendingChanges, lastBuild, lastTest, recentErrors}, sandbox: {mode, landlockABI, enforced, notEnforced?, writable?, network}}]`",
+	command("agent.projects", "Lists the projects (workspace folders) with what detection found, their runtime context, and how their commands are sandboxed here (isolation: namespaces, snapshot where user namespaces are refused, or none; docs/security.md).",
+		"`[{name, path, type, techStack: {language, languageVersion?, packageManager?, buildCommand?, testCommand?, manifests?, others?}, gitBranch?, context: {openFiles, pendingChanges, lastBuild, lastTest, recentErrors}, sandbox: {mode, landlockABI, isolation, processes?, enforced, notEnforced?, writable?, network}}]`",
 		(*Server).projectsCommand),
 	command("agent.models", "Lists the models the endpoint offers (its GET /models), and the one runs use unless agent.run names another.",
 		"`{baseURL, current, models: [{id, ownedBy?}]}`; an endpoint without a model list is an error that says so, with its URL", (*Server).modelsCommand),
@@ -170,8 +170,9 @@ func (c Command) ArgumentNames() []string {
 // problem (InvalidParams), the rest is the server's.
 func sessionError(command string, err error) error {
 	var tooLarge *agent.TooLargeError
+	var image *agent.ImageError
 	switch {
-	case errors.As(err, &tooLarge):
+	case errors.As(err, &tooLarge), errors.As(err, &image):
 		return invalidParams("%s: %v", command, err)
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, agent.ErrUnknownSession), errors.Is(err, agent.ErrUnknownProject),
 		errors.Is(err, agent.ErrSessionBusy), errors.Is(err, agent.ErrNoProject), errors.Is(err, agent.ErrBadSelection),

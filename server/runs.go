@@ -27,6 +27,7 @@ type RunArgs struct {
 	Durability string           `json:"durability,omitempty"`
 	Model      string           `json:"model,omitempty"`
 	Context    []ContextRef     `json:"context,omitempty"`
+	Images     []ImageRef       `json:"images,omitempty"`
 	// OutputSchema is a JSON Schema (an object) the final answer must be
 	// valid against: sent as response_format where the endpoint takes it.
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
@@ -97,6 +98,10 @@ func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (a
 		return agent.Result{}, err
 	}
 	if err := s.checkModel(ctx, call.b, "agent.run", a.Model); err != nil {
+		return agent.Result{}, err
+	}
+	var err error
+	if req.Images, err = imageInputs("agent.run", a.Images); err != nil {
 		return agent.Result{}, err
 	}
 	title := "agent: " + transcript.FirstWords(a.Prompt, 6)

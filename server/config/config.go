@@ -20,6 +20,7 @@ import (
 	"syscall"
 
 	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/agent/images"
 	"github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
@@ -62,6 +63,9 @@ type Settings struct {
 	AllowMCP      []string               // MCP servers that start without asking: NAME@HASH, or a bare name for the user's own
 	MCPTimeout    int                    // seconds per MCP tool call
 	MCPIdle       int                    // seconds without a call before a project's servers stop
+	Vision        string                 // whether the model takes images: auto, true or false
+	ImageMaxBytes int                    // bytes one stored image may have
+	AllowFetch    []string               // hosts fetch_url fetches without asking; "*" every public host
 
 	// MCPUnsandboxed names repository MCP servers whose "sandbox": false is
 	// honoured; any other repository server runs sandboxed.
@@ -234,6 +238,12 @@ var Table = []Setting{
 	{Name: "model", Env: "AGENT_LSP_MODEL", Init: "model.model", Flag: "model", Default: "gpt-4o-mini",
 		Doc:  "model name",
 		kind: stringKind(func(s *Settings) *string { return &s.Model }, nil)},
+	{Name: "vision", Env: "AGENT_LSP_VISION", Init: "model.vision", Flag: "vision", Default: "auto",
+		Doc:  "whether the model takes images (prompt images, read_image): true, false, or auto: the well-known models that do (gpt-4o, gpt-4.1, gpt-5, claude, gemini, llava...), else what the endpoint's model list says (docs/images-and-fetch.md)",
+		kind: stringKind(func(s *Settings) *string { return &s.Vision }, oneOf("auto", "true", "false"))},
+	{Name: "image size", Init: "images.maxBytes", Default: strconv.Itoa(images.DefaultMaxBytes),
+		Doc:  "bytes one image may have (65536..20971520); larger ones, and those over 2048 pixels, are scaled down and re-encoded",
+		kind: intKind(func(s *Settings) *int { return &s.ImageMaxBytes }, 64<<10, 20<<20)},
 	{Name: "API key variable", Init: "model.apiKeyEnv", Default: "OPENAI_API_KEY",
 		Doc:  "the name of the environment variable that holds the API key (the key itself is never a setting)",
 		kind: stringKind(func(s *Settings) *string { return &s.APIKeyEnv }, nil)},
@@ -258,6 +268,9 @@ var Table = []Setting{
 	{Name: "allowed protected edits", Init: "permissions.allowEdit", Flag: "allow-edit", Default: "none",
 		Doc:  "protected files (docs/security.md) the agent may change without confirmation, as globs over project paths, e.g. .vscode/settings.json (repeatable)",
 		kind: listKind(func(s *Settings) *[]string { return &s.AllowEdit })},
+	{Name: "allowed fetch hosts", Init: "permissions.fetch", Flag: "allow-fetch", Default: "none",
+		Doc:  "hosts fetch_url fetches without asking, matched literally (a name or an IP literal), * for every host; private, loopback and link-local addresses only for a host named exactly; otherwise the editor asks per host, and headless runs are denied (repeatable)",
+		kind: listKind(func(s *Settings) *[]string { return &s.AllowFetch })},
 	{Name: "scrubbed environment", Init: "scrubEnv", Default: "credentials and sockets",
 		Doc:  "patterns of environment variables commands never get; replaces the default list (docs/security.md); the API key's variable is always removed",
 		kind: listKind(func(s *Settings) *[]string { return &s.ScrubEnv })},
@@ -292,7 +305,7 @@ var Table = []Setting{
 		Doc:  "bytes of one tool output the model sees (1024..1048576), head and tail kept; a small context cuts more",
 		kind: intKind(func(s *Settings) *int { return &s.ToolOutput }, 1024, 1<<20)},
 	{Name: "read-only subagents", Init: "subagents.readOnly", Flag: "read-only-subagents", Default: "false",
-		Doc:  "give subagents only the tools that read (read_file, list_files, search); the model can also ask for it per call",
+		Doc:  "give subagents only the tools that read (read_file, list_files, search, read_image); the model can also ask for it per call",
 		kind: boolKind(func(s *Settings) *bool { return &s.ReadOnlySubs })},
 	{Name: "subagent models", Init: "subagents.models", Flag: "subagent-model", Default: "none",
 		Doc:  "models a repository's subagent or slash command file may choose, by name or glob (gpt-4o*), * for any (repeatable); another model such a file names is not used, the run's is, with a note. Your own files choose any model",

@@ -65,6 +65,15 @@ export interface RunArgs {
   model?: string;
   /** Documents and ranges attached to the prompt; never their text. */
   context?: ContextRef[];
+  /** Images attached to the prompt (the model must take images: model.vision). */
+  images?: ImageRef[];
+}
+
+/** An image attached to agent.run: a file (absolute, or relative to the project), or its bytes in base64. */
+export interface ImageRef {
+  path?: string;
+  data?: string;
+  mimeType?: string;
 }
 
 /** Arguments of agent.resume. */
@@ -150,6 +159,19 @@ export interface Message {
   toolCalls?: ToolCall[];
   /** The call a tool message answers. */
   toolCallId?: string;
+  /** Images the message shows the model (a prompt's, read_image's); their bytes stay in the server's store. */
+  images?: MessageImage[];
+}
+
+/** An image of a message. */
+export interface MessageImage {
+  id: string;
+  name: string;
+  mimeType: string;
+  width: number;
+  height: number;
+  /** Bytes. */
+  size: number;
 }
 
 /** Arguments of agent.session: a session, or one subagent's context of it. */
@@ -217,6 +239,10 @@ export interface SandboxReport {
   mode: SandboxMode;
   /** The kernel's Landlock ABI; 0: none. */
   landlockABI: number;
+  /** The mechanism in force: namespaces, or snapshot where user namespaces are refused; none when not confined. */
+  isolation?: "namespaces" | "snapshot" | "none";
+  /** What bounds a command's processes ("pids cgroup v1", "RLIMIT_NPROC"); absent when nothing does. */
+  processes?: string;
   /** The rights actually enforced at that ABI, human-readable; empty when nothing is. */
   enforced: string[];
   /** What is not enforced, and why. */
@@ -469,6 +495,8 @@ export interface ToolEndEvent extends Envelope<"tool.end"> {
   summary: string;
   /** The call did not run: it was not allowed; ruleHint is the rule that would allow it. */
   denied?: { what: string; ruleHint?: string };
+  /** The end of the result the model got: its last 20 lines, at most 2 KB (a command's last output, why an edit was refused). */
+  output?: string;
 }
 export interface SubagentStartEvent extends Envelope<"subagent.start"> {
   task: string;
@@ -505,6 +533,17 @@ export interface RunEndEvent extends Envelope<"run.end"> {
   error?: string;
 }
 
+/**
+ * The server dropped count of this window's events of the session, fromSeq to
+ * toSeq (the envelope's seq is toSeq), because the window did not read them in
+ * time; the chat reads the session again (agent.session).
+ */
+export interface EventsDroppedEvent extends Envelope<"events.dropped"> {
+  count: number;
+  fromSeq: number;
+  toSeq: number;
+}
+
 /** An agent/event notification of a kind the extension knows. */
 export type AgentEvent =
   | RunStartEvent
@@ -518,7 +557,8 @@ export type AgentEvent =
   | SubagentEndEvent
   | EditEvent
   | UsageEvent
-  | RunEndEvent;
+  | RunEndEvent
+  | EventsDroppedEvent;
 
 export type EventType = AgentEvent["type"];
 
@@ -539,6 +579,7 @@ export const eventTypes: readonly string[] = Object.keys({
   edit: true,
   usage: true,
   "run.end": true,
+  "events.dropped": true,
 } satisfies Record<EventType, true>);
 
 const known = new Set(eventTypes);

@@ -43,11 +43,18 @@
 ---@field durability? AgentLsp.Durability this run's checkpoint durability
 ---@field model? string the model of this run and the session's next ones
 ---@field context? AgentLsp.ContextRef[] documents or ranges attached (#buffer, #selection): the server reads them as the editor has them
+---@field images? AgentLsp.ImageRef[] images attached (#image:): the model must take images (model.vision)
 
 ---A document (or a range of it) attached to a prompt.
 ---@class AgentLsp.ContextRef
 ---@field uri string
 ---@field range? AgentLsp.Range
+
+---An image attached to a prompt: a file, or its bytes in base64.
+---@class AgentLsp.ImageRef
+---@field path? string absolute, or relative to the run's project
+---@field data? string base64
+---@field mimeType? string
 
 ---Arguments of agent.resume.
 ---@class AgentLsp.ResumeArgs
@@ -135,6 +142,16 @@
 ---@field content string
 ---@field toolCalls? AgentLsp.ToolCall[] an AI message's tool calls
 ---@field toolCallId? string the call a "tool" message answers
+---@field images? AgentLsp.MessageImage[] images the message shows the model (a prompt's, read_image's)
+
+---An image of a message; its bytes stay in the server's store.
+---@class AgentLsp.MessageImage
+---@field id string
+---@field name string
+---@field mimeType string
+---@field width integer
+---@field height integer
+---@field size integer bytes
 
 ---A subagent a session (or a subagent) started, in the order of the calls.
 ---@class AgentLsp.SubagentInfo
@@ -190,6 +207,8 @@
 ---@class AgentLsp.SandboxReport
 ---@field mode AgentLsp.SandboxMode the sandbox setting
 ---@field landlockABI integer the kernel's Landlock ABI; 0: none
+---@field isolation? "namespaces"|"snapshot"|"none" the mechanism in force (snapshot: user namespaces are refused)
+---@field processes? string what bounds a command's processes ("pids cgroup v1", "RLIMIT_NPROC")
 ---@field enforced string[] the rights actually enforced, human-readable
 ---@field notEnforced? string[] what is not enforced, and why
 ---@field writable? string[] the directories commands may write
@@ -393,6 +412,7 @@
 ---| AgentLsp.Event.Edit
 ---| AgentLsp.Event.Usage
 ---| AgentLsp.Event.RunEnd
+---| AgentLsp.Event.EventsDropped
 ---| AgentLsp.EventBase # a kind this plugin does not know: shown as a generic line
 
 ---The envelope every event carries; seq rises by one per session.
@@ -402,6 +422,15 @@
 ---@field type string
 ---@field contextId? string a subagent's events: the subagent, "subagent-<8 hex>"
 ---@field parentId? string a subagent's events: the context that started it
+
+---The server dropped count of this window's events, fromSeq to toSeq (seq is
+---toSeq), because the window did not read them; the chat reads the session
+---again (agent.session).
+---@class AgentLsp.Event.EventsDropped: AgentLsp.EventBase
+---@field type "events.dropped"
+---@field count integer
+---@field fromSeq integer
+---@field toSeq integer
 
 ---A run (agent.run or agent.resume) starts.
 ---@class AgentLsp.Event.RunStart: AgentLsp.EventBase
@@ -450,6 +479,7 @@
 ---@field name string
 ---@field ok boolean false for an error result
 ---@field summary string a few words
+---@field output? string the end of the result the model got (its last 20 lines, at most 2 KB)
 ---@field denied? AgentLsp.Denial the call did not run: it was not allowed
 
 ---@class AgentLsp.Event.SubagentStart: AgentLsp.EventBase
