@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/store"
@@ -29,7 +30,7 @@ type Command struct {
 // commandCall is what a command handler knows of its request besides its arguments.
 type commandCall struct {
 	id    jsonrpc2.ID
-	token json.RawMessage // the request's workDoneToken; nil when absent
+	token protocol.ProgressToken // the request's workDoneToken; nil when absent
 	b     *Backend
 }
 
@@ -99,11 +100,7 @@ func commandNames() []string {
 }
 
 func (s *Server) executeCommand(ctx context.Context, id jsonrpc2.ID, params json.RawMessage) (any, error) {
-	p, err := decode[struct {
-		Command       string            `json:"command"`
-		Arguments     []json.RawMessage `json:"arguments"`
-		WorkDoneToken json.RawMessage   `json:"workDoneToken"`
-	}]("workspace/executeCommand", params)
+	p, err := decode[protocol.ExecuteCommandParams]("workspace/executeCommand", params)
 	if err != nil {
 		return nil, err
 	}
@@ -115,13 +112,10 @@ func (s *Server) executeCommand(ctx context.Context, id jsonrpc2.ID, params json
 			continue
 		}
 		b, _ := s.life.get()
-		call := commandCall{id: id, b: b}
-		if len(p.WorkDoneToken) > 0 && string(p.WorkDoneToken) != "null" {
-			call.token = p.WorkDoneToken
-		}
+		call := commandCall{id: id, b: b, token: p.WorkDoneToken}
 		var raw json.RawMessage
 		if len(p.Arguments) > 0 {
-			raw = p.Arguments[0]
+			raw = json.RawMessage(p.Arguments[0])
 		}
 		return c.handle(s, ctx, call, raw)
 	}

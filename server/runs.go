@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/transcript"
@@ -214,14 +215,14 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 // progressToken is the token the run reports progress on: the client's
 // workDoneToken, else one the server creates when the client supports
 // progress, else nil.
-func (s *Server) progressToken(ctx context.Context, call commandCall) json.RawMessage {
+func (s *Server) progressToken(ctx context.Context, call commandCall) protocol.ProgressToken {
 	if call.token != nil {
 		return call.token
 	}
 	if _, progress := s.life.get(); !progress {
 		return nil
 	}
-	token := json.RawMessage(fmt.Sprintf(`"agent-lsp-%d"`, s.tokens.Add(1)))
+	token := protocol.String(fmt.Sprintf("agent-lsp-%d", s.tokens.Add(1)))
 	if err := s.client.createProgress(ctx, token); err != nil {
 		s.logf("window/workDoneProgress/create: %v", err)
 		return nil
