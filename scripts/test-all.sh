@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test of the repository: Go (vet, race-enabled tests, short fuzz
-# runs), the README's runnable commands (scripts/readme-check.sh), the Neovim
+# Runs every test of the repository: Go (vet, staticcheck, race-enabled
+# tests, short fuzz runs), the README's runnable commands (scripts/readme-check.sh), the Neovim
 # plugin in headless Neovim, and the VS Code extension (unit, integration,
 # packaging, and end to end in code-server). This is the README's
 # test command; .ci/run calls exactly this. The editor tests install what they
@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 
 echo "== go vet"
 go vet ./...
+echo "== Go linters (staticcheck, installed and cached when missing)"
+bash scripts/lint-go.sh
 echo "== the reference MCP server the Go tests run (npm)"
 bash testdata/mcp/everything/install.sh
 echo "== a throwaway PostgreSQL cluster for the shared-store tests (Debian's postgresql, installed when missing)"

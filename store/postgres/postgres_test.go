@@ -38,11 +38,6 @@ const urlEnv = pgtest.Env
 
 func serverURL(t testing.TB) string { t.Helper(); return pgtest.ServerURL(t) }
 
-func withParam(t testing.TB, rawURL, key, value string) string {
-	t.Helper()
-	return pgtest.WithParam(t, rawURL, key, value)
-}
-
 func freshSchema(t testing.TB) string { t.Helper(); return pgtest.FreshSchema(t) }
 
 // open opens a store that is closed when the test ends, if it was not before.
