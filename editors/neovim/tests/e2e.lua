@@ -672,6 +672,10 @@ test("a cancelled then resumed run: each has its heading and its end line in the
   type_prompt("Chat, stop, then resume: say when you are back")
   vim.cmd("execute \"normal \\<C-s>\"")
   wait_for("the run's session", function() return c.session ~= nil end, 20000)
+  -- The model has the request once its first words stream (each chunk comes
+  -- 15 s after the one before): cancelling earlier would leave the script's
+  -- first turn unread, and the resumed run would get it.
+  wait_for("the first words of the reply", function() return buffer_text():find("Taking ", 1, true) ~= nil end, 60000)
   vim.cmd("execute \"normal \\<C-c>\"")
   wait_chat_idle(c, "the cancelled run")
   vim.cmd("AgentResume " .. c.session)
