@@ -178,7 +178,7 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 	project := rt.st.project.Get(s)
 	env := &tools.Env{Workspace: rt.cfg.Workspace, Session: r.session.ID, Project: project, Editor: r.editor, Permissions: r.perms,
 		Trust: trust{recorded: rt.st.commandFilesChanged.Get(s), acc: r.acc}, CommandEnv: rt.cfg.CommandEnv,
-		Sandbox: rt.cfg.Sandbox, SandboxSettings: rt.cfg.SandboxSettings, Protected: &rt.guard,
+		Sandbox: rt.cfg.Sandbox, SandboxSettings: rt.cfg.SandboxSettings,
 		MaxOutput: rt.cfg.MaxToolOutput, CommandTimeout: rt.cfg.CommandTimeout}
 	env.Subagent = func(ctx context.Context, req tools.SubagentRequest) (tools.SubagentResult, error) {
 		return rt.subagent(ctx, r, project, call.ID, req)
@@ -200,7 +200,11 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 		}
 		r.emit(event.Edit{URI: string(uri.File(e.Path)), Applied: e.Applied})
 	}
-	r.emit(event.ToolEnd{CallID: call.ID, Name: call.Name, OK: !res.IsError, Summary: res.Summary})
+	end := event.ToolEnd{CallID: call.ID, Name: call.Name, OK: !res.IsError, Summary: res.Summary, Output: event.Tail(res.Content)}
+	if d := res.Denied; d != nil {
+		end.Denied = &event.Denial{What: d.What, RuleHint: d.Hint}
+	}
+	r.emit(end)
 	used := usedProject(rt, call, project)
 	content := res.Content
 	if used != project {

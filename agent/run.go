@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"slices"
 	"sync"
 
@@ -35,6 +36,7 @@ type run struct {
 	durability store.Durability // the request's ("": the store's default), its subagents' too
 	persona    *custom.Agent    // the subagent's definition in a file; nil for the session's run and general subagents
 	allowed    []string         // the tools a slash command allows (names or groups); nil: all
+	format     json.RawMessage  // the session's own run: the answer's JSON Schema (Request.OutputSchema)
 
 	inbox struct {
 		sync.Mutex                            // guards held
@@ -135,7 +137,8 @@ func (a *accumulator) totals() (model.Usage, int) {
 func (rt *Runtime) newRun(sess store.Session, req Request) *run {
 	name := cmp.Or(req.Model, sess.Model, rt.cfg.ModelName)
 	return &run{rt: rt, session: sess, editor: req.Editor, perms: req.Permissions, tools: rt.cfg.Tools,
-		acc: &accumulator{events: req.Events}, model: name, budget: rt.budgetFor(name), durability: req.Durability, allowed: req.Tools}
+		acc: &accumulator{events: req.Events}, model: name, budget: rt.budgetFor(name), durability: req.Durability, allowed: req.Tools,
+		format: req.OutputSchema}
 }
 
 // addTools adds the tool source's tools for project to the run's (the

@@ -97,12 +97,27 @@ type CommandRequest struct {
 	Trusted bool
 	// Note tells the user why a command that usually runs without asking asks.
 	Note string
+	// AlwaysAsk: the sandbox cannot hold for this project now (a protected
+	// file has another link), so no allow rule or earlier answer lets the
+	// command run without asking.
+	AlwaysAsk bool
 }
 
 // Permission is the answer for a command line.
 type Permission struct {
 	Allowed bool
 	Reason  string // why it was not allowed (the deny rule, or the user's answer)
+	// Hint is the rule that would allow it, in the client's words (e.g.
+	// --allow "go build" for a headless run); "" when none would (a deny
+	// rule, the user's answer).
+	Hint string
+}
+
+// Denial is a call that did not run because it was not allowed: what it
+// wanted (a command line, a tool) and the rule that would allow it.
+type Denial struct {
+	What string
+	Hint string
 }
 
 // Trust knows, per project, whether the agent changed a file that defines the
@@ -161,9 +176,6 @@ type Env struct {
 	// their project; nil runs them unconfined.
 	Sandbox         *sandbox.Sandbox
 	SandboxSettings sandbox.Settings
-	// Protected restores protected files after sandboxed commands; shared by
-	// every command of a runtime (nil: each command restores alone).
-	Protected *ProtectedGuard
 	// Intent records durably what the call is about to do outside the
 	// session (an edit, a command, another program's tool): a tool calls
 	// it right before, and does nothing when it fails. Nil records none.
@@ -227,6 +239,7 @@ type Result struct {
 	SwitchTo string  // switch_project: the new current project
 	Todos    *[]Todo // todo_write: the new list
 	Edits    []EditReport
+	Denied   *Denial // the call was not allowed
 	// CommandFilesChanged lists the projects whose build or test definitions
 	// the call changed (or tried to): their commands ask from now on.
 	CommandFilesChanged []string

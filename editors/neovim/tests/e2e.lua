@@ -574,7 +574,7 @@ test(":AgentChat: a chat with a follow-up; the second request carries the sessio
     local text = buffer_text()
     assert(c.session, "the chat has no session")
     assert(vim.api.nvim_buf_get_name(0):find("agent://chat/" .. c.session, 1, true), vim.api.nvim_buf_get_name(0))
-    for _, want in ipairs({ "## You\nChat about greeting\n\n## Agent", "- `read_file` { \"path\": \"greet.go\" } · ok: read greet.go",
+    for _, want in ipairs({ "## You\nChat about greeting\n\n## Agent", "- `read_file` greet.go · ok: read greet.go",
       "Greet says hello to a name.", "— done · 0 edits · 3 steps · ", " tokens" }) do
       assert(text:find(want, 1, true), "the chat lacks " .. vim.inspect(want) .. ":\n" .. text)
     end
@@ -644,6 +644,47 @@ test("<C-c> in the chat cancels its run", function()
   wait_chat_idle(c, "the cancelled run")
   local text = buffer_text()
   assert(text:find("— cancelled", 1, true), text)
+  vim.cmd("normal q")
+end)
+
+test(":AgentChat then :AgentChat! leaves one chat window: the new chat takes the window", function()
+  vim.cmd("edit " .. greet)
+  vim.cmd("AgentChat") -- the last session's chat: its transcript comes from the server
+  wait_for("the last session's chat", function() return chat.chats[vim.api.nvim_get_current_buf()] ~= nil end, 20000)
+  local first = chat_buffer().buf
+  vim.cmd("wincmd p") -- back in the file: :AgentChat! from there
+  vim.cmd("AgentChat!")
+  local second = chat_buffer().buf
+  local shown = vim.tbl_filter(function(w) return chat.chats[vim.api.nvim_win_get_buf(w)] ~= nil end, vim.api.nvim_list_wins())
+  assert(#shown == 1, #shown .. " chat windows")
+  assert(second ~= first and vim.api.nvim_win_get_buf(shown[1]) == second, "the window does not show the new chat")
+  -- From the chat itself too.
+  vim.cmd("AgentChat!")
+  shown = vim.tbl_filter(function(w) return chat.chats[vim.api.nvim_win_get_buf(w)] ~= nil end, vim.api.nvim_list_wins())
+  assert(#shown == 1, #shown .. " chat windows after :AgentChat! in the chat")
+  vim.cmd("normal q")
+end)
+
+test("a cancelled then resumed run: each has its heading and its end line in the chat", function()
+  vim.cmd("edit " .. greet)
+  vim.cmd("AgentChat!")
+  local c = chat_buffer()
+  type_prompt("Chat, stop, then resume: say when you are back")
+  vim.cmd("execute \"normal \\<C-s>\"")
+  wait_for("the run's session", function() return c.session ~= nil end, 20000)
+  vim.cmd("execute \"normal \\<C-c>\"")
+  wait_chat_idle(c, "the cancelled run")
+  vim.cmd("AgentResume " .. c.session)
+  wait_for("the resumed run's end line", function() return buffer_text():find("— done", 1, true) ~= nil end, 60000)
+  local text = buffer_text()
+  local want = "## You\nChat, stop, then resume: say when you are back\n\n## Agent\n"
+  local at = text:find(want, 1, true)
+  assert(at, text)
+  local after = text:sub(at + #want)
+  local cancelled = after:find("— cancelled", 1, true)
+  local heading = after:find("## Agent · resumed\nResumed and done.\n— done", 1, true)
+  assert(cancelled and heading and cancelled < heading, "the cancelled run's end line, then the resumed run's heading, reply and end line:\n" .. text)
+  assert(text:match("\n## You\n$"), "the chat does not end with an empty input:\n" .. text)
   vim.cmd("normal q")
 end)
 
@@ -992,6 +1033,40 @@ test(":help agent-lsp opens the plugin's help", function()
   vim.cmd("help :AgentRun")
   assert(vim.api.nvim_get_current_line():find("*:AgentRun*", 1, true), vim.api.nvim_get_current_line())
   vim.cmd("close")
+end)
+
+test("without a key for an endpoint that needs one, a run is refused at once, naming the Neovim options; the empty chat says so", function()
+  agent.config.base_url, agent.config.api_key_env = "https://api.openai.com/v1", "AGENT_LSP_TEST_NO_SUCH_KEY"
+  vim.cmd("edit " .. greet)
+  local ok, err = pcall(restart)
+  if not ok then
+    agent.config.base_url, agent.config.api_key_env = nil, nil
+    error(err)
+  end
+  local before = #notes
+  local started = vim.loop.hrtime()
+  local ran, run = pcall(run_and_wait, "AgentRun Fix the tests", 5000)
+  local took = (vim.loop.hrtime() - started) / 1e9
+  local new = { unpack(notes, before + 1) }
+  vim.cmd("AgentChat!")
+  local chat_lines
+  pcall(wait_for, "the chat's endpoint line", function()
+    chat_lines = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+    return chat_lines:find("this endpoint needs one", 1, true) ~= nil
+  end, 5000)
+  vim.cmd("bwipeout!")
+  agent.config.base_url, agent.config.api_key_env = nil, nil
+  restart()
+  assert(ran, run)
+  assert(run.result == false, "the run was not refused: " .. vim.inspect(run.result))
+  assert(took < 5, "the refusal took " .. took .. " s")
+  local refused = contains(new, function(n) return n:find("no API key", 1, true) ~= nil end)
+  assert(refused, "no notification: " .. vim.inspect(new))
+  for _, want in ipairs({ "AGENT_LSP_TEST_NO_SUCH_KEY", "api_key_env", "base_url", ":checkhealth agent_lsp" }) do
+    assert(refused:find(want, 1, true), want .. " missing: " .. refused)
+  end
+  assert(#vim.tbl_filter(function(n) return n:find("no API key", 1, true) ~= nil end, new) == 1, "shown more than once: " .. vim.inspect(new))
+  assert(chat_lines:find("no API key (AGENT_LSP_TEST_NO_SUCH_KEY)", 1, true), chat_lines)
 end)
 
 test("a missing server binary is reported once, clearly", function()

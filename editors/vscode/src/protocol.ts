@@ -97,6 +97,8 @@ export interface FinishedRun extends RunOutcome {
   status: RunStatus;
   /** What failed, for status failed. */
   error?: string;
+  /** For status failed: the kind of failure a setting fixes, when it is one. */
+  reason?: Reason;
   /** The prompts queued for this run that it ended without reading (a cancelled run), in queue order. */
   queued?: string[];
 }
@@ -215,6 +217,10 @@ export interface SandboxReport {
   mode: SandboxMode;
   /** The kernel's Landlock ABI; 0: none. */
   landlockABI: number;
+  /** The mechanism in force: namespaces, or snapshot where user namespaces are refused; none when not confined. */
+  isolation?: "namespaces" | "snapshot" | "none";
+  /** What bounds a command's processes ("pids cgroup v1", "RLIMIT_NPROC"); absent when nothing does. */
+  processes?: string;
   /** The rights actually enforced at that ABI, human-readable; empty when nothing is. */
   enforced: string[];
   /** What is not enforced, and why. */
@@ -240,6 +246,34 @@ export interface ProjectInfo {
 export interface ModelInfo {
   id: string;
   ownedBy?: string;
+}
+
+/**
+ * Why a run cannot start, or failed, when a setting fixes it: the data.reason
+ * of a refused agent.run, agent.resume or agent.models, and a failed run's
+ * reason. Each has its action (reasons.ts).
+ */
+export type Reason = "no-api-key" | "key-refused" | "model-unknown" | "endpoint-unreachable";
+
+/** The data of an error refused for a Reason: the endpoint, the model, the key's variable, the setting that fixes it. */
+export interface ReasonData {
+  reason: Reason;
+  setting: string;
+  baseURL: string;
+  model: string;
+  apiKeyEnv: string;
+  /** model-unknown: the models the endpoint offers. */
+  models?: string[];
+}
+
+/** The result of agent.endpoint: what the next runs use, without asking the endpoint (the empty chat shows it). */
+export interface EndpointInfo {
+  baseURL: string;
+  model: string;
+  apiKeyEnv: string;
+  keySet: boolean;
+  /** The endpoint needs a key and none is set: runs are refused (no-api-key). */
+  needsKey: boolean;
 }
 
 /** The result of agent.models: the endpoint, the model runs use unless they name one, and the endpoint's list. */
@@ -299,6 +333,7 @@ export interface Commands {
   "agent.projects": { args: NoArgs; result: ProjectInfo[] };
   "agent.switchProject": { args: { session: string; project: string }; result: { session: string; project: string } };
   "agent.models": { args: NoArgs; result: ModelsResult };
+  "agent.endpoint": { args: NoArgs; result: EndpointInfo };
   "agent.mcp": { args: NoArgs; result: McpProject[] };
   "agent.commands": { args: { project?: string }; result: { commands: CommandInfo[] } };
 }
@@ -325,6 +360,7 @@ export const requests = {
   projects: request("agent.projects"),
   switchProject: request("agent.switchProject"),
   models: request("agent.models"),
+  endpoint: request("agent.endpoint"),
   mcp: request("agent.mcp"),
   commands: request("agent.commands"),
 };
@@ -435,6 +471,10 @@ export interface ToolEndEvent extends Envelope<"tool.end"> {
   /** False for an error result. */
   ok: boolean;
   summary: string;
+  /** The call did not run: it was not allowed; ruleHint is the rule that would allow it. */
+  denied?: { what: string; ruleHint?: string };
+  /** The end of the result the model got: its last 20 lines, at most 2 KB (a command's last output, why an edit was refused). */
+  output?: string;
 }
 export interface SubagentStartEvent extends Envelope<"subagent.start"> {
   task: string;
@@ -471,6 +511,17 @@ export interface RunEndEvent extends Envelope<"run.end"> {
   error?: string;
 }
 
+/**
+ * The server dropped count of this window's events of the session, fromSeq to
+ * toSeq (the envelope's seq is toSeq), because the window did not read them in
+ * time; the chat reads the session again (agent.session).
+ */
+export interface EventsDroppedEvent extends Envelope<"events.dropped"> {
+  count: number;
+  fromSeq: number;
+  toSeq: number;
+}
+
 /** An agent/event notification of a kind the extension knows. */
 export type AgentEvent =
   | RunStartEvent
@@ -484,7 +535,8 @@ export type AgentEvent =
   | SubagentEndEvent
   | EditEvent
   | UsageEvent
-  | RunEndEvent;
+  | RunEndEvent
+  | EventsDroppedEvent;
 
 export type EventType = AgentEvent["type"];
 
@@ -505,6 +557,7 @@ export const eventTypes: readonly string[] = Object.keys({
   edit: true,
   usage: true,
   "run.end": true,
+  "events.dropped": true,
 } satisfies Record<EventType, true>);
 
 const known = new Set(eventTypes);

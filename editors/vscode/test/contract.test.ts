@@ -3,6 +3,7 @@
 // exactly the extension's commands, event kinds and the requests it answers,
 // and every example renders with its key values. tsc has already checked each fixture against the
 // protocol types (scripts/fixtures.mjs generates test/fixtures from them).
+import { endpointLine } from "../src/reasons";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
@@ -11,7 +12,14 @@ import { ChatTranscript } from "../src/chatModel";
 import { deleted, dollars, EventFormatter, mcpReport, modelItem, projectItem, projectsReport, sessionDocLink, sessionItem, summary, switched, tokens, transcript, unread, usageText } from "../src/format";
 import { eventTypes, requests, serverRequests, type AgentEventOf, type CommandExample, type CommandName, type EventType, type RunResult } from "../src/protocol";
 import { commandExamples, eventExamples } from "./fixtures";
-import { slashItems, slashMatches } from "../src/slash";
+import { slashItems, type SlashItem } from "../src/slash";
+
+/** The page's matcher of the slash commands' list, from media/slash.js itself (the page runs it as it is). */
+const slashMatches = (() => {
+  const source = /^function slashMatches\(text, items\) \{\n[\s\S]*?\n\}$/m.exec(readFileSync("media/slash.js", "utf8"))?.[0];
+  assert.ok(source, "media/slash.js has no function slashMatches(text, items)");
+  return new Function(`${source}\nreturn slashMatches;`)() as (text: string, items: SlashItem[]) => SlashItem[] | undefined;
+})();
 
 const protocol = "../../testdata/protocol"; // the tests run in editors/vscode
 
@@ -68,6 +76,8 @@ const eventShows: { [T in EventType]: (ev: AgentEventOf<T>) => string[] } = {
   // Not in the transcript: the status bar and the chat's end line show the run's totals (checked below).
   usage: () => [],
   "run.end": (ev) => [ev.status, ...(ev.error ? [ev.error] : [])],
+  // How many events the window missed, which, and that the chat reads the session again.
+  "events.dropped": (ev) => [`${ev.count} events`, `#${ev.fromSeq} to #${ev.toSeq}`, "reads the session again"],
 };
 
 function formatExamples<T extends EventType>(type: T): void {
@@ -115,6 +125,7 @@ const chatShows: { [T in EventType]: (ev: AgentEventOf<T>) => string[] } = {
   edit: (ev) => [ev.applied ? "edited" : "edit refused", `data-open="${ev.uri}"`],
   usage: () => [],
   "run.end": (ev) => [`── ${ev.status}`],
+  "events.dropped": () => [], // the chat reads the session again instead (chat.test.ts)
 };
 
 function chatExamples<T extends EventType>(type: T): void {
@@ -174,6 +185,12 @@ const commandShows: { [C in CommandName]: (ex: CommandExample<C>) => void } = {
   "agent.resume": runShows,
   // Not shown: the cancelled run's own request ends with status cancelled, and its summary says so.
   "agent.cancel": () => {},
+  // An empty chat's first line.
+  "agent.endpoint": ({ result: ep }) => {
+    const { text, fix } = endpointLine(ep);
+    shows(text, [ep.model, ep.baseURL, ep.keySet ? "API key set" : `no API key (${ep.apiKeyEnv})`], "the endpoint line");
+    assert.equal(fix, ep.needsKey ? "Set API Key" : undefined, "Set API Key exactly when a key is needed");
+  },
   "agent.sessions": ({ result }) => {
     for (const s of result) {
       const item = sessionItem(s);

@@ -24,6 +24,8 @@ end
 ---listing (-1).
 M.words = {
   ok = { [true] = "ok", [false] = "failed" },
+  keySet = { [true] = "set", [false] = "not set" },
+  needsKey = { [true] = "runs are refused until one is set", [false] = "runs can start" },
   applied = { [true] = "applied", [false] = "refused" },
   cancelled = { [true] = "run cancelled", [false] = "no run was going" },
   deleted = { [true] = "deleted", [false] = "was already gone" },
@@ -334,7 +336,14 @@ function M.project_sandbox(s)
   if type(s) ~= "table" then
     return {}
   end
-  local lines = { ("    sandbox: %s · Landlock ABI %s · %s"):format(M.str(s.mode), M.str(s.landlockABI), M.word("network", s.network)) }
+  local head = ("    sandbox: %s · Landlock ABI %s · %s"):format(M.str(s.mode), M.str(s.landlockABI), M.word("network", s.network))
+  if s.isolation then
+    head = head .. " · isolation " .. M.str(s.isolation)
+  end
+  if s.processes then
+    head = head .. " · processes bounded by " .. M.str(s.processes)
+  end
+  local lines = { head }
   if s.writable and #s.writable > 0 then
     table.insert(lines, "    writable: " .. table.concat(s.writable, ", "))
   end
@@ -580,6 +589,10 @@ M.results = {
     return #lines > 0 and lines or { "no projects" }
   end,
   ["agent.models"] = M.models,
+  -- What the next runs use (agent.endpoint), on one line.
+  ["agent.endpoint"] = function(ep)
+    return { ("model %s at %s · API key %s in %s · %s"):format(M.str(ep.model), M.str(ep.baseURL), M.word("keySet", ep.keySet), M.str(ep.apiKeyEnv), M.word("needsKey", ep.needsKey)) }
+  end,
   -- The :AgentMcp list, each server's line followed by where it is
   -- defined and the whole reason (which <CR> shows there).
   ["agent.mcp"] = function(list)

@@ -98,6 +98,7 @@
 ---@field steps integer
 ---@field usage AgentLsp.Usage
 ---@field error? string what failed (status "failed")
+---@field reason? AgentLsp.Reason status "failed": the kind of failure a setting fixes (reasons.lua)
 ---@field position? integer status "queued": the prompt's place in the queue, from 1
 ---@field queued? string[] prompts given to the running session that the run ended without reading (status "cancelled")
 
@@ -189,6 +190,8 @@
 ---@class AgentLsp.SandboxReport
 ---@field mode AgentLsp.SandboxMode the sandbox setting
 ---@field landlockABI integer the kernel's Landlock ABI; 0: none
+---@field isolation? "namespaces"|"snapshot"|"none" the mechanism in force (snapshot: user namespaces are refused)
+---@field processes? string what bounds a command's processes ("pids cgroup v1", "RLIMIT_NPROC")
 ---@field enforced string[] the rights actually enforced, human-readable
 ---@field notEnforced? string[] what is not enforced, and why
 ---@field writable? string[] the directories commands may write
@@ -273,6 +276,7 @@
 ---| AgentLsp.Call.Projects
 ---| AgentLsp.Call.SwitchProject
 ---| AgentLsp.Call.Models
+---| AgentLsp.Call.Endpoint
 ---| AgentLsp.Call.Mcp
 ---| AgentLsp.Call.Commands
 
@@ -315,6 +319,25 @@
 ---@field command "agent.switchProject"
 ---@field arguments AgentLsp.SwitchArgs
 ---@field result AgentLsp.SwitchResult
+
+---@class AgentLsp.Call.Endpoint
+---@field command "agent.endpoint"
+---@field arguments AgentLsp.NoArgs
+---@field result AgentLsp.EndpointResult
+
+---Result of agent.endpoint: what the next runs use (an empty chat shows it).
+---@class AgentLsp.EndpointResult
+---@field baseURL string
+---@field model string
+---@field apiKeyEnv string the variable the key is read from
+---@field keySet boolean
+---@field needsKey boolean the endpoint needs a key and none is set: runs are refused
+
+---@alias AgentLsp.Reason "no-api-key"|"key-refused"|"model-unknown"|"endpoint-unreachable"
+
+---@class AgentLsp.Denial
+---@field what string the command line or tool that was not allowed
+---@field ruleHint? string the rule that would allow it
 
 ---@class AgentLsp.Call.Models
 ---@field command "agent.models"
@@ -372,6 +395,7 @@
 ---| AgentLsp.Event.Edit
 ---| AgentLsp.Event.Usage
 ---| AgentLsp.Event.RunEnd
+---| AgentLsp.Event.EventsDropped
 ---| AgentLsp.EventBase # a kind this plugin does not know: shown as a generic line
 
 ---The envelope every event carries; seq rises by one per session.
@@ -381,6 +405,15 @@
 ---@field type string
 ---@field contextId? string a subagent's events: the subagent, "subagent-<8 hex>"
 ---@field parentId? string a subagent's events: the context that started it
+
+---The server dropped count of this window's events, fromSeq to toSeq (seq is
+---toSeq), because the window did not read them; the chat reads the session
+---again (agent.session).
+---@class AgentLsp.Event.EventsDropped: AgentLsp.EventBase
+---@field type "events.dropped"
+---@field count integer
+---@field fromSeq integer
+---@field toSeq integer
 
 ---A run (agent.run or agent.resume) starts.
 ---@class AgentLsp.Event.RunStart: AgentLsp.EventBase
@@ -429,6 +462,8 @@
 ---@field name string
 ---@field ok boolean false for an error result
 ---@field summary string a few words
+---@field output? string the end of the result the model got (its last 20 lines, at most 2 KB)
+---@field denied? AgentLsp.Denial the call did not run: it was not allowed
 
 ---@class AgentLsp.Event.SubagentStart: AgentLsp.EventBase
 ---@field type "subagent.start"
