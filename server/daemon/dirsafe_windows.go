@@ -8,9 +8,16 @@ import (
 	"golang.org/x/sys/windows"
 )
 
+// Rights on a directory (winnt.h) that x/sys/windows does not name.
+const (
+	fileAddFile         = 0x2
+	fileAddSubdirectory = 0x4
+	fileDeleteChild     = 0x40
+)
+
 // writeRights are the rights that let a holder add, replace or remove
 // what a directory holds, or change who may.
-const writeRights = windows.FILE_ADD_FILE | windows.FILE_ADD_SUBDIRECTORY | windows.FILE_DELETE_CHILD |
+const writeRights = fileAddFile | fileAddSubdirectory | fileDeleteChild |
 	windows.FILE_WRITE_EA | windows.FILE_WRITE_ATTRIBUTES | windows.DELETE | windows.WRITE_DAC |
 	windows.WRITE_OWNER | windows.GENERIC_WRITE | windows.GENERIC_ALL
 
