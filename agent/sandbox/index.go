@@ -520,4 +520,3 @@ func hardLinks(root string, sc *scan, p Policy) []string {
 	})
 	return out
 }
-

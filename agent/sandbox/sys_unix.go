@@ -36,4 +36,3 @@ func inode(fi fs.FileInfo) uint64 {
 	}
 	return 0
 }
-
