@@ -33,6 +33,7 @@ type Backend struct {
 	Confine   sandbox.Settings // how each project's commands are confined
 	Model     *model.OpenAI    // the endpoint
 	MCP       *mcpSource       // the MCP servers of the projects
+	Hooks     *hookSource      // the hooks of the projects' runs
 	// NotStored: the store could not be opened (a database that cannot be
 	// reached, a file another process holds), and the sessions of this
 	// backend are kept in memory only.
@@ -123,15 +124,24 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 		}
 		src = &mcpSource{settings: s, ws: b.Workspace, getenv: b.getenv, env: env, approvals: b.Store, ask: ask, log: warn, sandbox: sb, confine: confine, pool: &b.hub.mcp}
 	}
-	rt, err := agent.New(agent.Config{Model: m, ModelName: s.Model, Endpoint: s.BaseURL, ContextTokens: s.ContextTokens, Workspace: b.Workspace, Store: b.Store,
+	hk := b.Hooks
+	if hk == nil || !hk.same(s) {
+		ask := b.ask
+		if !s.Interactive {
+			ask = nil
+		}
+		hk = &hookSource{settings: s, ws: b.Workspace, getenv: b.getenv, env: env, approvals: b.Store, ask: ask, log: warn, sandbox: sb, confine: confine}
+	}
+	rt, err := agent.New(agent.Config{Hooks: hk, Model: m, ModelName: s.Model, Endpoint: s.BaseURL, ContextTokens: s.ContextTokens, Workspace: b.Workspace, Store: b.Store,
 		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, Prices: s.Prices, CommandEnv: env, ToolSource: src,
 		SubagentModels: nonEmpty(s.SubagentModel), UserDir: userDir(b.getenv),
-		Sandbox: sb, SandboxSettings: confine, Runs: b.hub.runs, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) }})
+		Sandbox: sb, SandboxSettings: confine, Runs: b.hub.runs, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) },
+		Vision: newVision(s.Vision, m).check, ImageMaxBytes: s.ImageMaxBytes, Fetch: tools.FetchConfig{Allow: nonEmpty(s.AllowFetch)}})
 	if err != nil {
 		return nil, err
 	}
 	return &Backend{Model: m, Settings: s, Workspace: b.Workspace, Store: b.Store, NotStored: b.NotStored, Runtime: rt, Rules: rules, AllowEdit: allowEdit,
-		Sandbox: sb, Confine: confine, MCP: src, hub: b.hub, environ: b.environ, getenv: b.getenv, warn: b.warn, ask: b.ask, closeStore: b.closeStore}, nil
+		Sandbox: sb, Confine: confine, MCP: src, Hooks: hk, hub: b.hub, environ: b.environ, getenv: b.getenv, warn: b.warn, ask: b.ask, closeStore: b.closeStore}, nil
 }
 
 // Reconfigure returns the backend for new settings (didChangeConfiguration):

@@ -141,7 +141,7 @@ type SubagentRequest struct {
 const DefaultSubagentLoops = 10
 
 // ReadOnlyTools are the tools a read-only subagent gets.
-var ReadOnlyTools = []string{"read_file", "list_files", "search"}
+var ReadOnlyTools = []string{"read_file", "list_files", "search", "read_image"}
 
 // SubagentResult is what a parent receives from a subagent.
 type SubagentResult struct {
@@ -176,6 +176,13 @@ type Env struct {
 	// their project; nil runs them unconfined.
 	Sandbox         *sandbox.Sandbox
 	SandboxSettings sandbox.Settings
+	// Vision is nil when the run's model takes images, else it says why
+	// not (read_image then refuses); a nil Vision takes images.
+	Vision func(ctx context.Context) error
+	// ImageMaxBytes bounds an image read_image shows; default images.DefaultMaxBytes.
+	ImageMaxBytes int
+	// Fetch is how fetch_url reaches the web.
+	Fetch FetchConfig
 	// Intent records durably what the call is about to do outside the
 	// session (an edit, a command, another program's tool): a tool calls
 	// it right before, and does nothing when it fails. Nil records none.
@@ -243,6 +250,8 @@ type Result struct {
 	// CommandFilesChanged lists the projects whose build or test definitions
 	// the call changed (or tried to): their commands ask from now on.
 	CommandFilesChanged []string
+	// Images are shown to the model with the result (read_image).
+	Images []message.ImageData
 }
 
 // EditReport tells whether one file edit was applied.
