@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 
 echo "== go vet"
 go vet ./...
+echo "== cross-builds and vet: windows, macOS, linux/arm64 (scripts/cross-check.sh)"
+bash scripts/cross-check.sh
 echo "== the reference MCP server the Go tests run (npm)"
 bash testdata/mcp/everything/install.sh
 echo "== a throwaway PostgreSQL cluster for the shared-store tests (Debian's postgresql, installed when missing)"

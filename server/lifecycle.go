@@ -3,12 +3,10 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
@@ -287,7 +285,7 @@ func (s *Server) watchParent(pid int) {
 			return
 		case <-t.C:
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if processGone(pid) {
 			s.logf("parent process %d is gone; stopping", pid)
 			s.stopRuns()
 			s.life.close()

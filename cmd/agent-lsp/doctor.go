@@ -15,7 +15,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	mcpdef "github.com/agent-lsp/agent-lsp/agent/mcp"
@@ -24,6 +23,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/server/daemon"
+	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
@@ -334,12 +334,6 @@ func (r *doctorReport) checkDatabase(url string) {
 	s.Exists, s.Writable = true, true
 }
 
-// Access modes of access(2).
-const (
-	accessX = 0x1
-	accessW = 0x2
-)
-
 // storeWritable checks that the store file can be written, or created when
 // it does not exist (its folders too), without creating anything. The
 // daemon also writes its address, lock and log beside the file.
@@ -349,11 +343,11 @@ func storeWritable(path string, daemonOn bool) (exists bool, err error) {
 	case err == nil && fi.IsDir():
 		return true, fmt.Errorf("%s is a folder, not a store file", path)
 	case err == nil:
-		if err := syscall.Access(path, accessW); err != nil {
+		if err := access(path, accessW); err != nil {
 			return true, fmt.Errorf("cannot write %s: %w", path, err)
 		}
 		if daemonOn {
-			if err := syscall.Access(filepath.Dir(path), accessW|accessX); err != nil {
+			if err := access(filepath.Dir(path), accessW|accessX); err != nil {
 				return true, fmt.Errorf("cannot write in %s (the daemon keeps its address beside the store): %w", filepath.Dir(path), err)
 			}
 		}
@@ -367,7 +361,7 @@ func storeWritable(path string, daemonOn bool) (exists bool, err error) {
 		case err == nil && !fi.IsDir():
 			return false, fmt.Errorf("cannot create %s: %s is not a folder", path, dir)
 		case err == nil:
-			if err := syscall.Access(dir, accessW|accessX); err != nil {
+			if err := access(dir, accessW|accessX); err != nil {
 				return false, fmt.Errorf("cannot create %s: %s: %w", path, dir, err)
 			}
 			return false, nil
@@ -383,19 +377,8 @@ func storeWritable(path string, daemonOn bool) (exists bool, err error) {
 }
 
 // lockedByAnother reports whether another process holds the store's file
-// lock (bbolt's), probing with a shared lock released at once.
-func lockedByAnother(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		return errors.Is(err, syscall.EWOULDBLOCK)
-	}
-	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return false
-}
+// lock (bbolt's).
+func lockedByAnother(path string) bool { return store.HeldByAnother(path) }
 
 // checkSandbox reports what the sandbox enforces here, and detects the
 // projects of folders as the server does, each with its own policy.

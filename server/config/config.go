@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/hooks"
@@ -388,11 +387,14 @@ func Defaults(getenv func(string) string) Settings {
 	return s
 }
 
-// DefaultStorePath is $XDG_STATE_HOME/agent-lsp/sessions.db, else under
-// ~/.local/state (the account's home when HOME is unset); it is always an
-// absolute path.
+// DefaultStorePath is $XDG_STATE_HOME/agent-lsp/sessions.db, else (on
+// Windows) under %LOCALAPPDATA%, else under ~/.local/state (the account's
+// home when HOME is unset); it is always an absolute path.
 func DefaultStorePath(getenv func(string) string) string {
 	dir := getenv("XDG_STATE_HOME")
+	if !filepath.IsAbs(dir) {
+		dir = platformStateDir(getenv)
+	}
 	if !filepath.IsAbs(dir) { // unset, or relative: the XDG spec says to ignore it
 		home := getenv("HOME")
 		if home == "" {
@@ -422,10 +424,8 @@ func privateTempDir() string {
 	}
 	dir := filepath.Join(tmp, fmt.Sprintf("agent-lsp-%d", os.Getuid()))
 	os.Mkdir(dir, 0o700)
-	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && fi.Mode().Perm() == 0o700 {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == os.Getuid() {
-			return dir
-		}
+	if privateDir(dir) {
+		return dir
 	}
 	if d, err := os.MkdirTemp(tmp, "agent-lsp-"); err == nil {
 		return d
