@@ -94,6 +94,10 @@ type Config struct {
 	// Prices is what models cost (USD per million tokens), by model name:
 	// usage events and results then carry a cost.
 	Prices map[string]model.Price
+	// Language answers the language tools and the diagnostics after edits
+	// (the language servers agent-lsp starts) for runs whose Request gives
+	// none; nil: no language intelligence.
+	Language tools.Language
 	// Runs is the registry of running sessions; nil: the runtime's own.
 	// Runtimes over one store share one (a session runs once), and a prompt
 	// for a session running in another of them is queued into that run.
@@ -127,6 +131,7 @@ type Runtime struct {
 	prompts     promptCache
 	subSem      chan struct{}
 	guard       tools.ProtectedGuard // protected files around sandboxed commands
+	langSeen    tools.LangSeen       // the diagnostics each project last showed the agent
 	budgetMu    sync.Mutex           // guards budgets
 	budgets     map[string]*budget   // each model's context, learned as it answers
 	autoContext bool                 // ContextTokens was not configured: each model's known size
@@ -149,6 +154,9 @@ type schema struct {
 	// runStart is the ID of the human message that started the current run:
 	// it and the human messages after it are pinned in every request.
 	runStart graph.Value[string]
+	// projects is what the session keeps of its projects' context (build
+	// and test status, recent errors, diagnostics), restored on load.
+	projects graph.Value[[]workspace.Saved]
 }
 
 func newSchema() (*graph.Schema, schema) {
@@ -161,6 +169,7 @@ func newSchema() (*graph.Schema, schema) {
 
 		commandFilesChanged: graph.NewList[string](s, "commandFilesChanged"),
 		runStart:            graph.NewValue[string](s, "runStart"),
+		projects:            graph.NewValue[[]workspace.Saved](s, "projects"),
 	}
 }
 
@@ -237,6 +246,10 @@ type Request struct {
 	Selection   *Selection
 	Editor      tools.Editor
 	Permissions tools.Permissions
+	// Language is the editor's language intelligence (a client that
+	// answers agent/diagnostics and agent/languageRequest); nil: the
+	// runtime's (Config.Language).
+	Language tools.Language
 	// Events receives the run's events, one call at a time (from several
 	// goroutines); it must not block for long.
 	Events   func(event.Event)
@@ -419,7 +432,7 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	human := message.NewHuman(text)
 	human.Name = "human@" + project
-	r := rt.newRun(sess, req)
+	r := rt.newRun(sess, req, project)
 	rt.addTools(ctx, r, project)
 	if err := rt.fits(r, project, human); err != nil {
 		return Result{}, err
@@ -452,7 +465,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	defer end()
-	r := rt.newRun(sess, req)
+	r := rt.newRun(sess, req, sess.Project)
 	rt.addTools(ctx, r, sess.Project)
 	rt.fitTools(r, sess.Project)
 	rt.runs.started(active, r)

@@ -210,7 +210,7 @@ func TestRunListsReadsSearchesEditsAndAnswers(t *testing.T) {
 	if reqs[0].Messages[0].Role != openai.ChatMessageRoleSystem || !strings.Contains(reqs[0].Messages[0].Content, "Current project: sample") {
 		t.Fatalf("system prompt: %q", reqs[0].Messages[0].Content)
 	}
-	if len(reqs[0].Tools) != len(tools.All()) {
+	if len(reqs[0].Tools) != len(tools.All().Without(tools.LangTools...)) { // no language source: its tools are not offered
 		t.Fatalf("%d tools offered", len(reqs[0].Tools))
 	}
 	// Events: run.start first, run.end last, a tool.start/end per call, one edit.

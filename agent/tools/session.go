@@ -94,7 +94,8 @@ var todoWrite = Tool{
 // All returns every tool.
 func All() Set {
 	s := Set{}
-	for _, t := range []Tool{readFile, listFiles, search, editFile, createFile, runCommand, switchProject, callSubagent, todoWrite} {
+	for _, t := range []Tool{readFile, listFiles, search, editFile, createFile, runCommand, switchProject, callSubagent, todoWrite,
+		diagnosticsTool, definitionTool, referencesTool, implementationsTool, hoverTool, symbolsTool} {
 		t.schema = parseSchema(t.Schema)
 		s[t.Name] = t
 	}

@@ -115,7 +115,7 @@ type SubagentRequest struct {
 }
 
 // ReadOnlyTools are the tools a read-only subagent gets.
-var ReadOnlyTools = []string{"read_file", "list_files", "search"}
+var ReadOnlyTools = []string{"read_file", "list_files", "search", "diagnostics", "definition", "references", "implementations", "hover", "symbols"}
 
 // SubagentResult is what a parent receives from a subagent.
 type SubagentResult struct {
@@ -150,6 +150,9 @@ type Env struct {
 	// Protected restores protected files after sandboxed commands; shared by
 	// every command of a runtime (nil: each command restores alone).
 	Protected *ProtectedGuard
+	// Lang is the run's language intelligence; nil: none (the language
+	// tools say so, edits carry nothing extra).
+	Lang *Lang
 }
 
 // DefaultMaxOutput is the size in bytes a tool's output is cut to by default.
