@@ -148,8 +148,16 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	do("agent.resume", map[string]any{"session": sleeper})
 	do("agent.sessions", map[string]any{})
 	do("agent.sessions", map[string]any{"project": "other"})
-	do("agent.session", map[string]any{"session": main})
-	do("agent.session", map[string]any{"session": main, "context": "subagent-call_sub"})
+	var view struct {
+		Subagents []struct {
+			ContextID string `json:"contextId"`
+		} `json:"subagents"`
+	}
+	json.Unmarshal(do("agent.session", map[string]any{"session": main}), &view)
+	if len(view.Subagents) != 1 {
+		t.Fatalf("subagents of the first run: %+v", view.Subagents)
+	}
+	do("agent.session", map[string]any{"session": main, "context": view.Subagents[0].ContextID})
 	do("agent.run", map[string]any{"prompt": "Read notes.txt ten times", "project": "other"})
 	do("agent.switchProject", map[string]any{"session": main, "project": "other"})
 	do("agent.deleteSession", map[string]any{"session": failed})

@@ -821,21 +821,27 @@ test("context settings reach the server; a session's subagents are listed and <C
     vim.cmd("AgentSession")
     wait_for("the transcript", function() return vim.api.nvim_buf_get_name(0):find("agent-session://" .. session, 1, true) ~= nil end, 5000)
     local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
-    local row = vim.fn.index(lines, "- done · List the Go files and report their names. (subagent-call_sub)") + 1
+    local row, sub = 0, nil
+    for i, l in ipairs(lines) do
+      local id = l:match("^%- done · List the Go files and report their names%. %((subagent%-%x%x%x%x%x%x%x%x)%)$")
+      if id then
+        row, sub = i, id
+      end
+    end
     assert(row > 0, "no subagent line:\n" .. table.concat(lines, "\n"))
     vim.api.nvim_win_set_cursor(0, { row, 0 })
     vim.cmd("execute \"normal \\<CR>\"")
     wait_for("the subagent's transcript", function()
-      return vim.api.nvim_buf_get_name(0):find("agent-session://" .. session .. "/subagent-call_sub", 1, true) ~= nil
+      return vim.api.nvim_buf_get_name(0):find("agent-session://" .. session .. "/" .. sub, 1, true) ~= nil
     end, 5000)
     local text = buffer_text()
-    assert(text:find("# List the Go files and report their names.", 1, true) and text:find("context subagent-call_sub", 1, true), text)
+    assert(text:find("# List the Go files and report their names.", 1, true) and text:find("context " .. sub, 1, true), text)
     assert(text:find("calls `list_files`", 1, true) and text:find("greet.go", 1, true), text)
     vim.cmd("close")
     vim.cmd("close")
-    vim.cmd("AgentSession " .. session .. " subagent-call_sub")
+    vim.cmd("AgentSession " .. session .. " " .. sub)
     wait_for("the subagent's transcript from :AgentSession", function()
-      return vim.api.nvim_buf_get_name(0):find("/subagent-call_sub", 1, true) ~= nil
+      return vim.api.nvim_buf_get_name(0):find("/" .. sub, 1, true) ~= nil
     end, 5000)
     vim.cmd("close")
   end)
