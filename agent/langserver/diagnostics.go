@@ -35,8 +35,8 @@ func (s *server) settledLocked(mk mark) (ok bool, retry time.Time) {
 
 // settle waits until every mark's diagnostics reflect its text, or
 // deadline. When the time runs out, a file of a server that names no
-// version and had no problems counts as settled: such servers (the
-// TypeScript server) publish nothing when a clean file stays clean.
+// version and had no problems counts as settled: such servers may publish
+// nothing when a clean file stays clean.
 func (s *server) settle(ctx context.Context, marks []mark, deadline time.Time) bool {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -76,7 +76,7 @@ func (s *server) settle(ctx context.Context, marks []mark, deadline time.Time) b
 }
 
 // cleanUnversioned: every mark not settled is of a file whose last
-// diagnostics, named with no version, were empty (or never published).
+// diagnostics, named with no version, were empty.
 func (s *server) cleanUnversioned(marks []mark) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -84,8 +84,7 @@ func (s *server) cleanUnversioned(marks []mark) bool {
 		if ok, _ := s.settledLocked(mk); ok {
 			continue
 		}
-		fd := s.diags[mk.path]
-		if fd != nil && (fd.version != nil || len(fd.items) > 0) {
+		if fd := s.diags[mk.path]; fd == nil || fd.version != nil || len(fd.items) > 0 {
 			return false
 		}
 	}

@@ -9,5 +9,10 @@ import (
 
 func TestMain(m *testing.M) {
 	sandbox.Main()
-	os.Exit(m.Run())
+	if name := os.Getenv(fakeEnv); name != "" {
+		os.Exit(runFake(name)) // started as a language server by a test
+	}
+	code := m.Run()
+	closeShared()
+	os.Exit(code)
 }

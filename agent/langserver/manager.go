@@ -23,8 +23,8 @@ import (
 const (
 	DefaultWait = 1500 * time.Millisecond
 	DefaultIdle = 10 * time.Minute
-	// askTimeout bounds one request (definition, references, …).
-	askTimeout = 10 * time.Second
+	// DefaultAskTimeout bounds one request (definition, references, …).
+	DefaultAskTimeout = 10 * time.Second
 	// quiet is how long a server that does not say which version its
 	// diagnostics are for must stay silent about a file after publishing
 	// for it, for them to count as settled (it may publish in stages).
@@ -48,6 +48,8 @@ type Options struct {
 	// Idle is how long a server may go unused before it is stopped;
 	// default DefaultIdle.
 	Idle time.Duration
+	// AskTimeout bounds one request; default DefaultAskTimeout.
+	AskTimeout time.Duration
 	// Log receives what an operator should know (a server that died).
 	Log func(format string, args ...any)
 }
@@ -74,6 +76,9 @@ func New(o Options) *Manager {
 	}
 	if o.Idle <= 0 {
 		o.Idle = DefaultIdle
+	}
+	if o.AskTimeout <= 0 {
+		o.AskTimeout = DefaultAskTimeout
 	}
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
@@ -122,7 +127,7 @@ func (m *Manager) reap() {
 		m.mu.Unlock()
 		for _, s := range servers {
 			s.mu.Lock()
-			if s.state == ready && time.Since(s.used) > m.opts.Idle {
+			if s.state == ready && s.busy == 0 && time.Since(s.used) > m.opts.Idle {
 				m.log("language server %s of %s stopped after %s unused", s.spec.Name, s.root, m.opts.Idle)
 				s.stopLocked("stopped when idle")
 			}
@@ -216,19 +221,22 @@ func noServer(format string, args ...any) error {
 }
 
 // prepare finds, starts and syncs the server for q: every file of q is
-// sent its text. deadline is when a settling wait must end.
-func (m *Manager) prepare(ctx context.Context, q tools.LangQuery) (s *server, marks []mark, first bool, deadline time.Time, err error) {
+// sent its text. deadline is when a settling wait must end. The server is
+// held (not stopped as idle) until release is called.
+func (m *Manager) prepare(ctx context.Context, q tools.LangQuery) (s *server, marks []mark, first bool, deadline time.Time, release func(), err error) {
 	begin := time.Now()
+	release = func() {}
 	s, err = m.server(q.Project)
 	if err != nil {
-		return nil, nil, false, begin, err
+		return nil, nil, false, begin, release, err
 	}
 	if err := s.serves(q.Files); err != nil {
-		return nil, nil, false, begin, err
+		return nil, nil, false, begin, release, err
 	}
+	release = s.hold()
 	first, err = s.ensure(ctx, q, begin.Add(m.opts.StartWait))
 	if err != nil {
-		return s, nil, first, begin, err
+		return s, nil, first, begin, release, err
 	}
 	deadline = begin.Add(m.opts.Wait)
 	if first {
@@ -237,20 +245,21 @@ func (m *Manager) prepare(ctx context.Context, q tools.LangQuery) (s *server, ma
 	for _, f := range q.Files {
 		text, err := q.Read(ctx, f)
 		if err != nil {
-			return s, nil, first, deadline, fmt.Errorf("read %s: %w", q.Project.Rel(f), err)
+			return s, nil, first, deadline, release, fmt.Errorf("read %s: %w", q.Project.Rel(f), err)
 		}
 		mk, err := s.syncFile(ctx, f, text)
 		if err != nil {
-			return s, nil, first, deadline, err
+			return s, nil, first, deadline, release, err
 		}
 		marks = append(marks, mk)
 	}
-	return s, marks, first, deadline, nil
+	return s, marks, first, deadline, release, nil
 }
 
 // Diagnostics implements tools.Language.
 func (m *Manager) Diagnostics(ctx context.Context, q tools.LangQuery) (tools.LangReport, error) {
-	s, marks, first, deadline, err := m.prepare(ctx, q)
+	s, marks, first, deadline, release, err := m.prepare(ctx, q)
+	defer release()
 	if err != nil {
 		return tools.LangReport{}, err
 	}
@@ -276,7 +285,8 @@ func (m *Manager) Ask(ctx context.Context, q tools.LangQuery, r tools.LangReques
 	if r.Path != "" {
 		q.Files = []string{r.Path}
 	}
-	s, _, _, _, err := m.prepare(ctx, q)
+	s, _, _, _, release, err := m.prepare(ctx, q)
+	defer release()
 	if err != nil {
 		return nil, err
 	}
@@ -293,12 +303,12 @@ func (m *Manager) Ask(ctx context.Context, q tools.LangQuery, r tools.LangReques
 	if c := capability[r.Method]; c != "" && !caps[c] {
 		return nil, fmt.Errorf("%s does not answer %s", s.spec.Name, r.Method)
 	}
-	ctx, cancel := context.WithTimeout(ctx, askTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.opts.AskTimeout)
 	defer cancel()
 	var raw json.RawMessage
 	if _, err := conn.Call(ctx, r.Method, tools.LangParams(r, string(uri.File(r.Path)), text, enc), &raw); err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s did not answer %s within %s", s.spec.Name, r.Method, askTimeout)
+			return nil, fmt.Errorf("%s did not answer %s within %s", s.spec.Name, r.Method, m.opts.AskTimeout)
 		}
 		return nil, fmt.Errorf("%s: %w", s.spec.Name, err)
 	}

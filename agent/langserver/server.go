@@ -65,6 +65,7 @@ type server struct {
 	startedAt time.Time
 	readyAt   time.Time
 	used      time.Time
+	busy      int  // questions in flight: an idle stop waits for them
 	trusted   bool // started while the agent had not changed the project's command files
 	enc       workspace.Encoding
 	caps      map[string]bool // the server's *Provider capabilities that are set
@@ -190,6 +191,21 @@ func (s *server) ensure(ctx context.Context, q tools.LangQuery, deadline time.Ti
 	}
 }
 
+// hold marks a question in flight until release is called: the server is
+// not stopped as idle meanwhile.
+func (s *server) hold() (release func()) {
+	s.mu.Lock()
+	s.busy++
+	s.used = time.Now()
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.busy--
+		s.used = time.Now()
+		s.mu.Unlock()
+	}
+}
+
 // waitFor waits until ch is closed, ctx ends or deadline passes.
 func waitFor(ctx context.Context, ch <-chan struct{}, deadline time.Time) error {
 	t := time.NewTimer(time.Until(deadline))
@@ -253,6 +269,10 @@ func (s *server) start(gen int) {
 	conn.Go(context.Background(), s.handler(gen))
 	proc := &process{p: cmd.Process, exited: make(chan struct{})}
 	go s.watch(gen, cmd, proc, conn)
+	go func() {
+		<-conn.Done() // it sent what cannot be read (a huge or broken message) or closed its output
+		kill(cmd.Process)
+	}()
 	s.mu.Lock()
 	if s.gen != gen { // stopped meanwhile
 		s.mu.Unlock()
@@ -338,6 +358,8 @@ func (s *server) watch(gen int, cmd *exec.Cmd, proc *process, conn jsonrpc2.Conn
 	conn.Close()
 	why := "it exited"
 	switch {
+	case conn.Err() != nil:
+		why = "its connection failed: " + conn.Err().Error()
 	case err != nil:
 		why = err.Error()
 	}
