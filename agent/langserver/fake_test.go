@@ -18,10 +18,10 @@ const fakeEnv = "AGENT_LSP_FAKE_LANGSERVER"
 
 // fakeCase is one case of the fixture.
 type fakeCase struct {
-	Initialize      string          `json:"initialize"`      // "answer" or "never"
-	AfterInitialize string          `json:"afterInitialize"` // "stop reading"
-	DidOpen         []fakeAction    `json:"didOpen"`
-	Definition      []fakeLocation  `json:"definition"`
+	Initialize      string         `json:"initialize"`      // "answer" or "never"
+	AfterInitialize string         `json:"afterInitialize"` // "stop reading"
+	DidOpen         []fakeAction   `json:"didOpen"`
+	Definition      []fakeLocation `json:"definition"`
 }
 
 type fakeAction struct {
