@@ -23,9 +23,9 @@ const (
 	maxSymbols     = 200  // symbols of an outline or a search
 )
 
-const symbolArgs = `"symbol": {"type": "string", "description": "The symbol's name, e.g. Greet, Server.Handle."},
-		"path": {"type": "string", "description": "A file where the symbol is defined or used, relative to the project root."},
-		"line": {"type": "integer", "description": "The line (1-based) where it occurs in that file, when the name occurs more than once."},
+const symbolArgs = `"symbol": {"type": "string", "description": "Its name, e.g. Greet or Server.Handle."},
+		"path": {"type": "string", "description": "A file that defines or uses it."},
+		"line": {"type": "integer", "description": "Its line in that file (1-based), if the name occurs more than once."},
 		` + projectArg
 
 // symbolTool makes a tool that asks the language server about a symbol at
@@ -74,22 +74,21 @@ func symbolTool(name, method, description string) Tool {
 
 var (
 	definitionTool = symbolTool("definition", MethodDefinition,
-		"Find where a symbol is defined, with a language server (the editor's, or one agent-lsp starts). Give the symbol's name and a file where it is used or defined (and the line when it occurs more than once). Answers path:line with the line's text.")
+		"Find where a symbol is defined (language server). Answers path:line with the line's text.")
 	referencesTool = symbolTool("references", MethodReferences,
-		"Find every reference to a symbol in the project, with a language server. Give the symbol's name and a file where it is defined or used. Answers path:line with each line's text.")
+		"Find the references to a symbol in the project (language server). Answers path:line with each line's text.")
 	implementationsTool = symbolTool("implementations", MethodImplementation,
-		"Find the implementations of an interface or of an interface's method (or the interfaces a type implements, as the language server answers), with a language server. Answers path:line with each line's text.")
+		"Find the implementations of an interface or method (language server). Answers path:line with each line's text.")
 	hoverTool = symbolTool("hover", MethodHover,
-		"Show a symbol's type and documentation as the language server gives them (what an editor shows on hover).")
+		"Show a symbol's type and documentation (language server), as an editor's hover.")
 )
 
 var symbolsTool = Tool{
 	Name: "symbols",
-	Description: "List symbols with a language server: the outline of a file (give path), or the project's symbols whose name matches a query (give query). " +
-		"Answers path:line with each symbol's kind and name.",
+	Description: "List symbols (language server): a file's outline (path), or the project's symbols matching a name (query).",
 	Schema: json.RawMessage(`{"type": "object", "properties": {
-		"path": {"type": "string", "description": "A file whose outline to list, relative to the project root."},
-		"query": {"type": "string", "description": "A name (or part of one) to search the project's symbols for."},
+		"path": {"type": "string", "description": "A file whose outline to list."},
+		"query": {"type": "string", "description": "A name, or part of one, to search for."},
 		` + projectArg + `}}`),
 	Run: func(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
 		var a struct{ Path, Query, Project string }
@@ -132,10 +131,9 @@ var symbolsTool = Tool{
 
 var diagnosticsTool = Tool{
 	Name: "diagnostics",
-	Description: "List the problems (errors, warnings) a language server reports now in the project, or in one file. " +
-		"Edits already report the errors of the file they change; use this for the rest of the project or after other changes.",
+	Description: "List the errors and warnings a language server reports now, in the project or one file (edits already report their file's errors).",
 	Schema: json.RawMessage(`{"type": "object", "properties": {
-		"path": {"type": "string", "description": "Only this file (relative to the project root); it is checked as it is now."},
+		"path": {"type": "string", "description": "Only this file, checked as it is now."},
 		"severity": {"type": "string", "enum": ["error", "warning", "info", "hint"], "description": "The least severity listed (default warning)."},
 		` + projectArg + `}}`),
 	Run: func(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
