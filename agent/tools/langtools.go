@@ -84,7 +84,7 @@ var (
 )
 
 var symbolsTool = Tool{
-	Name: "symbols",
+	Name:        "symbols",
 	Description: "List symbols (language server): a file's outline (path), or the project's symbols matching a name (query).",
 	Schema: json.RawMessage(`{"type": "object", "properties": {
 		"path": {"type": "string", "description": "A file whose outline to list."},
@@ -130,7 +130,7 @@ var symbolsTool = Tool{
 }
 
 var diagnosticsTool = Tool{
-	Name: "diagnostics",
+	Name:        "diagnostics",
 	Description: "List the errors and warnings a language server reports now, in the project or one file (edits already report their file's errors).",
 	Schema: json.RawMessage(`{"type": "object", "properties": {
 		"path": {"type": "string", "description": "Only this file, checked as it is now."},
