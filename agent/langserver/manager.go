@@ -348,7 +348,7 @@ type Status struct {
 	Root    string `json:"root"`
 	Name    string `json:"name"`
 	Command string `json:"command"`
-	State   string `json:"state"` // stopped, starting, ready, failed
+	State   string `json:"state"` // not started, starting, ready, stopped, failed; none when no server is known or found
 	Error   string `json:"error,omitempty"`
 }
 
@@ -372,6 +372,23 @@ func (m *Manager) Statuses() []Status {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Root < out[j].Root })
 	return out
+}
+
+// About says which server answers for p and how it is: its status once
+// made, else the server it would start ("not started"), else why there is
+// none (State "none", Error the reason). It starts nothing.
+func (m *Manager) About(p *workspace.Project) Status {
+	root := filepath.Clean(p.Root())
+	for _, st := range m.Statuses() {
+		if st.Root == root {
+			return st
+		}
+	}
+	spec, _, err := choose(m.opts.Settings, string(p.Info().Type), root, func(name string) string { return LookPath(name, m.opts.Env) })
+	if err != nil {
+		return Status{Root: root, State: "none", Error: err.Error()}
+	}
+	return Status{Root: root, Name: spec.Name, Command: strings.Join(append([]string{spec.Command}, spec.Args...), " "), State: "not started"}
 }
 
 // Settings returns the setting the manager was made with.

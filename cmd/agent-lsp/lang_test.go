@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,5 +109,58 @@ func TestHeadlessLanguageServers(t *testing.T) {
 				t.Fatalf("tools offered: %s", o)
 			}
 		})
+	}
+}
+
+// doctor lists each project's language server: the one found on PATH, why
+// there is none, and the settings' choice; it starts none.
+func TestDoctorListsLanguageServers(t *testing.T) {
+	bin := t.TempDir()
+	started := filepath.Join(t.TempDir(), "started")
+	os.WriteFile(filepath.Join(bin, "gopls"), []byte("#!/bin/sh\ntouch "+started+"\n"), 0o755)
+	goProject, tsProject := filepath.Join(t.TempDir(), "gop"), filepath.Join(t.TempDir(), "tsp")
+	os.Mkdir(goProject, 0o755)
+	os.Mkdir(tsProject, 0o755)
+	os.WriteFile(filepath.Join(goProject, "go.mod"), []byte("module x\n"), 0o644)
+	os.WriteFile(filepath.Join(tsProject, "package.json"), []byte(`{"name": "x", "devDependencies": {"typescript": "5"}}`), 0o644)
+	env := doctorEnv("OPENAI_BASE_URL="+closedEndpoint(t), "PATH="+bin+":/usr/bin:/bin")
+	type lang struct {
+		Name, Command, Path, Source, Note string
+		Found                             bool
+	}
+	read := func(out string) map[string][]lang {
+		var r struct {
+			Projects []struct {
+				Name            string `json:"name"`
+				LanguageServers []lang `json:"languageServers"`
+			} `json:"projects"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		m := map[string][]lang{}
+		for _, p := range r.Projects {
+			m[p.Name] = p.LanguageServers
+		}
+		return m
+	}
+	out, _, _ := runDoctor(t, env, goProject, "--json", "--workspace", goProject, "--workspace", tsProject)
+	got := read(out)
+	if g := got["gop"]; len(g) != 1 || !g[0].Found || g[0].Path != filepath.Join(bin, "gopls") || g[0].Source != "built-in" {
+		t.Fatalf("go project: %+v", g)
+	}
+	if ts := got["tsp"]; len(ts) != 1 || ts[0].Found || !strings.Contains(ts[0].Note, "typescript-language-server not found on PATH") {
+		t.Fatalf("typescript project: %+v", ts)
+	}
+	out, _, _ = runDoctor(t, env, goProject, "--json", "--workspace", goProject, "--language-servers", `{"go": null}`)
+	if g := read(out)["gop"]; len(g) != 1 || !strings.Contains(g[0].Note, "turned off") {
+		t.Fatalf("turned off: %+v", g)
+	}
+	text, _, _ := runDoctor(t, env, goProject, "--workspace", goProject)
+	if !strings.Contains(text, "lang:  gopls (built-in): "+filepath.Join(bin, "gopls")) {
+		t.Fatalf("doctor's text:\n%s", text)
+	}
+	if _, err := os.Stat(started); err == nil {
+		t.Fatal("doctor started the language server")
 	}
 }
