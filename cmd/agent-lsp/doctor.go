@@ -18,9 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agent-lsp/agent-lsp/agent/langserver"
 	mcpdef "github.com/agent-lsp/agent-lsp/agent/mcp"
 	llm "github.com/agent-lsp/agent-lsp/agent/model"
-	"github.com/agent-lsp/agent-lsp/agent/langserver"
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/server/config"
