@@ -36,6 +36,8 @@ PATH="$(dirname "$(command -v go)"):\$PATH" AGENT_LSP_DAEMON_IDLE=3s exec "$work
 SH
 chmod +x "$work/bin/agent-lsp-e2e"
 cp -r "$repo/testdata/workspaces/sample" "$work/sample"
+# A TypeScript project beside the Go files: VS Code's built-in TypeScript server answers the agent there.
+mkdir -p "$work/sample/web" && cp "$e2e/typescript/"* "$work/sample/web/"
 node "$ext/scripts/script.mjs" "$work/script.json"
 "$work/bin/scripted-model" --script "$work/script.json" >"$work/model-url" &
 model_pid=$!
@@ -77,5 +79,5 @@ cs_pid=$!
 
 export E2E_URL="http://127.0.0.1:$port/?folder=$work/sample" E2E_WORKSPACE="$work/sample" E2E_OUT="$out" \
 	E2E_SETTINGS="$work/data/User/settings.json:$work/data/Machine/settings.json" \
-	E2E_STARTS="$work/starts.log"
+	E2E_STARTS="$work/starts.log" E2E_BIN="$work/bin/agent-lsp" E2E_STORE="$work/sessions.db"
 timeout 600 "$node24/node" "$e2e/test.mjs" || { echo "code-server log:" >&2; tail -40 "$out/code-server.log" >&2; exit 1; }

@@ -145,6 +145,11 @@ export const stub = {
   linkProviders: [] as { selector: any; provider: any }[],
   activeTextEditor: undefined as any,
   workspaceFolders: undefined as any,
+  /** The diagnostics languages.getDiagnostics returns, by URI string. */
+  diagnostics: new Map<string, any[]>(),
+  /** Fire languages.onDidChangeDiagnostics and workspace.onDidChangeTextDocument. */
+  diagnosticsChanged: new EventEmitter<{ uris: Uri[] }>(),
+  textChanged: new EventEmitter<{ document: { uri: Uri }; contentChanges: unknown[] }>(),
   /** The open documents (workspace.textDocuments): at least uri, isDirty and save(). */
   textDocuments: [] as { uri: Uri; isDirty: boolean; save(): Promise<boolean>; getText?(): string }[],
   reset(): void {
@@ -166,6 +171,7 @@ export const stub = {
     this.fileTexts = new Map();
     this.executed = [];
     this.shown = [];
+    this.diagnostics = new Map();
   },
   /** Fires a configuration change of the settings keys (full names, e.g. agentLsp.baseURL). */
   changeSettings(...keys: string[]): void {
@@ -284,6 +290,13 @@ export const languages = {
     stub.linkProviders.push(entry);
     return new Disposable(() => stub.linkProviders.splice(stub.linkProviders.indexOf(entry), 1));
   },
+  getDiagnostics(uri?: Uri): any {
+    if (uri) {
+      return stub.diagnostics.get(uri.toString()) ?? [];
+    }
+    return [...stub.diagnostics].map(([u, ds]) => [Uri.parse(u), ds]);
+  },
+  onDidChangeDiagnostics: stub.diagnosticsChanged.event,
   async setTextDocumentLanguage(doc: any, languageId: string) {
     doc.languageId = languageId;
     return doc;
@@ -301,6 +314,7 @@ export const workspace = {
     return stub.textDocuments;
   },
   onDidChangeConfiguration: stub.configuration.event,
+  onDidChangeTextDocument: stub.textChanged.event,
   fs: {
     /** The text of stub.fileTexts, else the real file (the integration test's documents are real files). */
     async readFile(u: Uri) {
