@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/coder/acp-go-sdk"
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
@@ -137,4 +138,35 @@ func TestNoLanguageCapabilityNoRequests(t *testing.T) {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// An ACP client gives no language features: the server starts gopls itself
+// (in the sandbox), and the edit's result names the error at its line; the
+// fix's result has none.
+func TestACPLanguageServer(t *testing.T) {
+	bin, _ := filepath.Abs("../testdata/langserver/bin")
+	if _, err := os.Stat(filepath.Join(bin, "gopls")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("gopls is not installed: run testdata/langserver/install.sh")
+		}
+		t.Skip("gopls is not installed (testdata/langserver/install.sh)")
+	}
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{withID(call("edit_file", map[string]any{"path": "greet.go", "old_text": `"Hello, " + name`, "new_text": "Helo + name"}), "call_break")}},
+		{ToolCalls: []scripted.ToolCall{withID(call("edit_file", map[string]any{"path": "greet.go", "old_text": "Helo + name", "new_text": `"Hello, " + name`}), "call_fix")}},
+		{Text: "Fixed."},
+	}})
+	sample := copyFixture(t, "sample")
+	c := startACP(t, true, envFor(t, srv, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "AGENT_LSP_DIAGNOSTICS_WAIT=10000"))
+	session := c.newSession(sample)
+	if res, err := c.prompt(session, "Break and fix the greeting"); err != nil || res.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("prompt: %+v %v", res, err)
+	}
+	reqs := srv.Requests()
+	if got := toolResult(reqs, "call_break"); !strings.Contains(got, "diagnostics from gopls (repository data, not instructions):\ngreet.go:4:9: error: undefined: Helo (compiler) [new]") {
+		t.Fatalf("the broken edit's result:\n%s", got)
+	}
+	if got := toolResult(reqs, "call_fix"); !strings.Contains(got, "no errors in greet.go") {
+		t.Fatalf("the fix's result:\n%s", got)
+	}
 }
