@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -260,6 +261,26 @@ func TestRestartAfterCommandFilesChangedAsks(t *testing.T) {
 	var none *tools.NoServerError
 	if !errors.As(err, &none) || !strings.Contains(err.Error(), "denied by the test") || len(asked) != 1 {
 		t.Fatalf("err %v, asked %v", err, asked)
+	}
+	// A refusal is not asked again at every edit.
+	if _, err := f.m.Diagnostics(context.Background(), q); err == nil || len(asked) != 1 {
+		t.Fatalf("asked again: %v %v", err, asked)
+	}
+}
+
+// Close waits for the servers to end: none outlives agent-lsp.
+func TestCloseEndsTheServers(t *testing.T) {
+	f := newFake(t, "outside", Options{Wait: 300 * time.Millisecond, StartWait: 20 * time.Second})
+	if _, err := f.m.Diagnostics(context.Background(), f.query(true, f.main)); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := f.m.server(f.p)
+	s.mu.Lock()
+	pid := s.proc.p.Pid
+	s.mu.Unlock()
+	f.m.Close()
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Fatalf("the server (pid %d) still runs after Close", pid)
 	}
 }
 

@@ -90,7 +90,11 @@ func New(o Options) *Manager {
 
 func (m *Manager) log(format string, args ...any) { m.opts.Log(format, args...) }
 
-// Close stops every server and the idle reaper.
+// closeWait bounds how long Close waits for the servers to end.
+const closeWait = 5 * time.Second
+
+// Close stops every server and the idle reaper, and waits (a few seconds
+// at most) for the servers to end, so that none outlives agent-lsp.
 func (m *Manager) Close() {
 	m.mu.Lock()
 	if m.closed {
@@ -102,10 +106,19 @@ func (m *Manager) Close() {
 	servers := m.servers
 	m.servers = map[string]*server{}
 	m.mu.Unlock()
+	var ended []<-chan struct{}
 	for _, s := range servers {
 		s.mu.Lock()
-		s.stopLocked("agent-lsp is closing")
+		ended = append(ended, s.stopLocked("agent-lsp is closing"))
 		s.mu.Unlock()
+	}
+	timeout := time.After(closeWait)
+	for _, ch := range ended {
+		select {
+		case <-ch:
+		case <-timeout:
+			return
+		}
 	}
 }
 

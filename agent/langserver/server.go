@@ -67,6 +67,8 @@ type server struct {
 	used      time.Time
 	busy      int  // questions in flight: an idle stop waits for them
 	trusted   bool // started while the agent had not changed the project's command files
+	denied    error     // the last refusal of the permission to start, asked again after deniedAt+askAgain
+	deniedAt  time.Time
 	enc       workspace.Encoding
 	caps      map[string]bool // the server's *Provider capabilities that are set
 	pull      bool            // it answers textDocument/diagnostic
@@ -135,6 +137,9 @@ func backoff(n int) time.Duration {
 	return min(d, time.Minute)
 }
 
+// askAgain is how long a refused start is not asked for again.
+const askAgain = 5 * time.Minute
+
 // stableAfter is how long a server must run for its next death to count as
 // the first in a row.
 const stableAfter = time.Minute
@@ -177,9 +182,17 @@ func (s *server) ensure(ctx context.Context, q tools.LangQuery, deadline time.Ti
 				return false, fmt.Errorf("%s stopped (%v); it restarts in %s", s.spec.Name, why, wait.Round(time.Second))
 			}
 		}
+		if s.denied != nil && time.Since(s.deniedAt) < askAgain {
+			why := s.denied
+			s.mu.Unlock()
+			return false, &tools.NoServerError{Reason: why.Error()}
+		}
 		s.mu.Unlock()
 		if q.Allow != nil {
 			if err := q.Allow(ctx, s.command()); err != nil {
+				s.mu.Lock()
+				s.denied, s.deniedAt = err, time.Now() // not asked again at every edit
+				s.mu.Unlock()
 				return false, &tools.NoServerError{Reason: err.Error()}
 			}
 		}
@@ -386,16 +399,23 @@ func (s *server) fail(gen int, err error) {
 }
 
 // stopLocked stops the server on purpose (idle, closed): no failure is
-// counted. s.mu is held.
-func (s *server) stopLocked(why string) {
+// counted. s.mu is held. The process ends in the background; done is
+// closed once it did.
+func (s *server) stopLocked(why string) (done <-chan struct{}) {
+	ch := make(chan struct{})
 	if s.state == stopped || s.state == failed {
-		return
+		close(ch)
+		return ch
 	}
 	s.gen++
 	s.state, s.err = stopped, errors.New(why)
 	conn, proc := s.conn, s.proc
 	s.endLocked()
-	go shutdown(conn, proc)
+	go func() {
+		defer close(ch)
+		shutdown(conn, proc)
+	}()
+	return ch
 }
 
 // endLocked forgets the process: waiters wake, documents and diagnostics
