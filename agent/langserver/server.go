@@ -65,9 +65,9 @@ type server struct {
 	startedAt time.Time
 	readyAt   time.Time
 	used      time.Time
-	busy      int  // questions in flight: an idle stop waits for them
-	trusted   bool // started while the agent had not changed the project's command files
-	denied    error     // the last refusal of the permission to start, asked again after deniedAt+askAgain
+	busy      int   // questions in flight: an idle stop waits for them
+	trusted   bool  // started while the agent had not changed the project's command files
+	denied    error // the last refusal of the permission to start, asked again after deniedAt+askAgain
 	deniedAt  time.Time
 	enc       workspace.Encoding
 	caps      map[string]bool // the server's *Provider capabilities that are set
