@@ -182,7 +182,7 @@ func (b *Backend) Adopted(prev *Backend) {
 		prev.MCP.retire(b.MCP)
 	}
 	if prev.Lang != nil && prev.Lang != b.Lang {
-		prev.Lang.Close() // the next question starts the new settings' servers
+		go prev.Lang.Close() // the next question starts the new settings' servers; the old ones end meanwhile
 	}
 }
 

@@ -76,7 +76,6 @@ type server struct {
 	diags     map[string]*fileDiags
 	dropped   int           // diagnostics or files left out by the bounds
 	changed   chan struct{} // closed, and replaced, at every publish
-	stderr    *tailBuffer
 }
 
 // process is a running server's process; exited is closed once it ended.
@@ -241,16 +240,16 @@ func (s *server) launchLocked(trusted bool) {
 	s.state, s.ready, s.err, s.trusted = starting, make(chan struct{}), nil, trusted
 	s.startedAt, s.used = time.Now(), time.Now()
 	s.docs, s.diags, s.dropped = map[string]*doc{}, map[string]*fileDiags{}, 0
-	s.stderr = &tailBuffer{}
 	s.publishedLocked() // a fresh channel for this process's publishes
-	go s.start(gen)
+	go s.start(gen, &tailBuffer{})
 }
 
-// start spawns the server (in the sandbox, network off) and initializes it.
-func (s *server) start(gen int) {
+// start spawns the server (in the sandbox, network off) and initializes
+// it; stderr keeps the end of what it writes there.
+func (s *server) start(gen int, stderr *tailBuffer) {
 	argv := s.m.argv(s, append([]string{s.path}, s.spec.Args...))
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env, cmd.Stderr = s.root, s.m.opts.Env, s.stderr
+	cmd.Dir, cmd.Env, cmd.Stderr = s.root, s.m.opts.Env, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // its process group is its pid, killed whole
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -281,7 +280,7 @@ func (s *server) start(gen int) {
 	}))
 	conn.Go(context.Background(), s.handler(gen))
 	proc := &process{p: cmd.Process, exited: make(chan struct{})}
-	go s.watch(gen, cmd, proc, conn)
+	go s.watch(gen, cmd, proc, conn, stderr)
 	go func() {
 		<-conn.Done() // it sent what cannot be read (a huge or broken message) or closed its output
 		kill(cmd.Process)
@@ -364,7 +363,7 @@ var clientCapabilities = map[string]any{
 }
 
 // watch waits for the process to end and records its death.
-func (s *server) watch(gen int, cmd *exec.Cmd, proc *process, conn jsonrpc2.Conn) {
+func (s *server) watch(gen int, cmd *exec.Cmd, proc *process, conn jsonrpc2.Conn, stderr *tailBuffer) {
 	err := cmd.Wait()
 	kill(cmd.Process) // what it left running in its group
 	close(proc.exited)
@@ -376,7 +375,7 @@ func (s *server) watch(gen int, cmd *exec.Cmd, proc *process, conn jsonrpc2.Conn
 	case err != nil:
 		why = err.Error()
 	}
-	if last := s.stderr.last(); last != "" {
+	if last := stderr.last(); last != "" {
 		why += ": " + clip(last, 300)
 	}
 	s.fail(gen, errors.New(why))
