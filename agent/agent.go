@@ -4,6 +4,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,6 +71,16 @@ type Config struct {
 	MaxToolOutput int
 	// SubagentsReadOnly gives subagents only the tools that read.
 	SubagentsReadOnly bool
+	// SubagentModels are the models a repository's subagent or command may
+	// choose (names, or globs such as gpt-4o*; "*" for any): another model a
+	// repository's file names is not used, the run's is. The user's own
+	// files choose any model.
+	SubagentModels []string
+	// UserDir is the user's agent-lsp configuration folder
+	// ($XDG_CONFIG_HOME/agent-lsp): its AGENTS.md joins every system
+	// prompt, its commands/ and agents/ folders hold the user's own slash
+	// commands and subagents. "" for none.
+	UserDir string
 	// SummaryTimeout bounds one summary call; default DefaultSummaryTimeout.
 	SummaryTimeout time.Duration
 	// Log receives what an operator should know (a summary that failed);
@@ -157,6 +168,9 @@ type schema struct {
 	// projects is what the session keeps of its projects' context (build
 	// and test status, recent errors, diagnostics), restored on load.
 	projects graph.Value[[]workspace.Saved]
+	// instructionDirs are the folders (absolute) whose AGENTS.md the run
+	// reached by reading or editing a file below them; appended, never set.
+	instructionDirs graph.List[string]
 }
 
 func newSchema() (*graph.Schema, schema) {
@@ -170,6 +184,7 @@ func newSchema() (*graph.Schema, schema) {
 		commandFilesChanged: graph.NewList[string](s, "commandFilesChanged"),
 		runStart:            graph.NewValue[string](s, "runStart"),
 		projects:            graph.NewValue[[]workspace.Saved](s, "projects"),
+		instructionDirs:     graph.NewList[string](s, "instructionDirs"),
 	}
 }
 
@@ -265,6 +280,13 @@ type Request struct {
 	// Context lists what the user attached: files, or parts of them (Range
 	// set), read as the editor has them and added to the prompt.
 	Context []Attachment
+	// Title is a new session's title ("": from Prompt), e.g. the slash
+	// command the user typed rather than the prompt it expanded to.
+	Title string
+	// Tools narrows the run's tools to these names or groups (a slash
+	// command's allowed-tools, custom.SelectTools); nil: all. A prompt
+	// queued into a running run does not change its tools.
+	Tools []string
 }
 
 // Attachment is a file, or a part of it, the user attached to a prompt.
@@ -404,7 +426,7 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 		} else if _, err := rt.cfg.Store.Session(ctx, id); err == nil {
 			return Result{}, fmt.Errorf("session %s exists already", id)
 		}
-		sess = store.Session{ID: id, Title: transcript.Title(req.Prompt), Status: store.StatusRunning, Created: now, Updated: now}
+		sess = store.Session{ID: id, Title: transcript.Title(cmp.Or(req.Title, req.Prompt)), Status: store.StatusRunning, Created: now, Updated: now}
 	}
 	if req.Edits != "" {
 		sess.Edits = req.Edits
@@ -440,9 +462,6 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	rt.runs.started(active, r)
 	r.emit(event.RunStart{Project: project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
 	r.emit(event.Message{Message: human})
-	if req.Durability != "" {
-		ctx = store.WithDurability(ctx, req.Durability)
-	}
 	res, err := rt.graph.Invoke(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps),
 		graph.NewPatch(rt.st.messages.Append(human), rt.st.project.Set(project), rt.st.runStart.Set(human.ID)))
 	return rt.finish(ctx, r, res, err)
@@ -470,9 +489,6 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	rt.fitTools(r, sess.Project)
 	rt.runs.started(active, r)
 	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
-	if req.Durability != "" {
-		ctx = store.WithDurability(ctx, req.Durability)
-	}
 	res, err := rt.graph.Resume(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps))
 	return rt.finish(ctx, r, res, err)
 }
@@ -544,7 +560,7 @@ func (rt *Runtime) graphConfig(r *run, maxSteps int) graph.Config {
 		maxSteps = rt.cfg.MaxSteps
 	}
 	cfg := graph.Config{Thread: r.session.ID, Namespace: r.contextID, Checkpointer: rt.cfg.Store, StepLimit: maxSteps,
-		Accepts: rt.acceptsInput, Events: r.graphEvent}
+		Accepts: rt.acceptsInput, Events: r.graphEvent, Durability: r.durability}
 	if r.contextID == "" {
 		cfg.Index = func(s graph.State, status graph.Status) *store.Session {
 			sess := r.session

@@ -79,7 +79,7 @@ func (a allowAll) AllowCommand(ctx context.Context, req tools.CommandRequest) (t
 }
 
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *scripted.Server
 	ws     *workspace.Workspace
 	rt     *Runtime
@@ -96,7 +96,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func copyFixture(t *testing.T, name string) string {
+func copyFixture(t testing.TB, name string) string {
 	dst := filepath.Join(t.TempDir(), name)
 	if err := os.CopyFS(dst, os.DirFS(filepath.Join("..", "testdata", "workspaces", name))); err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func copyFixture(t *testing.T, name string) string {
 	return dst
 }
 
-func newHarness(t *testing.T, script scripted.Script, cfg Config) *harness {
+func newHarness(t testing.TB, script scripted.Script, cfg Config) *harness {
 	t.Helper()
 	srv, err := scripted.Start("127.0.0.1:0", script)
 	if err != nil {

@@ -73,9 +73,13 @@ func ContextTokensFor(modelName string) int {
 type budget struct {
 	configured int // the contextTokens setting
 
-	mu      sync.Mutex // guards learned and scale
+	mu      sync.Mutex // guards learned, scale and last
 	learned int        // a lower context size learned from an overflow; 0: none
 	scale   float64    // provider tokens per estimated token, from reported usage
+	// last is the ratio (reported over estimated) of the newest credible
+	// report, which the next one must confirm before the scale moves; 0:
+	// none yet.
+	last float64
 }
 
 func newBudget(contextTokens int) *budget {
@@ -106,17 +110,51 @@ func (b *budget) prompt() int {
 	return int(float64(l-reserve(l)) / scale)
 }
 
-// observe records the provider's count of a request the runtime estimated.
-// The scale follows the provider's counts, weighted toward the newest, and
-// is kept within 0.5..3.
-func (b *budget) observe(estimated, reported int) {
-	if estimated <= 0 || reported <= 0 {
+// credibleFloor: a provider's count of a request below its size in bytes
+// over this is not believed. No tokenizer in use packs 8 bytes of text into
+// one token; proxies and local servers that report a fixed number, or only
+// the tokens a cache did not hold, do report that little.
+const credibleFloor = 8
+
+// agree is how far apart (relative to the larger) the ratios of two
+// consecutive reports may be for the scale to follow them.
+const agree = 0.25
+
+// observe records the provider's count (reported) of a request the runtime
+// estimated, whose text is size bytes. A count below size/credibleFloor, or
+// none, is ignored. The scale moves only when two consecutive credible
+// reports agree (their ratios to the estimate within 25% of each other):
+// toward the newest pair, weighted toward it, with 5% to spare, kept within
+// 0.5..3. A provider whose reports jump about leaves the scale where it is.
+func (b *budget) observe(estimated, reported, size int) {
+	if estimated <= 0 || reported <= 0 || reported < size/credibleFloor {
 		return
 	}
 	r := float64(reported) / float64(estimated)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.scale = min(max(0.5*b.scale+0.5*r*1.05, 0.5), 3)
+	last := b.last
+	b.last = r
+	if last == 0 || max(r, last)-min(r, last) > agree*max(r, last) {
+		return
+	}
+	b.scale = min(max(0.5*b.scale+0.5*(r+last)/2*1.05, 0.5), 3)
+}
+
+// requestBytes is the size of what a request sends as text: the messages'
+// content, names and tool calls, and the tools' definitions.
+func requestBytes(req model.Request) int {
+	n := 0
+	for _, m := range req.Messages {
+		n += len(m.Content) + len(m.Name)
+		for _, tc := range m.ToolCalls {
+			n += len(tc.Name) + len(tc.Args)
+		}
+	}
+	for _, t := range req.Tools {
+		n += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	return n
 }
 
 // overflow records a provider's refusal of a request of estimated tokens:

@@ -58,7 +58,7 @@ func (rt *Runtime) fitTools(r *run, project string) {
 // at once, naming both sizes.
 func (rt *Runtime) fits(r *run, project string, prompt message.Message) error {
 	rt.fitTools(r, project)
-	sys := message.Message{ID: "", Role: message.System, Content: rt.systemPrompt(project, Summary{}, nil)}
+	sys := message.Message{ID: "", Role: message.System, Content: rt.systemPrompt(r, project, Summary{}, nil, nil)}
 	need := rt.counter.request(model.Request{Messages: []message.Message{sys, prompt}, Tools: r.specs, Model: r.model})
 	if room := r.budget.prompt(); need > room {
 		return &TooLargeError{Need: need, Budget: room, ContextTokens: r.budget.limit()}
@@ -113,7 +113,7 @@ type composed struct {
 // that never fails (see compact).
 func (rt *Runtime) compose(ctx context.Context, r *run, s graph.State, summary Summary, reason string) composed {
 	msgs := rt.st.messages.Get(s)
-	project, todos := rt.st.project.Get(s), rt.st.todos.Get(s)
+	project, todos, nested := rt.st.project.Get(s), rt.st.todos.Get(s), rt.st.instructionDirs.Get(s)
 	pinned := pinnedAt(msgs, rt.st.runStart.Get(s))
 	out := composed{summary: summary}
 	// build returns the system prompt, the limits of the history shown
@@ -121,7 +121,7 @@ func (rt *Runtime) compose(ctx context.Context, r *run, s graph.State, summary S
 	// history (the estimate of the whole request is fixed plus the window's
 	// cost: counter.request's sum).
 	build := func() (sys message.Message, lim limits, fixed int) {
-		sys = message.Message{Role: message.System, Content: rt.systemPrompt(project, out.summary, todos)}
+		sys = message.Message{Role: message.System, Content: rt.systemPrompt(r, project, out.summary, todos, nested)}
 		fixed = replyPriming + rt.counter.message(sys) + r.specTokens
 		room := r.budget.prompt() - fixed
 		// A tool output takes at most a fifth of the room (at about three
@@ -307,7 +307,7 @@ func (rt *Runtime) chat(ctx context.Context, r *run, s graph.State) (model.Respo
 			return resp, c, fmt.Errorf("the model's context is too small for this conversation even after compacting it %d times (limit %d tokens): %w", maxOverflowRetries, r.budget.limit(), err)
 		}
 		if err == nil {
-			r.budget.observe(c.estimate, resp.Usage.PromptTokens)
+			r.budget.observe(c.estimate, resp.Usage.PromptTokens, requestBytes(c.req))
 		}
 		return resp, c, err
 	}

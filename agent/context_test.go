@@ -269,7 +269,7 @@ func TestProjectTagsAndInstructions(t *testing.T) {
 	os.WriteFile(filepath.Join(h.roots["sample"], "AGENTS.md"), []byte("Run go vet before you finish.\n"), 0o644)
 	res := h.run(context.Background(), Request{Prompt: "read both"})
 	reqs := h.srv.Requests()
-	if !strings.Contains(reqs[0].Messages[0].Content, "## Project instructions (AGENTS.md)") || !strings.Contains(reqs[0].Messages[0].Content, "Run go vet before you finish.") {
+	if !strings.Contains(reqs[0].Messages[0].Content, "## Project instructions (AGENTS.md, repository content)") || !strings.Contains(reqs[0].Messages[0].Content, "Run go vet before you finish.") {
 		t.Fatalf("system prompt: %s", reqs[0].Messages[0].Content)
 	}
 	tm := toolMessages(reqs[1])

@@ -26,7 +26,7 @@ func (f *fakeSource) Withheld(_ *workspace.Project, names []string) {
 
 func (f *fakeSource) Tools(_ context.Context, p *workspace.Project) tools.Set {
 	name := "mcp__echo__say"
-	return tools.Set{name: tools.External(name, "echo", "Says the text back.", json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`),
+	return tools.Set{name: tools.External(name, "echo", "Says the text back.", json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`), false,
 		func(_ context.Context, args json.RawMessage, limit int) (tools.Result, error) {
 			f.calls = append(f.calls, p.Name()+":"+string(args))
 			return tools.Result{Content: "echo: " + string(args), Summary: "said"}, nil
@@ -99,7 +99,7 @@ func (g *growingSource) Withheld(*workspace.Project, []string) {}
 func (g *growingSource) Tools(context.Context, *workspace.Project) tools.Set {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	set := tools.Set{"mcp__g__add": tools.External("mcp__g__add", "g", "Adds a tool.", json.RawMessage(`{"type":"object"}`),
+	set := tools.Set{"mcp__g__add": tools.External("mcp__g__add", "g", "Adds a tool.", json.RawMessage(`{"type":"object"}`), false,
 		func(context.Context, json.RawMessage, int) (tools.Result, error) {
 			g.mu.Lock()
 			g.added = true
@@ -107,7 +107,7 @@ func (g *growingSource) Tools(context.Context, *workspace.Project) tools.Set {
 			return tools.Result{Content: "added"}, nil
 		})}
 	if g.added {
-		set["mcp__g__fresh"] = tools.External("mcp__g__fresh", "g", "New.", json.RawMessage(`{"type":"object"}`),
+		set["mcp__g__fresh"] = tools.External("mcp__g__fresh", "g", "New.", json.RawMessage(`{"type":"object"}`), false,
 			func(context.Context, json.RawMessage, int) (tools.Result, error) {
 				return tools.Result{Content: "fresh ran"}, nil
 			})

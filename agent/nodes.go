@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"go.lsp.dev/uri"
 
@@ -144,11 +146,11 @@ func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, e
 	var writes []graph.Write
 	var tms []message.Message
 	var changed []string
-	for _, i := range seq {
+	for k, i := range seq {
 		if idx < 0 || i < 0 || i >= len(ai.ToolCalls) {
 			return graph.Patch{}, fmt.Errorf("tool call %d not found", i)
 		}
-		tm, w, files, err := rt.runCall(ctx, r, s, ai, i)
+		tm, w, files, err := rt.runCall(ctx, r, s, ai, i, seq[k+1:])
 		if err != nil {
 			return graph.Patch{}, err
 		}
@@ -169,9 +171,10 @@ func (rt *Runtime) toolsNode(ctx context.Context, s graph.State) (graph.Patch, e
 	return graph.NewPatch(writes...), nil
 }
 
-// runCall runs call i of ai and returns its tool message, the state it sets
-// (the project, the todos) and the projects whose command files it changed.
-func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai message.Message, i int) (message.Message, []graph.Write, []string, error) {
+// runCall runs call i of ai (rest follow it in its task) and returns its
+// tool message, the state it sets (the project, the todos) and the
+// projects whose command files it changed.
+func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai message.Message, i int, rest []int) (message.Message, []graph.Write, []string, error) {
 	call := ai.ToolCalls[i]
 	project := rt.st.project.Get(s)
 	env := &tools.Env{Workspace: rt.cfg.Workspace, Session: r.session.ID, Project: project, Editor: r.editor, Permissions: r.perms,
@@ -184,8 +187,14 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 	env.Subagent = func(ctx context.Context, req tools.SubagentRequest) (tools.SubagentResult, error) {
 		return rt.subagent(ctx, r, project, rt.subagentContext(ctx, r.session.ID, ai.ID, i, call.ID), req)
 	}
+	sp := rt.spoolFor(r.session.ID, toolMessageID(ai.ID, i))
+	env.Intent = rt.intentPort(ai, i, sp)
+	if sp != nil && call.Name == "run_command" {
+		env.Output = sp
+		defer sp.close()
+	}
 	r.emit(event.ToolStart{Name: call.Name, Args: call.Args, CallID: call.ID})
-	res := r.tools.Call(ctx, env, call)
+	res := rt.callTool(ctx, r, env, ai, i, rest)
 	if ctx.Err() != nil {
 		return message.Message{}, nil, nil, ctx.Err()
 	}
@@ -214,7 +223,43 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 	if !later && res.Todos != nil {
 		writes = append(writes, rt.st.todos.Set(*res.Todos))
 	}
+	if !res.IsError {
+		if dirs := rt.reachedInstructions(s, call, used); len(dirs) > 0 {
+			writes = append(writes, rt.st.instructionDirs.Append(dirs...))
+		}
+	}
 	return tm, writes, res.CommandFilesChanged, nil
+}
+
+// reachedInstructions are the folders between the file a read or edit call
+// worked on (in project) and the project's root, the root excluded, that
+// hold an AGENTS.md the run had not reached yet.
+func (rt *Runtime) reachedInstructions(s graph.State, call message.ToolCall, project string) []string {
+	if !slices.Contains(fileTools, call.Name) {
+		return nil
+	}
+	var a struct {
+		Path string `json:"path"`
+	}
+	p, ok := rt.cfg.Workspace.Project(project)
+	if json.Unmarshal([]byte(call.Args), &a) != nil || a.Path == "" || !ok {
+		return nil
+	}
+	abs, err := p.Resolve(a.Path)
+	if err != nil {
+		return nil
+	}
+	known := rt.st.instructionDirs.Get(s)
+	var out []string
+	for dir := filepath.Dir(abs); dir != p.Root() && strings.HasPrefix(dir, p.Root()+string(filepath.Separator)); dir = filepath.Dir(dir) {
+		if slices.Contains(known, dir) {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(dir, NestedInstructions)); err == nil && !fi.IsDir() {
+			out = append(out, dir)
+		}
+	}
+	return out
 }
 
 // usedProject is the project a tool call worked in: the one its "project"

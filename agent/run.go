@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/agent-lsp/agent-lsp/agent/custom"
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/agent/model"
@@ -34,6 +35,9 @@ type run struct {
 	model      string           // the model of this run: the request's, the session's, else the configured one
 	budget     *budget          // that model's context, as learned
 	restored   bool             // the session's stored project context was restored (first step)
+	durability store.Durability // the request's ("": the store's default), its subagents' too
+	persona    *custom.Agent    // the subagent's definition in a file; nil for the session's run and general subagents
+	allowed    []string         // the tools a slash command allows (names or groups); nil: all
 
 	inbox struct {
 		sync.Mutex                            // guards held
@@ -142,7 +146,7 @@ func (rt *Runtime) newRun(sess store.Session, req Request, project string) *run 
 		set = set.Without(tools.LangTools...) // they could only say that nothing answers
 	}
 	return &run{rt: rt, session: sess, editor: req.Editor, perms: req.Permissions, lang: lang, tools: set,
-		acc: &accumulator{events: req.Events}, model: name, budget: rt.budgetFor(name)}
+		acc: &accumulator{events: req.Events}, model: name, budget: rt.budgetFor(name), durability: req.Durability, allowed: req.Tools}
 }
 
 // offers reports whether lang may answer for p: a source that knows
@@ -154,9 +158,10 @@ func offers(lang tools.Language, p *workspace.Project) bool {
 	return true
 }
 
-// addTools adds the tool source's tools for project to the run's; the
-// runtime's own win a name clash.
+// addTools adds the tool source's tools for project to the run's (the
+// runtime's own win a name clash), then customizes them (customize).
 func (rt *Runtime) addTools(ctx context.Context, r *run, project string) {
+	defer rt.customize(r, project)
 	if rt.cfg.ToolSource == nil {
 		return
 	}

@@ -90,34 +90,21 @@ func (rs *Runs) get(session string) (*activeRun, *run) {
 	return a, a.run
 }
 
-// leaser is a store shared by several processes (PostgreSQL): a session
-// runs in one of them at a time, under a lease the store keeps alive until
-// it is released, and that expires when its holder vanishes.
-type leaser interface {
-	// Acquire takes session's lease for this process, or fails with an
-	// error that names its holder when another live one has it.
-	// lost is called when the lease is lost (another process took it
-	// over, or it could not be renewed in time): the run stops.
-	Acquire(ctx context.Context, session string, ttl time.Duration, lost func()) (release func(), err error)
-}
-
 // leaseTTL is how long a session's lease outlives a holder that stopped
 // renewing it (a crashed or frozen runner): then another process may
 // resume the session.
 const leaseTTL = 15 * time.Second
 
-// begin registers session as running in this process (Runs.begin) and,
-// on a store several processes share, takes its lease there.
+// begin registers session as running in this process (Runs.begin) and
+// takes its lease in the store (store.Leases).
 func (rt *Runtime) begin(ctx context.Context, session string) (context.Context, *activeRun, func(), error) {
 	ctx, a, end, err := rt.runs.begin(ctx, rt, session)
 	if err != nil {
 		return ctx, a, end, err
 	}
-	l, ok := rt.cfg.Store.(leaser)
-	if !ok {
-		return ctx, a, end, nil
-	}
-	release, err := l.Acquire(ctx, session, leaseTTL, a.cancel) // a lost lease cancels the run: it checkpoints and resumes elsewhere
+	// A store several processes share (PostgreSQL) keeps the session to
+	// one of them; one process's (a bbolt file) has nothing to keep apart.
+	release, err := rt.cfg.Store.Acquire(ctx, session, leaseTTL, a.cancel) // a lost lease cancels the run: it checkpoints and resumes elsewhere
 	if err != nil {
 		end()
 		return nil, nil, nil, err

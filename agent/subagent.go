@@ -6,9 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/agent-lsp/agent-lsp/agent/custom"
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/graph"
 	"github.com/agent-lsp/agent-lsp/agent/message"
@@ -66,18 +69,10 @@ func (rt *Runtime) subagent(ctx context.Context, parent *run, project, id string
 	if parentID == "" {
 		parentID = parent.session.ID
 	}
-	set := parent.tools.Without("call_subagent")
-	if req.ReadOnly || rt.cfg.SubagentsReadOnly {
-		set = tools.Set{}
-		for _, n := range tools.ReadOnlyTools {
-			if t, ok := parent.tools[n]; ok {
-				set[n] = t
-			}
-		}
+	child, note, cerr := rt.childRun(parent, project, id, parentID, &req)
+	if cerr != nil {
+		return tools.SubagentResult{ContextID: id, Result: cerr.Error()}, nil
 	}
-	child := &run{rt: rt, session: parent.session, contextID: id, parentID: parentID, editor: parent.editor, perms: parent.perms, lang: parent.lang, model: parent.model, budget: parent.budget,
-		tools: set, acc: parent.acc}
-	child.fitTools()
 	limit := 2 * req.MaxLoops // a model turn and a tool round are a step each
 	if left, ok := graph.StepsLeft(ctx); ok {
 		limit = min(limit, left) // a subagent spends no more than its parent has
@@ -100,7 +95,7 @@ func (rt *Runtime) subagent(ctx context.Context, parent *run, project, id string
 		child.emit(event.SubagentEnd{OK: false, Status: graph.StatusCancelled})
 		return tools.SubagentResult{}, ctx.Err()
 	}
-	out := tools.SubagentResult{OK: err == nil && res.Status == graph.StatusDone, ContextID: id}
+	out := tools.SubagentResult{OK: err == nil && res.Status == graph.StatusDone, ContextID: id, Note: note}
 	for _, m := range rt.st.messages.Get(res.State) {
 		if m.Role == message.AI {
 			out.Loops++
@@ -119,4 +114,69 @@ func (rt *Runtime) subagent(ctx context.Context, parent *run, project, id string
 	out.CommandFilesChanged = parent.acc.changedProjects()
 	child.emit(event.SubagentEnd{OK: out.OK, Status: res.Status})
 	return out, nil
+}
+
+// childRun is the run of a subagent of parent: the general one, or the one
+// req.Agent names, with exactly the tools its definition lists of the
+// parent's (never more; read-only when asked or set), its model when it may
+// choose it, and its loop limit (req.MaxLoops set). note says what differs
+// from what the definition asked for.
+func (rt *Runtime) childRun(parent *run, project, id, parentID string, req *tools.SubagentRequest) (*run, string, error) {
+	set := parent.tools.Without("call_subagent")
+	name := parent.model
+	var persona *custom.Agent
+	var notes []string
+	loops := tools.DefaultSubagentLoops
+	if req.Agent != "" {
+		agents := rt.agents(project)
+		i := slices.IndexFunc(agents, func(a custom.Agent) bool { return a.Name == req.Agent })
+		if i < 0 {
+			names := make([]string, len(agents))
+			for j, a := range agents {
+				names[j] = a.Name
+			}
+			return nil, "", fmt.Errorf("error: no subagent %q is defined for project %s (defined: %s)", req.Agent, project, strings.Join(names, ", "))
+		}
+		persona = &agents[i]
+		if persona.Tools != nil {
+			chosen, unknown := custom.SelectTools(persona.Tools, slices.Collect(maps.Keys(set)))
+			narrowed := tools.Set{}
+			for _, n := range chosen {
+				narrowed[n] = set[n]
+			}
+			set = narrowed
+			if len(unknown) > 0 {
+				notes = append(notes, fmt.Sprintf("%s names tools that do not exist here: %s", persona.Path, strings.Join(unknown, ", ")))
+			}
+		}
+		if m := persona.Model; m != "" && m != name {
+			if persona.Source == custom.User || rt.ModelAllowed(m) {
+				name = m
+			} else {
+				notes = append(notes, fmt.Sprintf("%s asks for the model %s, which the subagents.models setting does not allow for a repository's subagent: it ran on %s", persona.Path, m, name))
+				rt.cfg.Log("session %s: subagent %s: %s", parent.session.ID, persona.Name, notes[len(notes)-1])
+			}
+		}
+		if persona.MaxLoops > 0 {
+			loops = min(persona.MaxLoops, tools.MaxSubagentLoops)
+		}
+	}
+	if req.MaxLoops <= 0 {
+		req.MaxLoops = loops
+	} else if persona != nil && persona.MaxLoops > 0 {
+		req.MaxLoops = min(req.MaxLoops, loops) // the definition bounds the call
+	}
+	if req.ReadOnly || rt.cfg.SubagentsReadOnly {
+		ro := tools.Set{}
+		for _, n := range tools.ReadOnlyTools {
+			if t, ok := set[n]; ok {
+				ro[n] = t
+			}
+		}
+		set = ro
+	}
+	child := &run{rt: rt, session: parent.session, contextID: id, parentID: parentID, editor: parent.editor, perms: parent.perms, lang: parent.lang, model: name, budget: rt.budgetFor(name),
+		tools: set, acc: parent.acc, persona: persona, durability: parent.durability}
+	child.fitTools()
+	return child, strings.Join(notes, "; "), nil
 }

@@ -13,7 +13,9 @@
 # standard output (everything else goes to standard error). The server keeps
 # PostgreSQL's default durability: fsync and synchronous_commit on.
 #
-# stop DIR stops the cluster of DIR and removes DIR.
+# stop DIR stops the cluster of DIR and removes DIR. restart DIR restarts it
+# (fast: open connections are ended), as a database restart in production
+# would; the tests that ride one out start a cluster of their own.
 set -euo pipefail
 
 log() { echo "postgres.sh: $*" >&2; }
@@ -45,6 +47,15 @@ stop() {
 	as "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >&2 || log "pg_ctl stop failed (already stopped?)"
 	rm -rf "$dir"
 	log "stopped and removed $dir"
+}
+
+restart() {
+	local dir=${1:?usage: postgres.sh restart DIR}
+	[ -d "$dir/data" ] || { log "$dir holds no cluster"; exit 1; }
+	local bin
+	bin=$(bindir)
+	as "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m fast -w -t 60 restart >&2
+	log "restarted $dir"
 }
 
 start() {
@@ -101,8 +112,9 @@ start() {
 case "${1:-start}" in
 start) start ;;
 stop) stop "${2:-}" ;;
+restart) restart "${2:-}" ;;
 *)
-	echo "usage: $0 [start] | $0 stop DIR" >&2
+	echo "usage: $0 [start] | $0 stop DIR | $0 restart DIR" >&2
 	exit 2
 	;;
 esac

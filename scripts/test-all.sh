@@ -21,7 +21,7 @@ bash testdata/langserver/install.sh
 echo "== ripgrep, which the search tests compare against (Debian's ripgrep, installed when missing)"
 command -v rg >/dev/null || { apt-get update -qq && apt-get install -y -qq ripgrep >/dev/null; }
 echo "== go test -race"
-go test -race -count=1 ./...
+go test -race -count=1 -timeout 30m ./...
 echo "== ACP end to end with the official TypeScript client"
 bash testdata/acp/node/run.sh
 echo "== fuzz (short runs over the seed corpus and beyond)"

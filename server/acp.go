@@ -57,10 +57,11 @@ func ServeACP(ctx context.Context, in io.Reader, out io.Writer, opts Options, fo
 		return err
 	}
 	a.b = b
-	conn := acp.NewAgentSideConnection(a, out, in) // serves from here on: the backend is ready
+	a.out = &acpOut{w: out}
+	conn := acp.NewAgentSideConnection(a, a.out, in) // serves from here on: the backend is ready
 	a.conn = conn
 	close(a.ready)
-	for _, n := range append(warnings, notices...) {
+	for _, n := range append(append(warnings, opts.Notices...), notices...) {
 		a.log(n)
 	}
 	a.log(fmt.Sprintf("agent-lsp %s serving ACP: model %s at %s, store %s", Version, st.Model, st.BaseURL, b.StoreName()))
@@ -79,6 +80,7 @@ func ServeACP(ctx context.Context, in io.Reader, out io.Writer, opts Options, fo
 type acpAgent struct {
 	opts   Options
 	conn   *acp.AgentSideConnection // set once, before ready closes; read through client
+	out    *acpOut                  // the connection's output, set once before conn
 	ready  chan struct{}
 	always allowances     // commands and tools allowed "always" for a session
 	runs   sync.WaitGroup // prompts in progress
@@ -101,11 +103,16 @@ type acpSession struct {
 	project string // the workspace project of its cwd
 	calls   *acpCalls
 
-	mu      sync.Mutex // guards mode, stored, cancel and prompts
+	mu      sync.Mutex // guards mode, stored, cancel, prompts, model and announced
 	mode    string     // acpModeApply or acpModeReview
 	stored  bool       // the store has it (its first prompt ran, or it was loaded)
 	cancel  context.CancelFunc
 	prompts int // prompts begun; cancel is the newest one's
+	// model is the model /model chose for the session's next prompts ("":
+	// the session's, else the settings').
+	model string
+	// announced is what available_commands_update last told the client.
+	announced string
 }
 
 func (s *acpSession) getMode() string {
@@ -182,6 +189,7 @@ func (a *acpAgent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp
 		return acp.NewSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
 	s := a.addSession(agent.NewSessionID(), project, false, "")
+	a.out.afterAnswer(s.id, func() { a.announceCommands(context.Background(), s) })
 	return acp.NewSessionResponse{SessionId: acp.SessionId(s.id), Modes: modes(s.getMode())}, nil
 }
 
@@ -223,6 +231,7 @@ func (a *acpAgent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (a
 			return acp.LoadSessionResponse{}, err
 		}
 	}
+	a.announceCommands(ctx, s) // the client knows the session it loads
 	return acp.LoadSessionResponse{Modes: modes(s.getMode())}, nil
 }
 
@@ -325,7 +334,7 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	s.prompts++
 	mine := s.prompts
 	s.cancel = cancel
-	stored, mode := s.stored, s.mode
+	stored, mode, chosen := s.stored, s.mode, s.model
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -336,13 +345,18 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	}()
 	b := a.backend()
 	u := &acpUpdates{conn: a.client(), session: s, ws: b.Workspace}
-	req := agent.Request{Prompt: text, Project: s.project, Events: u.event, MaxSteps: b.Settings.MaxSteps, Durability: b.Settings.Durability, Edits: mode}
+	req := agent.Request{Prompt: text, Project: s.project, Events: u.event, MaxSteps: b.Settings.MaxSteps, Durability: b.Settings.Durability, Edits: mode, Model: chosen}
 	if stored {
 		req.Session = s.id
 	} else {
 		req.NewID = s.id
 	}
-	req.Editor = &acpEditor{conn: a.client(), caps: a.clientCaps().Fs, ws: b.Workspace, session: s, review: mode == acpModeReview, allowEdit: b.AllowEdit, updates: u}
+	review := mode == acpModeReview
+	defer a.announceCommands(context.WithoutCancel(ctx), s) // the prompt may have changed the command files
+	if done, err := a.acpSlash(ctx, s, &req, &review); done || err != nil {
+		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, err
+	}
+	req.Editor = &acpEditor{conn: a.client(), caps: a.clientCaps().Fs, ws: b.Workspace, session: s, review: review, allowEdit: b.AllowEdit, updates: u}
 	req.Permissions = &permissions{rules: b.Rules, tools: newToolRules(b.Settings.Allow, b.Settings.Deny), always: &a.always,
 		ask: u.askPermission, interactive: true, before: func() {}}
 	res, err := b.Runtime.Run(context.WithValue(ctx, acpSessionKey{}, s.id), req)

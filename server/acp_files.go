@@ -98,14 +98,15 @@ func (e *acpEditor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResu
 	if why := e.moved(d); why != "" {
 		return tools.EditResult{FailureReason: why}, nil
 	}
-	if err := e.write(ctx, p, fe.Path, text); err != nil {
+	note, err := e.write(ctx, p, fe.Path, text)
+	if err != nil {
 		return tools.EditResult{FailureReason: err.Error()}, nil
 	}
 	if callID != "" {
 		e.session.calls.addContent(callID, diff)
 		e.updates.send(acp.UpdateToolCall(acp.ToolCallId(callID), acp.WithUpdateContent([]acp.ToolCallContent{diff})))
 	}
-	return tools.EditResult{Applied: true}, nil
+	return tools.EditResult{Applied: true, Note: note}, nil
 }
 
 // current is the text an edit applies to: the client's, else the disk's.
@@ -120,16 +121,19 @@ func (e *acpEditor) current(ctx context.Context, p *workspace.Project, path stri
 	return string(b), err == nil, err
 }
 
-// write writes text through the client when it writes files, else on disk.
-func (e *acpEditor) write(ctx context.Context, p *workspace.Project, path, text string) error {
+// write writes text through the client when it writes files, else on disk
+// (replacing the file whole: workspace.WriteAtomic); note says how a file
+// on disk was written when it is worth telling ("" otherwise).
+func (e *acpEditor) write(ctx context.Context, p *workspace.Project, path, text string) (note string, err error) {
 	if e.caps.WriteTextFile {
 		_, err := e.conn.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionId: acp.SessionId(e.session.id), Path: path, Content: text})
 		if err != nil {
-			return fmt.Errorf("the client could not write %s: %w", p.Rel(path), err)
+			return "", fmt.Errorf("the client could not write %s: %w", p.Rel(path), err)
 		}
-		return nil
+		return "", nil
 	}
-	return p.WriteFile(path, []byte(text))
+	w, err := p.WriteFile(path, []byte(text))
+	return w.Note(), err
 }
 
 // confirmation says why an edit of the path d decided needs the user's yes

@@ -162,6 +162,16 @@ func (c *acpClient) SessionUpdate(_ context.Context, n acp.SessionNotification) 
 			status = string(*u.ToolCallUpdate.Status)
 		}
 		c.add(fmt.Sprintf("update %s %s%s", u.ToolCallUpdate.ToolCallId, status, contentText(u.ToolCallUpdate.Content)))
+	case u.AvailableCommandsUpdate != nil:
+		var names []string
+		for _, ac := range u.AvailableCommandsUpdate.AvailableCommands {
+			name := ac.Name
+			if ac.Input != nil && ac.Input.Unstructured != nil {
+				name += " " + ac.Input.Unstructured.Hint
+			}
+			names = append(names, name)
+		}
+		c.add("commands " + strings.Join(names, ", "))
 	case u.Plan != nil:
 		var items []string
 		for _, e := range u.Plan.Entries {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -139,6 +140,7 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 	}
 	rt, err := agent.New(agent.Config{Model: m, ModelName: s.Model, Endpoint: s.BaseURL, ContextTokens: s.ContextTokens, Workspace: b.Workspace, Store: b.Store,
 		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, Prices: s.Prices, CommandEnv: env, ToolSource: src,
+		SubagentModels: nonEmpty(s.SubagentModel), UserDir: userDir(b.getenv),
 		Sandbox: sb, SandboxSettings: confine, Language: lang, Runs: b.hub.runs, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) }})
 	if err != nil {
 		if lang != b.Lang {
@@ -184,6 +186,18 @@ func (b *Backend) Adopted(prev *Backend) {
 	if prev.Lang != nil && prev.Lang != b.Lang {
 		go prev.Lang.Close() // the next question starts the new settings' servers; the old ones end meanwhile
 	}
+}
+
+// userDir is the user's agent-lsp configuration folder: under
+// $XDG_CONFIG_HOME, else ~/.config; "" when neither is known.
+func userDir(getenv func(string) string) string {
+	if dir := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(dir) {
+		return filepath.Join(dir, "agent-lsp")
+	}
+	if home := getenv("HOME"); filepath.IsAbs(home) {
+		return filepath.Join(home, ".config", "agent-lsp")
+	}
+	return ""
 }
 
 // nonEmpty drops blank patterns (an empty entry of an editor's list setting).

@@ -17,6 +17,7 @@ type client struct {
 	conn jsonrpc2.Conn
 	ctx  context.Context // the connection's lifetime, for notifications
 	out  *guardedStream  // the connection's stream, which corks; nil in tests that build a client
+	box  *outbox         // its events and progress, bounded (outbox.go); nil in tests that build a client
 }
 
 // burst calls send and writes what it sent to the editor at once (one
@@ -81,9 +82,17 @@ type changeAnnotation struct {
 	Description       string `json:"description,omitempty"`
 }
 
+// applyEditResult is an editor's answer to workspace/applyEdit; the
+// headless client adds a note of how it wrote a file (a file rewritten in
+// place rather than replaced whole).
+type applyEditResult struct {
+	protocol.ApplyWorkspaceEditResult
+	Note string `json:"note,omitempty"`
+}
+
 // applyEdit sends workspace/applyEdit and returns the editor's answer.
-func (c *client) applyEdit(ctx context.Context, label string, edit workspaceEdit) (protocol.ApplyWorkspaceEditResult, error) {
-	var res protocol.ApplyWorkspaceEditResult
+func (c *client) applyEdit(ctx context.Context, label string, edit workspaceEdit) (applyEditResult, error) {
+	var res applyEditResult
 	_, err := c.conn.Call(ctx, "workspace/applyEdit", struct {
 		Label string        `json:"label"`
 		Edit  workspaceEdit `json:"edit"`

@@ -81,6 +81,8 @@ var Commands = []Command{
 		"`{baseURL, current, models: [{id, ownedBy?}]}`; an endpoint without a model list is an error that says so, with its URL", (*Server).modelsCommand),
 	command("agent.mcp", "Lists each project's MCP servers: where each is defined, whether it runs (or why not: failed, waiting for approval, denied) and how many tools it gives.",
 		"`[{project, root, servers: [{name, source, origin, transport, status, reason?, tools}]}]`; tools is -1 before a server's first listing", (*Server).mcpCommand),
+	command("agent.commands", "Lists the slash commands a prompt of the project may start with (/name): the built-ins, the user's and the project's command files (docs/customization.md).",
+		"`{commands: [{name, description, argumentHint?, source, path?, error?}]}`; name is without the slash; source is builtin, user or project; path is the file; error says why a file cannot run", (*Server).commandsCommand),
 	command("agent.switchProject", "Makes another project the current one of a session that is not running; its next run or resume works there, and the model is told.",
 		"`{session, project}`", (*Server).switchProjectCommand),
 }
@@ -177,7 +179,7 @@ func sessionError(command string, err error) error {
 		return invalidParams("%s: %v", command, err)
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, agent.ErrUnknownSession), errors.Is(err, agent.ErrUnknownProject),
 		errors.Is(err, agent.ErrSessionBusy), errors.Is(err, agent.ErrNoProject), errors.Is(err, agent.ErrBadSelection),
-		errors.Is(err, agent.ErrFolderNotOpen):
+		errors.Is(err, agent.ErrFolderNotOpen), slashError(err):
 		return invalidParams("%s: %v", command, err)
 	}
 	return jsonrpc2.Errorf(jsonrpc2.InternalError, "%s: %v", command, err)

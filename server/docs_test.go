@@ -27,6 +27,7 @@ var eventDocs = map[event.Type]string{
 	"edit":              "the editor applied or refused an edit of `uri`",
 	"usage":             "after each model call (the run's, its subagents' and its summaries'): that call's `prompt`, `completion` and `total` tokens as the endpoint reported them, the `contextTokens` the request was fitted into, and `run`, the run's totals so far; `cost` (USD) when the price table has the `model`",
 	"run.end":           "the run ended: `status`, and `error` when it failed",
+	"events.dropped":    "the window did not read its events and the server dropped `count` of them, `fromSeq` to `toSeq` (the envelope's `seq` is `toSeq`), rather than hold the run; sent where they were missing, once the window reads again: the client reads the session again (`agent.session`)",
 }
 
 func commandsTable() string {

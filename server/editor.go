@@ -101,7 +101,7 @@ func (e *editor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResult,
 	if err != nil {
 		return tools.EditResult{}, fmt.Errorf("workspace/applyEdit: %w", err)
 	}
-	out := tools.EditResult{Applied: res.Applied}
+	out := tools.EditResult{Applied: res.Applied, Note: res.Note}
 	if res.FailureReason != nil {
 		out.FailureReason = *res.FailureReason
 	}

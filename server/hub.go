@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/event"
@@ -62,29 +61,24 @@ func (h *Hub) sharedStore(path string) (store.Store, error) {
 }
 
 // watchers are the connections following sessions that run in another:
-// each receives the session's events until its run ends, through an outbox
-// of its own.
+// each receives the session's events until its run ends, through its
+// outbox (which never waits for it).
 type watchers struct {
-	mu  sync.Mutex                  // guards by and out
-	by  map[string]map[*client]bool // session -> following connections
-	out map[*client]*outbox         // a following connection's events not sent yet
+	mu sync.Mutex                  // guards by
+	by map[string]map[*client]bool // session -> following connections
 }
 
-// watch makes c receive session's events until its run ends; logf is c's
-// server log.
-func (w *watchers) watch(session string, c *client, logf func(string, ...any)) {
+// watch makes c receive session's events until its run ends.
+func (w *watchers) watch(session string, c *client) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.by == nil {
-		w.by, w.out = map[string]map[*client]bool{}, map[*client]*outbox{}
+		w.by = map[string]map[*client]bool{}
 	}
 	if w.by[session] == nil {
 		w.by[session] = map[*client]bool{}
 	}
 	w.by[session][c] = true
-	if w.out[c] == nil {
-		w.out[c] = &outbox{c: c, logf: logf}
-	}
 }
 
 // ended stops every connection following session: its run ended.
@@ -104,17 +98,16 @@ func (w *watchers) forget(c *client) {
 			delete(w.by, s)
 		}
 	}
-	delete(w.out, c)
 }
 
 // send gives e to the connections following its session, but from. It
 // never waits for them: each has an outbox.
 func (w *watchers) send(e event.Event, from *client) {
 	w.mu.Lock()
-	var to []*outbox
+	var to []*client
 	for c := range w.by[e.Session] {
-		if c != from {
-			to = append(to, w.out[c])
+		if c != from && c.box != nil {
+			to = append(to, c)
 		}
 	}
 	w.mu.Unlock()
@@ -126,103 +119,8 @@ func (w *watchers) send(e event.Event, from *client) {
 		return
 	}
 	_, end := e.Data.(event.RunEnd)
-	for _, o := range to { // no lock held while calling a client
-		o.put(raw, end)
-	}
-}
-
-// sent returns once the events queued for c when it is called are written
-// to it, or after wait: a run of c's own then follows them (a prompt
-// queued just as another window's run of the session ended starts one).
-func (w *watchers) sent(c *client, wait time.Duration) {
-	w.mu.Lock()
-	o := w.out[c]
-	w.mu.Unlock()
-	if o == nil {
-		return
-	}
-	o.mu.Lock()
-	idle := o.idle
-	o.mu.Unlock()
-	if idle == nil {
-		return
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-idle:
-	case <-t.C:
-	}
-}
-
-// maxBacklog bounds the encoded events an outbox keeps for a connection
-// that does not read them (but a run's end, and one event however large
-// when none waits).
-const maxBacklog = 8 << 20
-
-// outbox sends a following connection the events of a run in another
-// connection, from a goroutine of its own that runs while events wait. A
-// window slow to read, or not reading at all (a frozen or suspended
-// editor), never holds the run's reporter, and so never the run: about
-// maxBacklog bytes of events wait for it; while that much does, further
-// events are dropped (the window sees their seq numbers missing) and the
-// server's log says how many. A run's end is never dropped: the window
-// learns that the run ended.
-type outbox struct {
-	c    *client
-	logf func(format string, args ...any)
-
-	mu      sync.Mutex    // guards the fields below
-	queue   [][]byte      // encoded events not sent yet, oldest first
-	size    int           // bytes of the events queued or being sent
-	idle    chan struct{} // closed when the queue is sent; nil while no goroutine sends it
-	dropped int           // events dropped since the last report
-}
-
-// put queues an encoded event, or drops it when the backlog is full and
-// keep (a run's end) is not set.
-func (o *outbox) put(raw []byte, keep bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.size+len(raw) > maxBacklog && len(o.queue) > 0 && !keep {
-		o.dropped++
-		return
-	}
-	o.queue = append(o.queue, raw)
-	o.size += len(raw)
-	if o.idle == nil {
-		o.idle = make(chan struct{})
-		go o.send()
-	}
-}
-
-// send writes the queue until it is empty.
-func (o *outbox) send() {
-	for {
-		o.mu.Lock()
-		batch, dropped := o.queue, o.dropped
-		o.queue, o.dropped = nil, 0
-		if len(batch) == 0 {
-			close(o.idle)
-			o.idle = nil
-		}
-		o.mu.Unlock()
-		if dropped > 0 {
-			o.logf("a window following another window's run did not read its events: %d events dropped for it (their seq numbers are missing there)", dropped)
-		}
-		if len(batch) == 0 {
-			return
-		}
-		sent := 0
-		o.c.burst(func() {
-			for _, raw := range batch {
-				o.c.rawEvent(raw)
-				sent += len(raw)
-			}
-		})
-		o.mu.Lock()
-		o.size -= sent
-		o.mu.Unlock()
+	for _, c := range to { // no lock held while calling a client
+		c.box.rawEvent(raw, e.Session, e.Seq, end)
 	}
 }
 

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -18,7 +17,8 @@ import (
 // A window that follows another window's run and does not read (a frozen
 // editor) never holds the run's reporter: sending to it returns at once,
 // what waits for it is bounded, and once it reads again it gets the events
-// kept, in order, with the dropped ones missing and counted in the log.
+// kept, in order, and an events.dropped event standing for the ones
+// dropped, just where they were missing; the run's end is never dropped.
 func TestFollowerThatDoesNotRead(t *testing.T) {
 	toFollower, fromServer := io.Pipe() // nobody reads until the test does
 	defer fromServer.Close()
@@ -26,16 +26,10 @@ func TestFollowerThatDoesNotRead(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	follower := &client{conn: conn, ctx: ctx}
-	var logMu sync.Mutex
-	var logged []string
-	logf := func(format string, args ...any) {
-		logMu.Lock()
-		logged = append(logged, fmt.Sprintf(format, args...))
-		logMu.Unlock()
-	}
+	follower.box = newOutbox(follower, func(string, ...any) {})
 	var w watchers
 	runner := &client{}
-	w.watch("s", follower, logf)
+	w.watch("s", follower)
 
 	const events, size = 400, 64 << 10 // 25 MB: three times what is kept
 	summary := strings.Repeat("x", size)
@@ -52,86 +46,85 @@ func TestFollowerThatDoesNotRead(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("sending to a window that does not read blocked the run's reporter")
 	}
-	o := w.out[follower]
+	o := follower.box
 	o.mu.Lock()
 	held := o.size
 	o.mu.Unlock()
-	if held > maxBacklog+size+1<<10 {
-		t.Fatalf("%d bytes wait for the window; want at most %d", held, maxBacklog+size+1<<10)
+	if held > maxBacklog+2*size {
+		t.Fatalf("%d bytes wait for the window; want at most %d", held, maxBacklog+2*size)
 	}
-	w.sent(follower, 10*time.Millisecond) // the window does not read: this returns, after the wait
 
 	// The window reads again.
-	var got []int64
-	var gotMu sync.Mutex
-	reader := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(pipes{toFollower, nopCloser{io.Discard}}))
+	got := readEvents(t, ctx, toFollower)
+	<-o.mark() // everything queued is written
+	o.mu.Lock()
+	left := o.size
+	o.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("the outbox still holds %d bytes once drained", left)
+	}
+	checkSeqs(t, got(events+1), events+1)
+}
+
+// readEvents reads the agent/event notifications of r from now on; the
+// function it returns waits (bounded) until the run's end with seq last
+// came and returns them in order.
+func readEvents(t *testing.T, ctx context.Context, r io.Reader) func(last int64) []map[string]any {
+	var mu sync.Mutex
+	var got []map[string]any
+	reader := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(pipes{r, nopCloser{io.Discard}}))
 	reader.Go(ctx, func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-		var e struct {
-			Seq int64 `json:"seq"`
-		}
+		var e map[string]any
 		json.Unmarshal(req.Params(), &e)
-		gotMu.Lock()
-		got = append(got, e.Seq)
-		gotMu.Unlock()
+		mu.Lock()
+		got = append(got, e)
+		mu.Unlock()
 		return nil, nil
 	})
-	w.sent(follower, time.Minute) // a run of the window's own waits for this
-	o.mu.Lock()
-	idle, left := o.idle == nil, o.size
-	o.mu.Unlock()
-	if !idle || left != 0 {
-		t.Fatalf("the outbox still sends %d bytes once sent returned (idle %v)", left, idle)
-	}
-	deadline := time.Now().Add(time.Minute)
-	// What was written is read: the last frame may still be on its way.
-	var n int
-	for time.Now().Before(deadline) {
-		gotMu.Lock()
-		n = len(got)
-		gotMu.Unlock()
-		logMu.Lock()
-		dropped := strings.Join(logged, "\n")
-		logMu.Unlock()
-		if strings.Contains(dropped, "dropped") && n+droppedCount(t, dropped) == events+1 {
-			break
+	return func(last int64) []map[string]any {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			done := len(got) > 0 && got[len(got)-1]["type"] == "run.end" && int64(got[len(got)-1]["seq"].(float64)) == last
+			mu.Unlock()
+			if done {
+				break
+			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	gotMu.Lock()
-	defer gotMu.Unlock()
-	if n == 0 || n == events+1 {
-		t.Fatalf("the window got %d of %d events; want some kept and some dropped", n, events+1)
-	}
-	if got[len(got)-1] != events+1 {
-		t.Fatalf("the last event the window got is seq %d; want the run's end, %d, which is never dropped", got[len(got)-1], events+1)
-	}
-	for i := 1; i < len(got); i++ {
-		if got[i] <= got[i-1] {
-			t.Fatalf("events out of order: seq %d after %d", got[i], got[i-1])
-		}
-	}
-	if got[0] != 1 {
-		t.Fatalf("the first event kept is seq %d; want 1 (the oldest are kept)", got[0])
-	}
-	logMu.Lock()
-	defer logMu.Unlock()
-	if total := droppedCount(t, strings.Join(logged, "\n")); n+total != events+1 {
-		t.Fatalf("got %d, log says %d dropped: %d events unaccounted for\n%s", n, total, events+1-n-total, strings.Join(logged, "\n"))
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]map[string]any(nil), got...)
 	}
 }
 
-// droppedCount sums the counts of the outbox's log lines.
-func droppedCount(t *testing.T, log string) int {
+// checkSeqs checks that events hold seq 1..last of one session with none
+// missing: each dropped range stood for by an events.dropped event where
+// it was (its seq the range's last), some dropped, and the run's end last.
+func checkSeqs(t *testing.T, events []map[string]any, last int64) {
 	t.Helper()
-	total := 0
-	for _, line := range strings.Split(log, "\n") {
-		_, count, ok := strings.Cut(line, ": ")
-		var n int
-		if _, err := fmt.Sscanf(count, "%d events dropped", &n); ok && err == nil {
-			total += n
+	next, dropped, kept := int64(1), 0, 0
+	for _, e := range events {
+		seq := int64(e["seq"].(float64))
+		if e["type"] == "events.dropped" {
+			from, to, count := int64(e["fromSeq"].(float64)), int64(e["toSeq"].(float64)), int(e["count"].(float64))
+			if from != next || to != seq || count != int(to-from+1) {
+				t.Fatalf("events.dropped %v where seq %d was next", e, next)
+			}
+			dropped += count
+			next = to + 1
+			continue
 		}
+		if seq != next {
+			t.Fatalf("seq %d (%s) where %d was next, and no events.dropped stood for it", seq, e["type"], next)
+		}
+		kept++
+		next++
 	}
-	return total
+	if next != last+1 || len(events) == 0 || events[len(events)-1]["type"] != "run.end" {
+		t.Fatalf("the events end at seq %d (want the run's end, %d): %d kept, %d dropped", next-1, last, kept, dropped)
+	}
+	if dropped == 0 || kept < 2 {
+		t.Fatalf("%d events kept and %d dropped: want some of each", kept, dropped)
+	}
 }
 
 type nopCloser struct{ io.Writer }

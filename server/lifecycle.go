@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -213,7 +214,7 @@ func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawM
 	for _, n := range warnings {
 		s.notice(msgWarning, "%s", n)
 	}
-	for _, n := range notices { // problems the user must act on
+	for _, n := range append(slices.Clone(s.opts.Notices), notices...) { // problems the user must act on
 		s.act(n)
 	}
 	if b.Confine.Mode != sandbox.Off && b.Sandbox.ABI() == 0 {

@@ -38,7 +38,10 @@ const (
 // and the project's own .mcp.json. A project's servers are repository
 // content: each starts only once the user approved its definition (asked
 // once, remembered per project folder and definition hash when the answer
-// is "Always"), or when allowMCP names it; headless runs never ask.
+// is "Always"), or when allowMCP names that definition (NAME@HASH; a bare
+// name approves only the user's own servers); headless runs never ask.
+// A project's server runs in the sandbox whatever its "sandbox" says,
+// unless mcp.unsandboxed names it.
 type mcpSource struct {
 	settings  config.Settings
 	ws        *workspace.Workspace
@@ -139,7 +142,7 @@ func (m *mcpSource) Tools(ctx context.Context, p *workspace.Project) tools.Set {
 	mgr := mp.manager
 	for _, t := range list {
 		ref := t.Ref
-		set[t.Name] = tools.External(t.Name, ref.Server, t.Description, t.InputSchema,
+		set[t.Name] = tools.External(t.Name, ref.Server, t.Description, t.InputSchema, t.ReadOnly,
 			func(ctx context.Context, args json.RawMessage, limit int) (tools.Result, error) {
 				mp.used(m.idle())
 				defer mp.used(m.idle()) // counted from the call's end too: a long call is not idle
@@ -190,7 +193,7 @@ func (m *mcpSource) project(ctx context.Context, p *workspace.Project) (*mcpProj
 	for i, d := range defs {
 		ok, why := m.approved(ctx, p, d)
 		if !ok {
-			infos[i].Status, infos[i].Reason = why, approvalHint(d, why)
+			infos[i].Status, infos[i].Reason = why, approvalHint(m.settings.AllowMCP, d, why)
 			continue
 		}
 		run = append(run, d)
@@ -223,9 +226,9 @@ func (m *mcpSource) project(ctx context.Context, p *workspace.Project) (*mcpProj
 }
 
 // confineServer runs a stdio server in the sandbox under the project's
-// policy (as its commands run), unless its definition opts out.
+// policy (as its commands run), unless it may opt out (unconfined).
 func (m *mcpSource) confineServer(p *workspace.Project, d mcp.Definition, cmd *exec.Cmd) {
-	if m.sandbox == nil || d.Unsandboxed {
+	if m.sandbox == nil || m.unconfined(d) {
 		return
 	}
 	policy := m.confine.Policy(p.Name(), string(p.Info().Type), p.Root())
@@ -238,10 +241,20 @@ func (m *mcpSource) confineServer(p *workspace.Project, d mcp.Definition, cmd *e
 
 // sandboxed says whether d's server would run in the sandbox.
 func (m *mcpSource) sandboxed(p *workspace.Project, d mcp.Definition) bool {
-	if m.sandbox == nil || d.Unsandboxed || d.Transport != mcp.TransportStdio {
+	if m.sandbox == nil || m.unconfined(d) || d.Transport != mcp.TransportStdio {
 		return false
 	}
 	return m.sandbox.Confines(m.confine.Policy(p.Name(), string(p.Info().Type), p.Root()))
+}
+
+// unconfined says whether d's "sandbox": false is honoured: always for a
+// definition the user made, for a repository's only when the user's
+// mcp.unsandboxed names it (a repository cannot turn the sandbox off).
+func (m *mcpSource) unconfined(d mcp.Definition) bool {
+	if !d.Unsandboxed {
+		return false
+	}
+	return d.Source != mcp.SourceProject || slices.Contains(m.settings.MCPUnsandboxed, d.Name)
 }
 
 // definitions are the project's server definitions, merged (editor over
@@ -313,9 +326,10 @@ func userMCPFile(getenv func(string) string) string {
 }
 
 // approved says whether d may start: always for the user's and the
-// editor's servers; for the repository's, when allowMCP names it, when the
-// user approved this very definition before, or when the user says so now.
-// Otherwise why is "waiting for approval" or "denied".
+// editor's servers; for the repository's, when allowMCP names this very
+// definition (NAME@HASH), when the user approved it before, or when the
+// user says so now. Otherwise why is "waiting for approval" or "denied";
+// a client that cannot be asked is told the NAME@HASH that would allow it.
 func (m *mcpSource) approved(ctx context.Context, p *workspace.Project, d mcp.Definition) (ok bool, why string) {
 	if d.Source != mcp.SourceProject {
 		return true, ""
@@ -325,6 +339,12 @@ func (m *mcpSource) approved(ctx context.Context, p *workspace.Project, d mcp.De
 	}
 	key := approvalKey(p, d)
 	if m.ask == nil {
+		note := ""
+		if mcp.NamedOnly(m.settings.AllowMCP, d) {
+			note = fmt.Sprintf(" (a bare --allow-mcp %s, or *, approves only your own servers: a repository can redefine any name)", d.Name)
+		}
+		m.log(fmt.Sprintf("the MCP server %s of the repository %s (%s) was not started: a run that cannot ask starts a repository's server only when --allow-mcp names its definition: --allow-mcp %s%s",
+			d.Name, p.Root(), d.Summary(), d.Ref(), note))
 		return false, "waiting for approval"
 	}
 	choice, err := m.ask(ctx, approvalQuestion(p, d, m.sandboxed(p, d)), MCPAllow, MCPAlwaysHere, MCPDeny)
@@ -361,20 +381,29 @@ func approvalQuestion(p *workspace.Project, d mcp.Definition, sandboxed bool) st
 			cwd = p.Root()
 		}
 		where := "in the sandbox"
-		if !sandboxed {
+		switch {
+		case !sandboxed:
 			where = "NOT sandboxed: with your rights"
+		case d.Unsandboxed:
+			where = `in the sandbox: its "sandbox": false is ignored, as a repository cannot turn the sandbox off (your mcp.unsandboxed setting can)`
 		}
 		fmt.Fprintf(&b, "  in: %s (%s)\n", cwd, where)
 	}
+	fmt.Fprintf(&b, "  definition: %s (--allow-mcp %s starts it without asking)\n", d.Hash(), d.Ref())
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// approvalHint says how to let a server start.
-func approvalHint(d mcp.Definition, why string) string {
+// approvalHint says how to let a repository's server start: the NAME@HASH
+// of its definition, and why a bare name in allow did not.
+func approvalHint(allow []string, d mcp.Definition, why string) string {
 	if why == "denied" {
 		return "the user denied it in this window"
 	}
-	return fmt.Sprintf("a repository's server starts once approved: allow it when asked, or with --allow-mcp %s", d.Name)
+	hint := fmt.Sprintf("a repository's server starts once its definition is approved: allow it when asked, or with --allow-mcp %s", d.Ref())
+	if mcp.NamedOnly(allow, d) {
+		hint += fmt.Sprintf(" (a bare --allow-mcp %s, or *, approves only your own servers' definitions, since a repository can redefine any name)", d.Name)
+	}
+	return hint
 }
 
 // describe lists p's servers for agent.mcp: as they run, or, before the
@@ -388,7 +417,7 @@ func (m *mcpSource) describe(ctx context.Context, p *workspace.Project) []mcpSer
 		defs, infos := m.definitions(p)
 		for i, d := range defs {
 			if d.Source == mcp.SourceProject && !m.preApproved(ctx, p, d) {
-				infos[i].Status, infos[i].Reason = "waiting for approval", approvalHint(d, "")
+				infos[i].Status, infos[i].Reason = "waiting for approval", approvalHint(m.settings.AllowMCP, d, "")
 			}
 		}
 		return infos
@@ -407,9 +436,10 @@ func (m *mcpSource) describe(ctx context.Context, p *workspace.Project) []mcpSer
 	return infos
 }
 
-// preApproved says whether a repository's server starts without asking.
+// preApproved says whether a repository's server starts without asking:
+// allowMCP names its definition, or the user approved it for the project.
 func (m *mcpSource) preApproved(ctx context.Context, p *workspace.Project, d mcp.Definition) bool {
-	if slices.Contains(m.settings.AllowMCP, d.Name) || slices.Contains(m.settings.AllowMCP, "*") {
+	if mcp.Allowed(m.settings.AllowMCP, d) {
 		return true
 	}
 	v, err := m.approvals.Approval(ctx, approvalKey(p, d))
@@ -424,7 +454,7 @@ func approvalKey(p *workspace.Project, d mcp.Definition) string {
 func (m *mcpSource) same(s config.Settings) bool {
 	o := m.settings
 	return string(o.MCPServers) == string(s.MCPServers) && slices.Equal(o.MCPConfig, s.MCPConfig) &&
-		slices.Equal(o.AllowMCP, s.AllowMCP) && o.MCPTimeout == s.MCPTimeout && o.MCPIdle == s.MCPIdle && o.Interactive == s.Interactive
+		slices.Equal(o.AllowMCP, s.AllowMCP) && slices.Equal(o.MCPUnsandboxed, s.MCPUnsandboxed) && o.MCPTimeout == s.MCPTimeout && o.MCPIdle == s.MCPIdle && o.Interactive == s.Interactive
 }
 
 // poolKey identifies servers that run identically: the definitions, the

@@ -11,10 +11,6 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/transcript"
 )
 
-// followedWait bounds how long a run's events wait for the events another
-// window's run left for the connection (a window that does not read them).
-const followedWait = 2 * time.Second
-
 // Text deltas are batched into one agent/event every deltaWindow or deltaBytes.
 const (
 	deltaWindow = 30 * time.Millisecond
@@ -38,17 +34,17 @@ func (q *sequencer) next(session string) int64 {
 }
 
 // reporter turns one run's events into agent/event notifications and
-// $/progress reports. One goroutine sends them, in the order they came, and
-// owns the batch of text deltas; no lock is held while it calls the client.
+// $/progress reports, which it queues in the connection's outbox (never
+// waiting for the client). One goroutine queues them, in the order they
+// came, and owns the batch of text deltas.
 type reporter struct {
 	c     *client
 	hub   *Hub            // numbers events per session and passes them to the session's followers
 	token json.RawMessage // the run's progress token; nil: no progress
 	in    chan report
 	done  chan struct{}
-	// followed are the events of a burst the session's followers get once
-	// it is written: a follower slow to read never holds this connection's
-	// corked frames. Owned by the loop.
+	// followed are the events queued since the session's followers last
+	// got them. Owned by the loop.
 	followed []event.Event
 }
 
@@ -71,9 +67,9 @@ func newReporter(c *client, hub *Hub, token json.RawMessage, title string) *repo
 // event queues one of the runtime's events (the agent's Events port).
 func (k *reporter) event(e event.Event) { k.in <- report{ev: &e} }
 
-// flush returns once everything queued before it was sent, buffered text
-// included: a request to the editor (an edit, a question) then follows the
-// events that led to it.
+// flush returns once everything queued before it was written to the
+// client (or dropped), buffered text included: a request to the editor (an
+// edit, a question) then follows the events that led to it.
 func (k *reporter) flush() {
 	ch := make(chan struct{})
 	k.in <- report{flushed: ch}
@@ -81,17 +77,29 @@ func (k *reporter) flush() {
 }
 
 // close ends progress with msg (unless a run.end already did) and waits
-// until everything was sent.
+// until everything was written: the run's result follows its events.
 func (k *reporter) close(msg string) {
 	k.in <- report{end: &msg}
 	close(k.in)
 	<-k.done
+	if k.c.box != nil {
+		select {
+		case <-k.c.box.mark():
+		case <-k.c.ctx.Done(): // the connection ended: nothing will be written
+		}
+	}
 }
 
+// progress queues a progress report; its begin and end are never dropped.
 func (k *reporter) progress(v progressValue) {
-	if k.token != nil {
-		k.c.progress(k.token, v)
+	if k.token == nil {
+		return
 	}
+	if k.c.box == nil {
+		k.c.progress(k.token, v)
+		return
+	}
+	k.c.box.progress(k.token, v, v.Kind != "report")
 }
 
 // batch is the loop's state: the text deltas not sent yet and what progress said.
@@ -113,12 +121,6 @@ func (b *batch) tick() <-chan time.Time {
 
 func (k *reporter) loop() {
 	defer close(k.done)
-	if k.hub != nil {
-		// The events another window's run of a session left for this
-		// connection go first: a prompt queued just as that run ended
-		// starts this run, of the same session.
-		k.hub.watchers.sent(k.c, followedWait)
-	}
 	var b batch
 	for {
 		select {
@@ -130,8 +132,7 @@ func (k *reporter) loop() {
 			if !ok {
 				return
 			}
-			open := true
-			k.c.burst(func() { open = k.drain(&b, r) })
+			open := k.drain(&b, r)
 			k.follow()
 			if !open {
 				return
@@ -141,8 +142,8 @@ func (k *reporter) loop() {
 }
 
 // drain handles r and whatever else is queued already, at most a queue's
-// worth, so that the client writes them at once; it reports whether the
-// queue is still open.
+// worth, before the followers get them; it reports whether the queue is
+// still open.
 func (k *reporter) drain(b *batch, r report) bool {
 	k.handle(b, r)
 	for range cap(k.in) {
@@ -164,7 +165,18 @@ func (k *reporter) handle(b *batch, r report) {
 	switch {
 	case r.flushed != nil:
 		k.flushText(b)
-		close(r.flushed)
+		if k.c.box == nil {
+			close(r.flushed)
+			return
+		}
+		written := k.c.box.mark() // the waiter waits for the client, not the loop
+		go func() {
+			select {
+			case <-written:
+			case <-k.c.ctx.Done():
+			}
+			close(r.flushed)
+		}()
 	case r.end != nil:
 		k.flushText(b)
 		if !b.ended {
@@ -216,11 +228,17 @@ func (k *reporter) flushText(b *batch) {
 	}
 }
 
-// send numbers an event in its session's sequence and sends it; follow
-// passes it to the connections following the session.
+// send numbers an event in its session's sequence and queues it (a run's
+// end is never dropped); follow passes it to the connections following the
+// session.
 func (k *reporter) send(e event.Event) {
 	e.Seq = k.hub.seqs.next(e.Session)
-	k.c.event(e)
+	if k.c.box != nil {
+		_, end := e.Data.(event.RunEnd)
+		k.c.box.event(e, end)
+	} else {
+		k.c.event(e)
+	}
 	k.followed = append(k.followed, e)
 }
 

@@ -293,3 +293,29 @@ func TestBadFrames(t *testing.T) {
 		}
 	}
 }
+
+// Binary junk between frames (2 KiB, newlines included) costs the client
+// at most a ParseError: the valid request after it is answered. It used to
+// be dropped silently with the junk's header block.
+func TestJunkBeforeARequest(t *testing.T) {
+	srv := model(t, scripted.Script{})
+	r := startRaw(t, envFor(t, srv))
+	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":null,"rootUri":%q,"capabilities":{}}}`, uri.File(copyFixture(t, "sample"))))
+	r.read()
+	junk, err := os.ReadFile(filepath.Join("..", "testdata", "hostile", "junk-2k.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.in.Write(junk)
+	r.send(`{"jsonrpc":"2.0","id":300,"method":"workspace/executeCommand","params":{"command":"agent.projects","arguments":[{}]}}`)
+	for {
+		m := r.read()
+		if m["id"] == nil && errCode(m) == -32700 {
+			continue // the junk's own header block
+		}
+		if id, _ := m["id"].(float64); id != 300 || m["result"] == nil {
+			t.Fatalf("after junk: %v", m)
+		}
+		return
+	}
+}

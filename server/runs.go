@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -76,8 +77,47 @@ func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (a
 	if err := s.checkModel(ctx, call.b, "agent.run", a.Model); err != nil {
 		return agent.Result{}, err
 	}
+	o := runOptions{a.Edits, a.Durability}
+	if res, done, err := s.slash(ctx, call.b, &req, &o); done || err != nil {
+		return res, err
+	}
 	title := "agent: " + transcript.FirstWords(a.Prompt, 6)
-	return s.startRun(ctx, call, "agent.run", title, runOptions{a.Edits, a.Durability}, req, call.b.Runtime.Run)
+	return s.startRun(ctx, call, "agent.run", title, o, req, call.b.Runtime.Run)
+}
+
+// slash expands a prompt that starts with /name (expandSlash): a
+// built-in's reply is the result at once (done), without a run; a file
+// command's prompt, model, tools and mode go into req and o. An agent.run
+// that names a model or an edit mode keeps it.
+func (s *Server) slash(ctx context.Context, b *Backend, req *agent.Request, o *runOptions) (agent.Result, bool, error) {
+	project, err := b.Runtime.ProjectOf(ctx, req.Session, req.Project)
+	if err != nil {
+		return agent.Result{}, false, sessionError("agent.run", err)
+	}
+	in := slashInput{b: b, project: project, session: req.Session, model: cmp.Or(req.Model, b.Settings.Model)}
+	if req.Session != "" {
+		if sess, err := b.Store.Session(ctx, req.Session); err == nil {
+			in.model = cmp.Or(req.Model, sess.Model, b.Settings.Model)
+			in.setModel = storedModelSetter(b, req.Session)
+		}
+	}
+	res, ok, err := expandSlash(ctx, in, req.Prompt)
+	switch {
+	case !ok:
+		return agent.Result{}, false, nil
+	case err != nil:
+		return agent.Result{}, false, sessionError("agent.run", err)
+	case res.builtin:
+		return agent.Result{Session: req.Session, Status: store.StatusDone, Reply: res.reply}, true, nil
+	}
+	req.Title, req.Prompt, req.Tools = req.Prompt, res.prompt, res.tools
+	if req.Model == "" {
+		req.Model = res.model
+	}
+	if res.review && o.edits == "" {
+		o.edits = "review"
+	}
+	return agent.Result{}, false, nil
 }
 
 func (s *Server) resumeCommand(ctx context.Context, call commandCall, a ResumeArgs) (agent.Result, error) {
@@ -125,7 +165,7 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	if req.Session != "" && call.b.Runtime.Running(req.Session) {
 		// Likely queued into a run of another window: follow the session
 		// from now on, so that this window sees its prompt queued.
-		s.opts.Hub.watchers.watch(req.Session, s.client, s.logf)
+		s.opts.Hub.watchers.watch(req.Session, s.client)
 	}
 	res, err := run(runCtx, req)
 	if err != nil {
@@ -134,7 +174,7 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	}
 	if res.Status == agent.StatusQueued {
 		k.close(fmt.Sprintf("queued for the running session (position %d)", res.Position))
-		s.opts.Hub.watchers.watch(res.Session, s.client, s.logf) // its run may be another window's
+		s.opts.Hub.watchers.watch(res.Session, s.client) // its run may be another window's
 		return res, nil
 	}
 	k.close("")

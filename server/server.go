@@ -50,6 +50,9 @@ type Options struct {
 	// Hub is what this connection shares with others of the process (the
 	// daemon's store and running sessions); nil: its own.
 	Hub *Hub
+	// Notices are problems the user must hear of once the client is
+	// initialized (window/showMessage): the daemon could not be used, say.
+	Notices []string
 }
 
 // withDefaults fills the options left nil.
@@ -110,6 +113,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	stream := newGuardedStream(rwc, opts.Logf)
 	s.conn = jsonrpc2.NewConn(stream)
 	s.client = &client{conn: s.conn, ctx: ctx, out: stream}
+	s.client.box = newOutbox(s.client, opts.Logf)
 	s.conn.Go(ctx, s.handle)
 	select {
 	case <-s.conn.Done():

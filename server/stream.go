@@ -55,6 +55,11 @@ type guardedStream struct {
 
 	ended   chan struct{} // closed when reading ends: the client is gone (or stopped sending)
 	endOnce sync.Once
+
+	// skipped is a bad header block that a later Content-Length line ended
+	// (readHeaders): Read answers it, then delivers the frame that line
+	// began. Owned by the read loop.
+	skipped *frameError
 }
 
 func newGuardedStream(rw io.ReadWriteCloser, logf func(string, ...any)) *guardedStream {
@@ -151,6 +156,10 @@ type frameError struct {
 func (s *guardedStream) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
 	for {
 		body, n, err := s.readFrame()
+		if s.skipped != nil {
+			s.reject(ctx, s.skipped)
+			s.skipped = nil
+		}
 		var fe *frameError
 		if errors.As(err, &fe) {
 			s.reject(ctx, fe) // answered at once: the next frame may wait for the answer
@@ -202,7 +211,9 @@ func (s *guardedStream) readFrame() ([]byte, int64, error) {
 
 // readHeaders reads one header block and returns its Content-Length. A block
 // without a valid one is a frameError (ParseError) asking Read to skip to
-// the next "Content-Length:" once it has answered.
+// the next "Content-Length:" once it has answered. A Content-Length line
+// after junk or a bad line starts a new block: the bad one is left in
+// s.skipped for Read to answer, and the frame the line begins is read.
 func (s *guardedStream) readHeaders() (length, n int, err error) {
 	length = -1
 	bad := ""
@@ -216,6 +227,11 @@ func (s *guardedStream) readHeaders() (length, n int, err error) {
 		if i := indexFold([]byte(line), contentLength); i > 0 {
 			s.logf("dropped %d bytes of junk before a Content-Length header", i)
 			line = line[i:] // junk with no newline before the next frame's header
+			length = -1     // whatever came before the junk was not this frame's
+		}
+		if bad != "" && indexFold([]byte(line), contentLength) == 0 {
+			s.skipped = &frameError{code: jsonrpc2.ParseError, msg: bad + "; read on from the Content-Length that followed"}
+			bad, length = "", -1
 		}
 		if line == "" {
 			if length < 0 && bad == "" && n <= 2 {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -184,5 +186,42 @@ func TestCorkedWriteFailure(t *testing.T) {
 	}
 	if _, err := s.Write(context.Background(), msg); !errors.Is(err, io.ErrClosedPipe) {
 		t.Errorf("a write after the failure = %v, want the failure", err)
+	}
+}
+
+// After junk or a bad header line, a Content-Length line starts a new
+// header block: the frame it begins is read (it used to be skipped with
+// the bad block, its request never answered), and the bad block is still
+// answered with a ParseError.
+func TestContentLengthAfterJunkStartsAFrame(t *testing.T) {
+	valid := `{"jsonrpc":"2.0","id":7,"method":"ok"}`
+	frame := fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(valid), valid)
+	junk, err := os.ReadFile(filepath.Join("..", "testdata", "hostile", "junk-2k.bin")) // binary, newlines included, no header name
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, before string
+		parseError   bool // the bad block before the frame is answered
+	}{
+		{"binary junk", string(junk), true},
+		{"a bad header line", "X-Bad header line\r\n", true},
+		{"a bad Content-Length", "Content-Length: abc\r\n", true},
+		{"junk on the header's own line", "\x00\x01\x02garbage", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rwc := &fuzzRWC{Reader: strings.NewReader(c.before + frame)}
+			s := newGuardedStream(rwc, func(string, ...any) {})
+			msg, _, err := s.Read(context.Background())
+			if err != nil {
+				t.Fatalf("the frame after the junk was not read: %v (answered: %q)", err, rwc.out.String())
+			}
+			if call, ok := msg.(*jsonrpc2.Call); !ok || call.Method() != "ok" {
+				t.Fatalf("read %v", msg)
+			}
+			if got := strings.Contains(rwc.out.String(), `"code":-32700`); got != c.parseError {
+				t.Fatalf("ParseError answered: %v, want %v: %q", got, c.parseError, rwc.out.String())
+			}
+		})
 	}
 }

@@ -9,39 +9,28 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/layout"
+	"github.com/agent-lsp/agent-lsp/store/internal/record"
 )
 
-// LockTimeout is how long Open waits for another process to release the store file.
-const LockTimeout = time.Second
-
-// ErrLocked is returned by Open when another process holds the store file.
-var ErrLocked = errors.New("store is in use by another agent-lsp process")
-
-var (
-	// bApprovals holds the user's approvals of what repositories ask to run.
-	bApprovals = []byte("approvals")
-	// bMeta holds the store's own records: kFormat, its format version.
-	bMeta   = []byte("meta")
-	kFormat = []byte("format")
-)
-
-// Format is the store format this binary writes. 2 compressed records
-// (codec.go); 3 keeps each thread's namespace in one bucket (layout.go). A
-// file without a format record is of format 1 (records raw). Open converts
-// files of formats 1 and 2 to 3 (migrate.go) and refuses newer ones.
-const Format = 3
+// Format is the store format this binary writes (store/internal/layout):
+// 4 seals every record with a checksum. Open converts files of formats 1 to
+// 3 (store/internal/convert) and refuses newer ones.
+const Format = layout.Format
 
 // ErrNewerFormat is returned by Open for a store written by a newer
 // agent-lsp, whose records this binary may not read.
 var ErrNewerFormat = errors.New("the store was written by a newer agent-lsp: upgrade agent-lsp")
+
+// ErrReadOnly is returned for writes to a store opened with OpenReadOnly.
+var ErrReadOnly = errors.New("the store was opened read-only")
 
 // Bolt is a Store in one bbolt file.
 //
@@ -57,9 +46,22 @@ type Bolt struct {
 	durability Durability
 	warn       func(string) // reports records skipped while reading
 	recovered  string       // what Open did with a damaged file, "" if nothing
-	c          *Committer[boltWork]
-	closeOnce  sync.Once
-	closeErr   error
+	// strict says the file's records are sealed (format 4): they are
+	// sealed when written, and one without a seal is damage when read. It
+	// is false only for a benchmark's reference store, which writes and
+	// reads records as format 3 did (BenchmarkChecksum).
+	strict   bool
+	readOnly bool
+	damage   damageLog
+	// opened is the damage of the file a read-only view was salvaged
+	// from, which Check reports.
+	opened []string
+	c      *Committer[boltWork]
+	// release removes what a read-only view made (a converted copy of an
+	// older or damaged file); nil when it made nothing.
+	release   func()
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Option configures Open.
@@ -72,89 +74,39 @@ func WithDefaultDurability(d Durability) Option { return func(b *Bolt) { b.durab
 // that cannot be read and is skipped.
 func WithWarn(warn func(string)) Option { return func(b *Bolt) { b.warn = warn } }
 
-// Open opens or creates the store file at path, creating its directory. A
-// file bbolt cannot read is moved aside as <path>.corrupt-<time> and a fresh
-// store is created in its place; Recovered then says so.
+func newBolt(path string, opts []Option) *Bolt {
+	b := &Bolt{path: path, now: time.Now, durability: DefaultDurability, warn: func(string) {}, strict: true}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+// Open opens or creates the store file at path, creating its directory.
+//
+// A file of an earlier format is converted to this one (upgrade). A
+// damaged file (one bbolt cannot be trusted with: a page tree that would
+// make it fault, loop or read the wrong pages) is salvaged: every session
+// that can still be read is copied into a new file, the damaged one is
+// moved aside as <path>.corrupt-<time>, and the new one takes its place;
+// Recovered then says what was kept and what was lost. Records damaged
+// inside (a checksum that fails) are found when they are read: Load leaves
+// them out and names them (WithWarn), and Check lists them all.
 func Open(path string, opts ...Option) (*Bolt, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db, err := openBolt(path)
-	converted := 0
-	var skipped []string // what a conversion left out, told once the options are set
-	skip := func(m string) { skipped = append(skipped, m) }
-	if err == nil {
-		if converted, err = initBuckets(db, path, skip); err != nil {
-			db.Close()
-			db = nil
-		}
-	}
-	recovered := ""
-	var corrupt *CorruptError
-	if errors.As(err, &corrupt) {
-		aside, merr := moveAside(path, time.Now())
-		if merr != nil {
-			return nil, fmt.Errorf("open store: %w; moving it aside failed: %v", err, merr)
-		}
-		recovered = fmt.Sprintf("%v; it was moved to %s and a new, empty store is used", err, aside)
-		db, err = openBolt(path)
-	}
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("open store %s: %w (waited %s)", path, ErrLocked, LockTimeout)
-	}
+	b := newBolt(path, opts)
+	db, recovered, notes, err := openFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	n, err := initBuckets(db, path, skip)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	b := &Bolt{db: db, path: path, now: time.Now, durability: DefaultDurability, warn: func(string) {}, recovered: recovered}
-	for _, o := range opts {
-		o(b)
-	}
+	b.db, b.recovered = db, recovered
 	b.startCommitter()
-	for _, m := range skipped {
-		b.warn("converting the store: " + m)
-	}
-	if converted+n > 0 {
-		// The old layout's pages are all free now: give them back.
-		if _, _, err := b.Compact(context.Background()); err != nil {
-			b.warn(fmt.Sprintf("the store was converted to format %d but not compacted (%v); `agent-lsp sessions compact` retries", Format, err))
-		}
+	for _, m := range notes {
+		b.warn(m)
 	}
 	return b, nil
-}
-
-// initBuckets creates the top-level buckets, checks the file's format, and
-// converts a file of an earlier layout (migrate), returning how many
-// sessions it converted and describing to skip the records it left out; a
-// damaged file makes it return a CorruptError rather than panic.
-func initBuckets(db *bolt.DB, path string, skip func(string)) (converted int, err error) {
-	defer guard(path, &err)
-	legacy := false
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bApprovals, bMeta} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		meta := tx.Bucket(bMeta)
-		if v := meta.Get(kFormat); len(v) == 8 {
-			if f := binary.BigEndian.Uint64(v); f > Format {
-				return fmt.Errorf("%w (store format %d; this agent-lsp reads formats up to %d)", ErrNewerFormat, f, Format)
-			}
-		}
-		legacy = tx.Bucket(legacySessions) != nil || tx.Bucket(legacyThreads) != nil
-		// Written first: a binary of format 2 refuses a file that is
-		// being converted, rather than read half of its sessions.
-		return meta.Put(kFormat, u64(Format))
-	})
-	if err != nil || !legacy {
-		return 0, err
-	}
-	return migrate(db, migrateTxBytes, skip)
 }
 
 // Sizes returns the bytes the store's data takes in its file (its pages in
@@ -177,21 +129,26 @@ func (b *Bolt) Sizes() (used, file int64, err error) {
 // Path returns the store file's path.
 func (b *Bolt) Path() string { return b.path }
 
+// Name implements Store: the file's path.
+func (b *Bolt) Name() string { return b.path }
+
+// Acquire implements Leases: the file is locked by the one process that
+// holds it (the daemon, or a server without one), which runs each of its
+// sessions once (agent.Runs): there is nothing to take.
+func (b *Bolt) Acquire(ctx context.Context, session string, ttl time.Duration, lost func()) (func(), error) {
+	return noLease(), nil
+}
+
 // Recovered says what Open did with a damaged store file ("" when nothing):
 // the user should be told.
 func (b *Bolt) Recovered() string { return b.recovered }
 
-// view runs a read transaction, turning a bbolt panic on a damaged page into
-// an error.
+// view runs a read transaction, turning a bbolt panic on a damaged page
+// or a fault (a page the file no longer has) into an error.
 func (b *Bolt) view(fn func(tx *bolt.Tx) error) (err error) {
 	b.swap.RLock()
 	defer b.swap.RUnlock()
-	// bbolt reads pages through its memory map on this goroutine: a page
-	// the file no longer has (cut short, a bad block) must fail this call,
-	// not fault the process.
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer guard(b.path, &err)
-	return b.db.View(fn)
+	return guarded(b.path, func() error { return b.db.View(fn) })
 }
 
 // Close writes what is queued (and the held steps of unfinished runs in Exit
@@ -202,6 +159,9 @@ func (b *Bolt) Close() error {
 		b.swap.Lock()
 		defer b.swap.Unlock()
 		b.closeErr = b.db.Close()
+		if b.release != nil {
+			b.release()
+		}
 	})
 	return b.closeErr
 }
@@ -239,7 +199,7 @@ func headStep(raw []byte) (int, error) {
 // nsBucket returns the bucket of (thread, ns), creating it when create is
 // set (nil when it does not exist and create is not).
 func nsBucket(tx *bolt.Tx, thread, ns string, create bool) (*bolt.Bucket, error) {
-	name := threadBucket(thread, ns)
+	name := layout.ThreadBucket(thread, ns)
 	if !create {
 		return tx.Bucket(name), nil
 	}
@@ -247,37 +207,47 @@ func nsBucket(tx *bolt.Tx, thread, ns string, create bool) (*bolt.Bucket, error)
 	if err != nil {
 		return nil, err
 	}
-	n.FillPercent = appendFill
+	n.FillPercent = layout.AppendFill
 	return n, nil
 }
 
 func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
+	name := layout.ThreadBucket(cp.Thread, cp.Namespace)
 	n, err := nsBucket(tx, cp.Thread, cp.Namespace, true)
 	if err != nil {
 		return err
 	}
-	oldHead, session, err := splitHead(n.Get(keyHead))
+	oldHead, session, err := layout.SplitHead(n.Get(layout.KeyHead))
 	if err != nil {
-		return err
+		// A damaged head record: the new head replaces it, and the
+		// session record goes with it unless this step writes one.
+		oldHead, session = nil, nil
 	}
 	if len(oldHead) > 0 {
-		oldStep, err := headStep(oldHead)
-		if err != nil {
-			return fmt.Errorf("corrupt checkpoint head: %w", err)
+		// The pending writes belong to the old head's step: a new step, or
+		// a head whose step cannot be read, drops them.
+		raw, err := record.Unseal(layout.HeadPlace(name, layout.PartHead), oldHead, b.strict)
+		oldStep := -1
+		if err == nil {
+			oldStep, err = headStep(raw)
 		}
-		if oldStep != cp.Step {
-			if err := deletePrefix(n, []byte{kPending}); err != nil {
+		if err == nil && cp.Step > oldStep+1 {
+			return &GapError{Step: cp.Step, Stored: oldStep}
+		}
+		if err != nil || oldStep != cp.Step {
+			if err := deletePrefix(n, []byte{layout.KPending}); err != nil {
 				return err
 			}
 		}
 	}
-	for name, ops := range cp.Lists {
-		if err := applyOps(n, name, ops); err != nil {
-			return fmt.Errorf("list %s: %w", name, err)
+	for list, ops := range cp.Lists {
+		if err := applyOps(n, name, list, ops, b.strict); err != nil {
+			return fmt.Errorf("list %s: %w", list, err)
 		}
 	}
 	for k, v := range cp.Values {
-		if err := n.Put(valueKey(k), records().pack(v)); err != nil {
+		key := layout.ValueKey(k)
+		if err := n.Put(key, record.PackAs(b.strict, record.Place{Bucket: name, Key: key}, v)); err != nil {
 			return err
 		}
 	}
@@ -286,16 +256,18 @@ func (b *Bolt) putTx(tx *bolt.Tx, cp Checkpoint) error {
 		return err
 	}
 	if idx := cp.Index; idx != nil && idx.ID == cp.Thread && cp.Namespace == "" {
-		// The session record shares the head's record (layout.go).
-		if session, err = json.Marshal(idx); err != nil {
+		// The session record shares the head's record (store/internal/layout).
+		v, err := json.Marshal(idx)
+		if err != nil {
 			return err
 		}
+		session = record.SealAs(b.strict, layout.HeadPlace(name, layout.PartSession), v)
 	} else if idx != nil {
-		if err := putSession(tx, *idx); err != nil {
+		if err := putSession(tx, *idx, b.strict); err != nil {
 			return err
 		}
 	}
-	return n.Put(keyHead, encodeHead(h, session))
+	return n.Put(layout.KeyHead, layout.EncodeHead(record.SealAs(b.strict, layout.HeadPlace(name, layout.PartHead), h), session))
 }
 
 // checkLists refuses list names the layout cannot keep apart.
@@ -314,97 +286,178 @@ func (b *Bolt) Put(ctx context.Context, cp Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if b.readOnly {
+		return fmt.Errorf("put checkpoint %s/%s step %d: %w", cp.Thread, cp.Namespace, cp.Step, ErrReadOnly)
+	}
 	if err := checkLists(cp.Lists); err != nil {
 		return fmt.Errorf("put checkpoint %s/%s step %d: %w", cp.Thread, cp.Namespace, cp.Step, err)
 	}
+	if cp.Step == 0 {
+		b.c.Forget(cp.Thread, cp.Namespace) // a new run of a thread never stored
+	}
 	apply := func(tx *bolt.Tx) error { return b.putTx(tx, cp) }
-	if err := b.write(ctx, threadKey{cp.Thread, cp.Namespace}, apply, cp.Status.Ended()); err != nil {
+	if err := b.write(cp.Durability, threadKey{cp.Thread, cp.Namespace}, apply, cp.Status.Ended()); err != nil {
 		return fmt.Errorf("put checkpoint %s/%s step %d: %w", cp.Thread, cp.Namespace, cp.Step, err)
 	}
 	return nil
 }
 
 // PutWrite implements Checkpointer.
-func (b *Bolt) PutWrite(ctx context.Context, thread, ns, taskID string, w json.RawMessage) error {
+func (b *Bolt) PutWrite(ctx context.Context, w PendingWrite) error {
+	fail := func(err error) error {
+		return fmt.Errorf("put pending write %s/%s %s: %w", w.Thread, w.Namespace, w.Task, err)
+	}
+	if b.readOnly {
+		return fail(ErrReadOnly)
+	}
+	name := layout.ThreadBucket(w.Thread, w.Namespace)
 	apply := func(tx *bolt.Tx) error {
-		n, err := nsBucket(tx, thread, ns, true)
+		n, err := nsBucket(tx, w.Thread, w.Namespace, true)
 		if err != nil {
 			return err
 		}
-		k := pendingKey(taskID)
+		k := layout.PendingKey(w.Task)
 		if n.Get(k) != nil {
 			return nil
 		}
-		return n.Put(k, records().pack(w))
+		return n.Put(k, record.PackAs(b.strict, record.Place{Bucket: name, Key: k}, w.Writes))
 	}
-	if err := b.write(ctx, threadKey{thread, ns}, apply, false); err != nil {
-		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, err)
+	if err := b.write(w.Durability, threadKey{w.Thread, w.Namespace}, apply, false); err != nil {
+		return fail(err)
 	}
 	return nil
 }
 
-// Load implements Checkpointer.
+// Load implements Checkpointer. Records of the namespace that are damaged
+// are left out and named (WithWarn; Damage counts them): the lists load
+// without their damaged items, a damaged value or pending write is as if it
+// had not been written. A damaged head (the checkpoint's step, status and
+// planned tasks) fails the load with an error wrapping ErrDamaged: there is
+// no checkpoint to go on from. A run that loads a stored thread starts from
+// what is stored: the refusal of the thread's writes after one failed ends
+// (Committer.Forget), and the store refuses a step that does not follow the
+// stored one (GapError).
 func (b *Bolt) Load(ctx context.Context, thread, ns string) (*State, error) {
 	if err := b.Flush(); err != nil {
 		return nil, fmt.Errorf("load checkpoint %s/%s: %w", thread, ns, err)
 	}
 	var s *State
+	var damaged []damage
 	err := b.view(func(tx *bolt.Tx) error {
 		n, _ := nsBucket(tx, thread, ns, false)
 		if n == nil {
 			return ErrNotFound
 		}
-		raw, _, err := splitHead(n.Get(keyHead))
-		if err != nil {
-			return err
-		}
-		if len(raw) == 0 {
-			return ErrNotFound
-		}
-		var h head
-		if err := json.Unmarshal(raw, &h); err != nil {
-			return fmt.Errorf("corrupt checkpoint head: %w", err)
-		}
-		s = &State{Step: h.Step, Status: h.Status, Next: h.Next, Updated: h.Updated,
-			Values: map[string]json.RawMessage{}, Lists: map[string][]Item{}, Pending: map[string]json.RawMessage{}}
-		c := n.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			switch k[0] {
-			case kItem:
-				list, ok := parseItemKey(k)
-				if !ok {
-					return fmt.Errorf("corrupt list item key %q", k)
-				}
-				it, err := decodeItem(v)
-				if err != nil {
-					return fmt.Errorf("list %s: %w", list, err)
-				}
-				s.Lists[list] = append(s.Lists[list], it)
-			case kValue:
-				body, err := records().unpack(v)
-				if err != nil {
-					return fmt.Errorf("value: %w", err)
-				}
-				s.Values[string(k[1:])] = body
-			case kPending:
-				body, err := records().unpack(v)
-				if err != nil {
-					return fmt.Errorf("pending write: %w", err)
-				}
-				s.Pending[string(k[1:])] = body
-			}
-		}
-		return nil
+		var err error
+		s, damaged, err = loadNamespace(n, layout.ThreadBucket(thread, ns), b.strict)
+		return err
 	})
+	for _, d := range damaged {
+		b.damaged(thread, ns, d)
+	}
+	if errors.Is(err, ErrDamaged) {
+		b.damaged(thread, ns, damage{what: "the checkpoint", err: err})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint %s/%s: %w", thread, ns, err)
 	}
+	b.c.Forget(thread, ns)
 	return s, nil
+}
+
+// loadNamespace reads the namespace bucket n, named name: its head, and
+// every record it can read. What it cannot read is listed in damaged; a
+// head it cannot read is an error wrapping ErrDamaged.
+func loadNamespace(n *bolt.Bucket, name []byte, strict bool) (s *State, damaged []damage, err error) {
+	s = &State{Values: map[string]json.RawMessage{}, Lists: map[string][]Item{}, Pending: map[string]json.RawMessage{}}
+	var headRec []byte
+	records := 0
+	var maxSeq uint64
+	pre := record.BucketSum(name)
+	c := n.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if k[0] == layout.KHead && len(k) == 1 {
+			headRec = v
+			continue
+		}
+		records++
+		if what, err := loadRecord(s, name, pre, k, v, strict); err != nil {
+			damaged = append(damaged, damage{what: what, err: err})
+		}
+		if k[0] == layout.KItem && len(k) >= 10 {
+			maxSeq = max(maxSeq, binary.BigEndian.Uint64(k[len(k)-8:]))
+		}
+	}
+	if maxSeq > n.Sequence() {
+		damaged = append(damaged, damage{what: "the namespace's item counter", err: fmt.Errorf("%w: it is behind its items (%d < %d): new items would replace old ones", ErrDamaged, n.Sequence(), maxSeq)})
+	}
+	if headRec == nil {
+		if records > 0 {
+			return nil, damaged, fmt.Errorf("%w: its head is missing (%d records without it)", ErrDamaged, records)
+		}
+		return nil, damaged, ErrNotFound
+	}
+	h, _, err := layout.SplitHead(headRec)
+	if err == nil && len(h) > 0 {
+		h, err = record.Unseal(layout.HeadPlace(name, layout.PartHead), h, strict)
+	}
+	if err != nil {
+		return nil, damaged, fmt.Errorf("its head: %w", err)
+	}
+	if len(h) == 0 {
+		return nil, damaged, ErrNotFound // a session record without a checkpoint
+	}
+	var hd head
+	if err := json.Unmarshal(h, &hd); err != nil {
+		return nil, damaged, fmt.Errorf("%w: its head cannot be decoded: %v", ErrDamaged, err)
+	}
+	s.Step, s.Status, s.Next, s.Updated = hd.Step, hd.Status, hd.Next, hd.Updated
+	return s, damaged, nil
+}
+
+// loadRecord adds the record v at key k of namespace bucket name to s;
+// what names it in a report of its damage.
+func loadRecord(s *State, name []byte, pre uint32, k, v []byte, strict bool) (what string, err error) {
+	switch k[0] {
+	case layout.KItem:
+		list, ok := layout.ParseItemKey(k)
+		if !ok {
+			return fmt.Sprintf("list item %x", k), fmt.Errorf("%w: its key cannot be read", ErrDamaged)
+		}
+		what = fmt.Sprintf("item %d of list %s", layout.ItemSeq(k), list)
+		if v == nil {
+			return what, fmt.Errorf("%w: it is marked as a bucket", ErrDamaged)
+		}
+		id, body, err := layout.DecodeItem(record.In(name, pre, k), v, strict)
+		if err != nil {
+			if id, _, ierr := layout.SplitItem(v[min(len(v), record.SealSize):]); ierr == nil && len(id) > 0 && len(id) <= 64 {
+				what += fmt.Sprintf(" (ID %q, as far as it can be read)", id)
+			}
+			return what, err
+		}
+		s.Lists[list] = append(s.Lists[list], Item{ID: id, Body: body})
+	case layout.KValue, layout.KPending:
+		kind, into := "value", s.Values
+		if k[0] == layout.KPending {
+			kind, into = "pending write", s.Pending
+		}
+		what = fmt.Sprintf("%s %q", kind, k[1:])
+		if v == nil {
+			return what, fmt.Errorf("%w: it is marked as a bucket", ErrDamaged)
+		}
+		body, err := record.UnpackAt(record.In(name, pre, k), v, strict)
+		if err != nil {
+			return what, err
+		}
+		into[string(k[1:])] = body
+	}
+	// Other kinds are not a checkpoint's: left to what wrote them.
+	return "", nil
 }
 
 // putSession stores s's record in its thread's head record, next to the
 // records its steps write.
-func putSession(tx *bolt.Tx, s Session) error {
+func putSession(tx *bolt.Tx, s Session, strict bool) error {
 	v, err := json.Marshal(s)
 	if err != nil {
 		return err
@@ -413,52 +466,83 @@ func putSession(tx *bolt.Tx, s Session) error {
 	if err != nil {
 		return err
 	}
-	h, _, err := splitHead(n.Get(keyHead))
+	h, _, err := layout.SplitHead(n.Get(layout.KeyHead))
 	if err != nil {
-		return err
+		h = nil // a damaged head record: the checkpoint's head is lost with it
 	}
-	return n.Put(keyHead, encodeHead(h, v))
+	return n.Put(layout.KeyHead, layout.EncodeHead(h, record.SealAs(strict, layout.HeadPlace(layout.ThreadBucket(s.ID, ""), layout.PartSession), v)))
 }
 
 // PutSession implements Sessions.
 func (b *Bolt) PutSession(ctx context.Context, s Session) error {
-	if err := b.submit(func(tx *bolt.Tx) error { return putSession(tx, s) }, true); err != nil {
+	if b.readOnly {
+		return fmt.Errorf("put session %s: %w", s.ID, ErrReadOnly)
+	}
+	if err := b.submit(func(tx *bolt.Tx) error { return putSession(tx, s, b.strict) }, true); err != nil {
 		return fmt.Errorf("put session %s: %w", s.ID, err)
 	}
 	return nil
 }
 
-// sessionOf returns the session record in a head record, nil if none.
-func sessionOf(v []byte) []byte {
-	if _, s, err := splitHead(v); err == nil && len(s) > 0 {
-		return s
+// sessionOf returns the session record (JSON) in the head record v of
+// thread's namespace "": nil when it has none, an error wrapping
+// ErrDamaged when it is damaged.
+func sessionOf(thread string, v []byte, strict bool) ([]byte, error) {
+	_, sealed, err := layout.SplitHead(v)
+	if err != nil || len(sealed) == 0 {
+		return nil, err
 	}
-	return nil
+	return record.Unseal(layout.HeadPlace(layout.ThreadBucket(thread, ""), layout.PartSession), sealed, strict)
 }
 
-// sessionRecord returns the stored record of session id, nil if none.
-func sessionRecord(tx *bolt.Tx, id string) []byte {
-	if n := tx.Bucket(threadBucket(id, "")); n != nil {
-		return sessionOf(n.Get(keyHead))
+// hasSession reports whether thread has a session record, whole or not.
+func hasSession(tx *bolt.Tx, thread string) bool {
+	if n := tx.Bucket(layout.ThreadBucket(thread, "")); n != nil {
+		_, s, err := layout.SplitHead(n.Get(layout.KeyHead))
+		return err != nil || len(s) > 0
 	}
-	return nil
+	return false
 }
 
-// Session implements Sessions.
+// Session implements Sessions. A damaged record is an error wrapping
+// ErrDamaged, and is named (WithWarn).
 func (b *Bolt) Session(ctx context.Context, id string) (Session, error) {
 	b.Flush()
 	var s Session
+	var bad error
 	err := b.view(func(tx *bolt.Tx) error {
-		v := sessionRecord(tx, id)
-		if v == nil {
+		n := tx.Bucket(layout.ThreadBucket(id, ""))
+		if n == nil {
 			return ErrNotFound
 		}
-		return json.Unmarshal(v, &s)
+		v, err := sessionOf(id, n.Get(layout.KeyHead), b.strict)
+		if err == nil && v == nil {
+			return ErrNotFound
+		}
+		if err == nil {
+			err = decodeSession(v, id, &s)
+		}
+		bad = err
+		return err
 	})
+	if bad != nil {
+		b.damaged(id, "", damage{what: "the session's record", err: bad})
+	}
 	if err != nil {
 		return Session{}, fmt.Errorf("session %s: %w", id, err)
 	}
 	return s, nil
+}
+
+// decodeSession decodes session id's record v into s.
+func decodeSession(v []byte, id string, s *Session) error {
+	if err := json.Unmarshal(v, s); err != nil {
+		return fmt.Errorf("%w: the record cannot be decoded: %v", ErrDamaged, err)
+	}
+	if s.ID != id {
+		return fmt.Errorf("%w: the record names session %q", ErrDamaged, s.ID)
+	}
+	return nil
 }
 
 // forEachThread calls fn with each thread that has a bucket and the bucket
@@ -466,8 +550,8 @@ func (b *Bolt) Session(ctx context.Context, id string) (Session, error) {
 func forEachThread(tx *bolt.Tx, fn func(thread string, root *bolt.Bucket) error) error {
 	c := tx.Cursor()
 	last, seen := "", false
-	for k, _ := c.Seek([]byte{threadPrefix}); k != nil && k[0] == threadPrefix; k, _ = c.Next() {
-		thread, ns, ok := parseThreadBucket(k)
+	for k, _ := c.Seek([]byte{layout.ThreadPrefix}); k != nil && k[0] == layout.ThreadPrefix; k, _ = c.Next() {
+		thread, ns, ok := layout.ParseThreadBucket(k)
 		if !ok || (seen && thread == last) {
 			continue // not a thread's, or another namespace of the last thread
 		}
@@ -483,22 +567,31 @@ func forEachThread(tx *bolt.Tx, fn func(thread string, root *bolt.Bucket) error)
 	return nil
 }
 
-// Sessions implements Sessions.
+// Sessions implements Sessions. A session whose record is damaged is left
+// out and named (WithWarn).
 func (b *Bolt) Sessions(ctx context.Context, project string) ([]Session, error) {
 	b.Flush()
 	var out []Session
+	type bad struct {
+		id  string
+		err error
+	}
+	var damaged []bad
 	err := b.view(func(tx *bolt.Tx) error {
 		return forEachThread(tx, func(id string, root *bolt.Bucket) error {
 			if root == nil {
 				return nil
 			}
-			_, v, err := splitHead(root.Get(keyHead))
-			if err == nil && len(v) == 0 {
+			v, err := sessionOf(id, root.Get(layout.KeyHead), b.strict)
+			if err == nil && v == nil {
 				return nil // a thread without a session record: not listed
 			}
 			var s Session
-			if err != nil || json.Unmarshal(v, &s) != nil || s.ID != id {
-				b.warn(fmt.Sprintf("the stored record of session %q cannot be read and is left out of the list", id))
+			if err == nil {
+				err = decodeSession(v, id, &s)
+			}
+			if err != nil {
+				damaged = append(damaged, bad{id, err})
 				return nil
 			}
 			if project == "" || s.Project == project {
@@ -507,6 +600,9 @@ func (b *Bolt) Sessions(ctx context.Context, project string) ([]Session, error) 
 			return nil
 		})
 	})
+	for _, d := range damaged {
+		b.damaged(d.id, "", damage{what: "the session's record", err: d.err})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
@@ -516,24 +612,28 @@ func (b *Bolt) Sessions(ctx context.Context, project string) ([]Session, error) 
 
 // DeleteSession implements Sessions.
 func (b *Bolt) DeleteSession(ctx context.Context, id string) (bool, error) {
+	if b.readOnly {
+		return false, fmt.Errorf("delete session %s: %w", id, ErrReadOnly)
+	}
 	var existed bool
 	err := b.submit(func(tx *bolt.Tx) error {
-		existed = sessionRecord(tx, id) != nil
+		existed = hasSession(tx, id)
 		return deleteThread(tx, id)
 	}, true)
 	if err != nil {
 		return false, fmt.Errorf("delete session %s: %w", id, err)
 	}
+	b.removeSpool(id)
 	return existed, nil
 }
 
 // deleteThread deletes the buckets of every namespace of thread.
 func deleteThread(tx *bolt.Tx, thread string) error {
-	prefix := threadBucketPrefix(thread)
+	prefix := layout.ThreadBucketPrefix(thread)
 	var doomed [][]byte
 	c := tx.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if t, _, ok := parseThreadBucket(k); ok && t == thread {
+		if t, _, ok := layout.ParseThreadBucket(k); ok && t == thread {
 			doomed = append(doomed, bytes.Clone(k))
 		}
 	}
@@ -563,29 +663,41 @@ func (b *Bolt) DeleteOlderThan(ctx context.Context, t time.Time) (int, error) {
 	return n, nil
 }
 
-// Approval implements Approvals.
+// Approval implements Approvals. A damaged approval is no approval: it
+// reads as "" (the user is asked again), and is named (WithWarn).
 func (b *Bolt) Approval(ctx context.Context, key string) (string, error) {
-	var v string
+	var v []byte
+	var bad error
 	err := b.view(func(tx *bolt.Tx) error {
-		if bk := tx.Bucket(bApprovals); bk != nil {
-			v = string(bk.Get([]byte(key)))
+		if bk := tx.Bucket(layout.Approvals); bk != nil {
+			if raw := bk.Get([]byte(key)); raw != nil {
+				v, bad = record.Unseal(record.Place{Bucket: layout.Approvals, Key: []byte(key)}, raw, b.strict)
+				v = bytes.Clone(v)
+			}
 		}
 		return nil
 	})
-	return v, err
+	if bad != nil {
+		b.damaged("", "", damage{what: fmt.Sprintf("the approval %q (it is asked for again)", key), err: bad})
+		return "", err
+	}
+	return string(v), err
 }
 
 // SetApproval implements Approvals.
 func (b *Bolt) SetApproval(ctx context.Context, key, value string) error {
+	if b.readOnly {
+		return fmt.Errorf("store approval: %w", ErrReadOnly)
+	}
 	err := b.submit(func(tx *bolt.Tx) error {
-		bk, err := tx.CreateBucketIfNotExists(bApprovals)
+		bk, err := tx.CreateBucketIfNotExists(layout.Approvals)
 		if err != nil {
 			return err
 		}
 		if value == "" {
 			return bk.Delete([]byte(key))
 		}
-		return bk.Put([]byte(key), []byte(value))
+		return bk.Put([]byte(key), record.SealAs(b.strict, record.Place{Bucket: layout.Approvals, Key: []byte(key)}, []byte(value)))
 	}, true)
 	if err != nil {
 		return fmt.Errorf("store approval: %w", err)

@@ -1,8 +1,9 @@
 package store
 
 import (
-	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,14 +18,23 @@ import (
 // function of its transaction, or of its batch of statements.
 //
 // Invariants: a batched writer waits while a full group is queued behind
-// the commit in flight, so a crash loses at most two groups; after a
-// batched job failed, the next write of any kind fails (its run must not go
-// on as if it were stored); nothing is accepted after Close, which commits
-// what is queued and held.
+// the commit in flight, so a crash loses at most two groups; nothing is
+// accepted after Close, which commits what is queued and held.
+//
+// Whole steps: a thread's writes are committed in the order they were
+// made, and never one after an earlier one of the same thread that
+// failed. A group whose commit fails is committed again work by work in
+// order, each thread up to its first failure (the works of a thread after
+// it fail with that error, uncommitted); from then on the thread's writes
+// fail with it, without being queued, until its run ends (a write that
+// ends it is refused and ends the refusals) or a run starts from what is
+// stored (Forget: the thread is loaded, or its first step is written). A failed job of no thread makes the next write of any kind
+// fail instead (its run must not go on as if it were stored).
 type Committer[W any] struct {
 	durability  Durability
 	window      time.Duration // batched commits come at most once per window
-	commit      func([]W) (errs []error, commits int)
+	commit      func(W) (commits int, err error)
+	separable   func(error) bool
 	join        func([]W) W
 	noop        W
 	batchedSeen atomic.Bool // some run chose Batched: gather groups
@@ -38,9 +48,10 @@ type Committer[W any] struct {
 	// then only what ends the wait (a waiter, a full group) wakes it.
 	gathering bool
 	closed    bool
-	asyncErr  error           // first failure of a job nobody waited for
-	held      map[heldKey][]W // Exit mode: steps of unfinished runs
-	space     *sync.Cond      // signalled when the queue is taken
+	asyncErr  error               // first failure of a job of no thread that nobody waited for
+	failed    map[threadKey]error // threads whose write failed, with the first failure (see Whole steps)
+	held      map[threadKey][]W   // Exit mode: steps of unfinished runs
+	space     *sync.Cond          // signalled when the queue is taken
 
 	wake    chan struct{}
 	stopped chan struct{}
@@ -49,24 +60,26 @@ type Committer[W any] struct {
 }
 
 type committerJob[W any] struct {
-	work W
-	done chan error // nil: nobody waits
+	work   W
+	thread *threadKey // the thread it writes, nil for none
+	ends   bool       // it ends the thread's run
+	done   chan error // nil: nobody waits
 }
 
-type heldKey struct{ thread, ns string }
-
 // NewCommitter starts the writer of a store whose runs default to d.
-// commit writes works in one transaction where it can and returns each
-// one's error (in order) and how many transactions it committed; join
-// makes one work of several (a run's held steps); noop does nothing.
-func NewCommitter[W any](d Durability, commit func([]W) ([]error, int), join func([]W) W, noop W) *Committer[W] {
-	return newCommitter(d, BatchWindow, commit, join, noop)
+// commit writes one work in one transaction (all of it or nothing) and
+// returns how many transactions it committed; separable says whether a
+// group whose commit failed with err may be committed again work by work
+// (not when its outcome is unknown); join makes one work of several, in
+// order; noop does nothing.
+func NewCommitter[W any](d Durability, commit func(W) (int, error), separable func(error) bool, join func([]W) W, noop W) *Committer[W] {
+	return newCommitter(d, BatchWindow, commit, separable, join, noop)
 }
 
 // newCommitter is NewCommitter with batched commits at most once per window.
-func newCommitter[W any](d Durability, window time.Duration, commit func([]W) ([]error, int), join func([]W) W, noop W) *Committer[W] {
-	c := &Committer[W]{durability: d, window: window, commit: commit, join: join, noop: noop,
-		held: map[heldKey][]W{}, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+func newCommitter[W any](d Durability, window time.Duration, commit func(W) (int, error), separable func(error) bool, join func([]W) W, noop W) *Committer[W] {
+	c := &Committer[W]{durability: d, window: window, commit: commit, separable: separable, join: join, noop: noop,
+		failed: map[threadKey]error{}, held: map[threadKey][]W{}, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	c.space = sync.NewCond(&c.mu)
 	go c.loop()
 	return c
@@ -75,22 +88,24 @@ func newCommitter[W any](d Durability, window time.Duration, commit func([]W) ([
 // Commits returns how many write transactions the store has committed.
 func (c *Committer[W]) Commits() int64 { return c.commits.Load() }
 
-// Durability returns the durability of a run with context ctx: its own
-// (WithDurability), else the store's default.
-func (c *Committer[W]) Durability(ctx context.Context) Durability {
-	if d, ok := ContextDurability(ctx); ok {
+// Durability returns the durability of a write that chose d: d, or the
+// store's default when d is "".
+func (c *Committer[W]) Durability(d Durability) Durability {
+	if d != "" {
 		return d
 	}
 	return c.durability
 }
 
-// Submit queues w; with wait it returns once w is durable.
-func (c *Committer[W]) Submit(w W, wait bool) error { return c.submit(w, wait, false) }
+// Submit queues w, a write of no thread; with wait it returns once w is
+// durable.
+func (c *Committer[W]) Submit(w W, wait bool) error {
+	return c.submit(committerJob[W]{work: w}, wait, false)
+}
 
-// submit is Submit; a barrier (Flush's) leaves an earlier batched failure to
-// the next write, which fails with it.
-func (c *Committer[W]) submit(w W, wait, barrier bool) error {
-	var done chan error
+// submit queues j; a barrier (Flush's) leaves an earlier failure to the
+// next write, which fails with it.
+func (c *Committer[W]) submit(j committerJob[W], wait, barrier bool) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -101,8 +116,12 @@ func (c *Committer[W]) submit(w W, wait, barrier bool) error {
 		c.mu.Unlock()
 		return fmt.Errorf("an earlier batched write failed: %w", err)
 	}
+	if err := c.refused(j); err != nil {
+		c.mu.Unlock()
+		return err
+	}
 	if wait {
-		done = make(chan error, 1)
+		j.done = make(chan error, 1)
 		c.waiters++
 	}
 	for !wait && len(c.queue) >= BatchSteps && !c.closed {
@@ -112,7 +131,7 @@ func (c *Committer[W]) submit(w W, wait, barrier bool) error {
 		c.mu.Unlock()
 		return ErrClosed
 	}
-	c.queue = append(c.queue, committerJob[W]{work: w, done: done})
+	c.queue = append(c.queue, j)
 	if wait || !c.gathering || len(c.queue) >= BatchSteps {
 		select { // under the lock: Close closes wake under it too
 		case c.wake <- struct{}{}:
@@ -123,34 +142,72 @@ func (c *Committer[W]) submit(w W, wait, barrier bool) error {
 	if !wait {
 		return nil
 	}
-	return <-done
+	return <-j.done
 }
 
-// Write routes one write of thread's namespace ns by the run's durability;
-// ends says the write ends the run (it is durable when Write returns).
-func (c *Committer[W]) Write(ctx context.Context, thread, ns string, w W, ends bool) error {
-	switch c.Durability(ctx) {
-	case Batched:
-		c.batchedSeen.Store(true)
-		return c.Submit(w, ends)
-	case Exit:
-		k := heldKey{thread, ns}
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			return ErrClosed
-		}
-		if !ends {
-			c.held[k] = append(c.held[k], w)
-			c.mu.Unlock()
-			return nil
-		}
-		held := append(c.held[k], w)
-		delete(c.held, k)
-		c.mu.Unlock()
-		return c.Submit(c.join(held), true)
+// refused returns the error a job of a thread whose write failed fails
+// with (nil for any other job), and ends the refusals when the job ends
+// its run. The caller holds mu.
+func (c *Committer[W]) refused(j committerJob[W]) error {
+	if j.thread == nil {
+		return nil
 	}
-	return c.Submit(w, true)
+	err, ok := c.failed[*j.thread]
+	if !ok {
+		return nil
+	}
+	if j.ends {
+		delete(c.failed, *j.thread)
+	}
+	return fmt.Errorf(refusal+"%w", err)
+}
+
+// Forget ends the refusals of the thread's writes after one failed: its
+// state is being loaded from the store anew (a run that resumes it starts
+// from what was stored).
+func (c *Committer[W]) Forget(thread, ns string) {
+	c.mu.Lock()
+	delete(c.failed, threadKey{thread, ns})
+	c.mu.Unlock()
+}
+
+// Write routes one write of thread's namespace ns by the run's durability
+// d ("": the store's default); ends says the write ends the run (it is
+// durable when Write returns). A write that is durable when it returns
+// (Sync, a run's end) carries the thread's held steps (Exit mode) before it,
+// in one transaction: a run in Exit mode that must make one write durable
+// (an intent, a queued input) stores its steps so far with it.
+func (c *Committer[W]) Write(d Durability, thread, ns string, w W, ends bool) error {
+	k := threadKey{thread, ns}
+	j := committerJob[W]{work: w, thread: &k, ends: ends}
+	d = c.Durability(d)
+	if d == Batched {
+		c.batchedSeen.Store(true)
+		if !ends {
+			return c.submit(j, false, false)
+		}
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if err := c.refused(j); err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	if d == Exit && !ends {
+		c.held[k] = append(c.held[k], w)
+		c.mu.Unlock()
+		return nil
+	}
+	held := c.held[k]
+	delete(c.held, k)
+	c.mu.Unlock()
+	if len(held) > 0 {
+		j.work = c.join(append(held, w))
+	}
+	return c.submit(j, true, false)
 }
 
 // Flush returns once everything queued before it was committed, or failed.
@@ -168,7 +225,7 @@ func (c *Committer[W]) Flush() error {
 	if idle {
 		return nil
 	}
-	return c.submit(c.noop, true, true)
+	return c.submit(committerJob[W]{work: c.noop}, true, true)
 }
 
 // Close commits what is queued, and the held steps of unfinished runs in
@@ -180,9 +237,9 @@ func (c *Committer[W]) Close() error {
 		c.mu.Unlock()
 		return nil
 	}
-	for _, held := range c.held {
+	for k, held := range c.held {
 		for _, w := range held {
-			c.queue = append(c.queue, committerJob[W]{work: w})
+			c.queue = append(c.queue, committerJob[W]{work: w, thread: &k})
 		}
 	}
 	c.held = nil
@@ -195,6 +252,11 @@ func (c *Committer[W]) Close() error {
 	defer c.mu.Unlock()
 	err := c.asyncErr
 	c.asyncErr = nil
+	for _, ferr := range c.failed {
+		if err == nil {
+			err = ferr
+		}
+	}
 	return err
 }
 
@@ -256,36 +318,105 @@ func (c *Committer[W]) gather() {
 	}
 }
 
-// run commits jobs and answers each.
+// run commits jobs and answers each: in one transaction, else (when the
+// backend says the failure allows it) work by work, each thread's up to
+// its first failure. A job of a thread whose write failed earlier is not
+// committed.
 func (c *Committer[W]) run(jobs []committerJob[W]) {
-	works := make([]W, len(jobs))
+	errs := make([]error, len(jobs))
+	c.mu.Lock()
+	var works []W
+	live := make([]int, 0, len(jobs))
 	for i, j := range jobs {
-		works[i] = j.work
-	}
-	errs, n := c.commit(works)
-	c.commits.Add(int64(n))
-	for i, j := range jobs {
-		var err error
-		if i < len(errs) {
-			err = errs[i]
+		if j.thread != nil && c.failed[*j.thread] != nil {
+			errs[i] = c.refused(j)
+			continue
 		}
-		c.reply(j, err)
+		works = append(works, j.work)
+		live = append(live, i)
+	}
+	c.mu.Unlock()
+	var err error
+	if len(works) > 0 {
+		var n int
+		n, err = c.commit(c.join(works))
+		c.commits.Add(int64(n))
+	}
+	if err != nil && len(live) > 1 && c.separable(err) {
+		c.oneByOne(jobs, live, errs)
+	} else {
+		for _, i := range live {
+			errs[i] = err
+		}
+	}
+	for i, j := range jobs {
+		c.reply(j, errs[i])
 	}
 }
 
-func (c *Committer[W]) reply(j committerJob[W], err error) {
-	if j.done != nil {
-		c.mu.Lock()
-		c.waiters--
-		c.mu.Unlock()
-		j.done <- err
-		return
-	}
-	if err != nil {
-		c.mu.Lock()
-		if c.asyncErr == nil {
-			c.asyncErr = err
+// oneByOne commits the jobs at live one per transaction, in order; a job
+// of a thread whose earlier job failed is not committed and fails with
+// that job's error.
+func (c *Committer[W]) oneByOne(jobs []committerJob[W], live []int, errs []error) {
+	first := map[threadKey]error{}
+	for _, i := range live {
+		j := jobs[i]
+		if j.thread != nil {
+			if err, ok := first[*j.thread]; ok {
+				errs[i] = fmt.Errorf(refusal+"%w", err)
+				continue
+			}
 		}
-		c.mu.Unlock()
+		n, err := c.commit(j.work)
+		c.commits.Add(int64(n))
+		errs[i] = err
+		if err != nil && j.thread != nil {
+			first[*j.thread] = err
+		}
 	}
+}
+
+// reply answers j with err. A failed job of a thread makes the thread's
+// later writes fail until its run ends; a failed job of no thread that
+// nobody waits for makes the next write fail.
+func (c *Committer[W]) reply(j committerJob[W], err error) {
+	c.mu.Lock()
+	switch {
+	case err != nil && j.thread != nil && j.ends:
+		delete(c.failed, *j.thread) // the run ended with it
+	case err != nil && j.thread != nil:
+		if c.failed[*j.thread] == nil {
+			c.failed[*j.thread] = unwrapRefusal(err)
+		}
+	case err != nil && j.done == nil && c.asyncErr == nil:
+		c.asyncErr = err
+	}
+	if j.done != nil {
+		c.waiters--
+	}
+	c.mu.Unlock()
+	if j.done != nil {
+		j.done <- err
+	}
+}
+
+// refusal prefixes the error of a write not made after an earlier one failed.
+const refusal = "not written, as an earlier write of this run failed: "
+
+// unwrapRefusal returns the failure a refusal wraps (err itself when it is
+// not one), so that refusals do not nest.
+func unwrapRefusal(err error) error {
+	if strings.HasPrefix(err.Error(), refusal) {
+		if inner := errors.Unwrap(err); inner != nil {
+			return inner
+		}
+	}
+	return err
+}
+
+// busy reports whether a commit is in progress (for tests).
+func (c *Committer[W]) busy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inflight > 0
 }

@@ -37,6 +37,9 @@ func (b *Bolt) Compact(ctx context.Context) (before, after int64, err error) {
 	before = fi.Size()
 	tmp := b.path + ".compacting"
 	os.Remove(tmp)
+	if b.readOnly {
+		return 0, 0, fmt.Errorf("compact %s: %w", b.path, ErrReadOnly)
+	}
 	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: LockTimeout})
 	if err != nil {
 		return 0, 0, fmt.Errorf("compact %s: %w", b.path, err)
@@ -61,7 +64,7 @@ func (b *Bolt) Compact(ctx context.Context) (before, after int64, err error) {
 	}
 	if err := os.Rename(tmp, b.path); err != nil {
 		os.Remove(tmp)
-		db, oerr := openBolt(b.path) // the old file, as it was
+		db, oerr := openBolt(b.path, false) // the old file, as it was
 		if oerr != nil {
 			return 0, 0, fmt.Errorf("compact %s: %w; reopening it failed: %v", b.path, err, oerr)
 		}
@@ -69,7 +72,7 @@ func (b *Bolt) Compact(ctx context.Context) (before, after int64, err error) {
 		return 0, 0, fmt.Errorf("compact %s: %w", b.path, err)
 	}
 	syncDir(filepath.Dir(b.path))
-	db, err := openBolt(b.path)
+	db, err := openBolt(b.path, false)
 	if err != nil {
 		return 0, 0, fmt.Errorf("compact %s: reopening the compacted file: %w", b.path, err)
 	}
@@ -80,11 +83,11 @@ func (b *Bolt) Compact(ctx context.Context) (before, after int64, err error) {
 	return before, after, nil
 }
 
-// compactInto copies src's data into dst with bbolt's compaction, turning
-// a bbolt panic on a damaged page into an error.
-func compactInto(dst, src *bolt.DB, path string) (err error) {
-	defer guard(path, &err)
-	return bolt.Compact(dst, src, compactTxBytes)
+// compactInto copies src's data into dst with bbolt's compaction, under
+// the fault guard. Records are copied as they are: their seals name their
+// buckets and keys, which compaction keeps.
+func compactInto(dst, src *bolt.DB, path string) error {
+	return guarded(path, func() error { return bolt.Compact(dst, src, compactTxBytes) })
 }
 
 // syncDir makes a rename in dir durable.

@@ -10,8 +10,8 @@ import (
 
 // The conformance suite (store/storetest), on the in-memory store and on
 // bbolt with sync and batched as its default durability (the suite reads in
-// the middle of runs, which exit mode keeps in memory); store/postgres runs
-// it on PostgreSQL.
+// the middle of runs, which exit mode keeps in memory; its own test of exit
+// mode chooses it per write); store/postgres runs it on PostgreSQL.
 func TestConformance(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) store.Store { return store.NewMemory() })

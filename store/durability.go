@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -49,21 +48,6 @@ func ParseDurability(s string) (Durability, error) {
 	return "", fmt.Errorf("unknown durability %q (sync, batched or exit)", s)
 }
 
-type durabilityKey struct{}
-
-// WithDurability returns a context whose checkpoint writes use d, overriding
-// the store's default for one run.
-func WithDurability(ctx context.Context, d Durability) context.Context {
-	return context.WithValue(ctx, durabilityKey{}, d)
-}
-
-// ContextDurability returns the durability WithDurability put in ctx, if
-// any: another backend's writes honour it as Bolt's do.
-func ContextDurability(ctx context.Context) (Durability, bool) {
-	d, ok := ctx.Value(durabilityKey{}).(Durability)
-	return d, ok && d != ""
-}
-
 // ErrClosed is returned for writes after Close.
 var ErrClosed = errors.New("store is closed")
 
@@ -71,16 +55,21 @@ var ErrClosed = errors.New("store is closed")
 type boltWork = func(*bolt.Tx) error
 
 func (b *Bolt) startCommitter() {
-	b.c = NewCommitter(b.durability, b.commit, func(ws []boltWork) boltWork {
-		return func(tx *bolt.Tx) error {
-			for _, w := range ws {
-				if err := w(tx); err != nil {
-					return err
-				}
+	b.c = NewCommitter(b.durability, func(w boltWork) (int, error) { return 1, b.update(w) },
+		func(error) bool { return true }, // a failed bbolt transaction wrote nothing
+		func(ws []boltWork) boltWork {
+			if len(ws) == 1 {
+				return ws[0]
 			}
-			return nil
-		}
-	}, func(*bolt.Tx) error { return nil })
+			return func(tx *bolt.Tx) error {
+				for _, w := range ws {
+					if err := w(tx); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+		}, func(*bolt.Tx) error { return nil })
 }
 
 // Commits returns how many write transactions the store has committed.
@@ -94,8 +83,8 @@ func (b *Bolt) submit(apply boltWork, wait bool) error { return b.c.Submit(apply
 func (b *Bolt) Flush() error { return b.c.Flush() }
 
 // write routes one thread write by durability (Committer.Write).
-func (b *Bolt) write(ctx context.Context, k threadKey, apply boltWork, ends bool) error {
-	return b.c.Write(ctx, k.thread, k.ns, apply, ends)
+func (b *Bolt) write(d Durability, k threadKey, apply boltWork, ends bool) error {
+	return b.c.Write(d, k.thread, k.ns, apply, ends)
 }
 
 // update runs a write transaction, turning a bbolt panic on a damaged page
@@ -106,21 +95,4 @@ func (b *Bolt) update(fn func(tx *bolt.Tx) error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see view
 	defer guard(b.path, &err)
 	return b.db.Update(fn)
-}
-
-// commit writes works in one transaction; if it fails, each work on its
-// own, so one bad work does not fail the others.
-func (b *Bolt) commit(works []boltWork) ([]error, int) {
-	errs := make([]error, len(works))
-	err := b.update(b.c.join(works))
-	if err != nil && len(works) > 1 {
-		for i, w := range works {
-			errs[i] = b.update(w)
-		}
-		return errs, 1 + len(works)
-	}
-	for i := range errs {
-		errs[i] = err
-	}
-	return errs, 1
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/boltfile"
 )
 
 // snapshot is what a session loads as: its index entry and the newest
@@ -73,7 +75,7 @@ func seedSessions(t testing.TB, path, prefix string, n int) map[string]snapshot 
 			}
 		}
 		if i%2 == 1 { // interrupted: a finished task's writes are pending
-			if err := db.PutWrite(ctx, id, "", "t2", raw(`[{"tool":"ok"}]`)); err != nil {
+			if err := db.PutWrite(ctx, PendingWrite{Thread: id, Task: "t2", Writes: raw(`[{"tool":"ok"}]`)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -267,16 +269,11 @@ func usedSize(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	buf := make([]byte, boltPageHeader+boltMetaSum+8)
-	m0, err := readMeta(f, 0, buf)
+	m, _, err := boltfile.ReadMeta(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := readMeta(f, int64(m0.pageSize), buf)
-	if err != nil || m0.txid > m.txid {
-		m = m0
-	}
-	return int(m.pgid) * int(m.pageSize)
+	return int(m.Pgid) * int(m.PageSize)
 }
 
 // A damaged sibling never faults or panics the process: it is reported by
@@ -627,15 +624,15 @@ func TestImportCyclicPages(t *testing.T) {
 			if at < 8 {
 				t.Fatal("the inline bucket was not found")
 			}
-			page := data[at+8:]                      // after the bucket header: the inline page
-			le.PutUint16(page[8:], boltBranchPage)   // flags
-			le.PutUint16(page[10:], 1)               // one element
-			le.PutUint64(page[boltPageHeader+8:], 0) // pointing at page 0: itself
+			page := data[at+8:]                           // after the bucket header: the inline page
+			le.PutUint16(page[8:], boltfile.BranchPage)   // flags
+			le.PutUint16(page[10:], 1)                    // one element
+			le.PutUint64(page[boltfile.PageHeader+8:], 0) // pointing at page 0: itself
 		}},
 		{"a branch page pointing at itself", func(t *testing.T, data []byte) {
 			for off := 2 * 4096; off+4096 <= len(data); off += 4096 {
-				if le.Uint16(data[off+8:]) == boltBranchPage {
-					le.PutUint64(data[off+boltPageHeader+8:], le.Uint64(data[off:]))
+				if le.Uint16(data[off+8:]) == boltfile.BranchPage {
+					le.PutUint64(data[off+boltfile.PageHeader+8:], le.Uint64(data[off:]))
 					return
 				}
 			}
@@ -647,8 +644,8 @@ func TestImportCyclicPages(t *testing.T) {
 			dir := t.TempDir()
 			sibling := filepath.Join(dir, "sessions.abcdef01.db")
 			data := build(t, sibling)
-			if err := verifyTree(sibling); err != nil {
-				t.Fatalf("the undamaged file: %v", err)
+			if st, err := inspect(sibling); err != nil || len(st.problems) > 0 {
+				t.Fatalf("the undamaged file: %v %v", st.problems, err)
 			}
 			tc.damage(t, data)
 			if err := os.WriteFile(sibling, data, 0o600); err != nil {

@@ -2,173 +2,17 @@ package store
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"maps"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/layout"
+	"github.com/agent-lsp/agent-lsp/store/internal/record"
 )
 
-// The bbolt file's layout (format 3). A step's commit rewrites the path
-// from the root to every page it changes (bbolt copies on write), so the
-// layout keeps what a step writes on as few pages as it can: each thread's
-// namespace is one top-level bucket, and in it what every step writes (the
-// new list items, and one record of the head and the session) sorts at the
-// bucket's end, on its last page.
-//
-// Top-level buckets:
-//
-//	meta                    format: the store's format version
-//	approvals               key: the user's answer
-//	threadPrefix thread ns  a thread's namespace (name: threadBucket)
-//
-// Keys of a namespace's bucket, in their order:
-//
-//	kPending task           a finished task's pending writes
-//	kValue name             a last-value channel's value
-//	kItem list 0x00 seq8    a list item: uvarint(len(id)) id body (encodeItem)
-//	kHead                   the head: the checkpoint's head and the session
-//	                        record (encodeHead)
-//
-// The head is the bucket's last key, written at every step, and a list's
-// items' seq8 are the bucket's NextSequence, big-endian: an append lands
-// just before the head. bbolt leaves at least two keys on the right of a
-// page it splits, so the head always shares its page with the newest
-// items, and a step that appends a message and moves the head rewrites
-// one leaf. (Had the session record a key of its own, a split between the
-// two would put every later step on two leaves.) Values and pending writes,
-// written by few steps, sort first. Values, pending writes and item bodies
-// are records (codec.go): compressed when that pays.
-//
-// Formats 1 and 2 kept the session index in a bucket of its own and each
-// namespace as nested buckets (values, lists, each list's items and an ID
-// index, pending): twelve pages per commit. Open converts them (migrate.go).
-const (
-	threadPrefix = 0x01
-	kPending     = 'P'
-	kValue       = 'V'
-	kItem        = 'a'
-	kHead        = 'h'
-)
-
-// threadBucket is the name of the bucket of thread's namespace ns:
-// threadPrefix uvarint(len(thread)) thread ns. The thread's length makes
-// the name unambiguous, and the names of one thread's namespaces share the
-// prefix threadBucketPrefix(thread), namespace "" first.
-func threadBucket(thread, ns string) []byte {
-	return append(threadBucketPrefix(thread), ns...)
-}
-
-// threadBucketPrefix is the prefix of the names of thread's buckets.
-func threadBucketPrefix(thread string) []byte {
-	out := binary.AppendUvarint(append(make([]byte, 0, len(thread)+12), threadPrefix), uint64(len(thread)))
-	return append(out, thread...)
-}
-
-// parseThreadBucket splits a top-level bucket name into its thread and
-// namespace; ok is false for a name of another kind.
-func parseThreadBucket(name []byte) (thread, ns string, ok bool) {
-	if len(name) == 0 || name[0] != threadPrefix {
-		return "", "", false
-	}
-	n, k := binary.Uvarint(name[1:])
-	if k <= 0 || uint64(len(name)-1-k) < n {
-		return "", "", false
-	}
-	rest := name[1+k:]
-	return string(rest[:n]), string(rest[n:]), true
-}
-
-// keyHead is the key of a namespace's head.
-var keyHead = []byte{kHead}
-
-// encodeHead makes the head record of a namespace: uvarint(len(head)) head
-// session. head is the checkpoint's head (JSON), empty when the namespace
-// has no checkpoint yet; session the session record (JSON), kept in
-// namespace "" only, empty when there is none.
-func encodeHead(head, session []byte) []byte {
-	out := binary.AppendUvarint(make([]byte, 0, len(head)+len(session)+3), uint64(len(head)))
-	return append(append(out, head...), session...)
-}
-
-// splitHead splits a head record (nil: no record) into its parts.
-func splitHead(v []byte) (head, session []byte, err error) {
-	if v == nil {
-		return nil, nil, nil
-	}
-	n, k := binary.Uvarint(v)
-	if k <= 0 || uint64(len(v)-k) < n {
-		return nil, nil, fmt.Errorf("corrupt checkpoint head")
-	}
-	return v[k : k+int(n)], v[k+int(n):], nil
-}
-
-func valueKey(name string) []byte   { return append([]byte{kValue}, name...) }
-func pendingKey(task string) []byte { return append([]byte{kPending}, task...) }
-
-// itemPrefix is the prefix of list's item keys: kItem list 0x00. A list
-// name never holds a zero byte (checked by Put), so one list's prefix is
-// never another's.
-func itemPrefix(list string) []byte {
-	return append(append(append(make([]byte, 0, len(list)+10), kItem), list...), 0)
-}
-
-func itemKey(list string, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(itemPrefix(list), seq)
-}
-
-// parseItemKey splits an item key into its list's name; ok is false for a
-// key of another kind.
-func parseItemKey(k []byte) (list string, ok bool) {
-	if len(k) < 10 || k[0] != kItem || k[len(k)-9] != 0 {
-		return "", false
-	}
-	return string(k[1 : len(k)-9]), true
-}
-
-// appendFill is the fill percent of the namespaces' buckets: their keys
-// are appended (items at the end of their range, the step's records after
-// them), so a page that splits keeps 95% of it and the rest moves on
-// (bbolt's default splits at half, for random inserts, which left every
-// page of a session's history half empty).
-const appendFill = 0.95
-
-func u64(v uint64) []byte {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], v)
-	return b[:]
-}
-
-// encodeItem stores an item as uvarint(len(id)) id body.
-func encodeItem(id string, body []byte) []byte {
-	out := binary.AppendUvarint(make([]byte, 0, len(id)+len(body)+2), uint64(len(id)))
-	out = append(out, id...)
-	return append(out, body...)
-}
-
-// splitItem splits a stored item into its ID and its stored body, without
-// reading the body.
-func splitItem(v []byte) (id, body []byte, err error) {
-	n, k := binary.Uvarint(v)
-	if k <= 0 || uint64(len(v)-k) < n {
-		return nil, nil, fmt.Errorf("corrupt list item")
-	}
-	return v[k : k+int(n)], v[k+int(n):], nil
-}
-
-// decodeItem reads an item stored by encodeItem; its body may be
-// compressed (codec).
-func decodeItem(v []byte) (Item, error) {
-	id, stored, err := splitItem(v)
-	if err != nil {
-		return Item{}, err
-	}
-	body, err := records().unpack(stored)
-	if err != nil {
-		return Item{}, err
-	}
-	return Item{ID: string(id), Body: body}, nil
-}
+// The writer of the layout (store/internal/layout): a step's list
+// operations on a namespace's bucket.
 
 // applyOps applies one step's operations on list to the namespace's
 // bucket n.
@@ -178,8 +22,8 @@ func decodeItem(v []byte) (Item, error) {
 // the list is read from its end back, once per call and only as far as
 // needed (replacing a recent message reads a few items; removing old ones,
 // as compaction does, reads the list once).
-func applyOps(n *bolt.Bucket, list string, ops []Op) error {
-	prefix := itemPrefix(list)
+func applyOps(n *bolt.Bucket, bucket []byte, list string, ops []Op, strict bool) error {
+	prefix := layout.ItemPrefix(list)
 	var want map[string]bool // the IDs the ops look up
 	for _, op := range ops {
 		if op.ID != "" && (op.Kind == OpRemove || op.Kind == OpUpsert) {
@@ -193,7 +37,7 @@ func applyOps(n *bolt.Bucket, list string, ops []Op) error {
 	// wanted and not in keys is absent.
 	keys := map[string][]byte{}
 	if len(want) > 0 {
-		if err := findItems(n, prefix, want, keys); err != nil {
+		if err := findItems(n, bucket, prefix, want, keys, strict); err != nil {
 			return err
 		}
 	}
@@ -223,12 +67,12 @@ func applyOps(n *bolt.Bucket, list string, ops []Op) error {
 				if err != nil {
 					return err
 				}
-				key = itemKey(list, seq)
+				key = layout.ItemKey(list, seq)
 				if op.ID != "" && want[op.ID] {
 					keys[op.ID] = key
 				}
 			}
-			if err := n.Put(key, encodeItem(op.ID, records().pack(op.Body))); err != nil {
+			if err := n.Put(key, layout.SealItem(bucket, key, op.ID, op.Body, strict)); err != nil {
 				return err
 			}
 		default:
@@ -242,11 +86,15 @@ func applyOps(n *bolt.Bucket, list string, ops []Op) error {
 // prefix has (the newest such item), reading the items from the last back
 // and stopping once all are found.
 //
+// An item whose record is damaged matches no ID: Load leaves it out, and
+// an upsert of its ID appends a new item.
+//
 // bbolt's Cursor.Prev does not step over a leaf that deletes earlier in
 // the same transaction emptied (Next, Seek and Last do): a walk back can
 // end early. When it ends without finding every ID, the items it did not
 // reach are read forward.
-func findItems(n *bolt.Bucket, prefix []byte, want map[string]bool, keys map[string][]byte) error {
+func findItems(n *bolt.Bucket, bucket, prefix []byte, want map[string]bool, keys map[string][]byte, strict bool) error {
+	pre := record.BucketSum(bucket)
 	c := n.Cursor()
 	// The key after the range: prefix with its last byte (0) raised by one.
 	end := append(bytes.Clone(prefix[:len(prefix)-1]), 1)
@@ -259,9 +107,9 @@ func findItems(n *bolt.Bucket, prefix []byte, want map[string]bool, keys map[str
 	var lowest []byte // the lowest key the walk back read
 	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
 		lowest = k
-		id, _, err := splitItem(v)
+		id, _, err := layout.OpenItem(record.In(bucket, pre, k), v, strict)
 		if err != nil {
-			return err
+			continue
 		}
 		if want[string(id)] {
 			if _, seen := keys[string(id)]; !seen {
@@ -275,9 +123,9 @@ func findItems(n *bolt.Bucket, prefix []byte, want map[string]bool, keys map[str
 	lowest = bytes.Clone(lowest)
 	found := map[string][]byte{} // the newest match of each ID the walk back missed
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && (lowest == nil || bytes.Compare(k, lowest) < 0); k, v = c.Next() {
-		id, _, err := splitItem(v)
+		id, _, err := layout.OpenItem(record.In(bucket, pre, k), v, strict)
 		if err != nil {
-			return err
+			continue
 		}
 		if _, seen := keys[string(id)]; want[string(id)] && !seen {
 			found[string(id)] = bytes.Clone(k)

@@ -50,8 +50,9 @@ func FuzzListOps(f *testing.F) {
 		n := threads.Add(1)
 		thread := fmt.Sprint("fuzz-", n)
 		ctx := context.Background()
-		if n%2 == 1 { // a commit per step; else one at the end (Exit)
-			ctx = WithDurability(ctx, Sync)
+		d := Exit // one commit at the end; else one per step
+		if n%2 == 1 {
+			d = Sync
 		}
 		mem := NewMemory()
 		present := map[string]map[string]bool{} // list -> IDs present
@@ -62,7 +63,7 @@ func FuzzListOps(f *testing.F) {
 		step := 0
 		ops := map[string][]Op{}
 		flush := func(status Status) {
-			cp := Checkpoint{Thread: thread, Step: step, Status: status, Lists: ops}
+			cp := Checkpoint{Thread: thread, Step: step, Status: status, Lists: ops, Durability: d}
 			for _, s := range []Checkpointer{db, mem} {
 				if err := s.Put(ctx, cp); err != nil {
 					t.Fatal(err)
@@ -262,11 +263,10 @@ func TestRemoveAfterRemovesInOneTransaction(t *testing.T) {
 	for i := 150; i < 290; i++ {
 		rm = append(rm, Op{Kind: OpRemove, ID: fmt.Sprintf("m%03d", i)})
 	}
-	put(WithDurability(ctx, Sync), Checkpoint{Thread: "t", Step: 0, Status: StatusDone, Lists: map[string][]Op{"messages": ops}})
-	exit := WithDurability(ctx, Exit)
-	put(exit, Checkpoint{Thread: "t", Step: 1, Status: StatusRunning, Lists: map[string][]Op{"messages": rm}})
-	put(exit, Checkpoint{Thread: "t", Step: 2, Status: StatusRunning, Lists: map[string][]Op{"messages": {{Kind: OpRemove, ID: "m010"}, {Kind: OpUpsert, ID: "m020", Body: body(-20)}}}})
-	put(exit, Checkpoint{Thread: "t", Step: 3, Status: StatusDone})
+	put(ctx, Checkpoint{Thread: "t", Step: 0, Status: StatusDone, Lists: map[string][]Op{"messages": ops}, Durability: Sync})
+	put(ctx, Checkpoint{Thread: "t", Step: 1, Status: StatusRunning, Lists: map[string][]Op{"messages": rm}, Durability: Exit})
+	put(ctx, Checkpoint{Thread: "t", Step: 2, Status: StatusRunning, Lists: map[string][]Op{"messages": {{Kind: OpRemove, ID: "m010"}, {Kind: OpUpsert, ID: "m020", Body: body(-20)}}}, Durability: Exit})
+	put(ctx, Checkpoint{Thread: "t", Step: 3, Status: StatusDone, Durability: Exit})
 	got, err := db.Load(ctx, "t", "")
 	if err != nil {
 		t.Fatal(err)

@@ -105,17 +105,17 @@ func (m *Memory) Put(ctx context.Context, cp Checkpoint) error {
 }
 
 // PutWrite implements Checkpointer.
-func (m *Memory) PutWrite(ctx context.Context, thread, ns, taskID string, w json.RawMessage) error {
+func (m *Memory) PutWrite(ctx context.Context, w PendingWrite) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := threadKey{thread, ns}
+	k := threadKey{w.Thread, w.Namespace}
 	t := m.threads[k]
 	if t == nil {
 		t = &memThread{step: -1, values: map[string]json.RawMessage{}, lists: map[string]*memList{}, pending: map[string]json.RawMessage{}}
 		m.threads[k] = t
 	}
-	if _, ok := t.pending[taskID]; !ok {
-		t.pending[taskID] = append(json.RawMessage(nil), w...)
+	if _, ok := t.pending[w.Task]; !ok {
+		t.pending[w.Task] = append(json.RawMessage(nil), w.Writes...)
 	}
 	return nil
 }
@@ -209,6 +209,14 @@ func (m *Memory) DeleteOlderThan(ctx context.Context, t time.Time) (int, error) 
 
 // Close implements Store.
 func (m *Memory) Close() error { return nil }
+
+// Name implements Store.
+func (m *Memory) Name() string { return "memory" }
+
+// Acquire implements Leases: a memory store is this process's alone.
+func (m *Memory) Acquire(ctx context.Context, session string, ttl time.Duration, lost func()) (func(), error) {
+	return noLease(), nil
+}
 
 func sortSessions(s []Session) {
 	sort.Slice(s, func(i, j int) bool {

@@ -8,15 +8,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/layout"
 )
 
-// A store file cut short (a full disk, a copy interrupted) is moved aside and
-// a fresh store is used; nothing panics and the lock is not kept.
+// A store file cut short (a full disk, a copy interrupted) is salvaged:
+// what its remaining pages hold is kept, each kept session exactly as it
+// was, the report says how many, the damaged file is moved aside, and the
+// store goes on; nothing panics and the lock is not kept.
 func TestOpenDamagedStore(t *testing.T) {
 	for _, frac := range []int64{2, 3, 10} {
 		t.Run(fmt.Sprintf("1/%d", frac), func(t *testing.T) {
@@ -25,24 +30,34 @@ func TestOpenDamagedStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			want := map[string]Session{}
 			for i := 0; i < 300; i++ {
-				db.PutSession(context.Background(), Session{ID: fmt.Sprint("s", i), Title: strings.Repeat("t", 500), Updated: time.Now()})
+				s := Session{ID: fmt.Sprint("s", i), Title: strings.Repeat("t", 500), Updated: time.Now()}
+				db.PutSession(context.Background(), s)
+				want[s.ID], _ = db.Session(context.Background(), s.ID)
 			}
 			db.Close()
 			b, _ := os.ReadFile(path)
-			os.WriteFile(path, b[:int64(len(b))/frac], 0o600)
+			os.WriteFile(path, b[:int64(usedSize(t, path))/frac], 0o600)
 
 			db, err = Open(path)
 			if err != nil {
 				t.Fatalf("open a damaged store: %v", err)
 			}
 			defer db.Close()
-			if !strings.Contains(db.Recovered(), "moved to "+path+".corrupt-") {
+			if !strings.Contains(db.Recovered(), "cut short") || !strings.Contains(db.Recovered(), "moved to "+path+".corrupt-") {
 				t.Fatalf("recovered: %q", db.Recovered())
 			}
-			if list, err := db.Sessions(context.Background(), ""); err != nil || len(list) != 0 {
-				t.Fatalf("the fresh store lists %d sessions, %v", len(list), err)
+			list, err := db.Sessions(context.Background(), "")
+			if err != nil || !strings.Contains(db.Recovered(), fmt.Sprintf("%d session(s) kept whole", len(list))) {
+				t.Fatalf("the salvaged store lists %d sessions, %v; report %q", len(list), err, db.Recovered())
 			}
+			for _, s := range list {
+				if !reflect.DeepEqual(s, want[s.ID]) {
+					t.Fatalf("a salvaged session differs: %+v", s)
+				}
+			}
+			t.Logf("%d of 300 sessions kept", len(list))
 			if err := db.PutSession(context.Background(), Session{ID: "new"}); err != nil {
 				t.Fatal(err)
 			}
@@ -51,6 +66,62 @@ func TestOpenDamagedStore(t *testing.T) {
 				t.Fatalf("the damaged file was not kept: %v", aside)
 			}
 		})
+	}
+}
+
+// bbolt's open, initialization and compaction of a damaged file run under
+// the fault guard: reached without the check Open makes first, a file cut
+// short fails them with a CorruptError instead of faulting the process.
+func TestFaultsAtOpenAreGuarded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	db, err := Open(path, WithDefaultDurability(Sync))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 300; i++ {
+		db.PutSession(context.Background(), Session{ID: fmt.Sprint("s", i), Title: strings.Repeat("t", 500)})
+	}
+	db.Close()
+	full, _ := os.ReadFile(path)
+	used := usedSize(t, path)
+	var corrupt *CorruptError
+	faulted := 0
+	for cut := 2 * 4096; cut < used; cut += 4096 {
+		// A new file each time: an open that panicked keeps its file
+		// locked (see openBolt).
+		path := filepath.Join(t.TempDir(), "cut.db")
+		os.WriteFile(path, full[:cut], 0o600)
+		raw, err := openBolt(path, false)
+		if err == nil {
+			err = initBuckets(raw, path)
+			if err == nil {
+				err = guarded(path, func() error {
+					return raw.View(func(tx *bolt.Tx) error {
+						return tx.ForEach(func(name []byte, b *bolt.Bucket) error { return nil })
+					})
+				})
+			}
+			raw.Close()
+		}
+		if errors.As(err, &corrupt) {
+			faulted++
+		} else if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+	}
+	if faulted == 0 {
+		t.Fatal("no cut made bbolt fault: the test shows nothing")
+	}
+	// Compaction of a file cut short under the store.
+	os.WriteFile(path, full, 0o600)
+	db, err = Open(path, WithDefaultDurability(Sync))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	os.Truncate(path, 3*4096)
+	if _, _, err := db.Compact(context.Background()); !errors.As(err, &corrupt) {
+		t.Fatalf("compacting a file cut short: %v", err)
 	}
 }
 
@@ -67,8 +138,8 @@ func TestUndecodableSessionSkipped(t *testing.T) {
 	db.PutSession(ctx, Session{ID: "good-1"})
 	db.PutSession(ctx, Session{ID: "good-2"})
 	db.db.Update(func(tx *bolt.Tx) error {
-		n, _ := tx.CreateBucket(threadBucket("bad", ""))
-		return n.Put(keyHead, encodeHead(nil, []byte("{not json")))
+		n, _ := tx.CreateBucket(layout.ThreadBucket("bad", ""))
+		return n.Put(layout.KeyHead, layout.EncodeHead(nil, []byte("{not json")))
 	})
 	list, err := db.Sessions(ctx, "")
 	if err != nil || len(list) != 2 {

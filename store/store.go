@@ -11,11 +11,37 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/agent-lsp/agent-lsp/store/internal/record"
 )
 
 // ErrNotFound is returned for an unknown session or checkpoint.
 var ErrNotFound = errors.New("not found")
+
+// ErrDamaged is wrapped by the error of a read that met a damaged record
+// (its checksum fails, or it cannot be decoded) where the one asked for
+// should be: a checkpoint's head, a session's record. Damage is never
+// returned as data: records that are only part of what was asked for (a
+// list's items, a value, a pending write) are left out instead, and the
+// store names them through its warning path.
+var ErrDamaged = record.ErrDamaged
+
+// GapError is a checkpoint that does not follow its thread's stored one: an
+// earlier step of its run was not stored (its write failed), so storing it
+// would tear the thread's state. A backend refuses it.
+type GapError struct {
+	Step   int // the checkpoint's
+	Stored int // the stored checkpoint's, -1 for none
+}
+
+func (e *GapError) Error() string {
+	if e.Stored < 0 {
+		return fmt.Sprintf("step %d of a thread with no stored step: an earlier step was not stored", e.Step)
+	}
+	return fmt.Sprintf("step %d does not follow the stored step %d: an earlier step was not stored", e.Step, e.Stored)
+}
 
 // ErrBusy is wrapped by the error of a shared store's lease on a session
 // that another live process holds; the error names the holder.
@@ -96,6 +122,21 @@ type Checkpoint struct {
 	Next []Task
 	// Index, when set, is upserted into the session index in the same transaction.
 	Index *Session
+	// Durability says when the write reaches the disk: the run's choice,
+	// "" for the store's default.
+	Durability Durability
+}
+
+// PendingWrite is the writes of a finished task (or an input queued for a
+// running thread) of the step after the newest checkpoint.
+type PendingWrite struct {
+	Thread    string
+	Namespace string
+	Task      string // insert-if-absent under this ID
+	Writes    json.RawMessage
+	// Durability says when the write reaches the disk: the run's choice,
+	// "" for the store's default.
+	Durability Durability
 }
 
 // State is a thread's newest checkpoint, materialized.
@@ -132,7 +173,7 @@ type Checkpointer interface {
 	Put(ctx context.Context, cp Checkpoint) error
 	// PutWrite records the writes of a finished task of the step after the newest
 	// checkpoint. It is insert-if-absent: a second write under one task ID is ignored.
-	PutWrite(ctx context.Context, thread, namespace, taskID string, writes json.RawMessage) error
+	PutWrite(ctx context.Context, w PendingWrite) error
 	// Load returns the newest checkpoint of (thread, namespace), or ErrNotFound.
 	Load(ctx context.Context, thread, namespace string) (*State, error)
 }
@@ -156,8 +197,30 @@ type Store interface {
 	Checkpointer
 	Sessions
 	Approvals
+	Leases
+	// Name names the store for people: a file's path, a database's URL
+	// without its password, "memory".
+	Name() string
 	Close() error
 }
+
+// Leases keeps a session from running in two processes at once. A store
+// one process holds (a bbolt file, which that process has locked; the
+// memory store) has nothing to keep apart, and its lease does nothing; a
+// shared one (PostgreSQL) takes a lease that expires when its holder
+// vanishes.
+type Leases interface {
+	// Acquire takes session's lease for this process, or fails with an
+	// error wrapping ErrBusy that names its holder when another live one
+	// has it. lost is called (once) when the lease is lost: another
+	// process took it over, or it could not be renewed in time; the run it
+	// guards must stop. release gives the lease back; calling it again does
+	// nothing.
+	Acquire(ctx context.Context, session string, ttl time.Duration, lost func()) (release func(), err error)
+}
+
+// noLease is the lease of a store one process holds: nothing to take.
+func noLease() func() { return func() {} }
 
 // Approvals remembers the user's answers about what a repository asks to
 // run (its MCP servers), by key. They are not sessions: deleting or pruning

@@ -72,3 +72,13 @@ func TestSecondProcess(t *testing.T) {
 	}
 	db.Close()
 }
+
+// The bucket names of formats 1 and 2 (store/internal/convert reads them),
+// for tests that write such files.
+var (
+	legacySessions = []byte("sessions")
+	legacyThreads  = []byte("threads")
+	legacyHead     = []byte("head")
+	legacyLists    = []byte("lists")
+	legacyItems    = []byte("items")
+)

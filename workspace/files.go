@@ -155,26 +155,25 @@ func (w *Workspace) ReadFile(p *Project, abs string, max int64) ([]byte, error) 
 
 // WriteFile writes data to the file at abs, inside the project's root only
 // (through os.Root: neither .. nor a symlink leads out of it), creating its
-// folders as needed. An existing file keeps its mode.
-func (p *Project) WriteFile(abs string, data []byte) error {
+// folders as needed. The file is replaced whole (WriteAtomic): a crash
+// leaves its old content or its new, and an error leaves it untouched
+// (except a *DamagedError). An existing file keeps its mode.
+func (p *Project) WriteFile(abs string, data []byte) (Written, error) {
 	rel, err := p.rootRel(abs)
 	if err != nil {
-		return err
+		return Written{}, err
 	}
 	r, done, err := p.openRoot()
 	if err != nil {
-		return err
+		return Written{}, err
 	}
 	defer done()
 	if dir := filepath.Dir(rel); dir != "." {
 		if err := r.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("write %s: %w", filepath.ToSlash(rel), err)
+			return Written{}, fmt.Errorf("write %s: %w", filepath.ToSlash(rel), err)
 		}
 	}
-	if err := r.WriteFile(rel, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.ToSlash(rel), err)
-	}
-	return nil
+	return WriteAtomic(r, rel, data, false)
 }
 
 // WalkRoot is the folder to walk for the project's files: the root with its

@@ -221,7 +221,7 @@ func TestReplacedRootIsNotTheHeldOne(t *testing.T) {
 	if got := read(); got != "old\n" {
 		t.Fatalf("first read: %q", got)
 	}
-	if err := p.WriteFile(filepath.Join(root, "b.txt"), []byte("b1\n")); err != nil {
+	if _, err := p.WriteFile(filepath.Join(root, "b.txt"), []byte("b1\n")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(root, filepath.Join(parent, "moved")); err != nil {
@@ -234,7 +234,7 @@ func TestReplacedRootIsNotTheHeldOne(t *testing.T) {
 			t.Fatalf("read %d after the root was replaced: %q, want the new folder's file", i, got)
 		}
 	}
-	if err := p.WriteFile(filepath.Join(root, "b.txt"), []byte("b2\n")); err != nil {
+	if _, err := p.WriteFile(filepath.Join(root, "b.txt"), []byte("b2\n")); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(parent, "moved", "b.txt")); string(b) != "b1\n" {
@@ -273,7 +273,7 @@ func BenchmarkReadFile(b *testing.B) {
 	b.Run("write", func(b *testing.B) {
 		data := []byte("package greet\n")
 		for b.Loop() {
-			if err := p.WriteFile(abs, data); err != nil {
+			if _, err := p.WriteFile(abs, data); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -129,6 +129,20 @@ type RunEnd struct {
 	Error  string       `json:"error,omitempty"`
 }
 
+// EventsDropped stands for events of the session a connection did not get:
+// it did not read them, and the server dropped Count of them, FromSeq to
+// ToSeq, rather than hold the run. The server sends it (with ToSeq as its
+// seq) when the connection reads again; the client then reads the session
+// again (agent.session). The runtime never emits it.
+type EventsDropped struct {
+	Count   int   `json:"count"`
+	FromSeq int64 `json:"fromSeq"`
+	ToSeq   int64 `json:"toSeq"`
+}
+
+// Type implements Data.
+func (EventsDropped) Type() Type { return "events.dropped" }
+
 // Type implements Data.
 func (RunStart) Type() Type { return "run.start" }
 
@@ -207,6 +221,7 @@ var kinds = []kind{
 	{Edit{}, decode[Edit]},
 	{Usage{}, decode[Usage]},
 	{RunEnd{}, decode[RunEnd]},
+	{EventsDropped{}, decode[EventsDropped]},
 }
 
 // Types lists every event kind's wire name, in the order a run produces them.

@@ -34,6 +34,7 @@ func TestWireShapeRoundTrip(t *testing.T) {
 			Run: RunUsage{Prompt: 300, Completion: 50, Total: 350, Cost: 1.25}}},
 			`{"session":"s-1","seq":8,"type":"usage","model":"m","prompt":100,"completion":20,"total":120,"contextTokens":8192,"cost":0.5,"run":{"prompt":300,"completion":50,"total":350,"cost":1.25}}`},
 		{Event{Session: "s-1", Seq: 9, Data: RunEnd{Status: "failed", Error: "boom"}}, `{"session":"s-1","seq":9,"type":"run.end","status":"failed","error":"boom"}`},
+		{Event{Session: "s-1", Seq: 40, Data: EventsDropped{Count: 31, FromSeq: 10, ToSeq: 40}}, `{"session":"s-1","seq":40,"type":"events.dropped","count":31,"fromSeq":10,"toSeq":40}`},
 	}
 	seen := map[Type]bool{}
 	for _, tt := range tests {

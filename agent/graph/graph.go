@@ -185,6 +185,10 @@ type Config struct {
 	// Accepts, when set, says whether queued input (Queue) may be applied to
 	// state s, the state after a step's writes; nil accepts any state.
 	Accepts func(s State) bool
+	// Durability says when the run's checkpoints and pending writes reach
+	// the disk ("": the store's default). Queued input is always stored
+	// synchronously.
+	Durability store.Durability
 }
 
 // Result is how a run ended.
@@ -211,6 +215,9 @@ type runner struct {
 	steps   int    // steps run by this invocation
 	written Status // status of the newest stored checkpoint
 	inbox   inbox
+	// intents are the intents of the interrupted step a Resume runs again
+	// (see intents.go); read by its tasks, dropped at its barrier.
+	intents map[string]json.RawMessage
 }
 
 // Invoke applies input as a new step (entering at Start) and runs until the
@@ -257,6 +264,7 @@ func (g *Graph) Resume(ctx context.Context, cfg Config) (Result, error) {
 		return Result{Status: StatusFailed, Err: err}, err
 	}
 	defer g.unregister(r)
+	st.Pending = r.takeIntents(st.Pending)
 	if err := r.restoreInputs(st.Pending); err != nil {
 		return r.end(ctx, StatusFailed, nil, err)
 	}
@@ -357,7 +365,7 @@ func (r *runner) end(ctx context.Context, status Status, next []task, err error)
 // for s. The barrier, a run's end and Update all store what it returns.
 func (r *runner) checkpoint(step int, status Status, d delta, next []task, s State) store.Checkpoint {
 	cp := store.Checkpoint{Thread: r.cfg.Thread, Namespace: r.cfg.Namespace, Step: step, Status: status,
-		Values: d.values, Lists: d.lists, Next: storeTasks(next)}
+		Values: d.values, Lists: d.lists, Next: storeTasks(next), Durability: r.cfg.Durability}
 	if r.cfg.Index != nil {
 		cp.Index = r.cfg.Index(s, status)
 	}
@@ -438,7 +446,8 @@ func (r *runner) keep(ctx context.Context, t task, p Patch) error {
 	if err != nil {
 		return err
 	}
-	return r.cfg.Checkpointer.PutWrite(context.WithoutCancel(ctx), r.cfg.Thread, r.cfg.Namespace, t.ID, raw)
+	return r.cfg.Checkpointer.PutWrite(context.WithoutCancel(ctx), store.PendingWrite{Thread: r.cfg.Thread, Namespace: r.cfg.Namespace,
+		Task: t.ID, Writes: raw, Durability: r.cfg.Durability})
 }
 
 type stepsLeftKey struct{}
@@ -453,6 +462,7 @@ func StepsLeft(ctx context.Context) (n int, ok bool) {
 // call runs one node, turning a panic into an error.
 func (r *runner) call(ctx context.Context, t task, s State) (p Patch, err error) {
 	ctx = context.WithValue(ctx, stepsLeftKey{}, max(r.limit()-r.steps-1, 0))
+	ctx = context.WithValue(ctx, taskKey{}, r)
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
@@ -512,6 +522,7 @@ func (r *runner) barrier(ctx context.Context, tasks []task, patches []Patch) ([]
 		}
 	}
 	r.vals, r.step, r.written = vals, step, status
+	r.intents = nil // the step they were of is stored
 	for _, q := range taken {
 		r.emit(Event{Type: InputApplied, Step: step, TaskID: q.id})
 	}
@@ -681,5 +692,8 @@ func (g *Graph) Amend(ctx context.Context, cfg Config, build func(State) Patch) 
 	if err != nil {
 		return fmt.Errorf("amend %s/%s: %w", cfg.Thread, cfg.Namespace, err)
 	}
-	return cfg.Checkpointer.Put(context.WithoutCancel(ctx), r.checkpoint(r.step+1, st.Status, d, unfinished, State{vals: vals}))
+	if err := cfg.Checkpointer.Put(context.WithoutCancel(ctx), r.checkpoint(r.step+1, st.Status, d, unfinished, State{vals: vals})); err != nil {
+		return err
+	}
+	return r.keepIntents(ctx, st.Pending) // the unfinished tasks' intents stay theirs
 }

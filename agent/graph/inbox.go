@@ -108,8 +108,8 @@ func (r *runner) storeInput(ctx context.Context, q queued) error {
 	if r.cfg.Checkpointer == nil {
 		return nil
 	}
-	ctx = store.WithDurability(context.WithoutCancel(ctx), store.Sync)
-	if err := r.cfg.Checkpointer.PutWrite(ctx, r.cfg.Thread, r.cfg.Namespace, q.key, q.raw); err != nil {
+	w := store.PendingWrite{Thread: r.cfg.Thread, Namespace: r.cfg.Namespace, Task: q.key, Writes: q.raw, Durability: store.Sync}
+	if err := r.cfg.Checkpointer.PutWrite(context.WithoutCancel(ctx), w); err != nil {
 		return fmt.Errorf("queue input %s: %w", q.id, err)
 	}
 	return nil

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -211,13 +210,13 @@ func (f *frozen) Put(ctx context.Context, cp store.Checkpoint) error {
 	return f.Checkpointer.Put(ctx, cp)
 }
 
-func (f *frozen) PutWrite(ctx context.Context, thread, ns, id string, w json.RawMessage) error {
+func (f *frozen) PutWrite(ctx context.Context, w store.PendingWrite) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.dead {
 		return errors.New("dead")
 	}
-	return f.Checkpointer.PutWrite(ctx, thread, ns, id, w)
+	return f.Checkpointer.PutWrite(ctx, w)
 }
 
 // Input queued before a crash is applied once by the resumed run, at the

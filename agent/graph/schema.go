@@ -197,40 +197,12 @@ func (s *Schema) load(st *store.State) (map[string]any, error) {
 	return vals, nil
 }
 
-// wireWrite is one write of a pending patch: the channel and its encoded op.
+// wireWrite is one write of a pending patch: the channel and its encoded
+// op. (Pending writes of binaries before 0.2, which encoded op codes, are
+// rewritten to this when the store converts or imports their file.)
 type wireWrite struct {
 	C string          `json:"c"`
 	W json.RawMessage `json:"w,omitempty"`
-	legacyWrite
-}
-
-// legacyWrite is how versions before 0.2 encoded a pending write: an op code
-// with a value, items or IDs. Decoding still reads it, so a session
-// interrupted by an older binary resumes.
-type legacyWrite struct {
-	O   uint8             `json:"o,omitempty"`
-	V   json.RawMessage   `json:"v,omitempty"`
-	I   []json.RawMessage `json:"i,omitempty"`
-	IDs []string          `json:"ids,omitempty"`
-}
-
-// op converts a legacy write to the operation JSON of the kernel's and the
-// messages channel: a Value's value, {"append": items}, {"reset": true},
-// {"replace": items} or {"remove": ids}.
-func (l legacyWrite) op() (json.RawMessage, error) {
-	switch l.O {
-	case 1:
-		return l.V, nil
-	case 2:
-		return json.Marshal(map[string]any{"append": l.I})
-	case 3:
-		return json.RawMessage(`{"reset":true}`), nil
-	case 4:
-		return json.Marshal(map[string]any{"replace": append([]json.RawMessage{}, l.I...)})
-	case 5:
-		return json.Marshal(map[string]any{"remove": l.IDs})
-	}
-	return nil, fmt.Errorf("unknown legacy write op %d", l.O)
 }
 
 func (s *Schema) encodePatch(p Patch) (json.RawMessage, error) {
@@ -259,14 +231,7 @@ func (s *Schema) decodePatch(raw json.RawMessage) (Patch, error) {
 		if ch == nil {
 			return Patch{}, fmt.Errorf("decode pending write: undeclared channel %q", ww.C)
 		}
-		opRaw := ww.W
-		if opRaw == nil {
-			var err error
-			if opRaw, err = ww.legacyWrite.op(); err != nil {
-				return Patch{}, fmt.Errorf("decode pending write of %s: %w", ww.C, err)
-			}
-		}
-		op, err := ch.Decode(opRaw)
+		op, err := ch.Decode(ww.W)
 		if err != nil {
 			return Patch{}, fmt.Errorf("decode pending write of %s: %w", ww.C, err)
 		}

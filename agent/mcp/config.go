@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -405,6 +406,52 @@ func (d Definition) Hash() string {
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
+}
+
+// Ref names exactly this definition, as an --allow-mcp value approves it:
+// NAME@HASH.
+func (d Definition) Ref() string { return d.Name + "@" + d.Hash() }
+
+// Allowed reports whether an allow list (--allow-mcp, mcp.allow) approves
+// d. NAME@HASH approves exactly that definition, from any source. A bare
+// NAME, or *, approves only a definition the user made (their file, the
+// editor's setting, a --mcp-config file, an ACP client's), never a
+// repository's: a repository can redefine any name, so what the user
+// approved must be the definition itself.
+func Allowed(allow []string, d Definition) bool {
+	for _, a := range allow {
+		name, hash, pinned := cutRef(a)
+		switch {
+		case pinned:
+			if name == d.Name && hash == d.Hash() {
+				return true
+			}
+		case d.Source != SourceProject && (a == d.Name || a == "*"):
+			return true
+		}
+	}
+	return false
+}
+
+// NamedOnly reports whether allow names d by its name alone (or *) while
+// Allowed refuses it: a repository's definition the user meant to allow
+// the way earlier versions did.
+func NamedOnly(allow []string, d Definition) bool {
+	return d.Source == SourceProject && (slices.Contains(allow, d.Name) || slices.Contains(allow, "*"))
+}
+
+// cutRef splits NAME@HASH, where HASH is Hash's 64 hexadecimal digits;
+// pinned is false for anything else (a bare name).
+func cutRef(a string) (name, hash string, pinned bool) {
+	i := strings.LastIndexByte(a, '@')
+	if i < 0 || len(a)-i-1 != sha256.Size*2 {
+		return "", "", false
+	}
+	hash = strings.ToLower(a[i+1:])
+	if _, err := hex.DecodeString(hash); err != nil {
+		return "", "", false
+	}
+	return a[:i], hash, true
 }
 
 // Summary describes a definition for an approval prompt or a status line:

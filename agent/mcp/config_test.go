@@ -231,3 +231,44 @@ func TestSummary(t *testing.T) {
 		}
 	}
 }
+
+// An allow list approves a repository's definition only by its hash: a
+// bare name or * approves the user's own definitions, never a repository
+// redefining a name the user allowed. NAME@HASH approves exactly that
+// definition from any source.
+func TestAllowed(t *testing.T) {
+	repo := Definition{Name: "docs", Source: SourceProject, Transport: TransportStdio, Command: "docs-mcp"}
+	redefined := repo
+	redefined.Args = []string{"--exfiltrate"}
+	unsandboxed := repo
+	unsandboxed.Unsandboxed = true
+	mine := repo
+	mine.Source = SourceUser
+	for _, c := range []struct {
+		name  string
+		allow []string
+		d     Definition
+		want  bool
+	}{
+		{"nothing allowed", nil, repo, false},
+		{"a repository's, by name", []string{"docs"}, repo, false},
+		{"a repository's, by *", []string{"*"}, repo, false},
+		{"a repository's, by its hash", []string{repo.Ref()}, repo, true},
+		{"by its hash in capitals", []string{"docs@" + strings.ToUpper(repo.Hash())}, repo, true},
+		{"redefined after approval", []string{repo.Ref()}, redefined, false},
+		{"sandbox turned off after approval", []string{repo.Ref()}, unsandboxed, false},
+		{"another name's hash", []string{"lint@" + repo.Hash()}, repo, false},
+		{"a hash prefix", []string{"docs@" + repo.Hash()[:12]}, repo, false},
+		{"the user's, by name", []string{"docs"}, mine, true},
+		{"the user's, by *", []string{"*"}, mine, true},
+		{"the user's, by its hash", []string{mine.Ref()}, mine, true},
+		{"a name with @", []string{"a@b@" + repo.Hash()}, Definition{Name: "a@b", Source: SourceProject, Transport: TransportStdio, Command: "docs-mcp"}, true},
+	} {
+		if got := Allowed(c.allow, c.d); got != c.want {
+			t.Errorf("%s: Allowed(%v) = %v, want %v", c.name, c.allow, got, c.want)
+		}
+	}
+	if !NamedOnly([]string{"docs"}, repo) || !NamedOnly([]string{"*"}, repo) || NamedOnly([]string{"docs"}, mine) || NamedOnly([]string{repo.Ref()}, repo) {
+		t.Error("NamedOnly")
+	}
+}

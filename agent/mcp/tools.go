@@ -40,6 +40,9 @@ type ModelTool struct {
 	Description string
 	// InputSchema is the JSON schema of the arguments, always an object schema.
 	InputSchema json.RawMessage
+	// ReadOnly is the server's word that the tool changes nothing (its
+	// annotation readOnlyHint): its calls record no intent.
+	ReadOnly bool
 }
 
 // ModelTools builds the model's view of the tools of several servers, sorted
@@ -73,6 +76,7 @@ func ModelTools(byServer map[string][]*sdk.Tool) []ModelTool {
 			Ref:         ref,
 			Description: CapDescription(desc),
 			InputSchema: InputSchema(t.InputSchema),
+			ReadOnly:    t.Annotations != nil && t.Annotations.ReadOnlyHint,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

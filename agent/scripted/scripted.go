@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -189,6 +190,16 @@ type Server struct {
 	served    atomic.Int64 // nanoseconds spent answering chat requests
 	memo      memo         // token counts of the texts requests carried
 	reader    reader       // reads requests, counting with memo
+	record    io.Writer    // also gets each chat request's body, one JSON line each (RecordTo)
+}
+
+// RecordTo makes the server write each chat request's body to w as it
+// arrives, compacted to one line of JSON: a test of another process (an
+// editor's end-to-end test) reads what the model was sent.
+func (s *Server) RecordTo(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.record = w
 }
 
 // Served returns the time the server spent answering chat requests: what a
@@ -314,6 +325,13 @@ func (s *Server) next(body []byte, req request) (Turn, *refusal, error) {
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, body)
 	s.counts = append(s.counts, tokens)
+	if s.record != nil {
+		var line bytes.Buffer
+		if json.Compact(&line, body) == nil {
+			line.WriteByte('\n')
+			s.record.Write(line.Bytes())
+		}
+	}
 	if s.limit > 0 && tokens > s.limit {
 		s.overflows++
 		status, body := s.overflow.render(s.limit, tokens)

@@ -480,3 +480,26 @@ func TestExchangeFloor(t *testing.T) {
 		t.Errorf("a refused body: %v, want the 400 named", err)
 	}
 }
+
+// TestRecordTo checks that each chat request reaches the recording writer as
+// one line of JSON, in arrival order, with what the client sent.
+func TestRecordTo(t *testing.T) {
+	srv := start(t, Script{Turns: []Turn{{Text: "one"}, {Text: "two"}}})
+	var rec bytes.Buffer
+	srv.RecordTo(&rec)
+	for _, prompt := range []string{"first\nprompt", "second"} {
+		if status, _, body := post(t, srv, openai.ChatCompletionRequest{Model: "m", Messages: []openai.ChatCompletionMessage{user(prompt)}}); status != http.StatusOK {
+			t.Fatalf("status %d: %s", status, body)
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(rec.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("recorded %d lines, want 2: %q", len(lines), rec.String())
+	}
+	for i, want := range []string{"first\nprompt", "second"} {
+		var req openai.ChatCompletionRequest
+		if err := json.Unmarshal([]byte(lines[i]), &req); err != nil || len(req.Messages) != 1 || req.Messages[0].Content != want {
+			t.Errorf("line %d = %s (%v), want the request with %q", i, lines[i], err, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,7 +124,14 @@ var runCommand = Tool{
 		record(workspace.Outcome{Status: workspace.StatusPending, Command: line})
 		unsaved := saveForCommand(ctx, env, p) // the command must see the agent's edits
 		shown := clip(line, 200)               // the model wrote it; the output matters more
-		out, total, code, err := execute(ctx, p.Root(), argv, timeout, env.commandEnv(), env.maxOutput()-len(shown)-512)
+		if err := env.intend(ctx, Intent{Command: line}); err != nil {
+			if confined {
+				guard.leave(p.Root())
+			}
+			record(workspace.Outcome{Status: workspace.StatusFailed, Command: line, Summary: "not run"})
+			return errNotRecorded(fmt.Sprintf("running %q", line), err), nil
+		}
+		out, total, code, err := execute(ctx, p.Root(), argv, timeout, env.commandEnv(), env.maxOutput()-len(shown)-512, env.Output)
 		var note string
 		if confined {
 			note = guard.leave(p.Root())
@@ -350,7 +358,7 @@ func lookPath(name string, env []string) string {
 	return name
 }
 
-func execute(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string, keep int) (out string, total int64, code int, err error) {
+func execute(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string, keep int, tee io.Writer) (out string, total int64, code int, err error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, lookPath(argv[0], env), argv[1:]...)
@@ -362,6 +370,10 @@ func execute(ctx context.Context, dir string, argv []string, timeout time.Durati
 	cmd.WaitDelay = time.Second
 	buf := newOutput(keep)
 	cmd.Stdout, cmd.Stderr = buf, buf
+	if tee != nil { // the call's spool: what it printed survives a crash
+		w := io.MultiWriter(buf, tee)
+		cmd.Stdout, cmd.Stderr = w, w
+	}
 	err = cmd.Run()
 	if cmd.Process != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what it left running in the background

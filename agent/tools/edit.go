@@ -58,6 +58,11 @@ func applyEdit(ctx context.Context, env *Env, p *workspace.Project, d workspace.
 	if err != nil {
 		return errorf("the edit of %s does not apply to its text: %v", rel, err)
 	}
+	if err := env.intend(ctx, Intent{Path: fe.Path, Create: fe.Create, Before: Hash(before), After: Hash(want)}); err != nil {
+		res := errNotRecorded("the edit of "+rel, err)
+		res.CommandFilesChanged = changed
+		return res, nil
+	}
 	p.BeginChange(fe.Path)
 	res, err := env.Editor.Edit(ctx, fe)
 	p.EndChange(fe.Path)
@@ -86,6 +91,9 @@ func applyEdit(ctx context.Context, env *Env, p *workspace.Project, d workspace.
 	}
 	if !onDisk {
 		env.Workspace.NoteEdited(fe.Path, env.Session) // in an editor buffer: saved before commands run
+	}
+	if res.Note != "" {
+		done += " (" + res.Note + ")"
 	}
 	switch {
 	case !seen || got == want:

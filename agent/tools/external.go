@@ -27,8 +27,10 @@ type ToolPermissions interface {
 type ExternalCall func(ctx context.Context, args json.RawMessage, limit int) (Result, error)
 
 // External is a tool another program provides: each call first asks the
-// permission port (ToolPermissions), then calls.
-func External(name, server, description string, schema json.RawMessage, call ExternalCall) Tool {
+// permission port (ToolPermissions), then calls; the call's intent is
+// recorded first unless the server says the tool only reads (readOnly: its
+// MCP annotation readOnlyHint).
+func External(name, server, description string, schema json.RawMessage, readOnly bool, call ExternalCall) Tool {
 	return Tool{Name: name, Description: description, Schema: schema, External: server, schema: parseSchema(schema),
 		Run: func(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
 			tp, ok := env.Permissions.(ToolPermissions)
@@ -41,6 +43,11 @@ func External(name, server, description string, schema json.RawMessage, call Ext
 			}
 			if !perm.Allowed {
 				return Result{Content: "error: not allowed: " + perm.Reason, IsError: true, Summary: name + " not allowed"}, nil
+			}
+			if !readOnly {
+				if err := env.intend(ctx, Intent{}); err != nil {
+					return errNotRecorded("the call of "+name, err), nil
+				}
 			}
 			return call(ctx, args, env.maxOutput())
 		}}

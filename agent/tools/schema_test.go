@@ -18,7 +18,7 @@ func TestCallChecksTheToolsSchema(t *testing.T) {
 	}
 	pathSchema := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)
 	countSchema := json.RawMessage(`{"type":"object","properties":{"count":{"type":"integer"}}}`)
-	made := External("t", "server", "", pathSchema, nil)
+	made := External("t", "server", "", pathSchema, false, nil)
 	made.Run = run
 	changed := made
 	changed.Schema = countSchema

@@ -27,38 +27,80 @@ var switchProject = Tool{
 	},
 }
 
+// callSubagentSchema is call_subagent's schema; %s is where the agent
+// property goes when the project defines subagents.
+const callSubagentSchema = `{"type": "object", "properties": {
+		"task": {"type": "string", "description": "Complete instructions for the subagent."},%s
+		"max_loops": {"type": "integer", "description": "Most model turns the subagent may take (default 10, at most 50, no more than the agent's definition allows and this run has steps left)."},
+		"readOnly": {"type": "boolean", "description": "Give the subagent only the tools that read (read_file, list_files, search): for research that must change nothing."}}, "required": ["task"]}`
+
+const callSubagentDescription = "Delegate a self-contained task to a subagent with a fresh, isolated context (it sees only the task text, not this conversation). " +
+	"Returns {ok, result, context_id, loops, note?}. Several calls in one turn run in parallel. Write the task so it can be done alone and say what to report back."
+
 var callSubagent = Tool{
-	Name: "call_subagent",
-	Description: "Delegate a self-contained task to a subagent with a fresh, isolated context (it sees only the task text, not this conversation). " +
-		"Returns {ok, result, context_id, loops}. Several calls in one turn run in parallel. Write the task so it can be done alone and say what to report back.",
-	Schema: json.RawMessage(`{"type": "object", "properties": {
-		"task": {"type": "string", "description": "Complete instructions for the subagent."},
-		"max_loops": {"type": "integer", "description": "Most model turns the subagent may take (default 10, at most 50, and no more than this run has steps left)."},
-		"readOnly": {"type": "boolean", "description": "Give the subagent only the tools that read (read_file, list_files, search): for research that must change nothing."}}, "required": ["task"]}`),
-	Run: func(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
-		var a struct {
-			Task     string
-			MaxLoops int  `json:"max_loops"`
-			ReadOnly bool `json:"readOnly"`
+	Name:        "call_subagent",
+	Description: callSubagentDescription,
+	Schema:      json.RawMessage(fmt.Sprintf(callSubagentSchema, "")),
+	Run:         runSubagent,
+}
+
+// AgentInfo names a subagent defined in a file, for call_subagent's schema.
+type AgentInfo struct {
+	Name        string
+	Description string
+}
+
+// CallSubagent is call_subagent offering the subagents agents define: its
+// agent property is an enum of their names, and its description lists them.
+func CallSubagent(agents []AgentInfo) Tool {
+	if len(agents) == 0 {
+		return All()["call_subagent"]
+	}
+	names := make([]string, len(agents))
+	var list strings.Builder
+	for i, a := range agents {
+		names[i] = a.Name
+		fmt.Fprintf(&list, " %s", a.Name)
+		if a.Description != "" {
+			fmt.Fprintf(&list, " (%s)", a.Description)
 		}
-		if err := decode(args, &a); err != nil {
-			return Result{}, err
+		if i < len(agents)-1 {
+			list.WriteString(";")
 		}
-		if env.Subagent == nil {
-			return errorf("subagents are not available here")
-		}
-		if a.MaxLoops <= 0 {
-			a.MaxLoops = 10
-		}
-		a.MaxLoops = min(a.MaxLoops, MaxSubagentLoops)
-		res, err := env.Subagent(ctx, SubagentRequest{Task: a.Task, MaxLoops: a.MaxLoops, ReadOnly: a.ReadOnly})
-		if err != nil {
-			return Result{}, err
-		}
-		b, _ := json.Marshal(res)
-		return Result{Content: string(b), IsError: !res.OK, Summary: fmt.Sprintf("subagent %s ok=%v", res.ContextID, res.OK),
-			CommandFilesChanged: res.CommandFilesChanged}, nil
-	},
+	}
+	enum, _ := json.Marshal(names)
+	desc, _ := json.Marshal("A subagent defined for this project, with its own instructions and tools:" + list.String() + ". Omit it for a general subagent.")
+	t := Tool{Name: "call_subagent", Description: callSubagentDescription + " Give agent to use a subagent defined for this project:" + list.String() + ".",
+		Schema: json.RawMessage(fmt.Sprintf(callSubagentSchema, "\n\t\t\"agent\": {\"type\": \"string\", \"enum\": "+string(enum)+", \"description\": "+string(desc)+"},")),
+		Run:    runSubagent}
+	t.schema = parseSchema(t.Schema)
+	return t
+}
+
+func runSubagent(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
+	var a struct {
+		Task     string
+		Agent    string
+		MaxLoops int  `json:"max_loops"`
+		ReadOnly bool `json:"readOnly"`
+	}
+	if err := decode(args, &a); err != nil {
+		return Result{}, err
+	}
+	if env.Subagent == nil {
+		return errorf("subagents are not available here")
+	}
+	a.MaxLoops = min(max(a.MaxLoops, 0), MaxSubagentLoops)
+	res, err := env.Subagent(ctx, SubagentRequest{Task: a.Task, Agent: a.Agent, MaxLoops: a.MaxLoops, ReadOnly: a.ReadOnly})
+	if err != nil {
+		return Result{}, err
+	}
+	b, _ := json.Marshal(res)
+	summary := fmt.Sprintf("subagent %s ok=%v", res.ContextID, res.OK)
+	if a.Agent != "" {
+		summary = fmt.Sprintf("subagent %s (%s) ok=%v", res.ContextID, a.Agent, res.OK)
+	}
+	return Result{Content: string(b), IsError: !res.OK, Summary: summary, CommandFilesChanged: res.CommandFilesChanged}, nil
 }
 
 var todoWrite = Tool{

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -74,6 +75,10 @@ type TextEdit struct {
 type EditResult struct {
 	Applied       bool
 	FailureReason string
+	// Note is what the editor says of how an applied edit was written,
+	// for the tool's result ("" for nothing worth telling), e.g. a file
+	// rewritten in place rather than replaced whole.
+	Note string
 }
 
 // Permissions decides whether a command line may run.
@@ -109,10 +114,16 @@ type Trust interface {
 
 // SubagentRequest is a task call_subagent gives a subagent.
 type SubagentRequest struct {
-	Task     string
-	MaxLoops int  // already clamped to MaxSubagentLoops
+	Task string
+	// Agent names a subagent defined in a file ("" for the general one).
+	Agent    string
+	MaxLoops int  // 0 when not given (the default applies); at most MaxSubagentLoops
 	ReadOnly bool // only the tools that read
 }
+
+// DefaultSubagentLoops are a subagent's model turns when neither the call
+// nor its definition says.
+const DefaultSubagentLoops = 10
 
 // ReadOnlyTools are the tools a read-only subagent gets.
 var ReadOnlyTools = []string{"read_file", "list_files", "search", "diagnostics", "definition", "references", "implementations", "hover", "symbols"}
@@ -123,6 +134,9 @@ type SubagentResult struct {
 	Result    string `json:"result"`
 	ContextID string `json:"context_id"`
 	Loops     int    `json:"loops"`
+	// Note tells the parent what differed from what was asked (a model the
+	// settings do not allow, tools the definition named that do not exist).
+	Note string `json:"note,omitempty"`
 	// CommandFilesChanged are the projects whose build or test definitions
 	// the subagent changed; the parent records them (not shown to the model).
 	CommandFilesChanged []string `json:"-"`
@@ -153,6 +167,13 @@ type Env struct {
 	// Lang is the run's language intelligence; nil: none (the language
 	// tools say so, edits carry nothing extra).
 	Lang *Lang
+	// Intent records durably what the call is about to do outside the
+	// session (an edit, a command, another program's tool): a tool calls
+	// it right before, and does nothing when it fails. Nil records none.
+	Intent func(ctx context.Context, in Intent) error
+	// Output receives a command's output as it runs (its call's spool,
+	// which Intent names); nil: none.
+	Output io.Writer
 }
 
 // DefaultMaxOutput is the size in bytes a tool's output is cut to by default.

@@ -88,6 +88,8 @@ func (t *Writer) Event(e event.Event) {
 			state = "refused"
 		}
 		t.line(in, "  edit %s: %s", strings.TrimPrefix(d.URI, "file://"), state)
+	case event.EventsDropped:
+		t.line("", "  ⋯ %d events not shown (the terminal did not keep up)", d.Count)
 	case event.RunEnd:
 		if d.Error != "" {
 			t.line("", "── %s: %s", d.Status, d.Error)

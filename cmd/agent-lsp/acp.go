@@ -59,8 +59,8 @@ func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	logger := log.New(stderr, "agent-lsp acp: ", log.LstdFlags)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	serve := func(ctx context.Context, in io.Reader, out io.Writer) int {
-		if err := server.ServeACP(ctx, in, out, server.Options{Flags: settings, Logf: logger.Printf}, folders); err != nil {
+	serve := func(ctx context.Context, in io.Reader, out io.Writer, notices []string) int {
+		if err := server.ServeACP(ctx, in, out, server.Options{Flags: settings, Logf: logger.Printf, Notices: notices}, folders); err != nil {
 			logger.Printf("%v", err)
 			return 1
 		}
@@ -70,5 +70,5 @@ func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		f := daemon.Forwarder{Flags: settings, Environ: os.Environ(), Starter: daemon.Starter{Idle: daemonIdle(os.Getenv, stderr)}, Stderr: stderr, Serve: serve}
 		return f.ForwardACP(ctx, stdin, stdout, folders)
 	}
-	return serve(ctx, stdin, stdout)
+	return serve(ctx, stdin, stdout, nil)
 }

@@ -34,8 +34,9 @@ type window struct {
 	exited chan struct{} // closed when the process has exited
 	code   int
 
-	mu     sync.Mutex // guards events
-	events []map[string]any
+	mu       sync.Mutex // guards events and messages
+	events   []map[string]any
+	messages []string // window/showMessage texts
 
 	// reading is held while the window does not read its stdout (a frozen
 	// editor): pause and resume.
@@ -121,11 +122,18 @@ type rwc struct {
 func (r rwc) Close() error { r.WriteCloser.Close(); return r.ReadCloser.Close() }
 
 func (w *window) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-	if req.Method() == "agent/event" {
+	switch req.Method() {
+	case "agent/event":
 		var e map[string]any
 		json.Unmarshal(req.Params(), &e)
 		w.mu.Lock()
 		w.events = append(w.events, e)
+		w.mu.Unlock()
+	case "window/showMessage":
+		var m struct{ Message string }
+		json.Unmarshal(req.Params(), &m)
+		w.mu.Lock()
+		w.messages = append(w.messages, m.Message)
 		w.mu.Unlock()
 	}
 	if !req.IsCall() {

@@ -122,6 +122,7 @@ type doctorMCP struct {
 	Origin    string `json:"origin"`
 	Transport string `json:"transport"`
 	Command   string `json:"command"` // what it runs (or its URL); never a variable's value
+	Ref       string `json:"ref"`     // NAME@HASH, what --allow-mcp approves
 	// Approval is "needed" for a repository's server that --allow-mcp does
 	// not name (the editor asks at the project's first run; headless runs
 	// do not start it), else "not needed".
@@ -428,10 +429,10 @@ func (r *doctorReport) checkSandbox(st config.Settings, getenv func(string) stri
 		servers := []doctorMCP{}
 		for _, d := range defs {
 			approval := "not needed"
-			if d.Source == mcpdef.SourceProject && !slices.Contains(st.AllowMCP, d.Name) && !slices.Contains(st.AllowMCP, "*") {
+			if d.Source == mcpdef.SourceProject && !mcpdef.Allowed(st.AllowMCP, d) {
 				approval = "needed"
 			}
-			servers = append(servers, doctorMCP{Name: d.Name, Source: string(d.Source), Origin: d.Origin, Transport: string(d.Transport), Command: d.Summary(), Approval: approval})
+			servers = append(servers, doctorMCP{Name: d.Name, Source: string(d.Source), Origin: d.Origin, Transport: string(d.Transport), Command: d.Summary(), Ref: d.Ref(), Approval: approval})
 		}
 		r.Projects = append(r.Projects, doctorProject{Name: snap.Name, Path: snap.Path, Info: snap.Info,
 			Sandbox: sb.Describe(confine.Policy(snap.Name, string(snap.Type), snap.Path)), MCP: servers, LanguageServers: languageServers(st, snap)})
@@ -572,7 +573,7 @@ func (r *doctorReport) print(w io.Writer) {
 		for _, m := range p.MCP {
 			note := ""
 			if m.Approval == "needed" {
-				note = " (the repository's: asked before it starts; headless needs --allow-mcp " + m.Name + ")"
+				note = " (the repository's: asked before it starts; headless needs --allow-mcp " + m.Ref + ")"
 			}
 			more = append(more, fmt.Sprintf("mcp:   %s (%s, %s): %s%s", m.Name, m.Source, m.Transport, m.Command, note))
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -183,21 +184,16 @@ func (c *client) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 	return nil, nil
 }
 
-// applyEdit writes a WorkspaceEdit's documentChanges to disk.
+// applyEdit writes a WorkspaceEdit's documentChanges to disk. Every file is
+// written whole (workspace.WriteAtomic): a new file with its content in one
+// write, an edited one replaced by its new text, so a kill at any moment
+// leaves each file with its old text or its new. The answer is applied:
+// false only when no file was changed (the files written before a failed
+// one are written back); a file rewritten in place says so in "note".
 func (c *client) applyEdit(params json.RawMessage) map[string]any {
 	var p struct {
 		Edit struct {
-			DocumentChanges []struct {
-				Kind         string `json:"kind"`
-				URI          string `json:"uri"`
-				TextDocument struct {
-					URI string `json:"uri"`
-				} `json:"textDocument"`
-				Edits []struct {
-					Range   workspace.Range `json:"range"`
-					NewText string          `json:"newText"`
-				} `json:"edits"`
-			} `json:"documentChanges"`
+			DocumentChanges   []headlessChange `json:"documentChanges"`
 			ChangeAnnotations map[string]struct {
 				NeedsConfirmation bool   `json:"needsConfirmation"`
 				Description       string `json:"description"`
@@ -213,43 +209,137 @@ func (c *client) applyEdit(params json.RawMessage) map[string]any {
 			return fail(fmt.Errorf("it needs the user's confirmation (%s), which a headless run cannot give; --allow-edit PATTERN lets it edit the protected files PATTERN names (never a file with hard links)", a.Description))
 		}
 	}
-	for _, ch := range p.Edit.DocumentChanges {
+	files, err := c.planEdit(p.Edit.DocumentChanges)
+	if err != nil {
+		return fail(err)
+	}
+	var notes []string
+	for i, f := range files {
+		w, err := f.write(f.text)
+		if err != nil {
+			var damaged *workspace.DamagedError
+			if errors.As(err, &damaged) { // changed, though not as the edit says: the result's check tells the model
+				c.mu.Lock()
+				fmt.Fprintf(c.errw, "agent-lsp: %v\n", err)
+				c.mu.Unlock()
+				return map[string]any{"applied": true, "failureReason": err.Error()}
+			}
+			if rerr := undo(files[:i]); rerr != nil {
+				return map[string]any{"applied": true, "failureReason": fmt.Sprintf("%v; the files written before it could not be written back: %v", err, rerr)}
+			}
+			return fail(err)
+		}
+		if n := w.Note(); n != "" {
+			notes = append(notes, f.path+": "+n)
+			c.mu.Lock()
+			fmt.Fprintf(c.errw, "agent-lsp: %s was %s\n", f.path, n)
+			c.mu.Unlock()
+		}
+	}
+	res := map[string]any{"applied": true}
+	if len(notes) > 0 {
+		res["note"] = strings.Join(notes, "; ")
+	}
+	return res
+}
+
+// headlessChange is one of a WorkspaceEdit's documentChanges: a create
+// (Kind "create") or a TextDocumentEdit.
+type headlessChange struct {
+	Kind         string `json:"kind"`
+	URI          string `json:"uri"`
+	TextDocument struct {
+		URI string `json:"uri"`
+	} `json:"textDocument"`
+	Edits []struct {
+		Range   workspace.Range `json:"range"`
+		NewText string          `json:"newText"`
+	} `json:"edits"`
+}
+
+// headlessFile is a file an edit writes: its path, its text before
+// (existed: it had one) and after.
+type headlessFile struct {
+	path      string
+	existed   bool
+	old, text string
+}
+
+// planEdit computes every file's new text before any is written: a create
+// and the edits that follow it make one new file.
+func (c *client) planEdit(changes []headlessChange) ([]*headlessFile, error) {
+	var files []*headlessFile
+	byPath := map[string]*headlessFile{}
+	for _, ch := range changes {
 		switch {
 		case ch.Kind == "create":
 			path := uri.URI(ch.URI).FsPath()
-			if _, err := os.Stat(path); err == nil {
-				return fail(fmt.Errorf("%s exists", path))
+			if _, err := os.Lstat(path); err == nil || byPath[path] != nil {
+				return nil, fmt.Errorf("%s exists", path)
 			}
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return fail(err)
-			}
-			if err := os.WriteFile(path, nil, 0o644); err != nil {
-				return fail(err)
-			}
+			f := &headlessFile{path: path}
+			files, byPath[path] = append(files, f), f
 		case ch.Kind != "":
-			return fail(fmt.Errorf("unsupported change %q", ch.Kind))
+			return nil, fmt.Errorf("unsupported change %q", ch.Kind)
 		default:
 			path := uri.URI(ch.TextDocument.URI).FsPath()
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return fail(err)
+			f := byPath[path]
+			if f == nil {
+				b, err := os.ReadFile(path)
+				if err != nil {
+					return nil, err
+				}
+				f = &headlessFile{path: path, existed: true, old: string(b), text: string(b)}
+				files, byPath[path] = append(files, f), f
 			}
-			changes := make([]workspace.Change, len(ch.Edits))
+			edits := make([]workspace.Change, len(ch.Edits))
 			// LSP edits of one document refer to the original text: apply back to front.
 			for i, e := range ch.Edits {
 				r := e.Range
-				changes[len(ch.Edits)-1-i] = workspace.Change{Range: &r, Text: e.NewText}
+				edits[len(ch.Edits)-1-i] = workspace.Change{Range: &r, Text: e.NewText}
 			}
-			text, err := workspace.ApplyChanges(string(b), changes, c.enc)
+			text, err := workspace.ApplyChanges(f.text, edits, c.enc)
 			if err != nil {
-				return fail(err)
+				return nil, err
 			}
-			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-				return fail(err)
-			}
+			f.text = text
 		}
 	}
-	return map[string]any{"applied": true}
+	return files, nil
+}
+
+// write makes text the file's whole content (a new file for one that did
+// not exist: never over one that appeared since).
+func (f *headlessFile) write(text string) (workspace.Written, error) {
+	dir, name := filepath.Split(f.path)
+	if !f.existed {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return workspace.Written{}, err
+		}
+	} else if real, err := filepath.EvalSymlinks(f.path); err == nil {
+		dir, name = filepath.Split(real) // the file a symlink names is the one written
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return workspace.Written{}, err
+	}
+	defer r.Close()
+	return workspace.WriteAtomic(r, name, []byte(text), !f.existed)
+}
+
+// undo puts files back as they were before an edit that failed after
+// writing them: their old text, or no file.
+func undo(files []*headlessFile) error {
+	var errs []error
+	for _, f := range slices.Backward(files) {
+		if !f.existed {
+			errs = append(errs, os.Remove(f.path))
+			continue
+		}
+		_, err := f.write(f.old)
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 type pipeRWC struct {
@@ -364,18 +454,23 @@ func serverFor(ctx context.Context, f runFlags) (stream io.ReadWriteCloser, serv
 				s.Conn.Close()
 			}, nil
 		case !daemon.IsNoDaemon(err):
+			var unsafe *daemon.UnsafeDirError
+			if errors.As(err, &unsafe) {
+				return nil, nil, &storeError{err} // the run could not be stored: exit 2
+			}
 			return nil, nil, err
 		}
 		// None runs: serve the store here, and its address while the run lives.
-		if d, err := daemon.Open(ctx, daemon.Config{Store: path, Idle: -1, Sessions: sessionsOn}); err == nil {
-			if err := d.Listen(); err == nil {
-				go d.Serve(ctx)
-			}
-			opts.Hub = d.Hub()
-			stream, served := inProcess(ctx, opts)
-			return stream, func(<-chan struct{}) { served(); d.Close() }, nil
+		d, err := daemon.Open(ctx, daemon.Config{Store: path, Idle: -1, Sessions: sessionsOn})
+		if err != nil { // unwritable, or held by a server without a daemon: the run could not be stored
+			return nil, nil, &storeError{err}
 		}
-		// The store is held by a server without a daemon: it says so itself.
+		if err := d.Listen(); err == nil {
+			go d.Serve(ctx)
+		}
+		opts.Hub = d.Hub()
+		stream, served := inProcess(ctx, opts)
+		return stream, func(<-chan struct{}) { served(); d.Close() }, nil
 	}
 	stream, wait := inProcess(ctx, opts)
 	return stream, func(<-chan struct{}) { wait() }, nil

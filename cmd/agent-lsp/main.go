@@ -32,6 +32,7 @@ Usage:
   agent-lsp daemon [status|stop] [flags]
                                  the per-user daemon that owns the store (started when needed)
   agent-lsp doctor [--json]      check the setup: endpoint, key, store, sandbox, projects
+  agent-lsp mcp hash [NAME...]   print the MCP servers' NAME@HASH, what --allow-mcp approves
   agent-lsp version              print the version
 
 Run 'agent-lsp COMMAND --help' for a command's flags.
@@ -73,6 +74,8 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return daemonCommand(args[1:], stdout, stderr)
 		case "doctor":
 			return doctorCommand(args[1:], stdout, stderr)
+		case "mcp":
+			return mcpCommand(args[1:], stdout, stderr)
 		case "version", "--version":
 			fmt.Fprintf(stdout, "agent-lsp %s (%s %s/%s)\n", server.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return 0
@@ -98,7 +101,9 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	opts.Logf = logger.Printf
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	serve := func(ctx context.Context, in io.Reader, out io.Writer) int {
+	serve := func(ctx context.Context, in io.Reader, out io.Writer, notices []string) int {
+		opts := opts
+		opts.Notices = notices
 		if err := server.Serve(ctx, in, out, opts); err != nil {
 			logger.Printf("%v", err)
 			return 1
@@ -109,5 +114,5 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		f := daemon.Forwarder{Flags: opts.Flags, Environ: os.Environ(), Starter: daemon.Starter{Idle: daemonIdle(os.Getenv, stderr)}, Stderr: stderr, Serve: serve}
 		return f.Forward(ctx, stdin, stdout)
 	}
-	return serve(ctx, stdin, stdout)
+	return serve(ctx, stdin, stdout, nil)
 }

@@ -22,9 +22,14 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv(exchangeEnv); url != "" {
 		os.Exit(exchangeChild(url)) // a benchmark's floor, in a process of its own
 	}
+	if params := os.Getenv(applyChildEnv); params != "" {
+		os.Exit(applyChild(params)) // the headless client's edit under RLIMIT_FSIZE
+	}
 	dir, _ := os.MkdirTemp("", "agent-lsp-cli")
 	binary = filepath.Join(dir, "agent-lsp")
-	if out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput(); err != nil {
+	if b := os.Getenv("AGENT_LSP_TEST_BINARY"); b != "" {
+		binary = b // a binary built otherwise (long runs by hand: without -race)
+	} else if out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
 		os.Exit(1)
 	}

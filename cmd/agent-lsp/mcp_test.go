@@ -29,7 +29,10 @@ func mcpServerBinary(t *testing.T) string {
 }
 
 // Headless runs start a repository's MCP server only when --allow-mcp names
-// it, and call an MCP tool only when --allow names it; servers of a
+// its definition (NAME@HASH, as agent-lsp mcp hash prints it), and call an
+// MCP tool only when --allow names it; a bare name or * no longer starts a
+// repository's server, and a repository that redefines an allowed server
+// is denied, the message naming the new definition's hash. Servers of a
 // --mcp-config file start without asking.
 func TestHeadlessMCP(t *testing.T) {
 	bin := mcpServerBinary(t)
@@ -39,25 +42,55 @@ func TestHeadlessMCP(t *testing.T) {
 			{Text: "done"},
 		}}
 	}
+	define := func(dir string, args ...string) {
+		b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"repo": map[string]any{"command": bin, "args": args}}})
+		os.WriteFile(filepath.Join(dir, ".mcp.json"), b, 0o644)
+	}
+	hashOf := func(t *testing.T, cl *cli) string {
+		out, errOut, code := cl.run(t, "", "mcp", "hash", "--workspace", cl.workspace, "repo")
+		ref, _, _ := strings.Cut(out, "\t")
+		if code != 0 || !strings.HasPrefix(ref, "repo@") || len(ref) != len("repo@")+64 || !strings.Contains(out, "\tproject\t"+bin) {
+			t.Fatalf("mcp hash: exit %d: %q %s", code, out, errOut)
+		}
+		return ref
+	}
 	cases := []struct {
 		name, want string
-		args       []string
-		asked      bool // the tool was listed to the model
+		args       func(ref string) []string
+		redefine   bool   // the repository changes the definition after it was hashed
+		stderr     string // what the run says on stderr; "<ref>" is the definition's NAME@HASH
+		asked      bool   // the tool was listed to the model
 	}{
-		{"not allowed to start", `unknown tool "mcp__repo__echo"`, nil, false},
-		{"started, call not allowed", "allow it with --allow mcp__repo__echo", []string{"--allow-mcp", "repo"}, true},
-		{"started and allowed", "from the repo server", []string{"--allow-mcp", "*", "--allow", "mcp__repo__*"}, true},
+		{"not allowed to start", `unknown tool "mcp__repo__echo"`, func(string) []string { return nil }, false, "--allow-mcp <ref>", false},
+		{"a bare name", `unknown tool "mcp__repo__echo"`, func(string) []string { return []string{"--allow-mcp", "repo"} }, false,
+			"a bare --allow-mcp repo, or *, approves only your own servers", false},
+		{"*", `unknown tool "mcp__repo__echo"`, func(string) []string { return []string{"--allow-mcp", "*"} }, false, "--allow-mcp <ref>", false},
+		{"started by its hash, call not allowed", "allow it with --allow mcp__repo__echo", func(ref string) []string { return []string{"--allow-mcp", ref} }, false, "", true},
+		{"started and allowed", "from the repo server", func(ref string) []string { return []string{"--allow-mcp", ref, "--allow", "mcp__repo__*"} }, false, "", true},
+		{"redefined by the repository", `unknown tool "mcp__repo__echo"`, func(ref string) []string { return []string{"--allow-mcp", ref, "--allow", "mcp__repo__*"} }, true,
+			"--allow-mcp <ref>", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cl := newCLI(t)
 			cl.srv.SetScript(turns())
-			b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"repo": map[string]any{"command": bin}}})
-			os.WriteFile(filepath.Join(cl.workspace, ".mcp.json"), b, 0o644)
-			args := append([]string{"run", "--no-daemon", "--workspace", cl.workspace}, c.args...)
+			define(cl.workspace)
+			ref := hashOf(t, cl)
+			if c.redefine {
+				define(cl.workspace, "--now-something-else")
+				ref2 := hashOf(t, cl)
+				if ref2 == ref {
+					t.Fatal("a changed definition kept its hash")
+				}
+				c.stderr = strings.ReplaceAll(c.stderr, "<ref>", ref2) // the denial names the new definition
+			}
+			args := append([]string{"run", "--no-daemon", "--workspace", cl.workspace}, c.args(ref)...)
 			out, errOut, code := cl.run(t, "", append(args, "use the repo's tool")...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s %s", code, out, errOut)
+			}
+			if want := strings.ReplaceAll(c.stderr, "<ref>", ref); !strings.Contains(errOut, want) {
+				t.Errorf("stderr does not say %q:\n%s", want, errOut)
 			}
 			reqs := cl.srv.Requests()
 			listed := false

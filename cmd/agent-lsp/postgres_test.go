@@ -141,3 +141,42 @@ func lineOf(text, id string) string {
 	}
 	return ""
 }
+
+// A run killed on this machine (SIGKILL, or dead with the database down,
+// unable to release its lease) does not block the next run for the
+// lease's 15 s: its process is gone, so the lease is taken over at once.
+func TestPostgresKilledRunResumesAtOnce(t *testing.T) {
+	db := pgtest.FreshSchema(t)
+	c := newCLI(t,
+		scripted.Turn{Text: "Sleeping.", ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "sleep 600"})}},
+		scripted.Turn{Text: "Resumed at once."})
+	c.store = db
+	holder := c.command("run", "--json", "--allow", "sleep *", "sleep on it")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Process.Kill() })
+	var session string
+	for deadline := time.Now().Add(60 * time.Second); session == ""; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no session started")
+		}
+		list, _, _ := c.run(t, "", "sessions", "--store", db)
+		if l := lineOf(list, "s-"); strings.Contains(l, "running") {
+			session = strings.Fields(l)[0]
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the run is in its command now
+	holder.Process.Kill()
+	holder.Wait()
+	start := time.Now()
+	res, errOut, code := c.run(t, "", "run", "--json", "--resume", session)
+	if _, r := jsonLines(t, res); code != 0 || r["reply"] != "Resumed at once." {
+		t.Fatalf("resuming the killed run's session: %d %v\n%s", code, r, errOut)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the resume took %s: it waited for the dead run's lease", took)
+	} else {
+		t.Logf("resumed %s after the kill (the lease's ttl is 15 s)", took.Round(time.Millisecond))
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,12 +27,17 @@ const sessionsUsage = `Usage:
   agent-lsp sessions prune --older-than 720h [--store PATH]    delete sessions not updated since
                                                                (and compact the file when that frees over half of it)
   agent-lsp sessions compact [--store PATH]                    give the free space of the store file back
+  agent-lsp sessions check [--store PATH]                      verify every record; list the damaged ones
+
+list, show and check only read the store file: a damaged one is left where
+it is, and they read what can be salvaged. A command that met damage says so
+and exits 1 (check exits 0 after its report).
 
 Flags:
 `
 
 func sessionsCommand(args []string, stdout, stderr io.Writer) int {
-	_, _, path, code := parseSessions(args, io.Discard)
+	f, _, path, code := parseSessions(args, io.Discard)
 	if code >= 0 {
 		_, _, _, code = parseSessions(args, stderr) // prints the usage or the error
 		return code
@@ -65,17 +71,33 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	db, err := store.Open(path, store.WithWarn(func(msg string) { fmt.Fprintf(stderr, "agent-lsp sessions: %s\n", msg) }))
+	warn := store.WithWarn(func(msg string) { fmt.Fprintf(stderr, "agent-lsp sessions: %s\n", msg) })
+	var db *store.Bolt
+	var err error
+	if readOnlySessions[f.sub] {
+		db, err = store.OpenReadOnly(path, warn)
+	} else {
+		db, err = store.Open(path, warn)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
 		return 1
 	}
 	defer db.Close()
-	if r := db.Recovered(); r != "" {
-		fmt.Fprintf(stderr, "agent-lsp sessions: %s\n", r)
+	damaged := db.Recovered() != ""
+	if damaged {
+		fmt.Fprintf(stderr, "agent-lsp sessions: %s\n", db.Recovered())
 	}
-	return sessionsOn(context.Background(), db, func(string) bool { return false }, args, stdout, stderr)
+	code = sessionsOnBolt(context.Background(), db, 0, func(string) bool { return false }, args, stdout, stderr)
+	if damaged && code == 0 {
+		return 1
+	}
+	return code
 }
+
+// readOnlySessions are the subcommands that only read: they open the
+// store read-only, so a damaged file is left where and as it is.
+var readOnlySessions = map[string]bool{"list": true, "show": true, "check": true}
 
 // sessionFlags are the parsed arguments of agent-lsp sessions.
 type sessionFlags struct {
@@ -114,10 +136,26 @@ func parseSessions(args []string, stderr io.Writer) (f sessionFlags, fs *flag.Fl
 	return f, fs, path, -1
 }
 
-// sessionsOn runs agent-lsp sessions ARGS on db (here, or in the daemon
-// that owns it); running says whether a session runs now.
+// sessionsOn runs agent-lsp sessions ARGS on db in the daemon that owns
+// it; running says whether a session runs now.
 func sessionsOn(ctx context.Context, db *store.Bolt, running func(string) bool, args []string, stdout, stderr io.Writer) int {
-	return sessionsOnStore(ctx, db, running, args, stdout, stderr)
+	return sessionsOnBolt(ctx, db, db.Damage(), running, args, stdout, stderr)
+}
+
+// sessionsOnBolt runs agent-lsp sessions ARGS on db, whose reads had met
+// damage before times: a command that meets more (a damaged record left
+// out, a read through a salvaged copy) says so and exits 1, after printing
+// what it could; check reports damage as its result and exits 0.
+func sessionsOnBolt(ctx context.Context, db *store.Bolt, before int64, running func(string) bool, args []string, stdout, stderr io.Writer) int {
+	code := sessionsOnStore(ctx, db, running, args, stdout, stderr)
+	if f, _, _, _ := parseSessions(args, io.Discard); f.sub == "check" {
+		return code
+	}
+	if met := db.Damage() - before; met > 0 && code == 0 {
+		fmt.Fprintf(stderr, "agent-lsp sessions: the store %s is damaged (met %d time(s)): what is shown leaves the damaged records out; `agent-lsp sessions check` lists them\n", db.Path(), met)
+		return 1
+	}
+	return code
 }
 
 // sessionStore is a store the sessions command works on: a bbolt file or a
@@ -158,21 +196,7 @@ func sessionsOnStore(ctx context.Context, db sessionStore, running func(string) 
 		}
 		tw.Flush()
 	case "show":
-		s, err := db.Session(ctx, id)
-		if err != nil {
-			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
-			return 1
-		}
-		fmt.Fprintf(stdout, "session %s  project %s  status %s  (%s)\n\n", s.ID, s.Project, s.Status, s.Title)
-		msgs, err := agent.Transcript(ctx, db, id, "")
-		if err != nil {
-			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
-			return 1
-		}
-		tr := transcript.New(stdout)
-		for _, m := range msgs {
-			tr.Message(m)
-		}
+		return show(ctx, db, id, stdout, stderr)
 	case "delete":
 		if running(id) {
 			fmt.Fprintf(stderr, "agent-lsp sessions: session %s is running; cancel it first\n", id)
@@ -205,6 +229,8 @@ func sessionsOnStore(ctx context.Context, db sessionStore, running func(string) 
 				return compact(ctx, b, stdout, stderr)
 			}
 		}
+	case "check":
+		return check(ctx, db, stdout, stderr)
 	case "compact":
 		b, ok := db.(*store.Bolt)
 		if !ok {
@@ -217,6 +243,58 @@ func sessionsOnStore(ctx context.Context, db sessionStore, running func(string) 
 		fs.Usage()
 		return 2
 	}
+	return 0
+}
+
+// show prints session id's transcript: what it can when its record is
+// damaged.
+func show(ctx context.Context, db sessionStore, id string, stdout, stderr io.Writer) int {
+	s, err := db.Session(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrDamaged):
+		// Its record is damaged (and named): its transcript may not be.
+		fmt.Fprintf(stdout, "session %s  (its record is damaged)\n\n", id)
+	case err != nil:
+		fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
+		return 1
+	default:
+		fmt.Fprintf(stdout, "session %s  project %s  status %s  (%s)\n\n", s.ID, s.Project, s.Status, s.Title)
+	}
+	msgs, err := agent.Transcript(ctx, db, id, "")
+	if err != nil {
+		fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
+		return 1
+	}
+	tr := transcript.New(stdout)
+	for _, m := range msgs {
+		tr.Message(m)
+	}
+	return 0
+}
+
+// check verifies every record of db and lists the damaged ones; it exits
+// 0 once it reported, damage or not, and 1 when it could not check.
+func check(ctx context.Context, db sessionStore, stdout, stderr io.Writer) int {
+	b, ok := db.(*store.Bolt)
+	if !ok {
+		fmt.Fprintln(stdout, "nothing to check here: PostgreSQL keeps its own checksums of its pages, and agent-lsp checks each record's as it reads it")
+		return 0
+	}
+	rep, err := b.Check(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "checked %s: %d session(s), %d record(s)\n", b.Path(), rep.Sessions, rep.Records)
+	if len(rep.Damaged) == 0 {
+		fmt.Fprintln(stdout, "no damage found")
+		return 0
+	}
+	fmt.Fprintf(stdout, "%d damaged:\n", len(rep.Damaged))
+	for _, d := range rep.Damaged {
+		fmt.Fprintf(stdout, "  %s\n", d)
+	}
+	fmt.Fprintln(stdout, "A command that writes (agent-lsp sessions compact) moves a file with damaged pages aside and keeps what can be read; damaged records are left out when sessions are read.")
 	return 0
 }
 

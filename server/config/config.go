@@ -56,10 +56,11 @@ type Settings struct {
 	Window        int
 	ToolOutput    int                    // bytes a tool output is cut to
 	ReadOnlySubs  bool                   // subagents get only the tools that read
+	SubagentModel []string               // models a repository's subagent or command may choose (names or globs)
 	Prices        map[string]model.Price // USD per million tokens, by model
 	MCPServers    json.RawMessage        // the editor's MCP servers, in the .mcp.json shape
 	MCPConfig     []string               // files of MCP servers (--mcp-config)
-	AllowMCP      []string               // repository servers that start without asking
+	AllowMCP      []string               // MCP servers that start without asking: NAME@HASH, or a bare name for the user's own
 	MCPTimeout    int                    // seconds per MCP tool call
 	MCPIdle       int                    // seconds without a call before a project's servers stop
 	// LanguageServers is the languageServers setting: per project type, the
@@ -67,6 +68,10 @@ type Settings struct {
 	// language features (langserver.ParseSettings checks it).
 	LanguageServers json.RawMessage
 	DiagnosticsWait int // milliseconds an edit waits for its file's diagnostics
+
+	// MCPUnsandboxed names repository MCP servers whose "sandbox": false is
+	// honoured; any other repository server runs sandboxed.
+	MCPUnsandboxed []string
 }
 
 // Setting is one row of the configuration table.
@@ -309,6 +314,9 @@ var Table = []Setting{
 	{Name: "read-only subagents", Init: "subagents.readOnly", Flag: "read-only-subagents", Default: "false",
 		Doc:  "give subagents only the tools that read (read_file, list_files, search); the model can also ask for it per call",
 		kind: boolKind(func(s *Settings) *bool { return &s.ReadOnlySubs })},
+	{Name: "subagent models", Init: "subagents.models", Flag: "subagent-model", Default: "none",
+		Doc:  "models a repository's subagent or slash command file may choose, by name or glob (gpt-4o*), * for any (repeatable); another model such a file names is not used, the run's is, with a note. Your own files choose any model",
+		kind: listKind(func(s *Settings) *[]string { return &s.SubagentModel })},
 	{Name: "MCP servers", Init: "mcpServers", Default: "none",
 		Doc:  "Model Context Protocol servers, as in .mcp.json: {NAME: {command, args, env, cwd} | {type: http, url, headers}}; ${VAR} takes the editor's environment",
 		kind: objectKind(func(s *Settings) *json.RawMessage { return &s.MCPServers })},
@@ -316,8 +324,11 @@ var Table = []Setting{
 		Doc:  "files in the .mcp.json shape whose servers runs may use (repeatable)",
 		kind: listKind(func(s *Settings) *[]string { return &s.MCPConfig })},
 	{Name: "allowed MCP servers", Init: "mcp.allow", Flag: "allow-mcp", Default: "none",
-		Doc:  "servers of a repository's .mcp.json that start without asking, by name, * for all (repeatable); headless runs start none without it",
+		Doc:  "servers of a repository's .mcp.json that start without asking, as NAME@HASH (agent-lsp mcp hash prints it): that definition only; a bare NAME or * approves only your own servers (repeatable); headless runs start no repository server without it",
 		kind: listKind(func(s *Settings) *[]string { return &s.AllowMCP })},
+	{Name: "unsandboxed MCP servers", Init: "mcp.unsandboxed", Flag: "mcp-unsandboxed", Default: "none",
+		Doc:  "repository MCP servers, by name, whose \"sandbox\": false is honoured; any other repository server runs in the sandbox whatever its .mcp.json says (repeatable)",
+		kind: listKind(func(s *Settings) *[]string { return &s.MCPUnsandboxed })},
 	{Name: "MCP idle", Init: "mcpIdle", Flag: "mcp-idle", Default: "600",
 		Doc:  "seconds without a call after which a project's MCP servers stop (1..86400); the next call starts them again",
 		kind: intKind(func(s *Settings) *int { return &s.MCPIdle }, 1, 86400)},

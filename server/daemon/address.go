@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -49,11 +50,47 @@ func writeSidecar(store string, sc sidecar) error {
 }
 
 // removeSidecar removes the sidecar if it still names socket (a newer
-// daemon may have replaced it).
+// daemon may have replaced it), and the lock file's record of it.
 func removeSidecar(store, socket string) {
 	if sc, err := readSidecar(store); err == nil && sc.Socket == socket {
 		os.Remove(sidecarPath(store))
 	}
+	if sc, err := readRecord(store); err == nil && sc.Socket == socket {
+		if f, err := os.OpenFile(lockPath(store), os.O_WRONLY, 0); err == nil {
+			f.Truncate(0)
+			f.Close()
+		}
+	}
+}
+
+// writeRecord records sc in the store's lock file too: a window that finds
+// no sidecar (someone removed it) finds the daemon there. The lock file's
+// lock is what starters take; its content is this record, or nothing.
+func writeRecord(store string, sc sidecar) error {
+	b, _ := json.Marshal(sc)
+	f, err := os.OpenFile(lockPath(store), os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	return err
+}
+
+// readRecord reads the lock file's record of a daemon.
+func readRecord(store string) (sidecar, error) {
+	var sc sidecar
+	b, err := os.ReadFile(lockPath(store))
+	if err != nil {
+		return sc, err
+	}
+	if err := json.Unmarshal(b, &sc); err != nil || sc.Socket == "" {
+		return sc, fmt.Errorf("%s records no daemon", lockPath(store))
+	}
+	return sc, nil
 }
 
 func randomHex(n int) string {
@@ -65,20 +102,117 @@ func randomHex(n int) string {
 // errNoDaemon: no daemon answers for the store.
 var errNoDaemon = errors.New("no agent-lsp daemon runs for this store")
 
-// dial connects to the daemon of store, errNoDaemon when none answers.
-func dial(store string) (net.Conn, sidecar, error) {
-	sc, err := readSidecar(store)
-	if err != nil {
-		return nil, sc, errNoDaemon
-	}
-	c, err := net.DialTimeout("unix", sc.Socket, 2*time.Second)
-	if err != nil {
-		return nil, sc, errNoDaemon
-	}
-	return c, sc, nil
+// ForeignPeerError is a socket named in a store's sidecar that a process of
+// another user holds: after a daemon died without removing its sidecar,
+// anyone may bind its (abstract) name. It counts as no daemon
+// (IsNoDaemon): nothing is written to it.
+type ForeignPeerError struct {
+	Store, Socket string
+	UID, PID      int // the peer's, from SO_PEERCRED; -1 when unknown
+	Err           error
 }
 
-// storeDir makes sure the store's directory exists (0700, as the store's).
+func (e *ForeignPeerError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("no agent-lsp daemon of this user runs for %s: the peer of %s could not be checked (%v); it was not used", e.Store, e.Socket, e.Err)
+	}
+	return fmt.Sprintf("no agent-lsp daemon of this user runs for %s: %s, which its sidecar names, is held by uid %d (pid %d), not by uid %d; it was sent nothing",
+		e.Store, e.Socket, e.UID, e.PID, os.Getuid())
+}
+
+// Is makes a foreign peer count as no daemon.
+func (e *ForeignPeerError) Is(target error) bool { return target == errNoDaemon }
+
+// dial connects to the daemon of store, found by its sidecar, else by the
+// lock file's record of it (the sidecar was removed while it runs):
+// errNoDaemon when none answers, a *ForeignPeerError (also errNoDaemon)
+// when the socket named is another user's, checked before a byte is
+// written, and an *UnsafeDirError when the store's directory is writable by
+// other users.
+func dial(store string) (net.Conn, sidecar, error) {
+	var unsafe *UnsafeDirError
+	if err := checkDir(filepath.Dir(store)); errors.As(err, &unsafe) {
+		return nil, sidecar{}, err
+	}
+	sc, err := readSidecar(store)
+	var c net.Conn
+	if err == nil {
+		if c, err = dialAt(store, sc); err == nil {
+			return c, sc, nil
+		}
+	} else {
+		err = errNoDaemon
+	}
+	if rec, rerr := readRecord(store); rerr == nil && rec.Socket != sc.Socket {
+		c, rerr := dialAt(store, rec)
+		if rerr == nil {
+			return c, rec, nil
+		}
+		if err == errNoDaemon {
+			err = rerr // a foreign peer there is worth telling
+		}
+	}
+	return nil, sc, err
+}
+
+// dialAt connects to the socket sc names and checks who holds it.
+func dialAt(store string, sc sidecar) (net.Conn, error) {
+	c, err := net.DialTimeout("unix", sc.Socket, 2*time.Second)
+	if err != nil {
+		return nil, errNoDaemon
+	}
+	uid, pid, err := peerCred(c)
+	if err != nil || uid != os.Getuid() {
+		c.Close()
+		return nil, &ForeignPeerError{Store: store, Socket: sc.Socket, UID: uid, PID: pid, Err: err}
+	}
+	return c, nil
+}
+
+// UnsafeDirError is a store directory that users other than this one (and
+// root) can write: whoever can replace files there could point the sidecar
+// at a socket of their own, or take the lock. Such a directory is never
+// used for a daemon, and never chmod-ed: agent-lsp did not create it.
+type UnsafeDirError struct {
+	Dir string
+	Why string
+}
+
+func (e *UnsafeDirError) Error() string {
+	return fmt.Sprintf("the store's directory %s %s: the daemon's sidecar and lock there could be replaced by another user, so no daemon is used for this store; keep the store in a directory only you can write (the default is $XDG_STATE_HOME/agent-lsp)",
+		e.Dir, e.Why)
+}
+
+// storeDir makes sure the store's directory exists (0700, as the store's)
+// and that no other user can write it (checkDir).
 func storeDir(store string) error {
-	return os.MkdirAll(filepath.Dir(store), 0o700)
+	if err := os.MkdirAll(filepath.Dir(store), 0o700); err != nil {
+		return err
+	}
+	return checkDir(filepath.Dir(store))
+}
+
+// checkDir returns an *UnsafeDirError when a user other than this one and
+// root can write dir: it belongs to another user, or it is writable by
+// others, or by a group other than the user's own (a user's private
+// group, Debian's default, is the user).
+func checkDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	perm := fi.Mode().Perm()
+	switch {
+	case int(st.Uid) != os.Getuid() && st.Uid != 0:
+		return &UnsafeDirError{dir, fmt.Sprintf("belongs to uid %d", st.Uid)}
+	case perm&0o002 != 0:
+		return &UnsafeDirError{dir, fmt.Sprintf("is writable by every user (mode %04o)", st.Mode&0o7777)}
+	case perm&0o020 != 0 && int(st.Gid) != os.Getgid():
+		return &UnsafeDirError{dir, fmt.Sprintf("is writable by group %d (mode %04o)", st.Gid, st.Mode&0o7777)}
+	}
+	return nil
 }

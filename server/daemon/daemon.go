@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"runtime/debug"
@@ -51,6 +52,8 @@ type Daemon struct {
 	nconns atomic.Int64 // connections being served, for status
 
 	mu       sync.Mutex          // guards the fields below
+	sidecar  sidecar             // what Listen recorded; rewritten while the daemon serves, if removed
+	unlisted bool                // Close removed the sidecar: it is never written again
 	conns    map[net.Conn]func() // open connections -> cancels their server
 	retire   bool                // a newer binary connected: exit once idle, at once
 	stopping bool                // stop was asked: exit once no session runs
@@ -104,9 +107,13 @@ func (d *Daemon) Listen() error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	d.l, d.socket = l, name
-	if err := writeSidecar(d.cfg.Store, sidecar{Socket: name, Pid: os.Getpid(), Version: Version(), Handshake: handshakeVersion()}); err != nil {
+	d.sidecar = sidecar{Socket: name, Pid: os.Getpid(), Version: Version(), Handshake: handshakeVersion()}
+	if err := writeSidecar(d.cfg.Store, d.sidecar); err != nil {
 		l.Close()
 		return fmt.Errorf("record the daemon's address: %w", err)
+	}
+	if err := writeRecord(d.cfg.Store, d.sidecar); err != nil {
+		d.cfg.Logf("record the daemon's address in %s: %v", lockPath(d.cfg.Store), err)
 	}
 	d.cfg.Logf("agent-lsp %s daemon (pid %d) serves %s on %s", Version(), os.Getpid(), d.cfg.Store, name)
 	return nil
@@ -117,6 +124,7 @@ func (d *Daemon) Listen() error {
 // leaves a resumable checkpoint), waits for their servers and closes the
 // store. A panic in one connection never ends the daemon.
 func (d *Daemon) Serve(ctx context.Context) error {
+	go d.keepListed()
 	go func() {
 		for {
 			c, err := d.l.Accept()
@@ -124,6 +132,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 				d.end()
 				return
 			}
+			d.relist()
 			d.mu.Lock()
 			if d.closed { // accepted as Close shut the listener: it is not served
 				d.mu.Unlock()
@@ -156,7 +165,10 @@ func (d *Daemon) Close() error {
 		d.end()
 		if d.l != nil {
 			d.l.Close()
+			d.mu.Lock()
+			d.unlisted = true
 			removeSidecar(d.cfg.Store, d.socket)
+			d.mu.Unlock()
 		}
 		d.mu.Lock()
 		d.closed = true
@@ -171,6 +183,44 @@ func (d *Daemon) Close() error {
 }
 
 func (d *Daemon) end() { d.quitOnce.Do(func() { close(d.quit) }) }
+
+// relistEvery is how often a daemon checks that its sidecar is still there.
+const relistEvery = 3 * time.Second
+
+// keepListed writes the sidecar again, every relistEvery, when it is gone
+// (a user or a cleaner removed it), until the daemon ends: windows find
+// the daemon by it.
+func (d *Daemon) keepListed() {
+	t := time.NewTicker(relistEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.quit:
+			return
+		case <-t.C:
+			d.relist()
+		}
+	}
+}
+
+// relist writes the sidecar (and the lock file's record) again when the
+// sidecar is missing; a sidecar of another daemon is left alone.
+func (d *Daemon) relist() {
+	if _, err := os.Stat(sidecarPath(d.cfg.Store)); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.unlisted || d.sidecar.Socket == "" {
+		return
+	}
+	if err := writeSidecar(d.cfg.Store, d.sidecar); err != nil {
+		d.cfg.Logf("write the sidecar again: %v", err)
+		return
+	}
+	writeRecord(d.cfg.Store, d.sidecar)
+	d.cfg.Logf("the sidecar %s was missing: written again", sidecarPath(d.cfg.Store))
+}
 
 // armIdleLocked starts the idle countdown when no connection is open. d.mu is held.
 func (d *Daemon) armIdleLocked() {
@@ -234,7 +284,7 @@ func (d *Daemon) handle(ctx context.Context, c net.Conn) {
 		}
 	}()
 	welcome := Welcome{Handshake: handshakeVersion(), Version: Version()}
-	if uid, err := peerUID(c); err != nil || uid != os.Getuid() {
+	if uid, _, err := peerCred(c); err != nil || uid != os.Getuid() {
 		d.cfg.Logf("refused a connection from uid %d (%v): the daemon serves uid %d only", uid, err, os.Getuid())
 		welcome.Error = fmt.Sprintf("refused: this agent-lsp daemon serves only uid %d", os.Getuid())
 		writeLine(c, welcome)

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/store/postgres"
 )
@@ -28,8 +29,9 @@ type Forwarder struct {
 	Stderr  io.Writer
 	// Serve serves the connection in this process, for a store that needs
 	// no daemon (a PostgreSQL database, which processes share by
-	// themselves); it returns the exit code.
-	Serve func(ctx context.Context, in io.Reader, out io.Writer) int
+	// themselves), or when no daemon can be started (a *StartError), with
+	// the notices the user must see; it returns the exit code.
+	Serve func(ctx context.Context, in io.Reader, out io.Writer, notices []string) int
 }
 
 // Forward forwards in and out through the daemon until the server ends or
@@ -43,7 +45,9 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 		return 1
 	}
 	br := bufio.NewReaderSize(in, 64<<10)
-	first, body, err := readFrame(br) // a bad frame: the server answers it; the store is then the default one
+	// A bad or oversized frame: the server answers it (what was not read of
+	// it follows unparsed); the store is then the default one.
+	first, body, err := readFrame(br, maxFirstFrame)
 	if errors.Is(err, io.EOF) && len(first) == 0 {
 		return 0 // the editor closed at once
 	}
@@ -52,12 +56,15 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 		return fail("%v", err)
 	}
 	if postgres.IsURL(storePath) && f.Serve != nil {
-		return f.Serve(ctx, io.MultiReader(bytes.NewReader(first), br), out)
+		return f.Serve(ctx, io.MultiReader(bytes.NewReader(first), br), out, nil)
 	}
 	dir, _ := os.Getwd()
 	args := append(f.Flags.Args(), "-store="+storePath)
 	// The editor's bytes go on unparsed (the server answers bad frames).
 	s, restore, err := f.connect(ctx, storePath, Hello{Op: opServe, Env: f.Environ, Dir: dir, Args: args}, in, out, first, br)
+	if code, ok := f.fallback(ctx, err, io.MultiReader(bytes.NewReader(first), br), out); ok {
+		return code
+	}
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -87,7 +94,11 @@ func (f Forwarder) Forward(ctx context.Context, in io.Reader, out io.Writer) int
 func (f Forwarder) connect(ctx context.Context, storePath string, hello Hello, in io.Reader, out io.Writer, first []byte, br *bufio.Reader) (s *Session, restore func(), err error) {
 	stdin, stdout, canPass := handoffReady(in, out)
 	hello.Fds = canPass
-	s, err = f.Starter.Connect(ctx, storePath, hello)
+	starter := f.Starter
+	if starter.Logf == nil {
+		starter.Logf = func(format string, args ...any) { fmt.Fprintf(f.Stderr, "agent-lsp: "+format+"\n", args...) }
+	}
+	s, err = starter.Connect(ctx, storePath, hello)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -113,6 +124,20 @@ func (f Forwarder) connect(ctx context.Context, storePath string, hello Hello, i
 	return s, func() {}, nil
 }
 
+// fallback serves the client in this process when err is a *StartError (no
+// daemon could be started or reached), as AGENT_LSP_DAEMON=off would: the
+// server opens the store itself, or keeps the window's sessions in memory,
+// and the user is told. ok is false for any other err.
+func (f Forwarder) fallback(ctx context.Context, err error, in io.Reader, out io.Writer) (code int, ok bool) {
+	var se *StartError
+	if !errors.As(err, &se) || f.Serve == nil {
+		return 0, false
+	}
+	fmt.Fprintf(f.Stderr, "agent-lsp: %v; serving this window in-process\n", err)
+	notice := fmt.Sprintf("%v. This window serves itself, as with AGENT_LSP_DAEMON=off: its sessions are not shared with other windows (daemon log: %s)", err, LogPath(se.Store))
+	return f.Serve(ctx, in, out, []string{notice}), true
+}
+
 // peekAll returns what br holds already, without reading more.
 func peekAll(br *bufio.Reader) []byte {
 	b, _ := br.Peek(br.Buffered())
@@ -123,30 +148,65 @@ func peekAll(br *bufio.Reader) []byte {
 var errEditorGone = errors.New("the editor is gone")
 
 // copyFrames copies the daemon's frames from r to the editor's w until the
-// end frame, whose code it returns. Frames that arrived together (a run's
-// events, which the daemon writes at once) are written together: w is
-// written when no more are buffered.
+// end frame, whose code it returns. A large frame's body streams through,
+// never held whole. Frames that arrived together (a run's events, which the
+// daemon writes at once) are written together: w is written when no more
+// are buffered.
 func copyFrames(w io.Writer, r *bufio.Reader) (int, error) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	for {
-		frame, _, err := readFrame(r)
+		header, length, err := readHeader(r)
 		if err != nil {
 			bw.Flush()
 			return 0, err
 		}
-		if code, ok := endCode(frame); ok {
+		if code, ok := endCode(header); ok {
 			if bw.Flush() != nil {
 				return 0, errEditorGone
 			}
 			return code, nil
 		}
-		if _, err := bw.Write(frame); err != nil {
+		if length <= wholeFrame { // written only once whole: a daemon that dies mid-frame leaves no half frame
+			frame := bytes.NewBuffer(header)
+			if _, err := io.CopyN(frame, r, int64(length)); err != nil {
+				bw.Flush()
+				return 0, err
+			}
+			header, length = frame.Bytes(), 0
+		}
+		if _, err := bw.Write(header); err != nil {
 			return 0, errEditorGone
+		}
+		if _, err := io.CopyN(editorWriter{bw}, r, int64(length)); err != nil {
+			var gone editorError
+			if errors.As(err, &gone) {
+				return 0, errEditorGone
+			}
+			bw.Flush()
+			return 0, err
 		}
 		if r.Buffered() == 0 && bw.Flush() != nil {
 			return 0, errEditorGone
 		}
 	}
+}
+
+// wholeFrame: frames up to this size are read whole before the editor gets
+// them; larger ones stream through.
+const wholeFrame = 1 << 20
+
+// editorWriter marks its writer's failures as the editor's (copyFrames
+// tells them from the daemon's).
+type editorWriter struct{ w io.Writer }
+
+type editorError struct{ error }
+
+func (e editorWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil {
+		err = editorError{err}
+	}
+	return n, err
 }
 
 // ForwardACP forwards an ACP client's connection (newline-delimited
@@ -163,14 +223,18 @@ func (f Forwarder) ForwardACP(ctx context.Context, in io.Reader, out io.Writer, 
 		return fail("%v", err)
 	}
 	if postgres.IsURL(storePath) && f.Serve != nil {
-		return f.Serve(ctx, in, out)
+		return f.Serve(ctx, in, out, nil)
 	}
 	dir, _ := os.Getwd()
 	args := append(f.Flags.Args(), "-store="+storePath)
 	for _, w := range folders {
 		args = append(args, "-workspace="+w)
 	}
-	s, restore, err := f.connect(ctx, storePath, Hello{Op: opACP, Env: f.Environ, Dir: dir, Args: args}, in, out, nil, bufio.NewReader(in))
+	br := bufio.NewReader(in)
+	s, restore, err := f.connect(ctx, storePath, Hello{Op: opACP, Env: f.Environ, Dir: dir, Args: args}, in, out, nil, br)
+	if code, ok := f.fallback(ctx, err, br, out); ok {
+		return code
+	}
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -251,43 +315,64 @@ func (f Forwarder) storePath(body []byte) (string, error) {
 	return p, nil
 }
 
-// maxFrame bounds one message the forwarder reads (the server's own limit
-// is lower; this only keeps a broken stream from taking memory).
-const maxFrame = 256 << 20
+// maxFirstFrame bounds the editor's first message, which the forwarder
+// reads to find the store: the server's own limit (a larger one is refused
+// by the server, by its header).
+const maxFirstFrame = server.MaxMessageSize
 
-// readFrame reads one LSP message: its bytes as read (headers and body) and
-// its body. On an error, frame holds what was read.
-func readFrame(r *bufio.Reader) (frame, body []byte, err error) {
+// maxHeader bounds a frame's header block.
+const maxHeader = 64 << 10
+
+// readHeader reads one LSP header block: its bytes as read and its
+// Content-Length. On an error, header holds what was read.
+func readHeader(r *bufio.Reader) (header []byte, length int, err error) {
 	var buf bytes.Buffer
-	length := -1
+	length = -1
 	for {
-		line, err := r.ReadString('\n')
-		buf.WriteString(line)
+		line, err := r.ReadSlice('\n')
+		if buf.Len()+len(line) > maxHeader {
+			return buf.Bytes(), 0, fmt.Errorf("LSP headers over 64 KiB")
+		}
+		buf.Write(line)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
 		if err != nil {
-			return buf.Bytes(), nil, err
+			return buf.Bytes(), 0, err
 		}
-		if buf.Len() > 64<<10 {
-			return buf.Bytes(), nil, fmt.Errorf("LSP headers over 64 KiB")
-		}
-		h := strings.TrimRight(line, "\r\n")
+		h := strings.TrimRight(string(line), "\r\n")
 		if h == "" {
 			if length < 0 {
-				return buf.Bytes(), nil, fmt.Errorf("no Content-Length")
+				return buf.Bytes(), 0, fmt.Errorf("no Content-Length")
 			}
-			break
+			return buf.Bytes(), length, nil
 		}
 		name, value, _ := strings.Cut(h, ":")
 		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
 			n, err := strconv.Atoi(strings.TrimSpace(value))
-			if err != nil || n < 0 || n > maxFrame {
-				return buf.Bytes(), nil, fmt.Errorf("bad Content-Length %q", strings.TrimSpace(value))
+			if err != nil || n < 0 {
+				return buf.Bytes(), 0, fmt.Errorf("bad Content-Length %q", strings.TrimSpace(value))
 			}
 			length = n
 		}
 	}
+}
+
+// readFrame reads one LSP message of at most limit bytes: its bytes as
+// read (headers and body) and its body. The body is read as it comes, never
+// allocated at the length the header claims. On an error, frame holds what
+// was read; a body over limit is left unread in r.
+func readFrame(r *bufio.Reader, limit int) (frame, body []byte, err error) {
+	header, length, err := readHeader(r)
+	if err != nil {
+		return header, nil, err
+	}
+	if length > limit {
+		return header, nil, fmt.Errorf("a message of %d bytes is over the %d-byte limit", length, limit)
+	}
+	buf := bytes.NewBuffer(header)
 	start := buf.Len()
-	buf.Grow(length)
-	if _, err := io.CopyN(&buf, r, int64(length)); err != nil {
+	if _, err := io.CopyN(buf, r, int64(length)); err != nil {
 		return buf.Bytes(), nil, err
 	}
 	b := buf.Bytes()

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -272,7 +274,7 @@ func TestForwardWrittenAhead(t *testing.T) {
 			answers := func(id string) {
 				t.Helper()
 				for {
-					_, body, err := readFrame(r)
+					_, body, err := readFrame(r, 1<<30)
 					if err != nil {
 						t.Fatalf("reading until the answer to %s: %v (answers so far: %v)", id, err, ids)
 					}
@@ -303,5 +305,85 @@ func TestForwardWrittenAhead(t *testing.T) {
 				t.Errorf("answers to %v, want to 1, 2 and 3, once each", ids)
 			}
 		})
+	}
+}
+
+// The forwarder reads the editor's first message as it comes: a header
+// that claims 250 MB takes no memory until the bytes arrive, and a message
+// over the server's 32 MiB limit is not read at all (the server refuses it
+// by its header; its body follows unparsed).
+func TestReadFrameHoldsOnlyWhatArrived(t *testing.T) {
+	const claimed = 250 << 20
+	body := strings.Repeat("x", 1<<20)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	frame, _, err := readFrame(bufio.NewReader(strings.NewReader(fmt.Sprintf("Content-Length: %d\r\n\r\n%s", claimed, body))), claimed)
+	runtime.ReadMemStats(&after)
+	if err == nil || len(frame) > len(body)+64 {
+		t.Fatalf("a cut message: %d bytes, %v", len(frame), err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+		t.Fatalf("reading 1 MiB of a message claiming 250 MB allocated %d MiB", alloc>>20)
+	}
+
+	r := bufio.NewReader(strings.NewReader(fmt.Sprintf("Content-Length: %d\r\n\r\n%s", claimed, body)))
+	header, _, err := readFrame(r, maxFirstFrame)
+	if err == nil || !strings.Contains(err.Error(), "over the") || string(header) != fmt.Sprintf("Content-Length: %d\r\n\r\n", claimed) {
+		t.Fatalf("over the limit: %q, %v", header, err)
+	}
+	if rest, _ := io.ReadAll(r); string(rest) != body {
+		t.Fatalf("the body was read: %d bytes left", len(rest))
+	}
+}
+
+// A frame larger than wholeFrame streams through copyFrames intact.
+func TestCopyFramesLargeFrame(t *testing.T) {
+	body := `{"x":"` + strings.Repeat("y", 3<<20) + `"}`
+	in := fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body) + string(endFrame(0))
+	var out bytes.Buffer
+	code, err := copyFrames(&out, bufio.NewReader(strings.NewReader(in)))
+	if err != nil || code != 0 || out.String() != fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body) {
+		t.Fatalf("%d %v, %d bytes", code, err, out.Len())
+	}
+}
+
+// A daemon that accepts the connection and never answers (hung) is one
+// that cannot be reached: after the handshake's timeout the window serves
+// itself, and is told why.
+func TestForwardFallsBackFromAHungDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the handshake's timeout")
+	}
+	store := filepath.Join(t.TempDir(), "sessions.db")
+	l, name, err := listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	if err := writeSidecar(store, sidecar{Socket: name, Pid: os.Getpid(), Version: Version(), Handshake: handshakeVersion()}); err != nil {
+		t.Fatal(err)
+	}
+	f := testForwarder(store)
+	var stderr strings.Builder
+	f.Stderr = &stderr
+	var notices []string
+	f.Serve = func(_ context.Context, in io.Reader, _ io.Writer, n []string) int {
+		notices = n
+		io.Copy(io.Discard, in)
+		return 7
+	}
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":null,"capabilities":{}}}`
+	code := f.Forward(context.Background(), strings.NewReader(fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(init), init)), io.Discard)
+	if code != 7 || len(notices) != 1 || !strings.Contains(notices[0], "daemon handshake") || !strings.Contains(notices[0], "serves itself") {
+		t.Fatalf("exit %d, notices %q, stderr %s", code, notices, stderr.String())
 	}
 }

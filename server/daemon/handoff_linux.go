@@ -101,10 +101,10 @@ func receiveStdio(c net.Conn, br *bufio.Reader) (io.ReadCloser, io.WriteCloser, 
 	if _, err := io.ReadFull(br, head[n:]); err != nil {
 		return fail(err)
 	}
-	// What the forwarder read: a first frame of up to maxFrame, its
+	// What the forwarder read: a first frame of up to maxFirstFrame, its
 	// headers, and what its reader held beyond it.
 	size := binary.LittleEndian.Uint64(head)
-	if size > maxFrame+128<<10 {
+	if size > maxFirstFrame+maxHeader+128<<10 {
 		return fail(fmt.Errorf("%d bytes read before the handoff", size))
 	}
 	prefix := make([]byte, size)

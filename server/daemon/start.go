@@ -24,6 +24,9 @@ const maxLog = 8 << 20
 type Starter struct {
 	Exe  string        // the agent-lsp binary; "" means this one
 	Idle time.Duration // the daemon's idle time; 0: its default
+	// Logf tells the user what Connect decided on their behalf (a socket
+	// of another user ignored); nil: nothing is told.
+	Logf func(format string, args ...any)
 }
 
 // Session is an open connection to a daemon after the handshake.
@@ -78,7 +81,7 @@ func greet(c net.Conn, hello Hello) (*Session, error) {
 		if werr != nil {
 			err = werr
 		}
-		return nil, fmt.Errorf("daemon handshake: %w", err)
+		return nil, &unansweredError{err}
 	}
 	c.SetReadDeadline(time.Time{})
 	if w.Handshake != hello.Handshake && (hello.Op != opStop || w.Error != "") { // a daemon of any handshake takes a stop
@@ -94,28 +97,91 @@ func greet(c net.Conn, hello Hello) (*Session, error) {
 
 // Connect connects to the daemon of store, starting one when none runs.
 // Starting is serialized by a lock file, so that forwarders starting at
-// once end up with one daemon.
+// once end up with one daemon. A socket held by another user
+// (*ForeignPeerError) counts as none: it is logged, sent nothing, and a new
+// daemon starts under a fresh random name, which replaces the sidecar.
+//
+// When no daemon can be started or reached (the store's directory cannot be
+// written, or is unsafe; the daemon fails to start), the error is a
+// *StartError: the caller can serve without one. A daemon that lives
+// without its sidecar (someone removed it) is found by the lock file's
+// record of it, or by its sidecar once it writes it again.
 func (st Starter) Connect(ctx context.Context, store string, hello Hello) (*Session, error) {
 	s, err := Dial(store, hello)
-	if !IsNoDaemon(err) {
+	var unsafe *UnsafeDirError
+	var unanswered *unansweredError
+	switch {
+	case errors.As(err, &unsafe), errors.As(err, &unanswered):
+		return nil, &StartError{Store: store, Err: err}
+	case !IsNoDaemon(err):
 		return withStore(s, err, store)
 	}
+	st.foreign(err)
 	if err := storeDir(store); err != nil {
-		return nil, fmt.Errorf("store directory: %w", err)
+		return nil, &StartError{Store: store, Err: err}
 	}
 	unlock, err := lockFile(ctx, lockPath(store))
 	if err != nil {
-		return nil, err
+		return nil, &StartError{Store: store, Err: err}
 	}
 	defer unlock()
 	if s, err := Dial(store, hello); !IsNoDaemon(err) { // another one started it meanwhile
 		return withStore(s, err, store)
 	}
-	if err := st.start(ctx, store); err != nil {
-		return nil, err
+	if serr := st.start(ctx, store); serr != nil {
+		// One may live without its sidecar, holding the store the new one
+		// could not open: it writes its sidecar again within relistEvery.
+		if s, err := redial(ctx, store, hello, 2*relistEvery); !IsNoDaemon(err) {
+			return withStore(s, err, store)
+		}
+		return nil, &StartError{Store: store, Err: serr}
 	}
 	s, err = Dial(store, hello)
 	return withStore(s, err, store)
+}
+
+// redial dials the daemon of store until one answers or wait passes.
+func redial(ctx context.Context, store string, hello Hello, wait time.Duration) (*Session, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		s, err := Dial(store, hello)
+		if !IsNoDaemon(err) || time.Now().After(deadline) {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errNoDaemon
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// unansweredError is a daemon that accepted a connection and did not
+// answer its hello (it hangs, or died meanwhile).
+type unansweredError struct{ err error }
+
+func (e *unansweredError) Error() string { return "daemon handshake: " + e.err.Error() }
+func (e *unansweredError) Unwrap() error { return e.err }
+
+// StartError is a daemon that could not be started or reached for a
+// store: a server can still serve without one.
+type StartError struct {
+	Store string
+	Err   error
+}
+
+func (e *StartError) Error() string {
+	return fmt.Sprintf("no agent-lsp daemon could be started for %s: %v", e.Store, e.Err)
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
+
+// foreign logs err when it is a socket of another user's.
+func (st Starter) foreign(err error) {
+	var fp *ForeignPeerError
+	if errors.As(err, &fp) && st.Logf != nil {
+		st.Logf("%v; starting a new daemon", fp)
+	}
 }
 
 // withStore names the store in an *IncompatibleError.

@@ -41,7 +41,10 @@ const (
 			WHERE p.thread = $1 AND p.ns = $2 AND h.thread = $1 AND h.ns = $2 AND h.step <> $3)
 		INSERT INTO agent_lsp_heads (thread, ns, step, status, next, updated) VALUES ($1, $2, $3, $4, $5, now())
 		ON CONFLICT (thread, ns) DO UPDATE SET step = EXCLUDED.step, status = EXCLUDED.status, next = EXCLUDED.next, updated = EXCLUDED.updated`
-	sqlPutValue = `INSERT INTO agent_lsp_values (thread, ns, name, body) VALUES ($1, $2, $3, $4)
+	// sqlStepFollows fails the transaction of a checkpoint that does not
+	// follow the thread's stored one (store.GapError).
+	sqlStepFollows = `SELECT agent_lsp_step_follows($1, $2, $3)`
+	sqlPutValue    = `INSERT INTO agent_lsp_values (thread, ns, name, body) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (thread, ns, name) DO UPDATE SET body = EXCLUDED.body`
 	sqlReset   = `DELETE FROM agent_lsp_items WHERE thread = $1 AND ns = $2 AND list = $3`
 	sqlRemove  = `DELETE FROM agent_lsp_items WHERE thread = $1 AND ns = $2 AND list = $3 AND id = $4`
@@ -50,6 +53,8 @@ const (
 		ON CONFLICT (thread, ns, list, id) DO UPDATE SET body = EXCLUDED.body`
 	sqlPutSession = `INSERT INTO agent_lsp_sessions (id, project, updated, body) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (id) DO UPDATE SET project = EXCLUDED.project, updated = EXCLUDED.updated, body = EXCLUDED.body`
+	sqlPutIntent = `INSERT INTO agent_lsp_pending (thread, ns, task, body) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (thread, ns, task) DO UPDATE SET body = EXCLUDED.body`
 	sqlPutWrite = `INSERT INTO agent_lsp_pending (thread, ns, task, body) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (thread, ns, task) DO NOTHING`
 	// sqlLoad reads a namespace in one statement, so in one snapshot: kind
@@ -64,6 +69,7 @@ const (
 // queuePut queues the statements that apply cp, in order, in the commit's
 // transaction.
 func queuePut(b *pgx.Batch, cp store.Checkpoint, next []byte, index []byte) {
+	b.Queue(sqlStepFollows, cp.Thread, cp.Namespace, int64(cp.Step))
 	b.Queue(sqlPutHead, cp.Thread, cp.Namespace, int64(cp.Step), string(cp.Status), next)
 	for name, v := range cp.Values {
 		b.Queue(sqlPutValue, cp.Thread, cp.Namespace, name, nonNil(store.PackRecord(v)))
@@ -126,29 +132,60 @@ func (s *Store) Put(ctx context.Context, cp store.Checkpoint) error {
 		}
 		queuePut(b, cp, next, index)
 	}
-	if err := s.write(ctx, threadKey{cp.Thread, cp.Namespace}, queue, cp.Status.Ended()); err != nil {
+	if cp.Step == 0 {
+		s.c.Forget(cp.Thread, cp.Namespace) // a new run of a thread never stored
+	}
+	if err := s.write(cp.Durability, threadKey{cp.Thread, cp.Namespace}, queue, cp.Status.Ended()); err != nil {
 		return fail(err)
 	}
 	return nil
 }
 
 // PutWrite implements store.Checkpointer.
-func (s *Store) PutWrite(ctx context.Context, thread, ns, taskID string, w json.RawMessage) error {
-	body := nonNil(store.PackRecord(w))
+func (s *Store) PutWrite(ctx context.Context, w store.PendingWrite) error {
+	body := nonNil(store.PackRecord(w.Writes))
+	token, fenced := s.fenceToken(w.Thread)
+	queue := func(b *pgx.Batch) {
+		if fenced {
+			b.Queue(sqlFence, w.Thread, token)
+		}
+		b.Queue(sqlPutWrite, w.Thread, w.Namespace, w.Task, body)
+	}
+	if err := s.write(w.Durability, threadKey{w.Thread, w.Namespace}, queue, false); err != nil {
+		return fmt.Errorf("put pending write %s/%s %s: %w", w.Thread, w.Namespace, w.Task, err)
+	}
+	return nil
+}
+
+// PutIntent implements store.Intents: a pending write under
+// store.IntentPrefix+key, committed before it returns.
+func (s *Store) PutIntent(ctx context.Context, thread, ns, key string, body json.RawMessage) error {
+	packed := nonNil(store.PackRecord(body))
 	token, fenced := s.fenceToken(thread)
 	queue := func(b *pgx.Batch) {
 		if fenced {
 			b.Queue(sqlFence, thread, token)
 		}
-		b.Queue(sqlPutWrite, thread, ns, taskID, body)
+		b.Queue(sqlPutIntent, thread, ns, store.IntentPrefix+key, packed)
 	}
-	if err := s.write(ctx, threadKey{thread, ns}, queue, false); err != nil {
-		return fmt.Errorf("put pending write %s/%s %s: %w", thread, ns, taskID, err)
+	if err := s.write(store.Sync, threadKey{thread, ns}, queue, false); err != nil {
+		return fmt.Errorf("put intent %s/%s %s: %w", thread, ns, key, err)
 	}
 	return nil
 }
 
-// Load implements store.Checkpointer.
+// leftOut names a damaged record Load left out (WithWarn).
+func (s *Store) leftOut(thread, ns, what string, err error) {
+	where := fmt.Sprintf("session %q", thread)
+	if ns != "" {
+		where += fmt.Sprintf(", namespace %q", ns)
+	}
+	s.warn(fmt.Sprintf("%s: %s is damaged (%v) and was left out", where, what, err))
+}
+
+// Load implements store.Checkpointer. A record whose seal fails (or that
+// does not decompress) is left out and named (WithWarn), as the bbolt
+// store does: damage is never returned as data.
 func (s *Store) Load(ctx context.Context, thread, ns string) (*store.State, error) {
 	fail := func(err error) (*store.State, error) {
 		return nil, fmt.Errorf("load checkpoint %s/%s: %w", thread, ns, err)
@@ -163,74 +200,96 @@ func (s *Store) Load(ctx context.Context, thread, ns string) (*store.State, erro
 		return fail(s.readErr(err))
 	}
 	defer rows.Close()
-	st := &store.State{Values: map[string]json.RawMessage{}, Lists: map[string][]store.Item{}, Pending: map[string]json.RawMessage{}}
-	type item struct {
-		seq int64
-		it  store.Item
-	}
-	lists := map[string][]item{}
-	found := false
+	l := loading{st: &store.State{Values: map[string]json.RawMessage{}, Lists: map[string][]store.Item{}, Pending: map[string]json.RawMessage{}},
+		lists: map[string][]seqItem{}}
 	for rows.Next() {
-		var (
-			kind    int32
-			name    string
-			id      *string
-			seq     int64
-			body    []byte
-			updated *time.Time
-		)
-		if err := rows.Scan(&kind, &name, &id, &seq, &body, &updated); err != nil {
+		var r loadRow
+		if err := rows.Scan(&r.kind, &r.name, &r.id, &r.seq, &r.body, &r.updated); err != nil {
 			return fail(s.readErr(err))
 		}
-		switch kind {
-		case 0:
-			found = true
-			st.Step, st.Status = int(seq), store.Status(name)
-			if updated != nil {
-				st.Updated = *updated
-			}
-			if len(body) > 0 {
-				if err := json.Unmarshal(body, &st.Next); err != nil {
-					return fail(fmt.Errorf("corrupt checkpoint head: %w", err))
-				}
-			}
-		case 1, 2:
-			v, err := store.UnpackRecord(body)
-			if err != nil {
-				return fail(fmt.Errorf("%s: %w", name, err))
-			}
-			if kind == 1 {
-				st.Values[name] = v
-			} else {
-				st.Pending[name] = v
-			}
-		case 3:
-			v, err := store.UnpackRecord(body)
-			if err != nil {
-				return fail(fmt.Errorf("list %s: %w", name, err))
-			}
-			it := store.Item{Body: v}
-			if id != nil {
-				it.ID = *id
-			}
-			lists[name] = append(lists[name], item{seq, it})
+		if err := l.add(r, func(what string, err error) { s.leftOut(thread, ns, what, err) }); err != nil {
+			return fail(err)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return fail(s.readErr(err))
 	}
-	if !found {
+	if !l.found {
 		return fail(store.ErrNotFound)
 	}
-	for name, items := range lists {
+	s.c.Forget(thread, ns) // a run that loads the thread starts from what is stored
+	for name, items := range l.lists {
 		sort.Slice(items, func(i, j int) bool { return items[i].seq < items[j].seq })
 		list := make([]store.Item, len(items))
 		for i, x := range items {
 			list[i] = x.it
 		}
-		st.Lists[name] = list
+		l.st.Lists[name] = list
 	}
-	return st, nil
+	return l.st, nil
+}
+
+// loadRow is one row of sqlLoad.
+type loadRow struct {
+	kind    int32
+	name    string
+	id      *string
+	seq     int64
+	body    []byte
+	updated *time.Time
+}
+
+// seqItem is a list item with its place in the list.
+type seqItem struct {
+	seq int64
+	it  store.Item
+}
+
+// loading is a namespace's state as Load reads its rows.
+type loading struct {
+	st    *store.State
+	lists map[string][]seqItem
+	found bool // the head was read
+}
+
+// add adds row r; a damaged record is left out and told to leftOut.
+func (l *loading) add(r loadRow, leftOut func(what string, err error)) error {
+	switch r.kind {
+	case 0:
+		l.found = true
+		l.st.Step, l.st.Status = int(r.seq), store.Status(r.name)
+		if r.updated != nil {
+			l.st.Updated = *r.updated
+		}
+		if len(r.body) > 0 {
+			if err := json.Unmarshal(r.body, &l.st.Next); err != nil {
+				return fmt.Errorf("corrupt checkpoint head: %w", err)
+			}
+		}
+	case 1, 2:
+		v, err := store.UnpackRecord(r.body)
+		if err != nil {
+			leftOut(fmt.Sprintf("%s %q", map[int32]string{1: "value", 2: "pending write"}[r.kind], r.name), err)
+			return nil
+		}
+		if r.kind == 1 {
+			l.st.Values[r.name] = v
+		} else {
+			l.st.Pending[r.name] = v
+		}
+	case 3:
+		v, err := store.UnpackRecord(r.body)
+		if err != nil {
+			leftOut(fmt.Sprintf("item %d of list %s", r.seq, r.name), err)
+			return nil
+		}
+		it := store.Item{Body: v}
+		if r.id != nil {
+			it.ID = *r.id
+		}
+		l.lists[r.name] = append(l.lists[r.name], seqItem{r.seq, it})
+	}
+	return nil
 }
 
 // PutSession implements store.Sessions.

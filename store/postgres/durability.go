@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -23,7 +22,10 @@ type pgWork = func(*pgx.Batch)
 type threadKey struct{ thread, ns string }
 
 func (s *Store) startCommitter() {
-	s.c = store.NewCommitter(s.durability, s.commit, func(ws []pgWork) pgWork {
+	s.c = store.NewCommitter(s.durability, s.commit, separable, func(ws []pgWork) pgWork {
+		if len(ws) == 1 {
+			return ws[0]
+		}
 		return func(b *pgx.Batch) {
 			for _, w := range ws {
 				w(b)
@@ -43,8 +45,8 @@ func (s *Store) submit(queue pgWork, wait bool) error { return s.c.Submit(queue,
 func (s *Store) Flush() error { return s.c.Flush() }
 
 // write routes one thread write by durability (store.Committer.Write).
-func (s *Store) write(ctx context.Context, k threadKey, queue pgWork, ends bool) error {
-	return s.c.Write(ctx, k.thread, k.ns, queue, ends)
+func (s *Store) write(d store.Durability, k threadKey, queue pgWork, ends bool) error {
+	return s.c.Write(d, k.thread, k.ns, queue, ends)
 }
 
 // send runs the statements that works queue as one transaction, and
@@ -57,42 +59,37 @@ func (s *Store) send(works []pgWork) (bool, error) {
 	if b.Len() == 0 {
 		return false, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	if err := s.sendMarked(b); err != nil { // reconnect.go
 		return true, fmt.Errorf("commit to %s: %w", s.url, err)
 	}
 	return true, nil
 }
 
-// commit writes works in one transaction. If the server refused it (an
-// error of one statement rolled it back), each work is committed on its
-// own so one bad work does not fail the others. A failure whose outcome is
-// unknown (the connection broke after the batch was sent) is not retried:
-// appended items would be appended twice.
-func (s *Store) commit(works []pgWork) ([]error, int) {
+// commit writes a work in one transaction, and returns how many it sent.
+// A failure before anything reached the server is tried again once on a
+// new connection; any other is not: appended items would be appended
+// twice.
+func (s *Store) commit(w pgWork) (int, error) {
 	n := 0
-	send := func(ws []pgWork) error {
-		sent, err := s.send(ws)
+	send := func() error {
+		sent, err := s.send([]pgWork{w})
 		if sent {
 			n++
 		}
 		return err
 	}
-	errs := make([]error, len(works))
-	err := send(works)
+	err := send()
 	if err != nil && pgconn.SafeToRetry(err) {
-		err = send(works) // nothing reached the server: a new connection tries again
+		err = send() // nothing reached the server: a new connection tries again
 	}
+	return n, err
+}
+
+// separable says whether a group whose commit failed with err may be
+// committed again work by work: only when the server refused it (an error
+// of one statement rolled it back), never when its outcome is unknown (the
+// connection broke after the batch was sent).
+func separable(err error) bool {
 	var pgErr *pgconn.PgError
-	if err != nil && len(works) > 1 && errors.As(err, &pgErr) {
-		for i, w := range works {
-			errs[i] = send([]pgWork{w})
-		}
-		return errs, n
-	}
-	for i := range errs {
-		errs[i] = err
-	}
-	return errs, n
+	return errors.As(err, &pgErr)
 }

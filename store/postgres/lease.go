@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -18,7 +19,10 @@ import (
 // its holder and an expiry on the database's clock, pushed forward by a
 // heartbeat every ttl/3. A holder that vanishes (killed, stopped, its
 // machine gone) stops pushing, and once its lease has expired another
-// process may take it over.
+// process may take it over. A lease also records where its holder runs
+// (machineID, pid and the process's start time): a process on the same
+// machine takes over at once the lease of a holder whose process is gone
+// (a run that died with the database down, unable to release it).
 type lease struct {
 	s       *Store
 	session string
@@ -37,15 +41,22 @@ const (
 	// sqlAcquire takes the lease when nobody holds it or its holder's has
 	// expired; it returns the expired holder taken over ("" if none).
 	sqlAcquire = `WITH old AS (SELECT holder FROM agent_lsp_leases WHERE session = $1)
-		INSERT INTO agent_lsp_leases AS l (session, holder, token, acquired, expires_at)
-		VALUES ($1, $2, $3, now(), now() + $4::float8 * interval '1 second')
+		INSERT INTO agent_lsp_leases AS l (session, holder, token, acquired, expires_at, machine, pid, started)
+		VALUES ($1, $2, $3, now(), now() + $4::float8 * interval '1 second', $5, $6, $7)
 		ON CONFLICT (session) DO UPDATE SET holder = EXCLUDED.holder, token = EXCLUDED.token,
-			acquired = EXCLUDED.acquired, expires_at = EXCLUDED.expires_at
+			acquired = EXCLUDED.acquired, expires_at = EXCLUDED.expires_at,
+			machine = EXCLUDED.machine, pid = EXCLUDED.pid, started = EXCLUDED.started
 		WHERE l.expires_at <= now()
 		RETURNING coalesce((SELECT holder FROM old), '')`
 	sqlHolder = `SELECT holder, extract(epoch FROM expires_at - now()) FROM agent_lsp_leases WHERE session = $1`
-	sqlRenew  = `UPDATE agent_lsp_leases SET expires_at = now() + $3::float8 * interval '1 second' WHERE session = $1 AND token = $2`
-	sqlFree   = `DELETE FROM agent_lsp_leases WHERE session = $1 AND token = $2`
+	// sqlHolderProc reads where a live lease's holder runs.
+	sqlHolderProc = `SELECT token, machine, pid, started FROM agent_lsp_leases WHERE session = $1`
+	// sqlTakeOver takes a lease from the holder whose token it names.
+	sqlTakeOver = `UPDATE agent_lsp_leases SET holder = $2, token = $3, acquired = now(),
+			expires_at = now() + $4::float8 * interval '1 second', machine = $5, pid = $6, started = $7
+		WHERE session = $1 AND token = $8`
+	sqlRenew = `UPDATE agent_lsp_leases SET expires_at = now() + $3::float8 * interval '1 second' WHERE session = $1 AND token = $2`
+	sqlFree  = `DELETE FROM agent_lsp_leases WHERE session = $1 AND token = $2`
 )
 
 // Acquire takes the lease on session for this store's holder and keeps it
@@ -67,9 +78,11 @@ func (s *Store) Acquire(ctx context.Context, session string, ttl time.Duration, 
 		stop: make(chan struct{}), stopped: make(chan struct{})}
 	rctx, cancel := readCtx(ctx)
 	defer cancel()
+	pid := os.Getpid()
+	started, _ := processStart(pid)
 	for attempt := 0; ; attempt++ {
 		var was string
-		err := s.pool.QueryRow(rctx, sqlAcquire, session, s.holder, l.token, ttl.Seconds()).Scan(&was)
+		err := s.pool.QueryRow(rctx, sqlAcquire, session, s.holder, l.token, ttl.Seconds(), s.machine, pid, started).Scan(&was)
 		if err == nil {
 			if was != "" {
 				s.warn(fmt.Sprintf("took over the expired lease of session %s from %s", session, was))
@@ -91,6 +104,11 @@ func (s *Store) Acquire(ctx context.Context, session string, ttl time.Duration, 
 		if left <= 0 && attempt < 3 {
 			continue // expired meanwhile
 		}
+		if took, err := s.takeOverDead(rctx, l, holder, pid, started); err != nil {
+			return nil, fmt.Errorf("lease on session %s: %w", session, err)
+		} else if took {
+			break
+		}
 		return nil, fmt.Errorf("session %s: %w: %s holds it (its lease runs %s more unless renewed)",
 			session, store.ErrBusy, holder, time.Duration(left*float64(time.Second)).Round(time.Millisecond))
 	}
@@ -99,6 +117,37 @@ func (s *Store) Acquire(ctx context.Context, session string, ttl time.Duration, 
 	s.mu.Unlock()
 	go l.heartbeat()
 	return l.release, nil
+}
+
+// takeOverDead takes l's session's lease from its holder when that holder
+// ran on this machine (machineID) and its process is gone: no process has
+// its pid, or one that started at another time. It reports whether it did.
+func (s *Store) takeOverDead(ctx context.Context, l *lease, holder string, pid int, started int64) (bool, error) {
+	if s.machine == "" {
+		return false, nil
+	}
+	var token, machine string
+	var hpid int
+	var hstarted int64
+	err := s.pool.QueryRow(ctx, sqlHolderProc, l.session).Scan(&token, &machine, &hpid, &hstarted)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if machine != s.machine || hpid <= 0 {
+		return false, nil
+	}
+	if now, alive := processStart(hpid); alive && now == hstarted {
+		return false, nil
+	}
+	ct, err := s.pool.Exec(ctx, sqlTakeOver, l.session, s.holder, l.token, l.ttl.Seconds(), s.machine, pid, started, token)
+	if err != nil || ct.RowsAffected() == 0 {
+		return false, err // another process took it first
+	}
+	s.warn(fmt.Sprintf("took over the lease of session %s from %s at once: it ran on this machine and its process (pid %d) is gone", l.session, holder, hpid))
+	return true, nil
 }
 
 func (l *lease) heartbeat() {
@@ -182,15 +231,26 @@ func (s *Store) Holder(ctx context.Context, session string) (string, bool, error
 // still holds the session.
 const sqlFence = `SELECT agent_lsp_fence($1, $2)`
 
-// release stops the heartbeat and frees the lease; it is idempotent.
+// release stops the heartbeat and frees the lease, trying again with
+// backoff for up to the lease's ttl (after which it expires anyway) when
+// the database cannot be reached; it is idempotent.
 func (l *lease) release() {
 	l.once.Do(func() {
 		close(l.stop)
 		<-l.stopped
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, err := l.s.pool.Exec(ctx, sqlFree, l.session, l.token); err != nil {
-			l.s.warn(fmt.Sprintf("releasing the lease of session %s failed (it expires in %s): %v", l.session, l.ttl, err))
+		start := time.Now()
+		for backoff := firstBackoff; ; backoff = min(2*backoff, maxBackoff) {
+			ctx, cancel := context.WithTimeout(context.Background(), max(l.ttl/3, time.Second))
+			_, err := l.s.pool.Exec(ctx, sqlFree, l.session, l.token)
+			cancel()
+			if err == nil {
+				break
+			}
+			if time.Since(start)+backoff > l.ttl {
+				l.s.warn(fmt.Sprintf("releasing the lease of session %s failed (it expires in %s): %v", l.session, l.ttl, err))
+				break
+			}
+			time.Sleep(backoff)
 		}
 		l.s.mu.Lock()
 		delete(l.s.leases, l)

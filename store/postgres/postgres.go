@@ -20,6 +20,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -51,6 +53,11 @@ type Store struct {
 	holder     string
 	c          *store.Committer[pgWork]
 	closeOnce  sync.Once
+	// writer names this store's commits in agent_lsp_commits; commitSeq
+	// numbers them, owned by the committer's goroutine (reconnect.go).
+	writer    string
+	commitSeq int64
+	machine   string // where this process runs, for leases (machine_linux.go); "" unknown
 
 	mu     sync.Mutex
 	leases map[*lease]struct{}
@@ -62,7 +69,7 @@ var _ store.Store = (*Store)(nil)
 type Option func(*Store)
 
 // WithDefaultDurability sets the durability of runs that do not choose one
-// (store.WithDurability chooses per run).
+// (a checkpoint's Durability chooses per run).
 func WithDefaultDurability(d store.Durability) Option { return func(s *Store) { s.durability = d } }
 
 // WithWarn reports problems that do not stop the store: a record that
@@ -165,8 +172,11 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "agent-lsp"
 	}
 	host, _ := os.Hostname()
+	var w [12]byte
+	rand.Read(w[:])
 	s := &Store{url: Redact(rawURL), durability: store.DefaultDurability, warn: func(string) {},
-		holder: fmt.Sprintf("%s pid %d", host, os.Getpid()), leases: map[*lease]struct{}{}}
+		holder: fmt.Sprintf("%s pid %d", host, os.Getpid()), leases: map[*lease]struct{}{},
+		writer: hex.EncodeToString(w[:]), machine: machineID()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -199,6 +209,10 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 // Path returns the database's URL with its password redacted.
 func (s *Store) Path() string { return s.url }
 
+// Name implements store.Store: the database's URL with its password
+// redacted.
+func (s *Store) Name() string { return s.url }
+
 // Close writes what is queued (and the held steps of unfinished runs in
 // exit mode), releases this store's leases and closes its connections.
 func (s *Store) Close() error {
@@ -212,7 +226,10 @@ func (s *Store) Close() error {
 	for _, l := range ls {
 		l.release()
 	}
-	s.closeOnce.Do(s.pool.Close)
+	s.closeOnce.Do(func() {
+		s.forgetWriter()
+		s.pool.Close()
+	})
 	if err != nil {
 		return fmt.Errorf("close postgres store: a batched write failed: %w", err)
 	}

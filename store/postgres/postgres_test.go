@@ -360,8 +360,10 @@ func TestGroupCommitSync(t *testing.T) {
 	}
 }
 
-// After a batched group failed, the next step fails; the other steps of
-// the group were committed on their own.
+// After a batched group failed, the next step of the thread whose write
+// failed fails with that write's error (its run must not go on as if its
+// steps were stored); the other threads' steps of the group were committed
+// on their own, and their runs go on.
 func TestBatchedFailsAfterAFailedGroup(t *testing.T) {
 	u := freshSchema(t)
 	s := open(t, u, WithDefaultDurability(store.Batched))
@@ -371,28 +373,54 @@ func TestBatchedFailsAfterAFailedGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	// PostgreSQL's text refuses NUL: the server rolls the group back.
-	if err := s.Put(ctx, stepCheckpoint("bad\x00thread", 0, 10)); err != nil {
+	bad := store.Checkpoint{Thread: "bad", Step: 0, Status: store.StatusRunning, Values: map[string]json.RawMessage{"bad\x00name": json.RawMessage(`1`)}}
+	if err := s.Put(ctx, bad); err != nil {
 		t.Fatalf("a batched Put is queued, not checked: %v", err)
 	}
-	if err := s.Put(ctx, stepCheckpoint("good", 1, 10)); err != nil && !strings.Contains(err.Error(), "an earlier batched write failed") {
-		t.Fatal(err)
+	for step := 1; step < 5; step++ {
+		if err := s.Put(ctx, stepCheckpoint("good", step, 10)); err != nil {
+			t.Fatalf("good step %d: %v", step, err)
+		}
 	}
+	bad.Step, bad.Values = 1, nil
 	deadline := time.Now().Add(10 * time.Second)
 	var err error
 	for err == nil && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
-		err = s.Put(ctx, stepCheckpoint("good", 2, 10))
+		err = s.Put(ctx, bad)
+		bad.Step++
 	}
-	if err == nil || !strings.Contains(err.Error(), "an earlier batched write failed") || !strings.Contains(err.Error(), "0x00") {
-		t.Fatalf("the step after a failed group: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "an earlier write of this run failed") || !strings.Contains(err.Error(), "0x00") {
+		t.Fatalf("the failed thread's step after the failed group: %v", err)
 	}
-	st, lerr := s.Load(ctx, "good", "")
-	if lerr != nil {
-		t.Fatal(lerr)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
 	}
-	checkPrefix(t, s, "good", st.Step, false)
-	if st.Step < 1 {
-		t.Fatalf("the good step of the failed group was not committed on its own: step %d", st.Step)
+	checkPrefix(t, s, "good", 4, false)
+	if _, err := s.Load(ctx, "bad", ""); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the failed thread: %v, want nothing stored", err)
+	}
+}
+
+// A checkpoint that does not follow its thread's stored one is refused:
+// storing it would tear the thread's state.
+func TestStepGapRefused(t *testing.T) {
+	u := freshSchema(t)
+	s := open(t, u, WithDefaultDurability(store.Sync))
+	defer s.Close()
+	ctx := context.Background()
+	for step := range 2 {
+		if err := s.Put(ctx, stepCheckpoint("t", step, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := s.Put(ctx, stepCheckpoint("t", 3, 10))
+	if err == nil || !strings.Contains(err.Error(), "step 3 does not follow the stored step 1") {
+		t.Fatalf("a step after a gap: %v", err)
+	}
+	checkPrefix(t, s, "t", 1, false)
+	if err := s.Put(ctx, stepCheckpoint("t", 1, 10)); err != nil { // a run's end at its stored step
+		t.Fatal(err)
 	}
 }
 

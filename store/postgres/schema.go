@@ -78,6 +78,35 @@ var migrations = []string{
 		END IF;
 	END
 	$$ LANGUAGE plpgsql;`,
+	// 4: records (values, items, pending writes) are sealed with a CRC32C
+	// (store.PackRecord): a binary of schema 3 would read a sealed record
+	// as a raw one, so it must refuse the database instead.
+	`COMMENT ON TABLE agent_lsp_items IS 'bodies are store.PackRecord records: sealed with a CRC32C since schema 4';`,
+	// 5: each writer's last commit, which a writer whose connection broke
+	// mid-commit reads to learn whether the commit landed; and where a
+	// lease's holder runs, so that a holder on the same machine whose
+	// process is gone is taken over at once.
+	`CREATE TABLE agent_lsp_commits (
+		writer  text PRIMARY KEY,
+		seq     bigint NOT NULL,
+		updated timestamptz NOT NULL DEFAULT now()
+	);
+	ALTER TABLE agent_lsp_leases
+		ADD COLUMN machine text NOT NULL DEFAULT '', -- boot id and PID namespace; '' unknown
+		ADD COLUMN pid     integer NOT NULL DEFAULT 0,
+		ADD COLUMN started bigint NOT NULL DEFAULT 0; -- the process's start time, in clock ticks since boot`,
+	// 6: whole steps: a checkpoint that does not follow its thread's stored
+	// one (an earlier step of its run was not stored) fails its transaction.
+	`CREATE FUNCTION agent_lsp_step_follows(t text, n text, s bigint) RETURNS void AS $$
+	DECLARE
+		stored bigint;
+	BEGIN
+		SELECT step INTO stored FROM agent_lsp_heads WHERE thread = t AND ns = n;
+		IF FOUND AND s > stored + 1 THEN
+			RAISE EXCEPTION 'step % does not follow the stored step %: an earlier step was not stored', s, stored USING ERRCODE = 'P0001';
+		END IF;
+	END
+	$$ LANGUAGE plpgsql;`,
 }
 
 // SchemaVersion is the schema version this binary migrates to.

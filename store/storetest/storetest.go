@@ -1,6 +1,9 @@
 // Package storetest is the conformance suite of store.Store: what every
-// backend (memory, bbolt, PostgreSQL) must do alike. A backend's tests call
-// Run with a function that opens a new, empty store.
+// backend (memory, bbolt, PostgreSQL) must do alike: checkpoints and their
+// list operations, pending writes, namespaces, the session index, a run's
+// durability chosen per write (exit mode included), status transitions,
+// leases and approvals. A backend's tests call Run with a function that
+// opens a new, empty store.
 package storetest
 
 import (
@@ -28,9 +31,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		return s
 	}
 	// The checkpoint tests run under the store's default durability and
-	// under sync and batched chosen per run (store.WithDurability). Exit is
-	// left out: it shows a run's steps only when the run ends, and these
-	// tests read in the middle of runs.
+	// under sync and batched chosen per write (Checkpoint.Durability,
+	// PendingWrite.Durability). Exit is left out here: it shows a run's
+	// steps only when the run ends, and these tests read in the middle of
+	// runs; ExitDurability has its own.
 	for _, d := range []store.Durability{"", store.Sync, store.Batched} {
 		name := "durability=" + string(d)
 		if d == "" {
@@ -38,18 +42,50 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			if d != "" {
-				ctx = store.WithDurability(ctx, d)
-			}
-			t.Run("Checkpointer", func(t *testing.T) { testCheckpointer(t, ctx, fresh(t)) })
-			t.Run("UpsertInPlace", func(t *testing.T) { testUpsertInPlace(t, ctx, fresh(t)) })
-			t.Run("PendingWrites", func(t *testing.T) { testPendingWrites(t, ctx, fresh(t)) })
-			t.Run("Namespaces", func(t *testing.T) { testNamespaces(t, ctx, fresh(t)) })
+			in := func(t *testing.T) store.Store { return durable{fresh(t), d} }
+			t.Run("Checkpointer", func(t *testing.T) { testCheckpointer(t, ctx, in(t)) })
+			t.Run("UpsertInPlace", func(t *testing.T) { testUpsertInPlace(t, ctx, in(t)) })
+			t.Run("PendingWrites", func(t *testing.T) { testPendingWrites(t, ctx, in(t)) })
+			t.Run("Namespaces", func(t *testing.T) { testNamespaces(t, ctx, in(t)) })
 		})
+	}
+	for _, d := range []store.Durability{store.Sync, store.Batched, store.Exit} {
+		t.Run("Intents/durability="+string(d), func(t *testing.T) { testIntents(t, context.Background(), fresh(t), d) })
 	}
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, fresh(t)) })
 	t.Run("IndexWithCheckpoint", func(t *testing.T) { testIndexWithCheckpoint(t, fresh(t)) })
+	t.Run("ExitDurability", func(t *testing.T) { testExitDurability(t, fresh(t)) })
+	t.Run("StatusTransitions", func(t *testing.T) { testStatusTransitions(t, fresh(t)) })
+	t.Run("Leases", func(t *testing.T) { testLeases(t, fresh(t)) })
 	t.Run("Approvals", func(t *testing.T) { testApprovals(t, fresh(t)) })
+}
+
+// durable is a store whose writes that choose no durability choose d.
+type durable struct {
+	store.Store
+	d store.Durability
+}
+
+func (s durable) Put(ctx context.Context, cp store.Checkpoint) error {
+	if cp.Durability == "" {
+		cp.Durability = s.d
+	}
+	return s.Store.Put(ctx, cp)
+}
+
+func (s durable) PutWrite(ctx context.Context, w store.PendingWrite) error {
+	if w.Durability == "" {
+		w.Durability = s.d
+	}
+	return s.Store.PutWrite(ctx, w)
+}
+
+// putWrite writes a pending write of thread's namespace ns.
+func putWrite(t *testing.T, ctx context.Context, s store.Store, thread, ns, task, writes string) {
+	t.Helper()
+	if err := s.PutWrite(ctx, store.PendingWrite{Thread: thread, Namespace: ns, Task: task, Writes: raw(writes)}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
@@ -180,22 +216,16 @@ func testUpsertInPlace(t *testing.T, ctx context.Context, s store.Store) {
 func testPendingWrites(t *testing.T, ctx context.Context, s store.Store) {
 	put(t, ctx, s, store.Checkpoint{Thread: "t", Step: 3, Status: store.StatusRunning, Next: []store.Task{{ID: "a"}, {ID: "b"}}})
 	for _, w := range []string{`"first"`, `"second"`} {
-		if err := s.PutWrite(ctx, "t", "", "a", raw(w)); err != nil {
-			t.Fatal(err)
-		}
+		putWrite(t, ctx, s, "t", "", "a", w)
 	}
-	if err := s.PutWrite(ctx, "t", "", "b", raw(`{"b":true}`)); err != nil {
-		t.Fatal(err)
-	}
+	putWrite(t, ctx, s, "t", "", "b", `{"b":true}`)
 	st := load(t, ctx, s, "t", "")
 	if len(st.Pending) != 2 || string(st.Pending["a"]) != `"first"` || string(st.Pending["b"]) != `{"b":true}` {
 		t.Fatalf("pending: %v", st.Pending)
 	}
 	// Another namespace's pending writes are its own.
 	put(t, ctx, s, store.Checkpoint{Thread: "t", Namespace: "sub", Step: 0, Status: store.StatusRunning})
-	if err := s.PutWrite(ctx, "t", "sub", "a", raw(`"sub"`)); err != nil {
-		t.Fatal(err)
-	}
+	putWrite(t, ctx, s, "t", "sub", "a", `"sub"`)
 	// A status update of the same step keeps them.
 	put(t, ctx, s, store.Checkpoint{Thread: "t", Step: 3, Status: store.StatusCancelled, Next: st.Next})
 	if st = load(t, ctx, s, "t", ""); len(st.Pending) != 2 || st.Status != store.StatusCancelled {
@@ -208,6 +238,35 @@ func testPendingWrites(t *testing.T, ctx context.Context, s store.Store) {
 	}
 	if st = load(t, ctx, s, "t", "sub"); len(st.Pending) != 1 || string(st.Pending["a"]) != `"sub"` {
 		t.Fatalf("another namespace's pending writes: %v", st.Pending)
+	}
+}
+
+// testIntents: a store that keeps intents (store.Intents) returns them
+// among the pending writes under store.IntentPrefix, a second one under a
+// key replaces the first, the next step's checkpoint drops them. In Exit
+// mode an intent writes the run's held steps with it (Load shows only what
+// is written).
+func testIntents(t *testing.T, ctx context.Context, bare store.Store, d store.Durability) {
+	iw, ok := bare.(store.Intents)
+	if !ok {
+		t.Skip("the store keeps no intents")
+	}
+	s := durable{bare, d}
+	put(t, ctx, s, store.Checkpoint{Thread: "i", Step: 0, Status: store.StatusRunning, Values: map[string]json.RawMessage{"v": raw("0")}})
+	put(t, ctx, s, store.Checkpoint{Thread: "i", Step: 1, Status: store.StatusRunning, Values: map[string]json.RawMessage{"v": raw("1")},
+		Next: []store.Task{{ID: "task", Node: "tools"}}})
+	for _, body := range []string{`{"n":1}`, `{"n":2}`} {
+		if err := iw.PutIntent(ctx, "i", "", "call-1", raw(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := load(t, ctx, s, "i", "")
+	if st.Step != 1 || string(st.Values["v"]) != "1" || len(st.Pending) != 1 || string(st.Pending[store.IntentPrefix+"call-1"]) != `{"n":2}` {
+		t.Fatalf("after the intent: step %d v=%s pending %v", st.Step, st.Values["v"], st.Pending)
+	}
+	put(t, ctx, s, store.Checkpoint{Thread: "i", Step: 2, Status: store.StatusDone})
+	if st = load(t, ctx, s, "i", ""); len(st.Pending) != 0 {
+		t.Fatalf("the intent survived its step: %v", st.Pending)
 	}
 }
 
@@ -255,9 +314,7 @@ func testSessions(t *testing.T, s store.Store) {
 	put(t, ctx, s, store.Checkpoint{Thread: "s1", Step: 0, Status: store.StatusRunning, Index: &upd})
 	put(t, ctx, s, store.Checkpoint{Thread: "s1", Namespace: "subagent-ab", Step: 0, Status: store.StatusRunning,
 		Lists: map[string][]store.Op{"m": {{Body: raw("1")}}}})
-	if err := s.PutWrite(ctx, "s1", "subagent-cd", "task", raw("1")); err != nil {
-		t.Fatal(err)
-	}
+	putWrite(t, ctx, s, "s1", "subagent-cd", "task", "1")
 
 	all, err := s.Sessions(ctx, "")
 	if err != nil {
@@ -330,7 +387,7 @@ func testSessions(t *testing.T, s store.Store) {
 // every durability mode by the time the run's end returns.
 func testIndexWithCheckpoint(t *testing.T, s store.Store) {
 	for _, d := range []store.Durability{store.Sync, store.Batched, store.Exit} {
-		ctx := store.WithDurability(context.Background(), d)
+		ctx := context.Background()
 		id := "idx-" + string(d)
 		for step := 0; step < 3; step++ {
 			status := store.StatusRunning
@@ -338,7 +395,7 @@ func testIndexWithCheckpoint(t *testing.T, s store.Store) {
 				status = store.StatusDone
 			}
 			sess := store.Session{ID: id, Project: "p", Status: status, Updated: time.Date(2026, 2, 1, 0, 0, step, 0, time.UTC), Messages: step}
-			put(t, ctx, s, store.Checkpoint{Thread: id, Step: step, Status: status, Index: &sess,
+			put(t, ctx, s, store.Checkpoint{Thread: id, Step: step, Status: status, Index: &sess, Durability: d,
 				Lists: map[string][]store.Op{"m": {{ID: fmt.Sprint(step), Body: raw(fmt.Sprint(step))}}}})
 		}
 		got, err := s.Session(context.Background(), id)
@@ -349,6 +406,121 @@ func testIndexWithCheckpoint(t *testing.T, s store.Store) {
 		if st.Step != 2 || len(st.Lists["m"]) != 3 {
 			t.Fatalf("%s: checkpoint after the run: %+v", d, st)
 		}
+	}
+}
+
+// testExitDurability: a run in exit mode (its steps held until it ends)
+// stores, when its end returns, exactly what its steps wrote in order:
+// items appended, replaced and removed across steps, values, its pending
+// writes dropped by the next step, the session index of its last step;
+// a second run goes on from the first; a sync write of another thread
+// meanwhile is not held with it.
+func testExitDurability(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	exit := func(cp store.Checkpoint) store.Checkpoint { cp.Thread, cp.Durability = "x", store.Exit; return cp }
+	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	sess := func(status store.Status, n int) *store.Session {
+		return &store.Session{ID: "x", Project: "p", Status: status, Updated: base.Add(time.Duration(n) * time.Second), Messages: n}
+	}
+	put(t, ctx, s, exit(store.Checkpoint{Step: 0, Status: store.StatusRunning, Index: sess(store.StatusRunning, 1), Values: map[string]json.RawMessage{"v": raw("0")},
+		Lists: map[string][]store.Op{"m": {{Kind: store.OpAppend, ID: "a", Body: raw(`"A"`)}}}, Next: []store.Task{{ID: "t1", Node: "n"}}}))
+	if err := s.PutWrite(ctx, store.PendingWrite{Thread: "x", Task: "t1", Writes: raw(`"w1"`), Durability: store.Exit}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, ctx, s, store.Checkpoint{Thread: "other", Step: 0, Status: store.StatusRunning, Durability: store.Sync})
+	if st := load(t, ctx, s, "other", ""); st.Step != 0 {
+		t.Fatalf("a sync write of another thread: %+v", st)
+	}
+	put(t, ctx, s, exit(store.Checkpoint{Step: 1, Status: store.StatusRunning, Index: sess(store.StatusRunning, 2), Values: map[string]json.RawMessage{"v": raw("1")},
+		Lists: map[string][]store.Op{"m": {{Kind: store.OpAppend, ID: "b", Body: raw(`"B"`)}, {Kind: store.OpUpsert, ID: "a", Body: raw(`"A2"`)}}}}))
+	put(t, ctx, s, exit(store.Checkpoint{Step: 2, Status: store.StatusDone, Index: sess(store.StatusDone, 3),
+		Lists: map[string][]store.Op{"m": {{Kind: store.OpRemove, ID: "b"}, {Kind: store.OpAppend, ID: "c", Body: raw(`"C"`)}}}}))
+	st := load(t, ctx, s, "x", "")
+	if st.Step != 2 || st.Status != store.StatusDone || string(st.Values["v"]) != "1" || len(st.Pending) != 0 ||
+		!reflect.DeepEqual(bodies(st.Lists["m"]), []string{`a="A2"`, `c="C"`}) {
+		t.Fatalf("after the run: %+v %v", st, bodies(st.Lists["m"]))
+	}
+	if got, err := s.Session(ctx, "x"); err != nil || got.Status != store.StatusDone || got.Messages != 3 {
+		t.Fatalf("the index after the run: %+v %v", got, err)
+	}
+	// A second run goes on from the first.
+	put(t, ctx, s, exit(store.Checkpoint{Step: 3, Status: store.StatusRunning, Lists: map[string][]store.Op{"m": {{Kind: store.OpAppend, ID: "d", Body: raw(`"D"`)}}}}))
+	put(t, ctx, s, exit(store.Checkpoint{Step: 4, Status: store.StatusCancelled, Lists: map[string][]store.Op{"m": {{Kind: store.OpUpsert, ID: "c", Body: raw(`"C2"`)}}}}))
+	if st := load(t, ctx, s, "x", ""); st.Step != 4 || st.Status != store.StatusCancelled || !reflect.DeepEqual(bodies(st.Lists["m"]), []string{`a="A2"`, `c="C2"`, `d="D"`}) {
+		t.Fatalf("after the second run: %+v %v", st, bodies(st.Lists["m"]))
+	}
+}
+
+// testStatusTransitions: in every durability mode a thread's status goes
+// where its checkpoints take it (running, cancelled, running again on
+// resume, limit, failed, done), Load and the session index say the newest,
+// and an ended status is there when its Put returns. Interrupted is a
+// listing's word, never stored: it does not end a run.
+func testStatusTransitions(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if store.StatusInterrupted.Ended() || store.StatusRunning.Ended() {
+		t.Fatal("interrupted or running ends a run")
+	}
+	path := []store.Status{store.StatusRunning, store.StatusCancelled, store.StatusRunning, store.StatusLimit,
+		store.StatusRunning, store.StatusFailed, store.StatusRunning, store.StatusDone}
+	for _, d := range []store.Durability{store.Sync, store.Batched, store.Exit} {
+		id := "st-" + string(d)
+		for step, status := range path {
+			sess := store.Session{ID: id, Project: "p", Status: status, Updated: time.Date(2026, 5, 1, 0, 0, step, 0, time.UTC), Messages: step}
+			put(t, ctx, s, store.Checkpoint{Thread: id, Step: step, Status: status, Index: &sess, Durability: d})
+			if !status.Ended() {
+				continue
+			}
+			st := load(t, ctx, s, id, "")
+			got, err := s.Session(ctx, id)
+			if st.Step != step || st.Status != status || err != nil || got.Status != status || got.Messages != step {
+				t.Fatalf("%s, step %d (%s): checkpoint %d %s, index %+v %v", d, step, status, st.Step, st.Status, got, err)
+			}
+		}
+		list, err := s.Sessions(ctx, "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range list {
+			if x.ID == id && x.Status != store.StatusDone {
+				t.Fatalf("%s: listed as %s", d, x.Status)
+			}
+		}
+	}
+}
+
+// testLeases: every store takes a session's lease and gives it back, as
+// often as asked, one session's apart from another's, and never calls
+// lost while it holds it; giving it back twice does nothing. (A store one
+// process holds has nothing to keep apart, and its lease does nothing; a
+// shared store's own tests cover another process's holding it.)
+func testLeases(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if s.Name() == "" {
+		t.Error("the store has no name")
+	}
+	lost := make(chan string, 4)
+	releaseA, err := s.Acquire(ctx, "lease-a", time.Second, func() { lost <- "a" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseB, err := s.Acquire(ctx, "lease-b", time.Second, func() { lost <- "b" })
+	if err != nil {
+		t.Fatalf("another session's lease: %v", err)
+	}
+	put(t, ctx, s, store.Checkpoint{Thread: "lease-a", Step: 0, Status: store.StatusDone})
+	releaseA()
+	releaseA()
+	again, err := s.Acquire(ctx, "lease-a", time.Second, func() { lost <- "a again" })
+	if err != nil {
+		t.Fatalf("the lease again, once given back: %v", err)
+	}
+	again()
+	releaseB()
+	select {
+	case l := <-lost:
+		t.Fatalf("lease %s was lost", l)
+	default:
 	}
 }
 

@@ -738,6 +738,39 @@ test("#buffer:<name> reaches the model through context: the buffer as the editor
   assert(ok, err)
 end)
 
+test("/ completes the slash commands in the chat (agent.commands); /help answers without a run", function()
+  local dir = ws .. "/.agents/commands"
+  vim.fn.mkdir(dir, "p")
+  vim.fn.writefile({ "---", "description: Fix what is wrong", "argument-hint: <what>", "---", "Fix this: $ARGUMENTS" }, dir .. "/fix.md")
+  local ok, err = pcall(function()
+    vim.cmd("edit " .. greet)
+    vim.cmd("AgentChat!")
+    local c = chat_buffer()
+    type_prompt("/fi")
+    vim.api.nvim_win_set_cursor(0, { vim.api.nvim_buf_line_count(0), 3 })
+    assert(chat.omnifunc(1, "") == 0, "completion does not start at the slash: " .. tostring(chat.omnifunc(1, "")))
+    local items = chat.omnifunc(0, "/fi")
+    local fix = contains(items, function(i) return i.word == "/fix " end)
+    assert(fix and fix.menu == "<what>" and fix.info == "Fix what is wrong (project)", vim.inspect(items))
+    assert(not contains(items, function(i) return i.word == "/help " end), vim.inspect(items))
+    local all = chat.omnifunc(0, "/")
+    for _, want in ipairs({ "/help ", "/model ", "/sessions ", "/fix " }) do
+      assert(contains(all, function(i) return i.word == want end), want .. " missing: " .. vim.inspect(all))
+    end
+    -- #references still complete after the slash's line.
+    assert(#chat.omnifunc(0, "#buf") > 0, "#references no longer complete")
+    type_prompt("/help fix")
+    vim.cmd("execute \"normal \\<C-s>\"")
+    wait_chat_idle(c, "the built-in's answer")
+    local text = buffer_text()
+    assert(text:find("/fix <what>\nFix what is wrong\nsource: project (.agents/commands/fix.md)", 1, true), text)
+    assert(c.session == nil, "a built-in started a session: " .. tostring(c.session))
+    vim.cmd("normal q")
+  end)
+  vim.fn.delete(ws .. "/.agents", "rf")
+  assert(ok, err)
+end)
+
 -- health_report runs :checkhealth agent_lsp and returns the report's text.
 local function health_report()
   vim.cmd("checkhealth agent_lsp")

@@ -4,8 +4,9 @@
 # (driven by puppeteer-core), runs "Agent: Run" from the command palette
 # against the scripted model (a test double) and checks the editor's text and
 # the progress notification, and that the extension saves the agent's edits
-# before its go test runs; then the chat view, the model picker and a settings
-# change without a restart. The screenshots land in .test-output/vscode-e2e/.
+# before its go test runs; reviews in review mode (the scripted model records
+# the requests it gets, so the test reads what the model was told); then the
+# chat view, the model picker and a settings change without a restart. The screenshots land in .test-output/vscode-e2e/.
 set -euo pipefail
 e2e="$(cd "$(dirname "$0")" && pwd)"
 ext="$(cd "$e2e/.." && pwd)"
@@ -38,14 +39,18 @@ chmod +x "$work/bin/agent-lsp-e2e"
 cp -r "$repo/testdata/workspaces/sample" "$work/sample"
 # A TypeScript project beside the Go files: VS Code's built-in TypeScript server answers the agent there.
 mkdir -p "$work/sample/web" && cp "$e2e/typescript/"* "$work/sample/web/"
+# A slash command of the project, which the chat's prompt box completes (e2e/slash.mjs).
+mkdir -p "$work/sample/.agents/commands"
+printf -- '---\ndescription: Fix what is wrong\nargument-hint: <what is wrong>\n---\nVSC slash fix: $ARGUMENTS\n' >"$work/sample/.agents/commands/fix.md"
 node "$ext/scripts/script.mjs" "$work/script.json"
-"$work/bin/scripted-model" --script "$work/script.json" >"$work/model-url" &
+"$work/bin/scripted-model" --script "$work/script.json" --requests "$work/requests.jsonl" >"$work/model-url" &
 model_pid=$!
 for _ in $(seq 100); do [[ -s "$work/model-url" ]] && break; sleep 0.1; done
 
 # files.autoSave off: VS Code for the Web saves after a second by default, and whether that save or the
 # extension's (asked for by agent/saveDocuments) writes greet.go first would depend on load; the test
-# checks the extension's.
+# checks the extension's. VS Code's own chat is off and its side bar hidden: its input took the focus
+# as the window loaded, and with it the keys typed into Quick Open.
 cat >"$work/data/User/settings.json" <<JSON
 {
   "workbench.startupEditor": "none",
@@ -57,6 +62,8 @@ cat >"$work/data/User/settings.json" <<JSON
   "update.mode": "none",
   "window.restoreWindows": "none",
   "files.autoSave": "off",
+  "chat.disableAIFeatures": true,
+  "workbench.secondarySideBar.defaultVisibility": "hidden",
   "agentLsp.path": "$work/bin/agent-lsp-e2e",
   "agentLsp.baseURL": "$(head -n1 "$work/model-url")",
   "agentLsp.model": "scripted",
@@ -79,5 +86,6 @@ cs_pid=$!
 
 export E2E_URL="http://127.0.0.1:$port/?folder=$work/sample" E2E_WORKSPACE="$work/sample" E2E_OUT="$out" \
 	E2E_SETTINGS="$work/data/User/settings.json:$work/data/Machine/settings.json" \
-	E2E_STARTS="$work/starts.log" E2E_BIN="$work/bin/agent-lsp" E2E_STORE="$work/sessions.db"
-timeout 600 "$node24/node" "$e2e/test.mjs" || { echo "code-server log:" >&2; tail -40 "$out/code-server.log" >&2; exit 1; }
+	E2E_STARTS="$work/starts.log" E2E_REQUESTS="$work/requests.jsonl" E2E_BIN="$work/bin/agent-lsp" E2E_STORE="$work/sessions.db"
+# The whole test: each of its waits is bounded on its own; this bounds a hang of the browser itself.
+timeout 1500 "$node24/node" "$e2e/test.mjs" || { echo "code-server log:" >&2; tail -40 "$out/code-server.log" >&2; exit 1; }

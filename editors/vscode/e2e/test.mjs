@@ -6,13 +6,16 @@
 // whose edits' results and definition come from VS Code's own TypeScript
 // server; then follows up on a slow run (the
 // prompt is queued for it), cancels that run with the notification's Cancel
-// button (its summary offers the unread prompt again), and accepts an edit in
-// review mode through VS Code's refactor preview. run.sh sets the environment.
+// button (its summary offers the unread prompt again), and reviews edits in
+// review mode: Accept on one hunk and Reject on another, a proposal edited
+// before it is accepted, and Accept All with a protected file among the edits
+// (rejected from the chat). run.sh sets the environment.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { readFileSync, writeFileSync } from "node:fs";
 import puppeteer from "puppeteer-core";
+import { slashCompletion } from "./slash.mjs";
 
 const url = process.env.E2E_URL;
 const workspace = process.env.E2E_WORKSPACE;
@@ -62,15 +65,7 @@ async function run(page) {
   await page.waitForSelector(".explorer-folders-view, .explorer-viewlet", { timeout: 60000 });
 
   // Open greet.go with Quick Open.
-  await waitFor(async () => {
-    await page.keyboard.down("Control");
-    await page.keyboard.press("p");
-    await page.keyboard.up("Control");
-    return page.waitForSelector(".quick-input-widget input", { visible: true, timeout: 3000 }).then(() => true, () => false);
-  }, "quick open", 60000);
-  await page.keyboard.type("greet.go");
-  await waitFor(() => text(".quick-input-list").then((t) => t.includes("greet.go")), "greet.go in quick open", 30000);
-  await page.keyboard.press("Enter");
+  await quickOpen("greet.go");
   await waitFor(() => editorText().then((t) => t.includes("func Greet")), "greet.go in the editor", 30000);
   step("greet.go open");
 
@@ -85,8 +80,7 @@ async function run(page) {
   );
   step(`progress notification: ${JSON.stringify(progress.slice(0, 120))}`);
   await page.screenshot({ path: join(out, "progress.png") });
-  const status = await text(".statusbar");
-  assert.match(status, /agent: /, "the status bar shows the running agent");
+  await waitFor(() => text(".statusbar").then((t) => /agent: /.test(t)), "the status bar showing the running agent", 30000);
 
   const edited = await waitFor(() => editorText().then((t) => (t.includes("func Farewell(name string) string {") ? t : "")), "the edit in the editor", 60000);
   assert.match(edited, /return "Goodbye, " \+ name/);
@@ -178,49 +172,11 @@ async function run(page) {
   assert.match(cancelled, /1 queued prompt not read/);
   step(`cancel: ${JSON.stringify(cancelled.slice(0, 160))}`);
 
-  // Review mode: the edit opens in VS Code's refactor preview and lands only when applied.
-  for (const settingsPath of process.env.E2E_SETTINGS.split(":")) {
-    const settings = JSON.parse(readFileSync(settingsPath, "utf8"));
-    writeFileSync(settingsPath, JSON.stringify({ ...settings, "agentLsp.edits": "review" }, null, 2));
-  }
-  await waitFor(() => text(".statusbar").then((t) => t.includes("edits now open in the refactor preview")), "the edit mode change", 60000);
+  // Review mode: each edit opens as the extension's own diff, hunk by hunk.
+  setSetting("agentLsp.edits", "review");
+  await waitFor(() => text(".statusbar").then((t) => t.includes("edits now open for your review first")), "the edit mode change", 60000);
   await page.keyboard.press("Escape");
-  await agentRun("Exclaim in Greet");
-  await waitFor(
-    () => page.evaluate(() => [...document.querySelectorAll(".part.panel .monaco-button")].some((b) => b.innerText.trim() === "Apply")),
-    "the refactor preview",
-    60000,
-  );
-  await waitFor(() => text(".part.panel").then((t) => t.includes("greet.go")), "greet.go in the refactor preview", 30000);
-  // The preview groups by file, hiding why the edit needs confirmation: the status bar says it while it waits.
-  await waitFor(() => text(".statusbar").then((t) => t.includes("agent: edit greet.go: proposed by agent-lsp; accept or reject")), "the review in the status bar", 30000);
-  await page.screenshot({ path: join(out, "review.png") });
-  assert.ok(!(await editorText()).includes('name + "!"'), "nothing is applied before the preview is accepted");
-  // Edits that need confirmation start unticked: tick the file, then Apply.
-  await waitFor(
-    () =>
-      page.evaluate(() => {
-        const box = document.querySelector(".part.panel .monaco-tl-row .monaco-checkbox, .part.panel .monaco-tl-row .monaco-custom-toggle");
-        box?.click();
-        return Boolean(box);
-      }),
-    "the preview's checkbox",
-    30000,
-  );
-  await waitFor(
-    () =>
-      page.evaluate(() => {
-        const b = [...document.querySelectorAll(".part.panel .monaco-button")].find((x) => x.innerText.trim() === "Apply");
-        b?.click();
-        return Boolean(b);
-      }),
-    "the preview's Apply button",
-    30000,
-  );
-  step("applied the refactor preview");
-  await waitFor(() => editorText().then((t) => t.includes('return "Hello, " + name + "!"')), "the reviewed edit in the editor", 60000);
-  await waitFor(() => text(".notifications-toasts").then((t) => t.includes("Agent done (1 edit")), "the review run's summary", 60000);
-  step("review passed");
+  await reviews();
   await conversations();
   step("passed");
 }
@@ -234,6 +190,186 @@ function transcriptOf(title) {
   } catch {
     return "";
   }
+}
+
+/**
+ * Review mode: an edit of two separate hunks, one accepted and one rejected
+ * with their CodeLens; a proposal edited before it is accepted (with the key
+ * of Accept Change); and Accept All over a step's three edits, one of a
+ * protected file, which stays for its own confirmation and is rejected from
+ * the chat. What lands is checked in the editor, what the model was told in
+ * the requests it received.
+ */
+async function reviews() {
+  const file = join(workspace, "review.txt");
+  writeFileSync(file, "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n");
+  await palette("Notifications: Clear All Notifications"); // the summaries below are the review runs'
+  await agentRun("VSC review two hunks");
+  // The diff of the proposal, with Accept and Reject over each of its two hunks (lines 2 and 7).
+  await waitFor(() => lenses("Accept").then((l) => l.length === 2), "Accept over each of the two hunks", 60000);
+  await page.screenshot({ path: join(out, "review.png") });
+  assert.equal(readFileSync(file, "utf8"), "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n", "nothing lands before the review is decided");
+  const status = await text(".statusbar");
+  assert.match(status, /Review review\.txt/, status);
+  assert.match(status, /Accept All/, status);
+  await clickLens("Accept", 0); // line 2: TWO
+  // The editor asks for the CodeLens again a moment after they change: slow on a loaded host.
+  await waitFor(() => lenses("Accepted").then((l) => l.length === 1), "the first hunk accepted", 120000);
+  await clickLens("Reject", 1); // line 7: SEVEN
+  step("accepted the first hunk, rejected the second");
+  const told = await toolResult("call_two_hunks");
+  assert.match(told, /the edit of review\.txt was applied with changes by the user at lines 7-7/, told);
+  await waitFor(() => text(".notifications-toasts").then((t) => t.includes("Agent done (1 edit")), "the two-hunk run's summary", 60000);
+  assert.equal(await openedText("review.txt"), "one\nTWO\nthree\nfour\nfive\nsix\nseven\neight\n", "the file has exactly the accepted hunk");
+  step(`the model was told: ${JSON.stringify(told.slice(0, 120))}`);
+
+  // The proposal edited before it is accepted: the edited text lands.
+  await page.keyboard.press("Escape");
+  await agentRun("VSC review edit the proposal");
+  await waitFor(() => lenses("Accept").then((l) => l.length === 1), "Accept over the hunk", 60000);
+  const line = await waitFor(
+    () => page.evaluate(() => {
+      const l = [...document.querySelectorAll(".editor.modified .view-line")].find((x) => x.innerText.trim() === "FIVE");
+      if (!l) return null;
+      const r = l.getBoundingClientRect();
+      return { x: r.left + 5, y: r.top + r.height / 2 };
+    }),
+    "the proposal's line FIVE",
+    30000,
+  );
+  await page.mouse.click(line.x, line.y);
+  await page.keyboard.press("End");
+  await page.keyboard.type(" edited");
+  await waitFor(() => page.evaluate(() => [...document.querySelectorAll(".editor.modified .view-line")].some((x) => x.innerText.replace(/\u00a0/g, " ").trim() === "FIVE edited")), "the typed text in the proposal", 30000);
+  // Accept Change (Ctrl+Alt+Y) on the hunk under the cursor: the last hunk decided answers the edit.
+  await page.keyboard.down("Control");
+  await page.keyboard.down("Alt");
+  await page.keyboard.press("y");
+  await page.keyboard.up("Alt");
+  await page.keyboard.up("Control");
+  const edited = await toolResult("call_proposal");
+  assert.match(edited, /the edit of review\.txt was applied with changes by the user at lines 5-5/, edited);
+  assert.equal(await openedText("review.txt"), "one\nTWO\nthree\nfour\nFIVE edited\nsix\nseven\neight\n", "the edited proposal landed");
+  step("the edited proposal landed");
+
+  // Accept All over a step's three edits; the protected AGENTS.md keeps its own confirmation.
+  writeFileSync(join(workspace, "all-a.txt"), "alpha\n");
+  writeFileSync(join(workspace, "all-b.txt"), "beta\n");
+  writeFileSync(join(workspace, "AGENTS.md"), "# Agents\n");
+  await page.keyboard.press("Escape");
+  const chat = await showChat();
+  await page.keyboard.press("Escape");
+  await palette("Notifications: Clear All Notifications");
+  await agentRun("VSC review accept all");
+  await waitFor(() => text(".statusbar").then((t) => t.includes("Accept All")), "Accept All in the status bar", 60000);
+  const acceptAll = await waitFor(
+    () =>
+      page.evaluate(() => {
+        const item = [...document.querySelectorAll(".statusbar-item")].find((i) => i.innerText.trim() === "Accept All");
+        const r = item?.getBoundingClientRect();
+        return r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : null;
+      }),
+    "the status bar's Accept All",
+    30000,
+  );
+  await page.mouse.click(acceptAll.x, acceptAll.y);
+  step("clicked Accept All");
+  await waitFor(() => text(".statusbar").then((t) => t.includes("Review AGENTS.md")), "the protected file's own review", 60000);
+  const card = await waitFor(() => chatText(chat).then((t) => (t.includes("+# Agents (changed by the agent)") ? t : "")), "the protected edit's diff in the chat", 30000);
+  assert.match(card, /protected file/, card);
+  assert.match(card, /-# Agents\n/, card);
+  assert.equal(readFileSync(join(workspace, "AGENTS.md"), "utf8"), "# Agents\n", "Accept All did not accept the protected file");
+  await page.screenshot({ path: join(out, "review-chat.png") });
+  await chat.evaluate(() => {
+    const cards = [...document.querySelectorAll(".review")].filter((c) => c.innerText.includes("AGENTS.md"));
+    [...cards.at(-1).querySelectorAll("button")].find((b) => b.innerText.trim() === "Reject Edit").click();
+  });
+  step("rejected the protected edit in the chat");
+  const results = await Promise.all(["call_all_a", "call_all_b", "call_all_agents"].map(toolResult));
+  assert.deepEqual(results.slice(0, 2), ["edited all-a.txt", "edited all-b.txt"], "Accept All applied the step's other edits");
+  assert.match(results[2], /did not apply the edit of AGENTS\.md \(rejected by the user in review\)/, results[2]);
+  await waitFor(() => text(".notifications-toasts").then((t) => t.includes("Agent done (2 edits")), "the accept-all run's summary", 60000);
+  assert.equal(await openedText("all-a.txt"), "ALPHA\n");
+  assert.equal(await openedText("all-b.txt"), "BETA\n");
+  step("Accept All applied every edit but the protected one");
+}
+
+/** The CodeLens of the editors whose text is title ("$(check) Accept" shows as "Accept"; one without a command is a span), top to bottom. */
+async function lenses(title) {
+  return page.evaluate((title) => {
+    return [...document.querySelectorAll(".codelens-decoration a, .codelens-decoration > span")]
+      .filter((a) => a.innerText.replace(/\u00a0/g, " ").trim() === title)
+      .map((a) => a.getBoundingClientRect().top)
+      .sort((x, y) => x - y);
+  }, title);
+}
+
+/** Clicks the i-th CodeLens (top to bottom) whose text is title, with the mouse (the editor acts on the mouse-down, not on a click event). */
+async function clickLens(title, i) {
+  const at = await waitFor(
+    () =>
+      page.evaluate(
+        (title, i) => {
+          const all = [...document.querySelectorAll(".codelens-decoration a")].filter((a) => a.innerText.replace(/\u00a0/g, " ").trim() === title);
+          all.sort((x, y) => x.getBoundingClientRect().top - y.getBoundingClientRect().top);
+          const r = all[i]?.getBoundingClientRect();
+          return r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : null;
+        },
+        title,
+        i,
+      ),
+    `CodeLens ${title} #${i + 1}`,
+    120000,
+  );
+  await page.mouse.click(at.x, at.y);
+}
+
+/** The content of the tool result the model received for callId (the scripted model records its requests). */
+async function toolResult(callId) {
+  return waitFor(() => {
+    let lines = [];
+    try {
+      lines = readFileSync(process.env.E2E_REQUESTS, "utf8").trim().split("\n").filter(Boolean);
+    } catch {
+      return "";
+    }
+    for (const l of lines) {
+      const m = JSON.parse(l).messages.find((m) => m.role === "tool" && m.tool_call_id === callId);
+      if (m) return m.content;
+    }
+    return "";
+  }, `the model's request with the result of ${callId}`, 120000);
+}
+
+/** The text of name in the editor, opened with Quick Open (edits land unsaved: the disk may not have them). */
+async function openedText(name) {
+  await quickOpen(name);
+  await waitFor(() => page.title().then((t) => t.includes(name)), `${name} in the editor (the window's title)`, 30000);
+  await new Promise((r) => setTimeout(r, 500));
+  return editorText();
+}
+
+// quickOpen opens the file name with Quick Open (Ctrl+P). Typing is tried again when the list has not
+// shown the file after a while: a panel that takes the focus as the window loads can take the keys.
+async function quickOpen(name) {
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press("Escape");
+    await waitFor(async () => {
+      await page.keyboard.down("Control");
+      await page.keyboard.press("p");
+      await page.keyboard.up("Control");
+      return page.waitForSelector(".quick-input-widget input", { visible: true, timeout: 3000 }).then(() => true, () => false);
+    }, "quick open", 60000);
+    await page.keyboard.type(name);
+    try {
+      await waitFor(() => text(".quick-input-list .monaco-list-row.focused").then((t) => t.includes(name)), `${name} in quick open`, 30000);
+      break;
+    } catch (e) {
+      if (attempt === 3) throw e;
+      step(`quick open did not list ${name}: again`);
+    }
+  }
+  await page.keyboard.press("Enter");
 }
 
 /** The number of times the server was started (run.sh's wrapper logs each start). */
@@ -313,6 +449,8 @@ async function conversations() {
   );
   await page.keyboard.press("Escape");
   step("a failed run shows its reason");
+
+  await slashCompletion({ page, chat, chatText, chatSend, waitFor, step, out });
 
   // A settings change goes to the running server: the next run uses it, the server is not restarted.
   setSetting("agentLsp.contextTokens", 16384);

@@ -3,15 +3,18 @@
 // session picker. A prompt starts a new session, or follows up in the shown
 // one (queued while its run is going); #file, #file:PATH and #selection
 // attach context references (agent.run's context: the server reads them as
-// the editor has them, never pasted). Runs go through launch.ts, so they show
+// the editor has them, never pasted). Each agent edit waiting for review shows
+// with its diff and the review's buttons (review.ts). Runs go through launch.ts, so they show
 // in the status bar and notifications as the commands' runs do.
 import * as vscode from "vscode";
-import { ChatTranscript, parseRefs, type ChatItem, type RefLabel, type TypedRef } from "./chatModel";
+import { ChatTranscript, parseRefs, reviewItem, type ChatItem, type RefLabel, type TypedRef } from "./chatModel";
+import type { CommandId } from "./commands";
 import type { Ctx } from "./ctx";
 import { errorText } from "./format";
 import { cancelRun, followUpRun, runPrompt } from "./launch";
 import { requests, type AgentEvent, type ContextRef, type RunResult } from "./protocol";
 import type { Run } from "./runs";
+import { slashCommands, slashScript, slashStyle, type SlashItem } from "./slash";
 
 /** What the page sends the extension. */
 export type FromPage =
@@ -20,14 +23,30 @@ export type FromPage =
   | { type: "stop" }
   | { type: "sessions" }
   | { type: "pick"; session: string }
-  | { type: "open"; uri: string };
+  | { type: "open"; uri: string }
+  | { type: "review"; action: ReviewAction; id: number; file?: number; key?: string }
+  | { type: "commands" };
+
+/** The review's buttons in the chat: the commands they run (reviewCommands.ts). */
+const reviewActions = {
+  acceptChange: "agentLsp.acceptChange",
+  rejectChange: "agentLsp.rejectChange",
+  acceptEdit: "agentLsp.acceptEdit",
+  rejectEdit: "agentLsp.rejectEdit",
+  acceptAll: "agentLsp.acceptAll",
+  rejectAll: "agentLsp.rejectAll",
+  showReview: "agentLsp.showReview",
+} satisfies Record<string, CommandId>;
+
+export type ReviewAction = keyof typeof reviewActions;
 
 /** What the extension sends the page. */
 export type ToPage =
   | { type: "reset"; items: ChatItem[]; session: string }
   | { type: "items"; items: ChatItem[] }
   | { type: "state"; running: boolean; session: string }
-  | { type: "sessions"; list: { session: string; label: string }[]; current: string };
+  | { type: "sessions"; list: { session: string; label: string }[]; current: string }
+  | { type: "commands"; list: SlashItem[] };
 
 /** The part of a webview view the chat uses (a vscode.WebviewView; tests pass a fake). */
 export interface ChatWebviewView {
@@ -54,6 +73,7 @@ export class ChatView implements vscode.Disposable {
     this.subs.push(
       ctx.onAgentEvent((ev) => this.onEvent(ev)),
       ctx.runs.onIdle(() => this.postState()),
+      ctx.reviews.onDidChange((r) => this.post({ type: "items", items: [reviewItem(ctx.reviews.card(r))] })),
     );
   }
 
@@ -95,7 +115,7 @@ export class ChatView implements vscode.Disposable {
   /** The page's messages, by type. */
   private handlers: { [T in FromPage["type"]]: (m: Extract<FromPage, { type: T }>) => Promise<void> | void } = {
     ready: () => {
-      this.post({ type: "reset", items: this.transcript.all(), session: this.session ?? "" });
+      this.post({ type: "reset", items: this.withReviews(this.transcript.all()), session: this.session ?? "" });
       this.postState();
     },
     send: (m) => this.send(m.text),
@@ -105,7 +125,21 @@ export class ChatView implements vscode.Disposable {
     open: async (m) => {
       await vscode.window.showTextDocument(vscode.Uri.parse(m.uri), { preview: false });
     },
+    review: async (m) => {
+      const command = Object.hasOwn(reviewActions, m.action) ? reviewActions[m.action] : undefined;
+      if (!command) {
+        throw new Error(`unknown review action ${JSON.stringify(m.action)}`);
+      }
+      const args = m.action === "acceptChange" || m.action === "rejectChange" ? [m.id, m.file, m.key] : [m.id];
+      await vscode.commands.executeCommand(command, ...args);
+    },
+    commands: async () => this.post({ type: "commands", list: await slashCommands(this.ctx) }),
   };
+
+  /** items, then the cards of the edits waiting for review (they belong to the window, not to a session). */
+  private withReviews(items: ChatItem[]): ChatItem[] {
+    return [...items, ...this.ctx.reviews.list().map((r) => reviewItem(this.ctx.reviews.card(r)))];
+  }
 
   /** Sends prompt: a new session, or a follow-up in the one shown (queued while its run is going). */
   async send(text: string): Promise<void> {
@@ -133,6 +167,8 @@ export class ChatView implements vscode.Disposable {
     }
     if (!result) {
       this.post({ type: "items", items: this.transcript.note("cancelled before the run started") });
+    } else if (result.status === "done" && result.steps === 0 && result.reply) {
+      this.post({ type: "items", items: this.transcript.note(result.reply) }); // a built-in slash command's answer: no run, no events
     } else if (result.status !== "queued" && result.session === this.session) {
       this.post({ type: "items", items: this.transcript.result(result) });
     }
@@ -160,7 +196,7 @@ export class ChatView implements vscode.Disposable {
   async pick(session: string | undefined): Promise<void> {
     this.pending = undefined;
     this.transcript = session ? ChatTranscript.fromSession(await (await this.ctx.ready()).send(requests.session, { session })) : new ChatTranscript();
-    this.post({ type: "reset", items: this.transcript.all(), session: session ?? "" });
+    this.post({ type: "reset", items: this.withReviews(this.transcript.all()), session: session ?? "" });
     this.postState();
   }
 
@@ -278,12 +314,20 @@ textarea { width: 100%; box-sizing: border-box; min-height: 4em; resize: vertica
 button { background: var(--vscode-button-background); color: var(--vscode-button-foreground); border: none; padding: 4px 10px; cursor: pointer; }
 button.secondary { background: var(--vscode-button-secondaryBackground); color: var(--vscode-button-secondaryForeground); }
 button[hidden] { display: none; }
-</style></head>
+.review { border-left: 2px solid var(--vscode-editorWarning-foreground, orange); padding-left: 6px; }
+.review .file { margin: 4px 0; }
+.hunk-head { margin-top: 4px; font-size: .9em; display: flex; gap: 4px; align-items: center; }
+.hunk-head button, .review-actions button { padding: 2px 8px; }
+.review-actions { display: flex; flex-wrap: wrap; gap: 4px; margin: 6px 0; }
+pre.diff { margin: 2px 0; }
+.diff .del { color: var(--vscode-gitDecoration-deletedResourceForeground, #c74e39); }
+.diff .add { color: var(--vscode-gitDecoration-addedResourceForeground, #587c0c); }
+${slashStyle}</style></head>
 <body>
 <div id="bar"><select id="session" title="Session"><option value="">New chat</option></select><button id="new" class="secondary" title="New chat">+</button></div>
 <div id="log" role="log" aria-live="polite"></div>
 <div id="input">
-<textarea id="prompt" placeholder="Ask the agent… (#file, #file:path, #selection attach context; Ctrl+Enter sends)"></textarea>
+<textarea id="prompt" placeholder="Ask the agent… (/ for commands; #file, #file:path, #selection attach context; Ctrl+Enter sends)"></textarea>
 <div id="buttons"><button id="stop" class="secondary" hidden>Stop</button><button id="send">Send</button></div>
 </div>
 <script nonce="${nonce}">
@@ -324,7 +368,14 @@ document.getElementById("new").addEventListener("click", () => vscode.postMessag
 log.addEventListener("click", (e) => {
   const a = e.target.closest("a[data-open]");
   if (a) { e.preventDefault(); vscode.postMessage({ type: "open", uri: a.dataset.open }); }
+  const r = e.target.closest("[data-review]");
+  if (r) {
+    e.preventDefault();
+    const d = r.dataset;
+    vscode.postMessage({ type: "review", action: d.review, id: Number(d.id), ...(d.file !== undefined && { file: Number(d.file), key: d.key }) });
+  }
 });
+${slashScript}
 vscode.postMessage({ type: "ready" });
 </script></body></html>`;
 }

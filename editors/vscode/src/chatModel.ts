@@ -4,10 +4,13 @@
 // tool calls as collapsible rows with their status, edits linked to their
 // files, queued prompts, and the end line of each run (status, what failed,
 // edits, steps, tokens and cost). Built from agent/event notifications and
-// from a stored transcript (agent.session). No vscode import.
+// from a stored transcript (agent.session). Also the card of an agent edit
+// waiting for review: its diff, with the review's buttons. No vscode import.
 import { dollars, tokens } from "./format";
+import { hunkLines } from "./hunks";
 import { escapeHtml, renderInline, renderMarkdown } from "./markdown";
 import type { AgentEvent, FinishedRun, Message, SessionDetail, UsageEvent } from "./protocol";
+import type { ReviewHunk } from "./reviewModel";
 
 /** One row of the transcript: its id in the page, and its HTML. */
 export interface ChatItem {
@@ -258,4 +261,46 @@ export function parseRefs(prompt: string): TypedRef[] {
     }
   }
   return out;
+}
+
+/** An agent edit under review, as the chat shows it (review.ts builds it). */
+export interface ReviewCard {
+  id: number;
+  label: string;
+  why: string;
+  place: string;
+  protected: boolean;
+  files: { name: string; hunks: ReviewHunk[] }[];
+  /** How it ended; unset while it waits. */
+  outcome?: string;
+  reason?: string;
+}
+
+/** The chat's item of a review: its diff with Accept and Reject per hunk and for the edit while it waits, its outcome after. */
+export function reviewItem(c: ReviewCard): ChatItem {
+  const id = `rv-${c.id}`;
+  const head = `${escapeHtml(c.label)} <span class="note">${escapeHtml(c.why)}${c.place ? ` (${escapeHtml(c.place)})` : ""}</span>`;
+  if (c.outcome) {
+    const ok = c.outcome.startsWith("accepted");
+    const reason = c.reason ? `: ${escapeHtml(c.reason)}` : "";
+    return { id, html: `<div class="line review-end ${ok ? "ok" : "error"}">${ok ? "✓" : "✗"} ${escapeHtml(c.label)}: ${escapeHtml(c.outcome)}${reason}</div>` };
+  }
+  const button = (action: string, label: string, secondary = false, extra = "") =>
+    `<button class="${secondary ? "secondary" : ""}" data-review="${action}" data-id="${c.id}"${extra}>${label}</button>`;
+  const files = c.files
+    .map((f, i) => {
+      const hunks = f.hunks
+        .map((h) => {
+          const at = ` data-file="${i}" data-key="${escapeHtml(h.key)}"`;
+          const actions = (h.accepted ? `<span class="note">✓ accepted</span>` : button("acceptChange", "Accept", false, at)) + button("rejectChange", "Reject", true, at);
+          const lines = [...h.old.map((l) => `<span class="del">-${escapeHtml(l.replace(/\r?\n$/, ""))}</span>`), ...h.lines.map((l) => `<span class="add">+${escapeHtml(l.replace(/\r?\n$/, ""))}</span>`)];
+          return `<div class="hunk"><div class="hunk-head">${escapeHtml(hunkLines(h))} ${actions}</div><pre class="diff">${lines.join("\n")}</pre></div>`;
+        })
+        .join("");
+      return `<div class="file"><a href="#" data-review="showReview" data-id="${c.id}">${escapeHtml(f.name)}</a>${hunks || ` <span class="note">no change left</span>`}</div>`;
+    })
+    .join("");
+  const all = button("acceptEdit", "Accept Edit") + button("rejectEdit", "Reject Edit", true) + button("acceptAll", "Accept All") + button("rejectAll", "Reject All", true);
+  const note = c.protected ? `<div class="note">A protected file: Accept All leaves it to you.</div>` : "";
+  return { id, html: `<div class="msg review"><div class="who">Review: ${head}</div>${files}${note}<div class="review-actions">${all}</div></div>` };
 }

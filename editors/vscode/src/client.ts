@@ -3,8 +3,9 @@
 // first needs it (the binary found by locate.ts); sends it settings changes
 // (workspace/didChangeConfiguration), restarts it, and adapts it to the typed
 // AgentServer port the commands use. It saves the
-// agent's edits before its commands (save.ts) and shows edits waiting for
-// review (review.ts). It knows the versions Agent: About reports (about.ts).
+// agent's edits before its commands (save.ts) and hands edits that need
+// confirmation to the review (review.ts). It knows the versions Agent: About
+// reports (about.ts).
 import * as vscode from "vscode";
 import {
   DidChangeConfigurationNotification,
@@ -13,6 +14,7 @@ import {
   type LanguageClientOptions,
   RevealOutputChannelOn,
   WorkDoneProgress,
+  type WorkspaceMiddleware,
 } from "vscode-languageclient/node";
 import { aboutReport, binaryVersion, type AboutInfo } from "./about";
 import { apiKeySecret, bundledBinary, initializationOptions, type SettingProblem, type Settings } from "./config";
@@ -20,7 +22,6 @@ import { languageForAgent } from "./language";
 import { locateServer } from "./locate";
 import type { AgentServer, Client } from "./ctx";
 import type { WireEvent } from "./protocol";
-import { showReviews } from "./review";
 import { didSave, saveForAgent } from "./save";
 
 export class AgentClient implements Client, vscode.Disposable {
@@ -35,8 +36,10 @@ export class AgentClient implements Client, vscode.Disposable {
     private context: vscode.ExtensionContext,
     private settings: (problems?: SettingProblem[]) => Settings,
     private onEvent: (ev: WireEvent) => void,
-    /** Appends a line to the transcript: what was saved for a command, an edit waiting for review. */
+    /** Appends a line to the transcript: what was saved for a command. */
     private note: (line: string) => void,
+    /** Handles workspace/applyEdit: the review of edits that need confirmation (review.ts). */
+    private review: NonNullable<WorkspaceMiddleware["handleApplyEdit"]>,
   ) {}
 
   server(): AgentServer | undefined {
@@ -67,7 +70,7 @@ export class AgentClient implements Client, vscode.Disposable {
       initializationOptions: initializationOptions(settings),
       outputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      middleware: { workspace: { handleApplyEdit: showReviews(this.note) }, didSave },
+      middleware: { workspace: { handleApplyEdit: this.review }, didSave },
     };
     const client = new LanguageClient("agentLsp", "agent-lsp", exe, clientOptions);
     client.onNotification("agent/event", (ev: WireEvent) => this.onEvent(ev));

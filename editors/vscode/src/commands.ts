@@ -9,6 +9,7 @@ import { deleted, errorText, mcpReport, modelItem, parseSessionDocPath, projectI
 import { cancelRun, followUpRun, launch, runPrompt } from "./launch";
 import { markdownDocuments } from "./markdownDocs";
 import { requests, type RunArgs, type SessionInfo } from "./protocol";
+import { acceptAll, acceptChange, acceptEdit, rejectAll, rejectChange, rejectEdit, showReview } from "./reviewCommands";
 
 /** The commands by id; package.json contributes exactly these. */
 export const commands = {
@@ -28,6 +29,13 @@ export const commands = {
   "agentLsp.selectModel": selectModel,
   "agentLsp.showChat": showChat,
   "agentLsp.about": about,
+  "agentLsp.showReview": showReview,
+  "agentLsp.acceptChange": acceptChange,
+  "agentLsp.rejectChange": rejectChange,
+  "agentLsp.acceptEdit": acceptEdit,
+  "agentLsp.rejectEdit": rejectEdit,
+  "agentLsp.acceptAll": acceptAll,
+  "agentLsp.rejectAll": rejectAll,
 } satisfies Record<string, (ctx: Ctx) => Cmd>;
 
 export type CommandId = keyof typeof commands;

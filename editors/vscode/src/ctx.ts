@@ -8,6 +8,7 @@ import type { Settings } from "./config";
 import { EventFormatter } from "./format";
 import { memoryState, ModelChoice } from "./models";
 import { isAgentEvent, type AgentEvent, type ProgressValue, type Request, type WireEvent } from "./protocol";
+import { Reviews } from "./review";
 import { Runs } from "./runs";
 import { UsageStatus } from "./usage";
 
@@ -53,12 +54,14 @@ export class Ctx implements vscode.Disposable {
   private events = new vscode.EventEmitter<AgentEvent>();
   /** Every agent/event of a known kind, after the transcript has it (the chat view listens). */
   readonly onAgentEvent = this.events.event;
+  /** The agent edits under review (the client's workspace/applyEdit middleware). */
+  readonly reviews = new Reviews((line) => this.output.appendLine(line), this.onAgentEvent, this.runs.onIdle);
   /** The session of the latest run, which Switch Project moves. */
   lastSession: string | undefined;
   /** The project picked with Switch Project, for new runs. */
   chosenProject: string | undefined;
   private formatter = new EventFormatter();
-  private subscriptions: vscode.Disposable[] = [this.output, this.runs, this.usage, this.events];
+  private subscriptions: vscode.Disposable[] = [this.output, this.runs, this.usage, this.events, this.reviews];
 
   constructor(
     readonly client: Client,

@@ -1,8 +1,9 @@
 // Entry point: one agent-lsp server per window (client.ts), started when a
 // command or the chat first needs it (or at once with agentLsp.autoStart),
 // once the workspace is trusted; the context the commands work in (ctx.ts),
-// the commands (commands.ts), the chat view (chat.ts), and the reaction to
-// settings changes (settingsChange.ts).
+// the commands (commands.ts), the chat view (chat.ts), the review of edits
+// that need confirmation (review.ts), and the reaction to settings changes
+// (settingsChange.ts).
 import * as vscode from "vscode";
 import { ChatView } from "./chat";
 import { AgentClient } from "./client";
@@ -16,13 +17,19 @@ let client: AgentClient | undefined;
 /** Activates the extension: one agent-lsp server per window. */
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   // The client hands agent/event and its own transcript lines to the context, which reaches the server through the client.
-  const agent = new AgentClient(context, settings, (ev) => ctx.onEvent(ev), (line) => ctx.output.appendLine(line));
-  const ctx = new Ctx(agent, settings, context.workspaceState);
+  const agent: AgentClient = new AgentClient(
+    context,
+    settings,
+    (ev) => ctx.onEvent(ev),
+    (line) => ctx.output.appendLine(line),
+    (params, next) => ctx.reviews.handle(params, next),
+  );
+  const ctx: Ctx = new Ctx(agent, settings, context.workspaceState);
   client = agent;
   registerCommands(ctx);
   watchSettings(ctx);
   const chat = new ChatView(ctx);
-  ctx.pushCleanup(chat, chat.register());
+  ctx.pushCleanup(chat, chat.register(), ...ctx.reviews.register());
   // In Restricted Mode (package.json: untrustedWorkspaces "limited") the server waits for trust.
   const autoStart = () => settings().autoStart && void agent.start();
   context.subscriptions.push(ctx, agent, vscode.workspace.onDidGrantWorkspaceTrust(autoStart));

@@ -287,6 +287,20 @@ export interface McpProject {
   servers: McpServerInfo[];
 }
 
+/** A slash command a prompt may start with, as agent.commands lists it. */
+export interface CommandInfo {
+  /** Without the slash. */
+  name: string;
+  description: string;
+  argumentHint?: string;
+  /** builtin, user or project. */
+  source: string;
+  /** Its file: relative to the project's root, or absolute for the user's. */
+  path?: string;
+  /** Why the file cannot run. */
+  error?: string;
+}
+
 /** Every server command by its wire name, with its argument and result types. */
 export interface Commands {
   "agent.run": { args: RunArgs; result: RunResult };
@@ -299,6 +313,7 @@ export interface Commands {
   "agent.switchProject": { args: { session: string; project: string }; result: { session: string; project: string } };
   "agent.models": { args: NoArgs; result: ModelsResult };
   "agent.mcp": { args: NoArgs; result: McpProject[] };
+  "agent.commands": { args: { project?: string }; result: { commands: CommandInfo[] } };
 }
 
 export type CommandName = keyof Commands;
@@ -324,6 +339,7 @@ export const requests = {
   switchProject: request("agent.switchProject"),
   models: request("agent.models"),
   mcp: request("agent.mcp"),
+  commands: request("agent.commands"),
 };
 
 /** Params of agent/saveDocuments: documents the session's agent edited that the editor holds unsaved. */

@@ -36,7 +36,7 @@ export function watchSettings(ctx: Ctx): void {
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration("agentLsp.edits")) {
         const review = ctx.settings().edits === "review";
-        vscode.window.setStatusBarMessage(review ? "agent: edits now open in the refactor preview first" : "agent: edits now apply directly", 8000);
+        vscode.window.setStatusBarMessage(review ? "agent: edits now open for your review first" : "agent: edits now apply directly", 8000);
       }
       if (affects(e, restartSettings)) {
         restartWhenIdle(); // the new server reads every setting

@@ -11,6 +11,7 @@ import { ChatTranscript } from "../src/chatModel";
 import { deleted, dollars, EventFormatter, mcpReport, modelItem, projectItem, projectsReport, sessionDocLink, sessionItem, summary, switched, tokens, transcript, unread, usageText } from "../src/format";
 import { eventTypes, requests, serverRequests, type AgentEventOf, type CommandExample, type CommandName, type EventType, type RunResult } from "../src/protocol";
 import { commandExamples, eventExamples } from "./fixtures";
+import { slashItems, slashMatches } from "../src/slash";
 
 const protocol = "../../testdata/protocol"; // the tests run in editors/vscode
 
@@ -153,7 +154,7 @@ const runShows = ({ result: r }: { result: RunResult }) => {
     assert.equal(unread(r), "", "a queued prompt leaves nothing unread");
     return;
   }
-  shows(summary(r), [`Agent ${r.status}`, `${r.edits} edit`, `${r.steps} step`, r.error ?? r.reply], `summary of ${r.session}`);
+  shows(summary(r), [`Agent ${r.status}`, `${r.edits} edit`, `${r.steps} step`, (r.error ?? r.reply).trim().split("\n")[0]], `summary of ${r.session}`); // a reply's first line
   if (r.usage.totalTokens) {
     shows(summary(r), [usageText({ total: r.usage.totalTokens, cost: r.usage.cost })], `summary of ${r.session}: its usage`);
   }
@@ -230,6 +231,18 @@ const commandShows: { [C in CommandName]: (ex: CommandExample<C>) => void } = {
     }
   },
   "agent.switchProject": ({ result }) => shows(switched(result), [result.session, result.project], "switch"),
+  // The chat's prompt box offers each command that can run when "/" and the start of its name are typed.
+  "agent.commands": ({ result }) => {
+    const items = slashItems(result.commands);
+    for (const c of result.commands) {
+      const offered = slashMatches(`/${c.name.slice(0, 2)}`, items)?.find((i) => i.name === c.name);
+      if (c.error) {
+        assert.equal(offered, undefined, `/${c.name} cannot run: not offered`);
+      } else {
+        assert.deepEqual(offered, { name: c.name, description: c.description, hint: c.argumentHint, source: c.source }, `/${c.name} offered`);
+      }
+    }
+  },
   "agent.models": ({ result }) => {
     for (const m of result.models) {
       const item = modelItem(m, result, "");

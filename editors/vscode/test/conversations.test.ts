@@ -306,3 +306,31 @@ test("references parse once each; the end line reads as a sentence", () => {
   assert.equal(endLine({ status: "done", edits: 1, steps: 3, usage: { total: 4011, cost: 0.01011 }, model: "scripted-large" }), "done · 1 edit · 3 steps · 4.0k tokens · $0.0101 · scripted-large");
   assert.equal(new ChatTranscript().event({ session: "s", seq: 1, type: "message.delta", text: "", contextId: "subagent-x" }).length, 0);
 });
+
+test("an edit under review shows in the chat with its diff; the page's buttons decide it; an unknown action is refused", async () => {
+  const { chat, view } = openChat();
+  stub.fileTexts.set("/w/notes.txt", "one\ntwo\n");
+  const passed: unknown[] = [];
+  const params = {
+    label: "agent: edit notes.txt",
+    edit: {
+      documentChanges: [{ textDocument: { uri: "file:///w/notes.txt", version: null }, edits: [{ range: { start: { line: 1, character: 0 }, end: { line: 2, character: 0 } }, newText: "TWO\n" }] }],
+      changeAnnotations: { r: { label: "x", needsConfirmation: true, description: "proposed by agent-lsp; accept or reject" } },
+    },
+  };
+  const answer = ctx.reviews.handle(params, async (p) => (passed.push(p), { applied: true }));
+  await tick();
+  await tick();
+  assert.match(view.html(), /Review: agent: edit notes\.txt/);
+  assert.match(view.html(), /<span class="del">-two<\/span>\n<span class="add">\+TWO<\/span>/);
+  await chat.onMessage({ type: "review", action: "nope" as never, id: 1 });
+  assert.match(view.html(), /unknown review action &quot;nope&quot;/);
+  const [review] = ctx.reviews.list();
+  const [hunk] = ctx.reviews.hunks(review, 0);
+  await chat.onMessage({ type: "review", action: "acceptChange", id: review.id, file: 0, key: hunk.key });
+  assert.deepEqual(await answer, { applied: true }, "the last hunk accepted answers the edit");
+  assert.equal(passed.length, 1);
+  await tick();
+  assert.match(view.html(), /✓ agent: edit notes\.txt: accepted/);
+  assert.doesNotMatch(view.html(), /data-review=/, "no buttons once decided");
+});

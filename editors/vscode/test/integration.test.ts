@@ -13,10 +13,12 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import * as rpc from "vscode-jsonrpc/node";
-import type { ClientCapabilities } from "vscode-languageclient";
+import type { ApplyWorkspaceEditParams, ClientCapabilities } from "vscode-languageclient";
 import { defaultSettings, initializationOptions, serverExecutable, tuning, type Settings } from "../src/config";
 import { projectItem, sandboxSummary } from "../src/format";
+import { applyTextEdits as applyLsp, revertEdit, splitLines } from "../src/hunks";
 import { requests, type SessionDetail } from "../src/protocol";
+import { decision, hunksOf, reviewFiles } from "../src/reviewModel";
 import { saveForAgent } from "../src/save";
 import { stub, Uri } from "./vscode-stub";
 
@@ -40,6 +42,8 @@ type Started = {
   notes: string[];
   /** What the "user" makes of an edit's text edits before they are applied (as unticking parts in the preview); as sent by default. */
   keep: (edits: TextEdit[]) => TextEdit[];
+  /** How the "user" decides an edit that needs confirmation, as the extension's review answers it; unset: rejected. */
+  review?: (p: ApplyWorkspaceEditParams) => Promise<ReturnType<typeof decision>>;
 };
 
 type Pos = { line: number; character: number };
@@ -90,8 +94,15 @@ async function startServer(settings: Settings, root: string, init = initializati
   s.conn.onRequest("workspace/applyEdit", async (p: any): Promise<{ applied: boolean; failureReason?: string }> => {
     s.edits.push(p);
     const review = Object.values(p.edit.changeAnnotations ?? {}).some((a: any) => a.needsConfirmation);
-    if (review) {
+    if (review && !s.review) {
       return { applied: false, failureReason: "rejected in review" };
+    }
+    if (review) {
+      const d = await s.review!(p);
+      if ("refuse" in d) {
+        return d.refuse as { applied: boolean; failureReason?: string };
+      }
+      p = d.apply;
     }
     for (const change of p.edit.documentChanges ?? []) {
       if (change.kind === "create") {
@@ -227,6 +238,34 @@ test("review mode marks every edit as needing confirmation, and a rejection reac
     const detail: any = await s.conn.sendRequest("workspace/executeCommand", { command: "agent.session", arguments: [{ session: result.session }] });
     const tool = detail.messages.find((m: any) => m.role === "tool");
     assert.match(tool.content, /rejected in review/);
+  } finally {
+    await stop(s);
+  }
+});
+
+test("a review that keeps one hunk of an edit and rejects the other: the file gets the kept one, the agent is told the rejected lines", { skip: missing && "set by scripts/test.sh" }, async () => {
+  const root = workspaceCopy("hunks", { "review.txt": "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n" });
+  const settings: Settings = { ...defaultSettings, path: bin!, storePath: join(dir, "hunks.db"), edits: "review" };
+  const s = await startServer(settings, root);
+  try {
+    // The agent replaces lines 2-7 in one edit; the review cuts it into two hunks: accept the first, reject the second.
+    s.review = async (p) => {
+      const files = await reviewFiles(p, async (uri) => s.docs.get(uri)?.text ?? readFileSync(fileURLToPath(uri), "utf8"));
+      const [first, second] = hunksOf(files[0]);
+      assert.deepEqual([first.lines, second.lines], [["TWO\n"], ["SEVEN\n"]]);
+      files[0].accepted.add(first.key);
+      files[0].current = applyLsp(files[0].current, [revertEdit(splitLines(files[0].current), second)]);
+      return decision(p, files, true);
+    };
+    const result: any = await s.conn.sendRequest("workspace/executeCommand", {
+      command: "agent.run",
+      arguments: [{ prompt: "VSC review two hunks", edits: settings.edits }],
+    });
+    assert.equal(result.status, "done", JSON.stringify(result));
+    const doc = s.docs.get(pathToFileURL(join(root, "review.txt")).href);
+    assert.equal(doc?.text, "one\nTWO\nthree\nfour\nfive\nsix\nseven\neight\n", "exactly the accepted hunk landed");
+    const told = await toolResult(s, result.session, "edit_file");
+    assert.match(told, /the edit of review\.txt was applied with changes by the user at lines 7-7/, told);
   } finally {
     await stop(s);
   }

@@ -16,7 +16,7 @@ function vsDiagnostic(d: { range: any; severity?: number; message: string; sourc
 }
 
 function tracker() {
-  return new SettleTracker(stub.textChanged.event as any, stub.diagnosticsChanged.event as any);
+  return new SettleTracker(stub.docChanges.event as any, stub.diagnosticsChanged.event as any);
 }
 
 beforeEach(() => stub.reset());
@@ -27,7 +27,7 @@ test("the contract's fixture: agent/diagnostics answers the editor's diagnostics
     const t = tracker();
     for (const it of ex.result.items) {
       stub.diagnostics.set(it.uri, it.diagnostics.map(vsDiagnostic));
-      stub.textChanged.fire({ document: { uri: Uri.parse(it.uri) }, contentChanges: [{}] });
+      stub.docChanges.fire({ document: { uri: Uri.parse(it.uri) }, contentChanges: [{}] });
     }
     setTimeout(() => stub.diagnosticsChanged.fire({ uris: ex.result.items.map((i) => Uri.parse(i.uri)) }), 20);
     assert.deepEqual(await diagnostics(ex.params, t), ex.result);
@@ -40,7 +40,7 @@ test("diagnostics settle on the change event after the document's last change, e
   stub.diagnostics.set(u.toString(), [vsDiagnostic({ range: { start: { line: 2, character: 12 }, end: { line: 2, character: 18 } }, message: "old" })]);
   stub.diagnosticsChanged.fire({ uris: [u] });
   assert.equal(t.settled(u.toString()), true);
-  stub.textChanged.fire({ document: { uri: u }, contentChanges: [{}] }); // the agent's edit
+  stub.docChanges.fire({ document: { uri: u }, contentChanges: [{}] }); // the agent's edit
   assert.equal(t.settled(u.toString()), false);
   const start = Date.now();
   const r = await diagnostics({ uris: [u.toString()], settle: 150 }, t);
@@ -52,7 +52,7 @@ test("diagnostics settle on the change event after the document's last change, e
   }, 30);
   const settled = await diagnostics({ uris: [u.toString()], settle: 5000 }, t);
   assert.deepEqual(settled, { items: [{ uri: u.toString(), diagnostics: [] }], settled: true });
-  stub.textChanged.fire({ document: { uri: u }, contentChanges: [] }); // a change of nothing (a save): still settled
+  stub.docChanges.fire({ document: { uri: u }, contentChanges: [] }); // a change of nothing (a save): still settled
   assert.equal(t.settled(u.toString()), true);
 });
 

@@ -118,7 +118,7 @@ test("the edit mode goes to the server and says how edits now arrive", () => {
   mode = "review";
   stub.changeSettings("agentLsp.edits");
   assert.deepEqual([restarts, configures], [0, 1]);
-  assert.deepEqual(stub.statusMessages, ["agent: edits now open in the refactor preview first"]);
+  assert.deepEqual(stub.statusMessages, ["agent: edits now open for your review first"]);
 });
 
 test("saving before commands and autoStart are the extension's own: the server hears nothing", () => {

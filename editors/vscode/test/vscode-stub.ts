@@ -97,6 +97,45 @@ export class CodeAction {
   constructor(readonly title: string, readonly kind: CodeActionKind) {}
 }
 
+export class CodeLens {
+  constructor(readonly range: Range, readonly command?: { title: string; command: string; arguments?: any[] }) {}
+}
+
+/** A workspace edit of replacements (what the extension builds itself). */
+export class WorkspaceEdit {
+  readonly entries: { uri: Uri; range: Range; text: string }[] = [];
+  replace(uri: Uri, range: Range, text: string): void {
+    this.entries.push({ uri, range, text });
+  }
+}
+
+export enum FileType {
+  File = 1,
+  Directory = 2,
+}
+
+export class FileSystemError extends Error {
+  static FileNotFound(u?: unknown): FileSystemError {
+    return new FileSystemError(`not found: ${String(u)}`);
+  }
+  static NoPermissions(m?: unknown): FileSystemError {
+    return new FileSystemError(`no permissions: ${String(m)}`);
+  }
+}
+
+export class TabInputTextDiff {
+  constructor(readonly original: Uri, readonly modified: Uri) {}
+}
+
+/** A document of the stub: its text, changed by workspace.applyEdit (and fires onDidChangeTextDocument). */
+export interface StubDocument {
+  uri: Uri;
+  isDirty: boolean;
+  save(): Promise<boolean>;
+  getText?(): string;
+  text?: string;
+}
+
 export enum StatusBarAlignment {
   Left = 1,
   Right = 2,
@@ -147,11 +186,20 @@ export const stub = {
   workspaceFolders: undefined as any,
   /** The diagnostics languages.getDiagnostics returns, by URI string. */
   diagnostics: new Map<string, any[]>(),
-  /** Fire languages.onDidChangeDiagnostics and workspace.onDidChangeTextDocument. */
+  /** Fires languages.onDidChangeDiagnostics. */
   diagnosticsChanged: new EventEmitter<{ uris: Uri[] }>(),
-  textChanged: new EventEmitter<{ document: { uri: Uri }; contentChanges: unknown[] }>(),
   /** The open documents (workspace.textDocuments): at least uri, isDirty and save(). */
-  textDocuments: [] as { uri: Uri; isDirty: boolean; save(): Promise<boolean>; getText?(): string }[],
+  textDocuments: [] as StubDocument[],
+  /** Fires workspace.onDidChangeTextDocument ({document, contentChanges?}). */
+  docChanges: new EventEmitter<{ document: any; contentChanges?: unknown[] }>(),
+  /** The file system providers, by scheme. */
+  fsProviders: new Map<string, any>(),
+  codeLensProviders: [] as any[],
+  /** The tabs window.tabGroups holds, and those closed through it. */
+  tabs: [] as { input: unknown }[],
+  closedTabs: [] as { input: unknown }[],
+  /** What workspace.applyEdit answers (true: it applies the edit to stub.textDocuments). */
+  applyEditResult: true,
   reset(): void {
     this.inputs = [];
     this.inputBoxes = [];
@@ -172,6 +220,9 @@ export const stub = {
     this.executed = [];
     this.shown = [];
     this.diagnostics = new Map();
+    this.tabs = [];
+    this.closedTabs = [];
+    this.applyEditResult = true;
   },
   /** Fires a configuration change of the settings keys (full names, e.g. agentLsp.baseURL). */
   changeSettings(...keys: string[]): void {
@@ -255,6 +306,16 @@ export const window = {
     stub.shown.push(doc);
     return { document: doc };
   },
+  tabGroups: {
+    get all() {
+      return [{ tabs: stub.tabs }];
+    },
+    async close(tabs: { input: unknown }[]) {
+      stub.closedTabs.push(...tabs);
+      stub.tabs = stub.tabs.filter((t) => !tabs.includes(t));
+      return true;
+    },
+  },
   registerWebviewViewProvider(id: string, provider: any) {
     stub.webviewViews.set(id, provider);
     return new Disposable(() => stub.webviewViews.delete(id));
@@ -297,6 +358,10 @@ export const languages = {
     return [...stub.diagnostics].map(([u, ds]) => [Uri.parse(u), ds]);
   },
   onDidChangeDiagnostics: stub.diagnosticsChanged.event,
+  registerCodeLensProvider(_sel: any, provider: any) {
+    stub.codeLensProviders.push(provider);
+    return new Disposable(() => stub.codeLensProviders.splice(stub.codeLensProviders.indexOf(provider), 1));
+  },
   async setTextDocumentLanguage(doc: any, languageId: string) {
     doc.languageId = languageId;
     return doc;
@@ -314,7 +379,25 @@ export const workspace = {
     return stub.textDocuments;
   },
   onDidChangeConfiguration: stub.configuration.event,
-  onDidChangeTextDocument: stub.textChanged.event,
+  onDidChangeTextDocument: stub.docChanges.event,
+  registerFileSystemProvider(scheme: string, provider: any) {
+    stub.fsProviders.set(scheme, provider);
+    return new Disposable(() => stub.fsProviders.delete(scheme));
+  },
+  /** Applies the replacements to stub.textDocuments (line/character positions, lines broken at "\n"). */
+  async applyEdit(we: WorkspaceEdit) {
+    if (!stub.applyEditResult) return false;
+    for (const e of [...we.entries].reverse()) {
+      const doc = stub.textDocuments.find((d) => d.uri.toString() === e.uri.toString());
+      if (!doc) return false;
+      const text = doc.getText!();
+      const offset = (p: Position) => text.split("\n").slice(0, p.line).reduce((n, l) => n + l.length + 1, 0) + p.character;
+      doc.text = text.slice(0, offset(e.range.start)) + e.text + text.slice(Math.min(text.length, offset(e.range.end)));
+      doc.isDirty = true;
+      stub.docChanges.fire({ document: doc });
+    }
+    return true;
+  },
   fs: {
     /** The text of stub.fileTexts, else the real file (the integration test's documents are real files). */
     async readFile(u: Uri) {
@@ -338,6 +421,24 @@ export const workspace = {
       const untitled = Uri.from({ scheme: "untitled", path: `/Untitled-${stub.opened.length + 1}` });
       stub.opened.push({ uri: untitled, content: uri.content });
       return { uri: untitled, getText: () => uri.content, languageId: uri.language ?? "plaintext" };
+    }
+    const open = stub.textDocuments.find((d) => d.uri.toString() === uri.toString());
+    if (open) return open;
+    const fsp = stub.fsProviders.get(uri.scheme);
+    if (fsp) {
+      const doc: StubDocument = {
+        uri,
+        isDirty: false,
+        text: new TextDecoder().decode(fsp.readFile(uri)),
+        getText: () => doc.text!,
+        save: async () => {
+          fsp.writeFile(uri, new TextEncoder().encode(doc.text));
+          doc.isDirty = false;
+          return true;
+        },
+      };
+      stub.textDocuments.push(doc);
+      return doc;
     }
     const provider = stub.contentProviders.get(uri.scheme);
     const content = await provider.provideTextDocumentContent(uri);

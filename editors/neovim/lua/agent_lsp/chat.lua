@@ -10,6 +10,7 @@ local commands = require("agent_lsp.commands")
 local config = require("agent_lsp.config")
 local context = require("agent_lsp.context")
 local render = require("agent_lsp.render")
+local slash = require("agent_lsp.slash")
 local state = require("agent_lsp.state")
 local ui = require("agent_lsp.ui")
 
@@ -277,9 +278,12 @@ function M.send(buf)
     context = refs.context,
     client = c,
     on_result = function(result, run, err)
-      if result and result.session and not chat.session then
+      if result and result.session and result.session ~= "" and not chat.session then
         chat.session = result.session
         name_buffer(chat)
+      end
+      if result and result.status == "done" and result.steps == 0 and (result.reply or "") ~= "" then
+        add(chat, vim.split(result.reply, "\n", { plain = true })) -- a built-in slash command's answer: no run, no events
       end
       if result and result.status == "queued" then
         chat.queued = (chat.queued or 0) + 1
@@ -552,7 +556,7 @@ function M.toggle(prompt, new)
     return c and M.open_session(session, c, origin, prompt)
   end
   local c = client.current()
-  local buf = new_buffer({ "# Agent chat", "", "Write under ## You; " .. config.options.chat.keys.send .. " sends. #buffer, #buffer:<name>, #selection and #diagnostics attach context (<C-x><C-o> completes them)." },
+  local buf = new_buffer({ "# Agent chat", "", "Write under ## You; " .. config.options.chat.keys.send .. " sends. #buffer, #buffer:<name>, #selection and #diagnostics attach context; /name runs a slash command (<C-x><C-o> completes both)." },
     nil, c and c.id, origin)
   show(buf)
   if prompt then
@@ -580,15 +584,21 @@ function M.switch()
   end)
 end
 
----Omni completion of the #references in a chat buffer.
+---Omni completion in a chat buffer: the #references, and a slash command
+---(agent.commands) at the start of a line.
 ---@param findstart integer
 ---@param base string
 ---@return integer|table
 function M.omnifunc(findstart, base)
   if findstart == 1 then
     local line = vim.api.nvim_get_current_line():sub(1, vim.api.nvim_win_get_cursor(0)[2])
-    local start = line:find("#[%w_:%./%-]*$")
+    local start = line:find("#[%w_:%./%-]*$") or line:find("^/[%w_:%.%-]*$")
     return start and start - 1 or -3
+  end
+  if base:sub(1, 1) == "/" then
+    local chat = M.chats[vim.api.nvim_get_current_buf()]
+    local c = chat and chat.client_id and vim.lsp.get_client_by_id(chat.client_id) or client.current()
+    return c and slash.items(c, base) or {}
   end
   local items = {}
   for _, word in ipairs(context.candidates()) do

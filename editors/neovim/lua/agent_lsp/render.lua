@@ -631,6 +631,19 @@ M.results = {
   ["agent.switchProject"] = function(r)
     return { ("session %s now works on project %s"):format(M.str(r.session), M.str(r.project)) }
   end,
+  -- The slash commands: "/name hint — description (source, file)".
+  ["agent.commands"] = function(r)
+    local lines = {}
+    for _, c in ipairs(r.commands or {}) do
+      local line = "/" .. M.str(c.name) .. (c.argumentHint and (" " .. M.str(c.argumentHint)) or "")
+      line = ("%s — %s (%s%s)"):format(line, M.str(c.description), M.str(c.source), c.path and (", " .. M.str(c.path)) or "")
+      if c.error then
+        line = line .. " cannot run: " .. M.str(c.error)
+      end
+      table.insert(lines, line)
+    end
+    return #lines > 0 and lines or { "no slash commands" }
+  end,
 }
 
 return M

@@ -261,6 +261,23 @@
 ---@field root string the project's folder
 ---@field servers AgentLsp.McpServer[]
 
+---A slash command a prompt may start with, as agent.commands lists it.
+---@class AgentLsp.CommandInfo
+---@field name string without the slash
+---@field description string
+---@field argumentHint? string
+---@field source "builtin"|"user"|"project"
+---@field path? string its file: relative to the project's root, or absolute for the user's
+---@field error? string why the file cannot run
+
+---Arguments of agent.commands.
+---@class AgentLsp.CommandsArgs
+---@field project? string default: the first project
+
+---Result of agent.commands.
+---@class AgentLsp.CommandsResult
+---@field commands AgentLsp.CommandInfo[]
+
 -- Commands: each with its argument object and result, the shape of an
 -- example in testdata/protocol/commands/<command>.json. ----------------------
 
@@ -275,6 +292,7 @@
 ---| AgentLsp.Call.SwitchProject
 ---| AgentLsp.Call.Models
 ---| AgentLsp.Call.Mcp
+---| AgentLsp.Call.Commands
 
 ---@class AgentLsp.Call.Run
 ---@field command "agent.run"
@@ -325,6 +343,11 @@
 ---@field command "agent.mcp"
 ---@field arguments AgentLsp.NoArgs
 ---@field result AgentLsp.McpProject[]
+
+---@class AgentLsp.Call.Commands
+---@field command "agent.commands"
+---@field arguments AgentLsp.CommandsArgs
+---@field result AgentLsp.CommandsResult
 
 -- Requests the server sends the client (besides LSP's own): each with its
 -- params and result, the shape of an example in

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package agent
+
+const syscallNoFollow = 0
