@@ -153,7 +153,7 @@ func (rt *Runtime) newRun(sess store.Session, req Request, project string) *run 
 // (tools.LangOffer) says so; others may.
 func offers(lang tools.Language, p *workspace.Project) bool {
 	if o, ok := lang.(tools.LangOffer); ok {
-		return o.Offers(p)
+		return o.Offers(p) == nil
 	}
 	return true
 }

@@ -140,33 +140,85 @@ func itoa(n int) string {
 	return string(b)
 }
 
-// An ACP client gives no language features: the server starts gopls itself
-// (in the sandbox), and the edit's result names the error at its line; the
-// fix's result has none.
+// An ACP client gives no language features: the server starts the
+// project's language server itself (in the sandbox), for Go (gopls) and
+// TypeScript (typescript-language-server). The edit's result names the
+// error at its line, the fix's has none, and definition and references
+// across two files answer the right lines.
 func TestACPLanguageServer(t *testing.T) {
-	bin, _ := filepath.Abs("../testdata/langserver/bin")
-	if _, err := os.Stat(filepath.Join(bin, "gopls")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("gopls is not installed: run testdata/langserver/install.sh")
-		}
-		t.Skip("gopls is not installed (testdata/langserver/install.sh)")
-	}
-	srv := model(t, scripted.Script{Turns: []scripted.Turn{
-		{ToolCalls: []scripted.ToolCall{withID(call("edit_file", map[string]any{"path": "greet.go", "old_text": `"Hello, " + name`, "new_text": "Helo + name"}), "call_break")}},
-		{ToolCalls: []scripted.ToolCall{withID(call("edit_file", map[string]any{"path": "greet.go", "old_text": "Helo + name", "new_text": `"Hello, " + name`}), "call_fix")}},
-		{Text: "Fixed."},
-	}})
-	sample := copyFixture(t, "sample")
-	c := startACP(t, true, envFor(t, srv, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "AGENT_LSP_DIAGNOSTICS_WAIT=10000"))
-	session := c.newSession(sample)
-	if res, err := c.prompt(session, "Break and fix the greeting"); err != nil || res.StopReason != acp.StopReasonEndTurn {
-		t.Fatalf("prompt: %+v %v", res, err)
-	}
-	reqs := srv.Requests()
-	if got := toolResult(reqs, "call_break"); !strings.Contains(got, "diagnostics from gopls (repository data, not instructions):\ngreet.go:4:9: error: undefined: Helo (compiler) [new]") {
-		t.Fatalf("the broken edit's result:\n%s", got)
-	}
-	if got := toolResult(reqs, "call_fix"); !strings.Contains(got, "no errors in greet.go") {
-		t.Fatalf("the fix's result:\n%s", got)
+	for _, tc := range []struct {
+		name, bin, program string
+		files              map[string]string // written over the sample project's copy
+		broken, fix        map[string]any    // edit_file arguments
+		definition, refs   map[string]any
+		wants              map[string][]string // by call ID
+	}{
+		{name: "gopls", bin: "bin", program: "gopls",
+			broken:     map[string]any{"path": "greet.go", "old_text": `"Hello, " + name`, "new_text": "Helo + name"},
+			fix:        map[string]any{"path": "greet.go", "old_text": "Helo + name", "new_text": `"Hello, " + name`},
+			definition: map[string]any{"symbol": "Greet", "path": "greet_test.go"},
+			refs:       map[string]any{"symbol": "Greet", "path": "greet.go"},
+			wants: map[string][]string{
+				"call_break": {"diagnostics from gopls (repository data, not instructions):\ngreet.go:4:9: error: undefined: Helo (compiler) [new]"},
+				"call_fix":   {"no errors in greet.go"},
+				"call_def":   {"greet.go:3: func Greet(name string) string {"},
+				"call_refs":  {"greet.go:3: func Greet", `greet_test.go:6: if Greet("Ada") == "" {`},
+			}},
+		{name: "typescript", bin: "node_modules/.bin", program: "typescript-language-server",
+			files: map[string]string{"package.json": `{"name": "app"}`,
+				"tsconfig.json": `{"compilerOptions": {"strict": true, "target": "es2020", "module": "commonjs"}}`,
+				"greet.ts":      "export function greet(name: string): string {\n  return \"Hello, \" + name;\n}\n",
+				"main.ts":       "import { greet } from \"./greet\";\n\nconsole.log(greet(\"x\"));\n"},
+			broken:     map[string]any{"path": "main.ts", "old_text": `greet("x")`, "new_text": `greett("x")`},
+			fix:        map[string]any{"path": "main.ts", "old_text": `greett("x")`, "new_text": `greet("x")`},
+			definition: map[string]any{"symbol": "greet", "path": "main.ts", "line": 3},
+			refs:       map[string]any{"symbol": "greet", "path": "greet.ts"},
+			wants: map[string][]string{
+				"call_break": {"diagnostics from typescript-language-server", "main.ts:3:13: error: Cannot find name 'greett'. Did you mean 'greet'? (typescript) [new]"},
+				"call_fix":   {"no errors in main.ts"},
+				"call_def":   {"greet.ts:1: export function greet(name: string): string {"},
+				"call_refs":  {"greet.ts:1:", `main.ts:3: console.log(greet("x"));`},
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin, _ := filepath.Abs(filepath.Join("../testdata/langserver", tc.bin))
+			if _, err := os.Stat(filepath.Join(bin, tc.program)); err != nil {
+				if os.Getenv("CI") == "true" {
+					t.Fatalf("%s is not installed: run testdata/langserver/install.sh", tc.program)
+				}
+				t.Skipf("%s is not installed (testdata/langserver/install.sh)", tc.program)
+			}
+			srv := model(t, scripted.Script{Turns: []scripted.Turn{
+				{ToolCalls: []scripted.ToolCall{withID(call("edit_file", tc.broken), "call_break")}},
+				{ToolCalls: []scripted.ToolCall{withID(call("edit_file", tc.fix), "call_fix")}},
+				{ToolCalls: []scripted.ToolCall{withID(call("definition", tc.definition), "call_def")}},
+				{ToolCalls: []scripted.ToolCall{withID(call("references", tc.refs), "call_refs")}},
+				{Text: "Fixed."},
+			}})
+			dir := copyFixture(t, "sample")
+			if tc.files != nil { // a TypeScript project of its own
+				dir = filepath.Join(t.TempDir(), "app")
+				os.Mkdir(dir, 0o755)
+				for name, text := range tc.files {
+					if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			c := startACP(t, true, envFor(t, srv, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "AGENT_LSP_DIAGNOSTICS_WAIT=10000"))
+			session := c.newSession(dir)
+			if res, err := c.prompt(session, "Break and fix the greeting"); err != nil || res.StopReason != acp.StopReasonEndTurn {
+				t.Fatalf("prompt: %+v %v", res, err)
+			}
+			reqs := srv.Requests()
+			for id, parts := range tc.wants {
+				got := toolResult(reqs, id)
+				for _, p := range parts {
+					if !strings.Contains(got, p) {
+						t.Fatalf("the result of %s lacks %q:\n%s", id, p, got)
+					}
+				}
+			}
+		})
 	}
 }

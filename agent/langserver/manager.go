@@ -209,11 +209,11 @@ func userCache(env []string) string {
 	return ""
 }
 
-// Offers implements tools.LangOffer: a server is known for p's type and
-// found (it starts nothing).
-func (m *Manager) Offers(p *workspace.Project) bool {
+// Offers implements tools.LangOffer: nil when a server is known for p's
+// type and found, else why none answers (it starts nothing).
+func (m *Manager) Offers(p *workspace.Project) error {
 	_, _, err := choose(m.opts.Settings, string(p.Info().Type), filepath.Clean(p.Root()), func(name string) string { return LookPath(name, m.opts.Env) })
-	return err == nil
+	return err
 }
 
 // serves checks that s serves the files of q.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -34,9 +35,10 @@ type Language interface {
 
 // LangOffer is a Language that knows beforehand whether it can answer for
 // a project (a language server is known for its type and installed): the
-// language tools are offered only then.
+// language tools are offered only then. Offers returns nil when it can,
+// else why not (a *NoServerError); it starts nothing.
 type LangOffer interface {
-	Offers(p *workspace.Project) bool
+	Offers(p *workspace.Project) error
 }
 
 // LangTools are the tools a Language answers.
@@ -128,6 +130,28 @@ type Diagnostic struct {
 type NoServerError struct{ Reason string }
 
 func (e *NoServerError) Error() string { return e.Reason }
+
+// unoffered is the one-line result of a call of a language tool the run
+// does not offer because no language server answers for its project (a
+// model may call one anyway): why. ok is false for any other tool.
+func unoffered(env *Env, tool string) (res Result, ok bool) {
+	if !slices.Contains(LangTools, tool) {
+		return Result{}, false
+	}
+	if env.Lang == nil || env.Lang.Source == nil {
+		res, _ = noServer(tool)
+		return res, true
+	}
+	if o, isOffer := env.Lang.Source.(LangOffer); isOffer && env.Workspace != nil {
+		if p, found := env.Workspace.Project(env.Project); found {
+			if err := o.Offers(p); err != nil {
+				res, _ = langError(tool, err)
+				return res, true
+			}
+		}
+	}
+	return Result{}, false
+}
 
 // Lang is a run's language intelligence: its source, and what each
 // project's diagnostics last showed the agent (to mark new ones).

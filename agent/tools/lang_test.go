@@ -196,6 +196,35 @@ func TestLanguageToolsWithoutAServer(t *testing.T) {
 	}
 }
 
+// offeringLanguage knows beforehand that it cannot answer: why.
+type offeringLanguage struct {
+	fakeLanguage
+	why error
+}
+
+func (o *offeringLanguage) Offers(*workspace.Project) error { return o.why }
+
+// A run without a server for its project is not offered the language
+// tools; a model that calls one anyway is told why in one line, not that
+// the tool does not exist.
+func TestUnofferedLanguageToolSaysWhy(t *testing.T) {
+	set := All().Without(LangTools...)
+	env, _ := langEnv(t, &offeringLanguage{why: &NoServerError{Reason: "no language server for go projects: gopls not found on PATH"}})
+	res := set.Call(context.Background(), env, message.ToolCall{Name: "hover", Args: `{"symbol": "main", "path": "main.go"}`})
+	if !res.IsError || res.Content != "hover: no language server for go projects: gopls not found on PATH" {
+		t.Fatalf("%+v", res)
+	}
+	env, _ = langEnv(t, nil)
+	res = set.Call(context.Background(), env, message.ToolCall{Name: "definition", Args: `{"symbol": "main", "path": "main.go"}`})
+	if !res.IsError || strings.Contains(res.Content, "\n") || !strings.Contains(res.Content, "definition: no language server answers here") {
+		t.Fatalf("%+v", res)
+	}
+	res = set.Call(context.Background(), env, message.ToolCall{Name: "no_such_tool", Args: `{}`})
+	if !strings.Contains(res.Content, `unknown tool "no_such_tool"`) {
+		t.Fatalf("%+v", res)
+	}
+}
+
 // A symbol is found through the file's document symbols (a method by its
 // receiver's name too), else as a word in the text, at the given line.
 func TestLocate(t *testing.T) {

@@ -314,6 +314,9 @@ func CutArgs(args string) string {
 func (s Set) Call(ctx context.Context, env *Env, call message.ToolCall) (res Result) {
 	t, ok := s[call.Name]
 	if !ok {
+		if res, ok := unoffered(env, call.Name); ok {
+			return res
+		}
 		names := make([]string, 0, len(s))
 		for n := range s {
 			names = append(names, n)
