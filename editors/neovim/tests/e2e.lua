@@ -969,6 +969,9 @@ test("mcp_servers reach the server: the MCP tool is called once allowed, :AgentM
   local project_file = ws .. "/.mcp.json"
   vim.fn.writefile({ vim.fn.json_encode({ mcpServers = { repo = { command = mcp_bin, args = { "--from-the-repository" } } } }) }, project_file)
   agent.config.mcp_servers = { tools = { command = mcp_bin, env = {} } }
+  -- Room for every tool: the built-in ones, the language tools (this client
+  -- answers them) and the MCP server's, none left out to fit the context.
+  agent.config.context_tokens = 32768
   local asked = {}
   local restore = answer_questions(function(message)
     if message:find("defines the MCP server repo", 1, true) then
@@ -1026,7 +1029,7 @@ test("mcp_servers reach the server: the MCP tool is called once allowed, :AgentM
   end)
   restore()
   client_mod.execute = execute
-  agent.config.mcp_servers = nil
+  agent.config.mcp_servers, agent.config.context_tokens = nil, nil
   vim.fn.delete(project_file)
   assert(ok, err)
 end)

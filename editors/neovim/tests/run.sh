@@ -53,6 +53,9 @@ export AGENT_LSP_TEST_PLUGIN="$work/plugin" AGENT_LSP_TEST_BIN="$work/bin/agent-
 export AGENT_LSP_TEST_MODEL_BIN="$work/bin/scripted-model" # e2e.lua starts a second one with its own script
 export AGENT_LSP_TEST_MCP_BIN="$work/bin/mcp-testserver"    # a stdio MCP server (echo, fail, slow, crash, env, cwd, add_tool, image)
 export AGENT_LSP_TEST_GOPLS="$repo/testdata/langserver/bin/gopls"
+# An edit's wait for gopls's diagnostics ends when they come; the default bound (1.5 s) can run out
+# on a loaded machine, which the result would report as no errors yet.
+export AGENT_LSP_DIAGNOSTICS_WAIT=20000
 export XDG_STATE_HOME="$work/state" XDG_CACHE_HOME="$work/cache" XDG_DATA_HOME="$work/data"
 export GOCACHE="$gocache"
 # The install recipe: a copy of the repository's sources for the build of

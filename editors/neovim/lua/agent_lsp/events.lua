@@ -76,6 +76,10 @@ M.kinds = {
     return ("(position %s) %s"):format(str(ev.position), message(ev.message))
   end,
   ["context.compacted"] = M.compacted,
+  ["events.dropped"] = function(ev)
+    return ("%s not delivered (#%s to #%s): this window read too slowly; :AgentSession shows the session"):format(
+      render.count(ev.count, "event"), str(ev.fromSeq), str(ev.toSeq))
+  end,
   ["tool.start"] = function(ev)
     return ("%s %s (%s)"):format(str(ev.name), oneline(ev.args), str(ev.callId))
   end,

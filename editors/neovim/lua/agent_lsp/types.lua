@@ -433,6 +433,7 @@
 ---| AgentLsp.Event.Edit
 ---| AgentLsp.Event.Usage
 ---| AgentLsp.Event.RunEnd
+---| AgentLsp.Event.EventsDropped
 ---| AgentLsp.EventBase # a kind this plugin does not know: shown as a generic line
 
 ---The envelope every event carries; seq rises by one per session.
@@ -467,6 +468,14 @@
 ---@field position integer from 1
 
 ---@alias AgentLsp.CompactionReason "budget"|"overflow"
+
+---The window did not read its events and the server dropped count of them,
+---fromSeq to toSeq (the envelope's seq is toSeq), rather than hold the run.
+---@class AgentLsp.Event.EventsDropped: AgentLsp.EventBase
+---@field type "events.dropped"
+---@field count integer
+---@field fromSeq integer
+---@field toSeq integer
 
 ---Older turns left the model's view: summarized, or dropped (error says why).
 ---@class AgentLsp.Event.ContextCompacted: AgentLsp.EventBase
