@@ -6,7 +6,7 @@
 // edits, steps, tokens and cost). Built from agent/event notifications and
 // from a stored transcript (agent.session). Also the card of an agent edit
 // waiting for review: its diff, with the review's buttons. No vscode import.
-import { dollars, tokens } from "./format";
+import { dollars, dropped, tokens } from "./format";
 import { hunkLines } from "./hunks";
 import { escapeHtml, renderInline, renderMarkdown } from "./markdown";
 import type { AgentEvent, FinishedRun, Message, SessionDetail, UsageEvent } from "./protocol";
@@ -154,6 +154,8 @@ export class ChatTranscript {
       case "usage":
         this.run.usage = ev; // its run totals include the subagents'
         return [];
+      case "events.dropped":
+        return [this.put(`<div class="line note">⋯ ${escapeHtml(dropped(ev))}</div>`)];
       case "run.end":
         this.closeReply();
         return [this.endItem({ status: ev.status, error: ev.error, edits: this.run.edits, usage: this.run.usage?.run, model: this.run.usage?.model })];

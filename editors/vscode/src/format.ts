@@ -70,11 +70,19 @@ export class EventFormatter {
       case "run.end":
         line(`── ${ev.status}${ev.error ? `: ${ev.error}` : ""}`);
         break;
+      case "events.dropped":
+        line(`⋯ ${dropped(ev)}`);
+        break;
       default:
         ev satisfies never; // a kind added to AgentEvent needs its case here
     }
     return out;
   }
+}
+
+/** What an events.dropped event says: how many events this window missed, and where the whole session is. */
+export function dropped(ev: AgentEventOf<"events.dropped">): string {
+  return `${ev.count} event${ev.count === 1 ? "" : "s"} not delivered (#${ev.fromSeq} to #${ev.toSeq}): this window read too slowly; Agent: Show Session shows the whole session`;
 }
 
 /** A run's token budget, for its header line: the model's context size, and the tools left out to fit it. */

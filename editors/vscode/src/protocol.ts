@@ -511,6 +511,12 @@ export interface UsageEvent extends Envelope<"usage"> {
   cost?: number;
   run: RunUsage;
 }
+/** The window did not read its events: the server dropped count of them, fromSeq to toSeq (seq is toSeq), rather than hold the run. */
+export interface EventsDroppedEvent extends Envelope<"events.dropped"> {
+  count: number;
+  fromSeq: number;
+  toSeq: number;
+}
 export interface RunEndEvent extends Envelope<"run.end"> {
   status: RunStatus;
   /** What failed, for status failed. */
@@ -530,7 +536,8 @@ export type AgentEvent =
   | SubagentEndEvent
   | EditEvent
   | UsageEvent
-  | RunEndEvent;
+  | RunEndEvent
+  | EventsDroppedEvent;
 
 export type EventType = AgentEvent["type"];
 
@@ -551,6 +558,7 @@ export const eventTypes: readonly string[] = Object.keys({
   edit: true,
   usage: true,
   "run.end": true,
+  "events.dropped": true,
 } satisfies Record<EventType, true>);
 
 const known = new Set(eventTypes);

@@ -68,6 +68,8 @@ const eventShows: { [T in EventType]: (ev: AgentEventOf<T>) => string[] } = {
   // Not in the transcript: the status bar and the chat's end line show the run's totals (checked below).
   usage: () => [],
   "run.end": (ev) => [ev.status, ...(ev.error ? [ev.error] : [])],
+  // How many events the window missed, which, and where the session is.
+  "events.dropped": (ev) => [`${ev.count} events not delivered`, `#${ev.fromSeq} to #${ev.toSeq}`, "Agent: Show Session"],
 };
 
 function formatExamples<T extends EventType>(type: T): void {
@@ -115,6 +117,7 @@ const chatShows: { [T in EventType]: (ev: AgentEventOf<T>) => string[] } = {
   edit: (ev) => [ev.applied ? "edited" : "edit refused", `data-open="${ev.uri}"`],
   usage: () => [],
   "run.end": (ev) => [`── ${ev.status}`],
+  "events.dropped": (ev) => [`${ev.count} events not delivered`],
 };
 
 function chatExamples<T extends EventType>(type: T): void {
