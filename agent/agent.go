@@ -6,6 +6,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -280,6 +281,10 @@ type Request struct {
 	// Context lists what the user attached: files, or parts of them (Range
 	// set), read as the editor has them and added to the prompt.
 	Context []Attachment
+	// OutputSchema, when set, is the JSON Schema the run's final answer
+	// must be valid against: the model calls of the run (not its
+	// subagents') send it as response_format.
+	OutputSchema json.RawMessage
 	// Title is a new session's title ("": from Prompt), e.g. the slash
 	// command the user typed rather than the prompt it expanded to.
 	Title string
@@ -306,6 +311,9 @@ type Result struct {
 	Steps   int          `json:"steps"`
 	Usage   model.Usage  `json:"usage"`
 	Error   string       `json:"error,omitempty"`
+	// Reason names, for a failed run, the kind of failure a client offers
+	// an action for (Reason* constants); "" for the others.
+	Reason string `json:"reason,omitempty"`
 	// Position is a queued prompt's place in the queue, from 1.
 	Position int `json:"position,omitzero"` // omitzero: the server encodes with json/v2, whose omitempty keeps 0
 	// Queued holds the prompts queued for this run that it ended without
@@ -597,7 +605,7 @@ func (rt *Runtime) finish(ctx context.Context, r *run, res graph.Result, err err
 		}
 	}
 	if err != nil {
-		out.Status, out.Error = graph.StatusFailed, rt.explain(r, err)
+		out.Status, out.Error, out.Reason = graph.StatusFailed, rt.explain(r, err), reasonOf(err)
 	}
 	r.emit(event.RunEnd{Status: out.Status, Error: out.Error})
 	return out, nil

@@ -129,7 +129,7 @@ func (rt *Runtime) compose(ctx context.Context, r *run, s graph.State, summary S
 		return sys, limits{tokens: room, messages: rt.cfg.Window, toolBytes: min(rt.cfg.MaxToolOutput, max(room, 0)*3/toolOutputShare)}, fixed
 	}
 	request := func(sys message.Message, w window) model.Request {
-		return model.Request{Messages: slices.Insert(w.shown, 0, sys), Tools: r.specs, Model: r.model}
+		return model.Request{Messages: slices.Insert(w.shown, 0, sys), Tools: r.specs, Model: r.model, OutputSchema: r.format}
 	}
 	sys, lim, fixed := build()
 	from := afterSummary(msgs, out.summary)

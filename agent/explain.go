@@ -2,6 +2,7 @@ package agent
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,34 @@ import (
 
 	"github.com/agent-lsp/agent-lsp/agent/model"
 )
+
+// Reasons a run cannot start or failed for, which a client offers an action
+// for: the data.reason of a JSON-RPC error, a failed Result's Reason.
+const (
+	ReasonNoAPIKey     = "no-api-key"           // the endpoint needs a key and none is set: set one
+	ReasonKeyRefused   = "key-refused"          // the endpoint refused the key (401, 403): set another
+	ReasonModelUnknown = "model-unknown"        // the endpoint has no such model: pick another
+	ReasonUnreachable  = "endpoint-unreachable" // the endpoint cannot be reached: fix its URL or start it
+)
+
+// reasonOf is the Reason of a run that failed with err ("" for a failure
+// no setting fixes).
+func reasonOf(err error) string {
+	var over *model.OverflowError
+	var me *model.Error
+	if errors.As(err, &over) || !errors.As(err, &me) {
+		return ""
+	}
+	switch s := me.Status; {
+	case s == 401 || s == 403:
+		return ReasonKeyRefused
+	case s == 404:
+		return ReasonModelUnknown
+	case s == 0 && !errors.Is(err, context.Canceled):
+		return ReasonUnreachable
+	}
+	return ""
+}
 
 // explain turns why a run failed into what the user reads in its result: a
 // sentence saying what failed and what to do. The full error goes to the
@@ -29,9 +58,9 @@ func (rt *Runtime) explain(r *run, err error) string {
 		}
 		switch s := me.Status; {
 		case s == 401 || s == 403:
-			return fmt.Sprintf("%s refused the API key (HTTP %d): check the key's variable (OPENAI_API_KEY, or the one model.apiKeyEnv names), then resume the session", endpoint, s)
+			return fmt.Sprintf("%s refused the API key (HTTP %d): set a valid key in OPENAI_API_KEY (or the variable model.apiKeyEnv names)", endpoint, s)
 		case s == 404:
-			return fmt.Sprintf("%s has no model %q (HTTP 404): pick one agent.models lists (or set the model), then resume the session", endpoint, r.model)
+			return fmt.Sprintf("%s has no model %q (HTTP 404): pick one the endpoint lists, or set the model", endpoint, r.model)
 		case s == 429:
 			return fmt.Sprintf("%s is rate limiting%s (HTTP 429): wait a moment, then resume the session", endpoint, tries)
 		case s >= 500:

@@ -204,7 +204,11 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 		}
 		r.emit(event.Edit{URI: string(uri.File(e.Path)), Applied: e.Applied})
 	}
-	r.emit(event.ToolEnd{CallID: call.ID, Name: call.Name, OK: !res.IsError, Summary: res.Summary})
+	end := event.ToolEnd{CallID: call.ID, Name: call.Name, OK: !res.IsError, Summary: res.Summary}
+	if d := res.Denied; d != nil {
+		end.Denied = &event.Denial{What: d.What, RuleHint: d.Hint}
+	}
+	r.emit(end)
 	used := usedProject(rt, call, project)
 	content := res.Content
 	if used != project {

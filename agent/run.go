@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"slices"
 	"sync"
 
@@ -38,6 +39,7 @@ type run struct {
 	durability store.Durability // the request's ("": the store's default), its subagents' too
 	persona    *custom.Agent    // the subagent's definition in a file; nil for the session's run and general subagents
 	allowed    []string         // the tools a slash command allows (names or groups); nil: all
+	format     json.RawMessage  // the session's own run: the answer's JSON Schema (Request.OutputSchema)
 
 	inbox struct {
 		sync.Mutex                            // guards held
@@ -146,7 +148,8 @@ func (rt *Runtime) newRun(sess store.Session, req Request, project string) *run 
 		set = set.Without(tools.LangTools...) // they could only say that nothing answers
 	}
 	return &run{rt: rt, session: sess, editor: req.Editor, perms: req.Permissions, lang: lang, tools: set,
-		acc: &accumulator{events: req.Events}, model: name, budget: rt.budgetFor(name), durability: req.Durability, allowed: req.Tools}
+		acc: &accumulator{events: req.Events}, model: name, budget: rt.budgetFor(name), durability: req.Durability, allowed: req.Tools,
+		format: req.OutputSchema}
 }
 
 // offers reports whether lang may answer for p: a source that knows

@@ -16,7 +16,7 @@ model_pid=$!
 trap 'kill $model_pid 2>/dev/null || true' EXIT
 for _ in $(seq 50); do [ -s .demo/model-url ] && break; sleep 0.1; done
 
-OPENAI_BASE_URL="$(head -n1 .demo/model-url)" OPENAI_API_KEY=scripted AGENT_LSP_MODEL=scripted \
+OPENAI_BASE_URL="$(head -n1 .demo/model-url)" OPENAI_API_KEY=demo-not-a-secret AGENT_LSP_MODEL=scripted \
   bin/agent-lsp run --workspace .demo/sample --store .demo/sessions.db \
   "Add a Farewell function next to Greet and run the tests"
 

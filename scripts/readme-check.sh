@@ -75,7 +75,7 @@ mkdir -p "$work/home" "$work/gobin"
 env -i \
 	PATH="$work/gobin:$PATH" HOME="$work/home" USER="${USER:-root}" LANG=C.UTF-8 TERM=dumb TMPDIR="${TMPDIR:-/tmp}" \
 	GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" GOBIN="$work/gobin" GOPROXY=off GOTOOLCHAIN=local GOFLAGS="$(go env GOFLAGS)" \
-	OPENAI_BASE_URL="$(head -n1 "$work/model-url")" OPENAI_API_KEY=scripted AGENT_LSP_MODEL=scripted \
+	OPENAI_BASE_URL="$(head -n1 "$work/model-url")" OPENAI_API_KEY=demo-not-a-secret AGENT_LSP_MODEL=scripted \
 	AGENT_LSP_DAEMON_IDLE=2s \
 	timeout 900 bash "$work/run.sh"
 echo "readme-check: every runnable block of README.md succeeded" >&2

@@ -354,7 +354,12 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	review := mode == acpModeReview
 	defer a.announceCommands(context.WithoutCancel(ctx), s) // the prompt may have changed the command files
 	if done, err := a.acpSlash(ctx, s, &req, &review); done || err != nil {
-		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, err
+		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, err // a built-in answers without the model
+	}
+	if NeedsKey(b.Settings.BaseURL, b.Settings.APIKey) { // no request to an endpoint that needs a key when there is none
+		d := b.reasonData(agent.ReasonNoAPIKey, "model.apiKeyEnv")
+		return acp.PromptResponse{}, &acp.RequestError{Code: -32602, Data: d,
+			Message: fmt.Sprintf("no API key: %s needs one and %s is not set (set it in the environment the client starts agent-lsp with, or point OPENAI_BASE_URL at a server that needs none)", d.BaseURL, d.APIKeyEnv)}
 	}
 	req.Editor = &acpEditor{conn: a.client(), caps: a.clientCaps().Fs, ws: b.Workspace, session: s, review: review, allowEdit: b.AllowEdit, updates: u}
 	req.Permissions = &permissions{rules: b.Rules, tools: newToolRules(b.Settings.Allow, b.Settings.Deny), always: &a.always,

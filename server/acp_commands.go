@@ -105,6 +105,9 @@ func (a *acpAgent) acpSlash(ctx context.Context, s *acpSession, req *agent.Reque
 	chosen, stored := s.model, s.stored
 	s.mu.Unlock()
 	in := slashInput{b: b, project: s.project, model: cmp.Or(chosen, b.Settings.Model)}
+	if NeedsKey(b.Settings.BaseURL, b.Settings.APIKey) {
+		in.noKey = noKeyWords(b)
+	}
 	if stored {
 		in.session = s.id
 		if sess, err := b.Store.Session(ctx, s.id); err == nil {

@@ -63,7 +63,7 @@ func command[A any, R any](name, doc, result string, fn func(*Server, context.Co
 // Commands is every agent.* command, in the order the docs list them.
 var Commands = []Command{
 	command("agent.run", "Runs the agent on a prompt, in a new session or continuing one; returns when the run ends. Given the session of a running run (in any window of the daemon), it queues the prompt for that run's next step and returns at once; that window then receives the session's events. A session continues only in a window that has its folder open.",
-		"`{session, status, reply, edits, steps, usage, error?, queued?, position?}`; status is done, cancelled, failed, limit, or queued (with position; the running run's result covers the prompt); a cancelled run lists the prompts it never read in queued", (*Server).runCommand),
+		"`{session, status, reply, edits, steps, usage, error?, reason?, queued?, position?}`; status is done, cancelled, failed (with error, and reason when a setting fixes it), limit, or queued (with position; the running run's result covers the prompt); a cancelled run lists the prompts it never read in queued", (*Server).runCommand),
 	command("agent.resume", "Continues an interrupted run from its last checkpoint, without adding a prompt.",
 		"as agent.run", (*Server).resumeCommand),
 	command("agent.cancel", "Cancels a session's running run; the run's own request then ends with status cancelled.",
@@ -79,6 +79,8 @@ var Commands = []Command{
 		(*Server).projectsCommand),
 	command("agent.models", "Lists the models the endpoint offers (its GET /models), and the one runs use unless agent.run names another.",
 		"`{baseURL, current, models: [{id, ownedBy?}]}`; an endpoint without a model list is an error that says so, with its URL", (*Server).modelsCommand),
+	command("agent.endpoint", "Says which endpoint, model and API key variable the next runs use and whether a key is set, without asking the endpoint: what an empty chat shows.",
+		"`{baseURL, model, apiKeyEnv, keySet, needsKey}`; needsKey: the endpoint needs a key and none is set, so runs are refused at once (data.reason no-api-key)", (*Server).endpointCommand),
 	command("agent.mcp", "Lists each project's MCP servers: where each is defined, whether it runs (or why not: failed, waiting for approval, denied) and how many tools it gives.",
 		"`[{project, root, servers: [{name, source, origin, transport, status, reason?, tools}]}]`; tools is -1 before a server's first listing", (*Server).mcpCommand),
 	command("agent.commands", "Lists the slash commands a prompt of the project may start with (/name): the built-ins, the user's and the project's command files (docs/customization.md).",

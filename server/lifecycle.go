@@ -220,8 +220,10 @@ func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawM
 	if b.Confine.Mode != sandbox.Off && b.Sandbox.ABI() == 0 {
 		s.notice(msgWarning, "commands are not sandboxed: this kernel has no Landlock (or it is turned off); every command asks first")
 	}
-	if st.APIKey == "" && strings.Contains(st.BaseURL, "api.openai.com") {
-		s.act(fmt.Sprintf("no API key: set %s (or point OPENAI_BASE_URL at a local server), then restart the server", st.APIKeyEnv))
+	if s.keys.needsKey(st.BaseURL, st.APIKey) {
+		// Logged only: a run is refused with data.reason no-api-key, which
+		// each client shows once, with its own action (Set API Key, ...).
+		s.notice(msgWarning, "%s", fmt.Sprintf("no API key: %s needs one and %s is not set; runs are refused until it is (or until the endpoint is a server that needs none)", strings.TrimRight(st.BaseURL, "/"), st.APIKeyEnv))
 	}
 	s.logf("agent-lsp %s: %d project(s), model %s at %s, store %s", Version, len(b.Workspace.Projects()), st.Model, st.BaseURL, b.StoreName())
 	if p.ProcessID != nil && *p.ProcessID > 0 {

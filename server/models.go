@@ -8,6 +8,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/model"
 )
 
@@ -28,8 +29,19 @@ type ModelsResult struct {
 const modelsTimeout = 10 * time.Second
 
 func (s *Server) modelsCommand(ctx context.Context, call commandCall, _ ModelsArgs) (ModelsResult, error) {
+	if err := s.checkKey(call.b, "agent.models"); err != nil {
+		return ModelsResult{}, err
+	}
 	list, err := call.b.models(ctx)
-	if err != nil {
+	switch {
+	case errors.Is(err, model.ErrKeyRefused) && call.b.Settings.APIKey == "":
+		s.keys.refused(call.b.Settings.BaseURL)
+		return ModelsResult{}, reasonError(call.b.reasonData(agent.ReasonNoAPIKey, "model.apiKeyEnv"), "agent.models: %v", err)
+	case errors.Is(err, model.ErrKeyRefused):
+		return ModelsResult{}, reasonError(call.b.reasonData(agent.ReasonKeyRefused, "model.apiKeyEnv"), "agent.models: %v", err)
+	case errors.Is(err, model.ErrUnreachable):
+		return ModelsResult{}, reasonError(call.b.reasonData(agent.ReasonUnreachable, "model.baseURL"), "agent.models: %v", err)
+	case err != nil:
 		return ModelsResult{}, jsonrpc2.Errorf(jsonrpc2.InternalError, "agent.models: %v", err)
 	}
 	return ModelsResult{BaseURL: call.b.Settings.BaseURL, Current: call.b.Settings.Model, Models: list}, nil
@@ -67,5 +79,7 @@ func (s *Server) checkModel(ctx context.Context, b *Backend, command, name strin
 	for i, m := range list {
 		ids[i] = m.ID
 	}
-	return invalidParams("%s: the endpoint %s does not offer the model %q; it offers: %s", command, b.Settings.BaseURL, name, strings.Join(ids, ", "))
+	d := b.reasonData(agent.ReasonModelUnknown, "model.model")
+	d.Model, d.Models = name, ids
+	return reasonError(d, "%s: the endpoint %s does not offer the model %q; it offers: %s", command, b.Settings.BaseURL, name, strings.Join(ids, ", "))
 }

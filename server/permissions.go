@@ -79,7 +79,8 @@ func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest
 		return tools.Permission{Allowed: true}, nil
 	}
 	if !p.interactive {
-		return tools.Permission{Reason: fmt.Sprintf("%s; this run cannot ask (headless), so it is denied: allow it with --allow %q", lower(d.Reason, req.Note), req.Command)}, nil
+		hint := fmt.Sprintf("--allow %q", req.Command)
+		return tools.Permission{Reason: fmt.Sprintf("%s; this run cannot ask (headless), so it is denied: allow it with %s", lower(d.Reason, req.Note), hint), Hint: hint}, nil
 	}
 	p.before()
 	choice, err := p.ask(ctx, permissionQuestion{Session: req.Session, Project: req.Project, Text: askText(req, d), Command: req.Command})
@@ -150,7 +151,8 @@ func (p *permissions) AllowTool(ctx context.Context, req tools.ToolRequest) (too
 		return tools.Permission{Allowed: true}, nil
 	}
 	if !p.interactive {
-		return tools.Permission{Reason: fmt.Sprintf("no allow rule names %s; this run cannot ask (headless), so it is denied: allow it with --allow %s (or --allow 'mcp__%s__*')", req.Tool, req.Tool, req.Server)}, nil
+		return tools.Permission{Reason: fmt.Sprintf("no allow rule names %s; this run cannot ask (headless), so it is denied: allow it with --allow %s (or --allow 'mcp__%s__*')", req.Tool, req.Tool, req.Server),
+			Hint: "--allow " + req.Tool}, nil
 	}
 	p.before()
 	args := req.Args

@@ -150,6 +150,7 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	}
 	do("agent.projects", map[string]any{})
 	do("agent.models", map[string]any{})
+	do("agent.endpoint", map[string]any{})
 	do("agent.mcp", map[string]any{})
 	do("agent.commands", map[string]any{"project": "sample"})
 	do("agent.run", map[string]any{"prompt": "/help fix", "project": "sample"}) // a built-in: answered without a run

@@ -27,6 +27,9 @@ type RunArgs struct {
 	Durability string           `json:"durability,omitempty"`
 	Model      string           `json:"model,omitempty"`
 	Context    []ContextRef     `json:"context,omitempty"`
+	// OutputSchema is a JSON Schema (an object) the final answer must be
+	// valid against: sent as response_format where the endpoint takes it.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
 // ContextRef is a document, or a range of it, the user attached to a
@@ -43,12 +46,20 @@ type ResumeArgs struct {
 	Edits      string `json:"edits,omitempty"`
 	Durability string `json:"durability,omitempty"`
 	Model      string `json:"model,omitempty"`
+	// OutputSchema: as agent.run's.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
 // runOptions are the arguments agent.run and agent.resume share.
-type runOptions struct{ edits, durability string }
+type runOptions struct {
+	edits, durability string
+	schema            json.RawMessage
+}
 
 func (o runOptions) validate() error {
+	if len(o.schema) > 0 && (o.schema[0] != '{' || !json.Valid(o.schema)) {
+		return fmt.Errorf("outputSchema must be a JSON Schema object")
+	}
 	if o.edits != "" && !slices.Contains([]string{"apply", "review"}, o.edits) {
 		return fmt.Errorf("edits must be \"apply\" or \"review\", not %q", o.edits)
 	}
@@ -60,11 +71,15 @@ func (o runOptions) validate() error {
 	return nil
 }
 
-func (a RunArgs) validate() error    { return runOptions{a.Edits, a.Durability}.validate() }
-func (a ResumeArgs) validate() error { return runOptions{a.Edits, a.Durability}.validate() }
+func (a RunArgs) validate() error {
+	return runOptions{a.Edits, a.Durability, a.OutputSchema}.validate()
+}
+func (a ResumeArgs) validate() error {
+	return runOptions{a.Edits, a.Durability, a.OutputSchema}.validate()
+}
 
 func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (agent.Result, error) {
-	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt, Model: a.Model}
+	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt, Model: a.Model, OutputSchema: a.OutputSchema}
 	if a.URI != "" && a.Range != nil {
 		req.Selection = &agent.Selection{Path: filename(a.URI), Range: *a.Range}
 	}
@@ -74,12 +89,15 @@ func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (a
 		}
 		req.Context = append(req.Context, agent.Attachment{Path: filename(c.URI), Range: c.Range})
 	}
-	if err := s.checkModel(ctx, call.b, "agent.run", a.Model); err != nil {
+	o := runOptions{edits: a.Edits, durability: a.Durability}
+	if res, done, err := s.slash(ctx, call.b, &req, &o); done || err != nil {
+		return res, err // a built-in answers without the model: no key needed
+	}
+	if err := s.checkKey(call.b, "agent.run"); err != nil {
 		return agent.Result{}, err
 	}
-	o := runOptions{a.Edits, a.Durability}
-	if res, done, err := s.slash(ctx, call.b, &req, &o); done || err != nil {
-		return res, err
+	if err := s.checkModel(ctx, call.b, "agent.run", a.Model); err != nil {
+		return agent.Result{}, err
 	}
 	title := "agent: " + transcript.FirstWords(a.Prompt, 6)
 	return s.startRun(ctx, call, "agent.run", title, o, req, call.b.Runtime.Run)
@@ -95,6 +113,9 @@ func (s *Server) slash(ctx context.Context, b *Backend, req *agent.Request, o *r
 		return agent.Result{}, false, sessionError("agent.run", err)
 	}
 	in := slashInput{b: b, project: project, session: req.Session, model: cmp.Or(req.Model, b.Settings.Model)}
+	if s.keys.needsKey(b.Settings.BaseURL, b.Settings.APIKey) {
+		in.noKey = noKeyWords(b)
+	}
 	if req.Session != "" {
 		if sess, err := b.Store.Session(ctx, req.Session); err == nil {
 			in.model = cmp.Or(req.Model, sess.Model, b.Settings.Model)
@@ -121,11 +142,14 @@ func (s *Server) slash(ctx context.Context, b *Backend, req *agent.Request, o *r
 }
 
 func (s *Server) resumeCommand(ctx context.Context, call commandCall, a ResumeArgs) (agent.Result, error) {
-	req := agent.Request{Session: a.Session, Model: a.Model}
+	req := agent.Request{Session: a.Session, Model: a.Model, OutputSchema: a.OutputSchema}
+	if err := s.checkKey(call.b, "agent.resume"); err != nil {
+		return agent.Result{}, err
+	}
 	if err := s.checkModel(ctx, call.b, "agent.resume", a.Model); err != nil {
 		return agent.Result{}, err
 	}
-	return s.startRun(ctx, call, "agent.resume", "agent: resume "+a.Session, runOptions{a.Edits, a.Durability}, req, call.b.Runtime.Resume)
+	return s.startRun(ctx, call, "agent.resume", "agent: resume "+a.Session, runOptions{edits: a.Edits, durability: a.Durability}, req, call.b.Runtime.Resume)
 }
 
 // startRun runs one agent.run or agent.resume: asynchronously (later messages
@@ -177,6 +201,7 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 		s.opts.Hub.watchers.watch(res.Session, s.client) // its run may be another window's
 		return res, nil
 	}
+	s.learn(call.b, &res)
 	k.close("")
 	s.opts.Hub.watchers.ended(res.Session)
 	if s.requests.cancelledByRequest(c) && res.Status == store.StatusCancelled {

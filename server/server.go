@@ -86,6 +86,7 @@ type Server struct {
 	life     lifecycle      // the LSP state and the backend
 	requests inflight       // cancellable requests, by ID and progress token
 	always   allowances     // commands allowed "always" for a session
+	keys     keyGate        // endpoints that need an API key
 	reviews  fifo           // edits waiting for the user's confirmation, of every run
 	runs     sync.WaitGroup // agent.run and agent.resume handlers in progress
 	tokens   atomic.Int64   // progress tokens the server created

@@ -36,6 +36,18 @@ type slashInput struct {
 	// session's next prompts run on another (nil: it cannot).
 	model    string
 	setModel func(ctx context.Context, name string) error
+	// noKey says why the endpoint is not asked ("" when it may be): it
+	// needs an API key and none is set.
+	noKey string
+}
+
+// models lists the endpoint's models, without a request when it needs a
+// key there is none of.
+func (in slashInput) models(ctx context.Context) ([]model.ModelInfo, error) {
+	if in.noKey != "" {
+		return nil, errors.New(in.noKey)
+	}
+	return in.b.models(ctx)
 }
 
 // builtins are the built-in slash commands, in the order /help lists them;
@@ -50,6 +62,16 @@ var (
 		"help": helpBuiltin, "model": modelBuiltin, "sessions": sessionsBuiltin,
 	}
 )
+
+// Builtin is the built-in slash command prompt calls ("" for none): one
+// agent-lsp answers itself, without the model.
+func Builtin(prompt string) string {
+	name, _, ok := custom.Parse(prompt)
+	if _, builtin := builtinRun[name]; ok && builtin {
+		return name
+	}
+	return ""
+}
 
 // CommandInfo is one slash command as agent.commands lists it.
 type CommandInfo struct {
@@ -222,7 +244,7 @@ func helpBuiltin(ctx context.Context, in slashInput) (string, error) {
 var errBadModel = errors.New("model not offered")
 
 func modelBuiltin(ctx context.Context, in slashInput) (string, error) {
-	list, listErr := in.b.models(ctx)
+	list, listErr := in.models(ctx)
 	if in.args == "" {
 		var b strings.Builder
 		fmt.Fprintf(&b, "Model: %s\nEndpoint: %s", in.model, in.b.Settings.BaseURL)

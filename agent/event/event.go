@@ -99,10 +99,19 @@ type ToolStart struct {
 
 // ToolEnd is a tool call's outcome, with a few words for progress.
 type ToolEnd struct {
-	CallID  string `json:"callId"`
-	Name    string `json:"name"`
-	OK      bool   `json:"ok"`
-	Summary string `json:"summary"`
+	CallID  string  `json:"callId"`
+	Name    string  `json:"name"`
+	OK      bool    `json:"ok"`
+	Summary string  `json:"summary"`
+	Denied  *Denial `json:"denied,omitempty"` // the call did not run: it was not allowed
+}
+
+// Denial is a tool call that was not allowed: what it wanted to do (a
+// command line, a tool's name) and the rule that would allow it ("" when
+// none would: a deny rule, the user's answer).
+type Denial struct {
+	What     string `json:"what"`
+	RuleHint string `json:"ruleHint,omitempty"`
 }
 
 // SubagentStart is a subagent starting a task; the envelope's ContextID and

@@ -22,6 +22,11 @@ type Request struct {
 	Messages []message.Message
 	Tools    []ToolSpec
 	Model    string // overrides the configured model for this request when set
+	// OutputSchema, when set, is a JSON Schema the answer's text must be
+	// valid against: sent as response_format (json_schema) to an endpoint
+	// that takes it. An endpoint that refuses the field (400) is asked once
+	// more without it, and then never again with it (the prompt says it too).
+	OutputSchema json.RawMessage
 }
 
 // Usage counts tokens.

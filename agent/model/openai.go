@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -42,7 +43,8 @@ type OpenAI struct {
 	transport http.RoundTripper   // chatTransport, shared by every model
 	list      *openai.Client      // for Models
 	cfg       Config
-	ends      streamEnds // streams read to their end after [DONE], on the side
+	ends      streamEnds  // streams read to their end after [DONE], on the side
+	noFormat  atomic.Bool // the endpoint refused response_format: it is not sent again
 }
 
 // NewOpenAI returns a model for cfg.
@@ -110,7 +112,8 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // retryable reports whether err is worth another attempt: 429, 5xx, a dropped
-// connection or a timed-out attempt; never another 4xx.
+// connection or a timed-out attempt; never another 4xx, nor a host name that
+// does not resolve.
 func retryable(err error) (int, bool) {
 	// RequestError first: when go-openai cannot parse a body such as
 	// {"error":"text"}, it wraps an empty *APIError without a status in one.
@@ -122,6 +125,10 @@ func retryable(err error) (int, bool) {
 	if errors.As(err, &apiErr) {
 		return apiErr.HTTPStatusCode, apiErr.HTTPStatusCode == 429 || apiErr.HTTPStatusCode >= 500
 	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+		return 0, false // no such host: asking again gets the same answer
+	}
 	var netErr net.Error
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errStreamCut) || errors.As(err, &netErr) ||
 		errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "connection reset") {
@@ -132,6 +139,9 @@ func retryable(err error) (int, bool) {
 
 // Chat implements Model with retries and a timeout per attempt.
 func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (Response, error) {
+	if m.noFormat.Load() {
+		req.OutputSchema = nil
+	}
 	creq := chatRequest(cmp.Or(req.Model, m.cfg.Model), req)
 	for attempt := 0; ; attempt++ {
 		var note attemptNote
@@ -143,6 +153,13 @@ func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (R
 			return Response{}, ctx.Err()
 		}
 		status, retry := retryable(err)
+		if creq.ResponseFormat != nil && refusesFormat(status, err, &note) {
+			// Asked once more without it, and never again: the prompt describes the schema too.
+			m.noFormat.Store(true)
+			creq.ResponseFormat = nil
+			attempt--
+			continue
+		}
 		if ov, ok := overflowOf(err, &note, m.cfg.APIKey); ok {
 			// Never retried, whatever the status: the same request would overflow again.
 			return Response{}, &Error{Status: status, Attempts: attempt + 1, Err: ov}
@@ -163,12 +180,17 @@ func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (R
 	}
 }
 
-// redact removes the API key from an error's text, in case a server echoes it.
-func redact(err error, key string) error {
-	if key == "" || !strings.Contains(err.Error(), key) {
-		return err
+// refusesFormat reports whether a failed attempt was a 400 about the
+// response_format field (an endpoint without structured output).
+func refusesFormat(status int, err error, note *attemptNote) bool {
+	if status != http.StatusBadRequest {
+		return false
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), key, "[redacted]"))
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) && apiErr.Param != nil && strings.Contains(*apiErr.Param, "response_format") {
+		return true
+	}
+	return strings.Contains(err.Error(), "response_format") || strings.Contains(string(note.body), "response_format")
 }
 
 // once makes one attempt of the chat call creq.

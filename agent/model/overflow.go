@@ -116,10 +116,7 @@ func classifyOverflow(status int, body, key string) (*OverflowError, bool) {
 	if ov.Requested == 0 {
 		ov.Requested = f.nPromptTokens
 	}
-	msg := f.message
-	if key != "" {
-		msg = strings.ReplaceAll(msg, key, "[redacted]")
-	}
+	msg := Redact(f.message, key)
 	ov.Message = truncate(msg, maxOverflowMessage)
 	return &ov, true
 }

@@ -39,8 +39,13 @@ func chatRequest(model string, req Request) openai.ChatCompletionRequest {
 		tools = append(tools, openai.Tool{Type: openai.ToolTypeFunction,
 			Function: &openai.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: params}})
 	}
-	return openai.ChatCompletionRequest{Model: model, Messages: msgs, Tools: tools, Stream: true,
+	creq := openai.ChatCompletionRequest{Model: model, Messages: msgs, Tools: tools, Stream: true,
 		StreamOptions: &openai.StreamOptions{IncludeUsage: true}}
+	if len(req.OutputSchema) > 0 {
+		creq.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{Name: "output", Schema: req.OutputSchema}}
+	}
+	return creq
 }
 
 // role is a message role's name in the chat protocol ("" for an unknown one).

@@ -28,6 +28,8 @@ type request struct {
 	Messages     []*requestMessage
 	Tokens       int  // the prompt's tokens, as CountTokens counts them
 	IncludeUsage bool // stream_options.include_usage
+	// ResponseFormat: the request has a response_format (structured output).
+	ResponseFormat bool
 }
 
 // requestMessage is a chat message as request reads it. Text is its string
@@ -121,6 +123,9 @@ func (rd *reader) read(body []byte) (request, error) {
 			if err = jsonv2.UnmarshalDecode(dec, &o); err == nil && o != nil {
 				r.IncludeUsage = o.IncludeUsage
 			}
+		case strings.EqualFold(key, "response_format"):
+			r.ResponseFormat = dec.PeekKind() != 'n'
+			err = dec.SkipValue()
 		default:
 			err = dec.SkipValue()
 		}

@@ -44,6 +44,11 @@ type Script struct {
 	// Models are the model IDs GET /v1/models lists, in this order; nil
 	// lists "scripted".
 	Models []string `json:"models,omitempty"`
+	// RefuseResponseFormat answers a chat request that carries a
+	// response_format with OpenAI's 400 for a model without structured
+	// output (param "response_format"), recording it and consuming no turn,
+	// as an endpoint without the feature does.
+	RefuseResponseFormat bool `json:"refuseResponseFormat,omitempty"`
 	// ModelsStatus, when neither 0 nor 200, is the status GET /v1/models
 	// answers instead of the list, with the body real servers send: 404, 405
 	// and 501 as a Go or Gin router without the route (text: "404 page not
@@ -185,6 +190,7 @@ type Server struct {
 	overflows int
 	models    []string
 	modelsSt  int
+	noFormat  bool // RefuseResponseFormat
 	srv       *http.Server
 	ln        net.Listener
 	served    atomic.Int64 // nanoseconds spent answering chat requests
@@ -234,6 +240,7 @@ func (s *Server) SetScript(script Script) {
 		s.models = []string{"scripted"}
 	}
 	s.modelsSt = script.ModelsStatus
+	s.noFormat = script.RefuseResponseFormat
 	s.overflow = nil
 	if script.Overflow != nil {
 		o := *script.Overflow
@@ -317,6 +324,9 @@ type refusal struct {
 	body   string
 }
 
+// formatRefusal is OpenAI's answer to a response_format a model does not take.
+const formatRefusal = `{"error":{"message":"Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.","type":"invalid_request_error","param":"response_format","code":null}}`
+
 // next records req (its body and prompt tokens) and returns its turn, or the
 // overflow answer without consuming a turn when req exceeds the context limit.
 func (s *Server) next(body []byte, req request) (Turn, *refusal, error) {
@@ -331,6 +341,9 @@ func (s *Server) next(body []byte, req request) (Turn, *refusal, error) {
 			line.WriteByte('\n')
 			s.record.Write(line.Bytes())
 		}
+	}
+	if s.noFormat && req.ResponseFormat {
+		return Turn{}, &refusal{http.StatusBadRequest, formatRefusal}, nil
 	}
 	if s.limit > 0 && tokens > s.limit {
 		s.overflows++

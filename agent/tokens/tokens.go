@@ -8,8 +8,8 @@
 // whitespace, are separate pieces; a piece costs one token per few bytes of
 // its kind. On the repository's own text (Go, TypeScript, Lua, Markdown,
 // JSON) and on prose in Chinese, Japanese, Russian and German the estimate
-// lies between 0.85 and 1.40 times the real count of cl100k_base (median
-// 1.13), and up to 1.90 times o200k_base's, which codes Chinese, Japanese and
+// lies between 0.85 and 1.50 times the real count of cl100k_base (median
+// 1.13, largest measured 1.41), and up to 1.90 times o200k_base's, which codes Chinese, Japanese and
 // Russian more compactly (the test states these ranges and fails outside
 // them). Other vocabularies (the open models Ollama, vLLM and llama.cpp
 // serve) differ; the usage a provider reports corrects the estimate at run

@@ -192,7 +192,8 @@ func (e *Env) allow(ctx context.Context, p *workspace.Project, kind, line string
 		return res, false
 	}
 	if !perm.Allowed {
-		return Result{Content: fmt.Sprintf("error: running %q was not allowed: %s", line, perm.Reason), IsError: true, Summary: "not allowed: " + line}, false
+		return Result{Content: fmt.Sprintf("error: running %q was not allowed: %s", line, perm.Reason), IsError: true, Summary: "not allowed: " + line,
+			Denied: &Denial{What: line, Hint: perm.Hint}}, false
 	}
 	return Result{}, true
 }

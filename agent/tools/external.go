@@ -42,7 +42,8 @@ func External(name, server, description string, schema json.RawMessage, readOnly
 				return Result{}, err
 			}
 			if !perm.Allowed {
-				return Result{Content: "error: not allowed: " + perm.Reason, IsError: true, Summary: name + " not allowed"}, nil
+				return Result{Content: "error: not allowed: " + perm.Reason, IsError: true, Summary: name + " not allowed",
+					Denied: &Denial{What: name, Hint: perm.Hint}}, nil
 			}
 			if !readOnly {
 				if err := env.intend(ctx, Intent{}); err != nil {

@@ -276,8 +276,12 @@ func (m *lineMatcher) each(b []byte, fn func(n int, line []byte) bool) {
 		}
 		return
 	}
+	if len(b) == 0 {
+		return
+	}
 	n, counted := 1, 0 // the line number at offset counted
-	for from := 0; from < len(b); {
+	// from == len(b) is the start of an empty last line (b ended "\n\n").
+	for from := 0; from <= len(b); {
 		at := m.next(b[from:])
 		if at < 0 {
 			return

@@ -63,6 +63,8 @@ var matcherCases = []struct{ pattern, text string }{
 	{`é+t`, "été\nete\n"},
 	{`x`, ""},
 	{`x`, "\n\n\nx"},
+	{``, "\n\n"}, // an empty last line (found by fuzzing)
+	{`^$`, "a\n\nb\n\n"},
 }
 
 // The matcher finds exactly the lines a line-by-line match finds, whatever

@@ -103,6 +103,17 @@ type CommandRequest struct {
 type Permission struct {
 	Allowed bool
 	Reason  string // why it was not allowed (the deny rule, or the user's answer)
+	// Hint is the rule that would allow it, in the client's words (e.g.
+	// --allow "go build" for a headless run); "" when none would (a deny
+	// rule, the user's answer).
+	Hint string
+}
+
+// Denial is a call that did not run because it was not allowed: what it
+// wanted (a command line, a tool) and the rule that would allow it.
+type Denial struct {
+	What string
+	Hint string
 }
 
 // Trust knows, per project, whether the agent changed a file that defines the
@@ -230,6 +241,7 @@ type Result struct {
 	SwitchTo string  // switch_project: the new current project
 	Todos    *[]Todo // todo_write: the new list
 	Edits    []EditReport
+	Denied   *Denial // the call was not allowed
 	// CommandFilesChanged lists the projects whose build or test definitions
 	// the call changed (or tried to): their commands ask from now on.
 	CommandFilesChanged []string

@@ -77,6 +77,10 @@ func (t *Writer) Event(e event.Event) {
 	case event.ToolStart:
 		t.line(in, "→ %s %s", d.Name, d.Args)
 	case event.ToolEnd:
+		if d.Denied != nil {
+			t.line(in, "  %s", Denied(*d.Denied))
+			break
+		}
 		t.line(in, "  %s %s", mark(d.OK), d.Summary)
 	case event.SubagentStart:
 		t.line(in, "⇢ subagent: %s", d.Task)
@@ -127,6 +131,23 @@ func (t *Writer) Message(m message.Message) {
 	case message.System:
 		t.line("", "(system) %s", FirstWords(m.Content, 30))
 	}
+}
+
+// Denied is a denied call's line: what was not allowed, and the rule that
+// would allow it.
+func Denied(d event.Denial) string {
+	if d.RuleHint == "" {
+		return "✗ not allowed: " + d.What
+	}
+	return fmt.Sprintf("✗ not allowed: %s (allow it with %s)", d.What, d.RuleHint)
+}
+
+// Count is n and the noun, plural unless n is 1: "1 edit", "3 edits".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func mark(ok bool) string {

@@ -1,6 +1,11 @@
 package transcript
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/agent-lsp/agent-lsp/agent/event"
+)
 
 func TestTarget(t *testing.T) {
 	tests := []struct{ args, want string }{
@@ -19,5 +24,31 @@ func TestTarget(t *testing.T) {
 		if got := Target(tt.args); got != tt.want {
 			t.Errorf("Target(%s) = %q, want %q", tt.args, got, tt.want)
 		}
+	}
+}
+
+func TestCount(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want string
+	}{{0, "0 edits"}, {1, "1 edit"}, {2, "2 edits"}} {
+		if got := Count(tt.n, "edit"); got != tt.want {
+			t.Errorf("Count(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}
+
+// TestDeniedInline: a denied call shows inline with the rule that would
+// allow it, not only in the stored transcript.
+func TestDeniedInline(t *testing.T) {
+	var b strings.Builder
+	w := New(&b)
+	w.Event(event.Event{Data: event.ToolStart{Name: "run_command", Args: `{"command":"go build"}`}})
+	w.Event(event.Event{Data: event.ToolEnd{Name: "run_command", Summary: "not allowed: go build",
+		Denied: &event.Denial{What: "go build", RuleHint: `--allow "go build"`}}})
+	w.Event(event.Event{Data: event.ToolEnd{Name: "mcp__s__t", Summary: "mcp__s__t not allowed", Denied: &event.Denial{What: "mcp__s__t"}}})
+	want := "→ run_command {\"command\":\"go build\"}\n  ✗ not allowed: go build (allow it with --allow \"go build\")\n  ✗ not allowed: mcp__s__t\n"
+	if b.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }

@@ -36,7 +36,7 @@ Flags:
 `
 
 func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("agent-lsp acp", acpUsage, "", stderr)
+	fs := newFlags("agent-lsp acp", acpUsage, "", stdout, stderr)
 	var folders multiFlag
 	fs.Var(&folders, "workspace", "workspace folder to open from the start (repeatable); each session's cwd is added too")
 	settings := config.Register(fs)

@@ -61,7 +61,7 @@ func daemonCommand(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		sub, args = args[0], args[1:]
 	}
-	fs := newFlags("agent-lsp daemon", daemonUsage, "", stderr)
+	fs := newFlags("agent-lsp daemon", daemonUsage, "", stdout, stderr)
 	storePath := fs.String("store", "", "the store file (default from AGENT_LSP_STORE, else ~/.local/state/agent-lsp/sessions.db)")
 	idle := fs.Duration("idle", daemon.DefaultIdle, "exit this long after the last connection closed")
 	asJSON := fs.Bool("json", false, "status: print JSON")

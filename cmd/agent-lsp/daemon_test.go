@@ -30,7 +30,7 @@ type window struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	conn   jsonrpc2.Conn
-	stderr *bytes.Buffer
+	stderr *lockedBuffer
 	exited chan struct{} // closed when the process has exited
 	code   int
 
@@ -94,7 +94,7 @@ func startWindow(t *testing.T, bin string, env []string, opts ...func(*exec.Cmd)
 	}
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
-	w := &window{t: t, cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{})}
+	w := &window{t: t, cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = w.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -112,6 +112,25 @@ func startWindow(t *testing.T, bin string, env []string, opts ...func(*exec.Cmd)
 		<-w.exited
 	})
 	return w
+}
+
+// lockedBuffer is a process's stderr that a test may read while the
+// process still writes it.
+type lockedBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 type rwc struct {

@@ -130,7 +130,7 @@ type doctorMCP struct {
 }
 
 func doctorCommand(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("agent-lsp doctor", doctorUsage, "", stderr)
+	fs := newFlags("agent-lsp doctor", doctorUsage, "", stdout, stderr)
 	var workspaces multiFlag
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	fs.Var(&workspaces, "workspace", "workspace folder whose projects to detect (repeatable; default: the current directory)")
@@ -193,6 +193,9 @@ func diagnose(ctx context.Context, getenv func(string) string, flags *config.Fla
 	r.Model, r.BaseURL = st.Model, strings.TrimRight(st.BaseURL, "/")
 	r.APIKey = doctorKey{Variable: st.APIKeyEnv, Present: st.APIKey != ""}
 	openAI := strings.Contains(st.BaseURL, "api.openai.com")
+	if r.APIKey.Present && len(st.APIKey) < llm.MinRedactedKey {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("the API key in %s is shorter than %d characters: it is not redacted from what the endpoint answers (a short key is likely a word)", st.APIKeyEnv, llm.MinRedactedKey))
+	}
 	if !r.APIKey.Present {
 		if openAI {
 			r.Problems = append(r.Problems, fmt.Sprintf("no API key: set %s (or point OPENAI_BASE_URL at a local server)", st.APIKeyEnv))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -247,6 +248,20 @@ func TestDoctor(t *testing.T) {
 					t.Errorf("human output:\n%s", human)
 				}
 			}},
+		{name: "a short key is not redacted",
+			environ: func(t *testing.T, e env) []string {
+				return []string{"OPENAI_BASE_URL=" + e.url, "OPENAI_API_KEY=ollama", "AGENT_LSP_MODEL=scripted", "AGENT_LSP_STORE=" + e.store}
+			},
+			code: 0, check: func(t *testing.T, r doctorResult, human string) {
+				if !r.OK || !slices.ContainsFunc(r.Warnings, func(w string) bool {
+					return strings.Contains(w, "shorter than 12 characters: it is not redacted")
+				}) {
+					t.Errorf("report %+v", r)
+				}
+				if !strings.Contains(human, "not redacted") {
+					t.Errorf("human output:\n%s", human)
+				}
+			}},
 		{name: "store not writable",
 			environ: func(t *testing.T, e env) []string {
 				file := filepath.Join(t.TempDir(), "file")
@@ -367,7 +382,7 @@ func TestDoctorUsage(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		code int
-		want string // in stderr
+		want string // in stderr, or in stdout after --help
 	}{
 		{[]string{"--help"}, 0, "Exit status"},
 		{[]string{"--bogus"}, 2, "flag provided but not defined"},
@@ -375,7 +390,10 @@ func TestDoctorUsage(t *testing.T) {
 		{[]string{"now"}, 2, `unexpected argument "now"`},
 		{[]string{"--sandbox", "sometimes"}, 2, "unknown sandbox mode"},
 	} {
-		_, errOut, code := runDoctor(t, env, dir, tc.args...)
+		out, errOut, code := runDoctor(t, env, dir, tc.args...)
+		if tc.code == 0 {
+			errOut = out
+		}
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut)
 		}
@@ -388,12 +406,12 @@ func TestDoctorUsage(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	// The top-level help lists the command.
-	if _, errOut, _ := runDoctor(t, env, dir, "--help"); !strings.Contains(errOut, "--workspace DIR") {
-		t.Fatalf("doctor --help: %s", errOut)
+	if help, _, _ := runDoctor(t, env, dir, "--help"); !strings.Contains(help, "--workspace DIR") {
+		t.Fatalf("doctor --help: %s", help)
 	}
 	cmd := exec.Command(binary, "--help")
 	var e bytes.Buffer
-	cmd.Stderr = &e
+	cmd.Stdout = &e
 	cmd.Run()
 	if !strings.Contains(e.String(), "agent-lsp doctor [--json]") {
 		t.Fatalf("agent-lsp --help: %s", e.String())

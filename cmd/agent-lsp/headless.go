@@ -2,15 +2,16 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -20,7 +21,6 @@ import (
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/uri"
 
-	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/transcript"
 	"github.com/agent-lsp/agent-lsp/server"
@@ -31,107 +31,17 @@ import (
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
-const runUsage = `Usage: agent-lsp run [flags] [PROMPT | -]
-
-Runs the agent headless on one or more workspace folders and applies its edits
-to the files on disk. The prompt is the argument, or standard input when it is
-"-" or absent:
-
-  agent-lsp run "fix the failing test"
-  git diff | agent-lsp run - --json
-  agent-lsp run --resume s-01J...        # finish an interrupted session
-  agent-lsp run --durability sync "..."  # every step on disk before the next
-
-Without --json the transcript goes to stderr and only the final reply to
-stdout. With --json, stdout has one agent/event object per line and always
-ends with one {"type":"result",...} line.
-
-Exit status: 0 done, 1 failed or step limit, 2 usage error, 130 cancelled
-(SIGINT/SIGTERM cancel the run cleanly; --resume completes it later).
-
-Commands other than the project's build and test need an --allow rule; rules
-match each command of the parsed line ("go test *" allows "go test ./..." and
-not "go test ./... ; touch x"), and --deny wins. Edits of protected files
-(.git/, .vscode/, .env*, CI workflows, AGENTS.md, ...) need --allow-edit.
-See docs/security.md.
-
-Flags:
-`
-
-type runFlags struct {
-	workspaces       multiFlag
-	project, session string
-	resume           string
-	json             bool
-	noDaemon         bool
-	settings         *config.Flags // model, endpoint, store, limits, permissions
-}
-
-func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var f runFlags
-	fs := newFlags("agent-lsp run", runUsage, "", stderr)
-	fs.Var(&f.workspaces, "workspace", "workspace folder (repeatable; default: the current directory)")
-	fs.StringVar(&f.project, "project", "", "project (folder name) to work in; default: the first")
-	fs.StringVar(&f.session, "session", "", "continue this session with a new prompt")
-	fs.StringVar(&f.resume, "resume", "", "resume this interrupted session (no prompt)")
-	fs.BoolVar(&f.json, "json", false, "print agent/event lines and a result line as JSON on stdout")
-	fs.BoolVar(&f.noDaemon, "no-daemon", false, "run in-process even when a daemon owns the store (also AGENT_LSP_DAEMON=off)")
-	f.settings = config.Register(fs)
-	usageErr := func(format string, a ...any) int {
-		cl := &client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr}
-		res := failed(fmt.Errorf(format, a...), true)
-		cl.printResult(res, stdout)
-		return res.exitCode()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return usageErr("%v", err)
-	}
-	if f.resume != "" && f.session != "" {
-		return usageErr("--resume and --session exclude each other")
-	}
-	if fs.NArg() > 1 {
-		return usageErr("one prompt only; quote it (got %d arguments)", fs.NArg())
-	}
-	prompt := fs.Arg(0)
-	if f.resume == "" && (prompt == "" || prompt == "-") {
-		b, err := io.ReadAll(stdin)
-		if err != nil {
-			return usageErr("read prompt from stdin: %v", err)
-		}
-		prompt = string(b)
-		if strings.TrimSpace(prompt) == "" {
-			return usageErr("no prompt: give one as an argument or on standard input")
-		}
-	}
-	if len(f.workspaces) == 0 {
-		wd, _ := os.Getwd()
-		f.workspaces = multiFlag{wd}
-	}
-	for i, w := range f.workspaces {
-		abs, err := filepath.Abs(w)
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-			return usageErr("--workspace %s: not a folder", w)
-		}
-		f.workspaces[i] = abs
-	}
-	return headless(f, prompt, stdout, stderr)
-}
-
 // client is the headless LSP client: it applies edits to disk, denies what
 // was not allowed, and prints the transcript.
 type client struct {
-	json bool
-	out  *bufio.Writer
-	errw io.Writer
-	mu   sync.Mutex // guards out, errw and tr
-	tr   *transcript.Writer
-	enc  workspace.Encoding
+	json    bool
+	verbose bool // the server's log lines go to errw too
+	out     *bufio.Writer
+	errw    io.Writer
+	mu      sync.Mutex // guards out, errw, tr and rep
+	tr      *transcript.Writer
+	enc     workspace.Encoding
+	rep     report // what the events told, for the result (result.go)
 }
 
 // printEvent prints one agent/event: the raw line with --json, else the
@@ -140,14 +50,18 @@ type client struct {
 func (c *client) printEvent(raw json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var e event.Event
+	known := json.Unmarshal(raw, &e) == nil
+	if known {
+		c.rep.event(e)
+	}
 	if c.json {
 		c.out.Write(raw)
 		c.out.WriteByte('\n')
 		c.out.Flush()
 		return
 	}
-	var e event.Event
-	if json.Unmarshal(raw, &e) == nil {
+	if known {
 		c.tr.Event(e)
 	}
 }
@@ -165,8 +79,17 @@ func (c *client) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 		c.printEvent(params)
 		return nil, nil
 	case "window/logMessage", "window/showMessage":
-		var p struct{ Message string }
+		var p struct {
+			Type    int
+			Message string
+		}
 		json.Unmarshal(params, &p)
+		if method == "window/logMessage" && !c.verbose && (p.Type > 2 || runFailedLine.MatchString(p.Message)) {
+			// The server's info and log lines, and its log of the run's
+			// failure, which the result says in the CLI's words; its other
+			// errors and warnings (an MCP server not started) are the user's.
+			return nil, nil
+		}
 		c.mu.Lock()
 		fmt.Fprintln(c.errw, p.Message)
 		c.mu.Unlock()
@@ -204,11 +127,17 @@ func (c *client) applyEdit(params json.RawMessage) map[string]any {
 	if err := json.Unmarshal(params, &p); err != nil {
 		return fail(err)
 	}
+	var paths []string // the files it changes: as they were before (--diff), or denied
+	for _, ch := range p.Edit.DocumentChanges {
+		paths = append(paths, uri.URI(cmp.Or(ch.URI, ch.TextDocument.URI)).FsPath())
+	}
 	for _, a := range p.Edit.ChangeAnnotations {
 		if a.NeedsConfirmation { // nobody can confirm it here
+			c.touching(paths, true)
 			return fail(fmt.Errorf("it needs the user's confirmation (%s), which a headless run cannot give; --allow-edit PATTERN lets it edit the protected files PATTERN names (never a file with hard links)", a.Description))
 		}
 	}
+	c.touching(paths, false)
 	files, err := c.planEdit(p.Edit.DocumentChanges)
 	if err != nil {
 		return fail(err)
@@ -355,27 +284,6 @@ func (p pipeRWC) Close() error {
 	return nil
 }
 
-// resultLine is the last line of `run --json`, and what the exit code follows.
-type resultLine struct {
-	Type string `json:"type"` // "result"
-	agent.Result
-	usageError bool // bad flags, unknown project or session: exit 2
-}
-
-// exitCode is run's exit status for a result: 0 done, 1 failed or step limit,
-// 2 usage error, 130 cancelled.
-func (r resultLine) exitCode() int {
-	switch {
-	case r.usageError:
-		return 2
-	case r.Status == store.StatusDone:
-		return 0
-	case r.Status == store.StatusCancelled:
-		return 130
-	}
-	return 1
-}
-
 // storeError is a shared store that cannot be reached: the run does not
 // start.
 type storeError struct{ err error }
@@ -383,29 +291,28 @@ type storeError struct{ err error }
 func (e *storeError) Error() string { return "the session store: " + e.err.Error() }
 func (e *storeError) Unwrap() error { return e.err }
 
-func failed(err error, usage bool) resultLine {
-	return resultLine{Result: agent.Result{Status: store.StatusFailed, Error: err.Error()}, usageError: usage}
-}
-
 // headless drives one run over JSON-RPC as an editor would, through the
 // daemon of the store when one runs, else in-process (serving the daemon's
 // address meanwhile, so that editors and the CLI reach the store), prints
 // its result and returns the exit code.
-func headless(f runFlags, prompt string, stdout, stderr io.Writer) int {
+func headless(f runFlags, prompt, model string, stdout, stderr io.Writer) int {
 	ctx := context.Background()
-	stream, served, err := serverFor(ctx, f)
+	stderr = &syncWriter{w: stderr} // the store's warnings come from its own goroutines
+	stream, served, err := serverFor(ctx, f, storeWarn(stderr))
 	if err != nil {
 		var se *storeError
 		res := failed(err, errors.As(err, &se)) // a session that could not be stored: exit 2, as a setup error
 		(&client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr}).printResult(res, stdout)
 		return res.exitCode()
 	}
-	cl := &client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr, tr: transcript.New(stderr), enc: workspace.UTF8}
+	cl := &client{json: f.json, verbose: f.verbose, out: bufio.NewWriter(stdout), errw: stderr, tr: transcript.New(stderr), enc: workspace.UTF8,
+		rep: report{workspaces: f.workspaces}}
 	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(stream))
 	conn.Go(ctx, cl.handle)
 	defer conn.Close()
 
-	res := cl.drive(ctx, conn, f, prompt)
+	res := cl.finish(cl.drive(ctx, conn, f, prompt), f, model)
+	writeOutput(&res, f.output)
 	cl.printResult(res, stdout)
 	conn.Call(ctx, "shutdown", nil, nil)
 	conn.Notify(ctx, "exit", nil)
@@ -415,18 +322,31 @@ func headless(f runFlags, prompt string, stdout, stderr io.Writer) int {
 
 // serverFor connects a headless run to a server: the daemon's, else one
 // in-process. served waits for the server to end after exit.
-func serverFor(ctx context.Context, f runFlags) (stream io.ReadWriteCloser, served func(clientDone <-chan struct{}), err error) {
+//
+// The store is opened here (not by the server), so that a run whose session
+// cannot be stored does not start: a store that cannot be opened, and one
+// that was damaged (salvaged on opening: sessions may be gone, which the
+// user must hear of before going on), are a storeError. warn prints the
+// store's warnings (damaged records it meets) on stderr.
+func serverFor(ctx context.Context, f runFlags, warn func(string)) (stream io.ReadWriteCloser, served func(clientDone <-chan struct{}), err error) {
 	opts := server.Options{Flags: f.settings, Logf: func(string, ...any) {}}
 	st, _, err := config.Resolve(os.Getenv, nil, f.settings)
 	if err != nil {
 		return nil, nil, err
+	}
+	if f.ephemeral {
+		// Sessions in memory, served here: the store file, a database and
+		// the daemon are never opened.
+		opts.Hub = server.NewHub(store.NewMemory(), st.StorePath)
+		stream, wait := inProcess(ctx, opts)
+		return stream, func(<-chan struct{}) { wait() }, nil
 	}
 	if postgres.IsURL(st.StorePath) {
 		// A shared database: reached from here, no daemon. A run whose
 		// session cannot be stored does not start (a CI job's later
 		// --resume depends on it).
 		cctx, cancel := context.WithTimeout(ctx, 2*postgres.ConnectTimeout)
-		db, err := postgres.Open(cctx, st.StorePath, postgres.WithDefaultDurability(st.Durability))
+		db, err := postgres.Open(cctx, st.StorePath, postgres.WithDefaultDurability(st.Durability), postgres.WithWarn(warn))
 		cancel()
 		if err != nil {
 			return nil, nil, &storeError{err}
@@ -461,9 +381,13 @@ func serverFor(ctx context.Context, f runFlags) (stream io.ReadWriteCloser, serv
 			return nil, nil, err
 		}
 		// None runs: serve the store here, and its address while the run lives.
-		d, err := daemon.Open(ctx, daemon.Config{Store: path, Idle: -1, Sessions: sessionsOn})
+		d, err := daemon.Open(ctx, daemon.Config{Store: path, Idle: -1, Sessions: sessionsOn, Warn: warn})
 		if err != nil { // unwritable, or held by a server without a daemon: the run could not be stored
 			return nil, nil, &storeError{err}
+		}
+		if r := d.Recovered(); r != "" {
+			d.Close()
+			return nil, nil, damagedStore(r)
 		}
 		if err := d.Listen(); err == nil {
 			go d.Serve(ctx)
@@ -472,8 +396,44 @@ func serverFor(ctx context.Context, f runFlags) (stream io.ReadWriteCloser, serv
 		stream, served := inProcess(ctx, opts)
 		return stream, func(<-chan struct{}) { served(); d.Close() }, nil
 	}
+	db, err := store.Open(st.StorePath, store.WithDefaultDurability(st.Durability), store.WithWarn(warn))
+	if err != nil { // held by a daemon or an editor's server, or unwritable: the run could not be stored
+		return nil, nil, &storeError{err}
+	}
+	if r := db.Recovered(); r != "" {
+		db.Close()
+		return nil, nil, damagedStore(r)
+	}
+	opts.Hub = server.NewHub(db, st.StorePath)
 	stream, wait := inProcess(ctx, opts)
-	return stream, func(<-chan struct{}) { wait() }, nil
+	return stream, func(<-chan struct{}) { wait(); db.Close() }, nil
+}
+
+// runFailedLine is the server's log line of a session that failed (the
+// runtime's), which the result repeats.
+var runFailedLine = regexp.MustCompile(`^agent-lsp: session \S+ failed: `)
+
+// damagedStore is the refusal of a run whose store file was damaged and has
+// just been salvaged: what was kept and lost, and how to go on.
+func damagedStore(report string) error {
+	return &storeError{fmt.Errorf("%s; the run did not start: run it again to go on with the salvaged store ('agent-lsp sessions check' verifies it)", strings.TrimSpace(report))}
+}
+
+// storeWarn prints the store's warnings on w, one line each.
+func storeWarn(w io.Writer) func(string) {
+	return func(msg string) { fmt.Fprintf(w, "agent-lsp run: the session store: %s\n", msg) }
+}
+
+// syncWriter serializes writes to w.
+type syncWriter struct {
+	mu sync.Mutex // guards w
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // inProcess starts a server in this process.
@@ -525,29 +485,16 @@ func (cl *client) drive(ctx context.Context, conn jsonrpc2.Conn, f runFlags, pro
 		// Headless applies edits (review needs an editor) and cannot answer questions.
 		"initializationOptions": map[string]any{"edits": "apply", "interactive": false},
 	}, &initRes); err != nil {
-		return failed(fmt.Errorf("initialize: %w", err), isUsage(err))
+		return rpcFailed(err)
 	}
 	if initRes.Capabilities.PositionEncoding == "utf-16" {
 		cl.enc = workspace.UTF16
 	}
 	conn.Notify(ctx, "initialized", map[string]any{})
 
-	command, args := "agent.run", any(server.RunArgs{Prompt: prompt, Project: f.project, Session: f.session})
-	if f.resume != "" {
-		command, args = "agent.resume", server.ResumeArgs{Session: f.resume}
-	}
 	const token = "headless"
 	defer cl.cancelOnSignal(ctx, conn, token)()
-	var res agent.Result
-	if _, err := conn.Call(ctx, "workspace/executeCommand", map[string]any{"command": command, "arguments": []any{args}, "workDoneToken": token}, &res); err != nil {
-		return failed(err, isUsage(err))
-	}
-	return resultLine{Result: res}
-}
-
-func isUsage(err error) bool {
-	var rpcErr *jsonrpc2.Error
-	return errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc2.InvalidParams
+	return cl.execute(ctx, conn, f, prompt, token)
 }
 
 // cancelOnSignal cancels the run on the first SIGINT or SIGTERM and exits on
@@ -575,33 +522,5 @@ func (cl *client) cancelOnSignal(ctx context.Context, conn jsonrpc2.Conn, token 
 	return func() {
 		signal.Stop(sigs)
 		close(done)
-	}
-}
-
-// printResult writes the result: the JSON line with --json, else the reply on
-// stdout and a summary on stderr.
-func (cl *client) printResult(r resultLine, stdout io.Writer) {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if r.Error != "" {
-		fmt.Fprintf(cl.errw, "agent-lsp run: %s\n", r.Error)
-	}
-	if cl.json {
-		r.Type = "result"
-		b, _ := json.Marshal(r)
-		cl.out.Write(b)
-		cl.out.WriteByte('\n')
-		cl.out.Flush()
-		return
-	}
-	if r.usageError {
-		return
-	}
-	if r.Reply != "" {
-		fmt.Fprintln(stdout, r.Reply)
-	}
-	fmt.Fprintf(cl.errw, "session %s: %s after %d steps, %d edits\n", r.Session, r.Status, r.Steps, r.Edits)
-	if r.Status == store.StatusCancelled {
-		fmt.Fprintf(cl.errw, "resume with: agent-lsp run --resume %s\n", r.Session)
 	}
 }

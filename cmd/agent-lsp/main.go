@@ -86,7 +86,7 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("agent-lsp", usage, "\nSettings, lowest to highest precedence: defaults, environment, initializationOptions, flags.\n"+
 		"Environment: OPENAI_API_KEY (or the variable model.apiKeyEnv names), OPENAI_BASE_URL, AGENT_LSP_MODEL,\n"+
 		"AGENT_LSP_STORE, AGENT_LSP_DURABILITY, AGENT_LSP_DAEMON (off: no daemon), AGENT_LSP_DAEMON_IDLE.\n"+
-		"The server forwards to the daemon of its store (agent-lsp daemon --help). The wire contract is docs/protocol.md.\n", stderr)
+		"The server forwards to the daemon of its store (agent-lsp daemon --help). The wire contract is docs/protocol.md.\n", stdout, stderr)
 	opts := server.Options{Flags: config.Register(fs)}
 	fs.Bool("stdio", true, "serve over stdin/stdout (the only transport; accepted for clients that pass it)")
 	noDaemon := fs.Bool("no-daemon", false, "serve in-process instead of through the per-user daemon that shares the store (also AGENT_LSP_DAEMON=off)")

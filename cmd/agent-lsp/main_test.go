@@ -92,6 +92,7 @@ func jsonLines(t *testing.T, out string) ([]map[string]any, map[string]any) {
 			t.Fatalf("not JSON: %q", line)
 		}
 		if m["type"] == "result" {
+			checkResultLine(t, line)
 			if result != nil {
 				t.Fatal("two result lines")
 			}
@@ -116,7 +117,7 @@ func TestRunDone(t *testing.T) {
 	if code != 0 || out != "Greeting is now Swedish.\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "→ edit_file") || !strings.Contains(errOut, "done after 3 steps, 1 edits") {
+	if !strings.Contains(errOut, "→ edit_file") || !strings.Contains(errOut, "done after 3 steps, 1 edit, ") {
 		t.Fatalf("transcript: %s", errOut)
 	}
 	b, _ := os.ReadFile(filepath.Join(c.workspace, "greet.go"))
@@ -154,7 +155,7 @@ func TestRunFailedAndLimit(t *testing.T) {
 	}
 	c = newCLI(t, scripted.Turn{ToolCalls: []scripted.ToolCall{call("list_files", map[string]any{})}}, scripted.Turn{Text: "never"})
 	out, _, code = c.run(t, "", "run", "--json", "--max-steps", "1", "hi")
-	if _, res = jsonLines(t, out); code != 1 || res["status"] != "limit" {
+	if _, res = jsonLines(t, out); code != 3 || res["status"] != "limit" || res["limit"] != "steps" { // exit 3 since the CI contract (a step limit exited 1 before)
 		t.Fatalf("limit: exit %d, result %v", code, res)
 	}
 }
@@ -183,8 +184,8 @@ func TestRunUsageErrors(t *testing.T) {
 	if _, _, code := c.run(t, "", "run"); code != 2 {
 		t.Errorf("empty stdin prompt: exit %d", code)
 	}
-	if _, errOut, code := c.run(t, "", "run", "--help"); code != 0 || !strings.Contains(errOut, "Exit status") {
-		t.Errorf("--help: %d %q", code, errOut)
+	if out, _, code := c.run(t, "", "run", "--help"); code != 0 || !strings.Contains(out, "Exit status") {
+		t.Errorf("--help: %d %q", code, out)
 	}
 }
 
@@ -241,8 +242,8 @@ func TestVersionAndHelp(t *testing.T) {
 	if out, _, code := c.run(t, "", "version"); code != 0 || !strings.HasPrefix(out, "agent-lsp ") {
 		t.Fatalf("version: %d %q", code, out)
 	}
-	if _, errOut, code := c.run(t, "", "--help"); code != 0 || !strings.Contains(errOut, "agent-lsp run") {
-		t.Fatalf("help: %d %q", code, errOut)
+	if out, _, code := c.run(t, "", "--help"); code != 0 || !strings.Contains(out, "agent-lsp run") {
+		t.Fatalf("help: %d %q", code, out)
 	}
 	if _, _, code := c.run(t, "", "frobnicate"); code != 2 {
 		t.Fatalf("unknown command: %d", code)

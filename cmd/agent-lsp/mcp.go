@@ -46,14 +46,14 @@ type mcpHashLine struct {
 
 func mcpCommand(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "hash" {
-		fmt.Fprint(stderr, mcpUsage)
 		if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
+			fmt.Fprint(stdout, mcpUsage)
 			return 0
 		}
-		fmt.Fprintf(stderr, "agent-lsp mcp: unknown subcommand %q\n", args[0])
+		fmt.Fprintf(stderr, "agent-lsp mcp: unknown subcommand %q\nRun 'agent-lsp mcp --help' for usage.\n", args[0])
 		return 2
 	}
-	fs := newFlags("agent-lsp mcp hash", mcpUsage, "", stderr)
+	fs := newFlags("agent-lsp mcp hash", mcpUsage, "", stdout, stderr)
 	var workspaces multiFlag
 	fs.Var(&workspaces, "workspace", "workspace folder whose projects' servers to list (repeatable; default: the current directory)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")

@@ -37,9 +37,9 @@ Flags:
 `
 
 func sessionsCommand(args []string, stdout, stderr io.Writer) int {
-	f, _, path, code := parseSessions(args, io.Discard)
+	f, _, path, code := parseSessions(args, io.Discard, io.Discard)
 	if code >= 0 {
-		_, _, _, code = parseSessions(args, stderr) // prints the usage or the error
+		_, _, _, code = parseSessions(args, stdout, stderr) // prints the usage or the error
 		return code
 	}
 	if postgres.IsURL(path) {
@@ -69,6 +69,9 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 		if !daemon.IsNoDaemon(err) {
 			fmt.Fprintf(stderr, "agent-lsp sessions: %v\n", err)
 			return 1
+		}
+		if foreign := (*daemon.ForeignPeerError)(nil); errors.As(err, &foreign) {
+			fmt.Fprintf(stderr, "agent-lsp sessions: %v; reading the store file directly\n", err)
 		}
 	}
 	warn := store.WithWarn(func(msg string) { fmt.Fprintf(stderr, "agent-lsp sessions: %s\n", msg) })
@@ -107,12 +110,12 @@ type sessionFlags struct {
 
 // parseSessions parses the arguments; code is -1 when they are good, else
 // the exit code (0 after --help).
-func parseSessions(args []string, stderr io.Writer) (f sessionFlags, fs *flag.FlagSet, path string, code int) {
+func parseSessions(args []string, stdout, stderr io.Writer) (f sessionFlags, fs *flag.FlagSet, path string, code int) {
 	f.sub = "list"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		f.sub, args = args[0], args[1:]
 	}
-	fs = newFlags("agent-lsp sessions", sessionsUsage, "", stderr)
+	fs = newFlags("agent-lsp sessions", sessionsUsage, "", stdout, stderr)
 	storePath := fs.String("store", "", "session store file (default from AGENT_LSP_STORE, else ~/.local/state/agent-lsp/sessions.db)")
 	fs.StringVar(&f.project, "project", "", "only sessions of this project (list)")
 	fs.DurationVar(&f.olderThan, "older-than", 0, "age for prune, e.g. 720h")
@@ -148,7 +151,7 @@ func sessionsOn(ctx context.Context, db *store.Bolt, running func(string) bool, 
 // what it could; check reports damage as its result and exits 0.
 func sessionsOnBolt(ctx context.Context, db *store.Bolt, before int64, running func(string) bool, args []string, stdout, stderr io.Writer) int {
 	code := sessionsOnStore(ctx, db, running, args, stdout, stderr)
-	if f, _, _, _ := parseSessions(args, io.Discard); f.sub == "check" {
+	if f, _, _, _ := parseSessions(args, io.Discard, io.Discard); f.sub == "check" {
 		return code
 	}
 	if met := db.Damage() - before; met > 0 && code == 0 {
@@ -167,7 +170,7 @@ type sessionStore interface {
 
 // sessionsOnStore is sessionsOn for either kind of store.
 func sessionsOnStore(ctx context.Context, db sessionStore, running func(string) bool, args []string, stdout, stderr io.Writer) int {
-	f, fs, path, code := parseSessions(args, stderr)
+	f, fs, path, code := parseSessions(args, stdout, stderr)
 	if code >= 0 {
 		return code
 	}

@@ -38,6 +38,7 @@ type Config struct {
 	// override it per run.
 	Durability store.Durability
 	Logf       func(format string, args ...any) // the daemon's log; never given secrets
+	Warn       func(msg string)                 // the store's warnings (damaged records); nil: to Logf
 	Sessions   SessionsFunc
 }
 
@@ -79,7 +80,10 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if err := storeDir(cfg.Store); err != nil {
 		return nil, fmt.Errorf("store directory: %w", err)
 	}
-	db, err := store.Open(cfg.Store, store.WithDefaultDurability(cfg.Durability), store.WithWarn(func(m string) { cfg.Logf("store: %s", m) }))
+	if cfg.Warn == nil {
+		cfg.Warn = func(m string) { cfg.Logf("store: %s", m) }
+	}
+	db, err := store.Open(cfg.Store, store.WithDefaultDurability(cfg.Durability), store.WithWarn(cfg.Warn))
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +98,10 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	return &Daemon{cfg: cfg, db: db, hub: server.NewHub(db, cfg.Store), conns: map[net.Conn]func(){}, quit: make(chan struct{})}, nil
 }
+
+// Recovered says what opening the store did with a damaged file ("" when
+// nothing): store.Bolt.Recovered.
+func (d *Daemon) Recovered() string { return d.db.Recovered() }
 
 // Hub is what the daemon's connections share; an in-process server (a
 // headless run serving the daemon's address) uses it too.

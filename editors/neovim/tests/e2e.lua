@@ -1058,6 +1058,40 @@ test(":help agent-lsp opens the plugin's help", function()
   vim.cmd("close")
 end)
 
+test("without a key for an endpoint that needs one, a run is refused at once, naming the Neovim options; the empty chat says so", function()
+  agent.config.base_url, agent.config.api_key_env = "https://api.openai.com/v1", "AGENT_LSP_TEST_NO_SUCH_KEY"
+  vim.cmd("edit " .. greet)
+  local ok, err = pcall(restart)
+  if not ok then
+    agent.config.base_url, agent.config.api_key_env = nil, nil
+    error(err)
+  end
+  local before = #notes
+  local started = vim.loop.hrtime()
+  local ran, run = pcall(run_and_wait, "AgentRun Fix the tests", 5000)
+  local took = (vim.loop.hrtime() - started) / 1e9
+  local new = { unpack(notes, before + 1) }
+  vim.cmd("AgentChat!")
+  local chat_lines
+  pcall(wait_for, "the chat's endpoint line", function()
+    chat_lines = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+    return chat_lines:find("this endpoint needs one", 1, true) ~= nil
+  end, 5000)
+  vim.cmd("bwipeout!")
+  agent.config.base_url, agent.config.api_key_env = nil, nil
+  restart()
+  assert(ran, run)
+  assert(run.result == false, "the run was not refused: " .. vim.inspect(run.result))
+  assert(took < 5, "the refusal took " .. took .. " s")
+  local refused = contains(new, function(n) return n:find("no API key", 1, true) ~= nil end)
+  assert(refused, "no notification: " .. vim.inspect(new))
+  for _, want in ipairs({ "AGENT_LSP_TEST_NO_SUCH_KEY", "api_key_env", "base_url", ":checkhealth agent_lsp" }) do
+    assert(refused:find(want, 1, true), want .. " missing: " .. refused)
+  end
+  assert(#vim.tbl_filter(function(n) return n:find("no API key", 1, true) ~= nil end, new) == 1, "shown more than once: " .. vim.inspect(new))
+  assert(chat_lines:find("no API key (AGENT_LSP_TEST_NO_SUCH_KEY)", 1, true), chat_lines)
+end)
+
 test("a missing server binary is reported once, clearly", function()
   local cmd = agent.config.cmd
   agent.config.cmd = { "/nonexistent/agent-lsp" }

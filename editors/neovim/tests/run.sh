@@ -47,7 +47,7 @@ rm -f "$work/plugin/doc/tags"                # e2e.lua checks that :checkhealth 
 model_pid=$!
 for _ in $(seq 100); do [[ -s "$work/model-url" ]] && break; sleep 0.1; done
 
-export OPENAI_BASE_URL="$(head -n1 "$work/model-url")" OPENAI_API_KEY=scripted AGENT_LSP_MODEL=scripted
+export OPENAI_BASE_URL="$(head -n1 "$work/model-url")" OPENAI_API_KEY=demo-not-a-secret AGENT_LSP_MODEL=scripted
 export AGENT_LSP_DAEMON_IDLE=3s # the servers' daemon exits soon after the tests
 export AGENT_LSP_TEST_PLUGIN="$work/plugin" AGENT_LSP_TEST_BIN="$work/bin/agent-lsp" AGENT_LSP_TEST_WS="$work/sample" AGENT_LSP_TEST_STORE="$work/sessions.db"
 export AGENT_LSP_TEST_MODEL_BIN="$work/bin/scripted-model" # e2e.lua starts a second one with its own script

@@ -1583,6 +1583,9 @@ test("chat (stubbed server): a send, a prompt queued while it runs, the stream, 
   local chat = require("agent_lsp.chat")
   with_server(function(calls)
     vim.cmd("AgentChat!")
+    -- The new chat asks what the next runs use, for its first line.
+    assert(calls[1] and calls[1].command == "agent.endpoint", vim.inspect(calls))
+    table.remove(calls, 1)
     local buf = vim.api.nvim_get_current_buf()
     local function text() return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") end
     local function type_prompt(p)
@@ -1938,6 +1941,35 @@ test("health: the language servers agent-lsp would start headless, from doctor's
   } })
   assert(lines[1] == "language server of api for headless runs: gopls (/usr/bin/gopls, built-in)", lines[1])
   assert(lines[2] == "language server of web for headless runs: none — typescript-language-server not found on PATH", lines[2])
+
+test("a refused run names the Neovim options that fix it, never resume", function()
+  local reasons = require("agent_lsp.reasons")
+  local err = { code = -32602, message = "agent.run: no API key", data = { reason = "no-api-key", setting = "model.apiKeyEnv",
+    baseURL = "https://api.openai.com/v1", model = "gpt-4o-mini", apiKeyEnv = "OPENAI_API_KEY" } }
+  local d = assert(reasons.of(err), "no reason in the error")
+  local msg = reasons.message(d)
+  for _, want in ipairs({ "https://api.openai.com/v1", "OPENAI_API_KEY", "api_key_env", "base_url", ":checkhealth agent_lsp" }) do
+    assert(msg:find(want, 1, true), want .. " missing: " .. msg)
+  end
+  assert(reasons.of({ code = -32602, message = "x" }) == nil, "an error without data has a reason")
+  assert(reasons.of({ data = { reason = "other" } }) == nil, "an unknown reason is taken")
+  local hint = assert(reasons.hint({ status = "failed", reason = "key-refused" }))
+  assert(hint:find("api_key_env", 1, true) and not hint:lower():find("resume", 1, true), hint)
+  assert(reasons.hint({ status = "failed" }) == nil, "a failure without a reason has a hint")
+  local models = reasons.message({ reason = "model-unknown", baseURL = "http://x/v1", model = "gpt-9", models = { "a", "b" } })
+  assert(models:find(":AgentModel", 1, true) and models:find("a, b", 1, true), models)
+end)
+
+test("an empty chat shows the model, the endpoint and whether a key is set", function()
+  local chat = require("agent_lsp.chat")
+  local ok = chat.endpoint_line({ model = "qwen", baseURL = "http://localhost:11434/v1", apiKeyEnv = "OPENAI_API_KEY", keySet = false, needsKey = false })
+  assert(ok == "_Model qwen at http://localhost:11434/v1 · no API key (OPENAI_API_KEY)_", ok)
+  local set = chat.endpoint_line({ model = "gpt-4o", baseURL = "https://api.openai.com/v1", apiKeyEnv = "OPENAI_API_KEY", keySet = true, needsKey = false })
+  assert(set:find("· API key set_", 1, true), set)
+  local missing = chat.endpoint_line({ model = "gpt-4o", baseURL = "https://api.openai.com/v1", apiKeyEnv = "MY_KEY", keySet = false, needsKey = true })
+  for _, want in ipairs({ "needs one", "MY_KEY", "api_key_env", "base_url", ":checkhealth agent_lsp" }) do
+    assert(missing:find(want, 1, true), want .. " missing: " .. missing)
+  end
 end)
 
 harness.finish()

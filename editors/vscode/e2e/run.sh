@@ -33,6 +33,8 @@ cat >"$work/bin/agent-lsp-e2e" <<SH
 # The daemon the server starts exits soon after the test (the default is a minute).
 # Each start is logged: the test checks that settings changes do not restart the server.
 date +%s >>"$work/starts.log"
+# Once the test wrote a proxy's URL to no-key: no API key, and every request through that proxy (a trap).
+if [ -s "$work/no-key" ]; then unset OPENAI_API_KEY; export HTTPS_PROXY="\$(cat "$work/no-key")" HTTP_PROXY="\$(cat "$work/no-key")" NO_PROXY= no_proxy=; fi
 PATH="$(dirname "$(command -v go)"):\$PATH" AGENT_LSP_DAEMON_IDLE=3s exec "$work/bin/agent-lsp" "\$@"
 SH
 chmod +x "$work/bin/agent-lsp-e2e"
@@ -80,12 +82,12 @@ cs=("$node24/node" "$e2e/node_modules/code-server/out/node/entry.js" --user-data
 
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 # The extension host does not keep code-server's PATH, so the settings above name the binary and the model.
-OPENAI_API_KEY=scripted "${cs[@]}" --auth none --bind-addr "127.0.0.1:$port" --disable-telemetry --disable-update-check \
+OPENAI_API_KEY=demo-not-a-secret "${cs[@]}" --auth none --bind-addr "127.0.0.1:$port" --disable-telemetry --disable-update-check \
 	--disable-workspace-trust --disable-getting-started-override "$work/sample" >"$out/code-server.log" 2>&1 &
 cs_pid=$!
 
 export E2E_URL="http://127.0.0.1:$port/?folder=$work/sample" E2E_WORKSPACE="$work/sample" E2E_OUT="$out" \
 	E2E_SETTINGS="$work/data/User/settings.json:$work/data/Machine/settings.json" \
-	E2E_STARTS="$work/starts.log" E2E_REQUESTS="$work/requests.jsonl" E2E_BIN="$work/bin/agent-lsp" E2E_STORE="$work/sessions.db"
+	E2E_STARTS="$work/starts.log" E2E_REQUESTS="$work/requests.jsonl" E2E_NO_KEY="$work/no-key" E2E_BIN="$work/bin/agent-lsp" E2E_STORE="$work/sessions.db"
 # The whole test: each of its waits is bounded on its own; this bounds a hang of the browser itself.
 timeout 1500 "$node24/node" "$e2e/test.mjs" || { echo "code-server log:" >&2; tail -40 "$out/code-server.log" >&2; exit 1; }

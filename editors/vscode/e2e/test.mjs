@@ -14,6 +14,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import puppeteer from "puppeteer-core";
 import { slashCompletion } from "./slash.mjs";
 
@@ -463,6 +464,51 @@ async function conversations() {
   await waitFor(() => text(".part.panel").then((t) => t.includes("context 16384 tokens")), "the new context size in the run's header", 60000);
   assert.equal(starts(), 1, "the settings change did not restart the server");
   step("a settings change applied without a restart");
+  await noKey();
+}
+
+/**
+ * No API key for OpenAI's endpoint: the empty chat says so with Set API Key,
+ * and a prompt shows "Set API Key" within 2 s while no request leaves (the
+ * server's requests would all go through a proxy that is a trap of the test).
+ */
+async function noKey() {
+  let conns = 0;
+  const trap = createServer((s) => {
+    conns++;
+    s.destroy();
+  });
+  await new Promise((r) => trap.listen(0, "127.0.0.1", r));
+  writeFileSync(process.env.E2E_NO_KEY, `http://127.0.0.1:${trap.address().port}`);
+  setSetting("agentLsp.baseURL", "https://api.openai.com/v1");
+  setSetting("agentLsp.model", "gpt-4o-mini");
+  await new Promise((r) => setTimeout(r, 2000)); // the settings file is read when it changes
+  await page.keyboard.press("Escape");
+  const before = starts();
+  await palette("Agent: Restart Server");
+  await waitFor(() => starts() > before, "the server to restart without a key", 60000);
+  const chat = await showChat();
+  await chat.click("#new");
+  const empty = await waitFor(() => chatText(chat).then((t) => (t.includes("this endpoint needs one") ? t : "")), "the empty chat's endpoint line", 30000);
+  assert.match(empty, /Model gpt-4o-mini at https:\/\/api\.openai\.com\/v1 · no API key \(OPENAI_API_KEY\): this endpoint needs one\. Set API Key/, empty);
+  await page.keyboard.press("Escape");
+  await palette("Notifications: Clear All Notifications");
+  await chatSend(chat, "VSC no key, please");
+  const sent = Date.now();
+  await waitFor(
+    () => page.evaluate(() => [...document.querySelectorAll(".notifications-toasts .monaco-button")].some((b) => b.innerText.trim() === "Set API Key")),
+    "Set API Key in a notification",
+    10000,
+  );
+  const took = Date.now() - sent;
+  await page.screenshot({ path: join(out, "no-key.png") });
+  assert.ok(took < 2000, `Set API Key showed after ${took} ms`);
+  const toasts = await text(".notifications-toasts");
+  assert.equal((toasts.match(/no API key/g) ?? []).length, 1, `the warning shows once: ${toasts}`);
+  assert.ok(!/\bResume\b/.test(toasts), `no Resume: ${toasts}`);
+  assert.equal(conns, 0, "a request left the server");
+  trap.close();
+  step(`no key: Set API Key after ${took} ms, no request`);
 }
 
 /** The frame of the chat view's page. A frame still loading can leave a query pending: each gets two seconds. */

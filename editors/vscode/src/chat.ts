@@ -13,6 +13,7 @@ import type { Ctx } from "./ctx";
 import { errorText } from "./format";
 import { cancelRun, followUpRun, runPrompt } from "./launch";
 import { requests, type AgentEvent, type ContextRef, type RunResult } from "./protocol";
+import { endpointHtml, fixCommand } from "./reasons";
 import type { Run } from "./runs";
 import { slashCommands, slashScript, slashStyle, type SlashItem } from "./slash";
 
@@ -117,13 +118,15 @@ export class ChatView implements vscode.Disposable {
     ready: () => {
       this.post({ type: "reset", items: this.withReviews(this.transcript.all()), session: this.session ?? "" });
       this.postState();
+      void this.showEndpoint();
     },
     send: (m) => this.send(m.text),
     stop: () => this.stop(),
     sessions: () => this.listSessions(),
     pick: (m) => this.pick(m.session || undefined),
     open: async (m) => {
-      await vscode.window.showTextDocument(vscode.Uri.parse(m.uri), { preview: false });
+      const fix = fixCommand(m.uri); // an empty chat's Set API Key
+      await (fix ? vscode.commands.executeCommand(fix) : vscode.window.showTextDocument(vscode.Uri.parse(m.uri), { preview: false }));
     },
     review: async (m) => {
       const command = Object.hasOwn(reviewActions, m.action) ? reviewActions[m.action] : undefined;
@@ -198,6 +201,18 @@ export class ChatView implements vscode.Disposable {
     this.transcript = session ? ChatTranscript.fromSession(await (await this.ctx.ready()).send(requests.session, { session })) : new ChatTranscript();
     this.post({ type: "reset", items: this.withReviews(this.transcript.all()), session: session ?? "" });
     this.postState();
+    void this.showEndpoint();
+  }
+
+  /** An empty chat's first line: the model, the endpoint, whether a key is set (and Set API Key when one is needed). */
+  private async showEndpoint(): Promise<void> {
+    if (this.session || this.transcript.all().length) {
+      return;
+    }
+    const ep = await (await this.ctx.ready()).send(requests.endpoint, {}).catch(() => undefined);
+    if (ep && !this.session && !this.transcript.all().length) {
+      this.post({ type: "items", items: [{ id: "endpoint", html: endpointHtml(ep) }] });
+    }
   }
 
   /** Follows the events of the session shown; a new chat takes the session of the run it started. */

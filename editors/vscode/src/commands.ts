@@ -8,6 +8,7 @@ import type { Cmd, Ctx } from "./ctx";
 import { deleted, errorText, mcpReport, modelItem, parseSessionDocPath, projectItem, projectsReport, sessionDocPath, sessionItem, sessionScheme, switched, transcript } from "./format";
 import { cancelRun, followUpRun, launch, runPrompt } from "./launch";
 import { markdownDocuments } from "./markdownDocs";
+import { offerFix, reasonOf, reasonText, shown } from "./reasons";
 import { requests, type RunArgs, type SessionInfo } from "./protocol";
 import { acceptAll, acceptChange, acceptEdit, rejectAll, rejectChange, rejectEdit, showReview } from "./reviewCommands";
 
@@ -49,7 +50,9 @@ export function registerCommands(ctx: Ctx): void {
         try {
           return await handler(...args);
         } catch (e) {
-          void vscode.window.showErrorMessage(`agent-lsp: ${errorText(e)}`);
+          if (!shown(e)) {
+            void vscode.window.showErrorMessage(`agent-lsp: ${errorText(e)}`);
+          }
         }
       }),
     );
@@ -263,6 +266,10 @@ export function selectModel(ctx: Ctx): Cmd {
     try {
       list = await (await ctx.ready()).send(requests.models, {});
     } catch (e) {
+      const why = reasonOf(e);
+      if (why && why.reason !== "model-unknown") {
+        return offerFix(reasonText(why), why.reason); // no key, a refused key, out of reach: that first
+      }
       const typed = await vscode.window.showInputBox({
         title: "Agent: Select Model",
         prompt: `The endpoint lists no models (${errorText(e)}). Type a model name for this workspace; empty: the settings' model.`,

@@ -9,6 +9,7 @@ import type { CommandId } from "./commands";
 import type { Ctx } from "./ctx";
 import { summary, unread } from "./format";
 import { requests, type EditMode, type FinishedRun, type Request, type RunArgs, type RunResult } from "./protocol";
+import { offerFix, reasonOf, reasonText, ShownError } from "./reasons";
 import type { Run } from "./runs";
 
 /** Runs agent.run in the project picked with Switch Project, else in the project of the file the run is about. */
@@ -73,6 +74,12 @@ export async function launch<A extends { session?: string; edits?: EditMode; mod
           if (isCancelled(e)) {
             void vscode.window.showInformationMessage("Agent cancelled.");
             return undefined;
+          }
+          const why = reasonOf(e);
+          if (why) {
+            // The action that fixes it (Set API Key, ...), never Resume: nothing ran.
+            void offerFix(reasonText(why), why.reason);
+            throw new ShownError(reasonText(why), why.reason);
           }
           throw e;
         } finally {
@@ -145,6 +152,9 @@ const show = {
  * run left queued prompts unread; Show Reply only when there is a reply.
  */
 async function report(r: FinishedRun): Promise<void> {
+  if (r.status === "failed" && r.reason) {
+    return offerFix(summary(r), r.reason); // a setting fixes it: its action, not Resume
+  }
   const how = r.queued?.length ? { level: "warning" as const, buttons: ["Send Again", "Show Session"] as Action[] } : reports[r.status];
   const buttons = how.buttons.filter((b) => b !== "Show Reply" || r.reply.trim() !== "");
   const pick = (await show[how.level](summary(r), ...buttons)) as Action | undefined;

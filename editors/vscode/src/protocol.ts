@@ -97,6 +97,8 @@ export interface FinishedRun extends RunOutcome {
   status: RunStatus;
   /** What failed, for status failed. */
   error?: string;
+  /** For status failed: the kind of failure a setting fixes, when it is one. */
+  reason?: Reason;
   /** The prompts queued for this run that it ended without reading (a cancelled run), in queue order. */
   queued?: string[];
 }
@@ -255,6 +257,34 @@ export interface ModelInfo {
   ownedBy?: string;
 }
 
+/**
+ * Why a run cannot start, or failed, when a setting fixes it: the data.reason
+ * of a refused agent.run, agent.resume or agent.models, and a failed run's
+ * reason. Each has its action (reasons.ts).
+ */
+export type Reason = "no-api-key" | "key-refused" | "model-unknown" | "endpoint-unreachable";
+
+/** The data of an error refused for a Reason: the endpoint, the model, the key's variable, the setting that fixes it. */
+export interface ReasonData {
+  reason: Reason;
+  setting: string;
+  baseURL: string;
+  model: string;
+  apiKeyEnv: string;
+  /** model-unknown: the models the endpoint offers. */
+  models?: string[];
+}
+
+/** The result of agent.endpoint: what the next runs use, without asking the endpoint (the empty chat shows it). */
+export interface EndpointInfo {
+  baseURL: string;
+  model: string;
+  apiKeyEnv: string;
+  keySet: boolean;
+  /** The endpoint needs a key and none is set: runs are refused (no-api-key). */
+  needsKey: boolean;
+}
+
 /** The result of agent.models: the endpoint, the model runs use unless they name one, and the endpoint's list. */
 export interface ModelsResult {
   baseURL: string;
@@ -312,6 +342,7 @@ export interface Commands {
   "agent.projects": { args: NoArgs; result: ProjectInfo[] };
   "agent.switchProject": { args: { session: string; project: string }; result: { session: string; project: string } };
   "agent.models": { args: NoArgs; result: ModelsResult };
+  "agent.endpoint": { args: NoArgs; result: EndpointInfo };
   "agent.mcp": { args: NoArgs; result: McpProject[] };
   "agent.commands": { args: { project?: string }; result: { commands: CommandInfo[] } };
 }
@@ -338,6 +369,7 @@ export const requests = {
   projects: request("agent.projects"),
   switchProject: request("agent.switchProject"),
   models: request("agent.models"),
+  endpoint: request("agent.endpoint"),
   mcp: request("agent.mcp"),
   commands: request("agent.commands"),
 };
@@ -481,6 +513,8 @@ export interface ToolEndEvent extends Envelope<"tool.end"> {
   /** False for an error result. */
   ok: boolean;
   summary: string;
+  /** The call did not run: it was not allowed; ruleHint is the rule that would allow it. */
+  denied?: { what: string; ruleHint?: string };
 }
 export interface SubagentStartEvent extends Envelope<"subagent.start"> {
   task: string;

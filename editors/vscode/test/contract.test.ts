@@ -3,6 +3,7 @@
 // exactly the extension's commands, event kinds and the requests it answers,
 // and every example renders with its key values. tsc has already checked each fixture against the
 // protocol types (scripts/fixtures.mjs generates test/fixtures from them).
+import { endpointLine } from "../src/reasons";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
@@ -177,6 +178,12 @@ const commandShows: { [C in CommandName]: (ex: CommandExample<C>) => void } = {
   "agent.resume": runShows,
   // Not shown: the cancelled run's own request ends with status cancelled, and its summary says so.
   "agent.cancel": () => {},
+  // An empty chat's first line.
+  "agent.endpoint": ({ result: ep }) => {
+    const { text, fix } = endpointLine(ep);
+    shows(text, [ep.model, ep.baseURL, ep.keySet ? "API key set" : `no API key (${ep.apiKeyEnv})`], "the endpoint line");
+    assert.equal(fix, ep.needsKey ? "Set API Key" : undefined, "Set API Key exactly when a key is needed");
+  },
   "agent.sessions": ({ result }) => {
     for (const s of result) {
       const item = sessionItem(s);

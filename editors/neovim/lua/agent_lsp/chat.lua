@@ -226,7 +226,9 @@ local function finish(chat, result, err)
     return
   end
   if result == false then
-    add(chat, { "— refused: " .. (err and render.oneline(err.message) or "the request failed (see the notification)") })
+    local why = require("agent_lsp.reasons").of(err)
+    local text = why and require("agent_lsp.reasons").message(why) or (err and err.message)
+    add(chat, { "— refused: " .. (text and render.oneline(text) or "the request failed (see the notification)") })
   elseif result.status ~= "queued" then
     add(chat, M.end_lines(result))
   end
@@ -558,11 +560,39 @@ function M.toggle(prompt, new)
   local c = client.current()
   local buf = new_buffer({ "# Agent chat", "", "Write under ## You; " .. config.options.chat.keys.send .. " sends. #buffer, #buffer:<name>, #selection and #diagnostics attach context; /name runs a slash command (<C-x><C-o> completes both)." },
     nil, c and c.id, origin)
+  if c then
+    M.show_endpoint(buf, c)
+  end
   show(buf)
   if prompt then
     M.prompt(buf, prompt)
   end
   return buf
+end
+
+---The endpoint line of an empty chat: the model, the endpoint, whether a key
+---is set; without one an endpoint needs, what to set.
+---@param ep table agent.endpoint's result
+---@return string
+function M.endpoint_line(ep)
+  local key = ep.keySet and "API key set" or ("no API key (" .. render.str(ep.apiKeyEnv) .. ")")
+  local line = ("_Model %s at %s · %s_"):format(render.str(ep.model), render.str(ep.baseURL), key)
+  if ep.needsKey then
+    line = line .. " — this endpoint needs one: set " .. render.str(ep.apiKeyEnv) .. " (setup({ api_key_env = ... }) names the variable) or setup({ base_url = ... }); :checkhealth agent_lsp"
+  end
+  return line
+end
+
+---Adds the endpoint line (agent.endpoint) under an empty chat's header.
+---@param buf integer
+---@param c table the client
+function M.show_endpoint(buf, c)
+  client.execute(c, "agent.endpoint", vim.empty_dict(), function(ep)
+    local chat = M.chats[buf]
+    if chat and not chat.session and chat.running == 0 and vim.api.nvim_buf_is_valid(buf) then
+      vim.api.nvim_buf_set_lines(buf, 3, 3, false, { "", M.endpoint_line(ep) })
+    end
+  end)
 end
 
 ---gs: picks a session and opens its chat.

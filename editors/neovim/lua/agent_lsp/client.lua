@@ -590,7 +590,8 @@ function M.execute(c, command, args, on_result, extra, on_error)
   end
   return compat.call(c, "request", "workspace/executeCommand", params, function(err, result)
     if err then
-      ui.notify(command .. ": " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      local why = require("agent_lsp.reasons").of(err) -- a setting fixes it: say which, in the plugin's options
+      ui.notify(why and require("agent_lsp.reasons").message(why) or (command .. ": " .. (err.message or vim.inspect(err))), vim.log.levels.ERROR)
       if on_error then
         on_error(err)
       end

@@ -91,6 +91,8 @@ local function start_run(c, command, args, prompt, on_result)
     end
     client.settle_waiting(run, result.session)
     local summary, reply = render.run_summary(result)
+    local fix = require("agent_lsp.reasons").hint(result) -- a failure a setting fixes: which one
+    summary = fix and (summary .. "\n" .. fix) or summary
     state.last_reply = reply
     local ok = result.status == "done" or result.status == "cancelled"
     local unsent = type(result.queued) == "table" and result.queued or {}

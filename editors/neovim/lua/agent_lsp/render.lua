@@ -24,6 +24,8 @@ end
 ---listing (-1).
 M.words = {
   ok = { [true] = "ok", [false] = "failed" },
+  keySet = { [true] = "set", [false] = "not set" },
+  needsKey = { [true] = "runs are refused until one is set", [false] = "runs can start" },
   applied = { [true] = "applied", [false] = "refused" },
   cancelled = { [true] = "run cancelled", [false] = "no run was going" },
   deleted = { [true] = "deleted", [false] = "was already gone" },
@@ -611,6 +613,10 @@ M.results = {
     return #lines > 0 and lines or { "no projects" }
   end,
   ["agent.models"] = M.models,
+  -- What the next runs use (agent.endpoint), on one line.
+  ["agent.endpoint"] = function(ep)
+    return { ("model %s at %s · API key %s in %s · %s"):format(M.str(ep.model), M.str(ep.baseURL), M.word("keySet", ep.keySet), M.str(ep.apiKeyEnv), M.word("needsKey", ep.needsKey)) }
+  end,
   -- The :AgentMcp list, each server's line followed by where it is
   -- defined and the whole reason (which <CR> shows there).
   ["agent.mcp"] = function(list)

@@ -98,6 +98,7 @@
 ---@field steps integer
 ---@field usage AgentLsp.Usage
 ---@field error? string what failed (status "failed")
+---@field reason? AgentLsp.Reason status "failed": the kind of failure a setting fixes (reasons.lua)
 ---@field position? integer status "queued": the prompt's place in the queue, from 1
 ---@field queued? string[] prompts given to the running session that the run ended without reading (status "cancelled")
 
@@ -291,6 +292,7 @@
 ---| AgentLsp.Call.Projects
 ---| AgentLsp.Call.SwitchProject
 ---| AgentLsp.Call.Models
+---| AgentLsp.Call.Endpoint
 ---| AgentLsp.Call.Mcp
 ---| AgentLsp.Call.Commands
 
@@ -333,6 +335,25 @@
 ---@field command "agent.switchProject"
 ---@field arguments AgentLsp.SwitchArgs
 ---@field result AgentLsp.SwitchResult
+
+---@class AgentLsp.Call.Endpoint
+---@field command "agent.endpoint"
+---@field arguments AgentLsp.NoArgs
+---@field result AgentLsp.EndpointResult
+
+---Result of agent.endpoint: what the next runs use (an empty chat shows it).
+---@class AgentLsp.EndpointResult
+---@field baseURL string
+---@field model string
+---@field apiKeyEnv string the variable the key is read from
+---@field keySet boolean
+---@field needsKey boolean the endpoint needs a key and none is set: runs are refused
+
+---@alias AgentLsp.Reason "no-api-key"|"key-refused"|"model-unknown"|"endpoint-unreachable"
+
+---@class AgentLsp.Denial
+---@field what string the command line or tool that was not allowed
+---@field ruleHint? string the rule that would allow it
 
 ---@class AgentLsp.Call.Models
 ---@field command "agent.models"
@@ -499,6 +520,7 @@
 ---@field name string
 ---@field ok boolean false for an error result
 ---@field summary string a few words
+---@field denied? AgentLsp.Denial the call did not run: it was not allowed
 
 ---@class AgentLsp.Event.SubagentStart: AgentLsp.EventBase
 ---@field type "subagent.start"
