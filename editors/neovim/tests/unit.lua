@@ -1941,6 +1941,7 @@ test("health: the language servers agent-lsp would start headless, from doctor's
   } })
   assert(lines[1] == "language server of api for headless runs: gopls (/usr/bin/gopls, built-in)", lines[1])
   assert(lines[2] == "language server of web for headless runs: none — typescript-language-server not found on PATH", lines[2])
+end)
 
 test("a refused run names the Neovim options that fix it, never resume", function()
   local reasons = require("agent_lsp.reasons")
