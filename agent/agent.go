@@ -142,12 +142,11 @@ type Runtime struct {
 	st          schema
 	prompts     promptCache
 	subSem      chan struct{}
-	guard       tools.ProtectedGuard // protected files around sandboxed commands
-	langSeen    tools.LangSeen       // the diagnostics each project last showed the agent
-	budgetMu    sync.Mutex           // guards budgets
-	budgets     map[string]*budget   // each model's context, learned as it answers
-	autoContext bool                 // ContextTokens was not configured: each model's known size
-	counter     counter              // token estimates of messages, by ID
+	langSeen    tools.LangSeen     // the diagnostics each project last showed the agent
+	budgetMu    sync.Mutex         // guards budgets
+	budgets     map[string]*budget // each model's context, learned as it answers
+	autoContext bool               // ContextTokens was not configured: each model's known size
+	counter     counter            // token estimates of messages, by ID
 
 	runs *Runs // the sessions running now, maybe shared with other runtimes
 

@@ -179,7 +179,7 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 	project := rt.st.project.Get(s)
 	env := &tools.Env{Workspace: rt.cfg.Workspace, Session: r.session.ID, Project: project, Editor: r.editor, Permissions: r.perms,
 		Trust: trust{recorded: rt.st.commandFilesChanged.Get(s), acc: r.acc}, CommandEnv: rt.cfg.CommandEnv,
-		Sandbox: rt.cfg.Sandbox, SandboxSettings: rt.cfg.SandboxSettings, Protected: &rt.guard,
+		Sandbox: rt.cfg.Sandbox, SandboxSettings: rt.cfg.SandboxSettings,
 		MaxOutput: rt.cfg.MaxToolOutput, CommandTimeout: rt.cfg.CommandTimeout}
 	if r.lang != nil {
 		env.Lang = &tools.Lang{Source: r.lang, Seen: &rt.langSeen}
@@ -204,7 +204,7 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 		}
 		r.emit(event.Edit{URI: string(uri.File(e.Path)), Applied: e.Applied})
 	}
-	end := event.ToolEnd{CallID: call.ID, Name: call.Name, OK: !res.IsError, Summary: res.Summary}
+	end := event.ToolEnd{CallID: call.ID, Name: call.Name, OK: !res.IsError, Summary: res.Summary, Output: event.Tail(res.Content)}
 	if d := res.Denied; d != nil {
 		end.Denied = &event.Denial{What: d.What, RuleHint: d.Hint}
 	}

@@ -21,7 +21,7 @@ var eventDocs = map[event.Type]string{
 	"message.queued":    "a prompt given to the running session waits at `position` for the run's next step",
 	"context.compacted": "older turns left the model's view: `summarized` into the summary, or dropped (`error` says why); `before` and `after` are the estimated tokens of the history the model sees, `messages` how many messages left its view; `reason` is budget or overflow",
 	"tool.start":        "a tool call starts; `args` is the model's raw JSON",
-	"tool.end":          "a tool call ended; `ok` false for an error result; `summary` in a few words; `denied: {what, ruleHint?}` when it did not run because it was not allowed (`ruleHint`: the rule that would allow it, e.g. `--allow \"go build\"` headless)",
+	"tool.end":          "a tool call ended; `ok` false for an error result; `summary` in a few words; `output` the end of the result the model got (its last 20 lines, at most 2 KB: a command's last output, why an edit was refused); `denied: {what, ruleHint?}` when it did not run because it was not allowed (`ruleHint`: the rule that would allow it, e.g. `--allow \"go build\"` headless)",
 	"subagent.start":    "a subagent starts a task (`contextId`, `parentId` in the envelope)",
 	"subagent.end":      "a subagent ended with a status",
 	"edit":              "the editor applied or refused an edit of `uri`",

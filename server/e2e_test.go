@@ -17,6 +17,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/uri"
 
+	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
 	"github.com/agent-lsp/agent-lsp/server"
 )
@@ -268,7 +269,15 @@ func model(t *testing.T, script scripted.Script) *scripted.Server {
 
 func envFor(t *testing.T, srv *scripted.Server, extra ...string) []string {
 	return append([]string{"OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-e2e-test-key", "AGENT_LSP_MODEL=scripted",
-		"AGENT_LSP_STORE=" + filepath.Join(t.TempDir(), "store.db")}, extra...)
+		"AGENT_LSP_STORE=" + filepath.Join(t.TempDir(), "store.db"), sandboxGoCache()}, extra...)
+}
+
+// sandboxGoCache shares one sandbox Go build cache between the test
+// projects (each a new directory, which would otherwise build the standard
+// library again in a cache of its own).
+func sandboxGoCache() string {
+	dir, _ := os.UserCacheDir()
+	return sandbox.GoCacheEnv + "=" + filepath.Join(dir, "agent-lsp-test-sandbox-go-build")
 }
 
 func call(name string, args any) scripted.ToolCall {

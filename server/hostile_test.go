@@ -423,10 +423,7 @@ func TestHostileRunawayModel(t *testing.T) {
 	} else {
 		// SIGKILL is delivered asynchronously: on a loaded machine the child
 		// may take a moment to die. It must be gone (or a zombie) soon.
-		alive := func() bool {
-			status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n))
-			return err == nil && !strings.Contains(string(status), "State:\tZ")
-		}
+		alive := func() bool { return sleeperAlive(n) }
 		for deadline := time.Now().Add(time.Minute); alive() && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		}
 		if alive() {
@@ -541,4 +538,28 @@ func TestHostileHeldStreamEnds(t *testing.T) {
 	if n := len(srv.Requests()); n != 3 {
 		t.Fatalf("%d model requests, want 3", n)
 	}
+}
+
+// sleeperAlive reports whether the command's `sleep 300` whose pid, as the
+// command saw it, is n still runs: n is the host's pid, or (in the
+// sandbox's PID namespace) the last of a process's NSpid.
+func sleeperAlive(n int) bool {
+	des, _ := os.ReadDir("/proc")
+	for _, de := range des {
+		status, err := os.ReadFile(filepath.Join("/proc", de.Name(), "status"))
+		if err != nil || strings.Contains(string(status), "State:\tZ") {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			ids, ok := strings.CutPrefix(line, "NSpid:")
+			f := strings.Fields(ids)
+			if !ok || len(f) == 0 || f[len(f)-1] != strconv.Itoa(n) {
+				continue
+			}
+			if cmd, _ := os.ReadFile(filepath.Join("/proc", de.Name(), "cmdline")); string(cmd) == "sleep\x00300\x00" {
+				return true
+			}
+		}
+	}
+	return false
 }

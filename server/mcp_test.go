@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -395,8 +396,20 @@ func TestMCPIdleStop(t *testing.T) {
 // says it is not sandboxed. The server's command tries to write outside
 // the project and the temporary directory.
 func TestMCPRepositoryCannotTurnTheSandboxOff(t *testing.T) {
-	bin := mcpTestServer(t)
-	for _, c := range []struct {
+	// The server's program and the place it writes are outside /tmp: with
+	// namespaces a command's /tmp is its own (a program the command line
+	// names only inside a shell line is not carried into it), which would
+	// hide both and prove nothing.
+	keep, err := os.MkdirTemp("/var/tmp", "agent-lsp-mcp-")
+	if err != nil {
+		t.Skipf("no /var/tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(keep) })
+	bin := filepath.Join(keep, "testserver")
+	if b, err := os.ReadFile(mcpTestServer(t)); err != nil || os.WriteFile(bin, b, 0o755) != nil {
+		t.Fatalf("copy the test server: %v", err)
+	}
+	for i, c := range []struct {
 		name     string
 		opts     map[string]any
 		question string
@@ -407,7 +420,7 @@ func TestMCPRepositoryCannotTurnTheSandboxOff(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			base := t.TempDir()
-			sample, outside, tmp := copyFixture(t, "sample"), filepath.Join(base, "outside"), filepath.Join(base, "tmp")
+			sample, outside, tmp := copyFixture(t, "sample"), filepath.Join(keep, "outside"+strconv.Itoa(i)), filepath.Join(base, "tmp")
 			os.MkdirAll(outside, 0o755)
 			os.MkdirAll(tmp, 0o755)
 			marker := filepath.Join(outside, "pwned")

@@ -75,7 +75,7 @@ func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest
 	switch {
 	case d.Verdict == shellrule.Deny:
 		return tools.Permission{Reason: d.Reason}, nil
-	case req.Trusted, d.Verdict == shellrule.Allow, p.always.allowed(req.Session, req.Command):
+	case req.Trusted, !req.AlwaysAsk && (d.Verdict == shellrule.Allow || p.always.allowed(req.Session, req.Command)):
 		return tools.Permission{Allowed: true}, nil
 	}
 	if !p.interactive {

@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/store"
@@ -97,12 +99,15 @@ type ToolStart struct {
 	CallID string `json:"callId"`
 }
 
-// ToolEnd is a tool call's outcome, with a few words for progress.
+// ToolEnd is a tool call's outcome, with a few words for progress, and
+// Output, the end of the result the model got as Tail cuts it (a command's
+// last output lines, why an edit was refused), for editors to show.
 type ToolEnd struct {
 	CallID  string  `json:"callId"`
 	Name    string  `json:"name"`
 	OK      bool    `json:"ok"`
 	Summary string  `json:"summary"`
+	Output  string  `json:"output,omitempty"`
 	Denied  *Denial `json:"denied,omitempty"` // the call did not run: it was not allowed
 }
 
@@ -112,6 +117,36 @@ type ToolEnd struct {
 type Denial struct {
 	What     string `json:"what"`
 	RuleHint string `json:"ruleHint,omitempty"`
+}
+
+// The bounds of ToolEnd.Output.
+const (
+	TailLines = 20
+	TailBytes = 2048
+)
+
+// Tail returns the end of a tool result for ToolEnd.Output: its last
+// TailLines lines without the trailing blank ones, at most TailBytes bytes.
+// Lines are whole unless the last one alone is longer, which keeps its end;
+// the text stays valid UTF-8 where the result was.
+func Tail(result string) string {
+	t := strings.TrimRight(result, " \t\r\n")
+	start := len(t) + 1 // t[start:] is kept, whole lines; t[start-1] is the newline before them
+	for n := 0; n < TailLines && start > 0; n++ {
+		from := strings.LastIndexByte(t[:start-1], '\n') + 1
+		if len(t)-from > TailBytes {
+			if n > 0 {
+				break
+			}
+			k := len(t) - TailBytes // one line longer than the bound: its end
+			for k < len(t) && !utf8.RuneStart(t[k]) {
+				k++
+			}
+			return t[k:]
+		}
+		start = from
+	}
+	return t[start:]
 }
 
 // SubagentStart is a subagent starting a task; the envelope's ContextID and

@@ -3,8 +3,11 @@ package event
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agent-lsp/agent-lsp/agent/message"
 )
@@ -27,6 +30,8 @@ func TestWireShapeRoundTrip(t *testing.T) {
 			`{"session":"s-1","seq":4,"type":"tool.start","contextId":"subagent-1","parentId":"s-1","name":"search","args":"{\"pattern\":\"x\"}","callId":"c"}`},
 		{Event{Session: "s-1", Seq: 5, Data: ToolEnd{CallID: "c", Name: "search", OK: false, Summary: "bad pattern"}},
 			`{"session":"s-1","seq":5,"type":"tool.end","callId":"c","name":"search","ok":false,"summary":"bad pattern"}`},
+		{Event{Session: "s-1", Seq: 5, Data: ToolEnd{CallID: "c", Name: "run_command", OK: false, Summary: "go vet: exit status 1", Output: "exit status 1\n$ go vet\nbad"}},
+			`{"session":"s-1","seq":5,"type":"tool.end","callId":"c","name":"run_command","ok":false,"summary":"go vet: exit status 1","output":"exit status 1\n$ go vet\nbad"}`},
 		{Event{Session: "s-1", Seq: 6, ContextID: "subagent-1", ParentID: "s-1", Data: SubagentStart{Task: "t"}}, `{"session":"s-1","seq":6,"type":"subagent.start","contextId":"subagent-1","parentId":"s-1","task":"t"}`},
 		{Event{Session: "s-1", Seq: 7, ContextID: "subagent-1", ParentID: "s-1", Data: SubagentEnd{OK: true, Status: "done"}}, `{"session":"s-1","seq":7,"type":"subagent.end","contextId":"subagent-1","parentId":"s-1","ok":true,"status":"done"}`},
 		{Event{Session: "s-1", Seq: 8, Data: Edit{URI: "file:///a.go", Applied: true}}, `{"session":"s-1","seq":8,"type":"edit","uri":"file:///a.go","applied":true}`},
@@ -86,5 +91,29 @@ func TestMarshalJSONUnescaped(t *testing.T) {
 	}
 	if _, err := (Event{Session: "s-1"}).MarshalJSON(); err == nil {
 		t.Fatal("an event without data encoded")
+	}
+}
+
+func TestTail(t *testing.T) {
+	var many strings.Builder
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&many, "line %d\n", i)
+	}
+	long := strings.Repeat("é", TailBytes) // 2 bytes a rune: a cut must not split one
+	cases := []struct{ name, in, want string }{
+		{"empty", "", ""},
+		{"short, trailing blank lines dropped", "exit status 1\n$ go test\nFAIL\n\n", "exit status 1\n$ go test\nFAIL"},
+		{"the last lines", many.String(), strings.Join(strings.Split(strings.TrimSpace(many.String()), "\n")[10:], "\n")},
+		{"whole lines within the bytes", "first\n" + strings.Repeat("x", TailBytes-1) + "\nend", "end"},
+		{"one long line: its end", "a\n" + long, long[len(long)-TailBytes:]},
+	}
+	for _, c := range cases {
+		got := Tail(c.in)
+		if got != c.want {
+			t.Errorf("%s: Tail = %q, want %q", c.name, got, c.want)
+		}
+		if len(got) > TailBytes || strings.Count(got, "\n") >= TailLines || !utf8.ValidString(got) {
+			t.Errorf("%s: %d bytes, %d lines, valid %v", c.name, len(got), strings.Count(got, "\n")+1, utf8.ValidString(got))
+		}
 	}
 }

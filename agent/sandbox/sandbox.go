@@ -1,25 +1,40 @@
-// Package sandbox confines the commands the agent runs, the way Codex does on
-// Linux: the command's shell is started through a helper (this binary,
-// re-executed in a hidden mode, so the server itself is never restricted) that
-// applies Landlock (github.com/landlock-lsm/go-landlock) and then execs the
-// shell. The restrictions are inherited by every process the shell starts.
+// Package sandbox confines the commands the agent runs. A command's shell is
+// started through a helper (this binary, re-executed in a hidden mode, so
+// the server itself is never restricted) that sets the confinement up and
+// then runs the shell; every process the shell starts inherits it.
 //
-// In workspace-write mode a command reads everywhere and writes only in the
-// project, the temporary directory and the caches builds need; TCP bind and
-// connect are denied unless the network is allowed; abstract Unix sockets
-// and signals are scoped to the sandbox (so a command cannot reach the
-// agent-lsp daemon, the editor or other programs through them). Landlock
-// cannot forbid a subtree of a writable directory, nor pathname Unix sockets
-// at ABI 7: the caller restores protected files after the command
-// (see tools), and the environment is scrubbed of sockets.
+// Two mechanisms, chosen per machine (Isolation):
+//
+//   - namespaces: the helper starts in new user, mount, PID and IPC
+//     namespaces (and a network namespace when the project's network is
+//     off). It bind-mounts every .git and protected path of the project
+//     read-only, mounts a private size-limited tmpfs on /tmp and a fresh
+//     /proc, drops every capability, sets no_new_privs, applies Landlock,
+//     and runs the command as the namespace's init: when the command ends,
+//     every process left in the namespace ends with it.
+//   - snapshot, where user namespaces are refused: no capabilities,
+//     no_new_privs and Landlock as above; the helper is a child subreaper
+//     that kills every process of the command when it ends, and the git
+//     metadata and protected paths are snapshotted before the command and
+//     restored after it, through os.Root, never following a symlink.
+//
+// Landlock grants writes only in the project, the temporary directory and
+// the caches builds need (see Settings.Policy), TCP only when the network is
+// allowed (snapshot mode; a network namespace does it otherwise), and scopes
+// abstract Unix sockets and signals to the sandbox.
 package sandbox
 
 import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
@@ -49,14 +64,57 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("unknown sandbox mode %q (workspace-write, read-only or off)", s)
 }
 
+// Isolation is the mechanism that keeps a command's processes, git metadata
+// and protected paths in check (see the package comment).
+type Isolation string
+
+// Isolations.
+const (
+	Namespaces Isolation = "namespaces"
+	Snapshot   Isolation = "snapshot"
+	// None: the command is not confined (the sandbox is off, or the kernel
+	// has no Landlock).
+	None Isolation = "none"
+)
+
+// IsolationEnv is the variable that forces the snapshot mechanism where
+// namespaces work ("snapshot"): a test hook, and a way out for a user whose
+// builds namespaces break. It is read from the environment the settings see.
+const IsolationEnv = "AGENT_LSP_SANDBOX_ISOLATION"
+
+// GoCacheEnv names one Go build cache for the sandboxed commands of every
+// project, in place of one per project: for a machine that builds one
+// project (a CI runner) or whose tests build many throwaway ones, which
+// accepts that those projects share it. Read from the settings'
+// environment.
+const GoCacheEnv = "AGENT_LSP_SANDBOX_GOCACHE"
+
+// Defaults of a policy's bounds.
+const (
+	// DefaultTempSize is the size of a command's private /tmp.
+	DefaultTempSize = 1 << 30
+)
+
+// DefaultMaxProcs bounds the processes (threads count: the kernel counts
+// tasks) of one command: a build on a big machine runs many compilers of
+// many threads each.
+func DefaultMaxProcs() int { return max(4096, 256*runtime.NumCPU()) }
+
 // Policy is what one sandboxed command may do.
 type Policy struct {
 	Mode     Mode
 	Root     string   // the project's root: writable in WorkspaceWrite
-	Temp     string   // the temporary directory: always writable
+	Temp     string   // the temporary directory: always writable (a private tmpfs with namespaces)
 	Caches   []string // build caches: writable in WorkspaceWrite (missing ones are skipped)
 	Writable []string // more directories the user made writable
-	Network  bool     // allow TCP bind and connect
+	Network  bool     // allow the network
+	// GoCache is the sandbox's own Go build cache for this project (set as
+	// GOCACHE for the command; writable); "" for none.
+	GoCache string
+	// Isolation forces a mechanism (Snapshot); "" lets the machine decide.
+	Isolation Isolation
+	MaxProcs  int   // processes and threads at most; 0: DefaultMaxProcs
+	TempSize  int64 // bytes of the private /tmp; 0: DefaultTempSize
 }
 
 // WritableDirs lists the directories the policy lets a command write.
@@ -66,14 +124,28 @@ func (p Policy) WritableDirs() []string {
 		out = append(out, p.Root)
 		out = append(out, p.Caches...)
 		out = append(out, p.Writable...)
+		out = append(out, p.GoCache)
 	}
 	return slices.DeleteFunc(out, func(d string) bool { return d == "" })
 }
 
-// Sandbox runs commands under a policy on this machine's kernel.
+func (p Policy) maxProcs() int   { return cmp.Or(p.MaxProcs, DefaultMaxProcs()) }
+func (p Policy) tempSize() int64 { return cmp.Or(p.TempSize, DefaultTempSize) }
+
+// Sandbox runs commands under a policy on this machine's kernel. It owns
+// what it learned about the projects it confines (their .git and protected
+// paths, cached) and the snapshots of the snapshot mechanism.
 type Sandbox struct {
 	abi    int    // the kernel's Landlock ABI; 0: none, or turned off
 	helper string // the binary to re-execute as the helper
+
+	probeOnce sync.Once
+	probed    Isolation // Namespaces or Snapshot, set once by probeOnce
+	probeErr  error     // why namespaces are refused, when they are
+
+	index   index   // per project: its .git and protected paths
+	guard   guard   // per project: the snapshot of the commands running there
+	cgroups cgroups // the pids controller, found once
 }
 
 // New returns a sandbox for this machine. With landlock false it behaves as
@@ -98,86 +170,30 @@ func (s *Sandbox) ABI() int { return s.abi }
 // Confines reports whether commands run under p are confined at all.
 func (s *Sandbox) Confines(p Policy) bool { return p.Mode != Off && s.abi > 0 }
 
-// Argv returns the command line that runs argv under p: argv itself when
-// nothing confines it, else the helper with the policy, then argv.
-func (s *Sandbox) Argv(p Policy, argv ...string) []string {
-	if !s.Confines(p) {
-		return argv
-	}
-	out := []string{s.helper, helperArg}
-	for _, d := range p.WritableDirs() {
-		out = append(out, "--write", d)
-	}
-	if p.Network {
-		out = append(out, "--network")
-	}
-	return append(append(out, "--"), argv...)
-}
-
-// Report says what a policy enforces here: the rights Landlock actually
-// applies at this kernel's ABI (best-effort mode silently drops the rest).
-type Report struct {
-	Mode        Mode     `json:"mode"`
-	LandlockABI int      `json:"landlockABI"`
-	Enforced    []string `json:"enforced"`
-	NotEnforced []string `json:"notEnforced,omitempty"`
-	Writable    []string `json:"writable,omitempty"`
-	Network     bool     `json:"network"`
-}
-
-// Describe reports what p enforces on this machine.
-func (s *Sandbox) Describe(p Policy) Report {
-	// Network is what commands can do, not the setting: before ABI 4 nothing confines it.
-	r := Report{Mode: p.Mode, LandlockABI: s.abi, Network: p.Network || !s.Confines(p) || s.abi < 4, Enforced: []string{}}
+// Isolation is the mechanism that confines commands run under p.
+func (s *Sandbox) Isolation(p Policy) Isolation {
 	switch {
-	case p.Mode == Off:
-		r.NotEnforced = []string{"the sandbox is off: commands run with the user's full rights"}
-		return r
-	case s.abi == 0:
-		r.NotEnforced = []string{"this kernel has no Landlock (or it is turned off): commands run with the user's full rights"}
-		return r
+	case !s.Confines(p):
+		return None
+	case p.Isolation == Snapshot:
+		return Snapshot
 	}
-	r.Writable = p.WritableDirs()
-	r.Enforced = append(r.Enforced, "files: read everywhere, write only in "+strings.Join(r.Writable, ", "))
-	if s.abi >= 2 {
-		r.Enforced = append(r.Enforced, "files: no linking or renaming into another directory")
-	}
-	if s.abi >= 3 {
-		r.Enforced = append(r.Enforced, "files: no truncating outside the writable directories")
-	} else {
-		r.NotEnforced = append(r.NotEnforced, "truncating files (needs Landlock ABI 3)")
-	}
-	if s.abi >= 4 {
-		if !p.Network {
-			r.Enforced = append(r.Enforced, "network: TCP bind and connect denied")
-		}
-	} else {
-		r.NotEnforced = append(r.NotEnforced, "network (needs Landlock ABI 4)")
-	}
-	if s.abi >= 5 {
-		r.Enforced = append(r.Enforced, "devices: ioctl only on /dev/null, /dev/zero and terminals")
-	}
-	if s.abi >= 6 {
-		r.Enforced = append(r.Enforced, "IPC: abstract Unix sockets and signals scoped to the sandbox")
-	} else {
-		r.NotEnforced = append(r.NotEnforced, "abstract Unix sockets and signals (needs Landlock ABI 6)")
-	}
-	if !p.Network {
-		r.NotEnforced = append(r.NotEnforced, "UDP (needs Landlock ABI 10)", "Multipath TCP sockets", "pathname Unix sockets")
-	}
-	return r
+	s.probeOnce.Do(func() { s.probed, s.probeErr = probe(s.helper) })
+	return s.probed
 }
 
 // Caches are the directories builds write to, per project type, under the
-// environment getenv reads: Go's build and module caches, npm's, yarn's,
-// pnpm's, bun's, pip's, uv's, poetry's, cargo's, mix's and hex's, gradle's
-// and maven's. Commands of a project may write to its type's caches.
-func Caches(projectType string, getenv func(string) string) []string {
-	home := getenv("HOME")
-	cache := getenv("XDG_CACHE_HOME")
-	if cache == "" && home != "" {
-		cache = filepath.Join(home, ".cache")
+// environment getenv reads. Package caches hold extracted code a later
+// build of any project runs, so they are writable only for projects whose
+// network is allowed (network): Go's module cache, npm's, yarn's, pnpm's,
+// bun's, pip's, uv's, poetry's, cargo's registry and git checkouts, mix's
+// and hex's. Go's build cache is never shared: see GoCache.
+func Caches(projectType string, network bool, getenv func(string) string) []string {
+	if !network {
+		return nil
 	}
+	home := getenv("HOME")
+	cache := userCache(getenv)
 	or := func(v, def string) string {
 		if v != "" {
 			return v
@@ -194,7 +210,7 @@ func Caches(projectType string, getenv func(string) string) []string {
 	switch projectType {
 	case "go":
 		gopath := or(strings.Split(getenv("GOPATH"), string(os.PathListSeparator))[0], join(home, "go"))
-		dirs = []string{or(getenv("GOCACHE"), join(cache, "go-build")), or(getenv("GOMODCACHE"), join(gopath, "pkg", "mod"))}
+		dirs = []string{or(getenv("GOMODCACHE"), join(gopath, "pkg", "mod"))}
 	case "javascript", "typescript":
 		dirs = []string{or(getenv("npm_config_cache"), join(home, ".npm")), join(cache, "yarn"), join(home, ".yarn"),
 			join(cache, "pnpm"), join(home, ".local", "share", "pnpm"), join(home, ".bun", "install", "cache")}
@@ -207,6 +223,30 @@ func Caches(projectType string, getenv func(string) string) []string {
 		dirs = []string{join(home, ".mix"), join(home, ".hex")}
 	}
 	return slices.DeleteFunc(dirs, func(d string) bool { return d == "" })
+}
+
+// userCache is the user's cache directory as getenv sees it ("" if none).
+func userCache(getenv func(string) string) string {
+	if c := getenv("XDG_CACHE_HOME"); c != "" {
+		return c
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".cache")
+	}
+	return ""
+}
+
+// GoCache is the sandbox's own Go build cache for the project at root, under
+// the user's cache directory: one per project, so a command of one project
+// cannot plant compiled code another project's build (or the user's own,
+// which keeps its GOCACHE) would link. "" when there is no cache directory.
+func GoCache(root string, getenv func(string) string) string {
+	c := userCache(getenv)
+	if c == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(root))
+	return filepath.Join(c, "agent-lsp", "sandbox-go-build", hex.EncodeToString(sum[:8]))
 }
 
 // Settings are the user's sandbox settings, from which each project's
@@ -227,6 +267,11 @@ func (st Settings) Policy(project, projectType, root string) Policy {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return Policy{Mode: st.Mode, Root: root, Temp: st.Temp, Caches: Caches(projectType, getenv), Writable: st.Writable,
-		Network: slices.Contains(st.Network, "*") || slices.Contains(st.Network, project)}
+	network := slices.Contains(st.Network, "*") || slices.Contains(st.Network, project)
+	p := Policy{Mode: st.Mode, Root: root, Temp: st.Temp, Caches: Caches(projectType, network, getenv), Writable: st.Writable,
+		Network: network, GoCache: cmp.Or(getenv(GoCacheEnv), GoCache(root, getenv))}
+	if getenv(IsolationEnv) == string(Snapshot) {
+		p.Isolation = Snapshot
+	}
+	return p
 }

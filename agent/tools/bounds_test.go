@@ -85,7 +85,7 @@ func TestBoundedOutputKeepsCharactersWhole(t *testing.T) {
 func TestBackgroundChildrenDoNotOutliveTheCommand(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
-	out, _, code, err := execute(context.Background(), dir, []string{"sh", "-c", "sleep 300 & echo $! > child.pid; echo started"}, time.Minute, os.Environ(), 4096, nil)
+	out, _, code, err := execute(context.Background(), dir, []string{"sh", "-c", "sleep 300 & echo $! > child.pid; echo started"}, time.Minute, os.Environ(), 4096, nil, nil)
 	if err != nil || code != 0 || !strings.Contains(out, "started") {
 		t.Fatalf("%q %d %v", out, code, err)
 	}

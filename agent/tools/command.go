@@ -74,7 +74,7 @@ var runCommand = Tool{
 	Description: "Run a shell command in the project root and return its exit status and output. " +
 		"Use \"build\" or \"test\" to run the project's own build or test command (recorded as the project's build/test status; it runs without asking in the sandbox unless you changed the files that define it). " +
 		"Other commands need the user's permission and may be denied. Commands run in a sandbox: they write only in the project, the temporary directory and build caches, and reach no network unless the user allowed it; " +
-		"changes to protected files (.git/config, .vscode/, ...) are undone. Commands do not get API keys, tokens or passwords from the environment.",
+		"git metadata (.git) and protected files (.vscode/, .env, AGENTS.md, ...) are read-only to commands (git add, commit and config fail: the user runs them), and protected files a command creates are removed. Commands do not get API keys, tokens or passwords from the environment.",
 	Schema: json.RawMessage(`{"type": "object", "properties": {
 		"command": {"type": "string", "description": "\"build\", \"test\", or a shell command line."},
 		"timeout_seconds": {"type": "integer", "description": "Give up after this many seconds (default 120, at most 600)."},
@@ -97,21 +97,22 @@ var runCommand = Tool{
 		}
 		policy := env.SandboxSettings.Policy(p.Name(), string(p.Info().Type), p.Root())
 		confined := env.Sandbox != nil && env.Sandbox.Confines(policy)
-		if res, ok := env.allow(ctx, p, kind, line, confined); !ok {
+		var inspection sandbox.Inspection
+		if confined {
+			inspection = env.Sandbox.Inspect(policy)
+		}
+		if res, ok := env.allow(ctx, p, kind, line, confined, inspection); !ok {
 			return res, nil
 		}
 		timeout := commandTimeout(a.Timeout, env.CommandTimeout)
-		argv := []string{"sh", "-c", line}
-		guard := env.Protected
-		if guard == nil {
-			guard = &ProtectedGuard{}
-		}
+		var launch launcher
+		var run *sandbox.Run
 		if confined {
-			guard.enter(p.Root())
-			for _, c := range policy.Caches {
-				os.MkdirAll(c, 0o755) // a cache a build has not created yet must exist to be writable
+			launch = func(ctx context.Context, argv []string) *exec.Cmd {
+				cmd, r := env.Sandbox.Command(ctx, policy, argv)
+				run = r
+				return cmd
 			}
-			argv = env.Sandbox.Argv(policy, argv...)
 		}
 		record := func(o workspace.Outcome) {
 			switch kind {
@@ -125,20 +126,25 @@ var runCommand = Tool{
 		unsaved := saveForCommand(ctx, env, p) // the command must see the agent's edits
 		shown := clip(line, 200)               // the model wrote it; the output matters more
 		if err := env.intend(ctx, Intent{Command: line}); err != nil {
-			if confined {
-				guard.leave(p.Root())
-			}
 			record(workspace.Outcome{Status: workspace.StatusFailed, Command: line, Summary: "not run"})
 			return errNotRecorded(fmt.Sprintf("running %q", line), err), nil
 		}
-		out, total, code, err := execute(ctx, p.Root(), argv, timeout, env.commandEnv(), env.maxOutput()-len(shown)-512, env.Output)
+		out, total, code, err := execute(ctx, p.Root(), []string{"sh", "-c", line}, timeout, env.commandEnv(), env.maxOutput()-len(shown)-512, env.Output, launch)
 		var note string
-		if confined {
-			note = guard.leave(p.Root())
+		if run != nil {
+			note = outcomeNote(run.Finish())
+		}
+		if inspection.Truncated {
+			note += "\n[the project is too big for the sandbox to look for every nested repository and protected path: those past its bounds were writable]"
 		}
 		status, header := outcome(code, err, timeout)
-		if status == workspace.StatusFailed && confined && blocked(out) {
-			note += blockedNote(policy)
+		if run != nil {
+			// A refusal is worth telling even when the command went on.
+			if refused := refusedPaths(out, p.Root(), run.ReadOnly()); len(refused) > 0 {
+				note += readOnlyNote(refused, p.Root())
+			} else if status == workspace.StatusFailed && blocked(out, policy.Network) {
+				note += blockedNote(policy)
+			}
 		}
 		record(workspace.Outcome{Status: status, Command: line, Summary: header + lastLine(out)})
 		if status == workspace.StatusFailed {
@@ -170,10 +176,16 @@ func projectCommand(p *workspace.Project, line string) (kind, resolved string) {
 
 // allow asks the permission port. The project's own build and test run
 // without asking only in the sandbox, and only while the agent has not
-// changed the files that define them in this session.
-func (e *Env) allow(ctx context.Context, p *workspace.Project, kind, line string, confined bool) (Result, bool) {
+// changed the files that define them in this session. A protected file
+// with another link (which the sandbox cannot keep a command from writing
+// through) makes every command of the project ask.
+func (e *Env) allow(ctx context.Context, p *workspace.Project, kind, line string, confined bool, in sandbox.Inspection) (Result, bool) {
 	req := CommandRequest{Session: e.Session, Project: p.Name(), Command: line, Trusted: kind != ""}
 	switch {
+	case len(in.HardLinks) > 0:
+		req.Trusted, req.AlwaysAsk = false, true
+		req.Note = fmt.Sprintf("%s has another link (%d such file(s)), through which a sandboxed command could change it, so every command of %s asks until it has one link: remove the other link.",
+			clip(strings.Join(in.HardLinks, ", "), 300), len(in.HardLinks), p.Name())
 	case !req.Trusted:
 	case e.Trust != nil && e.Trust.Changed(p.Name()):
 		req.Trusted = false
@@ -212,9 +224,15 @@ func outcome(code int, err error, timeout time.Duration) (workspace.Status, stri
 }
 
 // blocked reports whether a failed command's output shows an access the
-// sandbox refuses: a permission error on a path or a connection.
-func blocked(out string) bool {
-	for _, s := range []string{"Permission denied", "Operation not permitted", "EACCES", "EPERM", "Read-only file system"} {
+// sandbox refuses: a permission error on a path, or (network off) a
+// connection or name lookup that failed.
+func blocked(out string, network bool) bool {
+	marks := []string{"Permission denied", "Operation not permitted", "EACCES", "EPERM", "Read-only file system"}
+	if !network {
+		marks = append(marks, "Connection refused", "Network is unreachable", "ECONNREFUSED", "ENETUNREACH",
+			"Temporary failure in name resolution", "Could not resolve host", "Name or service not known", "EAI_AGAIN")
+	}
+	for _, s := range marks {
 		if strings.Contains(out, s) {
 			return true
 		}
@@ -228,7 +246,7 @@ func blockedNote(p sandbox.Policy) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n[blocked by the sandbox (%s): commands may write only in %s", p.Mode, strings.Join(p.WritableDirs(), ", "))
 	if !p.Network {
-		b.WriteString(", and may not open network connections")
+		b.WriteString(", and reach no network (only servers the command itself starts)")
 	}
 	b.WriteString(". Do not retry the same way: write inside the project, or ask the user to allow it (the sandbox.writable and sandbox.network settings, or sandbox off).]")
 	return b.String()
@@ -332,10 +350,6 @@ func commandTimeout(requested int, def time.Duration) time.Duration {
 	return min(max(t, minCommandTimeout), maxCommandTimeout)
 }
 
-// execute runs argv in dir with environment env, and kills its whole process
-// group when it ends (so background children do not outlive it), on timeout
-// or on cancellation. A command whose background children kept its output
-// open past WaitDelay succeeded as far as its own exit status says.
 // lookPath finds a program in the PATH of env, the environment the command
 // runs with (a daemon serves connections with other environments than its
 // own, which is empty); else as exec does, in this process's PATH.
@@ -359,16 +373,32 @@ func lookPath(name string, env []string) string {
 	return name
 }
 
-func execute(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string, keep int, tee io.Writer) (out string, total int64, code int, err error) {
+// launcher makes the command that runs argv (the sandbox's), which ends
+// every process of it when ctx is cancelled; nil runs argv directly.
+type launcher func(ctx context.Context, argv []string) *exec.Cmd
+
+// execute runs argv in dir with environment env, through launch when it is
+// given (the sandbox, which ends every process of the command itself), and
+// kills its whole process group when it ends (so background children do
+// not outlive it), on timeout or on cancellation. What the command prints
+// also goes to tee when it is given (the call's spool). A command whose
+// background children kept its output open past WaitDelay succeeded as far
+// as its own exit status says.
+func execute(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string, keep int, tee io.Writer, launch launcher) (out string, total int64, code int, err error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, lookPath(argv[0], env), argv[1:]...)
+	var cmd *exec.Cmd
+	if launch != nil {
+		cmd = launch(cctx, argv)
+	} else {
+		cmd = exec.CommandContext(cctx, lookPath(argv[0], env), argv[1:]...)
+		// A session of its own: its process group is its pid (killed whole
+		// below), and it has no controlling terminal to prompt on.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = time.Second
+	}
 	cmd.Dir, cmd.Env = dir, env
-	// A session of its own: its process group is its pid (killed whole
-	// below), and it has no controlling terminal to prompt on.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
 	buf := newOutput(keep)
 	cmd.Stdout, cmd.Stderr = buf, buf
 	if tee != nil { // the call's spool: what it printed survives a crash

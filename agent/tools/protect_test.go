@@ -1,43 +1,49 @@
 package tools
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 )
 
-func TestProtectedSnapshotRestores(t *testing.T) {
-	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, ".git", "hooks"), 0o755)
-	os.WriteFile(filepath.Join(root, ".git", "config"), []byte("[core]\n"), 0o644)
-	os.WriteFile(filepath.Join(root, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
-	os.WriteFile(filepath.Join(root, "main.go"), []byte("package main\n"), 0o644)
-	snap := snapshotProtected(root)
-	// What a hostile command does inside the writable project.
-	os.WriteFile(filepath.Join(root, ".git", "config"), []byte("[core]\n\tfsmonitor = evil\n"), 0o644)
-	os.WriteFile(filepath.Join(root, ".git", "hooks", "pre-commit"), []byte("#!/bin/sh\nevil\n"), 0o755)
-	os.WriteFile(filepath.Join(root, ".git", "HEAD"), []byte("ref: refs/heads/other\n"), 0o644) // git's own business
-	os.MkdirAll(filepath.Join(root, ".vscode"), 0o755)
-	os.WriteFile(filepath.Join(root, ".vscode", "tasks.json"), []byte("{}"), 0o644)
-	os.WriteFile(filepath.Join(root, ".envrc"), []byte("evil\n"), 0o644)
-	os.WriteFile(filepath.Join(root, "main.go"), []byte("package main // changed\n"), 0o644)
-	undone := snap.restore()
-	got := strings.Join(undone, "; ")
-	for _, want := range []string{".git/config (restored)", ".git/hooks/pre-commit (removed)", ".vscode/tasks.json (removed)", ".envrc (removed)"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("undone %q, missing %q", got, want)
+// What git, the shell and coreutils print when a read-only mount refuses
+// them names the path the model is told about.
+func TestRefusedPaths(t *testing.T) {
+	ro := []string{".git", "sub/.git", ".vscode", "AGENTS.md"}
+	out := strings.Join([]string{
+		"fatal: Unable to create '/p/.git/index.lock': Read-only file system",
+		"error: could not lock config file .git/config: Read-only file system",
+		"sh: 1: cannot create sub/.git/hooks/pre-commit: Read-only file system",
+		"touch: cannot touch 'AGENTS.md': Read-only file system",
+		"mv: cannot move '.vscode' to 'x': Device or resource busy",
+		"touch: cannot touch 'elsewhere/x': Read-only file system",
+		"cp: cannot create regular file '/p/.git/x': Permission denied",
+	}, "\n")
+	got := refusedPaths(out, "/p", ro)
+	want := []string{".git/index.lock", ".git/config", "sub/.git/hooks/pre-commit", "AGENTS.md", ".vscode"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if n := readOnlyNote([]string{"AGENTS.md", "sub/.git/hooks/x"}, "/p"); !strings.Contains(n, "--sandbox-write /p/sub/.git") {
+		t.Errorf("a nested repository: %s", n)
+	}
+	note := readOnlyNote(got[:1], "/p")
+	for _, w := range []string{".git/index.lock", "--sandbox-write /p/.git", "sandbox off", "ask the user to run it"} {
+		if !strings.Contains(note, w) {
+			t.Errorf("%q missing from %s", w, note)
 		}
 	}
-	if b, _ := os.ReadFile(filepath.Join(root, ".git", "config")); string(b) != "[core]\n" {
-		t.Errorf(".git/config: %q", b)
-	}
-	for _, kept := range []string{"main.go", ".git/HEAD"} {
-		if strings.Contains(got, kept) {
-			t.Errorf("%s is not protected but was undone", kept)
+}
+
+func TestOutcomeNote(t *testing.T) {
+	n := outcomeNote(sandbox.Outcome{Undone: []string{".envrc (removed)"}, Pending: []string{".git/config"}, NewRepos: []string{"sub/.git"}})
+	for _, w := range []string{".envrc (removed)", "undone when the commands running now", "sub/.git", "read-only"} {
+		if !strings.Contains(n, w) {
+			t.Errorf("%q missing from %s", w, n)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(root, ".git", "hooks", "pre-commit")); err == nil {
-		t.Error("the new hook is still there")
+	if outcomeNote(sandbox.Outcome{}) != "" {
+		t.Error("a note for nothing")
 	}
 }

@@ -58,14 +58,6 @@ func gorootCopy(tb testing.TB) string {
 	return goroot.dir
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if goroot.dir != "" {
-		os.RemoveAll(filepath.Dir(goroot.dir))
-	}
-	os.Exit(code)
-}
-
 // ripgrep finds rg, failing in CI (whose scripts install it) and skipping
 // elsewhere.
 func ripgrep(tb testing.TB) string {

@@ -97,6 +97,10 @@ type CommandRequest struct {
 	Trusted bool
 	// Note tells the user why a command that usually runs without asking asks.
 	Note string
+	// AlwaysAsk: the sandbox cannot hold for this project now (a protected
+	// file has another link), so no allow rule or earlier answer lets the
+	// command run without asking.
+	AlwaysAsk bool
 }
 
 // Permission is the answer for a command line.
@@ -172,9 +176,6 @@ type Env struct {
 	// their project; nil runs them unconfined.
 	Sandbox         *sandbox.Sandbox
 	SandboxSettings sandbox.Settings
-	// Protected restores protected files after sandboxed commands; shared by
-	// every command of a runtime (nil: each command restores alone).
-	Protected *ProtectedGuard
 	// Lang is the run's language intelligence; nil: none (the language
 	// tools say so, edits carry nothing extra).
 	Lang *Lang

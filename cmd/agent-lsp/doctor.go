@@ -411,13 +411,23 @@ func (r *doctorReport) checkSandbox(st config.Settings, getenv func(string) stri
 	}
 	mode, _ := sandbox.ParseMode(st.Sandbox) // checked when the settings were resolved
 	confine := sandbox.Settings{Mode: mode, Writable: st.SandboxWritable, Network: st.SandboxNetwork, Temp: os.TempDir(), Getenv: getenv}
-	general := sb.Describe(confine.Policy("", "", "<project>"))
+	gp := confine.Policy("", "", "<project>")
+	if gp.GoCache != "" && getenv(sandbox.GoCacheEnv) == "" {
+		gp.GoCache = filepath.Join(filepath.Dir(gp.GoCache), "<one per project>")
+	}
+	general := sb.Describe(gp)
 	r.Sandbox = &general
 	switch {
 	case mode == sandbox.Off:
 		r.Warnings = append(r.Warnings, "the sandbox is off: commands run with your full rights")
 	case sb.ABI() == 0:
 		r.Warnings = append(r.Warnings, "commands are not sandboxed: this kernel has no Landlock (or it is turned off); every command asks first")
+	case general.Isolation == sandbox.Snapshot:
+		r.Warnings = append(r.Warnings, "commands run without namespaces here (snapshot): git metadata and protected files are restored after each command instead of being read-only, "+
+			"and UDP, pathname Unix sockets and /tmp are not isolated (docs/security.md)")
+	}
+	if general.Isolation != sandbox.None && general.Processes == "" {
+		r.Warnings = append(r.Warnings, "nothing bounds the number of a command's processes here: no writable pids cgroup, and root ignores RLIMIT_NPROC")
 	}
 	ws := workspace.New(workspace.UTF8)
 	for _, dir := range folders {
@@ -548,8 +558,11 @@ func (r *doctorReport) print(w io.Writer) {
 		line(mark, "store", s.Path, state+"; "+how)
 	}
 	if sb := r.Sandbox; sb != nil {
-		mark, head := markOK, fmt.Sprintf("%s, Landlock ABI %d", sb.Mode, sb.LandlockABI)
-		if sb.Mode == sandbox.Off || sb.LandlockABI == 0 {
+		mark, head := markOK, fmt.Sprintf("%s, Landlock ABI %d, isolation %s", sb.Mode, sb.LandlockABI, sb.Isolation)
+		if sb.Processes != "" {
+			head += ", processes bounded by " + sb.Processes
+		}
+		if sb.Mode == sandbox.Off || sb.LandlockABI == 0 || sb.Isolation == sandbox.Snapshot {
 			mark = markWarn
 		}
 		var more []string

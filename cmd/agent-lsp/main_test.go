@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
 )
 
@@ -38,6 +39,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// sandboxGoCache shares one sandbox Go build cache between the test
+// projects (each a new directory, which would otherwise build the standard
+// library again in a cache of its own).
+func sandboxGoCache() string {
+	dir, _ := os.UserCacheDir()
+	return sandbox.GoCacheEnv + "=" + filepath.Join(dir, "agent-lsp-test-sandbox-go-build")
+}
+
 func call(name string, args any) scripted.ToolCall {
 	b, _ := json.Marshal(args)
 	return scripted.ToolCall{Name: name, Args: b}
@@ -61,7 +70,7 @@ func newCLI(t *testing.T, turns ...scripted.Turn) *cli {
 
 func (c *cli) command(args ...string) *exec.Cmd {
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+c.srv.URL, "OPENAI_API_KEY=sk-cli", "AGENT_LSP_MODEL=scripted", "AGENT_LSP_STORE="+c.store)
+	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+c.srv.URL, "OPENAI_API_KEY=sk-cli", "AGENT_LSP_MODEL=scripted", "AGENT_LSP_STORE="+c.store, sandboxGoCache())
 	cmd.Dir = c.workspace
 	return cmd
 }

@@ -629,7 +629,7 @@ test(":AgentChat: a chat with a follow-up; the second request carries the sessio
     local text = buffer_text()
     assert(c.session, "the chat has no session")
     assert(vim.api.nvim_buf_get_name(0):find("agent://chat/" .. c.session, 1, true), vim.api.nvim_buf_get_name(0))
-    for _, want in ipairs({ "## You\nChat about greeting\n\n## Agent", "- `read_file` { \"path\": \"greet.go\" } · ok: read greet.go",
+    for _, want in ipairs({ "## You\nChat about greeting\n\n## Agent", "- `read_file` greet.go · ok: read greet.go",
       "Greet says hello to a name.", "— done · 0 edits · 3 steps · ", " tokens" }) do
       assert(text:find(want, 1, true), "the chat lacks " .. vim.inspect(want) .. ":\n" .. text)
     end
@@ -699,6 +699,47 @@ test("<C-c> in the chat cancels its run", function()
   wait_chat_idle(c, "the cancelled run")
   local text = buffer_text()
   assert(text:find("— cancelled", 1, true), text)
+  vim.cmd("normal q")
+end)
+
+test(":AgentChat then :AgentChat! leaves one chat window: the new chat takes the window", function()
+  vim.cmd("edit " .. greet)
+  vim.cmd("AgentChat") -- the last session's chat: its transcript comes from the server
+  wait_for("the last session's chat", function() return chat.chats[vim.api.nvim_get_current_buf()] ~= nil end, 20000)
+  local first = chat_buffer().buf
+  vim.cmd("wincmd p") -- back in the file: :AgentChat! from there
+  vim.cmd("AgentChat!")
+  local second = chat_buffer().buf
+  local shown = vim.tbl_filter(function(w) return chat.chats[vim.api.nvim_win_get_buf(w)] ~= nil end, vim.api.nvim_list_wins())
+  assert(#shown == 1, #shown .. " chat windows")
+  assert(second ~= first and vim.api.nvim_win_get_buf(shown[1]) == second, "the window does not show the new chat")
+  -- From the chat itself too.
+  vim.cmd("AgentChat!")
+  shown = vim.tbl_filter(function(w) return chat.chats[vim.api.nvim_win_get_buf(w)] ~= nil end, vim.api.nvim_list_wins())
+  assert(#shown == 1, #shown .. " chat windows after :AgentChat! in the chat")
+  vim.cmd("normal q")
+end)
+
+test("a cancelled then resumed run: each has its heading and its end line in the chat", function()
+  vim.cmd("edit " .. greet)
+  vim.cmd("AgentChat!")
+  local c = chat_buffer()
+  type_prompt("Chat, stop, then resume: say when you are back")
+  vim.cmd("execute \"normal \\<C-s>\"")
+  wait_for("the run's session", function() return c.session ~= nil end, 20000)
+  vim.cmd("execute \"normal \\<C-c>\"")
+  wait_chat_idle(c, "the cancelled run")
+  vim.cmd("AgentResume " .. c.session)
+  wait_for("the resumed run's end line", function() return buffer_text():find("— done", 1, true) ~= nil end, 60000)
+  local text = buffer_text()
+  local want = "## You\nChat, stop, then resume: say when you are back\n\n## Agent\n"
+  local at = text:find(want, 1, true)
+  assert(at, text)
+  local after = text:sub(at + #want)
+  local cancelled = after:find("— cancelled", 1, true)
+  local heading = after:find("## Agent · resumed\nResumed and done.\n— done", 1, true)
+  assert(cancelled and heading and cancelled < heading, "the cancelled run's end line, then the resumed run's heading, reply and end line:\n" .. text)
+  assert(text:match("\n## You\n$"), "the chat does not end with an empty input:\n" .. text)
   vim.cmd("normal q")
 end)
 

@@ -19,6 +19,9 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
+# The sandbox gives each project a Go build cache of its own, cold for each
+# test's new project: the tests share one, warm after the first run.
+export AGENT_LSP_SANDBOX_GOCACHE="${AGENT_LSP_SANDBOX_GOCACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agent-lsp-test-sandbox-go-build}"
 
 if ! command -v nvim >/dev/null; then
 	echo "neovim tests: installing Debian's neovim" >&2

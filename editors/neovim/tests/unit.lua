@@ -1460,7 +1460,9 @@ test(":AgentModel lists agent.models, the choice is each next run's model; :Agen
       assert(calls[2].command == "agent.run" and calls[2].args.model == "b", vim.inspect(calls[2].args))
       vim.cmd("AgentModel c")
       vim.cmd("AgentResume s-1")
-      assert(calls[3].command == "agent.resume" and calls[3].args.model == "c", vim.inspect(calls[3]))
+      assert(calls[3].command == "agent.sessions", vim.inspect(calls[3]))
+      calls[3].on_result({ { session = "s-1", project = "p", title = "t", status = "interrupted", created = "", updated = "", messages = 1 } })
+      assert(calls[4].command == "agent.resume" and calls[4].args.model == "c", vim.inspect(calls[4]))
       assert(vim.deep_equal(vim.fn.getcompletion("AgentModel ", "cmdline"), { "a", "b" }), vim.inspect(vim.fn.getcompletion("AgentModel ", "cmdline")))
     end)
     vim.ui.select = select
@@ -1507,7 +1509,7 @@ test("chat: a transcript in the chat's shape, end lines with cost and the failur
     { id = "3", role = "tool", content = "package a", toolCallId = "c" },
     { id = "4", role = "ai", content = "Hello." },
   } })
-  local want = { "# Hi", "", "session s-1 · project p · status done", "", "## You", "Hi", "", "## Agent", '- `read_file` {"path":"a.go"} · ok', "Hello." }
+  local want = { "# Hi", "", "project p · done", "", "## You", "Hi", "", "## Agent", "- `read_file` a.go · ok", '    args: {"path":"a.go"}', "    package a", "Hello.", "— done" }
   assert(vim.deep_equal(lines, want), vim.inspect(lines))
   local done = chat.end_lines(result({ status = "done", edits = 1, steps = 2, usage = { promptTokens = 90, completionTokens = 10, totalTokens = 100, cost = 0.0021 } }))
   assert(done[1] == "— done · 1 edit · 2 steps · 100 tokens · $0.0021", done[1])
@@ -1610,7 +1612,7 @@ test("chat (stubbed server): a send, a prompt queued while it runs, the stream, 
     event({ session = "s-7", seq = 7, type = "message.delta", text = "They pass." })
     calls[1].on_result(result({ session = "s-7", status = "done", steps = 3, usage = { promptTokens = 10, completionTokens = 5, totalTokens = 15, cost = 0.25 } }))
     local want = table.concat({
-      "## You", "Explain greet", "", "## Agent", "Let me look.", "First", '- `read_file` {"path":"greet.go"} · ok: 12 lines', "",
+      "## You", "Explain greet", "", "## Agent", "Let me look.", "First", "- `read_file` greet.go · ok: 12 lines", '    args: {"path":"greet.go"}', "",
       "## You", "And the tests?", "_queued (position 1): the running run reads it at its next step_", "", "## Agent", "They pass.",
       "— done · 0 edits · 3 steps · 15 tokens · $0.25", "", "## You", "" }, "\n")
     assert(text():find(want, 1, true), "got:\n" .. text() .. "\nwant the end:\n" .. want)
@@ -1618,21 +1620,70 @@ test("chat (stubbed server): a send, a prompt queued while it runs, the stream, 
     -- <C-c> sends agent.cancel for the chat's session.
     chat.cancel(buf)
     assert(calls[3].command == "agent.cancel" and calls[3].args.session == "s-7", vim.inspect(calls[3]))
+    table.remove(calls, 3)
+    -- A run the chat did not send (:AgentResume) gets its heading, its rows and its end line.
+    vim.cmd("AgentResume s-7")
+    calls[3].on_result({ { session = "s-7", project = "p", title = "Explain greet", status = "cancelled", created = "", updated = "", messages = 4 } })
+    assert(calls[4].command == "agent.resume", vim.inspect(calls[4]))
+    table.remove(calls, 4)
+    table.remove(calls, 3)
+    event({ session = "s-7", seq = 20, type = "run.start", project = "p", contextTokens = 8192 })
+    event({ session = "s-7", seq = 21, type = "tool.start", name = "run_command", args = '{"command":"go test"}', callId = "c9" })
+    event({ session = "s-7", seq = 22, type = "tool.end", name = "run_command", callId = "c9", ok = false, summary = "go test: exit status 1", output = "exit status 1\n$ go test\nFAIL" })
+    event({ session = "s-7", seq = 23, type = "edit", uri = "file:///w/a.go", applied = true })
+    event({ session = "s-7", seq = 24, type = "usage", model = "m", prompt = 9, completion = 1, total = 10, contextTokens = 8192, run = { prompt = 18, completion = 2, total = 20 } })
+    event({ session = "s-7", seq = 25, type = "message.delta", text = "Back." })
+    event({ session = "s-7", seq = 26, type = "run.end", status = "done" })
+    local resumed = table.concat({ "## Agent · resumed", "- `run_command` $ go test · exit 1", "    FAIL", "Back.", "— done · 1 edit · 20 tokens", "", "## You", "" }, "\n")
+    assert(text():sub(-#resumed) == resumed, "got:\n" .. text() .. "\nwant the end:\n" .. resumed)
     -- gs picks a session and opens its chat from agent.session.
     local select = vim.ui.select
     vim.ui.select = function(items, _, on_choice) on_choice(items[1]) end
     chat.switch()
-    assert(calls[4].command == "agent.sessions", vim.inspect(calls[4]))
-    calls[4].on_result({ { session = "s-1", project = "p", title = "Old", status = "done", created = "", updated = "", messages = 2 } })
+    assert(calls[3].command == "agent.sessions", vim.inspect(calls[3]))
+    calls[3].on_result({ { session = "s-1", project = "p", title = "Old", status = "done", created = "", updated = "", messages = 2 } })
     vim.ui.select = select
-    assert(calls[5].command == "agent.session" and calls[5].args.session == "s-1", vim.inspect(calls[5]))
-    calls[5].on_result({ session = "s-1", project = "p", status = "done", title = "Old", subagents = {},
+    assert(calls[4].command == "agent.session" and calls[4].args.session == "s-1", vim.inspect(calls[4]))
+    calls[4].on_result({ session = "s-1", project = "p", status = "done", title = "Old", subagents = {},
       messages = { { id = "1", role = "human", content = "Old question" }, { id = "2", role = "ai", content = "Old answer" } } })
     local other = vim.api.nvim_get_current_buf()
     assert(other ~= buf and chat.chats[other].session == "s-1", vim.api.nvim_buf_get_name(other))
-    assert(table.concat(vim.api.nvim_buf_get_lines(other, 0, -1, false), "\n"):find("## You\nOld question\n\n## Agent\nOld answer\n\n## You\n", 1, true))
+    assert(table.concat(vim.api.nvim_buf_get_lines(other, 0, -1, false), "\n"):find("## You\nOld question\n\n## Agent\nOld answer\n— done\n\n## You\n", 1, true))
+    local shown = vim.tbl_filter(function(w) return chat.chats[vim.api.nvim_win_get_buf(w)] ~= nil end, vim.api.nvim_list_wins())
+    assert(#shown == 1, "the session opened in the chat's window: " .. #shown .. " chat windows")
     vim.cmd("silent! only")
     vim.api.nvim_buf_delete(other, { force = true })
+    vim.api.nvim_buf_delete(buf, { force = true })
+  end)
+end)
+
+
+test("chat (stubbed server): events.dropped reads the session again (agent.session); a running call's row takes its tool.end; the input stays", function()
+  local chat = require("agent_lsp.chat")
+  with_server(function(calls)
+    vim.cmd("AgentChat!")
+    local buf = vim.api.nvim_get_current_buf()
+    local function text() return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") end
+    vim.api.nvim_buf_set_lines(buf, -2, -1, false, { "Count to three" })
+    chat.send(buf)
+    event({ session = "s-d", seq = 1, type = "run.start", project = "p", contextTokens = 8192 })
+    event({ session = "s-d", seq = 2, type = "message.delta", text = "One" })
+    local n = vim.api.nvim_buf_line_count(buf)
+    vim.api.nvim_buf_set_lines(buf, n - 1, n, false, { "half-typed next prompt" })
+    -- The window missed #3 to #6; the server stored the reply and a call still running.
+    event({ session = "s-d", seq = 6, type = "events.dropped", count = 4, fromSeq = 3, toSeq = 6 })
+    local read = calls[#calls]
+    assert(read.command == "agent.session" and read.args.session == "s-d", vim.inspect(read))
+    event({ session = "s-d", seq = 7, type = "tool.end", name = "run_command", callId = "c3", ok = true, summary = "go test: exit status 0",
+      output = "exit status 0\n$ go test\nok" }) -- held until the transcript is shown
+    read.on_result({ session = "s-d", project = "p", status = "running", title = "Count to three", subagents = {}, messages = {
+      { id = "1", role = "human", content = "Count to three" },
+      { id = "2", role = "ai", content = "One, two.", toolCalls = { { id = "c3", name = "run_command", args = '{"command":"go test"}' } } } } })
+    local want = table.concat({ "# Count to three", "", "project p · running", "", "## You", "Count to three", "", "## Agent", "One, two.",
+      "- `run_command` $ go test · exit 0", "    ok", "", "## You", "half-typed next prompt" }, "\n")
+    assert(text() == want, "got:\n" .. text() .. "\nwant:\n" .. want)
+    assert(chat.chats[buf].reloading == nil)
+    vim.cmd("silent! only")
     vim.api.nvim_buf_delete(buf, { force = true })
   end)
 end)
@@ -1798,7 +1849,10 @@ test("per-session commands go to the client that ran the session (two stubbed cl
     assert(state.session_clients["s-a"] == 41 and state.session_clients["s-b"] == 42, vim.inspect(state.session_clients))
     vim.cmd("AgentCancel s-b")
     assert(last("agent.cancel").client == b and last("agent.cancel").args.session == "s-b", vim.inspect(last("agent.cancel")))
+    local resumable = { { session = "s-b", project = "p", title = "t", status = "cancelled", created = "", updated = "", messages = 1 } }
     vim.cmd("AgentResume s-b")
+    assert(last("agent.sessions").client == b, "the session's status is asked of its client")
+    last("agent.sessions").on_result(resumable)
     assert(last("agent.resume").client == b and last("agent.resume").args.session == "s-b", vim.inspect(last("agent.resume")))
     vim.cmd("AgentSession s-a")
     assert(last("agent.session").client == a and last("agent.session").args.session == "s-a")
@@ -1822,11 +1876,12 @@ test("per-session commands go to the client that ran the session (two stubbed cl
     assert(last("agent.cancel").client.id == 99, vim.inspect(last("agent.cancel").client))
     b.stopped = true
     vim.cmd("AgentResume s-b")
+    last("agent.sessions").on_result(resumable)
     assert(last("agent.resume").client.id == 99, vim.inspect(last("agent.resume").client))
     -- The chat's <C-c> goes to its session's client too.
     local chat = require("agent_lsp.chat")
     local cbuf = vim.api.nvim_create_buf(false, true)
-    chat.chats[cbuf] = { buf = cbuf, session = "s-a", tools = {}, running = 1 }
+    chat.chats[cbuf] = { buf = cbuf, session = "s-a", tools = {}, running = 1, expecting = {} }
     chat.cancel(cbuf)
     chat.chats[cbuf] = nil
     vim.api.nvim_buf_delete(cbuf, { force = true })
@@ -1839,23 +1894,90 @@ test("per-session commands go to the client that ran the session (two stubbed cl
   assert(ok, err)
 end)
 
-test("chat: tool items of a reopened transcript show their final status from the tool messages", function()
+test("chat: tool rows of a reopened transcript: status and details from the tool messages, no ids; a call without a result was interrupted", function()
   local chat = require("agent_lsp.chat")
+  local edit = vim.fn.json_encode({ path = "a.go", old_text = "a\nb\nc\n", new_text = "a\nB\nc\n" })
   local lines = chat.transcript_lines({ session = "s-2", project = "p", status = "cancelled", title = "Tools", subagents = {}, messages = {
     { id = "1", role = "human", content = "Do it" },
     { id = "2", role = "ai", content = "", toolCalls = {
       { id = "c1", name = "read_file", args = '{"path":"a.go"}' },
-      { id = "c2", name = "edit_file", args = '{"path":"a.go"}' },
-      { id = "c3", name = "run_command", args = '{"command":"go test"}' } } },
+      { id = "c2", name = "edit_file", args = edit },
+      { id = "c3", name = "run_command", args = '{"command":"go test"}' },
+      { id = "c4", name = "run_command", args = '{"command":"go vet"}' } } },
     { id = "3", role = "tool", content = "package a", toolCallId = "c1" },
-    { id = "4", role = "tool", content = "error: the editor did not apply the edit of a.go (stale); the file is unchanged.", toolCallId = "c2" },
+    { id = "4", role = "tool", content = "error: the editor did not apply the edit of a.go (rejected by the user in review); the file is unchanged.", toolCallId = "c2" },
+    { id = "5", role = "tool", content = "exit status 1\n$ go test\n--- FAIL: TestA\nFAIL", toolCallId = "c3" },
   } })
-  local want = { "## Agent", '- `read_file` {"path":"a.go"} · ok', '- `edit_file` {"path":"a.go"} · failed', '- `run_command` {"command":"go test"}' }
-  assert(vim.deep_equal(vim.list_slice(lines, #lines - 3), want), vim.inspect(lines))
-  local statuses = chat.tool_statuses({ { role = "tool", toolCallId = "x", content = "the word error: later is fine" }, { role = "tool", toolCallId = "y", content = "error:" } })
-  assert(vim.deep_equal(statuses, { x = "ok", y = "failed" }), vim.inspect(statuses))
+  local want = { "# Tools", "", "project p · cancelled", "", "## You", "Do it", "", "## Agent",
+    "- `read_file` a.go · ok", '    args: {"path":"a.go"}', "    package a",
+    "- `edit_file` a.go · rejected", "     a", "    -b", "    +B", "     c",
+    "- `run_command` $ go test · exit 1", "    --- FAIL: TestA", "    FAIL",
+    "- `run_command` $ go vet · interrupted",
+    "— cancelled" }
+  assert(vim.deep_equal(lines, want), vim.inspect(lines))
+  assert(not table.concat(lines, "\n"):find("s%-2") and not table.concat(lines, "\n"):find("c%d"), "no ids")
 end)
 
+test("chat rows: a command's exit code, an edit rejected, changed or failed, the diff of a new file and of a line range", function()
+  local rows = require("agent_lsp.toolrows")
+  local cmd = '{"command":"make"}'
+  assert(rows.status("run_command", { ok = false, summary = "make: exit status 2", output = "cut output" }) == "exit 2")
+  assert(rows.status("run_command", { ok = true, summary = "make: exit status 0", output = "" }) == "exit 0")
+  assert(rows.status("run_command", { ok = false, summary = "make: timed out after 1s", output = "timed out after 1s\n$ make" }) == "failed: make: timed out after 1s")
+  assert(rows.status("edit_file", { ok = false, summary = "edit of a refused", output = "error: ... (every hunk was dropped in the review); ..." }) == "rejected")
+  assert(rows.status("edit_file", { ok = false, summary = "edit of a changed", output = "error: the edit of a was applied with changes by the user at lines 2-2" }) == "applied with your changes")
+  assert(rows.status("edit_file", { ok = false, summary = "edit of a refused", output = "error: ... (a changed during the review); ..." }) == "failed: edit of a refused")
+  local many = {}
+  for i = 1, 30 do
+    table.insert(many, "line " .. i)
+  end
+  local out = rows.details("run_command", cmd, { ok = false, summary = "make: exit status 2", output = "exit status 2\n$ make\n" .. table.concat(many, "\n") })
+  assert(#out == rows.OUTPUT_LINES + 1 and out[1] == "    ⋯" and out[#out] == "    line 30", vim.inspect(out))
+  local created = rows.lines("create_file", vim.fn.json_encode({ path = "n.go", content = "package n\n" }))
+  assert(vim.deep_equal(created, { "- `create_file` n.go · running", "    new file", "    +package n" }), vim.inspect(created))
+  local ranged = rows.details("edit_file", vim.fn.json_encode({ path = "a", start_line = 2, end_line = 3, new_text = "x\n" }))
+  assert(vim.deep_equal(ranged, { "    replaces lines 2-3", "    +x" }), vim.inspect(ranged))
+end)
+
+test("chat: tool details fold under their item ('foldexpr'), nothing else does", function()
+  local rows = require("agent_lsp.toolrows")
+  local b = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(b, 0, -1, false, { "## Agent", "    indented text", "- `run_command` $ make · exit 1", "    out 1", "    out 2", "after", "- `read_file` a · running" })
+  local levels = {}
+  for i = 1, 7 do
+    table.insert(levels, rows.foldlevel(b, i))
+  end
+  assert(table.concat(levels, " ") == "0 0 >1 1 1 0 0", table.concat(levels, " "))
+  vim.api.nvim_buf_delete(b, { force = true })
+end)
+
+test("the sessions menu offers Resume only where it applies; :AgentResume of a done session says so and offers the chat", function()
+  local s = function(status) return { session = "s-x", project = "p", title = "Add Farewell", status = status, created = "", updated = "", messages = 2 } end
+  assert(vim.deep_equal(commands.session_actions(s("done")), { "Open in the chat", "Show transcript", "Delete" }))
+  assert(vim.deep_equal(commands.session_actions(s("running")), { "Open in the chat", "Show transcript" }))
+  for _, status in ipairs({ "interrupted", "cancelled", "failed", "limit" }) do
+    assert(vim.tbl_contains(commands.session_actions(s(status)), "Resume"), status)
+  end
+  with_server(function(calls)
+    local select, asked = vim.ui.select, nil
+    vim.ui.select = function(items, opts, on_choice)
+      asked = { items = items, prompt = opts.prompt }
+      on_choice(items[1])
+    end
+    local ok, err = pcall(function()
+      vim.cmd("AgentResume s-x")
+      calls[1].on_result({ s("done") })
+      assert(asked and asked.prompt:find("“Add Farewell” is done: nothing to resume", 1, true) and asked.prompt:find(":AgentChat", 1, true), vim.inspect(asked))
+      assert(asked.items[1] == "Continue in the chat", vim.inspect(asked))
+      for _, c in ipairs(calls) do
+        assert(c.command ~= "agent.resume", "a done session is not resumed")
+      end
+      assert(calls[2].command == "agent.session" and calls[2].args.session == "s-x", "the chat of the session opens: " .. vim.inspect(calls[2]))
+    end)
+    vim.ui.select = select
+    assert(ok, err)
+  end)
+end)
 
 test("session_item: a session kept in the server's memory only says it is NOT stored", function()
   local s = { session = "s-1", project = "api", title = "t", status = "done", created = "", updated = "", messages = 1 }

@@ -1,15 +1,17 @@
 // Drives code-server (a real VS Code) in Debian's chromium: opens greet.go, runs
-// "Agent: Run" from the command palette, and checks the progress notification,
-// the status bar, the edited text in the editor and the summary; then a run
-// that adds a function with its test and runs go test, which passes because
-// the extension saved the edits first; then a run in a TypeScript project
-// whose edits' results and definition come from VS Code's own TypeScript
-// server; then follows up on a slow run (the
-// prompt is queued for it), cancels that run with the notification's Cancel
-// button (its summary offers the unread prompt again), and reviews edits in
-// review mode: Accept on one hunk and Reject on another, a proposal edited
-// before it is accepted, and Accept All with a protected file among the edits
-// (rejected from the chat). run.sh sets the environment.
+// "Agent: Run" from the command palette, and checks that the run opens in the
+// chat (its prompt, its edit row as a diff with one element per line, its end
+// line), the status bar and the edited text in the editor; then a run that
+// adds a function with its test and runs go test, which passes because the
+// extension saved the edits first; then a run in a TypeScript project whose
+// edits' results and definition come from VS Code's own TypeScript server;
+// then follows up on a slow run (the prompt is queued for it), stops that run
+// from the chat (its end line offers the unread prompt again), and reviews
+// edits in review mode: Accept on one hunk and Reject on another, a proposal
+// edited before it is accepted, and Accept All with a protected file among
+// the edits (rejected from the chat); then conversations in the chat, a
+// Markdown table among them. Waits are generous: the host may be loaded.
+// run.sh sets the environment.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
@@ -74,20 +76,21 @@ async function run(page) {
   await agentRun("Add a Farewell function next to Greet");
   step("prompt sent");
 
-  const progress = await waitFor(
-    () => text(".notifications-toasts").then((t) => (t.includes("agent: Add a Farewell function") ? t : "")),
-    "the progress notification",
-    60000,
-  );
-  step(`progress notification: ${JSON.stringify(progress.slice(0, 120))}`);
+  // Agent: Run opens its run in the chat: no progress toast.
+  const chat = await waitFor(() => chatFrame(), "the chat view, opened by Agent: Run", 120000);
+  await waitFor(() => chatText(chat).then((t) => t.includes("Add a Farewell function next to Greet")), "the prompt in the chat", 60000);
   await page.screenshot({ path: join(out, "progress.png") });
-  await waitFor(() => text(".statusbar").then((t) => /agent: /.test(t)), "the status bar showing the running agent", 30000);
 
-  const edited = await waitFor(() => editorText().then((t) => (t.includes("func Farewell(name string) string {") ? t : "")), "the edit in the editor", 60000);
+  const edited = await waitFor(() => editorText().then((t) => (t.includes("func Farewell(name string) string {") ? t : "")), "the edit in the editor", 120000);
   assert.match(edited, /return "Goodbye, " \+ name/);
   step("edit landed in the editor");
-  const done = await waitFor(() => text(".notifications-toasts").then((t) => (t.includes("Agent done (1 edit") ? t : "")), "the summary", 60000);
-  step(`summary: ${JSON.stringify(done.slice(0, 160))}`);
+  const done = await chatEnd(chat, /── done · 1 edit\b/, "the run's end line in the chat");
+  step(`end line: ${JSON.stringify(done.match(/── done[^\n]*/)?.[0])}`);
+  // The edit row is a diff, one element per line, the added lines marked.
+  const diff = await chat.evaluate(() => [...document.querySelectorAll(".tool .diff .ln")].map((l) => `${l.className}|${l.textContent}`));
+  assert.ok(diff.some((l) => l === "ln add|+func Farewell(name string) string {"), `the added line as its own element: ${JSON.stringify(diff)}`);
+  assert.ok(diff.some((l) => l.startsWith("ln ctx| ")), `context lines unmarked: ${JSON.stringify(diff)}`);
+  assert.doesNotMatch(await text(".notifications-toasts"), /Agent done/, "no summary toast while the chat shows the run");
 
   // Add and test: the agent creates sub_test.go (empty on disk, its text unsaved in the editor) and
   // adds Sub to greet.go, then runs go test ./... . Before the command the server asks the extension
@@ -95,8 +98,10 @@ async function run(page) {
   // This test never saves.
   await page.keyboard.press("Escape");
   await agentRun("Add Sub and run the tests");
-  const tested = await waitFor(() => text(".notifications-toasts").then((t) => (t.includes("Agent done (2 edits") ? t : "")), "the add-and-test run's summary", 120000);
-  step(`add and test: ${JSON.stringify(tested.slice(0, 160))}`);
+  const tested = await chatEnd(chat, /── done · 2 edits\b/, "the add-and-test run's end line");
+  // The command's row: the command, its exit code (not a bare mark) and its output's tail.
+  assert.match(tested, /\$ go test \.\/\.\.\.[^\n]*exit 0/, tested);
+  step(`add and test: ${JSON.stringify(tested.match(/── done[^\n]*/)?.[0])}`);
   assert.match(readFileSync(join(workspace, "greet.go"), "utf8"), /func Sub\(a, b int\) int \{/, "greet.go on disk has the new function");
   assert.match(readFileSync(join(workspace, "sub_test.go"), "utf8"), /func TestSub\(t \*testing\.T\)/, "sub_test.go on disk has its test");
   await palette("Agent: Show Output");
@@ -131,10 +136,11 @@ async function run(page) {
   assert.match(ts, /web\/greet\.ts:1: export function greet\(name: string\): string \{/, ts);
   step("VS Code's TypeScript server answered the agent: the error at its line, none after the fix, greet's definition");
 
-  // A slow run, stopped with the notification's Cancel button.
+  // A slow run, stopped from the chat.
   await page.keyboard.press("Escape");
   await agentRun("this one is slow");
-  await waitFor(() => text(".notifications-toasts").then((t) => t.includes("agent: this one is slow")), "the slow run's progress", 60000);
+  await waitFor(() => chatText(chat).then((t) => t.includes("this one is slow")), "the slow run in the chat", 60000);
+  await waitFor(() => chat.$eval("#stop", (b) => !b.hidden).catch(() => false), "the chat's Stop button", 60000);
 
   // Agent: Follow Up while it runs: the prompt is queued for the running session's next step.
   await palette("Agent: Follow Up");
@@ -142,36 +148,20 @@ async function run(page) {
   await page.keyboard.type("Also say hi when you are back");
   await page.keyboard.press("Enter");
   const queued = await waitFor(
-    () => text(".notifications-toasts").then((t) => (t.includes("queued as #1 for the running session") ? t : "")),
-    "the queued notification",
+    () => chatText(chat).then((t) => (t.includes("Also say hi when you are back") && t.includes("queued #1") ? t : "")),
+    "the queued prompt in the chat",
     60000,
   );
-  step(`queued: ${JSON.stringify(queued.slice(0, 200))}`);
-  await waitFor(
-    () =>
-      page.evaluate(() => {
-        const toast = [...document.querySelectorAll(".notifications-toasts .notification-toast")].find((t) => t.innerText.includes("agent: this one is slow"));
-        const button = toast && [...toast.querySelectorAll(".monaco-button")].find((b) => b.innerText.trim() === "Cancel");
-        button?.click();
-        return Boolean(button);
-      }),
-    "the Cancel button",
-    30000,
+  step(`queued: ${JSON.stringify(queued.slice(-120))}`);
+  await chat.click("#stop");
+  step("clicked Stop");
+  // The run ended before reading the queued prompt: its end line says so and offers it again.
+  const cancelled = await chatEnd(chat, /── cancelled[\s\S]*Not read by the cancelled run/, "the cancelled end line with the unread prompt");
+  assert.ok(
+    await chat.evaluate(() => [...document.querySelectorAll("button[data-resend]")].some((b) => b.dataset.resend === "Also say hi when you are back")),
+    "Send Again offers the unread prompt",
   );
-  step("clicked Cancel");
-  // The run ended before reading the queued prompt: its summary says so and offers it again.
-  const cancelled = await waitFor(
-    () =>
-      page.evaluate(() => {
-        const toast = [...document.querySelectorAll(".notifications-toasts .notification-toast")].find((t) => t.innerText.includes("Agent cancelled"));
-        const again = toast && [...toast.querySelectorAll(".monaco-button")].some((b) => b.innerText.trim() === "Send Again");
-        return again ? toast.innerText : "";
-      }),
-    "the cancelled summary with Send Again",
-    60000,
-  );
-  assert.match(cancelled, /1 queued prompt not read/);
-  step(`cancel: ${JSON.stringify(cancelled.slice(0, 160))}`);
+  step(`cancel: ${JSON.stringify(cancelled.slice(-160))}`);
 
   // Review mode: each edit opens as the extension's own diff, hunk by hunk.
   setSetting("agentLsp.edits", "review");
@@ -204,7 +194,6 @@ function transcriptOf(title) {
 async function reviews() {
   const file = join(workspace, "review.txt");
   writeFileSync(file, "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n");
-  await palette("Notifications: Clear All Notifications"); // the summaries below are the review runs'
   await agentRun("VSC review two hunks");
   // The diff of the proposal, with Accept and Reject over each of its two hunks (lines 2 and 7).
   await waitFor(() => lenses("Accept").then((l) => l.length === 2), "Accept over each of the two hunks", 60000);
@@ -220,7 +209,7 @@ async function reviews() {
   step("accepted the first hunk, rejected the second");
   const told = await toolResult("call_two_hunks");
   assert.match(told, /the edit of review\.txt was applied with changes by the user at lines 7-7/, told);
-  await waitFor(() => text(".notifications-toasts").then((t) => t.includes("Agent done (1 edit")), "the two-hunk run's summary", 60000);
+  await chatEnd(await showChat(), /── done · 1 edit\b/, "the two-hunk run's end line");
   assert.equal(await openedText("review.txt"), "one\nTWO\nthree\nfour\nfive\nsix\nseven\neight\n", "the file has exactly the accepted hunk");
   step(`the model was told: ${JSON.stringify(told.slice(0, 120))}`);
 
@@ -260,7 +249,6 @@ async function reviews() {
   await page.keyboard.press("Escape");
   const chat = await showChat();
   await page.keyboard.press("Escape");
-  await palette("Notifications: Clear All Notifications");
   await agentRun("VSC review accept all");
   await waitFor(() => text(".statusbar").then((t) => t.includes("Accept All")), "Accept All in the status bar", 60000);
   const acceptAll = await waitFor(
@@ -289,7 +277,7 @@ async function reviews() {
   const results = await Promise.all(["call_all_a", "call_all_b", "call_all_agents"].map(toolResult));
   assert.deepEqual(results.slice(0, 2), ["edited all-a.txt", "edited all-b.txt"], "Accept All applied the step's other edits");
   assert.match(results[2], /did not apply the edit of AGENTS\.md \(rejected by the user in review\)/, results[2]);
-  await waitFor(() => text(".notifications-toasts").then((t) => t.includes("Agent done (2 edits")), "the accept-all run's summary", 60000);
+  await chatEnd(chat, /── done · 2 edits\b/, "the accept-all run's end line");
   assert.equal(await openedText("all-a.txt"), "ALPHA\n");
   assert.equal(await openedText("all-b.txt"), "BETA\n");
   step("Accept All applied every edit but the protected one");
@@ -408,8 +396,11 @@ async function conversations() {
   await waitFor(() => text(".statusbar").then((t) => t.includes("scripted-large")), "the chosen model in the status bar", 30000);
   step("picked scripted-large");
 
-  // The chat view: a prompt, then a follow-up in the same session.
+  // The chat view: a prompt, then a follow-up in the same session. The chat shows the last Agent: Run's
+  // session: a new chat first.
   const chat = await showChat();
+  await chat.click("#new");
+  await waitFor(() => chat.evaluate(() => document.body.dataset.session === ""), "the new chat", 60000);
   await chatSend(chat, "VSC chat about Greet: what does it do?");
   await waitFor(() => chatText(chat).then((t) => t.includes("says hello to a name") && /── done[^\n]*scripted-large/.test(t)), "the chat's first reply and end line", 60000);
   const session = await chat.evaluate(() => document.body.dataset.session);
@@ -434,22 +425,26 @@ async function conversations() {
 
   // A failed run shows its reason, in the chat and in the notification (the newest toast once the others are cleared).
   await page.keyboard.press("Escape");
-  await palette("Notifications: Clear All Notifications");
   await chat.click("#new");
   await chatSend(chat, "VSC fail please");
   const failed = await waitFor(() => chatText(chat).then((t) => (t.includes("── failed") ? t : "")), "the failed end line", 60000);
   assert.match(failed, /── failed[^\n]*: [^\n]*the model refused the request/, failed);
-  // A toast may hide before it is read: the notification center keeps every notification.
-  await page.keyboard.press("Escape");
-  await palette("Notifications: Show Notifications");
-  const failedNote = /Agent failed[^\n]*the model refused the request/;
-  await waitFor(
-    () => Promise.all([text(".notifications-toasts"), text(".notifications-center")]).then((t) => failedNote.test(t.join("\n"))),
-    "the failed run's reason in a notification",
-    30000,
-  );
-  await page.keyboard.press("Escape");
   step("a failed run shows its reason");
+
+  // A Markdown table and a task list render as such.
+  await chat.click("#new");
+  await chatSend(chat, "VSC chat table please");
+  const table = await waitFor(
+    () => chat.evaluate(() => [...document.querySelectorAll("#log table tr")].map((r) => [...r.children].map((c) => `${c.tagName}:${c.textContent}`).join(","))).then((rows) => (rows.length === 3 ? rows : null)),
+    "the reply's table",
+    60000,
+  );
+  assert.deepEqual(table, ["TH:Function,TH:Returns", "TD:Greet,TD:a greeting", "TD:Farewell,TD:a goodbye"]);
+  const tasks = await chat.evaluate(() => [...document.querySelectorAll("#log li input[type=checkbox]")].map((c) => c.checked));
+  assert.deepEqual(tasks, [true, false], "the task list's boxes");
+  assert.doesNotMatch(await chatText(chat), /\| ---/, "no raw pipes");
+  await page.screenshot({ path: join(out, "chat-table.png") });
+  step("a table and a task list render");
 
   await slashCompletion({ page, chat, chatText, chatSend, waitFor, step, out });
 
@@ -543,6 +538,11 @@ async function chatSend(chat, prompt) {
   await chat.click("#prompt");
   await chat.type("#prompt", prompt);
   await chat.click("#send");
+}
+
+/** Waits for the chat's text to match re (a run's end line), and returns the text. */
+async function chatEnd(chat, re, what) {
+  return waitFor(() => chatText(chat).then((t) => (re.test(t) ? t : "")), what, 120000);
 }
 
 async function chatText(chat) {

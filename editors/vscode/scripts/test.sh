@@ -7,6 +7,9 @@
 set -euo pipefail
 ext="$(cd "$(dirname "$0")/.." && pwd)"
 repo="$(cd "$ext/../.." && pwd)"
+# The sandbox gives each project a Go build cache of its own, cold for each
+# test's new project: the tests share one, warm after the first run.
+export AGENT_LSP_SANDBOX_GOCACHE="${AGENT_LSP_SANDBOX_GOCACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agent-lsp-test-sandbox-go-build}"
 cd "$ext"
 
 if [[ ! -d node_modules/vscode-languageclient || package-lock.json -nt node_modules/.package-lock.json ]]; then

@@ -1,21 +1,25 @@
 // The chat view (a webview view, agentLsp.chat): one session's live
 // transcript (chatModel.ts), a multi-line input with Send and Stop, and a
-// session picker. A prompt starts a new session, or follows up in the shown
-// one (queued while its run is going); #file, #file:PATH and #selection
-// attach context references (agent.run's context: the server reads them as
-// the editor has them, never pasted). Each agent edit waiting for review shows
-// with its diff and the review's buttons (review.ts). Runs go through launch.ts, so they show
-// in the status bar and notifications as the commands' runs do.
+// session picker that names sessions by their titles. A prompt starts a new
+// session, or follows up in the shown one (queued while its run is going);
+// #file, #file:PATH and #selection attach context references (agent.run's
+// context: the server reads them as the editor has them, never pasted). Each
+// agent edit waiting for review shows with its diff and the review's buttons
+// (review.ts). Runs go through launch.ts; the runs the commands start (Agent:
+// Run, Ask Agent About This Selection, Follow Up, Resume) show here too, as
+// they begin, and a run whose session the chat shows needs no notification.
+// The page itself is media/chat.js and media/chat.css.
 import * as vscode from "vscode";
 import { ChatTranscript, parseRefs, reviewItem, type ChatItem, type RefLabel, type TypedRef } from "./chatModel";
 import type { CommandId } from "./commands";
 import type { Ctx } from "./ctx";
 import { errorText } from "./format";
 import { cancelRun, followUpRun, runPrompt } from "./launch";
-import { requests, type AgentEvent, type ContextRef, type RunResult } from "./protocol";
+import { escapeHtml } from "./markdown";
+import { requests, type AgentEvent, type ContextRef, type FinishedRun, type RunResult, type SessionInfo } from "./protocol";
 import { endpointHtml, fixCommand } from "./reasons";
 import type { Run } from "./runs";
-import { slashCommands, slashScript, slashStyle, type SlashItem } from "./slash";
+import { slashCommands, type SlashItem } from "./slash";
 
 /** What the page sends the extension. */
 export type FromPage =
@@ -25,6 +29,7 @@ export type FromPage =
   | { type: "sessions" }
   | { type: "pick"; session: string }
   | { type: "open"; uri: string }
+  | { type: "openPath"; path: string }
   | { type: "review"; action: ReviewAction; id: number; file?: number; key?: string }
   | { type: "commands" };
 
@@ -41,12 +46,12 @@ const reviewActions = {
 
 export type ReviewAction = keyof typeof reviewActions;
 
-/** What the extension sends the page. */
+/** What the extension sends the page; title is the shown session's, for the picker (never its id). */
 export type ToPage =
-  | { type: "reset"; items: ChatItem[]; session: string }
+  | { type: "reset"; items: ChatItem[]; session: string; title: string }
   | { type: "items"; items: ChatItem[] }
-  | { type: "state"; running: boolean; session: string }
-  | { type: "sessions"; list: { session: string; label: string }[]; current: string }
+  | { type: "state"; running: boolean; session: string; title: string }
+  | { type: "sessions"; list: { session: string; label: string }[]; current: string; title: string }
   | { type: "commands"; list: SlashItem[] };
 
 /** The part of a webview view the chat uses (a vscode.WebviewView; tests pass a fake). */
@@ -55,27 +60,72 @@ export interface ChatWebviewView {
     options: vscode.WebviewOptions;
     html: string;
     cspSource: string;
+    asWebviewUri(uri: vscode.Uri): vscode.Uri;
     postMessage(m: ToPage): Thenable<boolean>;
     onDidReceiveMessage(l: (m: FromPage) => unknown): vscode.Disposable;
   };
+  /** True while the user can see the view. */
+  readonly visible?: boolean;
   onDidDispose(l: () => unknown): vscode.Disposable;
   show?(preserveFocus?: boolean): void;
+}
+
+/** The items of an empty chat: a slot for the setup's status line (model, endpoint, key), then how to start. */
+export function emptyItems(): ChatItem[] {
+  return [
+    { id: "empty-status", html: `<div class="empty status"></div>` },
+    {
+      id: "empty-help",
+      html:
+        `<div class="empty note">Ask the agent below: a new session starts. #file, #file:path and #selection attach context; ` +
+        `Agent: Run and Ask Agent About This Selection show their runs here too.</div>`,
+    },
+  ];
+}
+
+/** A session's label in the picker: its title (never its id), its status. */
+export function sessionLabel(s: Pick<SessionInfo, "title" | "status" | "updated">): string {
+  const when = new Date(s.updated);
+  const title = s.title.trim() || `Untitled session${isNaN(when.getTime()) ? "" : ` of ${when.toLocaleString()}`}`;
+  return `${title.length > 80 ? title.slice(0, 79) + "…" : title} · ${s.status}`;
 }
 
 export class ChatView implements vscode.Disposable {
   static readonly viewId = "agentLsp.chat";
   private view: ChatWebviewView | undefined;
   private transcript = new ChatTranscript();
-  /** The run the chat started last whose session is not known yet (a new chat). */
+  /** The shown session's title, for the picker; "" for a new chat. */
+  private title = "";
+  /** The run the chat shows whose session is not known yet (a new session's). */
   private pending: Run | undefined;
+  /** The events of the session being loaded (pick), replayed once its transcript is there. */
+  private loading: { session: string; events: AgentEvent[]; results: FinishedRun[] } | undefined;
   private subs: vscode.Disposable[] = [];
 
-  constructor(private ctx: Ctx) {
+  constructor(
+    private ctx: Ctx,
+    /** The extension's folder: the page's script and style are in its media/. */
+    private extensionUri: vscode.Uri,
+  ) {
     this.subs.push(
       ctx.onAgentEvent((ev) => this.onEvent(ev)),
       ctx.runs.onIdle(() => this.postState()),
+      ctx.runs.onBegin((run) => this.adopt(run)),
+      // A command's run: its end line gets the result's counts (the chat's own runs add theirs in send).
+      ctx.runs.onEnd(({ run, result }) => {
+        if (run.fromChat || !result || result.status === "queued") {
+          return;
+        }
+        if (this.loading?.session === result.session) {
+          this.loading.results.push(result); // after the session's transcript and the run's events
+        } else if (result.session === this.session) {
+          this.post({ type: "items", items: this.transcript.result(result) });
+        }
+      }),
+      ctx.runs.onShowInChat((session) => void (session && session !== this.session ? this.pick(session) : undefined)),
       ctx.reviews.onDidChange((r) => this.post({ type: "items", items: [reviewItem(ctx.reviews.card(r))] })),
     );
+    ctx.runs.chatShows = (session) => this.view?.visible === true && (this.session === session || this.loading?.session === session);
   }
 
   /** Registers the view (package.json contributes agentLsp.chat). */
@@ -95,8 +145,10 @@ export class ChatView implements vscode.Disposable {
   /** Shows the page in view and follows its messages. */
   resolve(view: ChatWebviewView): void {
     this.view = view;
-    view.webview.options = { enableScripts: true };
-    view.webview.html = page(view.webview.cspSource, nonce());
+    const media = vscode.Uri.joinPath(this.extensionUri, "media");
+    view.webview.options = { enableScripts: true, localResourceRoots: [media] };
+    const asset = (name: string) => view.webview.asWebviewUri(vscode.Uri.joinPath(media, name)).toString();
+    view.webview.html = page(view.webview.cspSource, nonce(), asset("chat.css"), asset("chat.js"), asset("slash.js"));
     const sub = view.webview.onDidReceiveMessage((m) => this.onMessage(m));
     view.onDidDispose(() => {
       sub.dispose();
@@ -116,9 +168,8 @@ export class ChatView implements vscode.Disposable {
   /** The page's messages, by type. */
   private handlers: { [T in FromPage["type"]]: (m: Extract<FromPage, { type: T }>) => Promise<void> | void } = {
     ready: () => {
-      this.post({ type: "reset", items: this.withReviews(this.transcript.all()), session: this.session ?? "" });
-      this.postState();
-      void this.showEndpoint();
+      this.reset();
+      void this.listSessions().catch(() => {}); // titles for the picker; the server may not be up yet
     },
     send: (m) => this.send(m.text),
     stop: () => this.stop(),
@@ -127,6 +178,9 @@ export class ChatView implements vscode.Disposable {
     open: async (m) => {
       const fix = fixCommand(m.uri); // an empty chat's Set API Key
       await (fix ? vscode.commands.executeCommand(fix) : vscode.window.showTextDocument(vscode.Uri.parse(m.uri), { preview: false }));
+    },
+    openPath: async (m) => {
+      await vscode.window.showTextDocument(await findFile(m.path), { preview: false });
     },
     review: async (m) => {
       const command = Object.hasOwn(reviewActions, m.action) ? reviewActions[m.action] : undefined;
@@ -139,67 +193,11 @@ export class ChatView implements vscode.Disposable {
     commands: async () => this.post({ type: "commands", list: await slashCommands(this.ctx) }),
   };
 
-  /** items, then the cards of the edits waiting for review (they belong to the window, not to a session). */
-  private withReviews(items: ChatItem[]): ChatItem[] {
-    return [...items, ...this.ctx.reviews.list().map((r) => reviewItem(this.ctx.reviews.card(r)))];
-  }
-
-  /** Sends prompt: a new session, or a follow-up in the one shown (queued while its run is going). */
-  async send(text: string): Promise<void> {
-    const prompt = text.trim();
-    if (!prompt) {
-      return;
-    }
-    const { context, labels } = await resolveRefs(parseRefs(prompt));
-    const session = this.session;
-    const running = session !== undefined && this.running(session);
-    if (!running) {
-      // A queued prompt shows with its message.queued event, with its place in the queue.
-      this.post({ type: "items", items: this.transcript.user(prompt, labels) });
-    }
-    const args = { prompt, ...(context.length && { context }) };
-    let result: RunResult | undefined;
-    try {
-      const begun = (run: Run) => {
-        this.pending = session ? undefined : run;
-        this.postState(true);
-      };
-      result = session ? await followUpRun(this.ctx, session, args, prompt, begun) : await runPrompt(this.ctx, args, prompt, begun);
-    } finally {
-      this.postState();
-    }
-    if (!result) {
-      this.post({ type: "items", items: this.transcript.note("cancelled before the run started") });
-    } else if (result.status === "done" && result.steps === 0 && result.reply) {
-      this.post({ type: "items", items: this.transcript.note(result.reply) }); // a built-in slash command's answer: no run, no events
-    } else if (result.status !== "queued" && result.session === this.session) {
-      this.post({ type: "items", items: this.transcript.result(result) });
-    }
-  }
-
-  /** Stops the run of the session shown (agent.cancel), or the chat's new run before its session is known. */
-  async stop(): Promise<void> {
-    const run = this.ctx.runs.list().find((r) => (this.session ? r.session === this.session : r === this.pending));
-    if (run) {
-      await cancelRun(this.ctx, run);
-    }
-  }
-
-  /** Sends the page the stored sessions for its picker. */
-  async listSessions(): Promise<void> {
-    const list = await (await this.ctx.ready()).send(requests.sessions, {});
-    this.post({
-      type: "sessions",
-      list: list.map((s) => ({ session: s.session, label: `${s.title || s.session} · ${s.status}` })),
-      current: this.session ?? "",
-    });
-  }
-
-  /** Shows session's transcript, or a new chat (undefined). */
-  async pick(session: string | undefined): Promise<void> {
-    this.pending = undefined;
-    this.transcript = session ? ChatTranscript.fromSession(await (await this.ctx.ready()).send(requests.session, { session })) : new ChatTranscript();
-    this.post({ type: "reset", items: this.withReviews(this.transcript.all()), session: session ?? "" });
+  /** Sends the page the whole transcript: the empty chat's items when it has none, then the edits waiting for review (they belong to the window, not to a session). */
+  private reset(): void {
+    const items = this.transcript.all();
+    const reviews = this.ctx.reviews.list().map((r) => reviewItem(this.ctx.reviews.card(r)));
+    this.post({ type: "reset", items: [...(items.length ? items : emptyItems()), ...reviews], session: this.session ?? "", title: this.title });
     this.postState();
     void this.showEndpoint();
   }
@@ -215,14 +213,156 @@ export class ChatView implements vscode.Disposable {
     }
   }
 
+  /** Sends prompt: a new session, or a follow-up in the one shown (queued while its run is going). */
+  async send(text: string): Promise<void> {
+    const prompt = text.trim();
+    if (!prompt) {
+      return;
+    }
+    const { context, labels } = await resolveRefs(parseRefs(prompt));
+    const session = this.session;
+    const running = session !== undefined && this.running(session);
+    if (!running) {
+      // A queued prompt shows with its message.queued event, with its place in the queue.
+      this.showPrompt(prompt, labels);
+    }
+    const args = { prompt, ...(context.length && { context }) };
+    let result: RunResult | undefined;
+    try {
+      const onBegin = (run: Run) => {
+        this.pending = session ? undefined : run;
+        this.postState(true);
+      };
+      const opts = { title: prompt, prompt, fromChat: true, onBegin };
+      result = session ? await followUpRun(this.ctx, session, args, opts) : await runPrompt(this.ctx, args, opts);
+    } finally {
+      this.postState();
+    }
+    if (!result) {
+      this.post({ type: "items", items: this.transcript.note("cancelled before the run started") });
+    } else if (result.status === "done" && result.steps === 0 && result.reply) {
+      this.post({ type: "items", items: this.transcript.note(result.reply) }); // a built-in slash command's answer: no run, no events
+    } else if (result.status !== "queued" && result.session === this.session) {
+      this.post({ type: "items", items: this.transcript.result(result) });
+    }
+  }
+
+  /** Shows a prompt; the first of a new chat titles it. */
+  private showPrompt(prompt: string, labels: RefLabel[]): void {
+    if (!this.session && !this.transcript.all().length) {
+      this.post({ type: "reset", items: [], session: "", title: "" }); // the empty chat's help goes
+      this.title = prompt.split("\n")[0];
+    }
+    this.post({ type: "items", items: this.transcript.user(prompt, labels) });
+  }
+
+  /**
+   * Shows a run a command started (Agent: Run, Ask Agent About This
+   * Selection, Follow Up, Resume) as it begins: its session (a new chat for a
+   * new one), its prompt, or a resumed line, and its result once it ends. The
+   * view is revealed, keeping the focus where it is once the view exists.
+   */
+  private adopt(run: Run): void {
+    if (run.fromChat) {
+      return;
+    }
+    if (this.view?.show) {
+      this.view.show(true);
+    } else {
+      void vscode.commands.executeCommand(`${ChatView.viewId}.focus`);
+    }
+    const shown = () => {
+      const queued = run.session !== undefined && this.ctx.runs.list().some((r) => r !== run && r.session === run.session);
+      if (run.prompt === undefined) {
+        this.post({ type: "items", items: this.transcript.resumed() });
+      } else if (!queued) {
+        this.showPrompt(run.prompt, run.about ? [{ label: run.about }] : []);
+      }
+      this.postState(true);
+    };
+    if (!run.session) {
+      this.pending = run;
+      this.transcript = new ChatTranscript();
+      this.title = "";
+      this.reset();
+      shown();
+    } else if (run.session !== this.session) {
+      void this.pick(run.session, shown).catch((e) => this.post({ type: "items", items: this.transcript.note(errorText(e), "error") }));
+    } else {
+      shown();
+    }
+  }
+
+  /** Stops the run of the session shown (agent.cancel), or the chat's new run before its session is known. */
+  async stop(): Promise<void> {
+    const run = this.ctx.runs.list().find((r) => (this.session ? r.session === this.session : r === this.pending));
+    if (run) {
+      await cancelRun(this.ctx, run);
+    }
+  }
+
+  /** Sends the page the stored sessions for its picker, by title. */
+  async listSessions(): Promise<void> {
+    const list = await (await this.ctx.ready()).send(requests.sessions, {});
+    const mine = list.find((s) => s.session === this.session);
+    if (mine?.title) {
+      this.title = mine.title;
+    }
+    this.post({ type: "sessions", list: list.map((s) => ({ session: s.session, label: sessionLabel(s) })), current: this.session ?? "", title: this.title });
+  }
+
+  /** Shows session's transcript, or a new chat (undefined); then, for a session, what then adds, then the events that came meanwhile. */
+  async pick(session: string | undefined, then?: () => void): Promise<void> {
+    this.pending = undefined;
+    if (!session) {
+      this.loading = undefined;
+      this.transcript = new ChatTranscript();
+      this.title = "";
+      this.reset();
+      return;
+    }
+    const loading = { session, events: [] as AgentEvent[], results: [] as FinishedRun[] };
+    this.loading = loading;
+    try {
+      const detail = await (await this.ctx.ready()).send(requests.session, { session });
+      if (this.loading !== loading) {
+        return; // another pick came after
+      }
+      this.transcript = ChatTranscript.fromSession(detail);
+      this.title = detail.title;
+      this.reset();
+      then?.();
+    } finally {
+      if (this.loading === loading) {
+        this.loading = undefined;
+      }
+    }
+    for (const ev of loading.events) {
+      this.onEvent(ev);
+    }
+    for (const r of loading.results) {
+      this.post({ type: "items", items: this.transcript.result(r) });
+    }
+  }
+
   /** Follows the events of the session shown; a new chat takes the session of the run it started. */
   private onEvent(ev: AgentEvent): void {
+    if (this.loading?.session === ev.session) {
+      this.loading.events.push(ev);
+      return;
+    }
     if (!this.session && this.pending && ev.type === "run.start" && this.pending.session === ev.session) {
       this.transcript.session = ev.session;
       this.pending = undefined;
       this.postState();
+      void this.listSessions().catch(() => {});
     }
     if (ev.session !== this.session) {
+      return;
+    }
+    if (ev.type === "events.dropped") {
+      // The server dropped events of this session this window did not read in time: its transcript is read again.
+      void this.pick(ev.session).catch((e) => this.post({ type: "items", items: this.transcript.note(errorText(e), "error") }));
       return;
     }
     const items = this.transcript.event(ev);
@@ -241,7 +381,7 @@ export class ChatView implements vscode.Disposable {
 
   private postState(starting = false): void {
     const running = starting || (this.session ? this.running(this.session) : this.pending !== undefined && this.ctx.runs.list().includes(this.pending));
-    this.post({ type: "state", running, session: this.session ?? "" });
+    this.post({ type: "state", running, session: this.session ?? "", title: this.title });
   }
 
   private post(m: ToPage): void {
@@ -300,44 +440,19 @@ function nonce(): string {
   return Array.from({ length: 32 }, () => chars[Math.floor(Math.random() * chars.length)]).join("");
 }
 
-/** The page: the transcript, the session picker, the input with Send and Stop. Only script with the nonce runs. */
-export function page(cspSource: string, nonce: string): string {
+/**
+ * The page: the session picker, the transcript, the prompt box with Send and
+ * Stop; its style and scripts are media/chat.css, media/chat.js and
+ * media/slash.js (the slash commands' list). Nothing else loads: no other
+ * style or script, no image, font or connection.
+ */
+export function page(cspSource: string, nonce: string, style: string, script: string, slash: string): string {
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${cspSource} 'nonce-${nonce}'; script-src 'nonce-${nonce}';">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${cspSource}; script-src 'nonce-${nonce}';">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
-<style nonce="${nonce}">
-body { padding: 0 8px; display: flex; flex-direction: column; height: 100vh; box-sizing: border-box; margin: 0; font-size: var(--vscode-font-size); }
-#bar { display: flex; gap: 4px; padding: 6px 0; }
-#session { flex: 1; min-width: 0; background: var(--vscode-dropdown-background); color: var(--vscode-dropdown-foreground); border: 1px solid var(--vscode-dropdown-border); }
-#log { flex: 1; overflow-y: auto; }
-.msg { margin: 8px 0; }
-.who { font-weight: bold; opacity: .8; }
-.user { border-left: 2px solid var(--vscode-textLink-foreground); padding-left: 6px; }
-.queued { opacity: .7; }
-.note { opacity: .7; font-weight: normal; font-size: .9em; }
-.ref { background: var(--vscode-badge-background); color: var(--vscode-badge-foreground); border-radius: 3px; padding: 0 4px; font-size: .85em; }
-.tool summary { cursor: pointer; }
-.tool pre, pre { white-space: pre-wrap; word-break: break-word; background: var(--vscode-textCodeBlock-background); padding: 4px; }
-.tool.failed .mark, .error { color: var(--vscode-errorForeground); }
-.tool.ok .mark, .end.ok { color: var(--vscode-testing-iconPassed, inherit); }
-.end { margin: 6px 0 12px; font-size: .9em; }
-.line { font-size: .9em; margin: 2px 0; }
-#input { display: flex; flex-direction: column; gap: 4px; padding: 6px 0 8px; }
-textarea { width: 100%; box-sizing: border-box; min-height: 4em; resize: vertical; background: var(--vscode-input-background); color: var(--vscode-input-foreground); border: 1px solid var(--vscode-input-border, transparent); font-family: inherit; }
-#buttons { display: flex; gap: 4px; justify-content: flex-end; }
-button { background: var(--vscode-button-background); color: var(--vscode-button-foreground); border: none; padding: 4px 10px; cursor: pointer; }
-button.secondary { background: var(--vscode-button-secondaryBackground); color: var(--vscode-button-secondaryForeground); }
-button[hidden] { display: none; }
-.review { border-left: 2px solid var(--vscode-editorWarning-foreground, orange); padding-left: 6px; }
-.review .file { margin: 4px 0; }
-.hunk-head { margin-top: 4px; font-size: .9em; display: flex; gap: 4px; align-items: center; }
-.hunk-head button, .review-actions button { padding: 2px 8px; }
-.review-actions { display: flex; flex-wrap: wrap; gap: 4px; margin: 6px 0; }
-pre.diff { margin: 2px 0; }
-.diff .del { color: var(--vscode-gitDecoration-deletedResourceForeground, #c74e39); }
-.diff .add { color: var(--vscode-gitDecoration-addedResourceForeground, #587c0c); }
-${slashStyle}</style></head>
+<link rel="stylesheet" href="${escapeHtml(style)}">
+</head>
 <body>
 <div id="bar"><select id="session" title="Session"><option value="">New chat</option></select><button id="new" class="secondary" title="New chat">+</button></div>
 <div id="log" role="log" aria-live="polite"></div>
@@ -345,52 +460,7 @@ ${slashStyle}</style></head>
 <textarea id="prompt" placeholder="Ask the agent… (/ for commands; #file, #file:path, #selection attach context; Ctrl+Enter sends)"></textarea>
 <div id="buttons"><button id="stop" class="secondary" hidden>Stop</button><button id="send">Send</button></div>
 </div>
-<script nonce="${nonce}">
-const vscode = acquireVsCodeApi();
-const log = document.getElementById("log"), prompt = document.getElementById("prompt"), select = document.getElementById("session");
-const stop = document.getElementById("stop"), send = document.getElementById("send");
-function put(item) {
-  let el = document.getElementById(item.id);
-  if (!el) { el = document.createElement("div"); el.id = item.id; log.appendChild(el); }
-  const open = el.querySelector("details[open]") !== null;
-  el.innerHTML = item.html;
-  if (open) { const d = el.querySelector("details"); if (d) d.open = true; }
-}
-function setSession(session) {
-  if (session && ![...select.options].some((o) => o.value === session)) select.add(new Option(session, session));
-  select.value = session;
-}
-window.addEventListener("message", (e) => {
-  const m = e.data;
-  const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 20;
-  if (m.type === "reset") { log.innerHTML = ""; m.items.forEach(put); setSession(m.session); }
-  else if (m.type === "items") m.items.forEach(put);
-  else if (m.type === "state") { stop.hidden = !m.running; setSession(m.session); document.body.dataset.running = String(m.running); document.body.dataset.session = m.session; }
-  else if (m.type === "sessions") {
-    select.length = 1;
-    for (const s of m.list) select.add(new Option(s.label, s.session));
-    setSession(m.current);
-  }
-  if (atEnd) log.scrollTop = log.scrollHeight;
-});
-function submit() { const text = prompt.value; if (!text.trim()) return; prompt.value = ""; vscode.postMessage({ type: "send", text }); }
-send.addEventListener("click", submit);
-prompt.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); submit(); } });
-stop.addEventListener("click", () => vscode.postMessage({ type: "stop" }));
-select.addEventListener("focus", () => vscode.postMessage({ type: "sessions" }));
-select.addEventListener("change", () => vscode.postMessage({ type: "pick", session: select.value }));
-document.getElementById("new").addEventListener("click", () => vscode.postMessage({ type: "pick", session: "" }));
-log.addEventListener("click", (e) => {
-  const a = e.target.closest("a[data-open]");
-  if (a) { e.preventDefault(); vscode.postMessage({ type: "open", uri: a.dataset.open }); }
-  const r = e.target.closest("[data-review]");
-  if (r) {
-    e.preventDefault();
-    const d = r.dataset;
-    vscode.postMessage({ type: "review", action: d.review, id: Number(d.id), ...(d.file !== undefined && { file: Number(d.file), key: d.key }) });
-  }
-});
-${slashScript}
-vscode.postMessage({ type: "ready" });
-</script></body></html>`;
+<script nonce="${nonce}" src="${escapeHtml(script)}"></script>
+<script nonce="${nonce}" src="${escapeHtml(slash)}"></script>
+</body></html>`;
 }

@@ -1,16 +1,20 @@
 // The chat view's transcript of one session, as HTML items the webview shows
 // in order: the user's prompts (with their attached #file/#selection
 // references), the agent's replies rendered as Markdown while they stream,
-// tool calls as collapsible rows with their status, edits linked to their
-// files, queued prompts, and the end line of each run (status, what failed,
-// edits, steps, tokens and cost). Built from agent/event notifications and
-// from a stored transcript (agent.session). Also the card of an agent edit
-// waiting for review: its diff, with the review's buttons. No vscode import.
-import { dollars, dropped, tokens } from "./format";
+// tool calls as collapsible rows with their status (toolRows.ts: an edit's
+// diff, a command's exit code and last output), queued prompts, and the end
+// line of each run (status, what failed, edits, steps, tokens and cost, the
+// prompts it never read). Built from agent/event notifications and from a
+// stored transcript (agent.session). Also the card of an agent edit waiting
+// for review: its diff, with the review's buttons. No vscode import.
+import { dollars, tokens } from "./format";
 import { hunkLines } from "./hunks";
 import { escapeHtml, renderInline, renderMarkdown } from "./markdown";
 import type { AgentEvent, FinishedRun, Message, SessionDetail, UsageEvent } from "./protocol";
 import type { ReviewHunk } from "./reviewModel";
+import { parseArgs, toolHtml, type ToolRow } from "./toolRows";
+
+export { toolTarget } from "./toolRows";
 
 /** One row of the transcript: its id in the page, and its HTML. */
 export interface ChatItem {
@@ -32,24 +36,6 @@ export interface RunEnd {
   usage?: { total: number; cost?: number };
   /** The model of the run's last call. */
   model?: string;
-}
-
-/** Tool call marks by state. */
-const toolMarks = { running: "⟳", ok: "✓", failed: "✗" } as const;
-
-/** The target a tool call works on, from its JSON arguments: a path, a command, a pattern... */
-export function toolTarget(args: string): string {
-  try {
-    const a = JSON.parse(args) as Record<string, unknown>;
-    for (const k of ["path", "command", "pattern", "task", "project"]) {
-      if (typeof a[k] === "string") {
-        return a[k] as string;
-      }
-    }
-  } catch {
-    // not JSON: no target
-  }
-  return "";
 }
 
 /** The last segment of a file URI's path, for a link's text. */
@@ -76,7 +62,7 @@ export class ChatTranscript {
   /** The id of the agent reply streaming now, and its text so far. */
   private reply: { id: string; text: string } | undefined;
   /** Tool rows by call id. */
-  private tools = new Map<string, { id: string; name: string; args: string; target: string; sub?: string }>();
+  private tools = new Map<string, ToolRow>();
   /** The run going: its edits so far and its latest usage. */
   private run = { edits: 0, usage: undefined as UsageEvent | undefined, endId: "" };
 
@@ -130,21 +116,29 @@ export class ChatTranscript {
         return [this.put(`<div class="msg user queued"><div class="who">You <span class="note">queued #${ev.position}: the agent reads it at its next step</span></div>${renderMarkdown(ev.message.content)}</div>`, `q-${ev.message.id}`)];
       case "tool.start": {
         this.closeReply();
-        const row = { id: `t-${ev.callId}`, name: ev.name, args: ev.args, target: toolTarget(ev.args), sub };
+        const row: ToolRow = { id: `t-${ev.callId}`, name: ev.name, args: ev.args, sub };
         this.tools.set(ev.callId, row);
-        return [this.put(toolHtml(row, "running", ""), row.id)];
+        return [this.put(toolHtml(row), row.id)];
       }
       case "tool.end": {
-        const row = this.tools.get(ev.callId) ?? { id: `t-${ev.callId}`, name: ev.name, args: "", target: "", sub };
-        return [this.put(toolHtml(row, ev.ok ? "ok" : "failed", ev.summary), row.id)];
+        const row = this.tools.get(ev.callId) ?? { id: `t-${ev.callId}`, name: ev.name, args: "", sub };
+        this.tools.set(ev.callId, row);
+        row.end = { ok: ev.ok, summary: ev.summary, output: ev.output ?? "" };
+        return [this.put(toolHtml(row), row.id)];
       }
-      case "edit":
+      case "edit": {
         this.run.edits += ev.applied ? 1 : 0;
+        const row = this.editRow(ev.uri);
+        if (row) {
+          row.uri = ev.uri;
+          return [this.put(toolHtml(row), row.id)];
+        }
         return [
           this.put(
             `<div class="line edit">${ev.applied ? "edited" : "edit refused:"} <a href="#" data-open="${escapeHtml(ev.uri)}">${escapeHtml(fileName(ev.uri))}</a></div>`,
           ),
         ];
+      }
       case "subagent.start":
         return [this.put(`<div class="line sub">⤷ subagent: ${renderInline(ev.task)}</div>`)];
       case "subagent.end":
@@ -154,11 +148,11 @@ export class ChatTranscript {
       case "usage":
         this.run.usage = ev; // its run totals include the subagents'
         return [];
-      case "events.dropped":
-        return [this.put(`<div class="line note">⋯ ${escapeHtml(dropped(ev))}</div>`)];
       case "run.end":
         this.closeReply();
         return [this.endItem({ status: ev.status, error: ev.error, edits: this.run.edits, usage: this.run.usage?.run, model: this.run.usage?.model })];
+      case "events.dropped":
+        return []; // the chat reads the session again (chat.ts)
       default:
         ev satisfies never;
         return [];
@@ -168,13 +162,33 @@ export class ChatTranscript {
   /** Completes the end line with what only the run's result has (its steps, its exact counts). */
   result(r: FinishedRun): ChatItem[] {
     const usage = { total: r.usage.totalTokens, cost: r.usage.cost };
-    return [this.endItem({ status: r.status, error: r.error, edits: r.edits, steps: r.steps, usage, model: this.run.usage?.model })];
+    return [this.endItem({ status: r.status, error: r.error, edits: r.edits, steps: r.steps, usage, model: this.run.usage?.model }, r.queued ?? [])];
   }
 
-  private endItem(e: RunEnd): ChatItem {
+  /** The run's end line; with the prompts it never read, each shown, and Send Again, which sends them to the session as one prompt. */
+  private endItem(e: RunEnd, unread: string[] = []): ChatItem {
     this.run.endId ||= `e${++this.next}`;
     const kind = e.status === "failed" ? "error" : e.status === "done" ? "ok" : "warn";
-    return this.put(`<div class="end ${kind}">── ${renderInline(endLine(e))}</div>`, this.run.endId);
+    const left = unread.length
+      ? `<div class="unread"><div class="note">Not read by the ${escapeHtml(e.status)} run:</div>${unread.map((p) => `<div class="msg user queued">${renderMarkdown(p)}</div>`).join("")}` +
+        `<button class="secondary" data-resend="${escapeHtml(unread.join("\n\n"))}">Send Again</button></div>`
+      : "";
+    return this.put(`<div class="end ${kind}">── ${renderInline(endLine(e))}</div>${left}`, this.run.endId);
+  }
+
+  /** A line for a run that no prompt of this chat started: a resumed session's. */
+  resumed(): ChatItem[] {
+    this.closeReply();
+    return [this.put(`<div class="line run">↻ resumed</div>`)];
+  }
+
+  /** The newest edit row of the run whose path the file uri ends with and that no edit event named yet. */
+  private editRow(uri: string): ToolRow | undefined {
+    const rows = [...this.tools.values()].reverse();
+    return rows.find((r) => {
+      const path = parseArgs(r.args).path;
+      return (r.name === "edit_file" || r.name === "create_file") && !r.uri && typeof path === "string" && decodeURIComponent(uri).endsWith("/" + path.replace(/^\.?\//, ""));
+    });
   }
 
   private message(m: Message, sub: string | undefined): ChatItem[] {
@@ -199,7 +213,6 @@ export class ChatTranscript {
   /** The transcript of a stored session: its prompts, replies and tool calls with their results. */
   static fromSession(d: SessionDetail): ChatTranscript {
     const t = new ChatTranscript(d.session);
-    const calls = new Map<string, { id: string; name: string; args: string; target: string }>();
     for (const m of d.messages) {
       if (m.role === "human") {
         t.user(m.content);
@@ -208,17 +221,23 @@ export class ChatTranscript {
           t.put(agentHtml(m.content));
         }
         for (const c of m.toolCalls ?? []) {
-          const row = { id: `t-${c.id}`, name: c.name, args: c.args, target: toolTarget(c.args) };
-          calls.set(c.id, row);
-          t.put(toolHtml(row, "running", ""), row.id);
+          const row: ToolRow = { id: `t-${c.id}`, name: c.name, args: c.args };
+          t.tools.set(c.id, row);
+          t.put(toolHtml(row), row.id);
         }
-      } else if (m.role === "tool" && m.toolCallId && calls.has(m.toolCallId)) {
-        const row = calls.get(m.toolCallId)!;
-        const failed = /^error\b/i.test(m.content);
-        t.put(toolHtml(row, failed ? "failed" : "ok", firstLine(m.content)), row.id);
+      } else if (m.role === "tool" && m.toolCallId && t.tools.has(m.toolCallId)) {
+        const row = t.tools.get(m.toolCallId)!;
+        row.end = { ok: !/^error\b/i.test(m.content), summary: "", output: m.content };
+        t.put(toolHtml(row), row.id);
       }
     }
     if (d.status && d.status !== "running") {
+      for (const row of t.tools.values()) {
+        if (!row.end) {
+          row.end = { ok: false, summary: "interrupted: no result", output: "" };
+          t.put(toolHtml(row), row.id);
+        }
+      }
       t.endItem({ status: d.status });
       t.run.endId = "";
     }
@@ -228,19 +247,6 @@ export class ChatTranscript {
 
 function agentHtml(text: string): string {
   return `<div class="msg agent"><div class="who">Agent</div>${renderMarkdown(text)}</div>`;
-}
-
-function toolHtml(row: { name: string; args: string; target: string; sub?: string }, state: keyof typeof toolMarks, summary: string): string {
-  const who = row.sub ? `<span class="note">[${escapeHtml(row.sub)}]</span> ` : "";
-  return (
-    `<details class="tool ${state}"><summary>${who}<span class="mark">${toolMarks[state]}</span> <b>${escapeHtml(row.name)}</b> ${escapeHtml(row.target)}` +
-    `${summary ? ` <span class="note">${escapeHtml(summary)}</span>` : ""}</summary><pre>${escapeHtml(row.args)}</pre></details>`
-  );
-}
-
-function firstLine(s: string): string {
-  const l = s.trim().split("\n")[0] ?? "";
-  return l.length > 120 ? l.slice(0, 119) + "…" : l;
 }
 
 /** A reference typed in a prompt: #file (the active editor's), #file:PATH, or #selection. */

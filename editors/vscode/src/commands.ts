@@ -70,7 +70,7 @@ export function run(ctx: Ctx): Cmd {
       placeHolder: "e.g. Add a unit test for this function",
       ignoreFocusOut: true,
     });
-    return prompt?.trim() ? runPrompt(ctx, promptArgs(prompt, about), prompt) : undefined;
+    return prompt?.trim() ? runPrompt(ctx, promptArgs(prompt, about), { title: prompt, prompt: prompt.trim(), about: about && label(about) }) : undefined;
   };
 }
 
@@ -99,7 +99,7 @@ export function followUp(ctx: Ctx): Cmd {
         ignoreFocusOut: true,
       });
     }
-    return prompt?.trim() ? followUpRun(ctx, session, promptArgs(prompt, about), prompt.trim()) : undefined;
+    return prompt?.trim() ? followUpRun(ctx, session, promptArgs(prompt, about), { title: prompt, prompt: prompt.trim(), about: about && label(about) }) : undefined;
   };
 }
 
@@ -132,14 +132,14 @@ export function askAboutSelection(ctx: Ctx): Cmd {
       return undefined;
     }
     const prompt = await vscode.window.showInputBox({ title, prompt: where(uri, range), placeHolder: "e.g. Why can this return nil?", ignoreFocusOut: true });
-    return prompt?.trim() ? runPrompt(ctx, promptArgs(prompt, { uri, range }), prompt) : undefined;
+    return prompt?.trim() ? runPrompt(ctx, promptArgs(prompt, { uri, range }), { title: prompt, prompt: prompt.trim(), about: label({ uri, range }) }) : undefined;
   };
 }
 
 export function resume(ctx: Ctx): Cmd {
   return async (session?: string) => {
     session ??= await pickSession(ctx, "Resume which session?", (s) => s.status !== "done" && s.status !== "running");
-    return session ? launch(ctx, requests.resume, { session }, `resume ${session}`) : undefined;
+    return session ? launch(ctx, requests.resume, { session }, { title: `resume ${session}` }) : undefined;
   };
 }
 
@@ -292,9 +292,12 @@ async function pickModel(ctx: Ctx, model: string | undefined): Promise<void> {
   vscode.window.setStatusBarMessage(`agent: the next runs use ${model ?? "the settings' model"}`, 5000);
 }
 
-/** Agent: Show Chat: reveals the chat view. */
-export function showChat(): Cmd {
-  return () => vscode.commands.executeCommand("agentLsp.chat.focus");
+/** Agent: Show Chat: reveals the chat view; with session, showing that session. */
+export function showChat(ctx: Ctx): Cmd {
+  return async (session?: string) => {
+    await vscode.commands.executeCommand("agentLsp.chat.focus");
+    ctx.runs.showInChat(typeof session === "string" ? session : undefined);
+  };
 }
 
 export function showOutput(ctx: Ctx): Cmd {
@@ -365,6 +368,11 @@ async function pickSession(ctx: Ctx, title: string, filter?: (s: SessionInfo) =>
     { title, matchOnDescription: true, matchOnDetail: true },
   );
   return pick?.session;
+}
+
+/** The chat's label of a selection: "selection greet.go:3-5". */
+function label(about: About): string {
+  return `selection ${vscode.workspace.asRelativePath(about.uri)}:${about.range.start.line + 1}-${about.range.end.line + 1}`;
 }
 
 function where(uri: vscode.Uri, range: vscode.Range): string {

@@ -28,7 +28,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   client = agent;
   registerCommands(ctx);
   watchSettings(ctx);
-  const chat = new ChatView(ctx);
+  const chat = new ChatView(ctx, context.extensionUri);
   ctx.pushCleanup(chat, chat.register(), ...ctx.reviews.register());
   // In Restricted Mode (package.json: untrustedWorkspaces "limited") the server waits for trust.
   const autoStart = () => settings().autoStart && void agent.start();

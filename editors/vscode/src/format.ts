@@ -1,6 +1,8 @@
 // Text the extension shows: the output-channel transcript of agent/event,
 // quick-pick items, session transcripts and the projects report as Markdown, run
 // summaries and error messages. No vscode import.
+import { plainLine } from "./markdown";
+import { status } from "./toolRows";
 import type { AgentEvent, AgentEventOf, McpProject, ModelInfo, ModelsResult, ProjectInfo, ResultOf, RunResult, SandboxReport, SessionDetail, SessionInfo, SubagentStatus } from "./protocol";
 
 /** Turns agent/event notifications into transcript text for an output channel. */
@@ -54,7 +56,8 @@ export class EventFormatter {
         line(`${sub}  → ${ev.name}${target(ev.args)}`);
         break;
       case "tool.end":
-        line(`${sub}  ${ev.ok ? "✓" : "✗"} ${ev.name}${ev.summary ? `: ${ev.summary}` : ""}`);
+        // The chat's mark (toolRows.ts): a command that ran and exited non-zero is not a failed tool.
+        line(`${sub}  ${status({ id: "", name: ev.name, args: "", end: { ok: ev.ok, summary: ev.summary, output: ev.output ?? "" } }).mark} ${ev.name}${ev.summary ? `: ${ev.summary}` : ""}`);
         break;
       case "subagent.start":
         line(`${sub}  ⤷ subagent: ${ev.task}`);
@@ -71,18 +74,13 @@ export class EventFormatter {
         line(`── ${ev.status}${ev.error ? `: ${ev.error}` : ""}`);
         break;
       case "events.dropped":
-        line(`⋯ ${dropped(ev)}`);
+        line(`  ⋯ ${ev.count} events of this session not shown (#${ev.fromSeq} to #${ev.toSeq}: the window did not read them in time); the chat reads the session again`);
         break;
       default:
         ev satisfies never; // a kind added to AgentEvent needs its case here
     }
     return out;
   }
-}
-
-/** What an events.dropped event says: how many events this window missed, and where the whole session is. */
-export function dropped(ev: AgentEventOf<"events.dropped">): string {
-  return `${ev.count} event${ev.count === 1 ? "" : "s"} not delivered (#${ev.fromSeq} to #${ev.toSeq}): this window read too slowly; Agent: Show Session shows the whole session`;
 }
 
 /** A run's token budget, for its header line: the model's context size, and the tools left out to fit it. */
@@ -126,7 +124,7 @@ function target(args: string): string {
 
 /**
  * A one-line summary of a run's result, for a notification: counts, then what
- * failed or the reply's first line, then how many queued prompts it never read;
+ * failed or the reply's first line without its Markdown marks, then how many queued prompts it never read;
  * for a queued prompt, its place in the queue.
  */
 export function summary(r: RunResult): string {
@@ -135,7 +133,7 @@ export function summary(r: RunResult): string {
   }
   const edits = `${r.edits} edit${r.edits === 1 ? "" : "s"}`;
   const steps = `${r.steps} step${r.steps === 1 ? "" : "s"}`;
-  const first = (r.error || r.reply).trim().split("\n")[0] ?? "";
+  const first = r.error ? (r.error.trim().split("\n")[0] ?? "") : plainLine(r.reply); // a notification shows Markdown as it is
   const short = first.length > 160 ? first.slice(0, 157) + "…" : first;
   const n = r.queued?.length ?? 0;
   const unread = n ? ` · ${n} queued prompt${n === 1 ? "" : "s"} not read` : "";
@@ -228,7 +226,8 @@ export function projectsReport(projects: ProjectInfo[]): string {
     const item = projectItem(p);
     const s = p.sandbox;
     out.push("", `## ${p.name}`, "", item.description, "", item.detail, "", "### Sandbox", "");
-    out.push(`mode ${s.mode} · ${s.landlockABI ? `Landlock ABI ${s.landlockABI}` : "no Landlock"} · ${network(s)}`);
+    const isolation = s.isolation && s.isolation !== "none" ? ` · isolation ${s.isolation}` : "";
+    out.push(`mode ${s.mode}${isolation} · ${s.landlockABI ? `Landlock ABI ${s.landlockABI}` : "no Landlock"} · ${network(s)}`);
     const list = (title: string, items: string[] | undefined, show = (i: string) => i) => {
       if (items?.length) {
         out.push("", `${title}:`, "", ...items.map((i) => `- ${show(i)}`));

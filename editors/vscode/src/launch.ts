@@ -1,21 +1,29 @@
 // Starting and cancelling runs: a new run goes to the project the user works
 // in, a follow-up to its session (queued when that session's run is going);
 // agent.run and agent.resume go out with the edit mode and a work-done token,
-// show as a cancellable progress notification and in the status bar, and end
-// with a summary that offers the next step, and offers back the queued prompts
-// a run ended without reading.
+// show in the status bar and in the chat (runs.ts's onBegin), and end with at
+// most one notification: none when the chat shows the run's session, else a
+// plain-text summary that offers the next step, and offers back the queued
+// prompts a run ended without reading.
 import * as vscode from "vscode";
 import type { CommandId } from "./commands";
 import type { Ctx } from "./ctx";
 import { summary, unread } from "./format";
 import { requests, type EditMode, type FinishedRun, type Request, type RunArgs, type RunResult } from "./protocol";
 import { offerFix, reasonOf, reasonText, ShownError } from "./reasons";
-import type { Run } from "./runs";
+import type { Run, RunOpts } from "./runs";
+
+/** How a run is launched: its title (the prompt, or "resume <session>"), what the chat shows of it, and who wants it as it begins. */
+export interface LaunchOpts extends Omit<RunOpts, "session"> {
+  title: string;
+  /** Gets the run as it begins (its session is bound at its run.start event). */
+  onBegin?: (run: Run) => void;
+}
 
 /** Runs agent.run in the project picked with Switch Project, else in the project of the file the run is about. */
-export async function runPrompt(ctx: Ctx, args: RunArgs, prompt: string, onBegin?: (run: Run) => void): Promise<RunResult | undefined> {
+export async function runPrompt(ctx: Ctx, args: RunArgs, opts: LaunchOpts): Promise<RunResult | undefined> {
   const project = ctx.chosenProject ?? (await projectOf(ctx, args.uri ? vscode.Uri.parse(args.uri) : vscode.window.activeTextEditor?.document.uri));
-  return launch(ctx, requests.run, { ...args, project }, prompt, onBegin);
+  return launch(ctx, requests.run, { ...args, project }, opts);
 }
 
 /**
@@ -24,72 +32,67 @@ export async function runPrompt(ctx: Ctx, args: RunArgs, prompt: string, onBegin
  * once: the queued line comes with the message.queued event, the running run's
  * result covers the prompt, and no second run starts.
  */
-export async function followUpRun(ctx: Ctx, session: string, args: RunArgs, prompt: string, onBegin?: (run: Run) => void): Promise<RunResult | undefined> {
-  return launch(ctx, requests.run, { ...args, session }, prompt, onBegin);
+export async function followUpRun(ctx: Ctx, session: string, args: RunArgs, opts: LaunchOpts): Promise<RunResult | undefined> {
+  return launch(ctx, requests.run, { ...args, session }, opts);
 }
 
 /**
- * Sends req (agent.run or agent.resume) and follows it until it ends; prompt
- * titles the run; onBegin gets the run as it starts (its session is bound at
- * its run.start event). Undefined when the run was cancelled before its
- * session was known.
+ * Sends req (agent.run or agent.resume) and follows it until it ends.
+ * Undefined when the run was cancelled before its session was known.
  */
 export async function launch<A extends { session?: string; edits?: EditMode; model?: string }>(
   ctx: Ctx,
   req: Request<A, RunResult>,
   args: NoInfer<A>,
-  prompt: string,
-  onBegin?: (run: Run) => void,
+  opts: LaunchOpts,
 ): Promise<RunResult | undefined> {
   const server = await ctx.ready();
   const model = ctx.models.get();
   // The workspace's model (Agent: Select Model) goes with every run; unset, the session's or the settings' applies.
   const full = { ...args, edits: ctx.settings().edits, ...(model && { model }) };
-  const run = ctx.runs.begin(`agent: ${firstWords(prompt, 6)}`, args.session);
+  const { title, onBegin, ...shown } = opts;
+  const run = ctx.runs.begin(`agent: ${firstWords(title, 6)}`, { ...shown, session: args.session });
   onBegin?.(run);
-  ctx.output.appendLine(`▶ ${prompt}`);
+  ctx.output.appendLine(`▶ ${title}`);
+  const sub = server.onProgress(run.token, (v) => {
+    if (v.kind === "report" && v.message) {
+      ctx.runs.progress(run, v.message);
+    }
+  });
+  let result: RunResult | undefined;
   try {
-    return await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: run.title, cancellable: true },
-      async (progress, cancelled) => {
-        const sub = server.onProgress(run.token, (v) => {
-          if (v.kind === "report" && v.message) {
-            progress.report({ message: v.message });
-            ctx.runs.progress(run, v.message);
-          }
-        });
-        const onCancel = cancelled.onCancellationRequested(() => void cancelRun(ctx, run));
-        try {
-          const result = await server.send(req, full, { token: run.source.token, workDoneToken: run.token });
-          ctx.lastSession = result.session;
-          if (result.status === "queued") {
-            // Not a run of its own: the running run reads it, and its own summary covers it.
-            void vscode.window.showInformationMessage(summary(result));
-            return result;
-          }
-          ctx.output.append(unread(result)); // never lost: the output keeps them, the summary offers them back
-          void report(result);
-          return result;
-        } catch (e) {
-          if (isCancelled(e)) {
-            void vscode.window.showInformationMessage("Agent cancelled.");
-            return undefined;
-          }
-          const why = reasonOf(e);
-          if (why) {
-            // The action that fixes it (Set API Key, ...), never Resume: nothing ran.
-            void offerFix(reasonText(why), why.reason);
-            throw new ShownError(reasonText(why), why.reason);
-          }
-          throw e;
-        } finally {
-          sub.dispose();
-          onCancel.dispose();
-        }
-      },
-    );
+    result = await server.send(req, full, { token: run.source.token, workDoneToken: run.token });
+    ctx.lastSession = result.session;
+    const inChat = ctx.runs.chatShows(result.session);
+    if (result.status === "queued") {
+      // Not a run of its own: the running run reads it, and its own summary covers it.
+      if (!inChat) {
+        void vscode.window.showInformationMessage(summary(result));
+      }
+      return result;
+    }
+    ctx.output.append(unread(result)); // never lost: the output keeps them, the chat or the summary offers them back
+    if (!inChat) {
+      void report(result);
+    }
+    return result;
+  } catch (e) {
+    if (isCancelled(e)) {
+      if (!(run.session && ctx.runs.chatShows(run.session))) {
+        void vscode.window.showInformationMessage("Agent cancelled.");
+      }
+      return undefined;
+    }
+    const why = reasonOf(e);
+    if (why) {
+      // The action that fixes it (Set API Key, ...), never Resume: nothing ran.
+      void offerFix(reasonText(why), why.reason);
+      throw new ShownError(reasonText(why), why.reason);
+    }
+    throw e;
   } finally {
-    ctx.runs.end(run);
+    sub.dispose();
+    ctx.runs.end(run, result);
   }
 }
 
@@ -119,8 +122,7 @@ async function projectOf(ctx: Ctx, uri: vscode.Uri | undefined): Promise<string 
 
 /** The buttons a run's summary may offer, by label: what each does with the run. */
 const actions = {
-  "Show Reply": (r) => showReply(r.reply),
-  "Show Session": (r) => vscode.commands.executeCommand("agentLsp.showSession" satisfies CommandId, r.session),
+  "Open in Chat": (r) => vscode.commands.executeCommand("agentLsp.showChat" satisfies CommandId, r.session),
   "Follow Up": (r) => vscode.commands.executeCommand("agentLsp.followUp" satisfies CommandId, r.session),
   Resume: (r) => vscode.commands.executeCommand("agentLsp.resume" satisfies CommandId, r.session),
   // The queued prompts the run never read, in order, as one prompt to its session.
@@ -135,10 +137,10 @@ type Action = keyof typeof actions;
  * do (the server's sentence); Resume continues it once that is fixed.
  */
 const reports: Record<FinishedRun["status"], { level: "info" | "warning" | "error"; buttons: Action[] }> = {
-  done: { level: "info", buttons: ["Show Reply", "Show Session", "Follow Up"] },
-  cancelled: { level: "info", buttons: ["Show Session", "Follow Up"] },
-  limit: { level: "warning", buttons: ["Show Session", "Resume"] },
-  failed: { level: "error", buttons: ["Resume", "Show Session"] },
+  done: { level: "info", buttons: ["Open in Chat", "Follow Up"] },
+  cancelled: { level: "info", buttons: ["Open in Chat", "Follow Up"] },
+  limit: { level: "warning", buttons: ["Resume", "Open in Chat"] },
+  failed: { level: "error", buttons: ["Resume", "Open in Chat"] },
 };
 
 const show = {
@@ -147,26 +149,13 @@ const show = {
   error: vscode.window.showErrorMessage,
 };
 
-/**
- * Shows the summary with the next steps (reports); Send Again first when the
- * run left queued prompts unread; Show Reply only when there is a reply.
- */
+/** Shows the summary (plain text) with the next steps (reports); Send Again first when the run left queued prompts unread. */
 async function report(r: FinishedRun): Promise<void> {
-  if (r.status === "failed" && r.reason) {
-    return offerFix(summary(r), r.reason); // a setting fixes it: its action, not Resume
-  }
-  const how = r.queued?.length ? { level: "warning" as const, buttons: ["Send Again", "Show Session"] as Action[] } : reports[r.status];
-  const buttons = how.buttons.filter((b) => b !== "Show Reply" || r.reply.trim() !== "");
-  const pick = (await show[how.level](summary(r), ...buttons)) as Action | undefined;
+  const how = r.queued?.length ? { level: "warning" as const, buttons: ["Send Again", "Open in Chat"] as Action[] } : reports[r.status];
+  const pick = (await show[how.level](summary(r), ...how.buttons)) as Action | undefined;
   if (pick) {
     await actions[pick](r);
   }
-}
-
-/** Opens reply as rendered Markdown (the Markdown preview of an untitled document). */
-export async function showReply(reply: string): Promise<void> {
-  const doc = await vscode.workspace.openTextDocument({ language: "markdown", content: reply });
-  await vscode.commands.executeCommand("markdown.showPreview", doc.uri);
 }
 
 function firstWords(s: string, n: number): string {

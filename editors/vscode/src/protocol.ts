@@ -219,6 +219,10 @@ export interface SandboxReport {
   mode: SandboxMode;
   /** The kernel's Landlock ABI; 0: none. */
   landlockABI: number;
+  /** The mechanism in force: namespaces, or snapshot where user namespaces are refused; none when not confined. */
+  isolation?: "namespaces" | "snapshot" | "none";
+  /** What bounds a command's processes ("pids cgroup v1", "RLIMIT_NPROC"); absent when nothing does. */
+  processes?: string;
   /** The rights actually enforced at that ABI, human-readable; empty when nothing is. */
   enforced: string[];
   /** What is not enforced, and why. */
@@ -515,6 +519,8 @@ export interface ToolEndEvent extends Envelope<"tool.end"> {
   summary: string;
   /** The call did not run: it was not allowed; ruleHint is the rule that would allow it. */
   denied?: { what: string; ruleHint?: string };
+  /** The end of the result the model got: its last 20 lines, at most 2 KB (a command's last output, why an edit was refused). */
+  output?: string;
 }
 export interface SubagentStartEvent extends Envelope<"subagent.start"> {
   task: string;
@@ -545,16 +551,21 @@ export interface UsageEvent extends Envelope<"usage"> {
   cost?: number;
   run: RunUsage;
 }
-/** The window did not read its events: the server dropped count of them, fromSeq to toSeq (seq is toSeq), rather than hold the run. */
-export interface EventsDroppedEvent extends Envelope<"events.dropped"> {
-  count: number;
-  fromSeq: number;
-  toSeq: number;
-}
 export interface RunEndEvent extends Envelope<"run.end"> {
   status: RunStatus;
   /** What failed, for status failed. */
   error?: string;
+}
+
+/**
+ * The server dropped count of this window's events of the session, fromSeq to
+ * toSeq (the envelope's seq is toSeq), because the window did not read them in
+ * time; the chat reads the session again (agent.session).
+ */
+export interface EventsDroppedEvent extends Envelope<"events.dropped"> {
+  count: number;
+  fromSeq: number;
+  toSeq: number;
 }
 
 /** An agent/event notification of a kind the extension knows. */

@@ -109,7 +109,7 @@ describe("commands", () => {
     assert.deepEqual(stub.messages, [{ level: "warning", text: "agent-lsp: extension 0.2.0; the server binary was not found. Install agent-lsp or set agentLsp.path." }]);
   });
 
-  test("Agent: Run sends prompt, selection and edit mode, shows progress, status and the summary", async () => {
+  test("Agent: Run sends prompt, selection and edit mode, shows progress in the status bar (no progress toast) and one summary", async () => {
     const doc = { uri: Uri.file("/w/sample/greet.go") };
     stub.activeTextEditor = { document: doc, selection: new Selection(2, 0, 4, 1) };
     stub.inputs.push("  Add a Farewell function  ");
@@ -133,8 +133,7 @@ describe("commands", () => {
       project: undefined,
     });
     assert.match(call.workDoneToken!, /^agent-lsp-vscode:\d+$/);
-    assert.equal(stub.progress[0].title, "agent: Add a Farewell function");
-    assert.deepEqual(stub.progress[0].reports, ["edit_file greet.go"]);
+    assert.equal(stub.progress.length, 0, "no progress notification: the status bar and the chat show it");
     assert.match(statusDuring, /agent: edit_file greet\.go/);
     assert.equal(statusText(), undefined, "the status bar item is hidden after the run");
     assert.deepEqual(stub.messages, [{ level: "info", text: "Agent done (1 edit, 3 steps): Added Farewell." }]);
@@ -154,18 +153,20 @@ describe("commands", () => {
     assert.deepEqual(stub.messages, [{ level: "warning", text: "Agent limit (0 edits, 40 steps)" }]);
   });
 
-  test("the summary's Show Session opens that session's transcript", async () => {
+  test("the summary's Open in Chat shows that session in the chat", async () => {
     stub.inputs.push("do it");
-    stub.buttons.push("Show Session");
-    server.handlers["agent.run"] = () => ({ session: "s1", status: "done", reply: "", edits: 0, steps: 1 });
-    server.handlers["agent.session"] = () => ({ session: "s1", project: "sample", status: "done", messages: [] });
+    stub.buttons.push("Open in Chat");
+    const shown: (string | undefined)[] = [];
+    ctx.runs.onShowInChat((s) => shown.push(s));
+    server.handlers["agent.run"] = () => ({ session: "s1", status: "done", reply: "## Done\n\nAll **good**.", edits: 0, steps: 1 });
     await exec("agentLsp.run");
     await tick();
-    assert.equal(stub.opened[0]?.uri.path, "/s1.md");
-    assert.match(stub.opened[0].content, /Session `s1` · project \*\*sample\*\*/);
+    assert.deepEqual(stub.messages, [{ level: "info", text: "Agent done (0 edits, 1 step): Done" }], "one toast, its text without Markdown marks");
+    assert.deepEqual(stub.buttonsShown, [["Open in Chat", "Follow Up"]]);
+    assert.deepEqual(shown, ["s1"]);
   });
 
-  for (const via of ["Agent: Cancel", "the progress notification's cancel button"]) {
+  for (const via of ["Agent: Cancel"]) {
     test(`${via} cancels the running session with agent.cancel`, async () => {
       stub.inputs.push("slow work");
       let finish!: () => void;
@@ -179,8 +180,7 @@ describe("commands", () => {
       };
       const running = exec("agentLsp.run");
       await tick();
-      if (via === "Agent: Cancel") await exec("agentLsp.cancel");
-      else stub.progress[0].cancel();
+      await exec("agentLsp.cancel");
       await running;
       assert.deepEqual(server.calls.find((c) => c.command === "agent.cancel")?.args, { session: "s-slow" });
       assert.equal(stub.messages.at(-1)?.text, "Agent cancelled (0 edits, 1 step)");
@@ -412,7 +412,7 @@ describe("commands", () => {
       await running;
       await tick();
       assert.deepEqual(stub.messages[2], { level: "warning", text: "Agent cancelled (0 edits, 1 step) · 2 queued prompts not read" });
-      assert.deepEqual(stub.buttonsShown[2], ["Send Again", "Show Session"]);
+      assert.deepEqual(stub.buttonsShown[2], ["Send Again", "Open in Chat"]);
       const out = stub.output.join("");
       assert.ok(out.includes("  not read by the cancelled run: Also say hi\n  not read by the cancelled run: And bye\n"), out);
       const again = server.calls.at(-1)!;

@@ -1,5 +1,5 @@
 // Unit tests of "Conversations 3" against the stubbed vscode API and a fake
-// server: the model picker, failed runs with their reason, Show Reply, usage
+// server: the model picker, failed runs with their reason, summaries, usage
 // in the status bar, and the chat view (follow-ups, stop, #file/#selection,
 // the end line).
 import assert from "node:assert/strict";
@@ -117,18 +117,14 @@ test("a failed run shows its reason as an error, offering Resume", async () => {
   server.handlers["agent.run"] = () => finished({ status: "failed", error, steps: 0, usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } });
   await exec("agentLsp.run");
   assert.deepEqual(stub.messages.at(-1), { level: "error", text: `Agent failed (0 edits, 0 steps): ${error}` });
-  assert.deepEqual(stub.buttonsShown.at(-1), ["Resume", "Show Session"]);
+  assert.deepEqual(stub.buttonsShown.at(-1), ["Resume", "Open in Chat"]);
 });
 
-test("Show Reply opens the full reply as rendered Markdown", async () => {
+test("a run's summary shows tokens and cost, and the reply's first line without its Markdown", async () => {
   stub.inputs.push("explain");
-  stub.buttons.push("Show Reply");
-  server.handlers["agent.run"] = () => finished({ reply: "# Why\n\nIt **greets**." });
+  server.handlers["agent.run"] = () => finished({ reply: "# Why `Greet`\n\nIt **greets**." });
   await exec("agentLsp.run");
-  await tick();
-  assert.equal(stub.opened.at(-1)?.content, "# Why\n\nIt **greets**.");
-  assert.deepEqual(stub.executed.at(-1)?.id, "markdown.showPreview");
-  assert.match(stub.messages.at(-1)!.text, /Agent done \(0 edits, 1 step, 1\.0k tokens · \$0\.00261\)/, "the summary shows tokens and cost");
+  assert.deepEqual(stub.messages, [{ level: "info", text: "Agent done (0 edits, 1 step, 1.0k tokens · $0.00261): Why Greet" }]);
 });
 
 test("usage events show the run's tokens and cost in the status bar", () => {
@@ -144,10 +140,12 @@ test("usage events show the run's tokens and cost in the status bar", () => {
 class FakeView implements ChatWebviewView {
   received: ToPage[] = [];
   listener: ((m: FromPage) => unknown) | undefined;
+  visible = true;
   webview = {
     options: {},
     html: "",
     cspSource: "vscode-resource:",
+    asWebviewUri: (uri: any) => uri,
     postMessage: async (m: ToPage) => {
       this.received.push(m);
       return true;
@@ -175,20 +173,27 @@ class FakeView implements ChatWebviewView {
 }
 
 function openChat(): { chat: ChatView; view: FakeView } {
-  const chat = new ChatView(ctx);
+  const chat = new ChatView(ctx, Uri.file("/ext") as any);
   ctx.pushCleanup(chat);
   const view = new FakeView();
   chat.resolve(view);
   return { chat, view };
 }
 
-test("the chat page runs only its own script, and every reply is escaped", () => {
+test("the chat page loads only its own script and style, and every reply is escaped", () => {
   const { view } = openChat();
-  assert.match(view.webview.html, /Content-Security-Policy" content="default-src 'none'/);
-  const nonce = /script-src 'nonce-(\w+)'/.exec(view.webview.html)![1];
-  assert.equal([...view.webview.html.matchAll(/<script/g)].length, [...view.webview.html.matchAll(new RegExp(`<script nonce="${nonce}"`, "g"))].length);
+  const html = view.webview.html;
+  const nonce = /content="default-src 'none'; style-src vscode-resource:; script-src 'nonce-(\w+)';"/.exec(html)?.[1];
+  assert.ok(nonce, html);
+  assert.deepEqual(
+    [...html.matchAll(/<script[^>]*>/g)].map((m) => m[0]),
+    [`<script nonce="${nonce}" src="file:///ext/media/chat.js">`, `<script nonce="${nonce}" src="file:///ext/media/slash.js">`],
+    "two scripts, the page's own files",
+  );
+  assert.doesNotMatch(html, /<script[^>]*>[^<]/, "no inline script");
+  assert.match(html, /<link rel="stylesheet" href="file:\/\/\/ext\/media\/chat\.css">/);
+  assert.doesNotMatch(html, /<style/, "no inline style");
   assert.equal(renderMarkdown("<img src=x onerror=alert(1)> **b** `<i>`"), "<p>&lt;img src=x onerror=alert(1)&gt; <strong>b</strong> <code>&lt;i&gt;</code></p>");
-  assert.match(renderMarkdown("```go\nfunc A() {}\n```\n- one\n- two"), /<pre><code class="language-go">func A\(\) \{\}<\/code><\/pre>\n<ul><li>one<\/li><li>two<\/li><\/ul>/);
   assert.equal(renderMarkdown("[x](javascript:alert(1))"), "<p>[x](javascript:alert(1))</p>");
 });
 
@@ -222,11 +227,11 @@ test("a chat: the first prompt starts a session with #selection attached, a foll
   assert.deepEqual(run.args.context, [{ uri: "file:///w/sample/greet.go", range: { start: { line: 2, character: 0 }, end: { line: 4, character: 1 } } }]);
   assert.equal(run.args.session, undefined, "a new chat starts a new session");
   assert.equal(chat.session, "s-chat", "the chat follows the session its run started");
-  assert.deepEqual(view.state(), { type: "state", running: true, session: "s-chat" }, "Stop shows while it runs");
+  assert.deepEqual(view.state(), { type: "state", running: true, session: "s-chat", title: "Explain #selection please" }, "Stop shows while it runs");
   let html = view.html();
   assert.match(html, /You<\/div><p>Explain #selection please<\/p><div class="refs"><span class="ref">#selection greet\.go:3-5<\/span>/);
   assert.match(html, /Looking at <strong>Greet<\/strong>/, "the reply streams as Markdown");
-  assert.match(html, /<details class="tool ok"><summary><span class="mark">✓<\/span> <b>read_file<\/b> greet\.go <span class="note">5 lines<\/span>/);
+  assert.match(html, /<details class="tool ok"><summary><span class="mark">✓<\/span> <b>read_file<\/b> greet\.go <span class="status">5 lines<\/span>/);
 
   await view.listener!({ type: "send", text: "Also cover errors" });
   assert.equal(server.runs()[1].args.session, "s-chat", "the follow-up goes to the chat's session");
@@ -262,14 +267,18 @@ test("a chat follow-up after the run ended continues the session; a failed run's
   await view.listener!({ type: "send", text: "And now?" });
   assert.equal(server.runs()[1].args.session, "s2");
   assert.match(view.html(), /<div class="end error">── failed · 0 edits · 0 steps · 1\.0k tokens · \$0\.00261: the endpoint is unreachable: resume the session when it is back/);
-  assert.equal(stub.messages.at(-1)?.level, "error", "and a notification");
+  assert.equal(stub.messages.length, 0, "no notification: the chat shows the run");
+  view.visible = false;
+  await view.listener!({ type: "send", text: "And once more?" });
+  assert.equal(stub.messages.length, 1, "one notification when the chat is hidden");
+  assert.match(stub.messages[0]!.text, /^Agent failed/);
 });
 
 test("the chat's session picker loads a stored transcript; #file:PATH attaches a workspace file; an unknown one is refused in the chat", async () => {
   const { chat, view } = openChat();
   server.handlers["agent.sessions"] = () => [{ session: "s-old", project: "sample", title: "Add Farewell", status: "done", created: "", updated: "", messages: 3 }];
   await view.listener!({ type: "sessions" });
-  assert.deepEqual(view.received.at(-1), { type: "sessions", list: [{ session: "s-old", label: "Add Farewell · done" }], current: "" });
+  assert.deepEqual(view.received.at(-1), { type: "sessions", list: [{ session: "s-old", label: "Add Farewell · done" }], current: "", title: "" });
   server.handlers["agent.session"] = () => ({
     session: "s-old",
     project: "sample",
@@ -285,7 +294,7 @@ test("the chat's session picker loads a stored transcript; #file:PATH attaches a
   });
   await view.listener!({ type: "pick", session: "s-old" });
   assert.equal(chat.session, "s-old");
-  assert.match(view.html(), /Add Farewell[\s\S]*On it\.[\s\S]*✓<\/span> <b>edit_file<\/b> greet\.go[\s\S]*Added it\.[\s\S]*── done/);
+  assert.match(view.html(), /Add Farewell[\s\S]*On it\.[\s\S]*✓<\/span> <b>edit<\/b> <a href="#" data-path="greet\.go">greet\.go<\/a> <span class="status">edited greet\.go<\/span>[\s\S]*Added it\.[\s\S]*── done/);
   stub.workspaceFolders = [{ uri: Uri.file("/w/sample"), name: "sample" }];
   stub.files.add("/w/sample/greet_test.go");
   server.handlers["agent.run"] = (c) => finished({ session: c.args.session });

@@ -217,6 +217,11 @@ test("the sandbox summary names the mode and the network, or why nothing is enfo
   assert.equal(sandboxSummary({ mode: "off", landlockABI: 6, enforced: [], network: true }), "not sandboxed");
 });
 
+test("the projects report says which isolation is in force", () => {
+  const api: ProjectInfo = { name: "api", path: "/w/api", type: "go", techStack: { language: "go" }, context, sandbox: { ...enforced, isolation: "snapshot" } };
+  assert.match(projectsReport([api]), /^mode workspace-write · isolation snapshot · Landlock ABI 6 · no network$/m);
+});
+
 test("the projects report lists what the sandbox enforces, what it does not, and where commands may write", () => {
   const api: ProjectInfo = { name: "api", path: "/w/api", type: "go", techStack: { language: "go", buildCommand: "go build ./..." }, context, sandbox: enforced };
   const notes: ProjectInfo = { name: "notes", path: "/w/notes", type: "unknown", techStack: { language: "unknown" }, context, sandbox: noLandlock };

@@ -51,7 +51,7 @@ beforeEach(() => {
 
 afterEach(() => ctx.dispose());
 
-const run = (prompt: string) => launch(ctx, requests.run, { prompt }, prompt);
+const run = (prompt: string) => launch(ctx, requests.run, { prompt }, { title: prompt, prompt });
 const tick = () => new Promise((r) => setTimeout(r, 0));
 const waitingNote = () => stub.statusMessages.filter((m) => m.includes("restarts with the new binary or store when the running agent ends"));
 

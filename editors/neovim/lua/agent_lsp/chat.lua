@@ -2,9 +2,12 @@
 -- The buffer is Markdown; it always ends with a "## You" heading, and the
 -- text under that last heading is the next prompt. What the agent says is
 -- inserted above that heading: streamed text (message.delta), tool calls as
--- one-line items with their status, and an end line per run. A buffer
--- belongs to one session (agent://chat/<session>; agent://chat/new until the
--- first send names it) and to the client that ran it.
+-- items with their status and their details folded below them (toolrows.lua:
+-- an edit's diff, a command's last output), and an end line per run. Every
+-- run has a heading and an end line, the runs this chat did not send too (a
+-- resume, :AgentRun in its session). A buffer belongs to one session
+-- (agent://chat/<session>; agent://chat/new until the first send names it)
+-- and to the client that ran it; the chats share one window.
 local client = require("agent_lsp.client")
 local commands = require("agent_lsp.commands")
 local config = require("agent_lsp.config")
@@ -12,6 +15,7 @@ local context = require("agent_lsp.context")
 local render = require("agent_lsp.render")
 local slash = require("agent_lsp.slash")
 local state = require("agent_lsp.state")
+local toolrows = require("agent_lsp.toolrows")
 local ui = require("agent_lsp.ui")
 
 local M = {}
@@ -24,11 +28,17 @@ local YOU, AGENT = "## You", "## Agent"
 ---@field client_id? integer the client that ran the session
 ---@field origin? integer the buffer the chat was opened from (#buffer, #selection)
 ---@field stream? { text: string, lines: integer } the text being streamed: its lines are the last ones above the input
----@field tools table<string, integer> callId -> the line (1-based) of its item
+---@field tools table<string, { mark: integer, lines: integer, name: string, args: string }> callId -> its row: an extmark on its item, its line count
 ---@field running integer the runs of this chat in flight
 ---@field pending? AgentLsp.Run the first run, until its session is known (run.start)
 ---@field queued? integer prompts sent while the session ran, not read yet
 ---@field last_run? AgentLsp.Run
+---@field expecting table[] the runs this chat sent whose run.start has not come, oldest first
+---@field other? { edits: integer, usage?: table } a run of the session this chat did not send, while it goes
+---@field reloading? AgentLsp.AgentEvent[] while the session is read again (events.dropped): the events that came meanwhile
+
+-- The extmarks of the tool rows' items.
+local ns = vim.api.nvim_create_namespace("agent_lsp_chat")
 
 ---The open chats, by buffer.
 ---@type table<integer, AgentLsp.Chat>
@@ -87,33 +97,35 @@ local function follow(chat)
   end
 end
 
----The final status of each tool call of messages, by call id: "failed" when
----its tool message (the result) starts with "error:", else "ok"; a call
----without a result (its run was interrupted) has none.
+---How each tool call of messages ended, by call id, from its tool message
+---(the result): its row's status and details (toolrows.lua).
 ---@param messages AgentLsp.Message[]
----@return table<string, string>
-function M.tool_statuses(messages)
-  local statuses = {}
+---@return table<string, AgentLsp.ToolEnd>
+function M.tool_ends(messages)
+  local ends = {}
   for _, m in ipairs(messages) do
     if m.role == "tool" and type(m.toolCallId) == "string" then
       local content = type(m.content) == "string" and m.content or ""
-      statuses[m.toolCallId] = render.word("ok", content:find("^error:") == nil)
+      ends[m.toolCallId] = { ok = content:find("^error:") == nil, summary = "", output = content }
     end
   end
-  return statuses
+  return ends
 end
 
----The lines of a transcript in the chat's shape: each human message under
----"## You", each AI message under "## Agent" with its tool calls as items
----with their final status (M.tool_statuses); tool results are left out (the
----items show them).
+---The lines of a transcript in the chat's shape: its title and project, each
+---human message under "## You", each AI message under "## Agent" with its
+---tool calls as rows (toolrows.lua, their status and details from the tool
+---messages; a call without a result in a session that is not running was
+---interrupted), and the end of the last run. No internal ids.
 ---@param detail AgentLsp.SessionDetail
 ---@return string[]
+---@return table<string, { at: integer, lines: integer, name: string, args: string }> pending the rows of calls still running, by call id: their first line (0-based) and line count
 function M.transcript_lines(detail)
   local out = { "# " .. render.oneline(detail.title ~= "" and detail.title or "Agent chat"), "",
-    ("session %s · project %s · status %s"):format(render.str(detail.session), render.str(detail.project), render.str(detail.status)) }
+    ("project %s · %s"):format(render.str(detail.project), render.str(detail.status)) }
   local messages = type(detail.messages) == "table" and detail.messages or {}
-  local statuses = M.tool_statuses(messages)
+  local ends = M.tool_ends(messages)
+  local pending = {}
   local last_role
   for _, m in ipairs(messages) do
     if m.role == "human" or m.role == "ai" then
@@ -125,24 +137,18 @@ function M.transcript_lines(detail)
         vim.list_extend(out, render.split(m.content))
       end
       for _, tc in ipairs(m.toolCalls or {}) do
-        table.insert(out, M.tool_line(tc.name, tc.args, statuses[tc.id]))
+        local rows = toolrows.lines(tc.name, tc.args, ends[tc.id], detail.status ~= "running")
+        if detail.status == "running" and not ends[tc.id] and type(tc.id) == "string" then
+          pending[tc.id] = { at = #out, lines = #rows, name = render.str(tc.name), args = tc.args }
+        end
+        vim.list_extend(out, rows)
       end
     end
   end
-  return out
-end
-
----A tool call's item: "- `read_file` {"path":"a.go"}", and its status when known.
----@param name any
----@param args any
----@param status? string
----@return string
-function M.tool_line(name, args, status)
-  local a = render.oneline(args)
-  if #a > 80 then
-    a = a:sub(1, 77) .. "..."
+  if detail.status ~= "running" and #messages > 0 then
+    table.insert(out, "— " .. render.str(detail.status))
   end
-  return ("- `%s` %s%s"):format(render.str(name), a, status and (" · " .. status) or "")
+  return out, pending
 end
 
 ---A run's end line: "— done · 1 edit · 3 steps · 1082 tokens · $0.0033", and
@@ -181,16 +187,65 @@ local on = {
     chat.stream = s
   end,
   ["tool.start"] = function(chat, ev)
-    local at = add(chat, { M.tool_line(ev.name, ev.args, "running") })
-    chat.tools[ev.callId or ""] = at + 1
+    local lines = toolrows.lines(render.str(ev.name), ev.args)
+    local at = add(chat, lines)
+    local mark = vim.api.nvim_buf_set_extmark(chat.buf, ns, at, 0, {})
+    chat.tools[ev.callId or ""] = { mark = mark, lines = #lines, name = render.str(ev.name), args = ev.args }
   end,
   ["tool.end"] = function(chat, ev)
-    local line = chat.tools[ev.callId or ""]
-    local text = line and vim.api.nvim_buf_get_lines(chat.buf, line - 1, line, false)[1]
-    if text and text:find(" · running$") then
-      local status = render.word("ok", ev.ok) .. (ev.summary and ev.summary ~= "" and (": " .. render.oneline(ev.summary)) or "")
-      vim.api.nvim_buf_set_lines(chat.buf, line - 1, line, false, { (text:gsub(" · running$", " · " .. status)) })
+    local row = chat.tools[ev.callId or ""]
+    local at = row and vim.api.nvim_buf_get_extmark_by_id(chat.buf, ns, row.mark, {})[1]
+    if not at then
+      return
     end
+    local lines = toolrows.lines(row.name, row.args, { ok = ev.ok == true, summary = render.str(ev.summary), output = type(ev.output) == "string" and ev.output or "" })
+    vim.api.nvim_buf_set_lines(chat.buf, at, at + row.lines, false, lines)
+    row.lines = #lines
+    chat.tools[ev.callId] = nil
+  end,
+  ["run.start"] = function(chat, ev)
+    local mine = table.remove(chat.expecting, 1)
+    if mine then
+      mine.started = true
+      return -- the chat wrote its heading when it sent the prompt
+    end
+    -- A run this chat did not send: a resume, or a prompt sent to its session from elsewhere.
+    chat.other = { edits = 0 }
+    local run
+    for _, r in pairs(state.runs) do
+      if r.session == ev.session and not r.result then
+        run = r
+      end
+    end
+    if run and run.command == "agent.run" and run.prompt then
+      local lines = { "", YOU }
+      vim.list_extend(lines, render.split(run.prompt))
+      vim.list_extend(lines, { "", AGENT })
+      add(chat, lines)
+    else
+      add(chat, { "", AGENT .. ((not run or run.command == "agent.resume") and " · resumed" or "") })
+    end
+  end,
+  ["edit"] = function(chat, ev)
+    if chat.other and ev.applied then
+      chat.other.edits = chat.other.edits + 1
+    end
+  end,
+  ["usage"] = function(chat, ev)
+    if chat.other then
+      chat.other.usage = ev.run
+    end
+  end,
+  ["run.end"] = function(chat, ev)
+    local other = chat.other
+    if not other then
+      return -- the chat's own run: its result writes the end line
+    end
+    chat.other = nil
+    local usage = type(other.usage) == "table" and other.usage or {}
+    local line = "— " .. table.concat(vim.tbl_filter(function(p) return p ~= nil end,
+      { render.str(ev.status), render.count(other.edits, "edit"), usage.total and render.count(usage.total, "token") or nil, render.cost(usage.cost) }), " · ")
+    add(chat, { ev.error and (line .. " — " .. render.oneline(ev.error)) or line })
   end,
   ["message"] = function(chat, ev)
     -- A queued prompt the run reads now: the agent's answer follows it.
@@ -204,6 +259,51 @@ local on = {
   end,
 }
 
+-- show_detail puts a session's transcript in place of everything above the
+-- chat's input (kept as typed); the rows of calls still running take their
+-- tool.end events.
+local function show_detail(chat, detail)
+  local lines, pending = M.transcript_lines(detail)
+  local h = input_heading(chat.buf)
+  vim.api.nvim_buf_clear_namespace(chat.buf, ns, 0, -1)
+  vim.api.nvim_buf_set_lines(chat.buf, 0, h and (h - 2) or -1, false, lines)
+  if not h then
+    vim.api.nvim_buf_set_lines(chat.buf, -1, -1, false, { "", YOU, "" })
+  end
+  chat.stream, chat.tools = nil, {}
+  for id, row in pairs(pending) do
+    chat.tools[id] = { mark = vim.api.nvim_buf_set_extmark(chat.buf, ns, row.at, 0, {}), lines = row.lines, name = row.name, args = row.args }
+  end
+end
+
+---Reads the chat's session again (agent.session) and shows it: after the
+---server dropped events of it that this window did not read in time. The
+---events that come meanwhile follow the transcript.
+---@param chat AgentLsp.Chat
+function M.reload(chat)
+  local c = client.for_session(chat.session, chat.client_id and vim.lsp.get_client_by_id(chat.client_id))
+  if not c or chat.reloading then
+    return
+  end
+  chat.reloading = {}
+  client.execute(c, "agent.session", { session = chat.session }, function(detail)
+    local held = chat.reloading or {}
+    chat.reloading = nil
+    if not vim.api.nvim_buf_is_valid(chat.buf) then
+      return
+    end
+    if type(detail) == "table" then
+      show_detail(chat, detail)
+    end
+    for _, ev in ipairs(held) do
+      M.on_event(ev)
+    end
+    follow(chat)
+  end)
+end
+
+on["events.dropped"] = M.reload
+
 ---Shows an agent/event in the chat of its session (a subagent's only in the
 ---log).
 ---@param ev AgentLsp.AgentEvent
@@ -212,6 +312,9 @@ function M.on_event(ev)
   local handle = on[ev.type]
   if not chat or not handle or ev.contextId then
     return
+  end
+  if chat.reloading then
+    return table.insert(chat.reloading, ev) -- shown after the transcript being read
   end
   handle(chat, ev)
   follow(chat)
@@ -271,15 +374,28 @@ function M.send(buf)
   end
   -- The input becomes the sent prompt; a new input follows it. Text still
   -- streaming continues below it (its lines are no longer the last ones).
-  local queued = chat.running > 0
+  local queued = chat.running > 0 or chat.other ~= nil
   chat.stream = nil
   vim.api.nvim_buf_set_lines(buf, -1, -1, false, queued and { "", YOU, "" } or { "", AGENT, "", YOU, "" })
   chat.running = chat.running + 1
+  -- A run of its own, whose run.start the chat waits for (its heading is written).
+  local ticket = not queued and {} or nil
+  if ticket then
+    table.insert(chat.expecting, ticket)
+  end
   local token = commands.run(refs.prompt, {
     session = session,
     context = refs.context,
     client = c,
     on_result = function(result, run, err)
+      if ticket and not ticket.started then -- queued or refused after all: no run.start comes
+        for i, t in ipairs(chat.expecting) do
+          if t == ticket then
+            table.remove(chat.expecting, i)
+            break
+          end
+        end
+      end
       if result and result.session and result.session ~= "" and not chat.session then
         chat.session = result.session
         name_buffer(chat)
@@ -435,6 +551,15 @@ local function map_keys(buf)
   end
 end
 
+---The lines of a new chat, above its input: its title, then how to use it.
+---(A status line of the setup, e.g. the model and endpoint, goes after the
+---title.)
+---@return string[]
+function M.intro_lines()
+  return { "# Agent chat", "", "Write under ## You; " .. config.options.chat.keys.send ..
+    " sends. #buffer, #buffer:<name>, #selection and #diagnostics attach context; /name runs a slash command (<C-x><C-o> completes both). Tool rows fold: zo opens one." }
+end
+
 -- new_buffer makes a chat buffer with lines, for session (nil: a new one).
 local function new_buffer(lines, session, client_id, origin)
   local buf = vim.api.nvim_create_buf(false, true)
@@ -447,19 +572,53 @@ local function new_buffer(lines, session, client_id, origin)
   vim.bo[buf].filetype = "markdown"
   vim.bo[buf].omnifunc = "v:lua.agent_lsp_chat_omnifunc"
   map_keys(buf)
-  M.chats[buf] = { buf = buf, session = session, client_id = client_id, origin = origin, tools = {}, running = 0 }
+  M.chats[buf] = { buf = buf, session = session, client_id = client_id, origin = origin, tools = {}, running = 0, expecting = {} }
   vim.api.nvim_create_autocmd("BufWipeout", { buffer = buf, once = true, callback = function() M.chats[buf] = nil end })
   return buf
 end
 
--- show opens buf in a window (the layout's), or goes to the one showing it.
+---The fold level of line lnum of the current buffer ('foldexpr' of the
+---chat's window): a tool row's details fold under its item.
+---@param lnum integer
+---@return string
+function M.foldexpr(lnum)
+  return toolrows.foldlevel(vim.api.nvim_get_current_buf(), lnum)
+end
+
+---A closed fold's line ('foldtext' of the chat's window): the tool row's
+---item, and how many lines of details it hides.
+---@return string
+function M.foldtext()
+  local item = vim.api.nvim_buf_get_lines(0, vim.v.foldstart - 1, vim.v.foldstart, false)[1] or ""
+  return ("%s  [%d more lines]"):format(item, vim.v.foldend - vim.v.foldstart)
+end
+
+_G.agent_lsp_chat_foldexpr = M.foldexpr
+_G.agent_lsp_chat_foldtext = M.foldtext
+
+-- chat_window is the window of the current tab showing a chat, if one does.
+local function chat_window()
+  for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    if M.chats[vim.api.nvim_win_get_buf(w)] then
+      return w
+    end
+  end
+end
+
+-- show goes to the window showing buf, else shows buf in the chat window
+-- (there is one: every chat shares it), else opens one (the layout's). The
+-- window folds the tool rows' details.
 local function show(buf)
-  local win = vim.fn.win_findbuf(buf)[1]
+  local win = vim.fn.win_findbuf(buf)[1] or chat_window()
   if win then
     vim.api.nvim_set_current_win(win)
+    vim.api.nvim_win_set_buf(win, buf)
   else
     (layouts[config.options.chat.layout] or layouts.vertical)(buf)
   end
+  local wo = vim.wo[vim.api.nvim_get_current_win()]
+  wo.foldmethod, wo.foldexpr, wo.foldtext = "expr", "v:lua.agent_lsp_chat_foldexpr(v:lnum)", "v:lua.agent_lsp_chat_foldtext()"
+  wo.foldlevel, wo.foldenable = 0, true
   vim.api.nvim_win_set_cursor(0, { vim.api.nvim_buf_line_count(buf), 0 })
 end
 
@@ -543,8 +702,10 @@ function M.toggle(prompt, new)
   end
   local origin = origin_buffer() or (M.chats[cur] and M.chats[cur].origin)
   local session = not new and state.last_session or nil
-  for buf, chat in pairs(new and {} or M.chats) do
-    if chat.session == session or (not session and not chat.session) then
+  for buf, chat in pairs(M.chats) do
+    -- :AgentChat! takes a new chat that has sent nothing yet, if there is one.
+    local fresh = not chat.session and chat.running == 0 and not chat.pending
+    if (new and fresh) or (not new and (chat.session == session or (not session and not chat.session))) then
       chat.origin = origin or chat.origin
       show(buf)
       if prompt then
@@ -558,8 +719,7 @@ function M.toggle(prompt, new)
     return c and M.open_session(session, c, origin, prompt)
   end
   local c = client.current()
-  local buf = new_buffer({ "# Agent chat", "", "Write under ## You; " .. config.options.chat.keys.send .. " sends. #buffer, #buffer:<name>, #selection and #diagnostics attach context; /name runs a slash command (<C-x><C-o> completes both)." },
-    nil, c and c.id, origin)
+  local buf = new_buffer(M.intro_lines(), nil, c and c.id, origin)
   if c then
     M.show_endpoint(buf, c)
   end

@@ -68,7 +68,7 @@ local function start_run(c, command, args, prompt, on_result)
   state.next_token = state.next_token + 1
   local token = ("agent-lsp-nvim:%d"):format(state.next_token)
   ---@type AgentLsp.Run
-  local run = { client_id = c.id, session = args.session, prompt = prompt, progress = {} }
+  local run = { client_id = c.id, session = args.session, prompt = prompt, command = command, progress = {} }
   state.runs[token] = run
   state.last_run = run
   state.usage = nil -- the statusline's tokens are the new run's
@@ -230,7 +230,31 @@ local function pick_session(prompt, fn, filter)
   end)
 end
 
----Resumes an interrupted session; without id, picks one.
+-- resumable: a session whose last run can go on (interrupted, cancelled,
+-- failed, at its step limit); a done one has nothing left to resume, a
+-- running one is going.
+local function resumable(s)
+  return s.status ~= "done" and s.status ~= "running"
+end
+
+-- finished says a session is done, with nothing to resume, and offers to
+-- continue it in the chat (:AgentChat) or to show its transcript.
+local function finished(s, c)
+  local title = render.oneline(s.title ~= "" and s.title or s.session)
+  vim.ui.select({ "Continue in the chat", "Show the transcript" }, {
+    prompt = ("Session “%s” is %s: nothing to resume. Continue it with a new prompt (:AgentChat)?"):format(title, render.str(s.status)),
+    kind = "agent-lsp.finished",
+  }, function(choice)
+    if choice == "Continue in the chat" then
+      require("agent_lsp.chat").open_session(s.session, c)
+    elseif choice == "Show the transcript" then
+      M.show_session(s.session)
+    end
+  end)
+end
+
+---Resumes an interrupted session; without id, picks one. A finished or
+---running session is not resumed: the user is told, and offered the chat.
 ---@param id? string
 function M.resume(id)
   local go = function(session, c)
@@ -239,11 +263,22 @@ function M.resume(id)
       start_run(c, "agent.resume", { session = session, edits = config.options.edits, model = state.model }, "resume " .. session)
     end
   end
-  if id and id ~= "" then
-    return go(id)
+  if not id or id == "" then
+    return pick_session("Resume session", go, resumable)
   end
-  pick_session("Resume session", go, function(s)
-    return s.status ~= "done" and s.status ~= "running"
+  local c = client.for_session(id)
+  if not c then
+    return
+  end
+  client.execute(c, "agent.sessions", vim.empty_dict(), function(list)
+    for _, s in ipairs(type(list) == "table" and list or {}) do
+      if s.session == id and s.status == "running" then
+        return ui.notify(("session “%s” is running: :AgentChat shows it"):format(render.oneline(s.title)))
+      elseif s.session == id and not resumable(s) then
+        return finished(s, c)
+      end
+    end
+    go(id, c)
   end)
 end
 
@@ -312,20 +347,50 @@ function M.show_session(id, context)
   pick_session("Show session", go)
 end
 
----Picks a session, then shows, resumes or deletes it.
+---The actions of the sessions menu for session s: those that apply to it.
+---@param s AgentLsp.SessionInfo
+---@return string[]
+function M.session_actions(s)
+  local actions = { "Open in the chat", "Show transcript" }
+  if resumable(s) then
+    table.insert(actions, "Resume")
+  end
+  if s.status ~= "running" then
+    table.insert(actions, "Delete")
+  end
+  return actions
+end
+
+---Picks a session, then what to do with it: open it in the chat, show its
+---transcript, resume it (only where that applies) or delete it.
 function M.sessions()
-  pick_session("Agent sessions", function(session, c)
-    vim.ui.select({ "Show transcript", "Resume", "Delete" }, { prompt = "Session " .. session }, function(choice)
-      if choice == "Show transcript" then
-        M.show_session(session)
-      elseif choice == "Resume" then
-        M.resume(session)
-      elseif choice == "Delete" then
-        local args = { session = session }
-        client.execute(client.for_session(session, c), "agent.deleteSession", args, function(res)
-          notify_result("agent.deleteSession", res, args)
-        end)
+  local c0 = client.current()
+  if not c0 then
+    return
+  end
+  client.execute(c0, "agent.sessions", vim.empty_dict(), function(list)
+    if type(list) ~= "table" or #list == 0 then
+      return ui.notify("no sessions yet")
+    end
+    vim.ui.select(list, { prompt = "Agent sessions", format_item = render.session_item, kind = "agent-lsp.session" }, function(s)
+      if not s then
+        return
       end
+      local session, c = s.session, c0
+      vim.ui.select(M.session_actions(s), { prompt = "Session “" .. render.oneline(s.title ~= "" and s.title or session) .. "”" }, function(choice)
+        if choice == "Open in the chat" then
+          require("agent_lsp.chat").open_session(session, c)
+        elseif choice == "Show transcript" then
+          M.show_session(session)
+        elseif choice == "Resume" then
+          M.resume(session)
+        elseif choice == "Delete" then
+          local args = { session = session }
+          client.execute(client.for_session(session, c), "agent.deleteSession", args, function(res)
+            notify_result("agent.deleteSession", res, args)
+          end)
+        end
+      end)
     end)
   end)
 end

@@ -76,15 +76,12 @@ M.kinds = {
     return ("(position %s) %s"):format(str(ev.position), message(ev.message))
   end,
   ["context.compacted"] = M.compacted,
-  ["events.dropped"] = function(ev)
-    return ("%s not delivered (#%s to #%s): this window read too slowly; :AgentSession shows the session"):format(
-      render.count(ev.count, "event"), str(ev.fromSeq), str(ev.toSeq))
-  end,
   ["tool.start"] = function(ev)
     return ("%s %s (%s)"):format(str(ev.name), oneline(ev.args), str(ev.callId))
   end,
   ["tool.end"] = function(ev)
-    return ("%s %s: %s (%s)"):format(str(ev.name), word("ok", ev.ok), str(ev.summary), str(ev.callId))
+    local head = ("%s %s: %s (%s)"):format(str(ev.name), word("ok", ev.ok), str(ev.summary), str(ev.callId))
+    return ev.output and (head .. "\n" .. str(ev.output)) or head
   end,
   ["subagent.start"] = function(ev)
     return str(ev.task)
@@ -96,6 +93,9 @@ M.kinds = {
     return ("%s %s"):format(word("applied", ev.applied), str(ev.uri))
   end,
   ["usage"] = M.usage,
+  ["events.dropped"] = function(ev)
+    return ("%s not read in time, #%s to #%s"):format(render.count(ev.count, "event"), str(ev.fromSeq), str(ev.toSeq))
+  end,
   ["run.end"] = function(ev)
     return str(ev.status) .. (ev.error and (": " .. str(ev.error)) or "")
   end,

@@ -298,7 +298,7 @@ local function doctor(h, o, bin)
   local store = s.writable and h.ok or h.error
   store(("store: %s (%s%s)"):format(tostring(s.path), s.writable and "writable" or "not writable", s.servedBy and (", served by " .. s.servedBy) or ""))
   local sb = type(d.sandbox) == "table" and d.sandbox or {}
-  h.info(("sandbox: %s, Landlock ABI %s"):format(tostring(sb.mode), tostring(sb.landlockABI)))
+  h.info(("sandbox: %s, Landlock ABI %s, isolation %s"):format(tostring(sb.mode), tostring(sb.landlockABI), tostring(sb.isolation)))
   for _, p in ipairs(type(d.projects) == "table" and d.projects or {}) do
     h.info(("project %s (%s): %s"):format(tostring(p.name), tostring(p.type), tostring(p.path)))
     mcp_report(h, p, mcp_file)

@@ -366,7 +366,14 @@ function M.project_sandbox(s)
   if type(s) ~= "table" then
     return {}
   end
-  local lines = { ("    sandbox: %s · Landlock ABI %s · %s"):format(M.str(s.mode), M.str(s.landlockABI), M.word("network", s.network)) }
+  local head = ("    sandbox: %s · Landlock ABI %s · %s"):format(M.str(s.mode), M.str(s.landlockABI), M.word("network", s.network))
+  if s.isolation then
+    head = head .. " · isolation " .. M.str(s.isolation)
+  end
+  if s.processes then
+    head = head .. " · processes bounded by " .. M.str(s.processes)
+  end
+  local lines = { head }
   if s.writable and #s.writable > 0 then
     table.insert(lines, "    writable: " .. table.concat(s.writable, ", "))
   end

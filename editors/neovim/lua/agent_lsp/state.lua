@@ -8,6 +8,7 @@
 ---@field request_id? integer the executeCommand request, for $/cancelRequest
 ---@field session? string known from the result or the run.start event
 ---@field prompt string
+---@field command? "agent.run"|"agent.resume" the request that started it
 ---@field progress string[] the progress texts so far
 ---@field progress_ended? boolean its progress ended (its result is due)
 ---@field result? AgentLsp.RunResult|false set when the run ends, or at once when its prompt was queued; false when the request failed (the error was reported)

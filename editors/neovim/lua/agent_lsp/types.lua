@@ -199,6 +199,8 @@
 ---@class AgentLsp.SandboxReport
 ---@field mode AgentLsp.SandboxMode the sandbox setting
 ---@field landlockABI integer the kernel's Landlock ABI; 0: none
+---@field isolation? "namespaces"|"snapshot"|"none" the mechanism in force (snapshot: user namespaces are refused)
+---@field processes? string what bounds a command's processes ("pids cgroup v1", "RLIMIT_NPROC")
 ---@field enforced string[] the rights actually enforced, human-readable
 ---@field notEnforced? string[] what is not enforced, and why
 ---@field writable? string[] the directories commands may write
@@ -465,6 +467,15 @@
 ---@field contextId? string a subagent's events: the subagent, "subagent-<8 hex>"
 ---@field parentId? string a subagent's events: the context that started it
 
+---The server dropped count of this window's events, fromSeq to toSeq (seq is
+---toSeq), because the window did not read them; the chat reads the session
+---again (agent.session).
+---@class AgentLsp.Event.EventsDropped: AgentLsp.EventBase
+---@field type "events.dropped"
+---@field count integer
+---@field fromSeq integer
+---@field toSeq integer
+
 ---A run (agent.run or agent.resume) starts.
 ---@class AgentLsp.Event.RunStart: AgentLsp.EventBase
 ---@field type "run.start"
@@ -490,14 +501,6 @@
 
 ---@alias AgentLsp.CompactionReason "budget"|"overflow"
 
----The window did not read its events and the server dropped count of them,
----fromSeq to toSeq (the envelope's seq is toSeq), rather than hold the run.
----@class AgentLsp.Event.EventsDropped: AgentLsp.EventBase
----@field type "events.dropped"
----@field count integer
----@field fromSeq integer
----@field toSeq integer
-
 ---Older turns left the model's view: summarized, or dropped (error says why).
 ---@class AgentLsp.Event.ContextCompacted: AgentLsp.EventBase
 ---@field type "context.compacted"
@@ -520,6 +523,7 @@
 ---@field name string
 ---@field ok boolean false for an error result
 ---@field summary string a few words
+---@field output? string the end of the result the model got (its last 20 lines, at most 2 KB)
 ---@field denied? AgentLsp.Denial the call did not run: it was not allowed
 
 ---@class AgentLsp.Event.SubagentStart: AgentLsp.EventBase
