@@ -65,7 +65,7 @@ type LanguageRequestParams struct {
 // Diagnostics implements tools.Language: the edited files' diagnostics,
 // waited for, then every file's (the project's are kept).
 func (e *editorLanguage) Diagnostics(ctx context.Context, q tools.LangQuery) (tools.LangReport, error) {
-	rep := tools.LangReport{Server: "the editor", Encoding: e.ws.Encoding(), Settled: true}
+	rep := tools.LangReport{Server: "the editor", Encoding: e.ws.Encoding(), Settled: true, Wait: e.wait}
 	e.before()
 	if len(q.Files) > 0 && q.Settle {
 		uris := make([]string, len(q.Files))
@@ -76,10 +76,9 @@ func (e *editorLanguage) Diagnostics(ctx context.Context, q tools.LangQuery) (to
 		if err != nil {
 			return rep, err
 		}
-		if res.Settled != nil && !*res.Settled {
-			// A document that has no problems may never get a change event.
-			rep.Settled = !hasDiagnostics(res)
-		}
+		// Not settled, the editor's empty list may only mean its server has
+		// not checked the new text yet: never read it as "no errors".
+		rep.Settled = res.Settled == nil || *res.Settled
 	}
 	res, err := e.diagnostics(ctx, DiagnosticsParams{URIs: []string{}}, 10*time.Second)
 	if err != nil {
@@ -102,15 +101,6 @@ func (e *editorLanguage) Diagnostics(ctx context.Context, q tools.LangQuery) (to
 	}
 	sort.Slice(rep.Files, func(i, j int) bool { return rep.Files[i].Path < rep.Files[j].Path })
 	return rep, nil
-}
-
-func hasDiagnostics(res DiagnosticsResult) bool {
-	for _, it := range res.Items {
-		if len(it.Diagnostics) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // diagnostics sends one agent/diagnostics, bounded by timeout.

@@ -287,7 +287,12 @@ func (m *Manager) Diagnostics(ctx context.Context, q tools.LangQuery) (tools.Lan
 	case first:
 		s.quietProject(ctx, deadline) // its first diagnostics of the workspace
 	}
-	return s.report(settled), nil
+	rep := s.report(settled)
+	rep.Wait = m.opts.Wait
+	if first {
+		rep.Wait = m.opts.StartWait
+	}
+	return rep, nil
 }
 
 // Ask implements tools.Language.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -106,8 +107,11 @@ type LangReport struct {
 	Encoding workspace.Encoding // of the ranges
 	Files    []FileDiagnostics  // the project's files with diagnostics
 	// Settled is false when the wait for the queried files' diagnostics
-	// ran out: the report may predate their text.
+	// ran out: the report may predate their text, and a file without
+	// diagnostics may simply not have been checked yet.
 	Settled bool
+	// Wait is how long the source waited for them (0: not said).
+	Wait time.Duration
 }
 
 // FileDiagnostics are one file's diagnostics.
@@ -336,7 +340,14 @@ func renderAfterEdit(p *workspace.Project, rep LangReport, path string, fresh ma
 		}
 	}
 	fmt.Fprintf(&b, "\ndiagnostics from %s (%s):", rep.Server, dataLabel)
-	if errs == 0 {
+	switch {
+	case !rep.Settled:
+		// Never "no errors": the file may not have been checked yet.
+		fmt.Fprintf(&b, " %s; run the diagnostics tool again for its answer", unsettled(rep, rel))
+		if errs > 0 {
+			b.WriteString(". What it showed before:")
+		}
+	case errs == 0:
 		fmt.Fprintf(&b, " no errors in %s", rel)
 	}
 	listed := 0
@@ -363,10 +374,18 @@ func renderAfterEdit(p *workspace.Project, rep LangReport, path string, fresh ma
 	case elsewhere > 0:
 		fmt.Fprintf(&b, "\nno new errors elsewhere (%d in other files)", elsewhere)
 	}
-	if !rep.Settled {
-		fmt.Fprintf(&b, "\n(%s had not finished checking the change; run the diagnostics tool again for its answer)", rep.Server)
-	}
 	return b.String()
+}
+
+// unsettled says that rep's source had not reported on the current text of
+// what (a file, the files asked for) within its wait: what it shows may
+// predate the change.
+func unsettled(rep LangReport, what string) string {
+	within := ""
+	if rep.Wait > 0 {
+		within = " within " + strconv.FormatFloat(rep.Wait.Seconds(), 'f', -1, 64) + " s"
+	}
+	return fmt.Sprintf("%s's diagnostics of %s did not settle%s (it had not reported on the current text)", rep.Server, what, within)
 }
 
 // noun is one or many as n says.

@@ -210,9 +210,12 @@ func renderDiagnostics(p *workspace.Project, rep LangReport, only []string, leas
 		where = p.Rel(only[0])
 	}
 	var b strings.Builder
-	if len(lines) == 0 {
+	switch {
+	case len(lines) == 0 && !rep.Settled:
+		fmt.Fprintf(&b, "%s; it shows no problems of severity %s or worse there, which may only mean it has not checked yet", unsettled(rep, where), severityNames[least])
+	case len(lines) == 0:
 		fmt.Fprintf(&b, "no problems of severity %s or worse in %s (from %s)", severityNames[least], where, rep.Server)
-	} else {
+	default:
 		var parts []string
 		for sev := SeverityError; sev <= least; sev++ {
 			if n := count[sev]; n > 0 {
@@ -229,8 +232,8 @@ func renderDiagnostics(p *workspace.Project, rep LangReport, only []string, leas
 			b.WriteString("\n" + l)
 		}
 	}
-	if !rep.Settled {
-		fmt.Fprintf(&b, "\n(%s had not finished checking; this may be out of date)", rep.Server)
+	if !rep.Settled && len(lines) > 0 {
+		fmt.Fprintf(&b, "\n(%s: this may be out of date)", unsettled(rep, where))
 	}
 	return Result{Content: b.String(), Summary: fmt.Sprintf("diagnostics: %d errors", count[SeverityError])}
 }
