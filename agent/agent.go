@@ -110,6 +110,19 @@ type Config struct {
 	// (the language servers agent-lsp starts) for runs whose Request gives
 	// none; nil: no language intelligence.
 	Language tools.Language
+	// Vision says whether a model takes images: nil when it does, else an
+	// error saying why not that names the setting (model.vision). Nil: the
+	// well-known models that do (model.KnownVision).
+	Vision func(ctx context.Context, model string) error
+	// ImageMaxBytes bounds one image a message carries (larger ones are
+	// scaled down); default images.DefaultMaxBytes.
+	ImageMaxBytes int
+	// Fetch is how fetch_url reaches the web: the hosts it may fetch without
+	// asking, and its network.
+	Fetch tools.FetchConfig
+	// Hooks gives each project's runs the commands to run on their events
+	// (agent/hooks); nil: none.
+	Hooks HookSource
 	// Runs is the registry of running sessions; nil: the runtime's own.
 	// Runtimes over one store share one (a session runs once), and a prompt
 	// for a session running in another of them is queued into that run.
@@ -156,6 +169,7 @@ type Runtime struct {
 // schema is the state one run of the graph holds.
 type schema struct {
 	messages message.Channel
+	images   message.ImageChannel // the images the messages show, once each
 	summary  graph.Value[Summary]
 	project  graph.Value[string]
 	todos    graph.Value[[]tools.Todo]
@@ -177,6 +191,7 @@ func newSchema() (*graph.Schema, schema) {
 	s := graph.NewSchema()
 	return s, schema{
 		messages: message.NewChannel(s, "messages"),
+		images:   message.NewImageChannel(s, "images"),
 		summary:  graph.NewValue[Summary](s, "summary"),
 		project:  graph.NewValue[string](s, "project"),
 		todos:    graph.NewValue[[]tools.Todo](s, "todos"),
@@ -280,6 +295,9 @@ type Request struct {
 	// Context lists what the user attached: files, or parts of them (Range
 	// set), read as the editor has them and added to the prompt.
 	Context []Attachment
+	// Images are the images the user attached; the run's model must take
+	// images (Config.Vision), else the run does not start.
+	Images []ImageInput
 	// OutputSchema, when set, is the JSON Schema the run's final answer
 	// must be valid against: the model calls of the run (not its
 	// subagents') send it as response_format.
@@ -408,7 +426,7 @@ func (rt *Runtime) session(ctx context.Context, id string) (store.Session, error
 // session that is running is queued instead (see Result): the running run
 // reads it at its next step.
 func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
-	if strings.TrimSpace(req.Prompt) == "" {
+	if strings.TrimSpace(req.Prompt) == "" && len(req.Images) == 0 {
 		return Result{}, errors.New("prompt is empty")
 	}
 	if req.Session != "" {
@@ -459,9 +477,18 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	r := rt.newRun(sess, req, project)
+	rt.seeing(ctx, r)
+	imgs, err := rt.promptImages(ctx, r, project, req.Images)
+	if err != nil {
+		return Result{}, err
+	}
+	if text, err = rt.promptHooks(ctx, r, project, text); err != nil {
+		return Result{}, err
+	}
 	human := message.NewHuman(text)
 	human.Name = "human@" + project
-	r := rt.newRun(sess, req, project)
+	human.Images = refs(imgs)
 	rt.addTools(ctx, r, project)
 	if err := rt.fits(r, project, human); err != nil {
 		return Result{}, err
@@ -470,7 +497,7 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	r.emit(event.RunStart{Project: project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
 	r.emit(event.Message{Message: human})
 	res, err := rt.graph.Invoke(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps),
-		graph.NewPatch(rt.st.messages.Append(human), rt.st.project.Set(project), rt.st.runStart.Set(human.ID)))
+		graph.NewPatch(rt.st.messages.Append(human), rt.st.images.Add(imgs...), rt.st.project.Set(project), rt.st.runStart.Set(human.ID)))
 	return rt.finish(ctx, r, res, err)
 }
 
@@ -492,6 +519,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	}
 	defer end()
 	r := rt.newRun(sess, req, sess.Project)
+	rt.seeing(ctx, r)
 	rt.addTools(ctx, r, sess.Project)
 	rt.fitTools(r, sess.Project)
 	rt.runs.started(active, r)
@@ -606,6 +634,11 @@ func (rt *Runtime) finish(ctx context.Context, r *run, res graph.Result, err err
 	if err != nil {
 		out.Status, out.Error, out.Reason = graph.StatusFailed, rt.explain(r, err), reasonOf(err)
 	}
+	project := r.session.Project
+	if p := rt.st.project.Get(res.State); p != "" {
+		project = p
+	}
+	rt.stopHooks(ctx, r, project, out)
 	r.emit(event.RunEnd{Status: out.Status, Error: out.Error})
 	return out, nil
 }

@@ -208,7 +208,7 @@ type countedAt struct {
 
 // keyOf is m's key in the cache: its ID and the size of what it holds.
 func keyOf(m message.Message) countKey {
-	k := countKey{m.ID, len(m.Content)}
+	k := countKey{m.ID, len(m.Content) + len(m.Images)<<40}
 	for _, tc := range m.ToolCalls {
 		k.size += len(tc.Args) << 20
 	}
@@ -270,6 +270,7 @@ func (c *counter) message(m message.Message) int {
 	if m.ToolCallID != "" {
 		n += 8
 	}
+	n += imageTokens(m)
 	if plain {
 		c.mu.Lock()
 		c.built.content, c.built.name, c.built.n = m.Content, m.Name, n
@@ -331,6 +332,10 @@ func (c *counter) request(req model.Request) int {
 var toolPriority = []string{"read_file", "edit_file", "search", "list_files", "create_file", "run_command",
 	"todo_write", "call_subagent", "switch_project"}
 
+// optionalTools are withheld first, before other programs' tools (MCP
+// servers' the user chose): most runs do without them.
+var optionalTools = []string{"read_image", "fetch_url"}
+
 // fitTools returns the tools whose definitions fit in share tokens, in
 // priority order, and the names of those withheld.
 func fitTools(specs []model.ToolSpec, share int, count func(model.ToolSpec) int) (kept []model.ToolSpec, withheld []string) {
@@ -339,6 +344,9 @@ func fitTools(specs []model.ToolSpec, share int, count func(model.ToolSpec) int)
 			if n == name {
 				return i
 			}
+		}
+		if i := slices.Index(optionalTools, name); i >= 0 {
+			return len(toolPriority) + 1 + i
 		}
 		return len(toolPriority)
 	}

@@ -129,7 +129,7 @@ func (rt *Runtime) compose(ctx context.Context, r *run, s graph.State, summary S
 		return sys, limits{tokens: room, messages: rt.cfg.Window, toolBytes: min(rt.cfg.MaxToolOutput, max(room, 0)*3/toolOutputShare)}, fixed
 	}
 	request := func(sys message.Message, w window) model.Request {
-		return model.Request{Messages: slices.Insert(w.shown, 0, sys), Tools: r.specs, Model: r.model, OutputSchema: r.format}
+		return model.Request{Messages: slices.Insert(w.shown, 0, sys), Tools: r.specs, Model: r.model, OutputSchema: r.format, Images: rt.st.images.Get(s)}
 	}
 	sys, lim, fixed := build()
 	from := afterSummary(msgs, out.summary)
@@ -246,6 +246,9 @@ func renderForSummary(m message.Message) message.Message {
 	fmt.Fprintf(&b, "[%s] %s\n", m.Role, tools.Cut(m.Content, 2000))
 	for _, c := range m.ToolCalls {
 		fmt.Fprintf(&b, "  called %s %s\n", c.Name, tools.Cut(c.Args, 300))
+	}
+	for _, img := range m.Images {
+		fmt.Fprintf(&b, "  [image %s, %d×%d]\n", img.Name, img.Width, img.Height)
 	}
 	return message.Message{ID: m.ID + "#summary", Content: b.String()}
 }

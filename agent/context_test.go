@@ -248,7 +248,7 @@ func TestToolsWithheldInASmallBudget(t *testing.T) {
 	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{{Text: "ok"}}}, Config{ContextTokens: 3000})
 	h.run(context.Background(), Request{Prompt: "hi"})
 	start := h.eventsOf("run.start")[0].Data.(event.RunStart)
-	if len(start.Withheld) == 0 || start.Withheld[len(start.Withheld)-1] != "switch_project" {
+	if len(start.Withheld) == 0 || start.Withheld[len(start.Withheld)-1] != "fetch_url" {
 		t.Fatalf("withheld %v", start.Withheld)
 	}
 	offered := map[string]bool{}

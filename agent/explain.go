@@ -51,6 +51,10 @@ func (rt *Runtime) explain(r *run, err error) string {
 	if errors.As(err, &over) {
 		return firstLine(err.Error()) // the runtime's own sentence comes first
 	}
+	if errors.Is(err, model.ErrImagesRefused) && errors.As(err, &me) {
+		return fmt.Sprintf("%s refused the images for the model %q (HTTP %d: %s): it may not take images; set model.vision to false to keep images out of its requests, or use a model that takes them",
+			endpoint, r.model, me.Status, providerMessage(me.Err))
+	}
 	if errors.As(err, &me) {
 		tries := ""
 		if me.Attempts > 1 {

@@ -194,9 +194,13 @@ func renderInstructions(name, text, note string) string {
 
 // fence keeps text from closing the instructions' tags: every closing tag
 // of that name, whatever its case, is escaped ("<\/").
-func fence(text string) string {
-	lower := asciiLower(text)                               // same length as text, unlike strings.ToLower
-	closing := instructionsClose[:len(instructionsClose)-1] // without ">"
+func fence(text string) string { return fenceTag(text, instructionsClose) }
+
+// fenceTag escapes every closing tag close (e.g. "</x>") in text, whatever
+// its case.
+func fenceTag(text, close string) string {
+	lower := asciiLower(text)       // same length as text, unlike strings.ToLower
+	closing := close[:len(close)-1] // without ">"
 	if !strings.Contains(lower, closing) {
 		return text
 	}

@@ -41,7 +41,7 @@ func (rt *Runtime) callTool(ctx context.Context, r *run, env *tools.Env, ai mess
 	call := ai.ToolCalls[i]
 	in, ok := storedIntent(ctx, ai, i)
 	if !ok {
-		return r.tools.Call(ctx, env, call)
+		return rt.toolHooks(ctx, r, usedProject(rt, call, env.Project), call, func() tools.Result { return r.tools.Call(ctx, env, call) })
 	}
 	var later []tools.Intent
 	for _, j := range rest {

@@ -180,7 +180,8 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 	env := &tools.Env{Workspace: rt.cfg.Workspace, Session: r.session.ID, Project: project, Editor: r.editor, Permissions: r.perms,
 		Trust: trust{recorded: rt.st.commandFilesChanged.Get(s), acc: r.acc}, CommandEnv: rt.cfg.CommandEnv,
 		Sandbox: rt.cfg.Sandbox, SandboxSettings: rt.cfg.SandboxSettings,
-		MaxOutput: rt.cfg.MaxToolOutput, CommandTimeout: rt.cfg.CommandTimeout}
+		MaxOutput: rt.cfg.MaxToolOutput, CommandTimeout: rt.cfg.CommandTimeout,
+		Vision: func(ctx context.Context) error { return rt.vision(ctx, r.model) }, ImageMaxBytes: rt.cfg.ImageMaxBytes, Fetch: rt.cfg.Fetch}
 	if r.lang != nil {
 		env.Lang = &tools.Lang{Source: r.lang, Seen: &rt.langSeen}
 	}
@@ -214,8 +215,12 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 	if used != project {
 		content = "[project " + used + "] " + content // the model must know where this came from
 	}
-	tm := message.Message{ID: toolMessageID(ai.ID, i), Role: message.Tool, Name: "tool@" + used, ToolCallID: call.ID, Content: content}
+	tm := message.Message{ID: toolMessageID(ai.ID, i), Role: message.Tool, Name: "tool@" + used, ToolCallID: call.ID, Content: content,
+		Images: refs(res.Images)}
 	var writes []graph.Write
+	if len(res.Images) > 0 {
+		writes = append(writes, rt.st.images.Add(res.Images...))
+	}
 	// A state effect counts only from the last call of its tool in the turn.
 	later := false
 	for _, c := range ai.ToolCalls[i+1:] {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agent-lsp/agent-lsp/agent/custom"
 	"github.com/agent-lsp/agent-lsp/agent/event"
+	"github.com/agent-lsp/agent-lsp/agent/hooks"
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
@@ -49,10 +50,11 @@ type run struct {
 
 // accumulator is shared by a run and its subagents.
 type accumulator struct {
-	mu      sync.Mutex // guards usage, edits and changed, and serializes events
+	mu      sync.Mutex // guards usage, edits, changed and hooks, and serializes events
 	usage   model.Usage
 	edits   int
-	changed map[string]bool // projects whose command files the run changed
+	changed map[string]bool       // projects whose command files the run changed
+	hooks   map[string]*hooks.Set // the hooks of the run's projects, by name (nil: none)
 	events  func(event.Event)
 }
 

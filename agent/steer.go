@@ -42,10 +42,18 @@ func (rt *Runtime) queue(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	imgs, err := rt.promptImages(ctx, r, project, req.Images)
+	if err != nil {
+		return Result{}, err
+	}
+	if text, err = owner.promptHooks(ctx, r, project, text); err != nil {
+		return Result{}, err // a queued prompt passes the prompt hooks too
+	}
 	human := message.NewHuman(text)
 	human.Name = "human@" + project
+	human.Images = refs(imgs)
 	r.hold(human)
-	pos, err := owner.graph.Queue(ctx, owner.graphConfig(r, 0), human.ID, graph.NewPatch(owner.st.messages.Append(human)))
+	pos, err := owner.graph.Queue(ctx, owner.graphConfig(r, 0), human.ID, graph.NewPatch(owner.st.messages.Append(human), owner.st.images.Add(imgs...)))
 	if errors.Is(err, graph.ErrNotRunning) {
 		r.drop(human.ID)
 		select { // the run is ending; the prompt starts the next one

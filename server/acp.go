@@ -164,7 +164,7 @@ func (a *acpAgent) Initialize(ctx context.Context, p acp.InitializeRequest) (acp
 		AgentInfo:       &acp.Implementation{Name: "agent-lsp", Title: ptr("agent-lsp"), Version: Version},
 		AgentCapabilities: acp.AgentCapabilities{
 			LoadSession:         true,
-			PromptCapabilities:  acp.PromptCapabilities{EmbeddedContext: true},
+			PromptCapabilities:  acp.PromptCapabilities{EmbeddedContext: true, Image: true},
 			McpCapabilities:     acp.McpCapabilities{Http: true},
 			SessionCapabilities: acp.SessionCapabilities{List: &acp.SessionListCapabilities{}, Close: &acp.SessionCloseCapabilities{}},
 		},
@@ -326,6 +326,10 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	if err != nil {
 		return acp.PromptResponse{}, acp.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
+	imgs, err := acpImages(p.Prompt)
+	if err != nil {
+		return acp.PromptResponse{}, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
 	a.runs.Add(1)
 	defer a.runs.Done()
 	ctx, cancel := context.WithCancel(ctx)
@@ -345,7 +349,7 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	}()
 	b := a.backend()
 	u := &acpUpdates{conn: a.client(), session: s, ws: b.Workspace}
-	req := agent.Request{Prompt: text, Project: s.project, Events: u.event, MaxSteps: b.Settings.MaxSteps, Durability: b.Settings.Durability, Edits: mode, Model: chosen}
+	req := agent.Request{Prompt: text, Project: s.project, Events: u.event, MaxSteps: b.Settings.MaxSteps, Durability: b.Settings.Durability, Edits: mode, Model: chosen, Images: imgs}
 	if stored {
 		req.Session = s.id
 	} else {
@@ -581,11 +585,12 @@ func promptText(blocks []acp.ContentBlock) (string, error) {
 			fmt.Fprintf(&b, "\n\n(The user refers to %s)", uriPath(c.ResourceLink.Uri))
 		case c.Resource != nil:
 			fmt.Fprintf(&b, "\n\n(The user attached a binary resource, which is left out)")
+		case c.Image != nil: // acpImages
 		default:
-			return "", errors.New("the prompt has a block of a kind this agent does not take (images and audio are not supported)")
+			return "", errors.New("the prompt has a block of a kind this agent does not take (audio is not supported)")
 		}
 	}
-	if strings.TrimSpace(b.String()) == "" {
+	if strings.TrimSpace(b.String()) == "" && !slices.ContainsFunc(blocks, func(c acp.ContentBlock) bool { return c.Image != nil }) {
 		return "", errors.New("the prompt is empty")
 	}
 	return strings.TrimSpace(b.String()), nil

@@ -85,7 +85,8 @@ func startACPIn(t *testing.T, dir string, fs bool, env []string, args ...string)
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
-	if res.ProtocolVersion != acp.ProtocolVersionNumber || !res.AgentCapabilities.LoadSession || !res.AgentCapabilities.PromptCapabilities.EmbeddedContext {
+	if res.ProtocolVersion != acp.ProtocolVersionNumber || !res.AgentCapabilities.LoadSession || !res.AgentCapabilities.PromptCapabilities.EmbeddedContext ||
+		!res.AgentCapabilities.PromptCapabilities.Image {
 		t.Fatalf("initialize: %+v", res)
 	}
 	return c
@@ -517,7 +518,8 @@ func TestACPMCPServers(t *testing.T) {
 
 // A broken or hostile client's lines (testdata/hostile/acp-requests.json)
 // get error answers naming the problem, and the server keeps serving: a
-// prompt with an image is refused, then a session works.
+// prompt with a broken image (a PNG cut after its signature) is refused,
+// then a session works.
 func TestACPHostileRequests(t *testing.T) {
 	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "Still serving."}}})
 	sample := copyFixture(t, "sample")
@@ -536,7 +538,7 @@ func TestACPHostileRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(binary, "acp")
-	cmd.Env = append(append(os.Environ(), "AGENT_LSP_DAEMON=off"), envFor(t, srv)...)
+	cmd.Env = append(append(os.Environ(), "AGENT_LSP_DAEMON=off", "AGENT_LSP_VISION=true"), envFor(t, srv)...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	stderr := &lockedBuffer{}
@@ -610,7 +612,7 @@ func TestACPHostileRequests(t *testing.T) {
 	res := answer(100)
 	session, _ := res["result"].(map[string]any)["sessionId"].(string)
 	send(`{"jsonrpc":"2.0","id":101,"method":"session/prompt","params":{"sessionId":"` + session + `","prompt":[{"type":"image","mimeType":"image/png","data":"iVBORw0KGgo="}]}}`)
-	if got, _ := json.Marshal(answer(101)["error"]); !strings.Contains(string(got), "images and audio are not supported") {
+	if got, _ := json.Marshal(answer(101)["error"]); !strings.Contains(string(got), "pasted image: a broken png image") {
 		t.Errorf("an image prompt: %s", got)
 	}
 	send(`{"jsonrpc":"2.0","id":102,"method":"session/prompt","params":{"sessionId":"` + session + `","prompt":[{"type":"text","text":"Are you still serving?"}]}}`)

@@ -38,7 +38,8 @@ type Backend struct {
 	MCP       *mcpSource       // the MCP servers of the projects
 	// Lang runs the language servers agent-lsp starts itself for clients
 	// that give no language features (headless, ACP).
-	Lang *langserver.Manager
+	Lang  *langserver.Manager
+	Hooks *hookSource // the hooks of the projects' runs
 	// NotStored: the store could not be opened (a database that cannot be
 	// reached, a file another process holds), and the sessions of this
 	// backend are kept in memory only.
@@ -129,6 +130,14 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 		}
 		src = &mcpSource{settings: s, ws: b.Workspace, getenv: b.getenv, env: env, approvals: b.Store, ask: ask, log: warn, sandbox: sb, confine: confine, pool: &b.hub.mcp}
 	}
+	hk := b.Hooks
+	if hk == nil || !hk.same(s) {
+		ask := b.ask
+		if !s.Interactive {
+			ask = nil
+		}
+		hk = &hookSource{settings: s, ws: b.Workspace, getenv: b.getenv, env: env, approvals: b.Store, ask: ask, log: warn, sandbox: sb, confine: confine}
+	}
 	lang := b.Lang
 	if lang == nil || !sameLang(b.Settings, s) {
 		st, err := langserver.ParseSettings(s.LanguageServers) // checked when the settings were resolved
@@ -138,10 +147,11 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 		lang = langserver.New(langserver.Options{Settings: st, Env: env, Sandbox: sb, Confine: confine,
 			Wait: time.Duration(s.DiagnosticsWait) * time.Millisecond, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) }})
 	}
-	rt, err := agent.New(agent.Config{Model: m, ModelName: s.Model, Endpoint: s.BaseURL, ContextTokens: s.ContextTokens, Workspace: b.Workspace, Store: b.Store,
+	rt, err := agent.New(agent.Config{Hooks: hk, Model: m, ModelName: s.Model, Endpoint: s.BaseURL, ContextTokens: s.ContextTokens, Workspace: b.Workspace, Store: b.Store,
 		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, Prices: s.Prices, CommandEnv: env, ToolSource: src,
 		SubagentModels: nonEmpty(s.SubagentModel), UserDir: userDir(b.getenv),
-		Sandbox: sb, SandboxSettings: confine, Language: lang, Runs: b.hub.runs, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) }})
+		Sandbox: sb, SandboxSettings: confine, Language: lang, Runs: b.hub.runs, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) },
+		Vision: newVision(s.Vision, m).check, ImageMaxBytes: s.ImageMaxBytes, Fetch: tools.FetchConfig{Allow: nonEmpty(s.AllowFetch)}})
 	if err != nil {
 		if lang != b.Lang {
 			lang.Close()
@@ -149,7 +159,7 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 		return nil, err
 	}
 	return &Backend{Model: m, Settings: s, Workspace: b.Workspace, Store: b.Store, NotStored: b.NotStored, Runtime: rt, Rules: rules, AllowEdit: allowEdit,
-		Sandbox: sb, Confine: confine, MCP: src, Lang: lang, hub: b.hub, environ: b.environ, getenv: b.getenv, warn: b.warn, ask: b.ask, closeStore: b.closeStore}, nil
+		Sandbox: sb, Confine: confine, MCP: src, Hooks: hk, Lang: lang, hub: b.hub, environ: b.environ, getenv: b.getenv, warn: b.warn, ask: b.ask, closeStore: b.closeStore}, nil
 }
 
 // sameLang reports whether settings a and b start the same language

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
@@ -39,65 +40,42 @@ const (
 	msgInfo    = protocol.MessageTypeInfo
 )
 
-// workspaceEdit is a WorkspaceEdit with documentChanges (edits and file
-// creations) and change annotations. go.lsp.dev/protocol's union types do not
-// encode with encoding/json, so the server sends these small types.
-type workspaceEdit struct {
-	DocumentChanges   []any                       `json:"documentChanges"`
-	ChangeAnnotations map[string]changeAnnotation `json:"changeAnnotations,omitempty"`
-}
-
-type textDocumentEdit struct {
-	TextDocument versionedDocument `json:"textDocument"`
-	Edits        []annotatedEdit   `json:"edits"`
-}
-
-// versionedDocument's Version is null for a file the editor does not have open.
-type versionedDocument struct {
-	URI     string `json:"uri"`
-	Version *int32 `json:"version"`
-}
-
-type annotatedEdit struct {
-	Range        protocol.Range `json:"range"`
-	NewText      string         `json:"newText"`
-	AnnotationID string         `json:"annotationId,omitempty"`
-}
-
-type createFile struct {
-	Kind         string            `json:"kind"` // "create"
-	URI          string            `json:"uri"`
-	Options      createFileOptions `json:"options"`
-	AnnotationID string            `json:"annotationId,omitempty"`
-}
-
-type createFileOptions struct {
-	Overwrite      bool `json:"overwrite"`
-	IgnoreIfExists bool `json:"ignoreIfExists"`
-}
-
-type changeAnnotation struct {
-	Label             string `json:"label"`
-	NeedsConfirmation bool   `json:"needsConfirmation"`
-	Description       string `json:"description,omitempty"`
-}
-
 // applyEditResult is an editor's answer to workspace/applyEdit; the
 // headless client adds a note of how it wrote a file (a file rewritten in
-// place rather than replaced whole).
+// place rather than replaced whole), agent-lsp's own field.
 type applyEditResult struct {
 	protocol.ApplyWorkspaceEditResult
-	Note string `json:"note,omitempty"`
+	Note string
 }
 
 // applyEdit sends workspace/applyEdit and returns the editor's answer.
-func (c *client) applyEdit(ctx context.Context, label string, edit workspaceEdit) (applyEditResult, error) {
+func (c *client) applyEdit(ctx context.Context, params *protocol.ApplyWorkspaceEditParams) (applyEditResult, error) {
+	var raw jsonrpc2.RawMessage
+	if _, err := c.conn.Call(ctx, protocol.MethodWorkspaceApplyEdit, params, &raw); err != nil {
+		return applyEditResult{}, err
+	}
+	return decodeApplyEditResult(raw)
+}
+
+// decodeApplyEditResult decodes an answer to workspace/applyEdit in two
+// parts: LSP's fields with the library's codec, then the note. One struct
+// that embeds protocol.ApplyWorkspaceEditResult cannot decode both: the
+// embedded type's UnmarshalJSONFrom is promoted to the struct and decodes
+// the whole object, dropping the note (TestApplyEditResultKeepsTheNote).
+func decodeApplyEditResult(raw []byte) (applyEditResult, error) {
 	var res applyEditResult
-	_, err := c.conn.Call(ctx, "workspace/applyEdit", struct {
-		Label string        `json:"label"`
-		Edit  workspaceEdit `json:"edit"`
-	}{label, edit}, &res)
-	return res, err
+	if len(raw) == 0 || string(raw) == "null" {
+		return res, nil
+	}
+	if err := protocol.Unmarshal(raw, &res.ApplyWorkspaceEditResult); err != nil {
+		return res, fmt.Errorf("the editor's answer: %w", err)
+	}
+	var ext struct {
+		Note string `json:"note"`
+	}
+	json.Unmarshal(raw, &ext) // a note of the wrong type is no note
+	res.Note = ext.Note
+	return res, nil
 }
 
 // SaveDocumentsResult is a client's answer to agent/saveDocuments.
@@ -128,7 +106,7 @@ func (c *client) showMessageRequest(ctx context.Context, typ protocol.MessageTyp
 		items[i] = protocol.MessageActionItem{Title: a}
 	}
 	var choice *protocol.MessageActionItem
-	_, err := c.conn.Call(ctx, "window/showMessageRequest", protocol.ShowMessageRequestParams{Type: typ, Message: message, Actions: items}, &choice)
+	_, err := c.conn.Call(ctx, protocol.MethodWindowShowMessageRequest, &protocol.ShowMessageRequestParams{Type: typ, Message: message, Actions: items}, &choice)
 	if err != nil || choice == nil {
 		return "", err
 	}
@@ -137,36 +115,54 @@ func (c *client) showMessageRequest(ctx context.Context, typ protocol.MessageTyp
 
 // showMessage shows a notice the user must act on.
 func (c *client) showMessage(typ protocol.MessageType, message string) {
-	c.conn.Notify(c.ctx, "window/showMessage", protocol.ShowMessageParams{Type: typ, Message: message})
+	c.conn.Notify(c.ctx, protocol.MethodWindowShowMessage, &protocol.ShowMessageParams{Type: typ, Message: message})
 }
 
 // logMessage writes a line to the editor's log of this server.
 func (c *client) logMessage(typ protocol.MessageType, message string) {
-	c.conn.Notify(c.ctx, "window/logMessage", protocol.LogMessageParams{Type: typ, Message: message})
+	c.conn.Notify(c.ctx, protocol.MethodWindowLogMessage, &protocol.LogMessageParams{Type: typ, Message: message})
 }
 
 // createProgress asks the editor for a work-done progress token.
-func (c *client) createProgress(ctx context.Context, token json.RawMessage) error {
-	_, err := c.conn.Call(ctx, "window/workDoneProgress/create", struct {
-		Token json.RawMessage `json:"token"`
-	}{token}, nil)
+func (c *client) createProgress(ctx context.Context, token protocol.ProgressToken) error {
+	_, err := c.conn.Call(ctx, protocol.MethodWindowWorkDoneProgressCreate, &protocol.WorkDoneProgressCreateParams{Token: token}, nil)
 	return err
 }
 
-// progressValue is the value of one $/progress notification: begin, report or end.
-type progressValue struct {
-	Kind        string `json:"kind"`
-	Title       string `json:"title,omitempty"`
-	Cancellable bool   `json:"cancellable,omitempty"`
-	Message     string `json:"message,omitempty"`
+// progress reports on a work-done progress token; value is a progressBegin,
+// progressReport or progressEnd.
+func (c *client) progress(token protocol.ProgressToken, value protocol.LSPAny) {
+	c.conn.Notify(c.ctx, protocol.MethodProgress, &protocol.ProgressParams{Token: token, Value: value})
 }
 
-// progress reports on a work-done progress token.
-func (c *client) progress(token json.RawMessage, v progressValue) {
-	c.conn.Notify(c.ctx, "$/progress", struct {
-		Token json.RawMessage `json:"token"`
-		Value progressValue   `json:"value"`
-	}{token, v})
+// progressBegin is the value of the $/progress that begins a run's progress.
+func progressBegin(title string) protocol.LSPAny {
+	return workDone(&protocol.WorkDoneProgressBegin{Kind: "begin", Title: title, Cancellable: new(true)})
+}
+
+// progressReport is the value of a $/progress that reports msg.
+func progressReport(msg string) protocol.LSPAny {
+	return workDone(&protocol.WorkDoneProgressReport{Kind: "report", Message: optionalText(msg)})
+}
+
+// progressEnd is the value of the $/progress that ends progress with msg.
+func progressEnd(msg string) protocol.LSPAny {
+	return workDone(&protocol.WorkDoneProgressEnd{Kind: "end", Message: optionalText(msg)})
+}
+
+// workDone encodes a work-done progress value ($/progress's value is LSPAny).
+// These types have no field that can fail to encode.
+func workDone(v any) protocol.LSPAny {
+	raw, _ := protocol.Marshal(v)
+	return raw
+}
+
+// optionalText is s, or nil (the field left out) when s is empty.
+func optionalText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // event sends one agent/event notification. The event is encoded once, by
@@ -180,5 +176,5 @@ func (c *client) event(e event.Event) {
 
 // rawEvent sends one agent/event notification already encoded.
 func (c *client) rawEvent(raw []byte) {
-	c.conn.Notify(c.ctx, "agent/event", json.RawMessage(raw))
+	c.conn.Notify(c.ctx, "agent/event", jsonrpc2.RawMessage(raw))
 }

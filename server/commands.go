@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/store"
@@ -29,7 +30,7 @@ type Command struct {
 // commandCall is what a command handler knows of its request besides its arguments.
 type commandCall struct {
 	id    jsonrpc2.ID
-	token json.RawMessage // the request's workDoneToken; nil when absent
+	token protocol.ProgressToken // the request's workDoneToken; nil when absent
 	b     *Backend
 }
 
@@ -62,7 +63,7 @@ func command[A any, R any](name, doc, result string, fn func(*Server, context.Co
 
 // Commands is every agent.* command, in the order the docs list them.
 var Commands = []Command{
-	command("agent.run", "Runs the agent on a prompt, in a new session or continuing one; returns when the run ends. Given the session of a running run (in any window of the daemon), it queues the prompt for that run's next step and returns at once; that window then receives the session's events. A session continues only in a window that has its folder open.",
+	command("agent.run", "Runs the agent on a prompt, in a new session or continuing one; returns when the run ends. Given the session of a running run (in any window of the daemon), it queues the prompt for that run's next step and returns at once; that window then receives the session's events. A session continues only in a window that has its folder open. images are [{path} | {data, mimeType}] (docs/images-and-fetch.md); a model that takes no images refuses them before any call.",
 		"`{session, status, reply, edits, steps, usage, error?, reason?, queued?, position?}`; status is done, cancelled, failed (with error, and reason when a setting fixes it), limit, or queued (with position; the running run's result covers the prompt); a cancelled run lists the prompts it never read in queued", (*Server).runCommand),
 	command("agent.resume", "Continues an interrupted run from its last checkpoint, without adding a prompt.",
 		"as agent.run", (*Server).resumeCommand),
@@ -99,11 +100,7 @@ func commandNames() []string {
 }
 
 func (s *Server) executeCommand(ctx context.Context, id jsonrpc2.ID, params json.RawMessage) (any, error) {
-	p, err := decode[struct {
-		Command       string            `json:"command"`
-		Arguments     []json.RawMessage `json:"arguments"`
-		WorkDoneToken json.RawMessage   `json:"workDoneToken"`
-	}]("workspace/executeCommand", params)
+	p, err := decode[protocol.ExecuteCommandParams]("workspace/executeCommand", params)
 	if err != nil {
 		return nil, err
 	}
@@ -115,13 +112,10 @@ func (s *Server) executeCommand(ctx context.Context, id jsonrpc2.ID, params json
 			continue
 		}
 		b, _ := s.life.get()
-		call := commandCall{id: id, b: b}
-		if len(p.WorkDoneToken) > 0 && string(p.WorkDoneToken) != "null" {
-			call.token = p.WorkDoneToken
-		}
+		call := commandCall{id: id, b: b, token: p.WorkDoneToken}
 		var raw json.RawMessage
 		if len(p.Arguments) > 0 {
-			raw = p.Arguments[0]
+			raw = json.RawMessage(p.Arguments[0])
 		}
 		return c.handle(s, ctx, call, raw)
 	}
@@ -176,8 +170,9 @@ func (c Command) ArgumentNames() []string {
 // problem (InvalidParams), the rest is the server's.
 func sessionError(command string, err error) error {
 	var tooLarge *agent.TooLargeError
+	var image *agent.ImageError
 	switch {
-	case errors.As(err, &tooLarge):
+	case errors.As(err, &tooLarge), errors.As(err, &image):
 		return invalidParams("%s: %v", command, err)
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, agent.ErrUnknownSession), errors.Is(err, agent.ErrUnknownProject),
 		errors.Is(err, agent.ErrSessionBusy), errors.Is(err, agent.ErrNoProject), errors.Is(err, agent.ErrBadSelection),

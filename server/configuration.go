@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/json"
 
+	"go.lsp.dev/protocol"
+
 	"github.com/agent-lsp/agent-lsp/server/config"
 )
 
@@ -14,13 +16,11 @@ var settingsSections = []string{"agentLsp", "agent-lsp", "agent_lsp"}
 // initializationOptions (or nested under a section key), to the runs that
 // start from now on; runs in progress keep theirs.
 func (s *Server) didChangeConfiguration(b *Backend, params json.RawMessage) error {
-	p, err := decode[struct {
-		Settings json.RawMessage `json:"settings"`
-	}]("workspace/didChangeConfiguration", params)
+	p, err := decode[protocol.DidChangeConfigurationParams]("workspace/didChangeConfiguration", params)
 	if err != nil {
 		return err
 	}
-	raw := p.Settings
+	raw := json.RawMessage(p.Settings)
 	var nested map[string]json.RawMessage
 	if json.Unmarshal(raw, &nested) == nil {
 		for _, k := range settingsSections {

@@ -97,7 +97,7 @@ func (e *editor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResult,
 		}
 	}
 	e.before()
-	res, err := e.c.applyEdit(ctx, fe.Label, e.workspaceEdit(fe, why))
+	res, err := e.c.applyEdit(ctx, e.workspaceEdit(fe, why))
 	if err != nil {
 		return tools.EditResult{}, fmt.Errorf("workspace/applyEdit: %w", err)
 	}
@@ -125,33 +125,42 @@ func (e *editor) confirmation(fe tools.FileEdit) string {
 	return ""
 }
 
-// workspaceEdit turns a file edit into a WorkspaceEdit: a TextDocumentEdit
-// with the version the edit was computed against (null for a file the
-// editor has not open), after a CreateFile for a new file; with a
-// confirmation annotation when why is set.
-func (e *editor) workspaceEdit(fe tools.FileEdit, why string) workspaceEdit {
-	u := string(uri.File(fe.Path))
-	annotation := ""
+// workspaceEdit turns a file edit into workspace/applyEdit's params: a
+// TextDocumentEdit with the version the edit was computed against (null
+// for a file the editor has not open), after a CreateFile for a new file;
+// with a confirmation annotation when why is set.
+func (e *editor) workspaceEdit(fe tools.FileEdit, why string) *protocol.ApplyWorkspaceEditParams {
+	u := uri.File(fe.Path)
+	var annotation protocol.ChangeAnnotationIdentifier
 	if why != "" {
 		annotation = reviewAnnotation
 	}
-	var changes []any
+	var changes []protocol.DocumentChange
 	var version *int32
 	if fe.Create {
-		changes = append(changes, createFile{Kind: "create", URI: u, AnnotationID: annotation})
+		changes = append(changes, &protocol.CreateFile{Kind: "create", URI: u, Options: &protocol.CreateFileOptions{Overwrite: new(false), IgnoreIfExists: new(false)},
+			ResourceOperation: protocol.ResourceOperation{AnnotationID: annotation}})
 	} else if fe.Open {
 		v := fe.Version // the version the edit's ranges refer to: an editor whose buffer moved on refuses it
 		version = &v
 	}
-	edits := make([]annotatedEdit, 0, len(fe.Edits))
+	edits := make([]protocol.TextDocumentEditElement, 0, len(fe.Edits))
 	for _, te := range fe.Edits {
-		edits = append(edits, annotatedEdit{Range: lspRange(te.Range), NewText: te.NewText, AnnotationID: annotation})
+		edit := protocol.TextEdit{Range: lspRange(te.Range), NewText: te.NewText}
+		if annotation == "" {
+			edits = append(edits, &edit)
+		} else {
+			edits = append(edits, &protocol.AnnotatedTextEdit{TextEdit: edit, AnnotationID: annotation})
+		}
 	}
-	we := workspaceEdit{DocumentChanges: append(changes, textDocumentEdit{TextDocument: versionedDocument{URI: u, Version: version}, Edits: edits})}
+	doc := protocol.OptionalVersionedTextDocumentIdentifier{TextDocumentIdentifier: protocol.TextDocumentIdentifier{URI: u}, Version: version}
+	we := protocol.WorkspaceEdit{DocumentChanges: append(changes, &protocol.TextDocumentEdit{TextDocument: doc, Edits: edits})}
 	if why != "" {
-		we.ChangeAnnotations = map[string]changeAnnotation{reviewAnnotation: {Label: fe.Label, NeedsConfirmation: true, Description: why}}
+		we.ChangeAnnotations = map[protocol.ChangeAnnotationIdentifier]protocol.ChangeAnnotation{
+			reviewAnnotation: {Label: fe.Label, NeedsConfirmation: new(true), Description: &why},
+		}
 	}
-	return we
+	return &protocol.ApplyWorkspaceEditParams{Label: &fe.Label, Edit: we}
 }
 
 // decided is the decision on an edit's path: the tool's, and for an edit

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
 )
 
 // inflight tracks the requests that can be cancelled (agent runs), by request
@@ -13,7 +14,7 @@ import (
 type inflight struct {
 	mu      sync.Mutex // guards both maps and every entry's byRequest
 	byID    map[jsonrpc2.ID]*cancellable
-	byToken map[string]*cancellable
+	byToken map[protocol.ProgressToken]*cancellable
 }
 
 // cancellable is one running request.
@@ -28,25 +29,25 @@ func (f *inflight) add(id jsonrpc2.ID, cancel context.CancelFunc) *cancellable {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.byID == nil {
-		f.byID, f.byToken = map[jsonrpc2.ID]*cancellable{}, map[string]*cancellable{}
+		f.byID, f.byToken = map[jsonrpc2.ID]*cancellable{}, map[protocol.ProgressToken]*cancellable{}
 	}
 	f.byID[id] = c
 	return c
 }
 
 // setToken lets token cancel c.
-func (f *inflight) setToken(token json.RawMessage, c *cancellable) {
+func (f *inflight) setToken(token protocol.ProgressToken, c *cancellable) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.byToken[string(token)] = c
+	f.byToken[token] = c
 }
 
-func (f *inflight) remove(id jsonrpc2.ID, token json.RawMessage) {
+func (f *inflight) remove(id jsonrpc2.ID, token protocol.ProgressToken) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.byID, id)
 	if token != nil {
-		delete(f.byToken, string(token))
+		delete(f.byToken, token)
 	}
 }
 
@@ -61,10 +62,10 @@ func (f *inflight) cancelID(id jsonrpc2.ID) {
 }
 
 // cancelToken cancels the request reporting on token.
-func (f *inflight) cancelToken(token json.RawMessage) {
+func (f *inflight) cancelToken(token protocol.ProgressToken) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if c, ok := f.byToken[string(token)]; ok {
+	if c, ok := f.byToken[token]; ok {
 		c.cancel()
 	}
 }
@@ -85,27 +86,21 @@ func (f *inflight) cancelAll() {
 }
 
 func (s *Server) cancelRequest(b *Backend, params json.RawMessage) error {
-	p, err := decode[struct {
-		ID json.RawMessage `json:"id"`
-	}]("$/cancelRequest", params)
+	p, err := decode[protocol.CancelParams]("$/cancelRequest", params)
 	if err != nil {
 		return err
 	}
-	var num int64
-	var str string
-	switch {
-	case json.Unmarshal(p.ID, &num) == nil:
-		s.requests.cancelID(jsonrpc2.NewNumberID(num))
-	case json.Unmarshal(p.ID, &str) == nil:
-		s.requests.cancelID(jsonrpc2.NewStringID(str))
+	switch id := p.ID.(type) {
+	case protocol.Integer:
+		s.requests.cancelID(jsonrpc2.NewNumberID(int64(id)))
+	case protocol.String:
+		s.requests.cancelID(jsonrpc2.NewStringID(string(id)))
 	}
 	return nil
 }
 
 func (s *Server) cancelProgress(b *Backend, params json.RawMessage) error {
-	p, err := decode[struct {
-		Token json.RawMessage `json:"token"`
-	}]("window/workDoneProgress/cancel", params)
+	p, err := decode[protocol.WorkDoneProgressCancelParams]("window/workDoneProgress/cancel", params)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
@@ -135,67 +136,77 @@ func (l *lifecycle) close() (shutdown bool) {
 	return shutdown
 }
 
+// initializeParams are initialize's params: LSP's, and the experimental
+// client capabilities of agent-lsp's own extensions.
 type initializeParams struct {
-	ProcessID        *int            `json:"processId"`
-	RootURI          *string         `json:"rootUri"`
-	RootPath         *string         `json:"rootPath"`
-	WorkspaceFolders []folder        `json:"workspaceFolders"`
-	InitOptions      json.RawMessage `json:"initializationOptions"`
-	Capabilities     struct {
-		General struct {
-			PositionEncodings []string `json:"positionEncodings"`
-		} `json:"general"`
-		Window struct {
-			WorkDoneProgress bool `json:"workDoneProgress"`
-		} `json:"window"`
-		Experimental struct {
-			SaveDocuments bool `json:"saveDocuments"`
-			Language      bool `json:"language"`
-		} `json:"experimental"`
-	} `json:"capabilities"`
+	protocol.InitializeParams
+	experimental clientExperimental
 }
 
-type folder struct {
-	URI  string `json:"uri"`
-	Name string `json:"name"`
+// clientExperimental are the client's experimental capabilities that
+// agent-lsp reads (capabilities.experimental, an LSPAny to the library).
+type clientExperimental struct {
+	SaveDocuments bool `json:"saveDocuments"` // the client answers agent/saveDocuments
+	Language      bool `json:"language"`      // the client answers agent/diagnostics and agent/languageRequest
+}
+
+// decodeInitialize decodes initialize's params; a field of the wrong type,
+// in LSP's part or agent-lsp's, is InvalidParams.
+func decodeInitialize(params json.RawMessage) (initializeParams, error) {
+	p, err := decode[protocol.InitializeParams]("initialize", params)
+	if err != nil {
+		return initializeParams{}, err
+	}
+	ip := initializeParams{InitializeParams: p}
+	if x := p.Capabilities.Experimental; len(x) > 0 {
+		if err := json.Unmarshal(x, &ip.experimental); err != nil {
+			return ip, invalidParams("initialize: capabilities.experimental: %v", err)
+		}
+	}
+	return ip, nil
 }
 
 // folders are the workspace folders, else the root, as paths.
 func (p initializeParams) folders() []Folder {
-	fs := p.WorkspaceFolders
+	fs, _ := p.WorkspaceFolders.Get()
 	if len(fs) == 0 {
+		rootPath, _ := p.RootPath.Get()
 		switch {
 		case p.RootURI != nil && *p.RootURI != "":
-			fs = []folder{{URI: *p.RootURI}}
-		case p.RootPath != nil && *p.RootPath != "":
-			fs = []folder{{URI: string(uri.File(*p.RootPath))}}
+			fs = []protocol.WorkspaceFolder{{URI: *p.RootURI}}
+		case rootPath != "":
+			fs = []protocol.WorkspaceFolder{{URI: uri.File(rootPath)}}
 		}
 	}
 	out := make([]Folder, 0, len(fs))
 	for _, f := range fs {
-		out = append(out, Folder{Path: filename(f.URI), Name: f.Name})
+		out = append(out, Folder{Path: filename(string(f.URI)), Name: f.Name})
 	}
 	return out
 }
 
 func (p initializeParams) encoding() workspace.Encoding {
-	for _, e := range p.Capabilities.General.PositionEncodings {
-		if e == "utf-8" {
-			return workspace.UTF8
-		}
+	if g := p.Capabilities.General; g != nil && slices.Contains(g.PositionEncodings, protocol.PositionEncodingKindUTF8) {
+		return workspace.UTF8
 	}
 	return workspace.UTF16
+}
+
+// progress reports whether the client takes work-done progress the server creates.
+func (p initializeParams) progress() bool {
+	w := p.Capabilities.Window
+	return w != nil && w.WorkDoneProgress != nil && *w.WorkDoneProgress
 }
 
 func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawMessage) (any, error) {
 	if !s.life.isNew() {
 		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidRequest, "initialize was already received")
 	}
-	p, err := decode[initializeParams]("initialize", params)
+	p, err := decodeInitialize(params)
 	if err != nil {
 		return nil, err
 	}
-	st, warnings, err := config.Resolve(s.opts.Getenv, p.InitOptions, s.opts.Flags)
+	st, warnings, err := config.Resolve(s.opts.Getenv, json.RawMessage(p.InitializationOptions), s.opts.Flags)
 	if err != nil {
 		return nil, invalidParams("%v", err)
 	}
@@ -207,7 +218,7 @@ func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawM
 	if err != nil {
 		return nil, invalidParams("initialize: %v", err)
 	}
-	if !s.life.start(b, p.Capabilities.Window.WorkDoneProgress, p.Capabilities.Experimental.SaveDocuments, p.Capabilities.Experimental.Language) {
+	if !s.life.start(b, p.progress(), p.experimental.SaveDocuments, p.experimental.Language) {
 		b.Close()
 		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidRequest, "initialize was already received")
 	}
@@ -227,22 +238,25 @@ func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawM
 	}
 	s.logf("agent-lsp %s: %d project(s), model %s at %s, store %s", Version, len(b.Workspace.Projects()), st.Model, st.BaseURL, b.StoreName())
 	if p.ProcessID != nil && *p.ProcessID > 0 {
-		go s.watchParent(*p.ProcessID)
+		go s.watchParent(int(*p.ProcessID))
 	}
 	return initializeResult(enc), nil
 }
 
-func initializeResult(enc workspace.Encoding) map[string]any {
-	return map[string]any{
-		"capabilities": map[string]any{
-			"positionEncoding": string(enc),
-			"textDocumentSync": map[string]any{"openClose": true, "change": 2, "save": map[string]any{"includeText": false}},
-			"executeCommandProvider": map[string]any{
-				"commands": commandNames(), "workDoneProgress": true,
-			},
-			"workspace": map[string]any{"workspaceFolders": map[string]any{"supported": true, "changeNotifications": true}},
+// initializeResult is what the server can do: incremental text sync (open,
+// change, save), the agent.* commands (with progress), workspace folders.
+func initializeResult(enc workspace.Encoding) *protocol.InitializeResult {
+	return &protocol.InitializeResult{
+		Capabilities: protocol.ServerCapabilities{
+			PositionEncoding: protocol.PositionEncodingKind(enc),
+			TextDocumentSync: &protocol.TextDocumentSyncOptions{OpenClose: new(true), Change: new(protocol.TextDocumentSyncKindIncremental),
+				Save: &protocol.SaveOptions{IncludeText: new(false)}},
+			ExecuteCommandProvider: protocol.ExecuteCommandOptions{Commands: commandNames(),
+				WorkDoneProgressOptions: protocol.WorkDoneProgressOptions{WorkDoneProgress: new(true)}},
+			Workspace: &protocol.WorkspaceOptions{WorkspaceFolders: &protocol.WorkspaceFoldersServerCapabilities{Supported: new(true),
+				ChangeNotifications: protocol.Boolean(true)}},
 		},
-		"serverInfo": map[string]any{"name": "agent-lsp", "version": Version},
+		ServerInfo: protocol.ServerInfo{Name: "agent-lsp", Version: protocol.NewOptional(Version)},
 	}
 }
 

@@ -1,9 +1,10 @@
 package server
 
 import (
-	"encoding/json"
 	"slices"
 	"sync"
+
+	"go.lsp.dev/protocol"
 
 	"github.com/agent-lsp/agent-lsp/agent/event"
 )
@@ -43,8 +44,8 @@ type outItem struct {
 	raw      []byte // an agent/event's params
 	session  string
 	seq      int64
-	token    json.RawMessage // with progress: the report's token
-	progress *progressValue
+	token    protocol.ProgressToken // with progress: the report's token
+	progress protocol.LSPAny        // a $/progress value (progressBegin, progressReport, progressEnd)
 	mark     chan struct{}
 }
 
@@ -69,8 +70,8 @@ func (o *outbox) rawEvent(raw []byte, session string, seq int64, keep bool) {
 }
 
 // progress queues a progress report on token; keep for its begin and end.
-func (o *outbox) progress(token json.RawMessage, v progressValue, keep bool) {
-	o.put(outItem{token: token, progress: &v}, keep)
+func (o *outbox) progress(token protocol.ProgressToken, value protocol.LSPAny, keep bool) {
+	o.put(outItem{token: token, progress: value}, keep)
 }
 
 // mark returns a channel closed once everything queued before it is
@@ -186,7 +187,7 @@ func (o *outbox) write(batch []outItem) {
 			o.c.burst(func() {
 				for _, it := range batch[:i] {
 					if it.progress != nil {
-						o.c.progress(it.token, *it.progress)
+						o.c.progress(it.token, it.progress)
 					} else {
 						o.c.rawEvent(it.raw)
 					}

@@ -1,11 +1,12 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
+
+	"go.lsp.dev/protocol"
 
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/transcript"
@@ -39,8 +40,8 @@ func (q *sequencer) next(session string) int64 {
 // came, and owns the batch of text deltas.
 type reporter struct {
 	c     *client
-	hub   *Hub            // numbers events per session and passes them to the session's followers
-	token json.RawMessage // the run's progress token; nil: no progress
+	hub   *Hub                   // numbers events per session and passes them to the session's followers
+	token protocol.ProgressToken // the run's progress token; nil: no progress
 	in    chan report
 	done  chan struct{}
 	// followed are the events queued since the session's followers last
@@ -57,9 +58,9 @@ type report struct {
 }
 
 // newReporter starts a reporter whose progress (on token, if any) begins with title.
-func newReporter(c *client, hub *Hub, token json.RawMessage, title string) *reporter {
+func newReporter(c *client, hub *Hub, token protocol.ProgressToken, title string) *reporter {
 	k := &reporter{c: c, hub: hub, token: token, in: make(chan report, 256), done: make(chan struct{})}
-	k.progress(progressValue{Kind: "begin", Title: title, Cancellable: true})
+	k.progress(progressBegin(title), true)
 	go k.loop()
 	return k
 }
@@ -90,16 +91,17 @@ func (k *reporter) close(msg string) {
 	}
 }
 
-// progress queues a progress report; its begin and end are never dropped.
-func (k *reporter) progress(v progressValue) {
+// progress queues a $/progress value (progressBegin, progressReport or
+// progressEnd); keep (a begin or an end) says it is never dropped.
+func (k *reporter) progress(value protocol.LSPAny, keep bool) {
 	if k.token == nil {
 		return
 	}
 	if k.c.box == nil {
-		k.c.progress(k.token, v)
+		k.c.progress(k.token, value)
 		return
 	}
-	k.c.box.progress(k.token, v, v.Kind != "report")
+	k.c.box.progress(k.token, value, keep)
 }
 
 // batch is the loop's state: the text deltas not sent yet and what progress said.
@@ -180,7 +182,7 @@ func (k *reporter) handle(b *batch, r report) {
 	case r.end != nil:
 		k.flushText(b)
 		if !b.ended {
-			k.progress(progressValue{Kind: "end", Message: *r.end})
+			k.progress(progressEnd(*r.end), true)
 			b.ended = true
 		}
 	case r.ev.Type() == event.MessageDelta{}.Type():
@@ -189,7 +191,7 @@ func (k *reporter) handle(b *batch, r report) {
 		}
 		if !b.answering {
 			b.answering = true
-			k.progress(progressValue{Kind: "report", Message: "model is answering…"})
+			k.progress(progressReport("model is answering…"), false)
 		}
 		b.of = *r.ev
 		b.text.WriteString(r.ev.Data.(event.MessageDelta).Text)
@@ -206,10 +208,10 @@ func (k *reporter) handle(b *batch, r report) {
 			return // no progress to report on
 		}
 		if msg, end := progressOf(*r.ev); end {
-			k.progress(progressValue{Kind: "end", Message: msg})
+			k.progress(progressEnd(msg), true)
 			b.ended = true
 		} else if msg != "" {
-			k.progress(progressValue{Kind: "report", Message: msg})
+			k.progress(progressReport(msg), false)
 		}
 	}
 }

@@ -126,7 +126,7 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		return answer("agent/languageRequest", params, res)
 	}
 	c.initialize(roots, map[string]any{"permissions": map[string]any{"allow": []string{"sleep *"}},
-		"model":      map[string]any{"prices": map[string]any{"scripted": map[string]float64{"input": 2.5, "output": 10}}},
+		"model":      map[string]any{"prices": map[string]any{"scripted": map[string]float64{"input": 2.5, "output": 10}}, "vision": "true"},
 		"mcpServers": map[string]any{"docs": map[string]any{"command": mcpTestServer(t)}}})
 
 	cmds = map[string][]commandExample{}
@@ -159,7 +159,8 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	greet := string(uri.File(filepath.Join(roots["sample"], "greet.go")))
 	do("agent.run", map[string]any{"prompt": "Explain the selection", "uri": greet,
 		"range":   map[string]any{"start": map[string]int{"line": 2, "character": 0}, "end": map[string]int{"line": 4, "character": 1}},
-		"context": []map[string]any{{"uri": string(uri.File(filepath.Join(roots["sample"], "greet_test.go")))}}, "model": "scripted"})
+		"context": []map[string]any{{"uri": string(uri.File(filepath.Join(roots["sample"], "greet_test.go")))}}, "model": "scripted",
+		"images": []map[string]any{{"data": onePixelPNG, "mimeType": "image/png"}}})
 	failed := session(do("agent.run", map[string]any{"prompt": "Fail please", "project": "other"}))
 
 	slept := make(chan struct{})
@@ -217,6 +218,10 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	return cmds, c.notifications("agent/event"), map[string][]requestExample{"agent/saveDocuments": saves,
 		"agent/diagnostics": langs["agent/diagnostics"], "agent/languageRequest": definitions}, paths
 }
+
+// onePixelPNG is a 1×1 PNG, in base64: the image a prompt of the scenario
+// carries.
+const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAADklEQVR4nGJiAAQAAP//AAYAA/rQWa4AAAAASUVORK5CYII="
 
 // seedReviewSession stores, before the server opens the store env names, a
 // session an ACP client ran in review mode (session/set_mode): the only way

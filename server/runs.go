@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/transcript"
@@ -27,6 +28,7 @@ type RunArgs struct {
 	Durability string           `json:"durability,omitempty"`
 	Model      string           `json:"model,omitempty"`
 	Context    []ContextRef     `json:"context,omitempty"`
+	Images     []ImageRef       `json:"images,omitempty"`
 	// OutputSchema is a JSON Schema (an object) the final answer must be
 	// valid against: sent as response_format where the endpoint takes it.
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
@@ -97,6 +99,10 @@ func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (a
 		return agent.Result{}, err
 	}
 	if err := s.checkModel(ctx, call.b, "agent.run", a.Model); err != nil {
+		return agent.Result{}, err
+	}
+	var err error
+	if req.Images, err = imageInputs("agent.run", a.Images); err != nil {
 		return agent.Result{}, err
 	}
 	title := "agent: " + transcript.FirstWords(a.Prompt, 6)
@@ -213,14 +219,14 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 // progressToken is the token the run reports progress on: the client's
 // workDoneToken, else one the server creates when the client supports
 // progress, else nil.
-func (s *Server) progressToken(ctx context.Context, call commandCall) json.RawMessage {
+func (s *Server) progressToken(ctx context.Context, call commandCall) protocol.ProgressToken {
 	if call.token != nil {
 		return call.token
 	}
 	if _, progress := s.life.get(); !progress {
 		return nil
 	}
-	token := json.RawMessage(fmt.Sprintf(`"agent-lsp-%d"`, s.tokens.Add(1)))
+	token := protocol.String(fmt.Sprintf("agent-lsp-%d", s.tokens.Add(1)))
 	if err := s.client.createProgress(ctx, token); err != nil {
 		s.logf("window/workDoneProgress/create: %v", err)
 		return nil

@@ -112,7 +112,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 		return nil
 	})}
 	stream := newGuardedStream(rwc, opts.Logf)
-	s.conn = jsonrpc2.NewConn(stream)
+	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(lspCodec{}))
 	s.client = &client{conn: s.conn, ctx: ctx, out: stream}
 	s.client.box = newOutbox(s.client, opts.Logf)
 	s.conn.Go(ctx, s.handle)
@@ -175,14 +175,15 @@ func invalidParams(format string, args ...any) error {
 	return jsonrpc2.Errorf(jsonrpc2.InvalidParams, format, args...)
 }
 
-// decode decodes params leniently into a T: a field of the wrong type is
-// InvalidParams naming the method, never a dropped connection.
+// decode decodes params into a T, a go.lsp.dev/protocol type, with the
+// library's codec, leniently: unknown fields are ignored, and a field of the
+// wrong type is InvalidParams naming the method, never a dropped connection.
 func decode[T any](method string, params json.RawMessage) (T, error) {
 	var v T
 	if len(params) == 0 || string(params) == "null" {
 		return v, nil
 	}
-	if err := json.Unmarshal(params, &v); err != nil {
+	if err := protocol.Unmarshal(params, &v); err != nil {
 		return v, invalidParams("%s: %v", method, err)
 	}
 	return v, nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/workspace"
@@ -14,65 +15,55 @@ import (
 // changes (didSave) so that commands are not run on a disk without them.
 
 func (s *Server) didOpen(b *Backend, params json.RawMessage) error {
-	p, err := decode[struct {
-		TextDocument struct {
-			URI     string `json:"uri"`
-			Version int32  `json:"version"`
-			Text    string `json:"text"`
-		} `json:"textDocument"`
-	}]("textDocument/didOpen", params)
+	p, err := decode[protocol.DidOpenTextDocumentParams]("textDocument/didOpen", params)
 	if err != nil {
 		return err
 	}
-	b.Workspace.Open(filename(p.TextDocument.URI), p.TextDocument.Version, p.TextDocument.Text)
+	b.Workspace.Open(filename(string(p.TextDocument.URI)), p.TextDocument.Version, p.TextDocument.Text)
 	return nil
 }
 
 func (s *Server) didChange(b *Backend, params json.RawMessage) error {
-	p, err := decode[struct {
-		TextDocument struct {
-			URI     string `json:"uri"`
-			Version int32  `json:"version"`
-		} `json:"textDocument"`
-		ContentChanges []struct {
-			Range *workspace.Range `json:"range"`
-			Text  string           `json:"text"`
-		} `json:"contentChanges"`
-	}]("textDocument/didChange", params)
+	p, err := decode[protocol.DidChangeTextDocumentParams]("textDocument/didChange", params)
 	if err != nil {
 		return err
 	}
-	changes := make([]workspace.Change, len(p.ContentChanges))
-	for i, c := range p.ContentChanges {
-		changes[i] = workspace.Change{Range: c.Range, Text: c.Text}
+	changes := make([]workspace.Change, 0, len(p.ContentChanges))
+	for _, c := range p.ContentChanges {
+		switch c := c.(type) {
+		case *protocol.TextDocumentContentChangePartial:
+			r := workspaceRange(c.Range)
+			changes = append(changes, workspace.Change{Range: &r, Text: c.Text})
+		case *protocol.TextDocumentContentChangeWholeDocument:
+			changes = append(changes, workspace.Change{Text: c.Text})
+		}
 	}
-	return b.Workspace.Change(filename(p.TextDocument.URI), p.TextDocument.Version, changes)
+	return b.Workspace.Change(filename(string(p.TextDocument.URI)), p.TextDocument.Version, changes)
 }
 
 func (s *Server) didSave(b *Backend, params json.RawMessage) error {
-	p, err := decode[struct {
-		TextDocument struct {
-			URI string `json:"uri"`
-		} `json:"textDocument"`
-	}]("textDocument/didSave", params)
+	p, err := decode[protocol.DidSaveTextDocumentParams]("textDocument/didSave", params)
 	if err != nil {
 		return err
 	}
-	b.Workspace.Saved(filename(p.TextDocument.URI))
+	b.Workspace.Saved(filename(string(p.TextDocument.URI)))
 	return nil
 }
 
 func (s *Server) didClose(b *Backend, params json.RawMessage) error {
-	p, err := decode[struct {
-		TextDocument struct {
-			URI string `json:"uri"`
-		} `json:"textDocument"`
-	}]("textDocument/didClose", params)
+	p, err := decode[protocol.DidCloseTextDocumentParams]("textDocument/didClose", params)
 	if err != nil {
 		return err
 	}
-	b.Workspace.Close(filename(p.TextDocument.URI))
+	b.Workspace.Close(filename(string(p.TextDocument.URI)))
 	return nil
+}
+
+func workspaceRange(r protocol.Range) workspace.Range {
+	return workspace.Range{
+		Start: workspace.Position{Line: r.Start.Line, Character: r.Start.Character},
+		End:   workspace.Position{Line: r.End.Line, Character: r.End.Character},
+	}
 }
 
 // filename turns a file URI into a path.

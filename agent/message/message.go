@@ -28,6 +28,23 @@ type Message struct {
 	Content    string     `json:"content"`
 	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
 	ToolCallID string     `json:"toolCallId,omitempty"`
+	// Images are the images the message shows the model: a human message's
+	// attachments, a tool message's result (read_image). They are references:
+	// an image's bytes are stored once per session (ImageChannel).
+	Images []Image `json:"images,omitempty"`
+}
+
+// Image is a reference to an image of the session: what the message says of
+// it, without its bytes.
+type Image struct {
+	// ID names the image by its bytes: "img-" and the first 32 hex digits
+	// of their SHA-256, so an image attached twice is stored once.
+	ID       string `json:"id"`
+	MimeType string `json:"mimeType"` // image/png, image/jpeg, image/gif or image/webp
+	Width    int    `json:"width"`
+	Height   int    `json:"height"`
+	Size     int    `json:"size"`           // bytes of the stored image
+	Name     string `json:"name,omitempty"` // where it came from: a file's path, "pasted image"
 }
 
 // ToolCall is a model's request to run one tool. Args is the raw JSON text the
@@ -74,6 +91,11 @@ func (m Message) Validate() error {
 		}
 	default:
 		return fmt.Errorf("message %s has unknown role %q", m.ID, m.Role)
+	}
+	for _, img := range m.Images {
+		if img.ID == "" || img.MimeType == "" {
+			return fmt.Errorf("message %s has an image without an id or a type", m.ID)
+		}
 	}
 	return nil
 }

@@ -22,6 +22,9 @@ type Request struct {
 	Messages []message.Message
 	Tools    []ToolSpec
 	Model    string // overrides the configured model for this request when set
+	// Images holds the bytes of the images the messages show, by ID (the
+	// session's: read-only).
+	Images message.Images
 	// OutputSchema, when set, is a JSON Schema the answer's text must be
 	// valid against: sent as response_format (json_schema) to an endpoint
 	// that takes it. An endpoint that refuses the field (400) is asked once

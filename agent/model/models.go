@@ -1,9 +1,12 @@
 package model
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,6 +20,9 @@ import (
 type ModelInfo struct {
 	ID      string `json:"id"`
 	OwnedBy string `json:"ownedBy,omitempty"`
+	// Vision is whether the model takes images, when the list says
+	// (listedVision); nil when it does not.
+	Vision *bool `json:"vision,omitempty"`
 }
 
 // ErrNoModelList: the endpoint has no model list (it answered 404, 405 or
@@ -58,16 +64,67 @@ func (m *OpenAI) Models(ctx context.Context) ([]ModelInfo, error) {
 	target := m.BaseURL() + "/models"
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 	defer cancel()
-	list, err := m.list.ListModels(ctx)
+	// go-openai's list keeps only a model's ID and owner: the body is read
+	// again for what some lists say of a model's input (listedVision).
+	var body bytes.Buffer
+	oc := m.oc
+	oc.HTTPClient = &http.Client{Transport: teeTransport{base: m.transport, to: &body}}
+	list, err := openai.NewClientWithConfig(oc).ListModels(ctx)
 	if err != nil {
 		return nil, redact(m.modelsError(ctx, target, err), m.cfg.APIKey)
 	}
+	var raw struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	json.Unmarshal(body.Bytes(), &raw)
+	vision := map[string]*bool{}
+	for _, e := range raw.Data {
+		var id struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(e, &id) == nil {
+			vision[id.ID] = listedVision(e)
+		}
+	}
 	out := make([]ModelInfo, 0, len(list.Models))
 	for _, mo := range list.Models {
-		out = append(out, ModelInfo{ID: mo.ID, OwnedBy: mo.OwnedBy})
+		out = append(out, ModelInfo{ID: mo.ID, OwnedBy: mo.OwnedBy, Vision: vision[mo.ID]})
 	}
 	slices.SortFunc(out, func(a, b ModelInfo) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
+}
+
+// teeTransport copies the body of a successful answer to to, as it is
+// read, up to maxListBody bytes.
+type teeTransport struct {
+	base http.RoundTripper
+	to   *bytes.Buffer
+}
+
+const maxListBody = 8 << 20
+
+func (t teeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err == nil && resp.StatusCode < http.StatusBadRequest {
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(resp.Body, &limitedWriter{w: t.to, n: maxListBody}), resp.Body}
+	}
+	return resp, err
+}
+
+// limitedWriter keeps the first n bytes written to it and drops the rest.
+type limitedWriter struct {
+	w *bytes.Buffer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if room := l.n - l.w.Len(); room > 0 {
+		l.w.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
 
 // Offers reports whether an endpoint that lists models serves the model

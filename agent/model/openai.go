@@ -41,7 +41,6 @@ type Config struct {
 type OpenAI struct {
 	oc        openai.ClientConfig // the client's configuration; each attempt gets its own HTTP client over transport
 	transport http.RoundTripper   // chatTransport, shared by every model
-	list      *openai.Client      // for Models
 	cfg       Config
 	ends      streamEnds  // streams read to their end after [DONE], on the side
 	noFormat  atomic.Bool // the endpoint refused response_format: it is not sent again
@@ -65,7 +64,7 @@ func NewOpenAI(cfg Config) *OpenAI {
 		oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	}
 	oc.HTTPClient = &http.Client{Transport: chatTransport()}
-	return &OpenAI{oc: oc, transport: chatTransport(), list: openai.NewClientWithConfig(oc), cfg: cfg}
+	return &OpenAI{oc: oc, transport: chatTransport(), cfg: cfg}
 }
 
 // writeBuffer is the size of a connection's write buffer: a chat request of
@@ -165,7 +164,11 @@ func (m *OpenAI) Chat(ctx context.Context, req Request, onDelta func(string)) (R
 			return Response{}, &Error{Status: status, Attempts: attempt + 1, Err: ov}
 		}
 		if !retry || attempt >= m.cfg.Retries {
-			return Response{}, &Error{Status: status, Attempts: attempt + 1, Err: redact(err, m.cfg.APIKey)}
+			err = redact(err, m.cfg.APIKey)
+			if refusesImages(status, creq, err, note.body) {
+				err = fmt.Errorf("%w: %w", ErrImagesRefused, err)
+			}
+			return Response{}, &Error{Status: status, Attempts: attempt + 1, Err: err}
 		}
 		delay := m.cfg.Backoff << attempt
 		delay = delay/2 + rand.N(delay/2+1) // jitter: [d/2, d]

@@ -2,7 +2,10 @@ package model
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -14,21 +17,44 @@ import (
 )
 
 // chatRequest is the go-openai request of req for model: streamed, with the
-// usage in the last chunk.
+// usage in the last chunk. A human message's images go with it as
+// image_url parts (data URLs); a tool message cannot carry images, so the
+// images of a turn's tool answers follow them in one user message.
 func chatRequest(model string, req Request) openai.ChatCompletionRequest {
-	msgs := make([]openai.ChatCompletionMessage, len(req.Messages))
-	for i, m := range req.Messages {
-		msgs[i] = openai.ChatCompletionMessage{Role: role(m.Role), Content: m.Content}
+	msgs := make([]openai.ChatCompletionMessage, 0, len(req.Messages))
+	var toolImages []openai.ChatMessagePart // of the tool answers since the last other message
+	for _, m := range req.Messages {
+		if m.Role != message.Tool && len(toolImages) > 0 {
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, MultiContent: toolImages})
+			toolImages = nil
+		}
+		msg := openai.ChatCompletionMessage{Role: role(m.Role), Content: m.Content}
 		switch {
 		case m.Role == message.AI && len(m.ToolCalls) > 0:
-			msgs[i].ToolCalls = make([]openai.ToolCall, len(m.ToolCalls))
+			msg.ToolCalls = make([]openai.ToolCall, len(m.ToolCalls))
 			for j, c := range m.ToolCalls {
-				msgs[i].ToolCalls[j] = openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction,
+				msg.ToolCalls[j] = openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction,
 					Function: openai.FunctionCall{Name: c.Name, Arguments: c.Args}}
 			}
 		case m.Role == message.Tool:
-			msgs[i].ToolCallID = m.ToolCallID
+			msg.ToolCallID = m.ToolCallID
+			if len(m.Images) > 0 {
+				if len(toolImages) == 0 {
+					toolImages = append(toolImages, textPart("The images the tools returned:"))
+				}
+				toolImages = append(toolImages, imageParts(m.Images, req.Images, "("+m.ToolCallID+") ")...)
+			}
+		case m.Role == message.Human && len(m.Images) > 0:
+			msg.Content = ""
+			if m.Content != "" {
+				msg.MultiContent = []openai.ChatMessagePart{textPart(m.Content)}
+			}
+			msg.MultiContent = append(msg.MultiContent, imageParts(m.Images, req.Images, "")...)
 		}
+		msgs = append(msgs, msg)
+	}
+	if len(toolImages) > 0 {
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, MultiContent: toolImages})
 	}
 	var tools []openai.Tool
 	for _, t := range req.Tools {
@@ -46,6 +72,34 @@ func chatRequest(model string, req Request) openai.ChatCompletionRequest {
 			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{Name: "output", Schema: req.OutputSchema}}
 	}
 	return creq
+}
+
+func textPart(text string) openai.ChatMessagePart {
+	return openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: text}
+}
+
+// imageParts are the parts of images: each named in a text part (after
+// prefix), then the image as a data URL; one whose bytes the request lacks
+// is named only.
+func imageParts(refs []message.Image, data message.Images, prefix string) []openai.ChatMessagePart {
+	var parts []openai.ChatMessagePart
+	for _, ref := range refs {
+		name := cmp.Or(ref.Name, "image")
+		img, ok := data[ref.ID]
+		if !ok {
+			parts = append(parts, textPart(fmt.Sprintf("%s[%s: no longer available]", prefix, name)))
+			continue
+		}
+		parts = append(parts, textPart(fmt.Sprintf("%s[%s, %d×%d]", prefix, name, ref.Width, ref.Height)),
+			openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{
+				URL: DataURL(img.MimeType, img.Data), Detail: openai.ImageURLDetailAuto}})
+	}
+	return parts
+}
+
+// DataURL is data as a data: URL of type mime.
+func DataURL(mime string, data []byte) string {
+	return "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(data)
 }
 
 // role is a message role's name in the chat protocol ("" for an unknown one).

@@ -278,12 +278,23 @@ func (m *requestMessage) count(tok func(string) int) int {
 	return n + tok(m.ToolCallID)
 }
 
-// firstUser returns the text of r's first user message.
+// firstUser returns the text of r's first user message (of a list
+// content, its text parts).
 func (r request) firstUser() string {
 	for _, m := range r.Messages {
-		if m.Role == openai.ChatMessageRoleUser {
+		if m.Role != openai.ChatMessageRoleUser {
+			continue
+		}
+		if len(m.parts) == 0 {
 			return m.text
 		}
+		var texts []string
+		for _, p := range m.parts {
+			if p.Type == string(openai.ChatMessagePartTypeText) {
+				texts = append(texts, p.Text)
+			}
+		}
+		return strings.Join(texts, "\n")
 	}
 	return ""
 }

@@ -55,6 +55,10 @@ type Script struct {
 	// found", "405 method not allowed"), 401 as OpenAI (JSON quoting the
 	// key masked, e.g. "sk-ab*****wxyz"), any other as OpenAI's JSON error.
 	ModelsStatus int `json:"modelsStatus,omitempty"`
+	// InputModalities, by model ID, are listed as OpenRouter lists them
+	// (architecture.input_modalities, e.g. ["text", "image"]): how an
+	// endpoint's list says which models take images.
+	InputModalities map[string][]string `json:"inputModalities,omitempty"`
 }
 
 // Conversation is a sequence of turns for requests whose first user message
@@ -180,23 +184,24 @@ func Load(path string) (Script, error) {
 type Server struct {
 	URL string // base URL to give a client, ending in /v1
 
-	mu        sync.Mutex
-	convs     []Conversation
-	cursor    []int
-	limit     int
-	overflow  *Overflow
-	requests  [][]byte // the bodies of the chat requests, in arrival order
-	counts    []int
-	overflows int
-	models    []string
-	modelsSt  int
-	noFormat  bool // RefuseResponseFormat
-	srv       *http.Server
-	ln        net.Listener
-	served    atomic.Int64 // nanoseconds spent answering chat requests
-	memo      memo         // token counts of the texts requests carried
-	reader    reader       // reads requests, counting with memo
-	record    io.Writer    // also gets each chat request's body, one JSON line each (RecordTo)
+	mu         sync.Mutex
+	convs      []Conversation
+	cursor     []int
+	limit      int
+	overflow   *Overflow
+	requests   [][]byte // the bodies of the chat requests, in arrival order
+	counts     []int
+	overflows  int
+	models     []string
+	modelsSt   int
+	noFormat   bool                // RefuseResponseFormat
+	modalities map[string][]string // the script's InputModalities
+	srv        *http.Server
+	ln         net.Listener
+	served     atomic.Int64 // nanoseconds spent answering chat requests
+	memo       memo         // token counts of the texts requests carried
+	reader     reader       // reads requests, counting with memo
+	record     io.Writer    // also gets each chat request's body, one JSON line each (RecordTo)
 }
 
 // RecordTo makes the server write each chat request's body to w as it
@@ -240,6 +245,7 @@ func (s *Server) SetScript(script Script) {
 		s.models = []string{"scripted"}
 	}
 	s.modelsSt = script.ModelsStatus
+	s.modalities = script.InputModalities
 	s.noFormat = script.RefuseResponseFormat
 	s.overflow = nil
 	if script.Overflow != nil {
@@ -402,7 +408,7 @@ func nextByHistory(turns []Turn, req request) int {
 // ModelsStatus with the body a real server sends.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	models, status := s.models, s.modelsSt
+	models, status, modalities := s.models, s.modelsSt, s.modalities
 	s.mu.Unlock()
 	switch status {
 	case 0, http.StatusOK:
@@ -433,18 +439,26 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, status, http.StatusText(status), nil)
 		return
 	}
+	type architecture struct {
+		InputModalities []string `json:"input_modalities"`
+	}
 	type entry struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
+		ID           string        `json:"id"`
+		Object       string        `json:"object"`
+		Created      int64         `json:"created"`
+		OwnedBy      string        `json:"owned_by"`
+		Architecture *architecture `json:"architecture,omitempty"`
 	}
 	list := struct {
 		Object string  `json:"object"`
 		Data   []entry `json:"data"`
 	}{Object: "list", Data: []entry{}}
 	for _, id := range models {
-		list.Data = append(list.Data, entry{ID: id, Object: "model", Created: 1700000000, OwnedBy: "agent-lsp test double"})
+		e := entry{ID: id, Object: "model", Created: 1700000000, OwnedBy: "agent-lsp test double"}
+		if in, ok := modalities[id]; ok {
+			e.Architecture = &architecture{InputModalities: in}
+		}
+		list.Data = append(list.Data, e)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(list)

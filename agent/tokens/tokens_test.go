@@ -135,3 +135,19 @@ func BenchmarkEstimate(b *testing.B) {
 		Estimate(s)
 	}
 }
+
+// TestImage checks the tile formula against OpenAI's published examples.
+func TestImage(t *testing.T) {
+	for _, c := range []struct{ w, h, want int }{
+		{1024, 1024, 765},  // 768×768: 4 tiles
+		{2048, 4096, 1105}, // 1024×2048, then 768×1536: 6 tiles
+		{512, 512, 255},    // one tile
+		{100, 100, 255},    // a small image is still a tile
+		{4096, 8192, 1105}, // scaled to fit 2048 first
+		{0, 0, 85},
+	} {
+		if got := Image(c.w, c.h); got != c.want {
+			t.Errorf("Image(%d, %d) = %d, want %d", c.w, c.h, got, c.want)
+		}
+	}
+}

@@ -32,7 +32,7 @@ var switchProject = Tool{
 const callSubagentSchema = `{"type": "object", "properties": {
 		"task": {"type": "string", "description": "Complete instructions for the subagent."},%s
 		"max_loops": {"type": "integer", "description": "Most model turns the subagent may take (default 10, at most 50, no more than the agent's definition allows and this run has steps left)."},
-		"readOnly": {"type": "boolean", "description": "Give the subagent only the tools that read (read_file, list_files, search): for research that must change nothing."}}, "required": ["task"]}`
+		"readOnly": {"type": "boolean", "description": "Give the subagent only the tools that read (read_file, list_files, search, read_image): for research that must change nothing."}}, "required": ["task"]}`
 
 const callSubagentDescription = "Delegate a self-contained task to a subagent with a fresh, isolated context (it sees only the task text, not this conversation). " +
 	"Returns {ok, result, context_id, loops, note?}. Several calls in one turn run in parallel. Write the task so it can be done alone and say what to report back."
@@ -136,7 +136,7 @@ var todoWrite = Tool{
 // All returns every tool.
 func All() Set {
 	s := Set{}
-	for _, t := range []Tool{readFile, listFiles, search, editFile, createFile, runCommand, switchProject, callSubagent, todoWrite,
+	for _, t := range []Tool{readFile, listFiles, search, editFile, createFile, runCommand, switchProject, callSubagent, todoWrite, readImage, fetchURL,
 		diagnosticsTool, definitionTool, referencesTool, implementationsTool, hoverTool, symbolsTool} {
 		t.schema = parseSchema(t.Schema)
 		s[t.Name] = t

@@ -141,7 +141,7 @@ type SubagentRequest struct {
 const DefaultSubagentLoops = 10
 
 // ReadOnlyTools are the tools a read-only subagent gets.
-var ReadOnlyTools = []string{"read_file", "list_files", "search", "diagnostics", "definition", "references", "implementations", "hover", "symbols"}
+var ReadOnlyTools = []string{"read_file", "list_files", "search", "read_image", "diagnostics", "definition", "references", "implementations", "hover", "symbols"}
 
 // SubagentResult is what a parent receives from a subagent.
 type SubagentResult struct {
@@ -179,6 +179,13 @@ type Env struct {
 	// Lang is the run's language intelligence; nil: none (the language
 	// tools say so, edits carry nothing extra).
 	Lang *Lang
+	// Vision is nil when the run's model takes images, else it says why
+	// not (read_image then refuses); a nil Vision takes images.
+	Vision func(ctx context.Context) error
+	// ImageMaxBytes bounds an image read_image shows; default images.DefaultMaxBytes.
+	ImageMaxBytes int
+	// Fetch is how fetch_url reaches the web.
+	Fetch FetchConfig
 	// Intent records durably what the call is about to do outside the
 	// session (an edit, a command, another program's tool): a tool calls
 	// it right before, and does nothing when it fails. Nil records none.
@@ -246,6 +253,8 @@ type Result struct {
 	// CommandFilesChanged lists the projects whose build or test definitions
 	// the call changed (or tried to): their commands ask from now on.
 	CommandFilesChanged []string
+	// Images are shown to the model with the result (read_image).
+	Images []message.ImageData
 }
 
 // EditReport tells whether one file edit was applied.

@@ -30,6 +30,7 @@ to the files on disk. The prompt is the argument, or standard input when it is
   agent-lsp run --resume s-01J...             # finish an interrupted session
   agent-lsp run --json --fail-on-denied --diff -o reply.md "review this change"
   agent-lsp run --output-schema verdict.json -o verdict.json "is this PR safe?"
+  agent-lsp run --image shot.png "why is the button cut off?"
 
 Without --json the transcript goes to stderr and only the final reply to
 stdout. With --json, stdout has one agent/event object per line and always
@@ -62,6 +63,7 @@ Flags:
 
 type runFlags struct {
 	workspaces       multiFlag
+	images           multiFlag // --image: image files attached to the prompt
 	project, session string
 	resume           string
 	continueLast     bool // --continue: the newest session of the workspace
@@ -84,6 +86,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("agent-lsp run", runUsage, "", stdout, stderr)
 	fs.Var(&f.workspaces, "workspace", "workspace folder (repeatable; default: the current directory)")
 	fs.StringVar(&f.project, "project", "", "project (folder name) to work in; default: the first")
+	fs.Var(&f.images, "image", "attach an image file (PNG, JPEG, GIF, WebP) to the prompt (repeatable); the model must take images (--vision)")
 	fs.StringVar(&f.session, "session", "", "continue this session with a new prompt")
 	fs.StringVar(&f.resume, "resume", "", "resume this interrupted session (no prompt)")
 	fs.BoolVar(&f.continueLast, "continue", false, "continue the newest session of this workspace: with a prompt, a new turn; without, resume it when it was interrupted")
@@ -185,6 +188,16 @@ func (f *runFlags) check(fs *flag.FlagSet, stdin io.Reader, usageErr func(string
 	}
 	if f.resume != "" && prompt != "" {
 		return "", usageErr("--resume takes no prompt: continue the session with --session %s PROMPT", f.resume)
+	}
+	if len(f.images) > 0 && prompt == "" {
+		return "", usageErr("--image attaches to a prompt; --resume has none")
+	}
+	for i, img := range f.images {
+		abs, err := filepath.Abs(img)
+		if err != nil {
+			return "", usageErr("--image %s: %v", img, err)
+		}
+		f.images[i] = abs
 	}
 	if len(f.workspaces) == 0 {
 		wd, _ := os.Getwd()

@@ -49,7 +49,11 @@ func (cl *client) execute(ctx context.Context, conn jsonrpc2.Conn, f runFlags, p
 	if resume != "" {
 		res = call("agent.resume", server.ResumeArgs{Session: resume, OutputSchema: schema})
 	} else {
-		res = call("agent.run", server.RunArgs{Prompt: prompt, Project: f.project, Session: session, OutputSchema: schema})
+		run := server.RunArgs{Prompt: prompt, Project: f.project, Session: session, OutputSchema: schema}
+		for _, img := range f.images {
+			run.Images = append(run.Images, server.ImageRef{Path: img})
+		}
+		res = call("agent.run", run)
 	}
 	if res.Status == store.StatusDone && res.Steps == 0 {
 		res.builtin = server.Builtin(prompt)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/agent-lsp/agent-lsp/server/config"
 )
 
 // newFlags is the flag set of the command name. --help prints usage, then
@@ -47,7 +49,7 @@ func parseQuiet(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	defer func() { fs.SetOutput(errw); fs.Usage = usage }()
-	return fs.Parse(args)
+	return fs.Parse(config.JoinFlagValues(args)) // --allow-hooks HASH: the hash is the flag's, not the prompt
 }
 
 // flagError is a bad flag in two lines: what is wrong, and where the usage is.

@@ -20,6 +20,8 @@ import (
 	"syscall"
 
 	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/agent/hooks"
+	"github.com/agent-lsp/agent-lsp/agent/images"
 	"github.com/agent-lsp/agent-lsp/agent/langserver"
 	"github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
@@ -63,6 +65,9 @@ type Settings struct {
 	AllowMCP      []string               // MCP servers that start without asking: NAME@HASH, or a bare name for the user's own
 	MCPTimeout    int                    // seconds per MCP tool call
 	MCPIdle       int                    // seconds without a call before a project's servers stop
+	Vision        string                 // whether the model takes images: auto, true or false
+	ImageMaxBytes int                    // bytes one stored image may have
+	AllowFetch    []string               // hosts fetch_url fetches without asking; "*" every public host
 	// LanguageServers is the languageServers setting: per project type, the
 	// language server agent-lsp starts when no editor gives the agent
 	// language features (langserver.ParseSettings checks it).
@@ -72,6 +77,10 @@ type Settings struct {
 	// MCPUnsandboxed names repository MCP servers whose "sandbox": false is
 	// honoured; any other repository server runs sandboxed.
 	MCPUnsandboxed []string
+
+	Hooks       json.RawMessage // the editor's hooks, in the hooks.json shape
+	AllowHooks  []string        // repository hooks that run without asking: their hash, or * for any (a bare --allow-hooks)
+	HookTimeout int             // seconds a hook may run when its entry gives no timeout
 }
 
 // Setting is one row of the configuration table.
@@ -82,7 +91,12 @@ type Setting struct {
 	Flag    string // flag of serve and run, without dashes; "" when there is none
 	Default string // the default, as documented
 	Doc     string // one line for --help and the tables
-	kind    kind
+	// Bare is what the flag given without a value means ("": it needs
+	// one); Takes says whether the next argument is its value
+	// (JoinFlagValues).
+	Bare  string
+	Takes func(arg string) bool
+	kind  kind
 }
 
 // kind binds a setting to its field and says how to parse it.
@@ -254,6 +268,12 @@ var Table = []Setting{
 	{Name: "model", Env: "AGENT_LSP_MODEL", Init: "model.model", Flag: "model", Default: "gpt-4o-mini",
 		Doc:  "model name",
 		kind: stringKind(func(s *Settings) *string { return &s.Model }, nil)},
+	{Name: "vision", Env: "AGENT_LSP_VISION", Init: "model.vision", Flag: "vision", Default: "auto",
+		Doc:  "whether the model takes images (prompt images, read_image): true, false, or auto: the well-known models that do (gpt-4o, gpt-4.1, gpt-5, claude, gemini, llava...), else what the endpoint's model list says (docs/images-and-fetch.md)",
+		kind: stringKind(func(s *Settings) *string { return &s.Vision }, oneOf("auto", "true", "false"))},
+	{Name: "image size", Init: "images.maxBytes", Default: strconv.Itoa(images.DefaultMaxBytes),
+		Doc:  "bytes one image may have (65536..20971520); larger ones, and those over 2048 pixels, are scaled down and re-encoded",
+		kind: intKind(func(s *Settings) *int { return &s.ImageMaxBytes }, 64<<10, 20<<20)},
 	{Name: "API key variable", Init: "model.apiKeyEnv", Default: "OPENAI_API_KEY",
 		Doc:  "the name of the environment variable that holds the API key (the key itself is never a setting)",
 		kind: stringKind(func(s *Settings) *string { return &s.APIKeyEnv }, nil)},
@@ -278,6 +298,9 @@ var Table = []Setting{
 	{Name: "allowed protected edits", Init: "permissions.allowEdit", Flag: "allow-edit", Default: "none",
 		Doc:  "protected files (docs/security.md) the agent may change without confirmation, as globs over project paths, e.g. .vscode/settings.json (repeatable)",
 		kind: listKind(func(s *Settings) *[]string { return &s.AllowEdit })},
+	{Name: "allowed fetch hosts", Init: "permissions.fetch", Flag: "allow-fetch", Default: "none",
+		Doc:  "hosts fetch_url fetches without asking, matched literally (a name or an IP literal), * for every host; private, loopback and link-local addresses only for a host named exactly; otherwise the editor asks per host, and headless runs are denied (repeatable)",
+		kind: listKind(func(s *Settings) *[]string { return &s.AllowFetch })},
 	{Name: "scrubbed environment", Init: "scrubEnv", Default: "credentials and sockets",
 		Doc:  "patterns of environment variables commands never get; replaces the default list (docs/security.md); the API key's variable is always removed",
 		kind: listKind(func(s *Settings) *[]string { return &s.ScrubEnv })},
@@ -312,7 +335,7 @@ var Table = []Setting{
 		Doc:  "bytes of one tool output the model sees (1024..1048576), head and tail kept; a small context cuts more",
 		kind: intKind(func(s *Settings) *int { return &s.ToolOutput }, 1024, 1<<20)},
 	{Name: "read-only subagents", Init: "subagents.readOnly", Flag: "read-only-subagents", Default: "false",
-		Doc:  "give subagents only the tools that read (read_file, list_files, search); the model can also ask for it per call",
+		Doc:  "give subagents only the tools that read (read_file, list_files, search, read_image); the model can also ask for it per call",
 		kind: boolKind(func(s *Settings) *bool { return &s.ReadOnlySubs })},
 	{Name: "subagent models", Init: "subagents.models", Flag: "subagent-model", Default: "none",
 		Doc:  "models a repository's subagent or slash command file may choose, by name or glob (gpt-4o*), * for any (repeatable); another model such a file names is not used, the run's is, with a note. Your own files choose any model",
@@ -332,6 +355,15 @@ var Table = []Setting{
 	{Name: "MCP idle", Init: "mcpIdle", Flag: "mcp-idle", Default: "600",
 		Doc:  "seconds without a call after which a project's MCP servers stop (1..86400); the next call starts them again",
 		kind: intKind(func(s *Settings) *int { return &s.MCPIdle }, 1, 86400)},
+	{Name: "hooks", Init: "hooks", Default: "none",
+		Doc:  "commands run on the agent's events, in the hooks.json shape ({EVENT: [{matcher, command, timeout}]} for pre_tool, post_tool, prompt and stop); yours: they run with your rights (docs/customization.md)",
+		kind: objectKind(func(s *Settings) *json.RawMessage { return &s.Hooks })},
+	{Name: "allowed repository hooks", Init: "allowHooks", Flag: "allow-hooks", Default: "none", Bare: "*", Takes: isHookRef,
+		Doc:  "a repository's .agents/hooks.json runs without asking when this names its hash (the run that did not run them prints it); a bare --allow-hooks runs whatever hooks the repository has (repeatable); headless runs run no repository hook without it",
+		kind: listKind(func(s *Settings) *[]string { return &s.AllowHooks })},
+	{Name: "hook timeout", Init: "hookTimeout", Flag: "hook-timeout", Default: "30",
+		Doc:  "seconds a hook may run when its entry gives no timeout (1..600); then it is killed, reported, and the run goes on",
+		kind: intKind(func(s *Settings) *int { return &s.HookTimeout }, 1, 600)},
 	{Name: "MCP timeout", Env: "AGENT_LSP_MCP_TIMEOUT", Init: "mcpTimeout", Flag: "mcp-timeout", Default: "60",
 		Doc:  "seconds one MCP tool call may take (1..3600); it is cancelled with its run too",
 		kind: intKind(func(s *Settings) *int { return &s.MCPTimeout }, 1, 3600)},
@@ -465,16 +497,57 @@ func Register(fs *flag.FlagSet) *Flags {
 		if st.Default != "none" {
 			usage += " (default " + st.Default + ")"
 		}
-		fs.Func(st.Flag, usage, func(v string) error {
+		set := func(v string) error {
 			var probe Settings
 			if err := st.kind.parse(&probe, v); err != nil {
 				return err
 			}
 			f.set = append(f.set, flagValue{st, v})
 			return nil
+		}
+		if st.Bare == "" {
+			fs.Func(st.Flag, usage, set)
+			continue
+		}
+		fs.BoolFunc(st.Flag, usage, func(v string) error {
+			if v == "true" {
+				v = st.Bare
+			}
+			return set(v)
 		})
 	}
 	return f
+}
+
+// JoinFlagValues returns args with "--flag VALUE" written "--flag=VALUE"
+// for the flags that may be given bare (--allow-hooks) when VALUE is one of
+// theirs (a hash), so that it is not read as the prompt.
+func JoinFlagValues(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		k := slices.IndexFunc(Table, func(st Setting) bool { return st.Takes != nil && st.Flag == name })
+		if strings.HasPrefix(a, "-") && k >= 0 && i+1 < len(args) && Table[k].Takes(args[i+1]) {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// isHookRef says whether arg names repository hooks: a hash of
+// hooks.Hash, or PROJECT@HASH.
+func isHookRef(arg string) bool {
+	if i := strings.LastIndexByte(arg, '@'); i >= 0 {
+		arg = arg[i+1:]
+	}
+	return hooks.IsHash(strings.ToLower(arg))
 }
 
 // Set records a flag value as if given on the command line (for callers that

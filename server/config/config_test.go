@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -140,5 +141,32 @@ func TestPrivateTempDir(t *testing.T) {
 	os.Chmod(dir, 0o777) // as if someone else had made it for everyone
 	if other := privateTempDir(); other == dir || filepath.Dir(other) != tmp {
 		t.Fatalf("a folder of mode 0777 was used: %s", other)
+	}
+}
+
+// --allow-hooks may be given bare (any hooks the repository has), with
+// =HASH, or followed by a hash; a prompt after a bare --allow-hooks stays
+// the prompt.
+func TestAllowHooksFlag(t *testing.T) {
+	hash := strings.Repeat("ab", 32)
+	for _, c := range []struct {
+		args       []string
+		want       []string
+		positional []string
+	}{
+		{[]string{"--allow-hooks", "fix the bug"}, []string{"*"}, []string{"fix the bug"}},
+		{[]string{"--allow-hooks", hash, "fix"}, []string{hash}, []string{"fix"}},
+		{[]string{"-allow-hooks=" + hash, "--allow-hooks", "repo@" + hash, "fix"}, []string{hash, "repo@" + hash}, []string{"fix"}},
+		{[]string{"fix", "--", "--allow-hooks", hash}, nil, []string{"fix", "--", "--allow-hooks", hash}},
+	} {
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		f := Register(fs)
+		if err := fs.Parse(JoinFlagValues(c.args)); err != nil {
+			t.Fatal(err)
+		}
+		s, _, err := Resolve(func(string) string { return "" }, nil, f)
+		if err != nil || !slices.Equal(s.AllowHooks, c.want) || !slices.Equal(fs.Args(), c.positional) {
+			t.Errorf("%q: allow %q, args %q, %v", c.args, s.AllowHooks, fs.Args(), err)
+		}
 	}
 }

@@ -779,6 +779,29 @@ test("#buffer:<name> reaches the model through context: the buffer as the editor
   assert(ok, err)
 end)
 
+test("#image:<path> reaches the server as agent.run's images; a model without vision is refused, naming model.vision", function()
+  local shot = ws .. "/shot.png"
+  -- The model (scripted) is not known to take images: the server refuses
+  -- the run before it reads the file, so any bytes do.
+  vim.fn.writefile({ "an image" }, shot)
+  vim.cmd("edit " .. greet)
+  local sent, restore = spy_runs()
+  local ok, err = pcall(function()
+    vim.cmd("AgentChat!")
+    local c = chat_buffer()
+    type_prompt("What is wrong in #image:" .. shot)
+    vim.cmd("execute \"normal \\<C-s>\"")
+    wait_chat_idle(c, "the run with an image")
+    assert(#sent == 1 and vim.deep_equal(sent[1].images, { { path = shot } }), "images sent: " .. vim.inspect(sent))
+    local text = buffer_text()
+    assert(text:find("is not known to take images: set model.vision to true", 1, true), text)
+    vim.cmd("normal q")
+  end)
+  restore()
+  os.remove(shot)
+  assert(ok, err)
+end)
+
 test("/ completes the slash commands in the chat (agent.commands); /help answers without a run", function()
   local dir = ws .. "/.agents/commands"
   vim.fn.mkdir(dir, "p")

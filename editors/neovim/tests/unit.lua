@@ -1558,6 +1558,11 @@ test("context: #buffer:<name>, #buffer and #selection become references; what na
     out = context.resolve("fix #diagnostics", bufs["a/only.go"], c)
     assert(#out.context == 0 and out.prompt:find("fix #diagnostics\n\nDiagnostics:\n.*only.go:2: unused x$"), out.prompt)
     assert(vim.tbl_contains(context.candidates(), "#buffer:" .. vim.fn.fnamemodify(dir .. "/a/only.go", ":.")), vim.inspect(context.candidates()))
+    vim.fn.writefile({ "not really a png" }, dir .. "/shot.png")
+    out, problems = context.resolve("what is wrong in #image:" .. dir .. "/shot.png", nil, c)
+    assert(#problems == 0 and vim.deep_equal(out.images, { { path = dir .. "/shot.png" } }), vim.inspect({ out, problems }))
+    _, problems = context.resolve("#image:" .. dir .. "/nope.png and #image", nil, c)
+    assert(#problems == 2 and problems[1]:find("no readable file", 1, true) and problems[2]:find("names no file", 1, true), vim.inspect(problems))
   end)
   context.attach = attach
   for _, b in pairs(bufs) do

@@ -104,11 +104,54 @@ document.getElementById("new")?.addEventListener("click", () => vscode.postMessa
 
 const prompt = /** @type {HTMLTextAreaElement} */ (document.getElementById("prompt"));
 
+// Images pasted or dropped in the box go with the next prompt, as base64
+// data (agent.run's images); Escape removes them.
+
+/** @type {{ data: string, mimeType: string }[]} */
+let images = [];
+const attached = /** @type {HTMLElement} */ (document.getElementById("attached"));
+
+function showAttached() {
+  attached.hidden = images.length === 0;
+  attached.textContent = images.length ? `${images.length} ${images.length === 1 ? "image" : "images"} attached (Escape removes)` : "";
+}
+
+/** @param {FileList} files @returns {boolean} whether any was an image */
+function attach(files) {
+  const found = [...files].filter((f) => f.type.startsWith("image/"));
+  for (const f of found) {
+    const r = new FileReader();
+    r.onload = () => {
+      const [head, data] = String(r.result).split(",");
+      images.push({ data, mimeType: head.slice(5).split(";")[0] });
+      showAttached();
+    };
+    r.readAsDataURL(f);
+  }
+  return found.length > 0;
+}
+
+prompt.addEventListener("paste", (e) => {
+  if (e.clipboardData && attach(e.clipboardData.files)) e.preventDefault();
+});
+prompt.addEventListener("dragover", (e) => e.preventDefault());
+prompt.addEventListener("drop", (e) => {
+  if (e.dataTransfer && attach(e.dataTransfer.files)) e.preventDefault();
+});
+prompt.addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && images.length) {
+    images = [];
+    showAttached();
+  }
+});
+
 function submit() {
   const text = prompt.value;
   if (!text.trim()) return;
   prompt.value = "";
-  vscode.postMessage({ type: "send", text });
+  vscode.postMessage({ type: "send", text, ...(images.length && { images }) });
+  images = [];
+  showAttached();
 }
 
 document.getElementById("send")?.addEventListener("click", submit);

@@ -16,7 +16,7 @@ import type { Ctx } from "./ctx";
 import { errorText } from "./format";
 import { cancelRun, followUpRun, runPrompt } from "./launch";
 import { escapeHtml } from "./markdown";
-import { requests, type AgentEvent, type ContextRef, type FinishedRun, type RunResult, type SessionInfo } from "./protocol";
+import { requests, type AgentEvent, type ContextRef, type FinishedRun, type ImageRef, type RunResult, type SessionInfo } from "./protocol";
 import { endpointHtml, fixCommand } from "./reasons";
 import type { Run } from "./runs";
 import { slashCommands, type SlashItem } from "./slash";
@@ -24,7 +24,7 @@ import { slashCommands, type SlashItem } from "./slash";
 /** What the page sends the extension. */
 export type FromPage =
   | { type: "ready" }
-  | { type: "send"; text: string }
+  | { type: "send"; text: string; images?: ImageRef[] }
   | { type: "stop" }
   | { type: "sessions" }
   | { type: "pick"; session: string }
@@ -171,7 +171,7 @@ export class ChatView implements vscode.Disposable {
       this.reset();
       void this.listSessions().catch(() => {}); // titles for the picker; the server may not be up yet
     },
-    send: (m) => this.send(m.text),
+    send: (m) => this.send(m.text, m.images),
     stop: () => this.stop(),
     sessions: () => this.listSessions(),
     pick: (m) => this.pick(m.session || undefined),
@@ -213,8 +213,8 @@ export class ChatView implements vscode.Disposable {
     }
   }
 
-  /** Sends prompt: a new session, or a follow-up in the one shown (queued while its run is going). */
-  async send(text: string): Promise<void> {
+  /** Sends prompt with the images pasted or dropped in the box: a new session, or a follow-up in the one shown (queued while its run is going). */
+  async send(text: string, images: ImageRef[] = []): Promise<void> {
     const prompt = text.trim();
     if (!prompt) {
       return;
@@ -226,7 +226,7 @@ export class ChatView implements vscode.Disposable {
       // A queued prompt shows with its message.queued event, with its place in the queue.
       this.showPrompt(prompt, labels);
     }
-    const args = { prompt, ...(context.length && { context }) };
+    const args = { prompt, ...(context.length && { context }), ...(images.length && { images }) };
     let result: RunResult | undefined;
     try {
       const onBegin = (run: Run) => {
@@ -458,6 +458,7 @@ export function page(cspSource: string, nonce: string, style: string, script: st
 <div id="log" role="log" aria-live="polite"></div>
 <div id="input">
 <textarea id="prompt" placeholder="Ask the agent… (/ for commands; #file, #file:path, #selection attach context; Ctrl+Enter sends)"></textarea>
+<div id="attached" hidden></div>
 <div id="buttons"><button id="stop" class="secondary" hidden>Stop</button><button id="send">Send</button></div>
 </div>
 <script nonce="${nonce}" src="${escapeHtml(script)}"></script>

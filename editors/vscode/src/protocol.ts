@@ -65,6 +65,15 @@ export interface RunArgs {
   model?: string;
   /** Documents and ranges attached to the prompt; never their text. */
   context?: ContextRef[];
+  /** Images attached to the prompt (the model must take images: model.vision). */
+  images?: ImageRef[];
+}
+
+/** An image attached to agent.run: a file (absolute, or relative to the project), or its bytes in base64. */
+export interface ImageRef {
+  path?: string;
+  data?: string;
+  mimeType?: string;
 }
 
 /** Arguments of agent.resume. */
@@ -150,6 +159,19 @@ export interface Message {
   toolCalls?: ToolCall[];
   /** The call a tool message answers. */
   toolCallId?: string;
+  /** Images the message shows the model (a prompt's, read_image's); their bytes stay in the server's store. */
+  images?: MessageImage[];
+}
+
+/** An image of a message. */
+export interface MessageImage {
+  id: string;
+  name: string;
+  mimeType: string;
+  width: number;
+  height: number;
+  /** Bytes. */
+  size: number;
 }
 
 /** Arguments of agent.session: a session, or one subagent's context of it. */

@@ -245,6 +245,17 @@ test("a chat: the first prompt starts a session with #selection attached, a foll
   assert.equal(view.state()?.running, false, "Stop hides once the run ended");
 });
 
+test("images pasted or dropped in the chat go with the prompt as agent.run's images", async () => {
+  const { view } = openChat();
+  server.handlers["agent.run"] = () => finished({ session: "s-img", reply: "A gray square.", steps: 1 });
+  const images = [{ data: "iVBORw0KGgo=", mimeType: "image/png" }];
+  await view.listener!({ type: "send", text: "What is wrong here?", images });
+  assert.deepEqual(server.runs().at(-1)?.args.images, images);
+  await view.listener!({ type: "send", text: "And without one?" });
+  assert.equal(server.runs().at(-1)?.args.images, undefined, "a prompt without images sends none");
+  assert.match(view.webview.html, /<div id="attached" hidden><\/div>/, "the box says what is attached");
+});
+
 test("a chat follow-up after the run ended continues the session; a failed run's reason shows in the end line", async () => {
   const { chat, view } = openChat();
   server.handlers["agent.run"] = (c) => {

@@ -386,6 +386,7 @@ function M.send(buf)
   local token = commands.run(refs.prompt, {
     session = session,
     context = refs.context,
+    images = refs.images,
     client = c,
     on_result = function(result, run, err)
       if ticket and not ticket.started then -- queued or refused after all: no run.start comes
@@ -557,7 +558,7 @@ end
 ---@return string[]
 function M.intro_lines()
   return { "# Agent chat", "", "Write under ## You; " .. config.options.chat.keys.send ..
-    " sends. #buffer, #buffer:<name>, #selection and #diagnostics attach context; /name runs a slash command (<C-x><C-o> completes both). Tool rows fold: zo opens one." }
+    " sends. #buffer, #buffer:<name>, #selection, #diagnostics and #image:<path> attach context; /name runs a slash command (<C-x><C-o> completes both). Tool rows fold: zo opens one." }
 end
 
 -- new_buffer makes a chat buffer with lines, for session (nil: a new one).

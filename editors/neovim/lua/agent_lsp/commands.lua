@@ -42,6 +42,7 @@ end
 ---@field project? string run in this project
 ---@field follow_up? boolean continue the last session of this Neovim (:AgentRun!): the session of the run started last, queued when that run is going
 ---@field context? AgentLsp.ContextRef[] documents or ranges attached to the prompt (the chat's #buffer, #selection)
+---@field images? AgentLsp.ImageRef[] image files attached to the prompt (the chat's #image:)
 ---@field client? table the vim.lsp client to send it to (a chat's: the client that ran its session)
 ---@field on_result? fun(result: AgentLsp.RunResult|false, run: AgentLsp.Run, err?: table) called with the run's result (false: the request failed, err its error when the server answered one)
 
@@ -166,7 +167,7 @@ function M.run(prompt, opts)
   local bufnr = vim.api.nvim_get_current_buf()
   ---@type AgentLsp.RunArgs
   local args = { prompt = prompt, edits = config.options.edits, session = opts.session, project = opts.project, model = state.model,
-    context = opts.context and #opts.context > 0 and opts.context or nil }
+    context = opts.context and #opts.context > 0 and opts.context or nil, images = opts.images and #opts.images > 0 and opts.images or nil }
   local wait_for
   if opts.follow_up and not args.session then
     args.session, wait_for = follow_up_target()

@@ -3,6 +3,7 @@
 --   #buffer:<name>   a loaded file buffer whose name is <name> or ends in /<name>
 --   #selection       the last visual selection in the chat's buffer of origin
 --   #diagnostics     the diagnostics of the buffer of origin, as text in the prompt
+--   #image:<path>    an image file (PNG, JPEG, GIF, WebP), relative to the cwd or absolute
 -- The server reads the documents as the editor has them (unsaved changes
 -- included), so their text is never pasted into the prompt: the buffers are
 -- attached to the client, and the references name their URIs and ranges.
@@ -68,6 +69,7 @@ end
 ---@class AgentLsp.Resolved
 ---@field prompt string the prompt to send (#diagnostics expanded to the diagnostics' text)
 ---@field context AgentLsp.ContextRef[]
+---@field images AgentLsp.ImageRef[] the #image: files, by absolute path
 
 -- The references, by name: each adds to out (a context entry, or text) the
 -- reference with argument arg, or returns a problem.
@@ -92,6 +94,16 @@ local refs = {
     end
     M.attach(origin, c)
     table.insert(out.context, { uri = vim.uri_from_bufnr(origin), range = range })
+  end,
+  image = function(out, arg)
+    if not arg then
+      return "#image: names no file: write #image:<path>"
+    end
+    local path = vim.fn.fnamemodify(vim.fn.expand(arg), ":p")
+    if vim.fn.filereadable(path) ~= 1 then
+      return ("#image:%s: no readable file %s"):format(arg, path)
+    end
+    table.insert(out.images, { path = path })
   end,
   diagnostics = function(out, _, origin)
     if not origin then
@@ -118,7 +130,7 @@ end
 ---@return AgentLsp.Resolved
 ---@return string[] problems
 function M.resolve(prompt, origin, c)
-  local out, problems = { prompt = prompt, context = {} }, {}
+  local out, problems = { prompt = prompt, context = {}, images = {} }, {}
   for name, arg in (" " .. prompt):gmatch("%f[%S]#(%a+):?(%S*)") do -- the space: a reference may start the prompt
     local ref = refs[name]
     if ref then

@@ -20,6 +20,9 @@ local function message(m)
   for _, tc in ipairs(m.toolCalls or {}) do
     table.insert(lines, render.tool_call(tc))
   end
+  for _, img in ipairs(m.images or {}) do
+    table.insert(lines, ("image %s: %s, %s by %s pixels, %s bytes (%s)"):format(str(img.name), str(img.mimeType), str(img.width), str(img.height), str(img.size), str(img.id)))
+  end
   if m.toolCallId then
     table.insert(lines, "answers " .. m.toolCallId)
   end

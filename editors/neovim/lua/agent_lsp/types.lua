@@ -43,11 +43,18 @@
 ---@field durability? AgentLsp.Durability this run's checkpoint durability
 ---@field model? string the model of this run and the session's next ones
 ---@field context? AgentLsp.ContextRef[] documents or ranges attached (#buffer, #selection): the server reads them as the editor has them
+---@field images? AgentLsp.ImageRef[] images attached (#image:): the model must take images (model.vision)
 
 ---A document (or a range of it) attached to a prompt.
 ---@class AgentLsp.ContextRef
 ---@field uri string
 ---@field range? AgentLsp.Range
+
+---An image attached to a prompt: a file, or its bytes in base64.
+---@class AgentLsp.ImageRef
+---@field path? string absolute, or relative to the run's project
+---@field data? string base64
+---@field mimeType? string
 
 ---Arguments of agent.resume.
 ---@class AgentLsp.ResumeArgs
@@ -135,6 +142,16 @@
 ---@field content string
 ---@field toolCalls? AgentLsp.ToolCall[] an AI message's tool calls
 ---@field toolCallId? string the call a "tool" message answers
+---@field images? AgentLsp.MessageImage[] images the message shows the model (a prompt's, read_image's)
+
+---An image of a message; its bytes stay in the server's store.
+---@class AgentLsp.MessageImage
+---@field id string
+---@field name string
+---@field mimeType string
+---@field width integer
+---@field height integer
+---@field size integer bytes
 
 ---A subagent a session (or a subagent) started, in the order of the calls.
 ---@class AgentLsp.SubagentInfo

@@ -1,0 +1,154 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/agent/images"
+	"github.com/agent-lsp/agent-lsp/agent/model"
+)
+
+// ImageRef is an image attached to agent.run: a file (path: absolute, or
+// relative to the run's project) or its bytes (data in base64, or a data:
+// URL, with mimeType).
+type ImageRef struct {
+	Path     string `json:"path,omitempty"`
+	Data     string `json:"data,omitempty"`
+	MimeType string `json:"mimeType,omitempty"`
+}
+
+// imageInputs are agent.run's images for the runtime: each a path or
+// data, never both; data decoded from base64.
+func imageInputs(command string, refs []ImageRef) ([]agent.ImageInput, error) {
+	if len(refs) > agent.MaxPromptImages {
+		return nil, invalidParams("%s: at most %d images, not %d", command, agent.MaxPromptImages, len(refs))
+	}
+	var out []agent.ImageInput
+	for i, r := range refs {
+		switch {
+		case r.Path != "" && r.Data != "":
+			return nil, invalidParams("%s: images[%d] has both a path and data: give one", command, i)
+		case r.Path != "":
+			out = append(out, agent.ImageInput{Path: r.Path})
+		case r.Data != "":
+			data, mime := r.Data, r.MimeType
+			if rest, ok := strings.CutPrefix(data, "data:"); ok {
+				header, payload, _ := strings.Cut(rest, ",")
+				data = payload
+				if t, _, _ := strings.Cut(header, ";"); mime == "" {
+					mime = t
+				}
+			}
+			if base64.StdEncoding.DecodedLen(len(data)) > images.MaxInput {
+				return nil, invalidParams("%s: images[%d] is larger than %d bytes", command, i, images.MaxInput)
+			}
+			b, err := base64.StdEncoding.DecodeString(data)
+			if err != nil {
+				return nil, invalidParams("%s: images[%d].data is not base64: %v", command, i, err)
+			}
+			out = append(out, agent.ImageInput{Data: b, MimeType: mime})
+		default:
+			return nil, invalidParams("%s: images[%d] has neither a path nor data", command, i)
+		}
+	}
+	return out, nil
+}
+
+// vision answers which models take images, by the model.vision setting:
+// true or false for every model; auto for the well-known ones
+// (model.KnownVision), else by what the endpoint's model list says of the
+// model, asked once and remembered.
+type vision struct {
+	setting string
+	m       *model.OpenAI
+
+	mu     sync.Mutex       // guards listed
+	listed map[string]*bool // model -> what the list said (nil: nothing), once asked
+}
+
+func newVision(setting string, m *model.OpenAI) *vision {
+	return &vision{setting: setting, m: m, listed: map[string]*bool{}}
+}
+
+// check implements agent.Config.Vision.
+func (v *vision) check(ctx context.Context, name string) error {
+	switch v.setting {
+	case "true":
+		return nil
+	case "false":
+		return fmt.Errorf("model.vision is false: set it to true or auto (--vision) if the model %q takes images", name)
+	}
+	if yes, known := model.KnownVision(name); known {
+		if yes {
+			return nil
+		}
+		return fmt.Errorf("the model %q takes no images: use a model that does, or set model.vision to true (--vision true) if it does", name)
+	}
+	if said := v.list(ctx, name); said != nil {
+		if *said {
+			return nil
+		}
+		return fmt.Errorf("the endpoint's model list says the model %q takes no images: set model.vision to true (--vision true) if it does", name)
+	}
+	return fmt.Errorf("the model %q is not known to take images: set model.vision to true (--vision true) if it does", name)
+}
+
+// list is what the endpoint's model list says of name's images: asked once
+// per model (an endpoint without a list, or out of reach, says nothing).
+func (v *vision) list(ctx context.Context, name string) *bool {
+	v.mu.Lock()
+	said, asked := v.listed[name]
+	v.mu.Unlock()
+	if asked {
+		return said
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	models, err := v.m.Models(ctx)
+	if err != nil && !errors.Is(err, model.ErrNoModelList) {
+		return nil // not remembered: the endpoint may answer later
+	}
+	for _, mi := range models {
+		if mi.ID == name || (!strings.Contains(name, ":") && mi.ID == name+":latest") {
+			said = mi.Vision
+		}
+	}
+	v.mu.Lock()
+	v.listed[name] = said
+	v.mu.Unlock()
+	return said
+}
+
+// acpImages are the image blocks of an ACP prompt: their data (base64), or
+// the file a file: URI names when they carry none.
+func acpImages(blocks []acp.ContentBlock) ([]agent.ImageInput, error) {
+	var refs []ImageRef
+	for _, c := range blocks {
+		switch img := c.Image; {
+		case img == nil:
+		case img.Data != "":
+			refs = append(refs, ImageRef{Data: img.Data, MimeType: img.MimeType})
+		case img.Uri != nil && strings.HasPrefix(*img.Uri, "file:"):
+			refs = append(refs, ImageRef{Path: uriPath(*img.Uri)})
+		default:
+			return nil, errors.New("an image block has neither data nor a file: URI")
+		}
+	}
+	in, err := imageInputs("session/prompt", refs)
+	if err != nil {
+		var rpc *jsonrpc2.Error
+		if errors.As(err, &rpc) {
+			return nil, errors.New(rpc.Message)
+		}
+	}
+	return in, err
+}

@@ -1,0 +1,3 @@
+module example.com/hooksrepo
+
+go 1.22
