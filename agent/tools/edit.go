@@ -97,6 +97,7 @@ func applyEdit(ctx context.Context, env *Env, p *workspace.Project, d workspace.
 	}
 	switch {
 	case !seen || got == want:
+		done += env.Lang.AfterEdit(ctx, env, p, fe.Path, before, want) // the errors the language server now reports
 		return Result{Content: done, Summary: "edited " + rel, Edits: report, CommandFilesChanged: changed}, nil
 	case got == before:
 		report[0].Applied = false

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agent-lsp/agent-lsp/agent/langserver"
 	mcpdef "github.com/agent-lsp/agent-lsp/agent/mcp"
 	llm "github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
@@ -109,6 +110,9 @@ type doctorProject struct {
 	workspace.Info
 	Sandbox sandbox.Report `json:"sandbox"`
 	MCP     []doctorMCP    `json:"mcp"` // the MCP servers its runs may use; doctor starts none
+	// LanguageServers are the language servers agent-lsp would start for it
+	// (headless, ACP, an editor without language features); doctor starts none.
+	LanguageServers []langserver.Candidate `json:"languageServers"`
 }
 
 // doctorMCP is one MCP server a project's runs may use.
@@ -427,11 +431,35 @@ func (r *doctorReport) checkSandbox(st config.Settings, getenv func(string) stri
 			servers = append(servers, doctorMCP{Name: d.Name, Source: string(d.Source), Origin: d.Origin, Transport: string(d.Transport), Command: d.Summary(), Ref: d.Ref(), Approval: approval})
 		}
 		r.Projects = append(r.Projects, doctorProject{Name: snap.Name, Path: snap.Path, Info: snap.Info,
-			Sandbox: sb.Describe(confine.Policy(snap.Name, string(snap.Type), snap.Path)), MCP: servers})
+			Sandbox: sb.Describe(confine.Policy(snap.Name, string(snap.Type), snap.Path)), MCP: servers, LanguageServers: languageServers(st, snap)})
 		if snap.Type == workspace.Unknown {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("project %s: no manifest found (go.mod, package.json, Cargo.toml, ...): the agent knows no build or test command for it", snap.Name))
 		}
 	}
+}
+
+// languageServers lists the language servers agent-lsp would start for a
+// project, from the settings and the PATH (starting none).
+func languageServers(st config.Settings, snap workspace.Snapshot) []langserver.Candidate {
+	settings, _ := langserver.ParseSettings(st.LanguageServers) // checked when the settings were resolved
+	env := os.Environ()
+	return langserver.Candidates(settings, string(snap.Type), snap.Path, func(name string) string { return langserver.LookPath(name, env) })
+}
+
+// languageLines are a project's language servers as doctor prints them.
+func languageLines(cs []langserver.Candidate) []string {
+	var out []string
+	for _, c := range cs {
+		switch {
+		case c.Found:
+			out = append(out, fmt.Sprintf("lang:  %s (%s): %s", c.Command, c.Source, c.Path))
+		case c.Name != "":
+			out = append(out, fmt.Sprintf("lang:  %s not found: %s", c.Name, c.Note))
+		default:
+			out = append(out, "lang:  "+c.Note)
+		}
+	}
+	return out
 }
 
 // Marks of the human output.
@@ -548,6 +576,7 @@ func (r *doctorReport) print(w io.Writer) {
 			}
 			more = append(more, fmt.Sprintf("mcp:   %s (%s, %s): %s%s", m.Name, m.Source, m.Transport, m.Command, note))
 		}
+		more = append(more, languageLines(p.LanguageServers)...)
 		line(mark, "project", text, more...)
 	}
 	r.printVerdict(w)
