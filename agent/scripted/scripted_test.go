@@ -107,15 +107,16 @@ func TestCountTokens(t *testing.T) {
 			}
 		})
 	}
+}
 
-	t.Run("a tool adds at least its description", func(t *testing.T) {
-		without := openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{user("hi")}}
-		with := without
-		with.Tools = []openai.Tool{readFileTool}
-		if d := CountTokens(with) - CountTokens(without); d < TokensPerTool+Tokens(readFileTool.Function.Description) {
-			t.Errorf("the tool added %d tokens", d)
-		}
-	})
+// TestCountTokensToolDescription: a tool adds at least its description.
+func TestCountTokensToolDescription(t *testing.T) {
+	without := openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{user("hi")}}
+	with := without
+	with.Tools = []openai.Tool{readFileTool}
+	if d := CountTokens(with) - CountTokens(without); d < TokensPerTool+Tokens(readFileTool.Function.Description) {
+		t.Errorf("the tool added %d tokens", d)
+	}
 }
 
 // TestCountTokensConcurrent loads the tokenizer from many goroutines at once
