@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Lints the Go module with staticcheck (its default checks). staticcheck is
-# installed from the Go module proxy into a per-version cache folder on first
-# use, so a clean clone needs nothing but Go.
+# Lints the Go module with staticcheck (its default checks) and checks that
+# no function of server, agent, store or workspace (tests included) is over
+# 80 lines (scripts/funclen). staticcheck is installed from the Go module
+# proxy into a per-version cache folder on first use, so a clean clone needs
+# nothing but Go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,3 +16,5 @@ if [ ! -x "$bin/staticcheck" ]; then
 fi
 echo "== staticcheck $version"
 "$bin/staticcheck" ./...
+echo "== function length (at most 80 lines in server, agent, store, workspace)"
+go run ./scripts/funclen server agent store workspace
