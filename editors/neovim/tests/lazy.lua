@@ -28,6 +28,12 @@ local function sha256(file)
   return vim.fn.system({ "sha256sum", file }):match("^(%x+)")
 end
 
+-- The build step's messages (vim.notify, which lazy.nvim shows).
+local notified, notify = {}, vim.notify
+vim.notify = function(msg)
+  table.insert(notified, msg)
+end
+
 local function record()
   return vim.fn.json_decode(table.concat(vim.fn.readfile(dir .. "/editors/neovim/bin/agent-lsp.install.json"), "\n"))
 end
@@ -90,6 +96,7 @@ test("without a release URL its build installs the server with go install, offli
   assert(vim.fn.filereadable(dir .. "/editors/neovim/doc/tags") == 1, "no help tags")
   local r = record()
   assert(r.how == "go install" and r.dir == dir, vim.inspect(r))
+  assert(notified[#notified]:find("^agent%-lsp: built with go install from " .. vim.pesc(dir) .. ": agent%-lsp "), vim.inspect(notified))
 end)
 
 -- A release as scripts/release.sh lays it out (the test's own server binary
@@ -121,6 +128,7 @@ test("with a release URL its build downloads the platform's binary over loopback
   local r = record()
   local want = ("http://127.0.0.1:%d/v%s/%s"):format(port, install.version, asset)
   assert(r.how == "release" and r.url == want and r.sha256 == sha256(served), vim.inspect(r))
+  assert(notified[#notified]:find("agent-lsp: downloaded " .. want .. " (SHA-256 checked against SHA256SUMS): agent-lsp ", 1, true), vim.inspect(notified))
 end)
 
 test("a download whose checksum is not the release's, or that SHA256SUMS does not list, is refused and installs nothing", function()
@@ -147,6 +155,7 @@ test("a download whose checksum is not the release's, or that SHA256SUMS does no
 end)
 
 test("lazy.nvim's loading: the plugin folder on the runtime path, then config(plugin, opts)", function()
+  vim.notify = notify
   vim.opt.rtp:append(dir) -- lazy.nvim adds the plugin's folder (here the repository, which has no plugin/)
   spec.config(plugin, spec.opts or {})
   for _, name in ipairs({ "AgentRun", "AgentChat", "AgentModel", "AgentWorkspace" }) do

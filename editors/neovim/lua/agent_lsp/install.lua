@@ -93,6 +93,10 @@ local function run(what, argv, opts)
     error(("agent-lsp install: %s: %s did not start (is it installed?)"):format(what, argv[1]), 0)
   end
   local code = vim.fn.jobwait({ job }, 600000)[1]
+  if code == -1 then
+    vim.fn.jobstop(job)
+    error(("agent-lsp install: %s did not end within 10 minutes"):format(what), 0)
+  end
   local text = vim.trim(table.concat(out, "\n"))
   if code ~= 0 then
     error(("agent-lsp install: %s failed (exit %d): %s"):format(what, code, text), 0)
@@ -111,10 +115,12 @@ function M.sha256(file)
   }
   for _, argv in ipairs(tools) do
     if vim.fn.executable(argv[1]) == 1 then
-      local out = run("the checksum of " .. file, argv)
-      local hex = out:gsub(" ", ""):match("%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x")
-      if hex then
-        return hex:lower()
+      -- sha256sum and shasum print "HEX  FILE"; certutil a line of hex, spaced on older Windows.
+      for line in run("the checksum of " .. file, argv):gmatch("[^\r\n]+") do
+        local hex = line:match("^(%x+)%s") or line:gsub("%s", "")
+        if #hex == 64 and hex:match("^%x+$") then
+          return hex:lower()
+        end
       end
     end
   end
