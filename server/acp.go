@@ -497,7 +497,7 @@ func (a *acpAgent) addMCP(servers []acp.McpServer) error {
 	if !changed {
 		return nil
 	}
-	st := a.b.Settings
+	st := a.b.Settings.Clone()
 	merged := map[string]json.RawMessage{}
 	if len(st.MCPServers) > 0 {
 		if err := json.Unmarshal(st.MCPServers, &merged); err != nil {

@@ -22,11 +22,16 @@ import (
 // Backend is what the server adapts, as gopls adapts its cache and session:
 // the settings, the workspace, the store and the agent runtime of one
 // connection, composed by NewBackend. The LSP handlers are a thin layer over it.
+//
+// A backend is immutable: Reconfigure derives a new one from a clone of
+// the settings. What a connection keeps across settings changes is its
+// *connection, shared by every backend derived from the first; everything
+// else is computed from the settings by with, never copied field by field
+// (TestReconfigureLosesNothing fails when a field is forgotten).
 type Backend struct {
-	Settings  config.Settings
-	Workspace *workspace.Workspace
-	Store     store.Store
-	Runtime   *agent.Runtime
+	*connection
+	Settings  config.Settings  // immutable: derive changed settings from Settings.Clone()
+	Runtime   *agent.Runtime   // the runtime of the settings (sharing the hub's registry of running sessions)
 	Rules     shellrule.Set    // the allow and deny rules of the settings, parsed
 	AllowEdit []workspace.Rule // protected files the settings let the agent change without confirmation
 	Sandbox   *sandbox.Sandbox // confines commands (Landlock)
@@ -34,6 +39,13 @@ type Backend struct {
 	Model     *model.OpenAI    // the endpoint
 	MCP       *mcpSource       // the MCP servers of the projects
 	Hooks     *hookSource      // the hooks of the projects' runs
+}
+
+// connection is what a backend keeps across settings changes: set once by
+// NewBackend, then only read, by every backend derived from it.
+type connection struct {
+	Workspace *workspace.Workspace
+	Store     store.Store
 	// NotStored: the store could not be opened (a database that cannot be
 	// reached, a file another process holds), and the sessions of this
 	// backend are kept in memory only.
@@ -79,11 +91,11 @@ func NewBackend(hub *Hub, s config.Settings, enc workspace.Encoding, folders []F
 		}
 	}
 	_, memoryOnly := db.(*store.Memory)
-	base := &Backend{Workspace: ws, Store: db, NotStored: memoryOnly, hub: hub, environ: environ, getenv: getenv, warn: warn, ask: ask, closeStore: func() {
+	base := &Backend{connection: &connection{Workspace: ws, Store: db, NotStored: memoryOnly, hub: hub, environ: environ, getenv: getenv, warn: warn, ask: ask, closeStore: func() {
 		if owned {
 			db.Close()
 		}
-	}}
+	}}}
 	b, err := base.with(s)
 	if err != nil {
 		base.Close()
@@ -97,6 +109,7 @@ func NewBackend(hub *Hub, s config.Settings, enc workspace.Encoding, folders []F
 // registry of running sessions, so a run of the old runtime goes on and
 // stays busy). The new backend owns the store's closing.
 func (b *Backend) with(s config.Settings) (*Backend, error) {
+	s = s.Clone() // the backend's own: a caller's later change of its lists reaches nothing here
 	rules, err := shellrule.NewSet(nonEmpty(s.Allow), nonEmpty(s.Deny))
 	if err != nil {
 		return nil, err
@@ -140,8 +153,8 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{Model: m, Settings: s, Workspace: b.Workspace, Store: b.Store, NotStored: b.NotStored, Runtime: rt, Rules: rules, AllowEdit: allowEdit,
-		Sandbox: sb, Confine: confine, MCP: src, Hooks: hk, hub: b.hub, environ: b.environ, getenv: b.getenv, warn: b.warn, ask: b.ask, closeStore: b.closeStore}, nil
+	return &Backend{connection: b.connection, Model: m, Settings: s, Runtime: rt, Rules: rules, AllowEdit: allowEdit,
+		Sandbox: sb, Confine: confine, MCP: src, Hooks: hk}, nil
 }
 
 // Reconfigure returns the backend for new settings (didChangeConfiguration):
