@@ -119,10 +119,10 @@ type Config struct {
 	// Hooks gives each project's runs the commands to run on their events
 	// (agent/hooks); nil: none.
 	Hooks HookSource
-	// Runs is the registry of running sessions; nil: the runtime's own.
+	// Registry is the registry of live sessions; nil: the runtime's own.
 	// Runtimes over one store share one (a session runs once), and a prompt
 	// for a session running in another of them is queued into that run.
-	Runs *Runs
+	Registry *Registry
 }
 
 // ToolSource provides tools of other programs for a project's runs.
@@ -156,7 +156,7 @@ type Runtime struct {
 	autoContext bool               // ContextTokens was not configured: each model's known size
 	counter     counter            // token estimates of messages, by ID
 
-	runs *Runs // the sessions running now, maybe shared with other runtimes
+	reg *Registry // the live sessions, maybe shared with other runtimes
 
 	instructionFiles fileCache // the projects' instruction files, as last read
 }
@@ -229,10 +229,10 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.CommandTimeout = DefaultCommandTimeout
 	}
 	s, st := newSchema()
-	if cfg.Runs == nil {
-		cfg.Runs = NewRuns()
+	if cfg.Registry == nil {
+		cfg.Registry = NewRegistry()
 	}
-	rt := &Runtime{cfg: cfg, schema: s, st: st, runs: cfg.Runs, subSem: make(chan struct{}, cfg.SubagentConcurrency),
+	rt := &Runtime{cfg: cfg, schema: s, st: st, reg: cfg.Registry, subSem: make(chan struct{}, cfg.SubagentConcurrency),
 		budgets: map[string]*budget{}, autoContext: cfg.ContextTokens <= 0}
 	g, err := graph.New(s).
 		Node("agent", rt.agentNode).
@@ -329,7 +329,7 @@ type Result struct {
 func NewSessionID() string { return "s-" + message.NewID() }
 
 // Cancel cancels a session's running run and reports whether one was running.
-func (rt *Runtime) Cancel(session string) bool { return rt.runs.cancel(session) }
+func (rt *Runtime) Cancel(session string) bool { return rt.reg.Cancel(session) }
 
 // ContextTokens is the model's context size as the runtime knows it: the
 // configured one, or a smaller one a provider's refusal taught it.
@@ -353,8 +353,8 @@ func (rt *Runtime) budgetFor(model string) *budget {
 }
 
 // Running reports whether a session has a run in progress (in any runtime
-// sharing this one's Runs).
-func (rt *Runtime) Running(session string) bool { return rt.runs.Running(session) }
+// sharing this one's Registry).
+func (rt *Runtime) Running(session string) bool { return rt.reg.Running(session) }
 
 func errBusy(session string) error {
 	return fmt.Errorf("%w: %s (cancel it or wait for it to end)", ErrSessionBusy, session)
@@ -480,7 +480,7 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	if err := rt.fits(r, project, human); err != nil {
 		return Result{}, err
 	}
-	rt.runs.started(active, r)
+	active.started(rt, r)
 	r.emit(event.RunStart{Project: project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
 	r.emit(event.Message{Message: human})
 	res, err := rt.graph.Invoke(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps),
@@ -509,7 +509,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	rt.seeing(ctx, r)
 	rt.addTools(ctx, r, sess.Project)
 	rt.fitTools(r, sess.Project)
-	rt.runs.started(active, r)
+	active.started(rt, r)
 	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
 	res, err := rt.graph.Resume(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps))
 	return rt.finish(ctx, r, res, err)

@@ -148,7 +148,7 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 	rt, err := agent.New(agent.Config{Hooks: hk, Model: m, ModelName: s.Model, Endpoint: s.BaseURL, ContextTokens: s.ContextTokens, Workspace: b.Workspace, Store: b.Store,
 		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, Prices: s.Prices, CommandEnv: env, ToolSource: src,
 		SubagentModels: nonEmpty(s.SubagentModel), UserDir: userDir(b.getenv),
-		Sandbox: sb, SandboxSettings: confine, Runs: b.hub.runs, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) },
+		Sandbox: sb, SandboxSettings: confine, Registry: b.hub.live, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) },
 		Vision: newVision(s.Vision, m).check, ImageMaxBytes: s.ImageMaxBytes, Fetch: tools.FetchConfig{Allow: nonEmpty(s.AllowFetch)}})
 	if err != nil {
 		return nil, err

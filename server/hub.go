@@ -18,9 +18,9 @@ import (
 // connections that follow a session they queued a prompt into. A Serve
 // without a hub has its own and opens the store its settings name.
 type Hub struct {
-	store     store.Store // nil: each connection opens the store its settings name
-	storePath string      // the file of store
-	runs      *agent.Runs
+	store     store.Store     // nil: each connection opens the store its settings name
+	storePath string          // the file of store
+	live      *agent.Registry // the live sessions of every connection
 	seqs      sequencer
 	watchers  watchers
 	mcp       mcpPool // MCP servers, shared by connections that define them alike
@@ -33,14 +33,14 @@ func NewHub(st store.Store, path string) *Hub {
 	if err != nil || postgres.IsURL(path) {
 		abs = path
 	}
-	return &Hub{store: st, storePath: abs, runs: agent.NewRuns()}
+	return &Hub{store: st, storePath: abs, live: agent.NewRegistry()}
 }
 
 // Running is how many sessions run now, in all connections.
-func (h *Hub) Running() int { return h.runs.Count() }
+func (h *Hub) Running() int { return h.live.Count() }
 
-// Runs is the registry of the sessions running in the hub's connections.
-func (h *Hub) Runs() *agent.Runs { return h.runs }
+// Live is the registry of the sessions running in the hub's connections.
+func (h *Hub) Live() *agent.Registry { return h.live }
 
 // sharedStore returns the hub's store for settings that name path, or nil
 // when the hub has none; an error when the hub serves another file.
