@@ -16,11 +16,14 @@ import (
 // for concurrent use.
 //
 // Lock order: Registry.mu, then Live.mu, then the kernel's (Graph.mu, a
-// runner's inbox); no lock is held while a hook, a model or an event
-// callback is called.
+// runner's inbox); the broadcaster's lock (followers.mu) is taken alone.
+// No lock is held while a hook, a model, an event callback or a
+// subscriber is called.
 type Registry struct {
 	mu   sync.Mutex       // guards live
 	live map[string]*Live // session ID -> its live session
+
+	follow followers // each session's event sequence and subscribers (follow.go)
 }
 
 // NewRegistry returns an empty registry.

@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"go.lsp.dev/protocol"
@@ -17,22 +16,6 @@ const (
 	deltaWindow = 30 * time.Millisecond
 	deltaBytes  = 256
 )
-
-// sequencer numbers agent/event notifications: one sequence per session.
-type sequencer struct {
-	mu   sync.Mutex       // guards last
-	last map[string]int64 // session -> seq of its last event
-}
-
-func (q *sequencer) next(session string) int64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.last == nil {
-		q.last = map[string]int64{}
-	}
-	q.last[session]++
-	return q.last[session]
-}
 
 // reporter turns one run's events into agent/event notifications and
 // $/progress reports, which it queues in the connection's outbox (never
@@ -234,7 +217,7 @@ func (k *reporter) flushText(b *batch) {
 // end is never dropped); follow passes it to the connections following the
 // session.
 func (k *reporter) send(e event.Event) {
-	e.Seq = k.hub.seqs.next(e.Session)
+	e.Seq = k.hub.live.Seq(e.Session)
 	if k.c.box != nil {
 		_, end := e.Data.(event.RunEnd)
 		k.c.box.event(e, end)
@@ -248,7 +231,7 @@ func (k *reporter) send(e event.Event) {
 // following their sessions.
 func (k *reporter) follow() {
 	for _, e := range k.followed {
-		k.hub.watchers.send(e, k.c)
+		k.hub.live.Publish(e, k.c)
 	}
 	clear(k.followed)
 	k.followed = k.followed[:0]

@@ -191,7 +191,7 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	if req.Session != "" && call.b.Runtime.Running(req.Session) {
 		// Likely queued into a run of another window: follow the session
 		// from now on, so that this window sees its prompt queued.
-		s.opts.Hub.watchers.watch(req.Session, s.client)
+		s.opts.Hub.live.Follow(req.Session, s.client)
 	}
 	res, err := run(runCtx, req)
 	if err != nil {
@@ -200,12 +200,12 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	}
 	if res.Status == agent.StatusQueued {
 		k.close(fmt.Sprintf("queued for the running session (position %d)", res.Position))
-		s.opts.Hub.watchers.watch(res.Session, s.client) // its run may be another window's
+		s.opts.Hub.live.Follow(res.Session, s.client) // its run may be another window's
 		return res, nil
 	}
 	s.learn(call.b, &res)
 	k.close("")
-	s.opts.Hub.watchers.ended(res.Session)
+	s.opts.Hub.live.Ended(res.Session)
 	if s.requests.cancelledByRequest(c) && res.Status == store.StatusCancelled {
 		return agent.Result{}, jsonrpc2.Errorf(RequestCancelled, "%s cancelled by $/cancelRequest (session %s, status cancelled)", command, res.Session)
 	}
