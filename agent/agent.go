@@ -106,6 +106,10 @@ type Config struct {
 	// Prices is what models cost (USD per million tokens), by model name:
 	// usage events and results then carry a cost.
 	Prices map[string]model.Price
+	// Language answers the language tools and the diagnostics after edits
+	// (the language servers agent-lsp starts) for runs whose Request gives
+	// none; nil: no language intelligence.
+	Language tools.Language
 	// Vision says whether a model takes images: nil when it does, else an
 	// error saying why not that names the setting (model.vision). Nil: the
 	// well-known models that do (model.KnownVision).
@@ -151,6 +155,7 @@ type Runtime struct {
 	st          schema
 	prompts     promptCache
 	subSem      chan struct{}
+	langSeen    tools.LangSeen     // the diagnostics each project last showed the agent
 	budgetMu    sync.Mutex         // guards budgets
 	budgets     map[string]*budget // each model's context, learned as it answers
 	autoContext bool               // ContextTokens was not configured: each model's known size
@@ -174,6 +179,9 @@ type schema struct {
 	// runStart is the ID of the human message that started the current run:
 	// it and the human messages after it are pinned in every request.
 	runStart graph.Value[string]
+	// projects is what the session keeps of its projects' context (build
+	// and test status, recent errors, diagnostics), restored on load.
+	projects graph.Value[[]workspace.Saved]
 	// instructionDirs are the folders (absolute) whose AGENTS.md the run
 	// reached by reading or editing a file below them; appended, never set.
 	instructionDirs graph.List[string]
@@ -190,6 +198,7 @@ func newSchema() (*graph.Schema, schema) {
 
 		commandFilesChanged: graph.NewList[string](s, "commandFilesChanged"),
 		runStart:            graph.NewValue[string](s, "runStart"),
+		projects:            graph.NewValue[[]workspace.Saved](s, "projects"),
 		instructionDirs:     graph.NewList[string](s, "instructionDirs"),
 	}
 }
@@ -267,6 +276,10 @@ type Request struct {
 	Selection   *Selection
 	Editor      tools.Editor
 	Permissions tools.Permissions
+	// Language is the editor's language intelligence (a client that
+	// answers agent/diagnostics and agent/languageRequest); nil: the
+	// runtime's (Config.Language).
+	Language tools.Language
 	// Events receives the run's events, one call at a time (from several
 	// goroutines); it must not block for long.
 	Events   func(event.Event)
@@ -464,7 +477,7 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	r := rt.newRun(sess, req)
+	r := rt.newRun(sess, req, project)
 	rt.seeing(ctx, r)
 	imgs, err := rt.promptImages(ctx, r, project, req.Images)
 	if err != nil {
@@ -505,7 +518,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	defer end()
-	r := rt.newRun(sess, req)
+	r := rt.newRun(sess, req, sess.Project)
 	rt.seeing(ctx, r)
 	rt.addTools(ctx, r, sess.Project)
 	rt.fitTools(r, sess.Project)

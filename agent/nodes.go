@@ -98,11 +98,12 @@ func fileKey(rt *Runtime, c message.ToolCall, current string) string {
 func (rt *Runtime) agentNode(ctx context.Context, s graph.State) (graph.Patch, error) {
 	r := runFrom(ctx)
 	project := rt.st.project.Get(s)
+	var writes []graph.Write
 	if r.contextID == "" {
 		rt.refreshTools(ctx, r, project) // a subagent keeps the tools it started with
+		writes = append(writes, rt.keepProjects(r, s)...)
 	}
 	resp, c, err := rt.chat(ctx, r, s)
-	var writes []graph.Write
 	if c.compacted {
 		writes = append(writes, rt.st.summary.Set(c.summary))
 	}
@@ -181,8 +182,11 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 		Sandbox: rt.cfg.Sandbox, SandboxSettings: rt.cfg.SandboxSettings,
 		MaxOutput: rt.cfg.MaxToolOutput, CommandTimeout: rt.cfg.CommandTimeout,
 		Vision: func(ctx context.Context) error { return rt.vision(ctx, r.model) }, ImageMaxBytes: rt.cfg.ImageMaxBytes, Fetch: rt.cfg.Fetch}
+	if r.lang != nil {
+		env.Lang = &tools.Lang{Source: r.lang, Seen: &rt.langSeen}
+	}
 	env.Subagent = func(ctx context.Context, req tools.SubagentRequest) (tools.SubagentResult, error) {
-		return rt.subagent(ctx, r, project, call.ID, req)
+		return rt.subagent(ctx, r, project, rt.subagentContext(ctx, r.session.ID, ai.ID, i, call.ID), req)
 	}
 	sp := rt.spoolFor(r.session.ID, toolMessageID(ai.ID, i))
 	env.Intent = rt.intentPort(ai, i, sp)

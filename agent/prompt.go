@@ -137,6 +137,12 @@ func renderProject(s workspace.Snapshot, names []string) string {
 			fmt.Fprintf(&b, "  - %s\n", oneLine(e, maxPromptError))
 		}
 	}
+	if d := s.Context.Diagnostics; !d.At.IsZero() {
+		fmt.Fprintf(&b, "- diagnostics (%s, latest): %d errors, %d warnings in %d files\n", oneLine(d.Server, 60), d.Errors, d.Warnings, d.Files)
+		for _, e := range d.Top[:min(maxPromptErrs, len(d.Top))] {
+			fmt.Fprintf(&b, "  - %s\n", oneLine(e, maxPromptError))
+		}
+	}
 	var others []string
 	for _, n := range names {
 		if n != s.Name {

@@ -13,6 +13,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 	"github.com/agent-lsp/agent-lsp/store"
+	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
 // run is one invocation's context, reached by nodes through ctx: the
@@ -25,6 +26,7 @@ type run struct {
 	parentID   string
 	editor     tools.Editor
 	perms      tools.Permissions
+	lang       tools.Language // nil: none
 	tools      tools.Set
 	acc        *accumulator
 	specs      []model.ToolSpec // the tools the model is shown: those that fit the budget
@@ -33,6 +35,7 @@ type run struct {
 	base       tools.Set        // the runtime's tools, without the tool source's (set once it added some)
 	model      string           // the model of this run: the request's, the session's, else the configured one
 	budget     *budget          // that model's context, as learned
+	restored   bool             // the session's stored project context was restored (first step)
 	durability store.Durability // the request's ("": the store's default), its subagents' too
 	persona    *custom.Agent    // the subagent's definition in a file; nil for the session's run and general subagents
 	allowed    []string         // the tools a slash command allows (names or groups); nil: all
@@ -131,11 +134,28 @@ func (a *accumulator) totals() (model.Usage, int) {
 	return a.usage, a.edits
 }
 
-func (rt *Runtime) newRun(sess store.Session, req Request) *run {
+func (rt *Runtime) newRun(sess store.Session, req Request, project string) *run {
 	name := cmp.Or(req.Model, sess.Model, rt.cfg.ModelName)
-	return &run{rt: rt, session: sess, editor: req.Editor, perms: req.Permissions, tools: rt.cfg.Tools,
+	lang := req.Language
+	if lang == nil {
+		lang = rt.cfg.Language
+	}
+	set := rt.cfg.Tools
+	if p, ok := rt.cfg.Workspace.Project(project); lang == nil || ok && !offers(lang, p) {
+		set = set.Without(tools.LangTools...) // they could only say that nothing answers
+	}
+	return &run{rt: rt, session: sess, editor: req.Editor, perms: req.Permissions, lang: lang, tools: set,
 		acc: &accumulator{events: req.Events}, model: name, budget: rt.budgetFor(name), durability: req.Durability, allowed: req.Tools,
 		format: req.OutputSchema}
+}
+
+// offers reports whether lang may answer for p: a source that knows
+// (tools.LangOffer) says so; others may.
+func offers(lang tools.Language, p *workspace.Project) bool {
+	if o, ok := lang.(tools.LangOffer); ok {
+		return o.Offers(p) == nil
+	}
+	return true
 }
 
 // addTools adds the tool source's tools for project to the run's (the

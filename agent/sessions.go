@@ -93,7 +93,7 @@ func (rt *Runtime) Subagents(ctx context.Context, session, contextID string) ([]
 	}
 	out := []SubagentInfo{}
 	for _, m := range msgs {
-		for _, c := range m.ToolCalls {
+		for i, c := range m.ToolCalls {
 			if c.Name != "call_subagent" {
 				continue
 			}
@@ -101,7 +101,7 @@ func (rt *Runtime) Subagents(ctx context.Context, session, contextID string) ([]
 				Task string `json:"task"`
 			}
 			json.Unmarshal([]byte(c.Args), &a)
-			info := SubagentInfo{ContextID: SubagentID(c.ID), Task: a.Task}
+			info := SubagentInfo{ContextID: rt.subagentContext(ctx, session, m.ID, i, c.ID), Task: a.Task}
 			if st, err := rt.cfg.Store.Load(ctx, session, info.ContextID); err == nil {
 				info.Status = st.Status
 			}

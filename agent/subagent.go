@@ -2,10 +2,13 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agent-lsp/agent-lsp/agent/custom"
@@ -16,10 +19,19 @@ import (
 	"github.com/agent-lsp/agent-lsp/store"
 )
 
-// SubagentID is the context ID of the subagent a call_subagent tool call
-// starts: derived from the call's ID, so a parent resumed after a crash
-// resumes the same child instead of starting another.
-func SubagentID(callID string) string {
+// SubagentID is the context ID of the subagent that call index of the AI
+// message aiID starts in session: "subagent-" and 8 hex digits of a hash of
+// the three, so a parent resumed after a crash resumes the same child
+// instead of starting another, and two calls never share a context even
+// when a model repeats its call IDs.
+func SubagentID(session, aiID string, index int) string {
+	sum := sha256.Sum256([]byte(session + "\x00" + aiID + "\x00" + strconv.Itoa(index)))
+	return "subagent-" + hex.EncodeToString(sum[:4])
+}
+
+// legacySubagentID is the context ID sessions stored before SubagentID:
+// derived from the model's call ID alone.
+func legacySubagentID(callID string) string {
 	var b strings.Builder
 	for _, r := range callID {
 		if r < 0x80 && (r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
@@ -29,16 +41,30 @@ func SubagentID(callID string) string {
 	return "subagent-" + b.String()
 }
 
+// subagentContext is the context of call index of AI message aiID: its
+// SubagentID, unless the store holds the child under the ID an older
+// version gave it (an in-flight child of a stored session keeps it).
+func (rt *Runtime) subagentContext(ctx context.Context, session, aiID string, index int, callID string) string {
+	id := SubagentID(session, aiID, index)
+	if _, err := rt.cfg.Store.Load(ctx, session, id); errors.Is(err, store.ErrNotFound) {
+		if old := legacySubagentID(callID); old != "subagent-" {
+			if _, err := rt.cfg.Store.Load(ctx, session, old); err == nil {
+				return old
+			}
+		}
+	}
+	return id
+}
+
 // subagent runs a task in its own context (a namespace of the session): a
 // new one, or the one a crashed parent had started for the same call.
-func (rt *Runtime) subagent(ctx context.Context, parent *run, project, callID string, req tools.SubagentRequest) (tools.SubagentResult, error) {
+func (rt *Runtime) subagent(ctx context.Context, parent *run, project, id string, req tools.SubagentRequest) (tools.SubagentResult, error) {
 	select {
 	case rt.subSem <- struct{}{}:
 		defer func() { <-rt.subSem }()
 	case <-ctx.Done():
 		return tools.SubagentResult{}, ctx.Err()
 	}
-	id := SubagentID(callID)
 	parentID := parent.contextID
 	if parentID == "" {
 		parentID = parent.session.ID
@@ -149,7 +175,7 @@ func (rt *Runtime) childRun(parent *run, project, id, parentID string, req *tool
 		}
 		set = ro
 	}
-	child := &run{rt: rt, session: parent.session, contextID: id, parentID: parentID, editor: parent.editor, perms: parent.perms, model: name, budget: rt.budgetFor(name),
+	child := &run{rt: rt, session: parent.session, contextID: id, parentID: parentID, editor: parent.editor, perms: parent.perms, lang: parent.lang, model: name, budget: rt.budgetFor(name),
 		tools: set, acc: parent.acc, persona: persona, durability: parent.durability}
 	child.fitTools()
 	return child, strings.Join(notes, "; "), nil

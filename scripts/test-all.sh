@@ -11,11 +11,15 @@ cd "$(dirname "$0")/.."
 
 echo "== go vet"
 go vet ./...
+echo "== cross-builds and vet: windows, macOS, linux/arm64 (scripts/cross-check.sh)"
+bash scripts/cross-check.sh
 echo "== the reference MCP server the Go tests run (npm)"
 bash testdata/mcp/everything/install.sh
 echo "== a throwaway PostgreSQL cluster for the shared-store tests (Debian's postgresql, installed when missing)"
 eval "$(bash scripts/postgres.sh)"
 trap 'bash scripts/postgres.sh stop "$AGENT_LSP_TEST_POSTGRES_DIR"' EXIT
+echo "== the language servers the Go tests run (gopls v0.23.0, typescript-language-server 6.0.2; pinned, cached in testdata/langserver)"
+bash testdata/langserver/install.sh
 echo "== ripgrep, which the search tests compare against (Debian's ripgrep, installed when missing)"
 command -v rg >/dev/null || { apt-get update -qq && apt-get install -y -qq ripgrep >/dev/null; }
 echo "== go test -race"

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/agent/langserver"
 	"github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/agent/shellrule"
@@ -39,6 +42,10 @@ type Backend struct {
 	Model     *model.OpenAI    // the endpoint
 	MCP       *mcpSource       // the MCP servers of the projects
 	Hooks     *hookSource      // the hooks of the projects' runs
+	// Lang runs the language servers agent-lsp starts itself for clients
+	// that give no language features (headless, ACP); kept by a backend
+	// whose settings start them alike (sameLang).
+	Lang *langserver.Manager
 }
 
 // connection is what a backend keeps across settings changes: set once by
@@ -145,16 +152,36 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 		}
 		hk = &hookSource{settings: s, ws: b.Workspace, getenv: b.getenv, env: env, approvals: b.Store, ask: ask, log: warn, sandbox: sb, confine: confine}
 	}
+	lang := b.Lang
+	if lang == nil || !sameLang(b.Settings, s) {
+		st, err := langserver.ParseSettings(s.LanguageServers) // checked when the settings were resolved
+		if err != nil {
+			return nil, err
+		}
+		lang = langserver.New(langserver.Options{Settings: st, Env: env, Sandbox: sb, Confine: confine,
+			Wait: time.Duration(s.DiagnosticsWait) * time.Millisecond, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) }})
+	}
 	rt, err := agent.New(agent.Config{Hooks: hk, Model: m, ModelName: s.Model, Endpoint: s.BaseURL, ContextTokens: s.ContextTokens, Workspace: b.Workspace, Store: b.Store,
 		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, Prices: s.Prices, CommandEnv: env, ToolSource: src,
 		SubagentModels: nonEmpty(s.SubagentModel), UserDir: userDir(b.getenv),
-		Sandbox: sb, SandboxSettings: confine, Registry: b.hub.live, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) },
+		Sandbox: sb, SandboxSettings: confine, Language: lang, Registry: b.hub.live, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) },
 		Vision: newVision(s.Vision, m).check, ImageMaxBytes: s.ImageMaxBytes, Fetch: tools.FetchConfig{Allow: nonEmpty(s.AllowFetch)}})
 	if err != nil {
+		if lang != b.Lang {
+			lang.Close()
+		}
 		return nil, err
 	}
 	return &Backend{connection: b.connection, Model: m, Settings: s, Runtime: rt, Rules: rules, AllowEdit: allowEdit,
-		Sandbox: sb, Confine: confine, MCP: src, Hooks: hk}, nil
+		Sandbox: sb, Confine: confine, MCP: src, Hooks: hk, Lang: lang}, nil
+}
+
+// sameLang reports whether settings a and b start the same language
+// servers in the same way (a backend for b keeps a's).
+func sameLang(a, b config.Settings) bool {
+	return string(a.LanguageServers) == string(b.LanguageServers) && a.DiagnosticsWait == b.DiagnosticsWait &&
+		a.Sandbox == b.Sandbox && a.Landlock == b.Landlock && slices.Equal(a.SandboxWritable, b.SandboxWritable) &&
+		slices.Equal(a.ScrubEnv, b.ScrubEnv) && a.APIKeyEnv == b.APIKeyEnv
 }
 
 // Reconfigure returns the backend for new settings (didChangeConfiguration):
@@ -179,6 +206,9 @@ func (b *Backend) Reconfigure(s config.Settings) (*Backend, []string, error) {
 func (b *Backend) Adopted(prev *Backend) {
 	if prev.MCP != nil && prev.MCP != b.MCP {
 		prev.MCP.retire(b.MCP)
+	}
+	if prev.Lang != nil && prev.Lang != b.Lang {
+		go prev.Lang.Close() // the next question starts the new settings' servers; the old ones end meanwhile
 	}
 }
 
@@ -210,6 +240,9 @@ func nonEmpty(patterns []string) []string {
 func (b *Backend) Close() {
 	if b.MCP != nil {
 		b.MCP.close()
+	}
+	if b.Lang != nil {
+		b.Lang.Close()
 	}
 	b.closeStore()
 }

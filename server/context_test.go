@@ -1,6 +1,9 @@
+//go:build unix
+
 package server_test
 
 import (
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -135,7 +138,7 @@ func TestSubagentResumesAfterAKill(t *testing.T) {
 	}
 	var parent sessionWithSubagents
 	c2.command("agent.session", map[string]any{"session": session}, &parent)
-	if len(parent.Subagents) != 1 || parent.Subagents[0].ContextID != "subagent-call_sub" || parent.Subagents[0].Status != "done" {
+	if len(parent.Subagents) != 1 || !regexp.MustCompile(`^subagent-[0-9a-f]{8}$`).MatchString(parent.Subagents[0].ContextID) || parent.Subagents[0].Status != "done" {
 		t.Fatalf("subagents %+v", parent.Subagents)
 	}
 	results := 0
@@ -145,7 +148,7 @@ func TestSubagentResumesAfterAKill(t *testing.T) {
 		}
 	}
 	var child sessionWithSubagents
-	if err := c2.command("agent.session", map[string]any{"session": session, "context": "subagent-call_sub"}, &child); err != nil {
+	if err := c2.command("agent.session", map[string]any{"session": session, "context": parent.Subagents[0].ContextID}, &child); err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Join(contents(child.sessionView), " | ")

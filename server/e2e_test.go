@@ -1,3 +1,5 @@
+//go:build unix
+
 package server_test
 
 import (
@@ -59,6 +61,10 @@ type lspClient struct {
 	applyResult func(params json.RawMessage) any
 	askResult   func(params json.RawMessage) any
 	saveResult  func(params json.RawMessage) any // agent/saveDocuments; nil: not supported
+	// diagnosticsResult and languageResult answer agent/diagnostics and
+	// agent/languageRequest; both set: the client has experimental.language.
+	diagnosticsResult func(params json.RawMessage) any
+	languageResult    func(params json.RawMessage) any
 }
 
 type lockedBuffer struct {
@@ -117,6 +123,7 @@ func (c *lspClient) handle(ctx context.Context, req *jsonrpc2.Request) (any, err
 	c.mu.Lock()
 	c.notes = append(c.notes, note{method, params})
 	apply, ask, save := c.applyResult, c.askResult, c.saveResult
+	diags, lang := c.diagnosticsResult, c.languageResult
 	c.mu.Unlock()
 	if !req.IsCall() {
 		return nil, nil // recorded in arrival order, on the read loop
@@ -135,6 +142,14 @@ func (c *lspClient) handle(ctx context.Context, req *jsonrpc2.Request) (any, err
 	case "agent/saveDocuments":
 		if save != nil {
 			return save(params), nil
+		}
+	case "agent/diagnostics":
+		if diags != nil {
+			return diags(params), nil
+		}
+	case "agent/languageRequest":
+		if lang != nil {
+			return lang(params), nil
 		}
 	}
 	return nil, jsonrpc2.Errorf(jsonrpc2.MethodNotFound, "test client: %s", method)
@@ -175,8 +190,15 @@ func (c *lspClient) capabilities() map[string]any {
 	caps := map[string]any{"window": map[string]any{"workDoneProgress": true}}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	experimental := map[string]any{}
 	if c.saveResult != nil {
-		caps["experimental"] = map[string]any{"saveDocuments": true}
+		experimental["saveDocuments"] = true
+	}
+	if c.diagnosticsResult != nil && c.languageResult != nil {
+		experimental["language"] = true
+	}
+	if len(experimental) > 0 {
+		caps["experimental"] = experimental
 	}
 	return caps
 }

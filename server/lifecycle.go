@@ -3,12 +3,10 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
@@ -28,6 +26,7 @@ type lifecycle struct {
 	backend  *Backend
 	progress bool // the client supports window.workDoneProgress
 	saves    bool // the client answers agent/saveDocuments (experimental.saveDocuments)
+	language bool // the client answers agent/diagnostics and agent/languageRequest (experimental.language)
 	shutdown bool // shutdown was received
 }
 
@@ -83,14 +82,22 @@ func (l *lifecycle) get() (*Backend, bool) {
 
 // start moves a new server to ready with b and what the client can do;
 // false if it was not new.
-func (l *lifecycle) start(b *Backend, progress, saves bool) bool {
+func (l *lifecycle) start(b *Backend, progress, saves, language bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != stateNew {
 		return false
 	}
-	l.state, l.backend, l.progress, l.saves = stateReady, b, progress, saves
+	l.state, l.backend, l.progress, l.saves, l.language = stateReady, b, progress, saves, language
 	return true
+}
+
+// answersLanguage reports whether the client gives the agent its language
+// features (experimental.language).
+func (l *lifecycle) answersLanguage() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.language
 }
 
 // replace makes nb the backend of a ready server; false when the server is
@@ -138,6 +145,7 @@ type initializeParams struct {
 // agent-lsp reads (capabilities.experimental, an LSPAny to the library).
 type clientExperimental struct {
 	SaveDocuments bool `json:"saveDocuments"` // the client answers agent/saveDocuments
+	Language      bool `json:"language"`      // the client answers agent/diagnostics and agent/languageRequest
 }
 
 // decodeInitialize decodes initialize's params; a field of the wrong type,
@@ -208,7 +216,7 @@ func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawM
 	if err != nil {
 		return nil, invalidParams("initialize: %v", err)
 	}
-	if !s.life.start(b, p.progress(), p.experimental.SaveDocuments) {
+	if !s.life.start(b, p.progress(), p.experimental.SaveDocuments, p.experimental.Language) {
 		b.Close()
 		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidRequest, "initialize was already received")
 	}
@@ -287,7 +295,7 @@ func (s *Server) watchParent(pid int) {
 			return
 		case <-t.C:
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if processGone(pid) {
 			s.logf("parent process %d is gone; stopping", pid)
 			s.stopRuns()
 			s.life.close()

@@ -1,3 +1,5 @@
+//go:build unix
+
 package server_test
 
 import (
@@ -45,6 +47,7 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 			{Text: "Looking.", ToolCalls: []scripted.ToolCall{withID(call("read_file", map[string]any{"path": "greet.go"}), "call_read")}},
 			{ToolCalls: []scripted.ToolCall{withID(call("call_subagent", map[string]any{"task": "List the Go files and report their names."}), "call_sub")}},
 			{ToolCalls: []scripted.ToolCall{withID(call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hello, ", "new_text": "Hi, "}), "call_edit")}},
+			{ToolCalls: []scripted.ToolCall{withID(call("definition", map[string]any{"symbol": "Greet", "path": "greet_test.go"}), "call_definition")}},
 			{ToolCalls: []scripted.ToolCall{withID(call("run_command", map[string]any{"command": "sleep 0"}), "call_check")}},
 			{ToolCalls: []scripted.ToolCall{withID(call("search", map[string]any{"pattern": "nomatch("}), "call_search")}},
 			{Text: "Done."},
@@ -99,6 +102,30 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		saves = append(saves, requestExample{Params: params, Result: b})
 		savesMu.Unlock()
 		return res
+	}
+	var langMu sync.Mutex // guards langs, appended by the client's handler
+	langs := map[string][]requestExample{}
+	answer := func(method string, params json.RawMessage, res any) any {
+		b, _ := json.Marshal(res)
+		langMu.Lock()
+		langs[method] = append(langs[method], requestExample{Params: params, Result: b})
+		langMu.Unlock()
+		return res
+	}
+	greetURI := string(uri.File(filepath.Join(roots["sample"], "greet.go")))
+	c.diagnosticsResult = func(params json.RawMessage) any { // an editor whose language server warns about the edited line
+		return answer("agent/diagnostics", params, map[string]any{"settled": true, "items": []any{map[string]any{"uri": greetURI, "diagnostics": []any{
+			map[string]any{"range": map[string]any{"start": map[string]int{"line": 3, "character": 8}, "end": map[string]int{"line": 3, "character": 13}},
+				"severity": 2, "source": "spell", "message": "\"Hi\" is informal"}}}}})
+	}
+	c.languageResult = func(params json.RawMessage) any { // and finds Greet's definition
+		var p struct{ Method string }
+		json.Unmarshal(params, &p)
+		var res any
+		if p.Method == "textDocument/definition" {
+			res = []any{map[string]any{"uri": greetURI, "range": map[string]any{"start": map[string]int{"line": 2, "character": 5}, "end": map[string]int{"line": 2, "character": 10}}}}
+		}
+		return answer("agent/languageRequest", params, res)
 	}
 	c.initialize(roots, map[string]any{"permissions": map[string]any{"allow": []string{"sleep *"}},
 		"model":      map[string]any{"prices": map[string]any{"scripted": map[string]float64{"input": 2.5, "output": 10}}, "vision": "true"},
@@ -157,8 +184,16 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	do("agent.resume", map[string]any{"session": sleeper})
 	do("agent.sessions", map[string]any{})
 	do("agent.sessions", map[string]any{"project": "other"})
-	do("agent.session", map[string]any{"session": main})
-	do("agent.session", map[string]any{"session": main, "context": "subagent-call_sub"})
+	var view struct {
+		Subagents []struct {
+			ContextID string `json:"contextId"`
+		} `json:"subagents"`
+	}
+	json.Unmarshal(do("agent.session", map[string]any{"session": main}), &view)
+	if len(view.Subagents) != 1 {
+		t.Fatalf("subagents of the first run: %+v", view.Subagents)
+	}
+	do("agent.session", map[string]any{"session": main, "context": view.Subagents[0].ContextID})
 	do("agent.run", map[string]any{"prompt": "Read notes.txt ten times", "project": "other"})
 	do("agent.switchProject", map[string]any{"session": main, "project": "other"})
 	do("agent.deleteSession", map[string]any{"session": failed})
@@ -174,7 +209,16 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	paths = map[string]string{"http://localhost:11434/v1": srv.URL, "/work/sample": roots["sample"], "/work/other": roots["other"], "/home/user": home, "/tmp": tmp}
 	savesMu.Lock()
 	defer savesMu.Unlock()
-	return cmds, c.notifications("agent/event"), map[string][]requestExample{"agent/saveDocuments": saves}, paths
+	langMu.Lock()
+	defer langMu.Unlock()
+	var definitions []requestExample // the example of agent/languageRequest is the definition, not the outline before it
+	for _, r := range langs["agent/languageRequest"] {
+		if strings.Contains(string(r.Params), "textDocument/definition") {
+			definitions = append(definitions, r)
+		}
+	}
+	return cmds, c.notifications("agent/event"), map[string][]requestExample{"agent/saveDocuments": saves,
+		"agent/diagnostics": langs["agent/diagnostics"], "agent/languageRequest": definitions}, paths
 }
 
 // onePixelPNG is a 1×1 PNG, in base64: the image a prompt of the scenario
@@ -206,7 +250,7 @@ func seedReviewSession(t *testing.T, env []string, root string) {
 }
 
 // serverRequests are the agent-lsp requests the server sends the client.
-var serverRequests = []string{"agent/saveDocuments"}
+var serverRequests = []string{"agent/saveDocuments", "agent/diagnostics", "agent/languageRequest"}
 
 // requestExample is a request the server sent and the client's answer.
 type requestExample struct {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
@@ -183,6 +184,9 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	}
 	req.Events = k.event
 	req.Editor = &editor{c: s.client, ws: call.b.Workspace, review: review, allowEdit: call.b.AllowEdit, before: k.flush, saves: s.life.canSave(), line: &s.reviews}
+	if s.life.answersLanguage() { // the editor's language features answer, else the servers agent-lsp starts
+		req.Language = &editorLanguage{c: s.client, ws: call.b.Workspace, wait: time.Duration(settings.DiagnosticsWait) * time.Millisecond, before: k.flush}
+	}
 	req.Permissions = &permissions{rules: call.b.Rules, tools: newToolRules(settings.Allow, settings.Deny), always: &s.always, ask: s.askPermission, interactive: settings.Interactive, before: k.flush}
 	req.MaxSteps, req.Durability = settings.MaxSteps, store.Durability(o.durability)
 	if req.Durability == "" {

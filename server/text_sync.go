@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"runtime"
 	"strings"
 
 	"go.lsp.dev/protocol"
@@ -66,13 +67,25 @@ func workspaceRange(r protocol.Range) workspace.Range {
 	}
 }
 
-// filename turns a file URI into a path.
-func filename(u string) string {
+// filename turns a file URI into a path of this platform.
+func filename(u string) string { return filenameOn(hostPlatform(), u) }
+
+// hostPlatform is how this platform spells paths in file URIs.
+func hostPlatform() uri.Platform {
+	if runtime.GOOS == "windows" {
+		return uri.PlatformWindows
+	}
+	return uri.PlatformPOSIX
+}
+
+// filenameOn turns a file URI into a path of platform, as VS Code does:
+// file:///c%3A/Users/me/a.go is c:\Users\me\a.go on Windows.
+func filenameOn(platform uri.Platform, u string) string {
 	if !strings.HasPrefix(u, "file:") {
 		return u
 	}
 	if parsed, err := uri.Parse(u); err == nil {
-		return parsed.FsPath()
+		return uri.FsPathFor(parsed, platform, false)
 	}
 	return strings.TrimPrefix(u, "file://")
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -171,7 +170,7 @@ func shareLock(path string) (*os.File, error) {
 	}
 	deadline := time.Now().Add(LockTimeout)
 	for {
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		if err := tryLock(f, false); err == nil {
 			return f, nil
 		}
 		if time.Now().After(deadline) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -51,10 +50,10 @@ func inspect(path string) (fileState, error) {
 	defer f.Close()
 	// A file another process has open for writing is its to judge: its
 	// lock makes bolt.Open time out, and the caller says so.
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+	if err := tryLock(f, false); err != nil {
 		return fileState{}, errHeld
 	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	defer unlock(f)
 	fi, err := f.Stat()
 	if err != nil {
 		return fileState{}, err
@@ -272,7 +271,7 @@ func lockFile(path string) (*os.File, error) {
 	}
 	deadline := time.Now().Add(LockTimeout)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err := tryLock(f, true)
 		if err == nil {
 			return f, nil
 		}
@@ -420,4 +419,20 @@ func writeSource(ctx context.Context, s *convert.Source, db *bolt.DB) (convert.R
 	s.Unreached()
 	rep.Problems = s.Unattributed()
 	return rep, err
+}
+
+// HeldByAnother reports whether another process holds the store file's
+// lock (bbolt's), probing with a shared lock released at once. A file that
+// cannot be opened is not held.
+func HeldByAnother(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := tryLock(f, false); err != nil {
+		return lockBusy(err)
+	}
+	unlock(f)
+	return false
 }

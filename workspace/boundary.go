@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 )
@@ -22,14 +23,41 @@ func (e *BoundaryError) Error() string {
 }
 
 // within reports whether path is root or below it; both must be clean.
-func within(root, path string) bool {
-	if path == root {
-		return true
+// On Windows and macOS, whose file systems ignore case by default, the
+// root's part of path may differ in case (respell gives root's spelling).
+func within(root, path string) bool { return hostStyle().within(root, path) }
+
+// pathStyle is how a platform spells and compares paths: its separator,
+// and whether names that differ only in case are one name.
+type pathStyle struct {
+	sep  byte
+	fold bool
+}
+
+// hostStyle is this platform's pathStyle.
+func hostStyle() pathStyle {
+	return pathStyle{sep: filepath.Separator, fold: runtime.GOOS == "windows" || runtime.GOOS == "darwin"}
+}
+
+// within reports whether the clean path is the clean root or below it.
+func (s pathStyle) within(root, path string) bool {
+	if len(path) < len(root) || root == "" {
+		return false
 	}
-	if root == string(filepath.Separator) {
-		return strings.HasPrefix(path, root)
+	if head := path[:len(root)]; head != root && !(s.fold && strings.EqualFold(head, root)) {
+		return false
 	}
-	return len(path) > len(root) && path[len(root)] == filepath.Separator && strings.HasPrefix(path, root)
+	return len(path) == len(root) || root[len(root)-1] == s.sep || path[len(root)] == s.sep
+}
+
+// respell returns path, within root, with root's own spelling of its
+// first part: what is written is then inside the root as the root is
+// spelled, also on a volume that does tell case apart.
+func (s pathStyle) respell(root, path string) (string, bool) {
+	if !s.within(root, path) {
+		return "", false
+	}
+	return root + path[len(root):], true
 }
 
 // below returns path relative to root when path is a clean path inside
@@ -75,9 +103,18 @@ func (p *Project) resolve(path string) (abs, real string, err error) {
 	if strings.ContainsRune(path, 0) {
 		return refuse("path contains a NUL byte")
 	}
+	if runtime.GOOS == "windows" {
+		if why := windowsNameProblem(path[len(filepath.VolumeName(path)):]); why != "" {
+			return refuse(why)
+		}
+	}
 	if filepath.IsAbs(path) {
 		abs = filepath.Clean(path)
-		if !within(p.root, abs) && !within(p.realRoot, abs) {
+		if r, ok := hostStyle().respell(p.root, abs); ok {
+			abs = r
+		} else if r, ok := hostStyle().respell(p.realRoot, abs); ok {
+			abs = r
+		} else {
 			return refuse("absolute path outside the project root " + p.root)
 		}
 	} else {

@@ -207,7 +207,7 @@ func readManifest(r *os.Root, name string) string {
 // without following a symlink, without blocking, and at most
 // maxManifestSize bytes; "" when any of that fails.
 func readGitFile(path string) string {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	f, err := openNoFollow(path)
 	if err != nil {
 		return ""
 	}

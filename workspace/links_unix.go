@@ -4,6 +4,7 @@ package workspace
 
 import (
 	"io/fs"
+	"os"
 	"syscall"
 )
 
@@ -13,4 +14,10 @@ func linkCount(fi fs.FileInfo) int {
 		return int(st.Nlink)
 	}
 	return 1
+}
+
+// openNoFollow opens the file at path for reading without following a
+// symlink in its last element and without blocking on a FIFO.
+func openNoFollow(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 }

@@ -12,7 +12,7 @@ import (
 
 func runHelper(o *opts) error { return errors.New("the sandbox helper runs only on Linux") }
 
-func nsAttr(bool) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
+func nsAttr(bool) *syscall.SysProcAttr { return sessionAttr() }
 
 func probe(string) (Isolation, error) { return Snapshot, errors.New("namespaces need Linux") }
 

@@ -347,7 +347,7 @@ func commondirOf(gitdir string) string {
 
 // readSmall reads the head of a regular file, not following a final symlink.
 func readSmall(abs string) []byte {
-	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(abs, os.O_RDONLY|oNoFollow|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
 	}
@@ -514,17 +514,9 @@ func metadataFiles(root string, entries []entry, p Policy, limit int, fn func(re
 func hardLinks(root string, sc *scan, p Policy) []string {
 	var out []string
 	metadataFiles(root, sc.entries(), p, maxSnapshotFiles, func(rel string, fi fs.FileInfo) {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() && uint64(st.Nlink) > 1 {
+		if fi.Mode().IsRegular() && nlinks(fi) > 1 {
 			out = append(out, rel)
 		}
 	})
 	return out
-}
-
-// inode is fi's inode number (0 where the system has none).
-func inode(fi fs.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Ino)
-	}
-	return 0
 }

@@ -8,7 +8,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"syscall"
 )
 
 // Untrusted is the directory, inside a repository's .git, where the sandbox
@@ -95,7 +94,7 @@ func disarmRepo(r *os.Root, rel string) ([]string, error) {
 
 // readNames lists the names in the directory rel of r.
 func readNames(r *os.Root, rel string) ([]string, error) {
-	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY, 0)
+	f, err := r.OpenFile(rel, os.O_RDONLY|oNoFollow|oDirectory, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +106,7 @@ func readNames(r *os.Root, rel string) ([]string, error) {
 
 // writeFresh creates rel in r with data; nothing may be there.
 func writeFresh(r *os.Root, rel, data string) error {
-	w, err := r.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	w, err := r.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
@@ -55,10 +54,10 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string) (*exec.C
 		cmd.Cancel = func() error { return cmd.Process.Kill() }
 		cmd.WaitDelay = time.Second
 	default:
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		cmd.SysProcAttr = sessionAttr()
 		// The reaper kills what the command left, then exits; it is killed
 		// only if it does not in time.
-		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.Cancel = func() error { return terminate(cmd) }
 		cmd.WaitDelay = 10 * time.Second
 	}
 	return cmd, r

@@ -154,7 +154,7 @@ func putBack(r *os.Root, rel string, f saved) string {
 		err = r.Symlink(string(f.data), rel)
 	} else {
 		var w *os.File
-		if w, err = r.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, f.mode); err == nil {
+		if w, err = r.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, f.mode); err == nil {
 			_, err = w.Write(f.data)
 			err = errors.Join(err, w.Chmod(f.mode), w.Close())
 		}
@@ -327,7 +327,7 @@ func (g *guard) leave(root string, after *scan, p Policy) Outcome {
 // readNoFollow reads at most max bytes of the regular file at abs, not
 // following a final symlink.
 func readNoFollow(abs string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(abs, os.O_RDONLY|oNoFollow|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

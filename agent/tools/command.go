@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -388,14 +387,13 @@ func execute(ctx context.Context, dir string, argv []string, timeout time.Durati
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var cmd *exec.Cmd
+	var tree *tree
 	if launch != nil {
 		cmd = launch(cctx, argv)
+		tree = adoptTree(cmd) // the sandbox set up how it ends
 	} else {
 		cmd = exec.CommandContext(cctx, lookPath(argv[0], env), argv[1:]...)
-		// A session of its own: its process group is its pid (killed whole
-		// below), and it has no controlling terminal to prompt on.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		tree = newTree(cmd) // a process tree of its own, killed whole below
 		cmd.WaitDelay = time.Second
 	}
 	cmd.Dir, cmd.Env = dir, env
@@ -405,10 +403,8 @@ func execute(ctx context.Context, dir string, argv []string, timeout time.Durati
 		w := io.MultiWriter(buf, tee)
 		cmd.Stdout, cmd.Stderr = w, w
 	}
-	err = cmd.Run()
-	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what it left running in the background
-	}
+	err = tree.run()
+	tree.kill() // what it left running in the background
 	out, total = buf.String(), buf.Total()
 	if cctx.Err() != nil {
 		if ctx.Err() != nil {

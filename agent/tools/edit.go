@@ -97,6 +97,7 @@ func applyEdit(ctx context.Context, env *Env, p *workspace.Project, d workspace.
 	}
 	switch {
 	case !seen || got == want:
+		done += env.Lang.AfterEdit(ctx, env, p, fe.Path, before, want) // the errors the language server now reports
 		return Result{Content: done, Summary: "edited " + rel, Edits: report, CommandFilesChanged: changed}, nil
 	case got == before:
 		report[0].Applied = false
@@ -203,6 +204,10 @@ var editFile = Tool{
 			return errorf("read %s: %v", a.Path, cleanErr(err, p.Root()))
 		}
 		var from, to int
+		eol := lineEnding(text) // a CRLF file keeps CRLF
+		if a.OldText != nil && !strings.Contains(text, *a.OldText) {
+			*a.OldText = withEOL(*a.OldText, eol)
+		}
 		switch {
 		case a.OldText != nil:
 			if *a.OldText == "" {
@@ -239,6 +244,7 @@ var editFile = Tool{
 		default:
 			return errorf("give old_text, or start_line (and end_line)")
 		}
+		a.NewText = withEOL(a.NewText, eol)
 		enc := env.Workspace.Encoding()
 		fe := FileEdit{Path: abs, Label: "agent: edit " + d.Rel, Open: open, Version: doc.Version, Edits: []TextEdit{{
 			Range:   workspace.Range{Start: workspace.PositionOf(text, from, enc), End: workspace.PositionOf(text, to, enc)},

@@ -136,7 +136,8 @@ var todoWrite = Tool{
 // All returns every tool.
 func All() Set {
 	s := Set{}
-	for _, t := range []Tool{readFile, listFiles, search, editFile, createFile, runCommand, switchProject, callSubagent, todoWrite, readImage, fetchURL} {
+	for _, t := range []Tool{readFile, listFiles, search, editFile, createFile, runCommand, switchProject, callSubagent, todoWrite, readImage, fetchURL,
+		diagnosticsTool, definitionTool, referencesTool, implementationsTool, hoverTool, symbolsTool} {
 		t.schema = parseSchema(t.Schema)
 		s[t.Name] = t
 	}

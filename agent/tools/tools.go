@@ -141,7 +141,7 @@ type SubagentRequest struct {
 const DefaultSubagentLoops = 10
 
 // ReadOnlyTools are the tools a read-only subagent gets.
-var ReadOnlyTools = []string{"read_file", "list_files", "search", "read_image"}
+var ReadOnlyTools = []string{"read_file", "list_files", "search", "read_image", "diagnostics", "definition", "references", "implementations", "hover", "symbols"}
 
 // SubagentResult is what a parent receives from a subagent.
 type SubagentResult struct {
@@ -176,6 +176,9 @@ type Env struct {
 	// their project; nil runs them unconfined.
 	Sandbox         *sandbox.Sandbox
 	SandboxSettings sandbox.Settings
+	// Lang is the run's language intelligence; nil: none (the language
+	// tools say so, edits carry nothing extra).
+	Lang *Lang
 	// Vision is nil when the run's model takes images, else it says why
 	// not (read_image then refuses); a nil Vision takes images.
 	Vision func(ctx context.Context) error
@@ -333,6 +336,9 @@ func CutArgs(args string) string {
 func (s Set) Call(ctx context.Context, env *Env, call message.ToolCall) (res Result) {
 	t, ok := s[call.Name]
 	if !ok {
+		if res, ok := unoffered(env, call.Name); ok {
+			return res
+		}
 		names := make([]string, 0, len(s))
 		for n := range s {
 			names = append(names, n)

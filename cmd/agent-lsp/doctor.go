@@ -15,15 +15,16 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/agent-lsp/agent-lsp/agent/langserver"
 	mcpdef "github.com/agent-lsp/agent-lsp/agent/mcp"
 	llm "github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/server/daemon"
+	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
@@ -109,6 +110,9 @@ type doctorProject struct {
 	workspace.Info
 	Sandbox sandbox.Report `json:"sandbox"`
 	MCP     []doctorMCP    `json:"mcp"` // the MCP servers its runs may use; doctor starts none
+	// LanguageServers are the language servers agent-lsp would start for it
+	// (headless, ACP, an editor without language features); doctor starts none.
+	LanguageServers []langserver.Candidate `json:"languageServers"`
 }
 
 // doctorMCP is one MCP server a project's runs may use.
@@ -334,12 +338,6 @@ func (r *doctorReport) checkDatabase(url string) {
 	s.Exists, s.Writable = true, true
 }
 
-// Access modes of access(2).
-const (
-	accessX = 0x1
-	accessW = 0x2
-)
-
 // storeWritable checks that the store file can be written, or created when
 // it does not exist (its folders too), without creating anything. The
 // daemon also writes its address, lock and log beside the file.
@@ -349,11 +347,11 @@ func storeWritable(path string, daemonOn bool) (exists bool, err error) {
 	case err == nil && fi.IsDir():
 		return true, fmt.Errorf("%s is a folder, not a store file", path)
 	case err == nil:
-		if err := syscall.Access(path, accessW); err != nil {
+		if err := access(path, accessW); err != nil {
 			return true, fmt.Errorf("cannot write %s: %w", path, err)
 		}
 		if daemonOn {
-			if err := syscall.Access(filepath.Dir(path), accessW|accessX); err != nil {
+			if err := access(filepath.Dir(path), accessW|accessX); err != nil {
 				return true, fmt.Errorf("cannot write in %s (the daemon keeps its address beside the store): %w", filepath.Dir(path), err)
 			}
 		}
@@ -367,7 +365,7 @@ func storeWritable(path string, daemonOn bool) (exists bool, err error) {
 		case err == nil && !fi.IsDir():
 			return false, fmt.Errorf("cannot create %s: %s is not a folder", path, dir)
 		case err == nil:
-			if err := syscall.Access(dir, accessW|accessX); err != nil {
+			if err := access(dir, accessW|accessX); err != nil {
 				return false, fmt.Errorf("cannot create %s: %s: %w", path, dir, err)
 			}
 			return false, nil
@@ -383,19 +381,8 @@ func storeWritable(path string, daemonOn bool) (exists bool, err error) {
 }
 
 // lockedByAnother reports whether another process holds the store's file
-// lock (bbolt's), probing with a shared lock released at once.
-func lockedByAnother(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		return errors.Is(err, syscall.EWOULDBLOCK)
-	}
-	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return false
-}
+// lock (bbolt's).
+func lockedByAnother(path string) bool { return store.HeldByAnother(path) }
 
 // checkSandbox reports what the sandbox enforces here, and detects the
 // projects of folders as the server does, each with its own policy.
@@ -444,11 +431,35 @@ func (r *doctorReport) checkSandbox(st config.Settings, getenv func(string) stri
 			servers = append(servers, doctorMCP{Name: d.Name, Source: string(d.Source), Origin: d.Origin, Transport: string(d.Transport), Command: d.Summary(), Ref: d.Ref(), Approval: approval})
 		}
 		r.Projects = append(r.Projects, doctorProject{Name: snap.Name, Path: snap.Path, Info: snap.Info,
-			Sandbox: sb.Describe(confine.Policy(snap.Name, string(snap.Type), snap.Path)), MCP: servers})
+			Sandbox: sb.Describe(confine.Policy(snap.Name, string(snap.Type), snap.Path)), MCP: servers, LanguageServers: languageServers(st, snap)})
 		if snap.Type == workspace.Unknown {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("project %s: no manifest found (go.mod, package.json, Cargo.toml, ...): the agent knows no build or test command for it", snap.Name))
 		}
 	}
+}
+
+// languageServers lists the language servers agent-lsp would start for a
+// project, from the settings and the PATH (starting none).
+func languageServers(st config.Settings, snap workspace.Snapshot) []langserver.Candidate {
+	settings, _ := langserver.ParseSettings(st.LanguageServers) // checked when the settings were resolved
+	env := os.Environ()
+	return langserver.Candidates(settings, string(snap.Type), snap.Path, func(name string) string { return langserver.LookPath(name, env) })
+}
+
+// languageLines are a project's language servers as doctor prints them.
+func languageLines(cs []langserver.Candidate) []string {
+	var out []string
+	for _, c := range cs {
+		switch {
+		case c.Found:
+			out = append(out, fmt.Sprintf("lang:  %s (%s): %s", c.Command, c.Source, c.Path))
+		case c.Name != "":
+			out = append(out, fmt.Sprintf("lang:  %s not found: %s", c.Name, c.Note))
+		default:
+			out = append(out, "lang:  "+c.Note)
+		}
+	}
+	return out
 }
 
 // Marks of the human output.
@@ -565,6 +576,7 @@ func (r *doctorReport) print(w io.Writer) {
 			}
 			more = append(more, fmt.Sprintf("mcp:   %s (%s, %s): %s%s", m.Name, m.Source, m.Transport, m.Command, note))
 		}
+		more = append(more, languageLines(p.LanguageServers)...)
 		line(mark, "project", text, more...)
 	}
 	r.printVerdict(w)

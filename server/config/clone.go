@@ -28,5 +28,6 @@ func (s Settings) Clone() Settings {
 	c.MCPUnsandboxed = slices.Clone(s.MCPUnsandboxed)
 	c.Hooks = slices.Clone(s.Hooks)
 	c.AllowHooks = slices.Clone(s.AllowHooks)
+	c.LanguageServers = slices.Clone(s.LanguageServers)
 	return c
 }

@@ -17,11 +17,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/hooks"
 	"github.com/agent-lsp/agent-lsp/agent/images"
+	"github.com/agent-lsp/agent-lsp/agent/langserver"
 	"github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
@@ -67,6 +67,11 @@ type Settings struct {
 	Vision        string                 // whether the model takes images: auto, true or false
 	ImageMaxBytes int                    // bytes one stored image may have
 	AllowFetch    []string               // hosts fetch_url fetches without asking; "*" every public host
+	// LanguageServers is the languageServers setting: per project type, the
+	// language server agent-lsp starts when no editor gives the agent
+	// language features (langserver.ParseSettings checks it).
+	LanguageServers json.RawMessage
+	DiagnosticsWait int // milliseconds an edit waits for its file's diagnostics
 
 	// MCPUnsandboxed names repository MCP servers whose "sandbox": false is
 	// honoured; any other repository server runs sandboxed.
@@ -173,6 +178,20 @@ func objectKind(field func(*Settings) *json.RawMessage) kind {
 		return nil
 	}
 	return kind{"object", func(s *Settings, v string) error { return set(s, json.RawMessage(v)) }, set}
+}
+
+// checkedObject is an object kind whose value check also approves.
+func checkedObject(field func(*Settings) *json.RawMessage, check func(json.RawMessage) error) kind {
+	k := objectKind(field)
+	parseJSON := k.parseJSON
+	k.parseJSON = func(s *Settings, raw json.RawMessage) error {
+		if err := check(raw); err != nil {
+			return err
+		}
+		return parseJSON(s, raw)
+	}
+	k.parse = func(s *Settings, v string) error { return k.parseJSON(s, json.RawMessage(v)) }
+	return k
 }
 
 // priceKind reads a price table: "model=in/out,..." (in USD per million
@@ -347,6 +366,15 @@ var Table = []Setting{
 	{Name: "MCP timeout", Env: "AGENT_LSP_MCP_TIMEOUT", Init: "mcpTimeout", Flag: "mcp-timeout", Default: "60",
 		Doc:  "seconds one MCP tool call may take (1..3600); it is cancelled with its run too",
 		kind: intKind(func(s *Settings) *int { return &s.MCPTimeout }, 1, 3600)},
+	{Name: "language servers", Env: "AGENT_LSP_LANGUAGE_SERVERS", Init: "languageServers", Flag: "language-servers", Default: "built-in, found on PATH",
+		Doc: "the language servers agent-lsp starts when the editor gives no language features (headless, ACP), per project type: {go: {command, args, initializationOptions}, rust: null (off), ...}; built in: gopls, typescript-language-server, basedpyright or pyright, rust-analyzer, clangd (docs/language.md)",
+		kind: checkedObject(func(s *Settings) *json.RawMessage { return &s.LanguageServers }, func(raw json.RawMessage) error {
+			_, err := langserver.ParseSettings(raw)
+			return err
+		})},
+	{Name: "diagnostics wait", Env: "AGENT_LSP_DIAGNOSTICS_WAIT", Init: "diagnosticsWait", Flag: "diagnostics-wait", Default: "1500",
+		Doc:  "milliseconds an edit's result waits for the language server's diagnostics of the edited file (100..60000); ten times that for a server still starting",
+		kind: intKind(func(s *Settings) *int { return &s.DiagnosticsWait }, 100, 60000)},
 	{Name: "prices", Env: "AGENT_LSP_PRICES", Init: "model.prices", Flag: "prices", Default: "none",
 		Doc:  "USD per million input/output tokens by model, e.g. gpt-4o=2.5/10,gpt-4o-mini=0.15/0.6 (an object {model: {input, output}} in initializationOptions): usage events and results then carry a cost",
 		kind: priceKind()},
@@ -388,11 +416,14 @@ func Defaults(getenv func(string) string) Settings {
 	return s
 }
 
-// DefaultStorePath is $XDG_STATE_HOME/agent-lsp/sessions.db, else under
-// ~/.local/state (the account's home when HOME is unset); it is always an
-// absolute path.
+// DefaultStorePath is $XDG_STATE_HOME/agent-lsp/sessions.db, else (on
+// Windows) under %LOCALAPPDATA%, else under ~/.local/state (the account's
+// home when HOME is unset); it is always an absolute path.
 func DefaultStorePath(getenv func(string) string) string {
 	dir := getenv("XDG_STATE_HOME")
+	if !filepath.IsAbs(dir) {
+		dir = platformStateDir(getenv)
+	}
 	if !filepath.IsAbs(dir) { // unset, or relative: the XDG spec says to ignore it
 		home := getenv("HOME")
 		if home == "" {
@@ -422,10 +453,8 @@ func privateTempDir() string {
 	}
 	dir := filepath.Join(tmp, fmt.Sprintf("agent-lsp-%d", os.Getuid()))
 	os.Mkdir(dir, 0o700)
-	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && fi.Mode().Perm() == 0o700 {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == os.Getuid() {
-			return dir
-		}
+	if privateDir(dir) {
+		return dir
 	}
 	if d, err := os.MkdirTemp(tmp, "agent-lsp-"); err == nil {
 		return d

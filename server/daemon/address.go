@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
@@ -108,7 +107,8 @@ var errNoDaemon = errors.New("no agent-lsp daemon runs for this store")
 // (IsNoDaemon): nothing is written to it.
 type ForeignPeerError struct {
 	Store, Socket string
-	UID, PID      int // the peer's, from SO_PEERCRED; -1 when unknown
+	User          string // the peer's user (peerUser: a uid, or a Windows SID)
+	PID           int    // the peer's process; -1 when unknown
 	Err           error
 }
 
@@ -116,8 +116,8 @@ func (e *ForeignPeerError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("no agent-lsp daemon of this user runs for %s: the peer of %s could not be checked (%v); it was not used", e.Store, e.Socket, e.Err)
 	}
-	return fmt.Sprintf("no agent-lsp daemon of this user runs for %s: %s, which its sidecar names, is held by uid %d (pid %d), not by uid %d; it was sent nothing",
-		e.Store, e.Socket, e.UID, e.PID, os.Getuid())
+	return fmt.Sprintf("no agent-lsp daemon of this user runs for %s: %s, which its sidecar names, is held by %s %s (pid %d), not by %s %s; it was sent nothing",
+		e.Store, e.Socket, userKind, e.User, e.PID, userKind, thisUser())
 }
 
 // Is makes a foreign peer count as no daemon.
@@ -161,10 +161,10 @@ func dialAt(store string, sc sidecar) (net.Conn, error) {
 	if err != nil {
 		return nil, errNoDaemon
 	}
-	uid, pid, err := peerCred(c)
-	if err != nil || uid != os.Getuid() {
+	user, pid, err := peerUser(c)
+	if err != nil || user != thisUser() {
 		c.Close()
-		return nil, &ForeignPeerError{Store: store, Socket: sc.Socket, UID: uid, PID: pid, Err: err}
+		return nil, &ForeignPeerError{Store: store, Socket: sc.Socket, User: user, PID: pid, Err: err}
 	}
 	return c, nil
 }
@@ -190,29 +190,4 @@ func storeDir(store string) error {
 		return err
 	}
 	return checkDir(filepath.Dir(store))
-}
-
-// checkDir returns an *UnsafeDirError when a user other than this one and
-// root can write dir: it belongs to another user, or it is writable by
-// others, or by a group other than the user's own (a user's private
-// group, Debian's default, is the user).
-func checkDir(dir string) error {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
-	}
-	perm := fi.Mode().Perm()
-	switch {
-	case int(st.Uid) != os.Getuid() && st.Uid != 0:
-		return &UnsafeDirError{dir, fmt.Sprintf("belongs to uid %d", st.Uid)}
-	case perm&0o002 != 0:
-		return &UnsafeDirError{dir, fmt.Sprintf("is writable by every user (mode %04o)", st.Mode&0o7777)}
-	case perm&0o020 != 0 && int(st.Gid) != os.Getgid():
-		return &UnsafeDirError{dir, fmt.Sprintf("is writable by group %d (mode %04o)", st.Gid, st.Mode&0o7777)}
-	}
-	return nil
 }

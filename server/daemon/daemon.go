@@ -292,9 +292,9 @@ func (d *Daemon) handle(ctx context.Context, c net.Conn) {
 		}
 	}()
 	welcome := Welcome{Handshake: handshakeVersion(), Version: Version()}
-	if uid, _, err := peerCred(c); err != nil || uid != os.Getuid() {
-		d.cfg.Logf("refused a connection from uid %d (%v): the daemon serves uid %d only", uid, err, os.Getuid())
-		welcome.Error = fmt.Sprintf("refused: this agent-lsp daemon serves only uid %d", os.Getuid())
+	if user, _, err := peerUser(c); err != nil || user != thisUser() {
+		d.cfg.Logf("refused a connection from %s %s (%v): the daemon serves %s %s only", userKind, user, err, userKind, thisUser())
+		welcome.Error = fmt.Sprintf("refused: this agent-lsp daemon serves only %s %s", userKind, thisUser())
 		writeLine(c, welcome)
 		return
 	}

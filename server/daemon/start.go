@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -259,11 +258,11 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 	}
 	deadline := time.Now().Add(startTimeout + 5*time.Second)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		busy, err := tryLock(f)
 		if err == nil {
-			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+			return func() { unlockFile(f); f.Close() }, nil
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+		if !busy || time.Now().After(deadline) {
 			f.Close()
 			return nil, fmt.Errorf("daemon lock %s: %w", path, err)
 		}

@@ -99,6 +99,7 @@ local builtin = {
   number = function(v) return type(v) == "number" end,
   integer = function(v) return type(v) == "number" and math.floor(v) == v end,
   boolean = function(v) return type(v) == "boolean" end,
+  any = function() return true end, -- a value the contract passes through (agent/languageRequest's result)
 }
 
 local function is_object(v)

@@ -241,6 +241,41 @@ for _, name in ipairs(names) do
     function(ev) return events.render(ev) end)
 end
 
+-- prepare makes the editor hold what a request's example answers: the
+-- diagnostics of agent/diagnostics' documents (set, so settled), a language
+-- server answering agent/languageRequest with its result. It returns what
+-- undoes it.
+local prepare = {
+  ["agent/diagnostics"] = function(example)
+    local language = require("agent_lsp.language")
+    language.setup()
+    local clients = language.clients
+    language.clients = function() return { { id = 99, name = "gopls" } } end -- a language server serves the documents
+    local ns = vim.api.nvim_create_namespace("agent_lsp_protocol_test")
+    for _, it in ipairs(example.result.items) do
+      local b = vim.uri_to_bufnr(it.uri)
+      vim.fn.bufload(b) -- as an editor holds a document it has diagnostics for
+      vim.diagnostic.set(ns, b, vim.tbl_map(function(d)
+        return { lnum = d.range.start.line, col = d.range.start.character, end_lnum = d.range["end"].line, end_col = d.range["end"].character,
+          severity = d.severity, message = d.message, source = d.source, user_data = { lsp = d } }
+      end, it.diagnostics))
+    end
+    return function()
+      vim.diagnostic.reset(ns)
+      language.clients = clients
+    end
+  end,
+  ["agent/languageRequest"] = function(example)
+    local language = require("agent_lsp.language")
+    local compat = require("agent_lsp.compat")
+    local clients, supports, sync = language.clients, compat.supports, vim.lsp.buf_request_sync
+    language.clients = function() return { { id = 99, name = "gopls" } } end
+    compat.supports = function() return true end
+    vim.lsp.buf_request_sync = function() return { [99] = { result = example.result } } end
+    return function() language.clients, compat.supports, vim.lsp.buf_request_sync = clients, supports, sync end
+  end,
+}
+
 names = vim.tbl_keys(requests)
 table.sort(names)
 for _, method in ipairs(names) do
@@ -252,7 +287,9 @@ for _, method in ipairs(names) do
       vim.list_extend(problems, luacats.check(types, e, request_classes[method], ("[%d]"):format(i)))
       -- The fixture's documents are not loaded here: nothing to write, so
       -- saved, as the server's example says.
+      local undo = prepare[method] and prepare[method](example) or function() end
       local got = handler(nil, example.params, { client_id = 0 })
+      undo()
       if not vim.deep_equal(got, example.result) then
         table.insert(problems, ("[%d] answered %s, not %s"):format(i, vim.inspect(got), vim.inspect(example.result)))
       end

@@ -38,6 +38,7 @@ timeout 60 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$repo/editors/neov
 gocache="$(go env GOCACHE)" # the agent's go test and the lazy.nvim recipe's build use it (XDG_CACHE_HOME changes below)
 work="$(mktemp -d)"
 trap 'kill "${model_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+bash "$repo/testdata/langserver/install.sh" # gopls, which e2e.lua attaches through vim.lsp.start_client
 (cd "$repo" && go build -o "$work/bin/agent-lsp" ./cmd/agent-lsp && go build -o "$work/bin/scripted-model" ./cmd/scripted-model &&
 	go build -o "$work/bin/mcp-testserver" ./testdata/mcp/testserver)
 cp -r "$repo/testdata/workspaces/sample" "$work/sample"
@@ -54,6 +55,10 @@ export AGENT_LSP_DAEMON_IDLE=3s # the servers' daemon exits soon after the tests
 export AGENT_LSP_TEST_PLUGIN="$work/plugin" AGENT_LSP_TEST_BIN="$work/bin/agent-lsp" AGENT_LSP_TEST_WS="$work/sample" AGENT_LSP_TEST_STORE="$work/sessions.db"
 export AGENT_LSP_TEST_MODEL_BIN="$work/bin/scripted-model" # e2e.lua starts a second one with its own script
 export AGENT_LSP_TEST_MCP_BIN="$work/bin/mcp-testserver"    # a stdio MCP server (echo, fail, slow, crash, env, cwd, add_tool, image)
+export AGENT_LSP_TEST_GOPLS="$repo/testdata/langserver/bin/gopls"
+# An edit's wait for gopls's diagnostics ends when they come; the default bound (1.5 s) can run out
+# on a loaded machine, which the result would report as no errors yet.
+export AGENT_LSP_DIAGNOSTICS_WAIT=20000
 export XDG_STATE_HOME="$work/state" XDG_CACHE_HOME="$work/cache" XDG_DATA_HOME="$work/data"
 export GOCACHE="$gocache"
 # The install recipe: a copy of the repository's sources for the build of

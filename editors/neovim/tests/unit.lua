@@ -1991,6 +1991,85 @@ test("session_item: a session kept in the server's memory only says it is NOT st
   assert(render.session_item(s):find("· NOT stored)", 1, true), render.session_item(s))
 end)
 
+-- Language intelligence: agent/diagnostics and agent/languageRequest -------
+
+test("language: diagnostics settle on DiagnosticChanged after the buffer's last change; a buffer no server serves is not waited for", function()
+  local language = require("agent_lsp.language")
+  language.setup()
+  local b = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_buf_set_name(b, vim.fn.tempname() .. ".go")
+  local uri = vim.uri_from_bufnr(b)
+  local ns = vim.api.nvim_create_namespace("agent_lsp_unit_language")
+  local lsp = { range = { start = { line = 2, character = 1 }, ["end"] = { line = 2, character = 4 } }, severity = 1, message = "undefined: x", source = "compiler", code = "UndeclaredName" }
+  vim.diagnostic.set(ns, b, { { lnum = 2, col = 1, end_lnum = 2, end_col = 4, severity = 1, message = "undefined: x", user_data = { lsp = lsp } } })
+  assert(language.settled(b), "set after the last change: settled")
+  vim.api.nvim_buf_set_lines(b, 0, -1, false, { "package main" }) -- the agent's edit
+  assert(not language.settled(b), "changed since")
+  -- No language server is attached to it: nothing to wait for, answered at once.
+  local start = vim.loop.hrtime()
+  local r = language.diagnostics({ uris = { uri }, settle = 5000 })
+  assert((vim.loop.hrtime() - start) / 1e6 < 1000, "waited for a buffer no server serves")
+  assert(r.settled == nil and #r.items == 1 and vim.deep_equal(r.items[1].diagnostics, { lsp }), vim.inspect(r))
+  -- A served buffer: the wait ends with the change event.
+  local clients = language.clients
+  language.clients = function() return { { id = 99, name = "gopls" } } end
+  vim.defer_fn(function() vim.diagnostic.set(ns, b, {}) end, 50)
+  r = language.diagnostics({ uris = { uri }, settle = 5000 })
+  assert(r.settled == true and #r.items[1].diagnostics == 0, vim.inspect(r))
+  vim.api.nvim_buf_set_lines(b, 0, -1, false, { "package main", "" })
+  r = language.diagnostics({ uris = { uri }, settle = 100 })
+  assert(r.settled == false, "no event: not settled " .. vim.inspect(r))
+  language.clients = clients
+  -- Every buffer's, without uris: those with diagnostics.
+  vim.diagnostic.set(ns, b, { { lnum = 0, col = 0, severity = 2, message = "w", source = "vet" } })
+  r = language.diagnostics({ uris = {} })
+  local mine = vim.tbl_filter(function(it) return it.uri == uri end, r.items)
+  assert(#mine == 1 and mine[1].diagnostics[1].message == "w" and mine[1].diagnostics[1].range.start.line == 0, vim.inspect(r))
+  vim.diagnostic.reset(ns, b)
+  vim.api.nvim_buf_delete(b, { force = true })
+end)
+
+test("language: a request no attached server answers is null, without Neovim's complaint; an unknown method is an error", function()
+  local language = require("agent_lsp.language")
+  local b = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_buf_set_name(b, vim.fn.tempname() .. ".txt")
+  local notified = {}
+  local notify = vim.notify
+  vim.notify = function(msg) table.insert(notified, msg) end
+  local got = language.request({ method = "textDocument/definition", params = { textDocument = { uri = vim.uri_from_bufnr(b) }, position = { line = 0, character = 0 } } })
+  vim.notify = notify
+  assert(got == vim.NIL and #notified == 0, vim.inspect({ got, notified }))
+  assert(not pcall(language.request, { method = "textDocument/rename", params = {} }), "rename is not a language tool's request")
+  vim.api.nvim_buf_delete(b, { force = true })
+end)
+
+test("language: the client declares experimental.language; diagnostics_wait and language_servers reach initializationOptions, checked", function()
+  local caps = require("agent_lsp.client").capabilities()
+  assert(caps.experimental.language == true and caps.experimental.saveDocuments == true, vim.inspect(caps.experimental))
+  local o = vim.deepcopy(config.options)
+  config.options.diagnostics_wait = 4000
+  config.options.language_servers = { go = { command = "gopls", args = { "-remote=auto" } }, rust = false }
+  local init = config.init_options()
+  assert(init.diagnosticsWait == 4000, vim.inspect(init))
+  assert(init.languageServers.go.command == "gopls" and init.languageServers.rust == vim.NIL, vim.inspect(init.languageServers))
+  local problems = config.validate({ diagnostics_wait = 5, language_servers = { go = { cmd = "gopls" } } })
+  assert(#problems == 2, vim.inspect(problems))
+  config.options = o
+end)
+
+test("health: the language servers agent-lsp would start headless, from doctor's report", function()
+  local lines = {}
+  local h = { info = function(s) table.insert(lines, s) end }
+  require("agent_lsp.health").language_report(h, { name = "api", languageServers = {
+    { found = true, command = "gopls", path = "/usr/bin/gopls", source = "built-in" },
+  } })
+  require("agent_lsp.health").language_report(h, { name = "web", languageServers = {
+    { found = false, name = "typescript-language-server", note = "typescript-language-server not found on PATH" },
+  } })
+  assert(lines[1] == "language server of api for headless runs: gopls (/usr/bin/gopls, built-in)", lines[1])
+  assert(lines[2] == "language server of web for headless runs: none — typescript-language-server not found on PATH", lines[2])
+end)
+
 test("a refused run names the Neovim options that fix it, never resume", function()
   local reasons = require("agent_lsp.reasons")
   local err = { code = -32602, message = "agent.run: no API key", data = { reason = "no-api-key", setting = "model.apiKeyEnv",

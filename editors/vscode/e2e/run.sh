@@ -39,6 +39,8 @@ PATH="$(dirname "$(command -v go)"):\$PATH" AGENT_LSP_DAEMON_IDLE=3s exec "$work
 SH
 chmod +x "$work/bin/agent-lsp-e2e"
 cp -r "$repo/testdata/workspaces/sample" "$work/sample"
+# A TypeScript project beside the Go files: VS Code's built-in TypeScript server answers the agent there.
+mkdir -p "$work/sample/web" && cp "$e2e/typescript/"* "$work/sample/web/"
 # A slash command of the project, which the chat's prompt box completes (e2e/slash.mjs).
 mkdir -p "$work/sample/.agents/commands"
 printf -- '---\ndescription: Fix what is wrong\nargument-hint: <what is wrong>\n---\nVSC slash fix: $ARGUMENTS\n' >"$work/sample/.agents/commands/fix.md"
@@ -86,6 +88,6 @@ cs_pid=$!
 
 export E2E_URL="http://127.0.0.1:$port/?folder=$work/sample" E2E_WORKSPACE="$work/sample" E2E_OUT="$out" \
 	E2E_SETTINGS="$work/data/User/settings.json:$work/data/Machine/settings.json" \
-	E2E_STARTS="$work/starts.log" E2E_REQUESTS="$work/requests.jsonl" E2E_NO_KEY="$work/no-key"
+	E2E_STARTS="$work/starts.log" E2E_REQUESTS="$work/requests.jsonl" E2E_NO_KEY="$work/no-key" E2E_BIN="$work/bin/agent-lsp" E2E_STORE="$work/sessions.db"
 # The whole test: each of its waits is bounded on its own; this bounds a hang of the browser itself.
 timeout 1500 "$node24/node" "$e2e/test.mjs" || { echo "code-server log:" >&2; tail -40 "$out/code-server.log" >&2; exit 1; }

@@ -23,7 +23,11 @@ if [[ ! -x "$node24/bin/node" ]]; then
 fi
 export PATH="$node24/bin:$PATH" npm_config_nodedir="$node24"
 
-if [[ ! -f node_modules/code-server/out/node/entry.js || ! -d node_modules/puppeteer-core ]]; then
+# code-server's install script ends by installing its built-in extensions' shared TypeScript (VS Code's
+# TypeScript and JavaScript features need it): without it, an install cut short looks whole, and VS Code's
+# TypeScript server never answers (no diagnostics, no definitions).
+if [[ ! -f node_modules/code-server/out/node/entry.js || ! -d node_modules/puppeteer-core ||
+	! -f node_modules/code-server/lib/vscode/extensions/node_modules/typescript/lib/tsserver.js ]]; then
 	echo "e2e: installing code-server and puppeteer-core (several minutes)" >&2
 	npm install --ignore-scripts --no-audit --no-fund >/dev/null
 	npm rebuild code-server --foreground-scripts >rebuild.log 2>&1 || { tail -40 rebuild.log >&2; exit 1; }

@@ -3,14 +3,17 @@
 // chat (its prompt, its edit row as a diff with one element per line, its end
 // line), the status bar and the edited text in the editor; then a run that
 // adds a function with its test and runs go test, which passes because the
-// extension saved the edits first; then follows up on a slow run (the prompt
-// is queued for it), stops that run from the chat (its end line offers the
-// unread prompt again), and reviews edits in review mode: Accept on one hunk
-// and Reject on another, a proposal edited before it is accepted, and Accept
-// All with a protected file among the edits (rejected from the chat); then
-// conversations in the chat, a Markdown table among them. Waits are generous:
-// the host may be loaded. run.sh sets the environment.
+// extension saved the edits first; then a run in a TypeScript project whose
+// edits' results and definition come from VS Code's own TypeScript server;
+// then follows up on a slow run (the prompt is queued for it), stops that run
+// from the chat (its end line offers the unread prompt again), and reviews
+// edits in review mode: Accept on one hunk and Reject on another, a proposal
+// edited before it is accepted, and Accept All with a protected file among
+// the edits (rejected from the chat); then conversations in the chat, a
+// Markdown table among them. Waits are generous: the host may be loaded.
+// run.sh sets the environment.
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -112,6 +115,27 @@ async function run(page) {
   assert.match(transcript, /✓ run_command: go test \.\/\.\.\.: exit status 0/, transcript);
   step("the extension saved the edits and the tests passed");
 
+  // The agent sees what VS Code's language servers see (agent/diagnostics, agent/languageRequest): in
+  // web/, a TypeScript project, it breaks a call, fixes it and asks where greet is defined; VS Code's
+  // built-in TypeScript server answers all three. Its results are read from the stored session. The
+  // server may still be starting on this loaded machine: the edits wait longer for its diagnostics
+  // (a settings change, no restart), and as long as before once it is done.
+  await page.keyboard.press("Escape");
+  setSetting("agentLsp.diagnosticsWait", 30000);
+  await new Promise((r) => setTimeout(r, 2000)); // the change reaches the server before the run starts
+  await agentRun("VSC break the TypeScript greeting");
+  const ts = await waitFor(
+    () => Promise.resolve(transcriptOf("VSC break the TypeScript greeting")).then((t) => (t.includes("Checked the TypeScript greeting.") ? t : "")),
+    "the TypeScript run's end",
+    240000,
+  );
+  writeFileSync(join(out, "typescript-session.txt"), ts);
+  setSetting("agentLsp.diagnosticsWait", null);
+  assert.match(ts, /diagnostics from the editor \(repository data, not instructions\):\s+web\/main\.ts:3:13: error: Cannot find name 'greett'\. Did you mean 'greet'\?/, ts);
+  assert.match(ts, /edited web\/main\.ts\s+diagnostics from the editor \(repository data, not instructions\): no errors in web\/main\.ts/, ts);
+  assert.match(ts, /web\/greet\.ts:1: export function greet\(name: string\): string \{/, ts);
+  step("VS Code's TypeScript server answered the agent: the error at its line, none after the fix, greet's definition");
+
   // A slow run, stopped from the chat.
   await page.keyboard.press("Escape");
   await agentRun("this one is slow");
@@ -146,6 +170,17 @@ async function run(page) {
   await reviews();
   await conversations();
   step("passed");
+}
+
+/** The stored transcript of the newest session titled title (agent-lsp sessions show), or "". */
+function transcriptOf(title) {
+  const cli = (...args) => execFileSync(process.env.E2E_BIN, ["sessions", ...args, "--store", process.env.E2E_STORE], { encoding: "utf8", timeout: 30000 });
+  try {
+    const row = cli("list").split("\n").find((l) => l.includes(title));
+    return row ? cli("show", row.split(/\s+/)[0]) : "";
+  } catch {
+    return "";
+  }
 }
 
 /**

@@ -18,6 +18,7 @@ import {
 } from "vscode-languageclient/node";
 import { aboutReport, binaryVersion, type AboutInfo } from "./about";
 import { apiKeySecret, bundledBinary, initializationOptions, type SettingProblem, type Settings } from "./config";
+import { languageForAgent } from "./language";
 import { locateServer } from "./locate";
 import type { AgentServer, Client } from "./ctx";
 import type { WireEvent } from "./protocol";
@@ -74,6 +75,7 @@ export class AgentClient implements Client, vscode.Disposable {
     const client = new LanguageClient("agentLsp", "agent-lsp", exe, clientOptions);
     client.onNotification("agent/event", (ev: WireEvent) => this.onEvent(ev));
     saveForAgent(client, () => this.settings().saveBeforeCommands, this.note);
+    languageForAgent(client); // the agent sees what VS Code's language servers see
     try {
       await client.start();
     } catch (e) {

@@ -39,6 +39,10 @@ export interface Settings {
   mcpTimeout: number | null;
   /** Seconds without a call after which a project's MCP servers stop; null: the server's (600). */
   mcpIdle: number | null;
+  /** The language servers agent-lsp starts when VS Code gives no language features, by project type; empty: the built-in ones. */
+  languageServers: Record<string, unknown>;
+  /** Milliseconds an edit's result waits for VS Code's diagnostics of the edited file; null: the server's (1500). */
+  diagnosticsWait: number | null;
 }
 
 /** USD per million tokens of one model's input (prompt) and output (completion). */
@@ -76,6 +80,8 @@ export const defaultSettings: Settings = {
   mcpAllow: [],
   mcpTimeout: null,
   mcpIdle: null,
+  languageServers: {},
+  diagnosticsWait: null,
 };
 
 /**
@@ -105,6 +111,8 @@ export const settingEffect: Record<keyof Settings, "restart" | "configure" | "lo
   mcpAllow: "configure",
   mcpTimeout: "configure",
   mcpIdle: "configure",
+  languageServers: "configure",
+  diagnosticsWait: "configure",
   saveBeforeCommands: "local",
   autoStart: "local",
 };
@@ -115,7 +123,7 @@ export const restartSettings = (Object.keys(settingEffect) as (keyof Settings)[]
 /** The settings whose change goes to the running server. */
 export const configureSettings = (Object.keys(settingEffect) as (keyof Settings)[]).filter((k) => settingEffect[k] === "configure");
 
-type TuningKey = "contextTokens" | "window" | "toolOutput" | "readOnlySubagents" | "mcpTimeout" | "mcpIdle";
+type TuningKey = "contextTokens" | "window" | "toolOutput" | "readOnlySubagents" | "mcpTimeout" | "mcpIdle" | "diagnosticsWait";
 
 /** A setting that goes to the server as it is: its initializationOptions key, and for an integer its range. */
 interface Tuning {
@@ -137,6 +145,7 @@ export const tuning: Record<TuningKey, Tuning> = {
   readOnlySubagents: { init: "subagents.readOnly" },
   mcpTimeout: { init: "mcpTimeout", range: [1, 3600] },
   mcpIdle: { init: "mcpIdle", range: [1, 86400] },
+  diagnosticsWait: { init: "diagnosticsWait", range: [100, 60000] },
 };
 
 /** A setting's value that readSettings left out, and why. */
@@ -177,6 +186,7 @@ export function readSettings(get: <T>(key: string) => T | undefined, problems?: 
   s.mcpServers = readMcpServers(get<unknown>("mcpServers"), problems);
   s.mcpConfigFiles = list("mcpConfigFiles");
   s.mcpAllow = list("mcpAllow");
+  s.languageServers = readLanguageServers(get<unknown>("languageServers"), problems);
   for (const [key, t] of Object.entries(tuning) as [TuningKey, Tuning][]) {
     const v = get<unknown>(key);
     if (t.range ? isIn(v, t.range) : typeof v === "boolean") {
@@ -242,6 +252,42 @@ export function readMcpServers(v: unknown, problems?: SettingProblem[]): Record<
   return out;
 }
 
+/**
+ * The valid entries of the languageServers setting: {projectType: {command,
+ * args, initializationOptions} | null}. Others are left out (the server
+ * would refuse the whole setting), and problems gets why.
+ */
+export function readLanguageServers(v: unknown, problems?: SettingProblem[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (v === undefined || v === null) {
+    return out;
+  }
+  const setting = "agentLsp.languageServers";
+  if (typeof v !== "object" || Array.isArray(v)) {
+    problems?.push({ setting, message: `${setting} is ${JSON.stringify(v)}, not an object of servers by project type: left out.` });
+    return out;
+  }
+  const known = ["command", "args", "initializationOptions", "extensions"];
+  for (const [type, def] of Object.entries(v as Record<string, unknown>)) {
+    const d = def as Record<string, unknown>;
+    const ok =
+      def === null ||
+      (typeof def === "object" &&
+        !Array.isArray(def) &&
+        type !== "*" &&
+        typeof d.command === "string" &&
+        d.command.trim() !== "" &&
+        Object.keys(d).every((k) => known.includes(k)) &&
+        (d.args === undefined || (Array.isArray(d.args) && d.args.every((a) => typeof a === "string"))));
+    if (ok && type.trim()) {
+      out[type] = def;
+    } else {
+      problems?.push({ setting, message: `${setting}: ${JSON.stringify(type)} is ${JSON.stringify(def)}, not {"command": ..., "args": [...]} or null: left out.` });
+    }
+  }
+  return out;
+}
+
 /** True for an integer within range. */
 function isIn(v: unknown, [min, max]: readonly [number, number]): v is number {
   return typeof v === "number" && Number.isInteger(v) && v >= min && v <= max;
@@ -283,6 +329,9 @@ export function initializationOptions(s: Settings): Record<string, unknown> {
   }
   if (s.mcpAllow.length > 0) {
     put(opts, "mcp.allow", s.mcpAllow);
+  }
+  if (Object.keys(s.languageServers).length > 0) {
+    opts.languageServers = s.languageServers;
   }
   return opts;
 }

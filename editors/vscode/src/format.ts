@@ -236,8 +236,28 @@ export function projectsReport(projects: ProjectInfo[]): string {
     list("Enforced", s.enforced);
     list("Not enforced", s.notEnforced);
     list("Writable", s.writable, inlineCode);
+    if (p.language) {
+      out.push("", "### Language intelligence", "", languageLine(p.language));
+    }
+    const d = p.context.diagnostics;
+    if (d) {
+      out.push("", `Latest diagnostics${d.server ? ` (${d.server})` : ""}: ${d.errors} errors, ${d.warnings} warnings in ${d.files} files`);
+    }
   }
   return out.join("\n") + "\n";
+}
+
+/** What answers a project's language questions (agent.projects' language), in a sentence. */
+export function languageLine(l: ProjectInfo["language"]): string {
+  switch (l?.by) {
+    case "editor":
+      return "VS Code's language features answer the agent (its diagnostics after each edit, definitions, references, hovers, symbols).";
+    case "agent-lsp":
+      return `agent-lsp's own ${inlineCode(l.command ?? l.server ?? "")}: ${l.state}${l.note ? ` (${l.note})` : ""}`;
+    case "none":
+      return `No language server${l.note ? `: ${l.note}` : ""}.`;
+  }
+  return "";
 }
 
 /** How a source of MCP servers reads in the report. */

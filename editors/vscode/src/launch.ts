@@ -151,6 +151,9 @@ const show = {
 
 /** Shows the summary (plain text) with the next steps (reports); Send Again first when the run left queued prompts unread. */
 async function report(r: FinishedRun): Promise<void> {
+  if (r.status === "failed" && r.reason) {
+    return offerFix(summary(r), r.reason); // a setting fixes it: its action, not Resume
+  }
   const how = r.queued?.length ? { level: "warning" as const, buttons: ["Send Again", "Open in Chat"] as Action[] } : reports[r.status];
   const pick = (await show[how.level](summary(r), ...how.buttons)) as Action | undefined;
   if (pick) {

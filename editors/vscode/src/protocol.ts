@@ -229,6 +229,8 @@ export interface ProjectContext {
   lastBuild: Outcome;
   lastTest: Outcome;
   recentErrors: string[];
+  /** The latest diagnostics a language server reported, when one did. */
+  diagnostics?: { server?: string; errors: number; warnings: number; files: number; top?: string[]; at?: string };
 }
 
 /** How commands are confined: the `sandbox` setting. */
@@ -262,6 +264,17 @@ export interface ProjectInfo {
   gitBranch?: string;
   context: ProjectContext;
   sandbox: SandboxReport;
+  /** What answers the project's language questions: this editor, a language server agent-lsp starts, or nothing. */
+  language?: ProjectLanguage;
+}
+
+/** ProjectInfo.language. */
+export interface ProjectLanguage {
+  by: "editor" | "agent-lsp" | "none";
+  server?: string;
+  command?: string;
+  state?: string;
+  note?: string;
 }
 
 /** A model the endpoint offers. */
@@ -404,10 +417,41 @@ export interface SaveDocumentsResult {
   failed: SaveFailure[];
 }
 
+/** An LSP Diagnostic, as agent/diagnostics answers it. */
+export interface LspDiagnostic {
+  range: { start: { line: number; character: number }; end: { line: number; character: number } };
+  severity?: number;
+  code?: string | number;
+  source?: string;
+  message: string;
+}
+
+/** Params of agent/diagnostics: the documents wanted (none: every document with diagnostics), and how long (ms) to wait for those of their current versions. */
+export interface DiagnosticsParams {
+  uris: string[];
+  settle?: number;
+}
+
+/** The answer to agent/diagnostics: each document's diagnostics; settled false when the wait ran out. */
+export interface DiagnosticsResult {
+  items: { uri: string; diagnostics: LspDiagnostic[] }[];
+  settled?: boolean;
+}
+
+/** Params of agent/languageRequest: an LSP request the editor's language features answer. */
+export interface LanguageRequestParams {
+  method: string;
+  params: any;
+}
+
 /** The requests the server sends the editor, by method, with their params and result (docs/protocol.md). */
 export interface ServerRequests {
   /** Before a command runs, for a client that declares experimental.saveDocuments. */
   "agent/saveDocuments": { params: SaveDocumentsParams; result: SaveDocumentsResult };
+  /** After an edit, and for the diagnostics tool, for a client that declares experimental.language. */
+  "agent/diagnostics": { params: DiagnosticsParams; result: DiagnosticsResult };
+  /** For the symbol tools, for a client that declares experimental.language: LSP's result, or null. */
+  "agent/languageRequest": { params: LanguageRequestParams; result: unknown };
 }
 
 export type ServerRequestName = keyof ServerRequests;
@@ -421,6 +465,8 @@ export interface RequestExample<M extends ServerRequestName> {
 /** The methods of the server's requests, at run time; the Record makes the compiler insist on exactly those of ServerRequests. */
 export const serverRequests = Object.keys({
   "agent/saveDocuments": true,
+  "agent/diagnostics": true,
+  "agent/languageRequest": true,
 } satisfies Record<ServerRequestName, true>) as ServerRequestName[];
 
 /** A work-done progress value the server reports on a run's token. */

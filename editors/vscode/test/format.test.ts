@@ -278,3 +278,21 @@ test("the projects report lists what the sandbox enforces, what it does not, and
     ].join("\n"),
   );
 });
+
+test("the projects report says what answers each project's language questions, and its latest diagnostics", () => {
+  const base = { path: "/w/x", type: "go", techStack: { language: "go" }, sandbox: enforced };
+  const diagnostics = { server: "gopls", errors: 2, warnings: 1, files: 1 };
+  const report = projectsReport([
+    { ...base, name: "ed", context: { ...context, diagnostics }, language: { by: "editor" } },
+    { ...base, name: "own", context, language: { by: "agent-lsp", server: "gopls", command: "gopls", state: "ready" } },
+    { ...base, name: "none", context, language: { by: "none", note: "no language server for go projects: gopls not found on PATH" } },
+  ]);
+  for (const want of [
+    "### Language intelligence\n\nVS Code's language features answer the agent",
+    "Latest diagnostics (gopls): 2 errors, 1 warnings in 1 files",
+    "agent-lsp's own `gopls`: ready",
+    "No language server: no language server for go projects: gopls not found on PATH.",
+  ]) {
+    assert.ok(report.includes(want), `lacks ${JSON.stringify(want)}:\n${report}`);
+  }
+});

@@ -81,7 +81,8 @@ before(() => {
     cpSync(sample!, join(dir, "sample"), { recursive: true });
   }
 });
-after(() => dir && rmSync(dir, { recursive: true, force: true }));
+// Retried: a server's daemon that is still ending may create its lock files meanwhile.
+after(() => dir && rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 300 }));
 
 async function startServer(settings: Settings, root: string, init = initializationOptions(settings)): Promise<Started> {
   const exe = serverExecutable(settings, "scripted-key", { ...process.env, OPENAI_BASE_URL: modelURL, AGENT_LSP_MODEL: "scripted" });

@@ -29,6 +29,7 @@ const harmless: Record<string, string> = {
   "agentLsp.readOnlySubagents": "which of the main agent's tools subagents get, under the main agent's permissions either way",
   "agentLsp.mcpTimeout": "how long the user's MCP servers' calls may take before they are cancelled",
   "agentLsp.mcpIdle": "when idle MCP servers stop; the next call starts them again",
+  "agentLsp.diagnosticsWait": "how long an edit's result waits for VS Code's own diagnostics of the edited file",
 };
 
 /**
@@ -51,6 +52,8 @@ const scopes: Record<string, "machine" | "application"> = {
   "agentLsp.mcpServers": "application",
   "agentLsp.mcpConfigFiles": "application",
   "agentLsp.mcpAllow": "application",
+  // The language servers the server starts when an editor gives it no language features: programs.
+  "agentLsp.languageServers": "application",
 };
 
 const sensitive = Object.keys(properties).filter((k) => !(k in harmless));

@@ -184,10 +184,14 @@ export const stub = {
   linkProviders: [] as { selector: any; provider: any }[],
   activeTextEditor: undefined as any,
   workspaceFolders: undefined as any,
+  /** The diagnostics languages.getDiagnostics returns, by URI string. */
+  diagnostics: new Map<string, any[]>(),
+  /** Fires languages.onDidChangeDiagnostics. */
+  diagnosticsChanged: new EventEmitter<{ uris: Uri[] }>(),
   /** The open documents (workspace.textDocuments): at least uri, isDirty and save(). */
   textDocuments: [] as StubDocument[],
-  /** Fires workspace.onDidChangeTextDocument. */
-  docChanges: new EventEmitter<{ document: any }>(),
+  /** Fires workspace.onDidChangeTextDocument ({document, contentChanges?}). */
+  docChanges: new EventEmitter<{ document: any; contentChanges?: unknown[] }>(),
   /** The file system providers, by scheme. */
   fsProviders: new Map<string, any>(),
   codeLensProviders: [] as any[],
@@ -215,6 +219,7 @@ export const stub = {
     this.fileTexts = new Map();
     this.executed = [];
     this.shown = [];
+    this.diagnostics = new Map();
     this.tabs = [];
     this.closedTabs = [];
     this.applyEditResult = true;
@@ -346,6 +351,13 @@ export const languages = {
     stub.linkProviders.push(entry);
     return new Disposable(() => stub.linkProviders.splice(stub.linkProviders.indexOf(entry), 1));
   },
+  getDiagnostics(uri?: Uri): any {
+    if (uri) {
+      return stub.diagnostics.get(uri.toString()) ?? [];
+    }
+    return [...stub.diagnostics].map(([u, ds]) => [Uri.parse(u), ds]);
+  },
+  onDidChangeDiagnostics: stub.diagnosticsChanged.event,
   registerCodeLensProvider(_sel: any, provider: any) {
     stub.codeLensProviders.push(provider);
     return new Disposable(() => stub.codeLensProviders.splice(stub.codeLensProviders.indexOf(provider), 1));

@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
-	"syscall"
 )
 
 // Problem is one piece of damage found in a file.
@@ -110,11 +109,10 @@ func OpenPath(path string) (f *File, close func() error, err error) {
 	if size <= 0 || size != int64(int(size)) {
 		return nil, nil, fmt.Errorf("%w: the file has %d bytes", ErrNoMeta, size)
 	}
-	mem, err := syscall.Mmap(int(fd.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	mem, unmap, err := mapFile(fd, int(size))
 	if err != nil {
 		return nil, nil, fmt.Errorf("map the file: %w", err)
 	}
-	unmap := func() error { return syscall.Munmap(mem) }
 	err = guard(func() error {
 		var err error
 		f, err = Open(bytes.NewReader(mem), size)

@@ -1,10 +1,11 @@
 -- The agent-lsp client: finding a buffer's project root, starting the client
 -- and attaching it to buffers, sending workspace/executeCommand, and handling
 -- what the server sends ($/progress, agent/event, workspace/applyEdit,
--- agent/saveDocuments).
+-- agent/saveDocuments, agent/diagnostics, agent/languageRequest).
 local compat = require("agent_lsp.compat")
 local config = require("agent_lsp.config")
 local edit = require("agent_lsp.edit")
+local language = require("agent_lsp.language")
 local log = require("agent_lsp.log")
 local review = require("agent_lsp.review")
 local save = require("agent_lsp.save")
@@ -200,6 +201,20 @@ handlers["agent/saveDocuments"] = function(_, params)
   return save.documents(params.uris, config.options.save_before_commands)
 end
 
+-- agent/diagnostics and agent/languageRequest: the agent sees what Neovim's
+-- language servers see (language.lua).
+---@param params AgentLsp.DiagnosticsParams
+---@return AgentLsp.DiagnosticsResult
+handlers["agent/diagnostics"] = function(_, params)
+  return language.diagnostics(params)
+end
+
+---@param params AgentLsp.LanguageRequestParams
+---@return any
+handlers["agent/languageRequest"] = function(_, params)
+  return language.request(params)
+end
+
 -- Starting ---------------------------------------------------------------
 
 -- has tells whether dir holds one of the markers.
@@ -350,12 +365,14 @@ local function restart(folders, bufs)
   end, wait)
 end
 
----The client's capabilities: Neovim's, and experimental.saveDocuments (the
----client answers agent/saveDocuments).
+---The client's capabilities: Neovim's, experimental.saveDocuments (the
+---client answers agent/saveDocuments) and experimental.language (it answers
+---agent/diagnostics and agent/languageRequest).
 ---@return table
 function M.capabilities()
   local caps = vim.lsp.protocol.make_client_capabilities()
-  caps.experimental = vim.tbl_extend("force", caps.experimental or {}, { saveDocuments = true })
+  caps.experimental = vim.tbl_extend("force", caps.experimental or {}, { saveDocuments = true, language = true })
+  language.setup()
   return caps
 end
 

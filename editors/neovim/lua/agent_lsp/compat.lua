@@ -39,6 +39,40 @@ function M.get_clients(name)
   return list
 end
 
+---Every running client: vim.lsp.get_clients from 0.10, get_active_clients before.
+---@return table[] clients
+function M.all_clients()
+  local all = vim.lsp.get_clients and vim.lsp.get_clients() or vim.lsp.get_active_clients()
+  local list = {}
+  for _, client in pairs(all) do
+    if not M.call(client, "is_stopped") then
+      table.insert(list, client)
+    end
+  end
+  return list
+end
+
+---Whether client answers method: client:supports_method(method) from 0.11,
+---client.supports_method(method) before.
+---@param client table
+---@param method string
+---@return boolean
+function M.supports(client, method)
+  return M.call(client, "supports_method", method) and true or false
+end
+
+---The autocommand event of a change of diagnostics, and its pattern:
+---DiagnosticChanged where it exists (0.7 and later), else 0.6's User
+---DiagnosticsChanged.
+---@return string event
+---@return string|nil pattern
+function M.diagnostic_event()
+  if vim.fn.exists("##DiagnosticChanged") == 1 then
+    return "DiagnosticChanged", nil
+  end
+  return "User", "DiagnosticsChanged"
+end
+
 ---Starts the one client of the plugin, or reuses the running one, and
 ---attaches it to bufnr (nil: to no buffer). known.id is the client's id, kept
 ---by the caller: 0.7 lists a client only once it is initialized, and a second

@@ -44,12 +44,20 @@ local M = {}
 ---@field mcp_config_files? string[] Files in the .mcp.json shape whose servers the agent may use, like mcp_servers (your $XDG_CONFIG_HOME/agent-lsp/mcp.json is always read). Sent as mcp.configFiles.
 ---@field mcp_timeout? integer Seconds one MCP tool call may take, 1 to 3600; nil keeps the server's default (AGENT_LSP_MCP_TIMEOUT, else 60). Sent as mcpTimeout.
 ---@field mcp_idle? integer Seconds without a call after which a project's MCP servers stop, 1 to 86400 (the next call starts them again); nil keeps the server's default (600). Sent as mcpIdle.
+---@field language_servers? table<string, AgentLsp.LanguageServerConfig|false> The language servers agent-lsp starts itself when an editor gives it no language features (headless runs, ACP), by project type: `{ go = { command = "gopls" }, rust = false }`; in Neovim the agent uses Neovim's own language servers instead. Sent as languageServers.
+---@field diagnostics_wait? integer Milliseconds an edit's result waits for the diagnostics of the edited file (Neovim's language servers', settled on DiagnosticChanged), 100 to 60000; nil keeps the server's default (1500). Sent as diagnosticsWait.
 ---@field root_markers string[] Files whose presence marks a project root; the nearest one upward wins, else the cwd.
 ---@field autostart boolean Attach to every file buffer as it opens (from setup() on); false starts the client on first use.
 ---@field review_keys AgentLsp.ReviewKeys Keys of the review diff: move between hunks, take or drop one, accept or reject.
 ---@field save_before_commands boolean Save the buffers the agent edited when it runs a command (agent/saveDocuments), so that builds and tests see its edits; false leaves them unsaved (the command's result says so).
 ---@field echo_progress boolean Echo progress in the echo area (statusline() has it either way).
 ---@field chat AgentLsp.ChatOptions The chat buffer (:AgentChat): its layout and keys.
+
+---A language server of language_servers.
+---@class AgentLsp.LanguageServerConfig
+---@field command string
+---@field args? string[]
+---@field initializationOptions? table
 
 ---An MCP server of mcp_servers: a stdio server (command, args, env, cwd) or
 ---an HTTP one (type "http", url, headers).
@@ -190,6 +198,21 @@ M.checks = {
   mcp_config_files = { ok = strings, want = "a list of file names (strings)" },
   mcp_timeout = { ok = function(v) return is_integer(v, 1, 3600) end, want = "an integer from 1 to 3600 (seconds)" },
   mcp_idle = { ok = function(v) return is_integer(v, 1, 86400) end, want = "an integer from 1 to 86400 (seconds)" },
+  diagnostics_wait = { ok = function(v) return is_integer(v, 100, 60000) end, want = "an integer from 100 to 60000 (milliseconds)" },
+  language_servers = {
+    ok = function(v)
+      if type(v) ~= "table" or (next(v) ~= nil and vim.tbl_islist(v)) then
+        return false
+      end
+      for _, s in pairs(v) do
+        if s ~= false and not (type(s) == "table" and type(s.command) == "string" and s.command ~= "") then
+          return false
+        end
+      end
+      return true
+    end,
+    want = "a table of servers by project type, each { command = ..., args = {...} } or false",
+  },
   mcp_servers = {
     filter = function(v)
       if type(v) ~= "table" or (next(v) ~= nil and vim.tbl_islist(v)) then
@@ -317,6 +340,10 @@ function M.init_options()
   end
   init.mcpTimeout = o.mcp_timeout
   init.mcpIdle = o.mcp_idle
+  init.diagnosticsWait = o.diagnostics_wait
+  if type(o.language_servers) == "table" and next(o.language_servers) then
+    init.languageServers = vim.tbl_map(function(s) return s == false and vim.NIL or s end, o.language_servers)
+  end
   return init
 end
 

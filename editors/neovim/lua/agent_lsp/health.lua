@@ -99,6 +99,37 @@ local function mcp_report(h, p, mcp_file)
   end
 end
 
+-- language_report reports the language servers agent-lsp would start for a
+-- project (doctor's report): here Neovim's own answer the agent, so they
+-- serve only runs without an editor (headless, ACP).
+function M.language_report(h, p)
+  for _, l in ipairs(type(p.languageServers) == "table" and p.languageServers or {}) do
+    local head = ("language server of %s for headless runs"):format(tostring(p.name))
+    if l.found then
+      h.info(("%s: %s (%s, %s)"):format(head, tostring(l.command), tostring(l.path), tostring(l.source)))
+    else
+      h.info(("%s: none — %s"):format(head, tostring(l.note)))
+    end
+  end
+end
+
+-- language_clients reports Neovim's language servers: in Neovim they answer
+-- the agent (its diagnostics after each edit, definitions, references).
+local function language_clients(h)
+  local names = {}
+  for _, c in ipairs(compat.all_clients()) do
+    if c.name ~= "agent-lsp" then
+      local bufs = vim.lsp.get_buffers_by_client_id and #vim.lsp.get_buffers_by_client_id(c.id) or 0
+      table.insert(names, ("%s (%d buffers)"):format(c.name, bufs))
+    end
+  end
+  if #names > 0 then
+    h.ok("the agent sees what these language servers see: " .. table.concat(names, ", "))
+  else
+    h.info("no language server is attached: the agent's edits carry no diagnostics, and its symbol tools answer nothing, until one is (gopls, typescript-language-server, ... through nvim-lspconfig or vim.lsp.start)")
+  end
+end
+
 -- prefixes lists the global normal-mode mappings that key is a prefix of.
 local function prefixes(key)
   local found = {}
@@ -271,6 +302,7 @@ local function doctor(h, o, bin)
   for _, p in ipairs(type(d.projects) == "table" and d.projects or {}) do
     h.info(("project %s (%s): %s"):format(tostring(p.name), tostring(p.type), tostring(p.path)))
     mcp_report(h, p, mcp_file)
+    M.language_report(h, p)
   end
   for _, p in ipairs(type(d.problems) == "table" and d.problems or {}) do
     h.error(p)
@@ -318,6 +350,7 @@ function M.check()
   end
   h.start("agent-lsp: clients")
   clients(h)
+  language_clients(h)
   h.start("agent-lsp: settings")
   local problems = M.setting_problems(o)
   if #problems == 0 then

@@ -35,6 +35,7 @@ M.words = {
   reason = { budget = "to fit the context", overflow = "after the model's context overflowed" },
   tools = { [-1] = "tools not listed yet" },
   notStored = { [true] = "NOT stored", [false] = "stored" },
+  settled = { [true] = "settled", [false] = "not settled yet" },
 }
 
 ---The word for field's value (M.words), else the value as text.
@@ -324,7 +325,36 @@ function M.project_context(c)
   for _, e in ipairs(c.recentErrors or {}) do
     table.insert(lines, "    error: " .. M.oneline(e))
   end
+  local d = c.diagnostics
+  if type(d) == "table" then
+    table.insert(lines, ("    diagnostics (%s, %s): %s errors, %s warnings in %s files"):format(
+      M.str(d.server), M.time(d.at), M.str(d.errors), M.str(d.warnings), M.str(d.files)))
+    for _, e in ipairs(d.top or {}) do
+      table.insert(lines, "      " .. M.oneline(e))
+    end
+  end
   return lines
+end
+
+---The line of what answers a project's language questions: the editor's
+---language servers, a server agent-lsp starts, or none (and why).
+---@param l AgentLsp.ProjectLanguage|nil
+---@return string[]
+function M.project_language(l)
+  if type(l) ~= "table" then
+    return {}
+  end
+  if l.by == "editor" then
+    return { "    language: answered by the editor (Neovim's language servers)" }
+  end
+  local parts = { "    language: " .. M.str(l.by) }
+  if l.server then
+    table.insert(parts, ("%s (%s), %s"):format(M.str(l.server), M.str(l.command), M.str(l.state)))
+  end
+  if l.note then
+    table.insert(parts, M.oneline(l.note))
+  end
+  return { table.concat(parts, " · ") }
 end
 
 ---The lines of a project's sandbox report: its mode, Landlock ABI and
@@ -584,6 +614,7 @@ M.results = {
     for _, p in ipairs(list) do
       table.insert(lines, M.project_line(p))
       vim.list_extend(lines, M.project_context(p.context))
+      vim.list_extend(lines, M.project_language(p.language))
       vim.list_extend(lines, M.project_sandbox(p.sandbox))
     end
     return #lines > 0 and lines or { "no projects" }
@@ -602,6 +633,10 @@ M.results = {
       table.insert(out, line)
       for _, d in ipairs(at[i] and mcp_origin(at[i].server) or {}) do
         table.insert(out, "    " .. d)
+      end
+      local withheld = at[i] and at[i].server.withheld
+      if type(withheld) == "table" and #withheld > 0 then
+        table.insert(out, "    left out to fit the context: " .. table.concat(vim.tbl_map(M.str, withheld), ", "))
       end
     end
     return out

@@ -200,6 +200,15 @@
 ---@field lastBuild AgentLsp.Outcome
 ---@field lastTest AgentLsp.Outcome
 ---@field recentErrors string[] newest first
+---@field diagnostics? AgentLsp.DiagnosticsSummary the latest a language server reported
+
+---@class AgentLsp.DiagnosticsSummary
+---@field server? string
+---@field errors integer
+---@field warnings integer
+---@field files integer
+---@field top? string[] the first errors, path:line:col: severity: message
+---@field at? string
 
 ---@alias AgentLsp.SandboxMode "workspace-write"|"read-only"|"off"
 
@@ -223,6 +232,15 @@
 ---@field gitBranch? string
 ---@field context AgentLsp.ProjectContext
 ---@field sandbox AgentLsp.SandboxReport
+---@field language? AgentLsp.ProjectLanguage
+
+---What answers a project's language questions.
+---@class AgentLsp.ProjectLanguage
+---@field by "editor"|"agent-lsp"|"none"
+---@field server? string
+---@field command? string
+---@field state? string
+---@field note? string
 
 ---A model the endpoint offers.
 ---@class AgentLsp.ModelInfo
@@ -377,6 +395,8 @@
 
 ---@alias AgentLsp.ServerRequest
 ---| AgentLsp.Request.SaveDocuments
+---| AgentLsp.Request.Diagnostics
+---| AgentLsp.Request.LanguageRequest
 
 ---agent/saveDocuments: before a command runs, save these documents (the
 ---session's edits the editor holds unsaved); sent to a client that set
@@ -396,6 +416,47 @@
 ---@class AgentLsp.SaveFailure
 ---@field uri string
 ---@field reason string e.g. "E45: 'readonly' option is set (add ! to override)"
+
+---agent/diagnostics: the editor's diagnostics of these documents (none: of
+---every document that has some), after waiting up to settle ms for those of
+---their current text; sent to a client that set
+---capabilities.experimental.language.
+---@class AgentLsp.Request.Diagnostics
+---@field method "agent/diagnostics"
+---@field params AgentLsp.DiagnosticsParams
+---@field result AgentLsp.DiagnosticsResult
+
+---@class AgentLsp.DiagnosticsParams
+---@field uris string[]
+---@field settle? integer milliseconds
+
+---@class AgentLsp.DiagnosticsResult
+---@field items AgentLsp.DocumentDiagnostics[]
+---@field settled? boolean false when the wait ran out
+
+---@class AgentLsp.DocumentDiagnostics
+---@field uri string
+---@field diagnostics AgentLsp.LspDiagnostic[]
+
+---LSP's Diagnostic.
+---@class AgentLsp.LspDiagnostic
+---@field range AgentLsp.Range
+---@field severity? integer 1 error, 2 warning, 3 information, 4 hint
+---@field code? string|integer
+---@field source? string
+---@field message string
+
+---agent/languageRequest: an LSP request (definition, references,
+---implementation, hover, documentSymbol, workspace/symbol) the editor's
+---language servers answer; the result is theirs, or null.
+---@class AgentLsp.Request.LanguageRequest
+---@field method "agent/languageRequest"
+---@field params AgentLsp.LanguageRequestParams
+---@field result any
+
+---@class AgentLsp.LanguageRequestParams
+---@field method string
+---@field params any LSP's params of method
 
 -- Events: the agent/event notification, one flat object per kind. ----------
 
