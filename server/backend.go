@@ -250,16 +250,8 @@ func (b *Backend) Close() {
 // asker asks the user to choose one of actions ("" when dismissed).
 type asker func(ctx context.Context, message string, actions ...string) (string, error)
 
-// StoreName says where sessions are kept, for logs.
-func (b *Backend) StoreName() string {
-	switch db := b.Store.(type) {
-	case *store.Bolt:
-		return db.Path()
-	case *postgres.Store:
-		return db.Path() // redacted
-	}
-	return "memory"
-}
+// StoreName says where sessions are kept, for logs (never a password).
+func (b *Backend) StoreName() string { return b.Store.Name() }
 
 // openStore opens the store file at path. When another process holds it
 // (a server started with --no-daemon while a daemon or another server owns
