@@ -39,6 +39,7 @@ type Live struct {
 	session string
 	cancel  context.CancelFunc
 	done    chan struct{} // closed once the run has ended and left the registry
+	release func()        // gives the session's lease back (store.Leases); set before the run starts
 
 	mu    sync.Mutex                 // guards owner, run and held
 	owner *Runtime                   // the runtime whose graph runs the thread
@@ -160,13 +161,13 @@ func (rt *Runtime) begin(ctx context.Context, session string) (context.Context, 
 	}
 	// A store several processes share (PostgreSQL) keeps the session to
 	// one of them; one process's (a bbolt file) has nothing to keep apart.
-	release, err := rt.cfg.Store.Acquire(ctx, session, leaseTTL, l.cancel) // a lost lease cancels the run: it checkpoints and resumes elsewhere
+	l.release, err = rt.cfg.Store.Acquire(ctx, session, leaseTTL, l.cancel) // a lost lease cancels the run: it checkpoints and resumes elsewhere
 	if err != nil {
 		end()
 		return nil, nil, nil, err
 	}
 	return ctx, l, func() {
-		release()
+		l.release()
 		end()
 	}, nil
 }
