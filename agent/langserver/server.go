@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
@@ -250,7 +249,7 @@ func (s *server) start(gen int, stderr *tailBuffer) {
 	argv := s.m.argv(s, append([]string{s.path}, s.spec.Args...))
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env, cmd.Stderr = s.root, s.m.opts.Env, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // its process group is its pid, killed whole
+	ownGroup(cmd) // its process group is its pid, killed whole
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		s.fail(gen, err)
@@ -452,7 +451,7 @@ func shutdown(conn jsonrpc2.Conn, proc *process) {
 // kill ends a process and its group (it runs in a session of its own).
 func kill(p *os.Process) {
 	if p != nil {
-		syscall.Kill(-p.Pid, syscall.SIGKILL)
+		killGroup(p)
 		p.Kill()
 	}
 }

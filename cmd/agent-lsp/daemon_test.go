@@ -618,7 +618,8 @@ func TestDaemonFollowerThatDoesNotRead(t *testing.T) {
 	session := sessionStarted(t, a)
 	var q result
 	if err := b.command("agent.run", map[string]any{"session": session, "prompt": "and then stop"}, &q); err != nil || q.Status != "queued" {
-		t.Fatalf("a prompt from another window: %+v %v", q, err)
+		// B's stderr says whether it reached the daemon or served itself.
+		t.Fatalf("a prompt from another window: %+v %v\nB's stderr:\n%s", q, err, b.stderr)
 	}
 	b.pause()
 	paused := true
