@@ -38,10 +38,13 @@ type client struct {
 	verbose bool // the server's log lines go to errw too
 	out     *bufio.Writer
 	errw    io.Writer
-	mu      sync.Mutex // guards out, errw, tr and rep
+	mu      sync.Mutex // guards out, errw, tr, rep and ended
 	tr      *transcript.Writer
 	enc     workspace.Encoding
 	rep     report // what the events told, for the result (result.go)
+	// ended is set once the result is printed: nothing follows it (a
+	// queued prompt's session goes on, and its events still arrive).
+	ended bool
 }
 
 // printEvent prints one agent/event: the raw line with --json, else the
@@ -50,6 +53,9 @@ type client struct {
 func (c *client) printEvent(raw json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.ended {
+		return
+	}
 	var e event.Event
 	known := json.Unmarshal(raw, &e) == nil
 	if known {

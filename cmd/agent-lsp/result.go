@@ -204,6 +204,7 @@ func (cl *client) finish(r resultLine, f runFlags, model string) resultLine {
 func (cl *client) printResult(r resultLine, stdout io.Writer) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
+	cl.ended = true
 	if r.Error != "" && (cl.json || r.Session == "" || !cl.rep.ended) {
 		fmt.Fprintf(cl.errw, "agent-lsp run: %s\n", r.Error)
 	}

@@ -3,12 +3,15 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -76,5 +79,20 @@ func TestResultSchemaRejects(t *testing.T) {
 	}
 	if !strings.Contains(good, `"schemaVersion":1`) {
 		t.Fatal("the good line lost its version")
+	}
+}
+
+// TestNothingAfterTheResult: the result line is the last line of --json
+// output, even when the session goes on and its events still arrive (a
+// prompt queued into another run's session).
+func TestNothingAfterTheResult(t *testing.T) {
+	var out strings.Builder
+	cl := &client{json: true, out: bufio.NewWriter(&out), errw: io.Discard}
+	cl.printEvent(json.RawMessage(`{"type":"run.start","session":"s-1"}`))
+	cl.printResult(resultLine{Result: agent.Result{Session: "s-1", Status: agent.StatusQueued, Position: 1}}, &out)
+	cl.printEvent(json.RawMessage(`{"type":"text","session":"s-1","text":"later"}`))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], `"type":"result"`) {
+		t.Fatalf("output:\n%s", out.String())
 	}
 }

@@ -75,11 +75,21 @@ export class SettleTracker {
     return (this.diagAt.get(uri) ?? 0) > (this.textAt.get(uri) ?? 0);
   }
 
-  /** Waits until every uri is settled, or ms pass; true when they settled. */
+  /** Whether the editor ever reported diagnostics for uri: a file no language feature checks (a .txt) never gets any. */
+  private checked(uri: string): boolean {
+    return this.diagAt.has(uri);
+  }
+
+  /**
+   * Waits until every uri is settled, or ms pass; true when they settled. When
+   * the time runs out, documents the editor never reported diagnostics for count
+   * as settled: nothing checks them, so nothing is pending.
+   */
   wait(uris: string[], ms: number): Promise<boolean> {
     const all = () => uris.every((u) => this.settled(u));
+    const atEnd = () => uris.every((u) => this.settled(u) || !this.checked(u));
     if (all() || ms <= 0) {
-      return Promise.resolve(all());
+      return Promise.resolve(ms <= 0 ? atEnd() : true);
     }
     return new Promise((resolve) => {
       const done = (ok: boolean) => {
@@ -92,7 +102,7 @@ export class SettleTracker {
           done(true);
         }
       };
-      const timer = setTimeout(() => done(all()), ms);
+      const timer = setTimeout(() => done(atEnd()), ms);
       this.waiters.add(check);
     });
   }

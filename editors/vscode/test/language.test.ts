@@ -56,6 +56,18 @@ test("diagnostics settle on the change event after the document's last change, e
   assert.equal(t.settled(u.toString()), true);
 });
 
+test("a file the editor never reported diagnostics for (a .txt) counts as settled when the wait runs out: nothing checks it", async () => {
+  const t = tracker();
+  const u = Uri.file("/w/notes.txt");
+  stub.docChanges.fire({ document: { uri: u }, contentChanges: [{}] }); // the agent's edit
+  const r = await diagnostics({ uris: [u.toString()], settle: 100 }, t);
+  assert.equal(r.settled, true, "never checked: nothing pending");
+  const ts = Uri.file("/w/checked.ts");
+  stub.diagnosticsChanged.fire({ uris: [ts] }); // checked once
+  stub.docChanges.fire({ document: { uri: ts }, contentChanges: [{}] });
+  assert.equal((await diagnostics({ uris: [ts.toString(), u.toString()], settle: 100 }, t)).settled, false, "a checked file not reported on since its change");
+});
+
 test("no uris asks for every document with diagnostics, files only, without waiting", async () => {
   const d = vsDiagnostic({ range: { start: { line: 0, character: 0 }, end: { line: 0, character: 1 } }, severity: 2, message: "unused", source: "ts", code: 6133 });
   stub.diagnostics.set("file:///w/a.ts", [d]);
