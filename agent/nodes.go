@@ -199,6 +199,11 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 	if ctx.Err() != nil {
 		return message.Message{}, nil, nil, ctx.Err()
 	}
+	if call.Name == "call_subagent" && r.acc.stoppedBy() != "" {
+		// The subagent stopped at the run's budget: so does the run, and a
+		// resume runs this call again, which resumes the subagent.
+		return message.Message{}, nil, nil, fmt.Errorf("subagent: %w", graph.ErrStop)
+	}
 	for _, e := range res.Edits {
 		if e.Applied {
 			r.acc.addEdit()
