@@ -15,6 +15,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/graph"
 	"github.com/agent-lsp/agent-lsp/agent/message"
+	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 )
 
@@ -184,6 +185,9 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 		Vision: func(ctx context.Context) error { return rt.vision(ctx, r.model) }, ImageMaxBytes: rt.cfg.ImageMaxBytes, Fetch: rt.cfg.Fetch}
 	if r.lang != nil {
 		env.Lang = &tools.Lang{Source: r.lang, Seen: &rt.langSeen}
+	}
+	if r.mode.readOnly() {
+		env.SandboxSettings.Mode = sandbox.ReadOnly // commands only read (modeTools offers them only where this holds)
 	}
 	env.Subagent = func(ctx context.Context, req tools.SubagentRequest) (tools.SubagentResult, error) {
 		return rt.subagent(ctx, r, project, rt.subagentContext(ctx, r.session.ID, ai.ID, i, call.ID), req)
