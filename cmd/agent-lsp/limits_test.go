@@ -3,6 +3,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -55,4 +57,30 @@ func TestBudgetFlags(t *testing.T) {
 			t.Fatalf("the model got %d requests", n)
 		}
 	})
+}
+
+// TestModeFlag: --mode plan offers no edit tool, refuses an edit the model
+// makes anyway (the file is unchanged), and the result line carries the
+// plan; a bad mode is a usage error.
+func TestModeFlag(t *testing.T) {
+	c := newCLI(t,
+		scripted.Turn{ToolCalls: []scripted.ToolCall{call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hello, ", "new_text": "Bye, "})}},
+		scripted.Turn{Text: "1. Change greet.go."})
+	before, _ := os.ReadFile(filepath.Join(c.workspace, "greet.go"))
+	out, errOut, code := c.run(t, "", "run", "--json", "--mode", "plan", "plan a change")
+	_, res := jsonLines(t, out)
+	if code != 0 || res["status"] != "done" || res["plan"] != "1. Change greet.go." {
+		t.Fatalf("exit %d, result %v\n%s", code, res, errOut)
+	}
+	for _, tool := range c.srv.Requests()[0].Tools {
+		if tool.Function.Name == "edit_file" || tool.Function.Name == "create_file" {
+			t.Fatalf("plan mode offers %s", tool.Function.Name)
+		}
+	}
+	if after, _ := os.ReadFile(filepath.Join(c.workspace, "greet.go")); string(after) != string(before) {
+		t.Fatalf("plan mode changed greet.go:\n%s", after)
+	}
+	if _, errOut, code := c.run(t, "", "run", "--mode", "yolo", "hi"); code != 2 || !strings.Contains(errOut, "mode must be agent, plan or ask") {
+		t.Fatalf("--mode yolo: exit %d\n%s", code, errOut)
+	}
 }
