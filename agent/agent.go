@@ -433,8 +433,9 @@ func (rt *Runtime) session(ctx context.Context, id string) (store.Session, error
 
 // Run runs the prompt in a new or existing session until the agent answers,
 // the step limit is hit, the run is cancelled or fails. A prompt for a
-// session that is running is queued instead (see Result): the running run
-// reads it at its next step.
+// session that is running is sent to its live session instead (Live.send:
+// see Result): the running run reads it at its next step. Otherwise the
+// session is registered live (begin) and its graph runs here (start).
 func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	if strings.TrimSpace(req.Prompt) == "" && len(req.Images) == 0 {
 		return Result{}, errors.New("prompt is empty")
@@ -444,11 +445,26 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 			return res, err
 		}
 	}
+	sess, err := rt.prepare(ctx, req)
+	if err != nil {
+		return Result{}, err
+	}
+	ctx, l, end, err := rt.begin(ctx, sess.ID)
+	if err != nil {
+		return Result{}, err
+	}
+	defer end()
+	return rt.start(ctx, l, sess, req)
+}
+
+// prepare is the session a prompt runs in, stored or new, with the
+// project it runs in.
+func (rt *Runtime) prepare(ctx context.Context, req Request) (store.Session, error) {
 	var sess store.Session
 	if req.Session != "" {
 		s, err := rt.session(ctx, req.Session)
 		if err != nil {
-			return Result{}, err
+			return store.Session{}, err
 		}
 		sess = s
 	} else {
@@ -457,9 +473,9 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 		if id == "" {
 			id = NewSessionID()
 		} else if !strings.HasPrefix(id, "s-") {
-			return Result{}, fmt.Errorf("a new session's ID starts with \"s-\", not %q", id)
+			return store.Session{}, fmt.Errorf("a new session's ID starts with \"s-\", not %q", id)
 		} else if _, err := rt.cfg.Store.Session(ctx, id); err == nil {
-			return Result{}, fmt.Errorf("session %s exists already", id)
+			return store.Session{}, fmt.Errorf("session %s exists already", id)
 		}
 		sess = store.Session{ID: id, Title: transcript.Title(cmp.Or(req.Title, req.Prompt)), Status: store.StatusRunning, Created: now, Updated: now}
 	}
@@ -471,18 +487,16 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	current, err := rt.localProject(sess)
 	if err != nil {
-		return Result{}, err
+		return store.Session{}, err
 	}
-	project, err := rt.resolveProject(req.Project, current)
-	if err != nil {
-		return Result{}, err
-	}
-	sess.Project = project
-	ctx, active, end, err := rt.begin(ctx, sess.ID)
-	if err != nil {
-		return Result{}, err
-	}
-	defer end()
+	sess.Project, err = rt.resolveProject(req.Project, current)
+	return sess, err
+}
+
+// start runs a prompt's graph invocation for the live session l, which
+// the caller registered for sess (begin): it becomes the Live's thread.
+func (rt *Runtime) start(ctx context.Context, l *Live, sess store.Session, req Request) (Result, error) {
+	project := sess.Project
 	if p, ok := rt.cfg.Workspace.Project(project); ok {
 		p.Refresh() // the branch may have changed since the last run
 	}
@@ -509,7 +523,7 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	if err := rt.fits(r, project, human); err != nil {
 		return Result{}, err
 	}
-	active.started(rt, r)
+	l.started(rt, r)
 	r.emit(event.RunStart{Project: project, ContextTokens: r.budget.limit(), Withheld: r.withheld, Mode: r.modeName(), Budget: r.acc.budget()})
 	r.emit(event.Message{Message: human})
 	res, err := rt.graph.Invoke(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps),

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/agent-lsp/agent-lsp/agent/event"
@@ -14,79 +15,44 @@ type Subscriber interface {
 	Deliver(raw []byte, e event.Event)
 }
 
-// followers is the registry's event broadcaster: one event sequence per
-// session, kept across its runs (a client orders and deduplicates a
-// session's events by it), and the subscribers that follow each session.
-// Its lock is never held with Registry.mu or a Live's, nor while a
+// Broadcast is one live session's event broadcaster: its subscribers are
+// the connections that follow the run, the run's own connection first
+// among them, and each event published reaches every one of them once, in
+// the order published. A Live owns one for its run; its subscribers leave
+// with it (a session's next run starts with none). The zero value has no
+// subscribers. Broadcast is safe for concurrent use; its lock is taken
+// after Registry.mu, never with a Live's, and never held while a
 // subscriber is called.
-type followers struct {
-	mu   sync.Mutex                         // guards seq and subs
-	seq  map[string]int64                   // session -> seq of its last event
-	subs map[string]map[Subscriber]struct{} // session -> its subscribers
+type Broadcast struct {
+	mu   sync.Mutex   // guards subs
+	subs []Subscriber // replaced, never changed in place: Publish reads it without the lock
 }
 
-// Seq numbers the next event of session.
-func (g *Registry) Seq(session string) int64 {
-	f := &g.follow
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.seq == nil {
-		f.seq = map[string]int64{}
-	}
-	f.seq[session]++
-	return f.seq[session]
-}
-
-// Follow makes s receive session's events (Publish) until its run ends
-// (Ended) or s leaves (Forget).
-func (g *Registry) Follow(session string, s Subscriber) {
-	f := &g.follow
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.subs == nil {
-		f.subs = map[string]map[Subscriber]struct{}{}
-	}
-	if f.subs[session] == nil {
-		f.subs[session] = map[Subscriber]struct{}{}
-	}
-	f.subs[session][s] = struct{}{}
-}
-
-// Ended stops every subscriber of session: its run ended and its events
-// were published.
-func (g *Registry) Ended(session string) {
-	f := &g.follow
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.subs, session)
-}
-
-// Forget drops s from every session: its connection closed.
-func (g *Registry) Forget(s Subscriber) {
-	f := &g.follow
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for session, subs := range f.subs {
-		delete(subs, s)
-		if len(subs) == 0 {
-			delete(f.subs, session)
-		}
+// Follow makes s receive the events published from now on; a subscriber
+// follows once however often it asks.
+func (b *Broadcast) Follow(s Subscriber) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !slices.Contains(b.subs, s) {
+		b.subs = append(slices.Clip(b.subs), s)
 	}
 }
 
-// Publish gives e, numbered already (Seq), to the subscribers of its
-// session but from (the connection whose run made it, which has sent it
-// itself).
-func (g *Registry) Publish(e event.Event, from Subscriber) {
-	f := &g.follow
-	f.mu.Lock()
-	var to []Subscriber
-	for s := range f.subs[e.Session] {
-		if s != from {
-			to = append(to, s)
-		}
+// leave drops s: its connection closed.
+func (b *Broadcast) leave(s Subscriber) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if i := slices.Index(b.subs, s); i >= 0 {
+		b.subs = slices.Delete(slices.Clone(b.subs), i, i+1)
 	}
-	f.mu.Unlock()
+}
+
+// Publish gives e, numbered already (Registry.Seq), to every subscriber,
+// encoded once.
+func (b *Broadcast) Publish(e event.Event) {
+	b.mu.Lock()
+	to := b.subs
+	b.mu.Unlock()
 	if len(to) == 0 {
 		return
 	}
@@ -96,5 +62,48 @@ func (g *Registry) Publish(e event.Event, from Subscriber) {
 	}
 	for _, s := range to { // no lock held while calling a subscriber
 		s.Deliver(raw, e)
+	}
+}
+
+// sequence numbers each session's events in one sequence kept across its
+// runs: a client orders and deduplicates a session's events by it. Its
+// lock is taken alone.
+type sequence struct {
+	mu  sync.Mutex       // guards seq
+	seq map[string]int64 // session -> seq of its last event
+}
+
+// Seq numbers the next event of session.
+func (g *Registry) Seq(session string) int64 {
+	q := &g.seq
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.seq == nil {
+		q.seq = map[string]int64{}
+	}
+	q.seq[session]++
+	return q.seq[session]
+}
+
+// Follow makes s follow session's running run (its Live's Broadcast) until
+// the run ends or s leaves (Forget), and returns that broadcaster; nil when
+// the session is not running. The run's own connection follows it at the
+// run's first event; a connection that queues a prompt into it follows it
+// too, and sees its prompt queued and the run go on.
+func (g *Registry) Follow(session string, s Subscriber) *Broadcast {
+	l := g.get(session)
+	if l == nil {
+		return nil
+	}
+	l.events.Follow(s)
+	return &l.events
+}
+
+// Forget drops s from every running session: its connection closed.
+func (g *Registry) Forget(s Subscriber) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, l := range g.live {
+		l.events.leave(s)
 	}
 }

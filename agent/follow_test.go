@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+	"slices"
 	"sync"
 	"testing"
 
@@ -24,35 +26,47 @@ func (r *recorder) got() []int64 {
 	return append([]int64(nil), r.seqs...)
 }
 
-// The registry's broadcaster: a session's events are numbered in one
-// sequence across its runs; a follower gets them, but not the connection
-// that made them, until the run ends or it leaves.
+// The registry numbers a session's events in one sequence across its runs;
+// a live session's broadcaster gives each to every connection that follows
+// the run (its own connection included), once however often it asked,
+// until it leaves; the run's last events reach them after the run left the
+// registry, and the session's next run starts with no followers.
 func TestFollowersOfASession(t *testing.T) {
 	reg := NewRegistry()
-	runner, follower, other := &recorder{}, &recorder{}, &recorder{}
+	runner, follower, late := &recorder{}, &recorder{}, &recorder{}
+	if reg.Follow("s", follower) != nil {
+		t.Fatal("followed a session that is not running")
+	}
+	_, _, end, err := reg.begin(context.Background(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := reg.Follow("s", runner)
 	reg.Follow("s", follower)
-	reg.Follow("s", runner)
-	reg.Follow("t", other)
-	publish := func(session string) {
-		e := event.Event{Session: session, Data: event.RunEnd{Status: "done"}}
-		e.Seq = reg.Seq(session)
-		reg.Publish(e, runner)
+	reg.Follow("s", follower)
+	publish := func(b *Broadcast) {
+		b.Publish(event.Event{Session: "s", Seq: reg.Seq("s"), Data: event.RunEnd{Status: "done"}})
 	}
-	publish("s")
-	publish("s")
-	reg.Ended("s") // the run ended: its followers stop
-	publish("s")
-	reg.Follow("s", follower) // the next run
-	publish("s")
+	publish(run)
+	publish(run)
 	reg.Forget(follower) // its connection closed
-	publish("s")
-	if got := follower.got(); len(got) != 3 || got[0] != 1 || got[1] != 2 || got[2] != 4 {
-		t.Errorf("the follower got seqs %v, want [1 2 4]", got)
+	publish(run)
+	end()
+	publish(run) // the run's end, published after it left the registry
+	_, _, end, err = reg.begin(context.Background(), "s")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := runner.got(); len(got) != 0 {
-		t.Errorf("the connection whose run made the events got them again: %v", got)
+	defer end()
+	next := reg.Follow("s", late)
+	publish(next)
+	if got := runner.got(); !slices.Equal(got, []int64{1, 2, 3, 4}) {
+		t.Errorf("the run's own connection got seqs %v, want [1 2 3 4]", got)
 	}
-	if got := other.got(); len(got) != 0 {
-		t.Errorf("a follower of another session got %v", got)
+	if got := follower.got(); !slices.Equal(got, []int64{1, 2}) {
+		t.Errorf("the follower got seqs %v, want [1 2]", got)
+	}
+	if got := late.got(); !slices.Equal(got, []int64{5}) {
+		t.Errorf("the next run's follower got seqs %v, want [5]", got)
 	}
 }

@@ -16,14 +16,15 @@ import (
 // for concurrent use.
 //
 // Lock order: Registry.mu, then Live.mu, then the kernel's (Graph.mu, a
-// runner's inbox); the broadcaster's lock (followers.mu) is taken alone.
+// runner's inbox); or Registry.mu, then a Live's Broadcast.mu; the
+// sequence's lock is taken alone.
 // No lock is held while a hook, a model, an event callback or a
 // subscriber is called.
 type Registry struct {
 	mu   sync.Mutex       // guards live
 	live map[string]*Live // session ID -> its live session
 
-	follow followers // each session's event sequence and subscribers (follow.go)
+	seq sequence // each session's event sequence, across its runs (follow.go)
 }
 
 // NewRegistry returns an empty registry.
@@ -32,7 +33,7 @@ func NewRegistry() *Registry { return &Registry{live: map[string]*Live{}} }
 // Live is one running session, the single owner of what its run shares
 // with the rest of the process: its graph thread (the runtime whose graph
 // runs it, set once the run has started its graph), its inbox of queued
-// prompts, its cancel and done, and its lease. Only a Live calls the
+// prompts, its cancel and done, its lease, and its event broadcaster. Only a Live calls the
 // kernel's Graph.Queue for its thread: a prompt from any window is sent
 // through it (send), so no runtime reaches another's graph.
 type Live struct {
@@ -40,6 +41,7 @@ type Live struct {
 	cancel  context.CancelFunc
 	done    chan struct{} // closed once the run has ended and left the registry
 	release func()        // gives the session's lease back (store.Leases); set before the run starts
+	events  Broadcast     // the run's subscribers: its own connection and those that follow it
 
 	mu    sync.Mutex                 // guards owner, run and held
 	owner *Runtime                   // the runtime whose graph runs the thread

@@ -27,22 +27,22 @@ func (rt *Runtime) queue(ctx context.Context, req Request) (Result, error) {
 
 // send queues a prompt that from's window sent into the live session's
 // run. from quotes its selection and reads its images (its window's
-// files); the live session, which owns the thread, passes it through the
-// prompt hooks of its run and queues it in its graph.
+// files); the live session, which owns the thread, checks the images
+// against its run's model (by the owner's settings: the model that will
+// see them), passes the prompt through the prompt hooks of its run and
+// queues it in its graph.
 func (l *Live) send(ctx context.Context, from *Runtime, req Request) (Result, error) {
 	owner, r := l.thread()
 	if r == nil { // the run is starting: it will take input once it has
 		return Result{}, errBusy(req.Session)
 	}
 	project := r.session.Project
-	if p, ok := owner.cfg.Workspace.Project(project); ok && owner != from {
-		local, ok := from.cfg.Workspace.ProjectAt(p.Root())
-		if !ok {
-			return Result{}, fmt.Errorf("%w: session %s works in %s: open folder %s in this window to continue it", ErrFolderNotOpen, req.Session, p.Root(), p.Root())
-		}
-		if req.Project == local.Name() {
-			req.Project = project
-		}
+	local, err := from.localName(owner, req.Session, project)
+	if err != nil {
+		return Result{}, err
+	}
+	if req.Project == local {
+		req.Project = project
 	}
 	if req.Project != "" && req.Project != project {
 		return Result{}, fmt.Errorf("%w: a prompt for a running session runs in its project (%s); switch projects after it ends", ErrSessionBusy, project)
@@ -51,7 +51,10 @@ func (l *Live) send(ctx context.Context, from *Runtime, req Request) (Result, er
 	if err != nil {
 		return Result{}, err
 	}
-	imgs, err := from.promptImages(ctx, r, project, req.Images)
+	if err := owner.takesImages(ctx, r.model, req.Images); err != nil {
+		return Result{}, err
+	}
+	imgs, err := from.readImages(local, req.Images, owner.cfg.ImageMaxBytes)
 	if err != nil {
 		return Result{}, err
 	}
@@ -62,6 +65,20 @@ func (l *Live) send(ctx context.Context, from *Runtime, req Request) (Result, er
 	human.Name = "human@" + project
 	human.Images = refs(imgs)
 	return l.enqueue(ctx, owner, r, human, imgs)
+}
+
+// localName is the name in rt's workspace of owner's project: the same
+// folder, maybe named otherwise; ErrFolderNotOpen when rt lacks it.
+func (rt *Runtime) localName(owner *Runtime, session, project string) (string, error) {
+	p, ok := owner.cfg.Workspace.Project(project)
+	if !ok || owner == rt {
+		return project, nil
+	}
+	local, ok := rt.cfg.Workspace.ProjectAt(p.Root())
+	if !ok {
+		return "", fmt.Errorf("%w: session %s works in %s: open folder %s in this window to continue it", ErrFolderNotOpen, session, p.Root(), p.Root())
+	}
+	return local.Name(), nil
 }
 
 // enqueue holds human in the inbox and queues it, with its images, in the

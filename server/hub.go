@@ -15,9 +15,9 @@ import (
 // Hub is what the connections of one process share: in the daemon, every
 // window's connection. It holds the store they all use and the registry of
 // live sessions (agent.Registry: the sessions running in any of them, one
-// event sequence per session, and the connections that follow a session
-// they queued a prompt into). A Serve
-// without a hub has its own and opens the store its settings name.
+// event sequence per session, and the connections that follow each: the
+// run's own and those that queued a prompt into it). A Serve without a hub
+// has its own and opens the store its settings name.
 type Hub struct {
 	store     store.Store     // nil: each connection opens the store its settings name
 	storePath string          // the file of store
@@ -60,9 +60,11 @@ func (h *Hub) sharedStore(path string) (store.Store, error) {
 }
 
 // Deliver queues one of a followed session's events (agent.Subscriber):
-// through the connection's outbox, which never waits for it.
+// through the connection's outbox, which never waits for it (a client
+// without one, built by a test, sends it at once).
 func (c *client) Deliver(raw []byte, e event.Event) {
 	if c.box == nil {
+		c.rawEvent(raw)
 		return
 	}
 	_, end := e.Data.(event.RunEnd)

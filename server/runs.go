@@ -240,7 +240,6 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	}
 	s.learn(call.b, &res)
 	k.close("")
-	s.opts.Hub.live.Ended(res.Session)
 	if s.requests.cancelledByRequest(c) && res.Status == store.StatusCancelled {
 		return agent.Result{}, jsonrpc2.Errorf(RequestCancelled, "%s cancelled by $/cancelRequest (session %s, status cancelled)", command, res.Session)
 	}
