@@ -557,7 +557,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	}
 	rt.seeing(ctx, r)
 	rt.addTools(ctx, r, sess.Project)
-	rt.fitTools(r, sess.Project)
+	rt.showTools(r, sess.Project)
 	active.started(rt, r)
 	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld, Mode: r.modeName(), Budget: r.acc.budget()})
 	res, err := rt.graph.Resume(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps))

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs every test of the repository: Go (vet, race-enabled tests, short fuzz
-# runs), the README's runnable commands (scripts/readme-check.sh), the Neovim
+# Runs every test of the repository: Go (vet, staticcheck, function length, race-enabled
+# tests, short fuzz runs), the README's runnable commands (scripts/readme-check.sh), the Neovim
 # plugin in headless Neovim, and the VS Code extension (unit, integration,
-# packaging, and end to end in code-server). This is the README's
+# packaging, and end to end in code-server), and a dry run of the release
+# (scripts/release-check.sh). This is the README's
 # test command; .ci/run calls exactly this. The editor tests install what they
 # need (Debian's neovim and chromium, npm packages) on first use, and the
 # store tests a PostgreSQL cluster (Debian's postgresql).
@@ -11,6 +12,8 @@ cd "$(dirname "$0")/.."
 
 echo "== go vet"
 go vet ./...
+echo "== Go linters (staticcheck, installed and cached when missing; function length)"
+bash scripts/lint-go.sh
 echo "== cross-builds and vet: windows, macOS, linux/arm64 (scripts/cross-check.sh)"
 bash scripts/cross-check.sh
 echo "== the reference MCP server the Go tests run (npm)"
@@ -47,3 +50,5 @@ echo "== neovim plugin (headless end to end)"
 bash editors/neovim/tests/run.sh
 echo "== vscode extension (unit, integration, package, code-server end to end)"
 bash editors/vscode/scripts/test.sh --e2e
+echo "== release: scripts/release.sh --dry-run --platform linux-x64, its artifacts checked (scripts/release-check.sh)"
+bash scripts/release-check.sh

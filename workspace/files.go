@@ -87,6 +87,12 @@ func (p *Project) OpenFile(abs string) (*os.File, int64, error) {
 		return nil, 0, err
 	}
 	defer done()
+	return openRegular(r, rel)
+}
+
+// openRegular opens the regular file at rel inside r for reading, without
+// blocking on a named pipe or device (refused): the open file and its size.
+func openRegular(r *os.Root, rel string) (*os.File, int64, error) {
 	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -108,6 +114,13 @@ func (p *Project) OpenFile(abs string) (*os.File, int64, error) {
 
 // readLimited reads all of f, refusing more than max bytes.
 func readLimited(f *os.File, name string, size, max int64) ([]byte, error) {
+	return ReadLimited(f, name, size, max, nil)
+}
+
+// ReadLimited reads all of f, whose size fstat gave as size, refusing more
+// than max bytes (a FileTooLargeError): into buf when it holds size+1
+// bytes (the result then shares buf's memory), else into a new slice.
+func ReadLimited(f *os.File, name string, size, max int64, buf []byte) ([]byte, error) {
 	if size > max {
 		return nil, &FileTooLargeError{Path: name, Size: size, Max: max}
 	}
@@ -115,7 +128,11 @@ func readLimited(f *os.File, name string, size, max int64) ([]byte, error) {
 	// more: the buffer holds a byte over). Otherwise, a file that grew or a
 	// file system that reads less at once, it is read to its end, up to
 	// max+1 bytes.
-	b := make([]byte, size+1) // size <= max
+	b := buf[:0]
+	if int64(cap(buf)) <= size {
+		b = make([]byte, size+1) // size <= max
+	}
+	b = b[:size+1]
 	n, err := f.Read(b)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
@@ -180,9 +197,8 @@ func (p *Project) WriteFile(abs string, data []byte) (Written, error) {
 // symlinks resolved (a root that is a symlink lists its target's files).
 func (p *Project) WalkRoot() string { return p.realRoot }
 
-// readManifest reads a small regular file at root for detection: never
-// through a symlink that leaves root, never a FIFO or device, at most
-// maxManifestSize bytes; "" when any of that fails.
+// readManifest reads a small file at root for detection (readSmall), never
+// through a symlink that leaves root and without blocking; "" when r is nil.
 func readManifest(r *os.Root, name string) string {
 	if r == nil {
 		return ""
@@ -191,32 +207,29 @@ func readManifest(r *os.Root, name string) string {
 	if err != nil {
 		return ""
 	}
+	return readSmall(f, name)
+}
+
+// readGitFile reads a small file git keeps (HEAD, a worktree's .git file;
+// readSmall) without following a symlink and without blocking.
+func readGitFile(path string) string {
+	f, err := openNoFollow(path)
+	if err != nil {
+		return ""
+	}
+	return readSmall(f, path)
+}
+
+// readSmall reads and closes f, opened for detection: a regular file of at
+// most maxManifestSize bytes (never a FIFO or device); "" when it is not,
+// or on any error.
+func readSmall(f *os.File, name string) string {
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		return ""
 	}
 	b, err := readLimited(f, name, fi.Size(), maxManifestSize)
-	if err != nil {
-		return ""
-	}
-	return string(b)
-}
-
-// readGitFile reads a regular file git keeps (HEAD, a worktree's .git file)
-// without following a symlink, without blocking, and at most
-// maxManifestSize bytes; "" when any of that fails.
-func readGitFile(path string) string {
-	f, err := openNoFollow(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
-	b, err := readLimited(f, path, fi.Size(), maxManifestSize)
 	if err != nil {
 		return ""
 	}
