@@ -309,6 +309,11 @@ type Request struct {
 	// command's allowed-tools, custom.SelectTools); nil: all. A prompt
 	// queued into a running run does not change its tools.
 	Tools []string
+	// Limits bound what the run may spend (a resume gets its own); zero:
+	// none.
+	Limits Limits
+	// Mode is what the run may do: ModeAgent (""), ModePlan or ModeAsk.
+	Mode Mode
 }
 
 // Attachment is a file, or a part of it, the user attached to a prompt.
@@ -336,6 +341,11 @@ type Result struct {
 	// Queued holds the prompts queued for this run that it ended without
 	// reading (a cancelled run), so that none is lost.
 	Queued []string `json:"queued,omitempty"`
+	// Limit says, for status limit, which limit stopped the run (LimitSteps,
+	// LimitTokens, LimitCost).
+	Limit string `json:"limit,omitempty"`
+	// Plan is a plan-mode run's plan: its final answer.
+	Plan string `json:"plan,omitempty"`
 }
 
 // NewSessionID returns the ID of a new session.
@@ -472,6 +482,9 @@ func (rt *Runtime) prepare(ctx context.Context, req Request) (store.Session, err
 	if req.Edits != "" {
 		sess.Edits = req.Edits
 	}
+	if req.Mode != "" {
+		sess.Mode = string(req.Mode)
+	}
 	current, err := rt.localProject(sess)
 	if err != nil {
 		return store.Session{}, err
@@ -492,6 +505,9 @@ func (rt *Runtime) start(ctx context.Context, l *Live, sess store.Session, req R
 		return Result{}, err
 	}
 	r := rt.newRun(sess, req, project)
+	if err := rt.checkPrice(req.Limits, r.model); err != nil {
+		return Result{}, err
+	}
 	rt.seeing(ctx, r)
 	imgs, err := rt.promptImages(ctx, r, project, req.Images)
 	if err != nil {
@@ -508,7 +524,7 @@ func (rt *Runtime) start(ctx context.Context, l *Live, sess store.Session, req R
 		return Result{}, err
 	}
 	l.started(rt, r)
-	r.emit(event.RunStart{Project: project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
+	r.emit(event.RunStart{Project: project, ContextTokens: r.budget.limit(), Withheld: r.withheld, Mode: r.modeName(), Budget: r.acc.budget()})
 	r.emit(event.Message{Message: human})
 	res, err := rt.graph.Invoke(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps),
 		graph.NewPatch(rt.st.messages.Append(human), rt.st.images.Add(imgs...), rt.st.project.Set(project), rt.st.runStart.Set(human.ID)))
@@ -527,17 +543,23 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("%w: session %s works in the folder %s, open here as project %s but stored as %s: continue it with a prompt (agent.run) instead",
 			ErrFolderNotOpen, sess.ID, sess.Root, local, sess.Project)
 	}
+	if req.Mode != "" {
+		sess.Mode = string(req.Mode)
+	}
 	ctx, active, end, err := rt.begin(ctx, sess.ID)
 	if err != nil {
 		return Result{}, err
 	}
 	defer end()
 	r := rt.newRun(sess, req, sess.Project)
+	if err := rt.checkPrice(req.Limits, r.model); err != nil {
+		return Result{}, err
+	}
 	rt.seeing(ctx, r)
 	rt.addTools(ctx, r, sess.Project)
 	rt.showTools(r, sess.Project)
 	active.started(rt, r)
-	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
+	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld, Mode: r.modeName(), Budget: r.acc.budget()})
 	res, err := rt.graph.Resume(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps))
 	return rt.finish(ctx, r, res, err)
 }
@@ -648,12 +670,18 @@ func (rt *Runtime) finish(ctx context.Context, r *run, res graph.Result, err err
 	if err != nil {
 		out.Status, out.Error, out.Reason = graph.StatusFailed, rt.explain(r, err), reasonOf(err)
 	}
+	if out.Status == graph.StatusLimit {
+		out.Limit = cmp.Or(r.acc.stoppedBy(), LimitSteps)
+	}
+	if out.Status == graph.StatusDone && r.mode == ModePlan {
+		out.Plan = out.Reply
+	}
 	project := r.session.Project
 	if p := rt.st.project.Get(res.State); p != "" {
 		project = p
 	}
 	rt.stopHooks(ctx, r, project, out)
-	r.emit(event.RunEnd{Status: out.Status, Error: out.Error})
+	r.emit(event.RunEnd{Status: out.Status, Error: out.Error, Limit: out.Limit})
 	return out, nil
 }
 

@@ -110,6 +110,13 @@ func (b *budget) prompt() int {
 	return int(float64(l-reserve(l)) / scale)
 }
 
+// tokens converts an estimate to the provider's tokens by the learned scale.
+func (b *budget) tokens(estimated int) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return int(float64(estimated) * b.scale)
+}
+
 // credibleFloor: a provider's count of a request below its size in bytes
 // over this is not believed. No tokenizer in use packs 8 bytes of text into
 // one token; proxies and local servers that report a fixed number, or only

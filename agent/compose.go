@@ -11,6 +11,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/graph"
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/agent/model"
+	"github.com/agent-lsp/agent-lsp/agent/tokens"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 )
 
@@ -204,6 +205,9 @@ func (rt *Runtime) compact(ctx context.Context, r *run, prev Summary, older []me
 	for calls := 0; len(rest) > 0 && calls < maxSummaryCalls; calls++ {
 		part := rt.summaryPart(r, next, rest)
 		sum, err := rt.summarize(ctx, r, next, rest[:part])
+		if errors.Is(err, graph.ErrStop) {
+			return prev, done // the run stops before this step: nothing changes
+		}
 		if err != nil {
 			done.err = err
 			break
@@ -279,6 +283,13 @@ func (rt *Runtime) summarize(ctx context.Context, r *run, prev Summary, older []
 		{ID: "sum-sys", Role: message.System, Content: summaryInstructions},
 		{ID: "sum-in", Role: message.Human, Content: "Summarize the conversation.\n\n" + b.String()},
 	}, Model: r.model}
+	estimate := replyPriming
+	for _, m := range req.Messages {
+		estimate += messageOverhead + tokens.Estimate(m.Content)
+	}
+	if err := r.afford(estimate); err != nil {
+		return prev, err
+	}
 	sctx, cancel := context.WithTimeout(ctx, rt.cfg.SummaryTimeout)
 	defer cancel()
 	resp, err := rt.cfg.Model.Chat(sctx, req, nil)
@@ -288,6 +299,7 @@ func (rt *Runtime) summarize(ctx context.Context, r *run, prev Summary, older []
 		}
 		return prev, fmt.Errorf("summarize history: %w", err)
 	}
+	r.spent(resp.Usage, r.budget.tokens(estimate), requestBytes(req), resp)
 	r.used(resp.Usage)
 	text := strings.TrimSpace(resp.Content)
 	if max := r.budget.prompt() / 8 * 3; len(text) > max { // a summary of at most an eighth of the budget
@@ -305,6 +317,9 @@ func (rt *Runtime) chat(ctx context.Context, r *run, s graph.State) (model.Respo
 	for attempt := 0; ; attempt++ {
 		c := rt.compose(ctx, r, s, summary, reason)
 		summary = c.summary
+		if err := r.afford(c.estimate); err != nil {
+			return model.Response{}, c, err
+		}
 		resp, err := rt.cfg.Model.Chat(ctx, c.req, func(text string) { r.emit(event.MessageDelta{Text: text}) })
 		c.compacted = summary != rt.st.summary.Get(s)
 		var over *model.OverflowError
@@ -319,6 +334,7 @@ func (rt *Runtime) chat(ctx context.Context, r *run, s graph.State) (model.Respo
 		}
 		if err == nil {
 			r.budget.observe(c.estimate, resp.Usage.PromptTokens, requestBytes(c.req))
+			r.spent(resp.Usage, r.budget.tokens(c.estimate), requestBytes(c.req), resp)
 		}
 		return resp, c, err
 	}

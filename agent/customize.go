@@ -150,6 +150,7 @@ func (rt *Runtime) customize(r *run, project string) {
 	if r.allowed != nil {
 		r.tools = narrow(r.tools, r.allowed)
 	}
+	r.tools = rt.modeTools(r.mode, r.tools)
 }
 
 // narrow is the tools of set that spec names (names or groups, as

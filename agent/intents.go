@@ -39,6 +39,9 @@ func storedIntent(ctx context.Context, ai message.Message, i int) (tools.Intent,
 // rest are the calls that follow it in its task.
 func (rt *Runtime) callTool(ctx context.Context, r *run, env *tools.Env, ai message.Message, i int, rest []int) tools.Result {
 	call := ai.ToolCalls[i]
+	if res, refused := r.refuseUnoffered(call.Name); refused {
+		return res
+	}
 	in, ok := storedIntent(ctx, ai, i)
 	if !ok {
 		return rt.toolHooks(ctx, r, usedProject(rt, call, env.Project), call, func() tools.Result { return r.tools.Call(ctx, env, call) })

@@ -15,6 +15,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/graph"
 	"github.com/agent-lsp/agent-lsp/agent/message"
+	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 )
 
@@ -185,6 +186,9 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 	if r.lang != nil {
 		env.Lang = &tools.Lang{Source: r.lang, Seen: &rt.langSeen}
 	}
+	if r.mode.readOnly() {
+		env.SandboxSettings.Mode = sandbox.ReadOnly // commands only read (modeTools offers them only where this holds)
+	}
 	env.Subagent = func(ctx context.Context, req tools.SubagentRequest) (tools.SubagentResult, error) {
 		return rt.subagent(ctx, r, project, rt.subagentContext(ctx, r.session.ID, ai.ID, i, call.ID), req)
 	}
@@ -198,6 +202,11 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 	res := rt.callTool(ctx, r, env, ai, i, rest)
 	if ctx.Err() != nil {
 		return message.Message{}, nil, nil, ctx.Err()
+	}
+	if call.Name == "call_subagent" && r.acc.stoppedBy() != "" {
+		// The subagent stopped at the run's budget: so does the run, and a
+		// resume runs this call again, which resumes the subagent.
+		return message.Message{}, nil, nil, fmt.Errorf("subagent: %w", graph.ErrStop)
 	}
 	for _, e := range res.Edits {
 		if e.Applied {

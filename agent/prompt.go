@@ -34,6 +34,9 @@ func (rt *Runtime) systemPrompt(r *run, project string, summary Summary, todos [
 		b.WriteString(intro)
 	}
 	b.WriteString(rules)
+	if r != nil {
+		b.WriteString(modePrompt(r.mode))
+	}
 	if r != nil && r.persona != nil {
 		b.WriteString(personaSection(r.persona))
 	}

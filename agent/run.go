@@ -41,12 +41,14 @@ type run struct {
 	allowed    []string         // the tools a slash command allows (names or groups); nil: all
 	format     json.RawMessage  // the session's own run: the answer's JSON Schema (Request.OutputSchema)
 	live       *Live            // the session's own run: its live session (set once, before its graph starts); nil for a subagent
+	mode       Mode             // what the run may do (ModeAgent, ModePlan, ModeAsk); its subagents' too
 }
 
 // accumulator is shared by a run and its subagents.
 type accumulator struct {
-	mu      sync.Mutex // guards usage, edits, changed and hooks, and serializes events
+	mu      sync.Mutex // guards usage, spend, edits, changed and hooks, and serializes events
 	usage   model.Usage
+	spend   spending // against the run's limits
 	edits   int
 	changed map[string]bool       // projects whose command files the run changed
 	hooks   map[string]*hooks.Set // the hooks of the run's projects, by name (nil: none)
@@ -79,7 +81,8 @@ func (r *run) used(u model.Usage) {
 	total := r.acc.addUsage(u)
 	r.emit(event.Usage{Model: r.model, Prompt: u.PromptTokens, Completion: u.CompletionTokens, Total: u.TotalTokens,
 		ContextTokens: r.budget.limit(), Cost: u.Cost,
-		Run: event.RunUsage{Prompt: total.PromptTokens, Completion: total.CompletionTokens, Total: total.TotalTokens, Cost: total.Cost}})
+		Run:    event.RunUsage{Prompt: total.PromptTokens, Completion: total.CompletionTokens, Total: total.TotalTokens, Cost: total.Cost},
+		Budget: r.acc.budget()})
 }
 
 func (a *accumulator) addEdit() {
@@ -145,7 +148,7 @@ func (rt *Runtime) newRun(sess store.Session, req Request, project string) *run 
 		set = set.Without(tools.LangTools...) // they could only say that nothing answers
 	}
 	return &run{rt: rt, session: sess, editor: req.Editor, perms: req.Permissions, lang: lang, tools: set,
-		acc: &accumulator{events: req.Events}, model: name, budget: rt.budgetFor(name), durability: req.Durability, allowed: req.Tools,
+		acc: &accumulator{events: req.Events, spend: spending{limits: req.Limits}}, mode: cmp.Or(req.Mode, Mode(sess.Mode), ModeAgent), model: name, budget: rt.budgetFor(name), durability: req.Durability, allowed: req.Tools,
 		format: req.OutputSchema}
 }
 

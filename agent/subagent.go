@@ -161,6 +161,10 @@ func (rt *Runtime) childRun(parent *run, project, id, parentID string, req *tool
 			loops = min(persona.MaxLoops, tools.MaxSubagentLoops)
 		}
 	}
+	if name != parent.model && rt.checkPrice(parent.acc.spend.limits, name) != nil { // limits are set once, before the run
+		notes = append(notes, fmt.Sprintf("the run has a cost limit and the prices setting has no price for %s: it ran on %s", name, parent.model))
+		name = parent.model
+	}
 	if req.MaxLoops <= 0 {
 		req.MaxLoops = loops
 	} else if persona != nil && persona.MaxLoops > 0 {
@@ -176,7 +180,7 @@ func (rt *Runtime) childRun(parent *run, project, id, parentID string, req *tool
 		set = ro
 	}
 	child := &run{rt: rt, session: parent.session, contextID: id, parentID: parentID, editor: parent.editor, perms: parent.perms, lang: parent.lang, model: name, budget: rt.budgetFor(name),
-		tools: set, acc: parent.acc, persona: persona, durability: parent.durability}
+		tools: set, acc: parent.acc, persona: persona, durability: parent.durability, mode: parent.mode}
 	child.fitTools()
 	return child, strings.Join(notes, "; "), nil
 }

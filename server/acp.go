@@ -22,11 +22,51 @@ import (
 )
 
 // The session modes an ACP client can switch between (session/set_mode):
-// how the agent's edits reach the files.
+// what a run may do (agent.Mode) and, in agent mode, how its edits reach
+// the files. apply and review are the old names of agent and
+// agent-review, still accepted.
 const (
-	acpModeApply  = "apply"
-	acpModeReview = "review"
+	acpModeAgent  = "agent"        // edits written as they are made
+	acpModeReview = "agent-review" // each edit asks first
+	acpModePlan   = "plan"
+	acpModeAsk    = "ask"
 )
+
+// acpModeOf is the ACP mode of a name set_mode gives, or a stored
+// session's edit mode (apply, review); ok is false for none.
+func acpModeOf(name string) (string, bool) {
+	switch name {
+	case acpModeAgent, acpModeReview, acpModePlan, acpModeAsk:
+		return name, true
+	case "apply":
+		return acpModeAgent, true
+	case "review":
+		return acpModeReview, true
+	}
+	return "", false
+}
+
+// storedACPMode is the ACP mode a stored session was last prompted in: its
+// mode, plan or ask, else its edit mode.
+func storedACPMode(s store.Session) string {
+	if s.Mode == acpModePlan || s.Mode == acpModeAsk {
+		return s.Mode
+	}
+	return s.Edits
+}
+
+// acpRunMode is an ACP mode as the run's mode and edit mode.
+func acpRunMode(m string) (agent.Mode, string) {
+	switch m {
+	case acpModePlan:
+		return agent.ModePlan, ""
+	case acpModeAsk:
+		return agent.ModeAsk, ""
+	case acpModeReview:
+		return agent.ModeAgent, "review"
+	}
+	return agent.ModeAgent, "apply"
+}
 
 // ServeACP serves the Agent Client Protocol (version 1) on in and out until
 // the client closes the connection or ctx ends: the same settings (the
@@ -104,7 +144,7 @@ type acpSession struct {
 	calls   *acpCalls
 
 	mu      sync.Mutex // guards mode, stored, cancel, prompts, model and announced
-	mode    string     // acpModeApply or acpModeReview
+	mode    string     // acpModeAgent, acpModeReview, acpModePlan or acpModeAsk
 	stored  bool       // the store has it (its first prompt ran, or it was loaded)
 	cancel  context.CancelFunc
 	prompts int // prompts begun; cancel is the newest one's
@@ -221,7 +261,7 @@ func (a *acpAgent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (a
 	if pr, ok := a.backend().Workspace.ProjectFor(sess.Root); ok && sess.Root != "" {
 		project = pr.Name()
 	}
-	s := a.addSession(id, project, true, sess.Edits) // the mode it was last prompted in
+	s := a.addSession(id, project, true, storedACPMode(sess)) // the mode it was last prompted in
 	msgs, err := a.backend().Runtime.Transcript(ctx, id, "")
 	if err != nil {
 		return acp.LoadSessionResponse{}, fmt.Errorf("load session %s: %w", id, err)
@@ -257,16 +297,21 @@ func (a *acpAgent) ListSessions(ctx context.Context, p acp.ListSessionsRequest) 
 	return acp.ListSessionsResponse{Sessions: out}, nil
 }
 
-// SetSessionMode implements acp.Agent: apply writes the agent's edits as it
-// makes them; review asks (session/request_permission) before each.
+// SetSessionMode implements acp.Agent: agent writes the agent's edits as
+// it makes them; agent-review asks (session/request_permission) before
+// each; plan and ask offer only the tools that read. The session's next
+// prompts run in it.
 func (a *acpAgent) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
 	s, err := a.session(p.SessionId)
 	if err != nil {
 		return acp.SetSessionModeResponse{}, err
 	}
-	mode := string(p.ModeId)
-	if mode != acpModeApply && mode != acpModeReview {
-		return acp.SetSessionModeResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("unknown mode %q: %q or %q", mode, acpModeApply, acpModeReview)})
+	mode, ok := acpModeOf(string(p.ModeId))
+	if !ok {
+		return acp.SetSessionModeResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("unknown mode %q: agent, agent-review, plan or ask", p.ModeId)})
+	}
+	if mode == acpModeAgent && a.backend().Settings.Edits == "review" {
+		mode = acpModeReview // the edits setting: never loosened
 	}
 	s.mu.Lock()
 	s.mode = mode
@@ -349,13 +394,14 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	}()
 	b := a.backend()
 	u := &acpUpdates{conn: a.client(), session: s, ws: b.Workspace}
-	req := agent.Request{Prompt: text, Project: s.project, Edits: mode, Model: chosen, Images: imgs}
+	runMode, edits := acpRunMode(mode)
+	req := agent.Request{Prompt: text, Project: s.project, Edits: edits, Mode: runMode, Model: chosen, Images: imgs}
 	if stored {
 		req.Session = s.id
 	} else {
 		req.NewID = s.id
 	}
-	review := mode == acpModeReview
+	review := edits == "review"
 	defer a.announceCommands(context.WithoutCancel(ctx), s) // the prompt may have changed the command files
 	if done, err := a.acpSlash(ctx, s, &req, &review); done || err != nil {
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, err // a built-in answers without the model
@@ -385,6 +431,9 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	case store.StatusCancelled, store.StatusInterrupted:
 		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 	case store.StatusLimit:
+		if res.Limit == agent.LimitTokens {
+			return acp.PromptResponse{StopReason: acp.StopReasonMaxTokens}, nil // the run's token limit
+		}
 		return acp.PromptResponse{StopReason: acp.StopReasonMaxTurnRequests}, nil
 	case agent.StatusQueued:
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil // read by the session's running run
@@ -411,21 +460,27 @@ func ptr[T any](v T) *T { return &v }
 // modes are the session modes offered, with current selected.
 func modes(current string) *acp.SessionModeState {
 	return &acp.SessionModeState{CurrentModeId: acp.SessionModeId(current), AvailableModes: []acp.SessionMode{
-		{Id: acpModeApply, Name: "Apply", Description: ptr("The agent's edits are written as it makes them.")},
-		{Id: acpModeReview, Name: "Review", Description: ptr("Each edit is shown as a diff and written only once you allow it.")},
+		{Id: acpModeAgent, Name: "Agent", Description: ptr("Reads, edits and runs commands; its edits are written as it makes them.")},
+		{Id: acpModeReview, Name: "Agent (review edits)", Description: ptr("As Agent, but each edit is shown as a diff and written only once you allow it.")},
+		{Id: acpModePlan, Name: "Plan", Description: ptr("Only reads, and answers with a plan; changes nothing.")},
+		{Id: acpModeAsk, Name: "Ask", Description: ptr("Only reads, and answers questions; changes nothing.")},
 	}}
 }
 
 // addSession registers a session of the connection, in mode when that is
-// one (apply or review), else in apply; always in review when the edits
-// setting says so (a stored mode never loosens it).
+// one (an ACP mode, its old name, or a stored edit mode), else in the mode
+// setting's (agent: agent-review when the edits setting says review; a
+// stored mode never loosens it).
 func (a *acpAgent) addSession(id, project string, stored bool, mode string) *acpSession {
-	switch {
-	case a.backend().Settings.Edits == "review":
-		mode = acpModeReview
-	case mode != acpModeApply && mode != acpModeReview:
-		mode = acpModeApply
+	st := a.backend().Settings
+	m, ok := acpModeOf(mode)
+	if !ok {
+		m, _ = acpModeOf(cmp.Or(st.Mode, acpModeAgent))
 	}
+	if m == acpModeAgent && st.Edits == "review" {
+		m = acpModeReview
+	}
+	mode = m
 	s := &acpSession{id: id, project: project, mode: mode, stored: stored, calls: &acpCalls{byID: map[string]*acpCall{}}}
 	a.mu.Lock()
 	a.sessions[id] = s

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -109,7 +110,7 @@ func (c *acpClient) newSession(cwd string, mcp ...acp.McpServer) string {
 	if err != nil {
 		c.t.Fatalf("session/new: %v", err)
 	}
-	if res.Modes == nil || res.Modes.CurrentModeId != "apply" {
+	if res.Modes == nil || res.Modes.CurrentModeId != "agent" {
 		c.t.Fatalf("session/new modes: %+v", res.Modes)
 	}
 	return string(res.SessionId)
@@ -426,7 +427,7 @@ func TestACPCancelAndLoad(t *testing.T) {
 	if err != nil {
 		t.Fatalf("session/load: %v", err)
 	}
-	if loaded.Modes == nil || loaded.Modes.CurrentModeId != "review" {
+	if loaded.Modes == nil || loaded.Modes.CurrentModeId != "agent-review" {
 		t.Fatalf("the loaded session's modes: %+v, want review, the mode it was prompted in", loaded.Modes)
 	}
 	tr := d.transcript()
@@ -710,5 +711,54 @@ func TestACPManyParallelToolCalls(t *testing.T) {
 	}
 	if n := strings.Count(tr, " completed"); n != 123 {
 		t.Fatalf("%d tool calls completed, want 123:\n%s", n, tr)
+	}
+}
+
+// session/set_mode plan changes the tools the model is offered: no edit
+// or command tool; an edit the model makes anyway is refused and the file
+// unchanged; back in agent mode, the tools are there again.
+func TestACPPlanModeChangesTheTools(t *testing.T) {
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{withID(call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hello, ", "new_text": "Bye, "}), "call_edit")}},
+		{Text: "The plan: change greet.go."},
+		{Text: "Back to work."},
+	}})
+	sample := copyFixture(t, "sample")
+	before, _ := os.ReadFile(filepath.Join(sample, "greet.go"))
+	c := startACP(t, false, envFor(t, srv), "--sandbox", "off")
+	session := c.newSession(sample)
+	if _, err := c.conn.SetSessionMode(c.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(session), ModeId: "plan"}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.prompt(session, "Plan a change"); err != nil || res.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("prompt: %+v %v", res, err)
+	}
+	offered := func(i int) []string {
+		var names []string
+		for _, tool := range srv.Requests()[i].Tools {
+			names = append(names, tool.Function.Name)
+		}
+		return names
+	}
+	if got := offered(0); slices.Contains(got, "edit_file") || slices.Contains(got, "run_command") || !slices.Contains(got, "read_file") {
+		t.Fatalf("plan mode offers %v", got)
+	}
+	if got := toolResult(srv.Requests(), "call_edit"); !strings.Contains(got, "not offered in plan mode") {
+		t.Fatalf("the edit's result: %q", got)
+	}
+	if after, _ := os.ReadFile(filepath.Join(sample, "greet.go")); string(after) != string(before) {
+		t.Fatalf("plan mode changed greet.go:\n%s", after)
+	}
+	if _, err := c.conn.SetSessionMode(c.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(session), ModeId: "agent"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.prompt(session, "Now do it"); err != nil {
+		t.Fatal(err)
+	}
+	if got := offered(2); !slices.Contains(got, "edit_file") || !slices.Contains(got, "run_command") {
+		t.Fatalf("agent mode offers %v", got)
+	}
+	if _, err := c.conn.SetSessionMode(c.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(session), ModeId: "bogus"}); err == nil {
+		t.Fatal("set_mode bogus was accepted")
 	}
 }

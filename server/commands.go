@@ -63,8 +63,8 @@ func command[A any, R any](name, doc, result string, fn func(*Server, context.Co
 
 // Commands is every agent.* command, in the order the docs list them.
 var Commands = []Command{
-	command("agent.run", "Runs the agent on a prompt, in a new session or continuing one; returns when the run ends. Given the session of a running run (in any window of the daemon), it queues the prompt for that run's next step and returns at once; that window then receives the session's events. A session continues only in a window that has its folder open. images are [{path} | {data, mimeType}] (docs/images-and-fetch.md); a model that takes no images refuses them before any call.",
-		"`{session, status, reply, edits, steps, usage, error?, reason?, queued?, position?}`; status is done, cancelled, failed (with error, and reason when a setting fixes it), limit, or queued (with position; the running run's result covers the prompt); a cancelled run lists the prompts it never read in queued", (*Server).runCommand),
+	command("agent.run", "Runs the agent on a prompt, in a new session or continuing one; returns when the run ends. Given the session of a running run (in any window of the daemon), it queues the prompt for that run's next step and returns at once; that window then receives the session's events. A session continues only in a window that has its folder open. mode is agent, plan or ask (plan and ask offer only the tools that read; a plan run's result carries plan); maxTokens and maxCost bound what the run spends (docs/modes.md). images are [{path} | {data, mimeType}] (docs/images-and-fetch.md); a model that takes no images refuses them before any call.",
+		"`{session, status, reply, edits, steps, usage, error?, reason?, queued?, position?, limit?, plan?}`; status is done, cancelled, failed (with error, and reason when a setting fixes it), limit (with limit: steps, tokens or cost), or queued (with position; the running run's result covers the prompt); a cancelled run lists the prompts it never read in queued", (*Server).runCommand),
 	command("agent.resume", "Continues an interrupted run from its last checkpoint, without adding a prompt.",
 		"as agent.run", (*Server).resumeCommand),
 	command("agent.cancel", "Cancels a session's running run; the run's own request then ends with status cancelled.",
@@ -176,7 +176,7 @@ func sessionError(command string, err error) error {
 		return invalidParams("%s: %v", command, err)
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, agent.ErrUnknownSession), errors.Is(err, agent.ErrUnknownProject),
 		errors.Is(err, agent.ErrSessionBusy), errors.Is(err, agent.ErrNoProject), errors.Is(err, agent.ErrBadSelection),
-		errors.Is(err, agent.ErrFolderNotOpen), slashError(err):
+		errors.Is(err, agent.ErrFolderNotOpen), errors.Is(err, agent.ErrNoPrice), slashError(err):
 		return invalidParams("%s: %v", command, err)
 	}
 	return jsonrpc2.Errorf(jsonrpc2.InternalError, "%s: %v", command, err)

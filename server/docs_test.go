@@ -17,7 +17,7 @@ import (
 
 // eventDocs says when each event kind is sent: adding a kind needs its row.
 var eventDocs = map[event.Type]string{
-	"run.start":         "a run (agent.run or agent.resume) starts, in a project; `contextTokens` is the model's context size the run fits its requests in, `withheld` the tools left out to fit it",
+	"run.start":         "a run (agent.run or agent.resume) starts, in a project; `contextTokens` is the model's context size the run fits its requests in, `withheld` the tools left out to fit it; `mode` when not agent; `budget: {maxTokens?, maxCost?, tokens, cost?}` when the run has limits",
 	"message.delta":     "the model streams text of its answer (the session's own run only)",
 	"message":           "a human or AI message is complete (a queued prompt: when the run reads it)",
 	"message.queued":    "a prompt given to the running session waits at `position` for the run's next step",
@@ -27,8 +27,8 @@ var eventDocs = map[event.Type]string{
 	"subagent.start":    "a subagent starts a task (`contextId`, `parentId` in the envelope)",
 	"subagent.end":      "a subagent ended with a status",
 	"edit":              "the editor applied or refused an edit of `uri`",
-	"usage":             "after each model call (the run's, its subagents' and its summaries'): that call's `prompt`, `completion` and `total` tokens as the endpoint reported them, the `contextTokens` the request was fitted into, and `run`, the run's totals so far; `cost` (USD) when the price table has the `model`",
-	"run.end":           "the run ended: `status`, and `error` when it failed",
+	"usage":             "after each model call (the run's, its subagents' and its summaries'): that call's `prompt`, `completion` and `total` tokens as the endpoint reported them, the `contextTokens` the request was fitted into, and `run`, the run's totals so far; `cost` (USD) when the price table has the `model`; `budget` when the run has limits: the limits and what the run spent against them (tokens as reported, estimated where missing), from which a client shows what is left",
+	"run.end":           "the run ended: `status`, `error` when it failed, `limit` (steps, tokens or cost) when a limit stopped it",
 	"events.dropped":    "the window did not read its events and the server dropped `count` of them, `fromSeq` to `toSeq` (the envelope's `seq` is `toSeq`), rather than hold the run; sent where they were missing, once the window reads again: the client reads the session again (`agent.session`)",
 }
 

@@ -41,6 +41,17 @@ type Ports struct {
 	Before func()
 }
 
+// defaultMode is the mode of a run that names none: its session's, else
+// the setting's.
+func (b *Backend) defaultMode(ctx context.Context, session string) agent.Mode {
+	if session != "" {
+		if s, err := b.Store.Session(ctx, session); err == nil && s.Mode != "" {
+			return agent.Mode(s.Mode)
+		}
+	}
+	return agent.Mode(b.Settings.Mode)
+}
+
 // run is the one place a front end's run is wired to the runtime: it
 // builds the agent request from spec, the backend's settings and the
 // front end's ports, and runs it (or queues its prompt into the session's
@@ -52,6 +63,11 @@ func (b *Backend) run(ctx context.Context, spec RunSpec, p Ports) (agent.Result,
 		ask: p.Ask, interactive: b.Settings.Interactive, before: p.Before}
 	req.MaxSteps = b.Settings.MaxSteps
 	req.Durability = cmp.Or(spec.Durability, b.Settings.Durability)
+	req.Limits.MaxTokens = cmp.Or(req.Limits.MaxTokens, b.Settings.MaxTokens)
+	req.Limits.MaxCost = cmp.Or(req.Limits.MaxCost, b.Settings.MaxCost)
+	if req.Mode == "" && b.Settings.Mode != string(agent.ModeAgent) {
+		req.Mode = b.defaultMode(ctx, req.Session)
+	}
 	if spec.Resume {
 		return b.Runtime.Resume(ctx, req)
 	}

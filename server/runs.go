@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -32,6 +33,34 @@ type RunArgs struct {
 	// OutputSchema is a JSON Schema (an object) the final answer must be
 	// valid against: sent as response_format where the endpoint takes it.
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// Mode is agent, plan or ask ("": the session's, else the setting's).
+	Mode string `json:"mode,omitempty"`
+	// MaxTokens and MaxCost (USD) bound what the run spends (0: the
+	// settings').
+	MaxTokens int     `json:"maxTokens,omitempty"`
+	MaxCost   float64 `json:"maxCost,omitempty"`
+}
+
+// budget is a run's mode and limits as agent.run and agent.resume give them.
+type budget struct {
+	mode      string
+	maxTokens int
+	maxCost   float64
+}
+
+func (b budget) validate() error {
+	if _, err := agent.ParseMode(b.mode); err != nil {
+		return err
+	}
+	if b.maxTokens < 0 || b.maxCost < 0 {
+		return fmt.Errorf("maxTokens and maxCost must not be negative")
+	}
+	return nil
+}
+
+// set puts the run's mode and limits into req.
+func (b budget) set(req *agent.Request) {
+	req.Mode, req.Limits = agent.Mode(b.mode), agent.Limits{MaxTokens: b.maxTokens, MaxCost: b.maxCost}
 }
 
 // ContextRef is a document, or a range of it, the user attached to a
@@ -48,8 +77,11 @@ type ResumeArgs struct {
 	Edits      string `json:"edits,omitempty"`
 	Durability string `json:"durability,omitempty"`
 	Model      string `json:"model,omitempty"`
-	// OutputSchema: as agent.run's.
+	// OutputSchema, Mode, MaxTokens, MaxCost: as agent.run's.
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Mode         string          `json:"mode,omitempty"`
+	MaxTokens    int             `json:"maxTokens,omitempty"`
+	MaxCost      float64         `json:"maxCost,omitempty"`
 }
 
 // runOptions are the arguments agent.run and agent.resume share.
@@ -74,14 +106,17 @@ func (o runOptions) validate() error {
 }
 
 func (a RunArgs) validate() error {
-	return runOptions{a.Edits, a.Durability, a.OutputSchema}.validate()
+	return errors.Join(runOptions{a.Edits, a.Durability, a.OutputSchema}.validate(), a.budget().validate())
 }
 func (a ResumeArgs) validate() error {
-	return runOptions{a.Edits, a.Durability, a.OutputSchema}.validate()
+	return errors.Join(runOptions{a.Edits, a.Durability, a.OutputSchema}.validate(), a.budget().validate())
 }
+func (a RunArgs) budget() budget    { return budget{a.Mode, a.MaxTokens, a.MaxCost} }
+func (a ResumeArgs) budget() budget { return budget{a.Mode, a.MaxTokens, a.MaxCost} }
 
 func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (agent.Result, error) {
 	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt, Model: a.Model, OutputSchema: a.OutputSchema}
+	a.budget().set(&req)
 	if a.URI != "" && a.Range != nil {
 		req.Selection = &agent.Selection{Path: filename(a.URI), Range: *a.Range}
 	}
@@ -149,6 +184,7 @@ func (s *Server) slash(ctx context.Context, b *Backend, req *agent.Request, o *r
 
 func (s *Server) resumeCommand(ctx context.Context, call commandCall, a ResumeArgs) (agent.Result, error) {
 	req := agent.Request{Session: a.Session, Model: a.Model, OutputSchema: a.OutputSchema}
+	a.budget().set(&req)
 	if err := s.checkKey(call.b, "agent.resume"); err != nil {
 		return agent.Result{}, err
 	}

@@ -159,7 +159,10 @@ type Session struct {
 	// Edits is the edit mode a client last ran it in ("apply" or "review":
 	// an ACP session's mode), so that a session loaded later continues in
 	// it; "" when no client chose one.
-	Edits    string    `json:"edits,omitempty"`
+	Edits string `json:"edits,omitempty"`
+	// Mode is the mode (agent, plan, ask) a client last ran it in: its next
+	// run's unless one is given; "" when none was chosen.
+	Mode     string    `json:"mode,omitempty"`
 	Title    string    `json:"title"`
 	Status   Status    `json:"status"`
 	Created  time.Time `json:"created"`

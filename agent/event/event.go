@@ -58,6 +58,18 @@ type RunStart struct {
 	Project       string   `json:"project"`
 	ContextTokens int      `json:"contextTokens"`
 	Withheld      []string `json:"withheld,omitempty"`
+	Mode          string   `json:"mode,omitempty"`   // agent, plan or ask ("": agent)
+	Budget        *Budget  `json:"budget,omitempty"` // the run's limits, when it has any
+}
+
+// Budget is what a run's limits allow (a zero limit: none) and what it has
+// spent against them: prompt plus completion tokens as reported, estimated
+// where a report is missing, over its calls, summaries and subagents.
+type Budget struct {
+	MaxTokens int     `json:"maxTokens,omitzero"`
+	MaxCost   float64 `json:"maxCost,omitzero"`
+	Tokens    int     `json:"tokens"`
+	Cost      float64 `json:"cost,omitzero"`
 }
 
 // MessageDelta is streamed text of the model's answer, batched by the server.
@@ -171,6 +183,7 @@ type Edit struct {
 type RunEnd struct {
 	Status store.Status `json:"status"`
 	Error  string       `json:"error,omitempty"`
+	Limit  string       `json:"limit,omitempty"` // status limit: which (steps, tokens, cost)
 }
 
 // EventsDropped stands for events of the session a connection did not get:
@@ -228,9 +241,10 @@ type Usage struct {
 	Prompt        int      `json:"prompt"`
 	Completion    int      `json:"completion"`
 	Total         int      `json:"total"`
-	ContextTokens int      `json:"contextTokens"` // the context size the request was fitted into
-	Cost          float64  `json:"cost,omitzero"` // USD, when the price table has the model
-	Run           RunUsage `json:"run"`           // cumulative over the run, subagents included
+	ContextTokens int      `json:"contextTokens"`    // the context size the request was fitted into
+	Cost          float64  `json:"cost,omitzero"`    // USD, when the price table has the model
+	Run           RunUsage `json:"run"`              // cumulative over the run, subagents included
+	Budget        *Budget  `json:"budget,omitempty"` // the run's limits and what it spent against them, when it has any
 }
 
 // RunUsage is a run's tokens (and cost) so far.

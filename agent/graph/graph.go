@@ -141,6 +141,13 @@ const (
 	StatusLimit     = store.StatusLimit
 )
 
+// ErrStop, returned (wrapped) by a node, stops the run cleanly before that
+// step: it ends with StatusLimit, the step's tasks planned again (the
+// finished ones of a parallel step kept as pending writes), so that Resume
+// runs them. A node returns it for a limit of its own (a spending budget)
+// that the step limit does not cover.
+var ErrStop = errors.New("graph: stopped at a limit")
+
 // DefaultStepLimit is the step limit of a run whose Config sets none: the
 // agent's default too (a model turn and a tool round are one step each).
 const DefaultStepLimit = 100
@@ -335,6 +342,9 @@ func (r *runner) loop(ctx context.Context, next []task, pending map[string]Patch
 		if err != nil {
 			if ctx.Err() != nil {
 				return r.end(ctx, StatusCancelled, next, nil)
+			}
+			if errors.Is(err, ErrStop) {
+				return r.end(ctx, StatusLimit, next, nil)
 			}
 			return r.end(ctx, StatusFailed, next, err)
 		}

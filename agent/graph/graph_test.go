@@ -277,6 +277,45 @@ func TestStepLimit(t *testing.T) {
 	}
 }
 
+// A node that returns ErrStop ends the run with StatusLimit before its step,
+// and a resume runs that step again.
+func TestNodeStopsAtItsOwnLimit(t *testing.T) {
+	ts := newTestSchema()
+	stopAt := 3 // the node refuses to make count 3 until allowed
+	g, err := New(ts.Schema).
+		Node("inc", func(ctx context.Context, s State) (Patch, error) {
+			c := ts.count.Get(s) + 1
+			if c == stopAt {
+				return Patch{}, fmt.Errorf("budget spent: %w", ErrStop)
+			}
+			return NewPatch(ts.count.Set(c)), nil
+		}).
+		Edge(Start, "inc").
+		Branch("inc", func(s State) []Route {
+			if ts.count.Get(s) >= 5 {
+				return []Route{To(End)}
+			}
+			return []Route{To("inc")}
+		}).Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := store.NewMemory()
+	cfg := Config{Thread: "t", Checkpointer: cp}
+	res, err := g.Invoke(context.Background(), cfg, NewPatch())
+	if err != nil || res.Status != StatusLimit || ts.count.Get(res.State) != 2 {
+		t.Fatalf("status %s count %d err %v, want limit at 2", res.Status, ts.count.Get(res.State), err)
+	}
+	if st, _ := cp.Load(context.Background(), "t", ""); st.Status != StatusLimit || len(st.Next) != 1 {
+		t.Fatalf("stored status %s with %d next tasks", st.Status, len(st.Next))
+	}
+	stopAt = 0
+	res, err = g.Resume(context.Background(), cfg)
+	if err != nil || res.Status != StatusDone || ts.count.Get(res.State) != 5 {
+		t.Fatalf("resume: status %s count %d err %v", res.Status, ts.count.Get(res.State), err)
+	}
+}
+
 func TestCancelBlockedNode(t *testing.T) {
 	ts := newTestSchema()
 	blocked := make(chan struct{})

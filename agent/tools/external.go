@@ -31,7 +31,7 @@ type ExternalCall func(ctx context.Context, args json.RawMessage, limit int) (Re
 // recorded first unless the server says the tool only reads (readOnly: its
 // MCP annotation readOnlyHint).
 func External(name, server, description string, schema json.RawMessage, readOnly bool, call ExternalCall) Tool {
-	return Tool{Name: name, Description: description, Schema: schema, External: server, schema: parseSchema(schema),
+	return Tool{Name: name, Description: description, Schema: schema, External: server, ReadOnly: readOnly, schema: parseSchema(schema),
 		Run: func(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
 			tp, ok := env.Permissions.(ToolPermissions)
 			if !ok {

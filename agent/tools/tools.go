@@ -277,6 +277,9 @@ type Tool struct {
 	// External names the program that provides the tool (an MCP server);
 	// "" for agent-lsp's own.
 	External string
+	// ReadOnly: an External tool whose server says it changes nothing (MCP's
+	// readOnlyHint); plan and ask runs are offered it.
+	ReadOnly bool
 
 	schema *schemaInfo // Schema parsed, when the tool was made by All or External
 }

@@ -77,6 +77,7 @@ type runFlags struct {
 	schemaPath       string // --output-schema
 	schema           *outputSchema
 	settings         *config.Flags // model, endpoint, store, limits, permissions
+	mode             string        // the run's mode (--mode, else the setting's): sent with the run, so it wins over the session's
 }
 
 // runCommand is `agent-lsp run`: it parses the flags and the prompt, runs
@@ -118,7 +119,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	model, res, ok := preflight(f, prompt)
+	model, res, ok := preflight(&f, prompt)
 	if !ok {
 		(&client{json: f.json, out: bufio.NewWriter(stdout), errw: stderr}).printResult(res, stdout)
 		return res.exitCode()
@@ -130,10 +131,14 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // cannot serve: settings that do not resolve, no API key for an endpoint
 // that needs one (as the server would, without a request; a built-in slash
 // command needs none).
-func preflight(f runFlags, prompt string) (model string, res resultLine, ok bool) {
+func preflight(f *runFlags, prompt string) (model string, res resultLine, ok bool) {
 	st, _, err := config.Resolve(os.Getenv, nil, f.settings)
 	if err != nil {
 		return "", failed(err, true), false
+	}
+	f.mode = st.Mode
+	if _, priced := st.Prices[st.Model]; st.MaxCost > 0 && !priced {
+		return "", failed(fmt.Errorf("--max-cost needs the price of the model %s: give it with --prices %s=INPUT/OUTPUT (USD per million tokens)", st.Model, st.Model), true), false
 	}
 	if server.NeedsKey(st.BaseURL, st.APIKey) && server.Builtin(prompt) == "" {
 		d := server.ReasonDataOf(st, agent.ReasonNoAPIKey, "model.apiKeyEnv")

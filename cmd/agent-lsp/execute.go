@@ -47,9 +47,9 @@ func (cl *client) execute(ctx context.Context, conn jsonrpc2.Conn, f runFlags, p
 	}
 	var res resultLine
 	if resume != "" {
-		res = call("agent.resume", server.ResumeArgs{Session: resume, OutputSchema: schema})
+		res = call("agent.resume", server.ResumeArgs{Session: resume, OutputSchema: schema, Mode: f.mode})
 	} else {
-		run := server.RunArgs{Prompt: prompt, Project: f.project, Session: session, OutputSchema: schema}
+		run := server.RunArgs{Prompt: prompt, Project: f.project, Session: session, OutputSchema: schema, Mode: f.mode}
 		for _, img := range f.images {
 			run.Images = append(run.Images, server.ImageRef{Path: img})
 		}
@@ -63,7 +63,7 @@ func (cl *client) execute(ctx context.Context, conn jsonrpc2.Conn, f runFlags, p
 	}
 	out, err := f.schema.check(res.Reply)
 	if err != nil {
-		again := call("agent.run", server.RunArgs{Prompt: f.schema.correction(err), Session: res.Session, OutputSchema: schema})
+		again := call("agent.run", server.RunArgs{Prompt: f.schema.correction(err), Session: res.Session, OutputSchema: schema, Mode: f.mode})
 		res = res.then(again)
 		if res.Status != store.StatusDone {
 			return res

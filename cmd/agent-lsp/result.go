@@ -35,11 +35,9 @@ type resultLine struct {
 	agent.Result
 	Model        string       `json:"model,omitempty"`  // the model of the run
 	Denied       []denial     `json:"denied"`           // calls that were not allowed, in order
-	Limit        string       `json:"limit,omitempty"`  // status limit: which ("steps")
 	FilesChanged []fileChange `json:"filesChanged"`     // the files the run changed, in path order
 	Cost         *float64     `json:"cost,omitempty"`   // USD, when the price table has the model
 	Diff         string       `json:"diff,omitempty"`   // --diff: the unified diff of the run's changes
-	Plan         string       `json:"plan,omitempty"`   // a plan run's plan (none yet: plan runs come with issue 59)
 	Output       any          `json:"output,omitempty"` // --output-schema: the final answer, parsed and valid
 
 	output       any    // the structured output, once valid
@@ -181,8 +179,8 @@ func (cl *client) finish(r resultLine, f runFlags, model string) resultLine {
 	r.SchemaVersion = resultSchemaVersion
 	r.Model = cmp.Or(cl.rep.model, model)
 	r.Denied = append([]denial{}, cl.rep.denied...)
-	if r.Status == store.StatusLimit {
-		r.Limit = "steps"
+	if r.Status == store.StatusLimit && r.Limit == "" {
+		r.Limit = agent.LimitSteps // a server before budgets
 	}
 	var diff string
 	r.FilesChanged, diff = cl.rep.files.diff(f.workspaces)
@@ -273,7 +271,11 @@ func closing(r resultLine) string {
 		return fmt.Sprintf("/%s: answered by agent-lsp, without the model", r.builtin)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "session %s: %s after %s, %s, %s", r.Session, r.Status,
+	status := string(r.Status)
+	if r.Limit != "" {
+		status += " (" + r.Limit + ")"
+	}
+	fmt.Fprintf(&b, "session %s: %s after %s, %s, %s", r.Session, status,
 		transcript.Count(r.Steps, "step"), transcript.Count(r.Edits, "edit"), transcript.Count(r.Usage.TotalTokens, "token"))
 	if r.Usage.Cost > 0 {
 		fmt.Fprintf(&b, ", $%.4f", r.Usage.Cost)

@@ -21,6 +21,8 @@ func filled(t *testing.T) Settings {
 			f.SetBool(true)
 		case reflect.Int, reflect.Int64:
 			f.SetInt(int64(i + 1))
+		case reflect.Float64:
+			f.SetFloat(float64(i + 1))
 		case reflect.Slice:
 			e := reflect.New(f.Type().Elem()).Elem()
 			setNonZero(t, e, v.Type().Field(i).Name)

@@ -51,6 +51,13 @@ type Settings struct {
 	// headless run): what the rules do not allow is denied at once.
 	Interactive bool
 	MaxSteps    int
+	// Mode is a run's mode when neither its request nor its session names
+	// one: agent, plan or ask.
+	Mode string
+	// MaxTokens and MaxCost bound what one run spends (agent.Limits); 0:
+	// no bound.
+	MaxTokens int
+	MaxCost   float64
 	// ContextTokens is the model's context size; 0: the runtime's default
 	// for the model (agent.ContextTokensFor).
 	ContextTokens int
@@ -324,6 +331,18 @@ var Table = []Setting{
 	{Name: "step limit", Init: "maxSteps", Flag: "max-steps", Default: strconv.Itoa(agent.DefaultMaxSteps),
 		Doc:  "most steps of one run (a model turn and a tool round are one step each)",
 		kind: intKind(func(s *Settings) *int { return &s.MaxSteps }, 1, 100000)},
+	{Name: "mode", Init: "mode", Flag: "mode", Default: string(agent.ModeAgent),
+		Doc: "what a run may do: agent (read, edit, run commands as the rules allow), plan (only the tools that read; answers with a plan) or ask (only the tools that read; answers questions); also per agent.run and per session (docs/modes.md)",
+		kind: stringKind(func(s *Settings) *string { return &s.Mode }, func(v string) error {
+			_, err := agent.ParseMode(v)
+			return err
+		})},
+	{Name: "token limit", Init: "limits.maxTokens", Flag: "max-tokens", Default: "none",
+		Doc:  "most prompt plus completion tokens one run may spend, its summaries and subagents included; the run stops before the model call that would cross it (status limit, resumable with a fresh budget); also per agent.run (docs/modes.md)",
+		kind: autoIntKind(func(s *Settings) *int { return &s.MaxTokens }, 1, 1_000_000_000, "none")},
+	{Name: "cost limit", Init: "limits.maxCost", Flag: "max-cost", Default: "none",
+		Doc:  "most USD one run may spend at the prices setting's price of its model (which it then needs); stops as the token limit does; also per agent.run (docs/modes.md)",
+		kind: costKind(func(s *Settings) *float64 { return &s.MaxCost })},
 	{Name: "context tokens", Env: "AGENT_LSP_CONTEXT_TOKENS", Init: "model.contextTokens", Flag: "context-tokens", Default: "auto",
 		Doc:  "the model's context size in tokens (1024..10000000); every request fits it with room for the answer. auto: the known size of well-known models, else 8192 (set it to your local server's context: Ollama's num_ctx, llama.cpp's -c)",
 		kind: autoIntKind(func(s *Settings) *int { return &s.ContextTokens }, 1024, 10_000_000)},
@@ -380,25 +399,62 @@ var Table = []Setting{
 		kind: priceKind()},
 }
 
-// autoIntKind is an integer within lo..hi, or "auto" (0).
-func autoIntKind(field func(*Settings) *int, lo, hi int) kind {
+// autoIntKind is an integer within lo..hi, or the word (default "auto")
+// that means 0.
+func autoIntKind(field func(*Settings) *int, lo, hi int, word ...string) kind {
 	k := intKind(field, lo, hi)
 	parse, parseJSON := k.parse, k.parseJSON
+	auto := "auto"
+	if len(word) > 0 {
+		auto = word[0]
+	}
 	k.parse = func(s *Settings, v string) error {
-		if v == "auto" {
+		if v == auto {
 			*field(s) = 0
 			return nil
 		}
 		return parse(s, v)
 	}
 	k.parseJSON = func(s *Settings, raw json.RawMessage) error {
-		if string(raw) == `"auto"` {
+		if string(raw) == `"`+auto+`"` || string(raw) == "0" {
 			*field(s) = 0
 			return nil
 		}
 		return parseJSON(s, raw)
 	}
 	return k
+}
+
+// costKind is an amount of USD above 0, or "none" (0).
+func costKind(field func(*Settings) *float64) kind {
+	set := func(s *Settings, v float64) error {
+		if v < 0 || v > 1e6 {
+			return fmt.Errorf("must be an amount of USD between 0 and 1000000, not %g", v)
+		}
+		*field(s) = v
+		return nil
+	}
+	return kind{"number", func(s *Settings, v string) error {
+		if v == "none" {
+			*field(s) = 0
+			return nil
+		}
+		f, err := strconv.ParseFloat(strings.TrimPrefix(v, "$"), 64)
+		if err != nil {
+			return fmt.Errorf("must be an amount of USD, e.g. 0.50, not %q", v)
+		}
+		return set(s, f)
+	}, func(s *Settings, raw json.RawMessage) error {
+		if string(raw) == `"none"` {
+			*field(s) = 0
+			return nil
+		}
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return fmt.Errorf("must be a number of USD")
+		}
+		return set(s, f)
+	}}
 }
 
 // Defaults returns the settings before the environment, initializationOptions

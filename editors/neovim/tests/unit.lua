@@ -1471,6 +1471,41 @@ test(":AgentModel lists agent.models, the choice is each next run's model; :Agen
   end)
 end)
 
+test(":AgentMode picks agent, plan or ask; each next run names it; the statusline says what the budget leaves; the end line names the limit", function()
+  with_server(function(calls, notes)
+    local select = vim.ui.select
+    local shown
+    vim.ui.select = function(items, opts, on_choice)
+      shown = { items = items, opts = opts }
+      on_choice(items[2])
+    end
+    local ok, err = pcall(function()
+      vim.cmd("AgentMode")
+      assert(shown.opts.format_item(shown.items[2]):find("^plan: only reads"), vim.inspect(shown.items))
+      assert(state.mode == "plan" and has_note(notes, "the next runs are in plan mode"), vim.inspect(notes))
+      vim.cmd("AgentRun how would you split it")
+      assert(calls[1].command == "agent.run" and calls[1].args.mode == "plan", vim.inspect(calls[1].args))
+      local token = calls[1].extra.workDoneToken
+      progress(token, { kind = "begin", title = "agent: how" })
+      progress(token, { kind = "report", message = "model answering" })
+      event({ session = "s-m", seq = 2, type = "usage", model = "m", prompt = 10, completion = 2, total = 12, contextTokens = 8192,
+        run = { prompt = 10, completion = 2, total = 12 }, budget = { maxTokens = 100, tokens = 12 } })
+      local ui = require("agent_lsp.ui")
+      assert(ui.statusline() == "agent: model answering · 12 tokens · 88 of 100 tokens left", ui.statusline())
+      assert(require("agent_lsp.render").counts({ status = "limit", limit = "tokens", edits = 0, steps = 1, usage = {} }):find("^limit %(tokens%)"))
+      calls[1].on_result(result({ session = "s-m", status = "done" }))
+      vim.cmd("AgentMode yolo")
+      assert(state.mode == "plan" and has_note(notes, 'unknown mode "yolo"'), vim.inspect(notes))
+      vim.cmd("AgentMode agent")
+      assert(state.mode == "agent")
+      assert(vim.deep_equal(vim.fn.getcompletion("AgentMode ", "cmdline"), { "agent", "plan", "ask" }), vim.inspect(vim.fn.getcompletion("AgentMode ", "cmdline")))
+    end)
+    vim.ui.select = select
+    state.mode, state.usage, state.budget = nil, nil, nil
+    assert(ok, err)
+  end)
+end)
+
 test("statusline: the run's tokens and cost from usage events; waiting for permission while the server asks", function()
   with_server(function(calls)
     vim.cmd("AgentRun count tokens")

@@ -51,6 +51,8 @@ const on = {
   },
   state(m) {
     stop.hidden = !m.running;
+    const mode = document.getElementById("mode");
+    if (mode) mode.textContent = m.mode;
     setSession(m.session, m.title);
     document.body.dataset.running = String(m.running);
     document.body.dataset.session = m.session;
@@ -98,6 +100,7 @@ log.addEventListener("click", (e) => {
 select.addEventListener("focus", () => vscode.postMessage({ type: "sessions" }));
 select.addEventListener("change", () => vscode.postMessage({ type: "pick", session: select.value }));
 document.getElementById("new")?.addEventListener("click", () => vscode.postMessage({ type: "pick", session: "" }));
+document.getElementById("mode")?.addEventListener("click", () => vscode.postMessage({ type: "mode" }));
 
 // The prompt box: Ctrl+Enter or Send sends it. A completion (e.g. of / commands)
 // hooks in here: keydown handlers registered before submit's see the key first.

@@ -16,7 +16,7 @@ import type { Ctx } from "./ctx";
 import { errorText } from "./format";
 import { cancelRun, followUpRun, runPrompt } from "./launch";
 import { escapeHtml } from "./markdown";
-import { requests, type AgentEvent, type ContextRef, type FinishedRun, type ImageRef, type RunResult, type SessionInfo } from "./protocol";
+import { requests, type AgentEvent, type ContextRef, type FinishedRun, type ImageRef, type Mode, type RunResult, type SessionInfo } from "./protocol";
 import { endpointHtml, fixCommand } from "./reasons";
 import type { Run } from "./runs";
 import { slashCommands, type SlashItem } from "./slash";
@@ -31,7 +31,8 @@ export type FromPage =
   | { type: "open"; uri: string }
   | { type: "openPath"; path: string }
   | { type: "review"; action: ReviewAction; id: number; file?: number; key?: string }
-  | { type: "commands" };
+  | { type: "commands" }
+  | { type: "mode" };
 
 /** The review's buttons in the chat: the commands they run (reviewCommands.ts). */
 const reviewActions = {
@@ -50,7 +51,7 @@ export type ReviewAction = keyof typeof reviewActions;
 export type ToPage =
   | { type: "reset"; items: ChatItem[]; session: string; title: string }
   | { type: "items"; items: ChatItem[] }
-  | { type: "state"; running: boolean; session: string; title: string }
+  | { type: "state"; running: boolean; session: string; title: string; mode: Mode }
   | { type: "sessions"; list: { session: string; label: string }[]; current: string; title: string }
   | { type: "commands"; list: SlashItem[] };
 
@@ -110,6 +111,7 @@ export class ChatView implements vscode.Disposable {
     this.subs.push(
       ctx.onAgentEvent((ev) => this.onEvent(ev)),
       ctx.runs.onIdle(() => this.postState()),
+      ctx.mode.onDidChange(() => this.postState()),
       ctx.runs.onBegin((run) => this.adopt(run)),
       // A command's run: its end line gets the result's counts (the chat's own runs add theirs in send).
       ctx.runs.onEnd(({ run, result }) => {
@@ -191,6 +193,9 @@ export class ChatView implements vscode.Disposable {
       await vscode.commands.executeCommand(command, ...args);
     },
     commands: async () => this.post({ type: "commands", list: await slashCommands(this.ctx) }),
+    mode: async () => {
+      await vscode.commands.executeCommand("agentLsp.selectMode" satisfies CommandId);
+    },
   };
 
   /** Sends the page the whole transcript: the empty chat's items when it has none, then the edits waiting for review (they belong to the window, not to a session). */
@@ -381,7 +386,7 @@ export class ChatView implements vscode.Disposable {
 
   private postState(starting = false): void {
     const running = starting || (this.session ? this.running(this.session) : this.pending !== undefined && this.ctx.runs.list().includes(this.pending));
-    this.post({ type: "state", running, session: this.session ?? "", title: this.title });
+    this.post({ type: "state", running, session: this.session ?? "", title: this.title, mode: this.ctx.mode.get() });
   }
 
   private post(m: ToPage): void {
@@ -454,7 +459,7 @@ export function page(cspSource: string, nonce: string, style: string, script: st
 <link rel="stylesheet" href="${escapeHtml(style)}">
 </head>
 <body>
-<div id="bar"><select id="session" title="Session"><option value="">New chat</option></select><button id="new" class="secondary" title="New chat">+</button></div>
+<div id="bar"><select id="session" title="Session"><option value="">New chat</option></select><button id="mode" class="secondary" title="Agent mode: what the next runs may do (click to switch)">agent</button><button id="new" class="secondary" title="New chat">+</button></div>
 <div id="log" role="log" aria-live="polite"></div>
 <div id="input">
 <textarea id="prompt" placeholder="Ask the agent… (/ for commands; #file, #file:path, #selection attach context; Ctrl+Enter sends)"></textarea>

@@ -10,7 +10,7 @@
 import { dollars, tokens } from "./format";
 import { hunkLines } from "./hunks";
 import { escapeHtml, renderInline, renderMarkdown } from "./markdown";
-import type { AgentEvent, FinishedRun, Message, SessionDetail, UsageEvent } from "./protocol";
+import type { AgentEvent, Budget, FinishedRun, Message, SessionDetail, UsageEvent } from "./protocol";
 import type { ReviewHunk } from "./reviewModel";
 import { parseArgs, toolHtml, type ToolRow } from "./toolRows";
 
@@ -30,6 +30,8 @@ export interface RefLabel {
 /** The end of a run, as its end line shows it. */
 export interface RunEnd {
   status: string;
+  /** For status limit: which limit stopped the run. */
+  limit?: string;
   error?: string;
   edits?: number;
   steps?: number;
@@ -46,13 +48,21 @@ export function fileName(uri: string): string {
 
 /** The end line of a run: "done · 1 edit · 3 steps · 1.2k tokens · $0.01 · gpt-4o", and what failed. */
 export function endLine(e: RunEnd): string {
-  const parts = [e.status];
+  const parts = [e.limit ? `${e.status} (${e.limit})` : e.status];
   if (e.edits !== undefined) parts.push(`${e.edits} edit${e.edits === 1 ? "" : "s"}`);
   if (e.steps !== undefined) parts.push(`${e.steps} step${e.steps === 1 ? "" : "s"}`);
   if (e.usage?.total) parts.push(`${tokens(e.usage.total)} tokens`);
   if (e.usage?.cost) parts.push(dollars(e.usage.cost));
   if (e.model) parts.push(e.model);
   return parts.join(" · ") + (e.error ? `: ${e.error}` : "");
+}
+
+/** What a run's budget leaves: "12.3k of 50k tokens left · $0.12 of $0.50 left". */
+export function budgetLine(b: Budget): string {
+  const parts: string[] = [];
+  if (b.maxTokens) parts.push(`${tokens(Math.max(b.maxTokens - b.tokens, 0))} of ${tokens(b.maxTokens)} tokens left`);
+  if (b.maxCost) parts.push(`${dollars(Math.max(b.maxCost - (b.cost ?? 0), 0))} of ${dollars(b.maxCost)} left`);
+  return parts.join(" · ");
 }
 
 export class ChatTranscript {
@@ -64,7 +74,7 @@ export class ChatTranscript {
   /** Tool rows by call id. */
   private tools = new Map<string, ToolRow>();
   /** The run going: its edits so far and its latest usage. */
-  private run = { edits: 0, usage: undefined as UsageEvent | undefined, endId: "" };
+  private run = { edits: 0, usage: undefined as UsageEvent | undefined, endId: "", budgetId: "" };
 
   /** The session shown; undefined for a new chat until its run starts. */
   constructor(public session?: string) {}
@@ -99,10 +109,16 @@ export class ChatTranscript {
   event(ev: AgentEvent): ChatItem[] {
     const sub = ev.contextId;
     switch (ev.type) {
-      case "run.start":
+      case "run.start": {
         this.closeReply();
-        this.run = { edits: 0, usage: undefined, endId: "" };
-        return [];
+        this.run = { edits: 0, usage: undefined, endId: "", budgetId: "" };
+        const parts = [ev.mode && ev.mode !== "agent" ? `${ev.mode} mode: the agent only reads` : "", ev.budget ? budgetLine(ev.budget) : ""].filter(Boolean);
+        if (!parts.length) {
+          return [];
+        }
+        this.run.budgetId = `b${++this.next}`;
+        return [this.put(`<div class="line note">${escapeHtml(parts.join(" · "))}</div>`, this.run.budgetId)];
+      }
       case "message.delta":
         if (sub || ev.text === "") {
           return [];
@@ -147,10 +163,14 @@ export class ChatTranscript {
         return [this.put(`<div class="line note">⋯ ${ev.messages} older messages ${ev.summarized ? "summarized" : "dropped"} (${ev.before} → ${ev.after} tokens)</div>`)];
       case "usage":
         this.run.usage = ev; // its run totals include the subagents'
+        if (ev.budget) {
+          this.run.budgetId ||= `b${++this.next}`;
+          return [this.put(`<div class="line note">${escapeHtml(budgetLine(ev.budget))}</div>`, this.run.budgetId)];
+        }
         return [];
       case "run.end":
         this.closeReply();
-        return [this.endItem({ status: ev.status, error: ev.error, edits: this.run.edits, usage: this.run.usage?.run, model: this.run.usage?.model })];
+        return [this.endItem({ status: ev.status, limit: ev.limit, error: ev.error, edits: this.run.edits, usage: this.run.usage?.run, model: this.run.usage?.model })];
       case "events.dropped":
         return []; // the chat reads the session again (chat.ts)
       default:
@@ -162,7 +182,7 @@ export class ChatTranscript {
   /** Completes the end line with what only the run's result has (its steps, its exact counts). */
   result(r: FinishedRun): ChatItem[] {
     const usage = { total: r.usage.totalTokens, cost: r.usage.cost };
-    return [this.endItem({ status: r.status, error: r.error, edits: r.edits, steps: r.steps, usage, model: this.run.usage?.model }, r.queued ?? [])];
+    return [this.endItem({ status: r.status, limit: r.limit, error: r.error, edits: r.edits, steps: r.steps, usage, model: this.run.usage?.model }, r.queued ?? [])];
   }
 
   /** The run's end line; with the prompts it never read, each shown, and Send Again, which sends them to the session as one prompt. */

@@ -8,6 +8,7 @@ import type { Cmd, Ctx } from "./ctx";
 import { deleted, errorText, mcpReport, modelItem, parseSessionDocPath, projectItem, projectsReport, sessionDocPath, sessionItem, sessionScheme, switched, transcript } from "./format";
 import { cancelRun, followUpRun, launch, runPrompt } from "./launch";
 import { markdownDocuments } from "./markdownDocs";
+import { modeItems } from "./modes";
 import { offerFix, reasonOf, reasonText, shown } from "./reasons";
 import { requests, type RunArgs, type SessionInfo } from "./protocol";
 import { acceptAll, acceptChange, acceptEdit, rejectAll, rejectChange, rejectEdit, showReview } from "./reviewCommands";
@@ -28,6 +29,7 @@ export const commands = {
   "agentLsp.restart": restart,
   "agentLsp.askAboutSelection": askAboutSelection,
   "agentLsp.selectModel": selectModel,
+  "agentLsp.selectMode": selectMode,
   "agentLsp.showChat": showChat,
   "agentLsp.about": about,
   "agentLsp.showReview": showReview,
@@ -284,6 +286,17 @@ export function selectModel(ctx: Ctx): Cmd {
       { title: `Model for this workspace (${list.baseURL})`, matchOnDetail: true },
     );
     return pick ? pickModel(ctx, pick.model) : undefined;
+  };
+}
+
+/** Agent: Select Mode: agent, plan or ask for this workspace's next runs (docs/modes.md). */
+export function selectMode(ctx: Ctx): Cmd {
+  return async () => {
+    const pick = await vscode.window.showQuickPick(modeItems(ctx.mode.get()), { title: "Agent mode for this workspace" });
+    if (pick) {
+      await ctx.mode.set(pick.mode);
+      vscode.window.setStatusBarMessage(`agent: the next runs are in ${pick.mode} mode`, 5000);
+    }
   };
 }
 

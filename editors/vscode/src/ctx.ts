@@ -6,6 +6,7 @@ import * as vscode from "vscode";
 import type { AboutInfo } from "./about";
 import type { Settings } from "./config";
 import { EventFormatter } from "./format";
+import { ModeChoice } from "./modes";
 import { memoryState, ModelChoice } from "./models";
 import { isAgentEvent, type AgentEvent, type ProgressValue, type Request, type WireEvent } from "./protocol";
 import { Reviews } from "./review";
@@ -51,6 +52,8 @@ export class Ctx implements vscode.Disposable {
   readonly usage = new UsageStatus();
   /** The model this workspace picked (Agent: Select Model). */
   readonly models: ModelChoice;
+  /** The mode this workspace's runs use (Agent: Select Mode). */
+  readonly mode: ModeChoice;
   private events = new vscode.EventEmitter<AgentEvent>();
   /** Every agent/event of a known kind, after the transcript has it (the chat view listens). */
   readonly onAgentEvent = this.events.event;
@@ -71,6 +74,8 @@ export class Ctx implements vscode.Disposable {
   ) {
     this.models = new ModelChoice(state, () => this.settings().model);
     this.subscriptions.push(this.models);
+    this.mode = new ModeChoice(state);
+    this.subscriptions.push(this.mode);
   }
 
   /**

@@ -9,7 +9,7 @@ import * as vscode from "vscode";
 import type { CommandId } from "./commands";
 import type { Ctx } from "./ctx";
 import { summary, unread } from "./format";
-import { requests, type EditMode, type FinishedRun, type Request, type RunArgs, type RunResult } from "./protocol";
+import { requests, type EditMode, type Mode, type FinishedRun, type Request, type RunArgs, type RunResult } from "./protocol";
 import { offerFix, reasonOf, reasonText, ShownError } from "./reasons";
 import type { Run, RunOpts } from "./runs";
 
@@ -40,7 +40,7 @@ export async function followUpRun(ctx: Ctx, session: string, args: RunArgs, opts
  * Sends req (agent.run or agent.resume) and follows it until it ends.
  * Undefined when the run was cancelled before its session was known.
  */
-export async function launch<A extends { session?: string; edits?: EditMode; model?: string }>(
+export async function launch<A extends { session?: string; edits?: EditMode; model?: string; mode?: Mode }>(
   ctx: Ctx,
   req: Request<A, RunResult>,
   args: NoInfer<A>,
@@ -49,7 +49,8 @@ export async function launch<A extends { session?: string; edits?: EditMode; mod
   const server = await ctx.ready();
   const model = ctx.models.get();
   // The workspace's model (Agent: Select Model) goes with every run; unset, the session's or the settings' applies.
-  const full = { ...args, edits: ctx.settings().edits, ...(model && { model }) };
+  // So does its mode (Agent: Select Mode), unless the caller names one.
+  const full = { mode: ctx.mode.get(), ...args, edits: ctx.settings().edits, ...(model && { model }) };
   const { title, onBegin, ...shown } = opts;
   const run = ctx.runs.begin(`agent: ${firstWords(title, 6)}`, { ...shown, session: args.session });
   onBegin?.(run);

@@ -67,7 +67,19 @@ export interface RunArgs {
   context?: ContextRef[];
   /** Images attached to the prompt (the model must take images: model.vision). */
   images?: ImageRef[];
+  /** What the run may do (docs/modes.md); unset: the session's, else the mode setting's. */
+  mode?: Mode;
+  /** Most prompt plus completion tokens the run may spend; unset: the settings'. */
+  maxTokens?: number;
+  /** Most USD the run may spend (the model needs a price); unset: the settings'. */
+  maxCost?: number;
 }
+
+/** A run's mode: agent reads, edits and runs commands; plan and ask only read, and answer with a plan or an answer. */
+export type Mode = "agent" | "plan" | "ask";
+
+/** The modes, in the order the picker lists them. */
+export const modes: readonly Mode[] = ["agent", "plan", "ask"];
 
 /** An image attached to agent.run: a file (absolute, or relative to the project), or its bytes in base64. */
 export interface ImageRef {
@@ -81,6 +93,9 @@ export interface ResumeArgs extends SessionArgs {
   edits?: EditMode;
   durability?: Durability;
   model?: string;
+  mode?: Mode;
+  maxTokens?: number;
+  maxCost?: number;
 }
 
 /** The model's token counts of a run. */
@@ -110,6 +125,21 @@ export interface FinishedRun extends RunOutcome {
   reason?: Reason;
   /** The prompts queued for this run that it ended without reading (a cancelled run), in queue order. */
   queued?: string[];
+  /** For status limit: which limit stopped the run. */
+  limit?: Limit;
+  /** A plan run's plan (its answer). */
+  plan?: string;
+}
+
+/** The limit that stopped a run: its step limit, or its token or cost budget. */
+export type Limit = "steps" | "tokens" | "cost";
+
+/** A run's limits (unset: none) and what it spent against them. */
+export interface Budget {
+  maxTokens?: number;
+  maxCost?: number;
+  tokens: number;
+  cost?: number;
 }
 
 /**
@@ -503,6 +533,10 @@ export interface RunStartEvent extends Envelope<"run.start"> {
   contextTokens: number;
   /** The tools left out to fit that context. */
   withheld?: string[];
+  /** The run's mode, when not agent. */
+  mode?: Mode;
+  /** The run's limits, when it has any. */
+  budget?: Budget;
 }
 export interface MessageDeltaEvent extends Envelope<"message.delta"> {
   text: string;
@@ -572,11 +606,15 @@ export interface UsageEvent extends Envelope<"usage"> {
   /** USD, when the price table has the model. */
   cost?: number;
   run: RunUsage;
+  /** The run's limits and what it spent against them, when it has any. */
+  budget?: Budget;
 }
 export interface RunEndEvent extends Envelope<"run.end"> {
   status: RunStatus;
   /** What failed, for status failed. */
   error?: string;
+  /** For status limit: which limit stopped the run. */
+  limit?: Limit;
 }
 
 /**

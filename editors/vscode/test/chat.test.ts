@@ -97,6 +97,21 @@ function statuses(html: string): string[] {
   return [...html.matchAll(/<span class="mark">([^<]*)<\/span>.*?<span class="status">([^<]*)<\/span>/g)].map((m) => `${m[1]} ${m[2]}`);
 }
 
+test("a plan run with a budget: the chat shows its mode and what is left, updated by usage, and the end line names the limit", () => {
+  const t = new ChatTranscript("s");
+  const start = t.event({ session: "s", seq: 1, type: "run.start", project: "p", contextTokens: 8192, mode: "plan", budget: { maxTokens: 50000, maxCost: 0.5, tokens: 0 } });
+  assert.equal(start.length, 1);
+  assert.match(start[0].html, /plan mode: the agent only reads · 50\.0k of 50\.0k tokens left · \$0\.5 of \$0\.5 left/);
+  const run = { prompt: 40000, completion: 2000, total: 42000 };
+  const used = t.event({ session: "s", seq: 2, type: "usage", model: "m", prompt: 40000, completion: 2000, total: 42000, contextTokens: 8192, run, budget: { maxTokens: 50000, tokens: 42000 } });
+  assert.equal(used.length, 1);
+  assert.equal(used[0].id, start[0].id, "the budget line is updated in place");
+  assert.match(used[0].html, /8\.0k of 50\.0k tokens left/);
+  const end = t.event({ session: "s", seq: 3, type: "run.end", status: "limit", limit: "tokens" });
+  assert.match(end[0].html, /limit \(tokens\)/);
+  assert.equal(new ChatTranscript("s").event({ session: "s", seq: 1, type: "run.start", project: "p", contextTokens: 8192 }).length, 0, "an agent run without limits adds no line");
+});
+
 test("a live run's tool rows and its stored transcript's agree", () => {
   const calls = [
     { id: "c1", name: "run_command", args: JSON.stringify({ command: "go test ./..." }) },

@@ -109,6 +109,24 @@ describe("commands", () => {
     assert.deepEqual(stub.messages, [{ level: "warning", text: "agent-lsp: extension 0.2.0; the server binary was not found. Install agent-lsp or set agentLsp.path." }]);
   });
 
+  test("Agent: Select Mode: the status item shows the mode, the picker switches it, and every run from then on names it", async () => {
+    const item = stub.items.get("agentLsp.mode")!;
+    assert.equal(item.visible, true);
+    assert.match(item.text, /agent$/);
+    assert.equal(item.command, "agentLsp.selectMode");
+    stub.picks.push((items: { mode: string }[]) => items.find((i) => i.mode === "plan"));
+    await exec("agentLsp.selectMode");
+    assert.match(item.text, /plan$/);
+    assert.match(item.tooltip, /only reads, and answers with a plan/);
+    stub.inputs.push("How would you split it?");
+    server.handlers["agent.run"] = async () => ({ session: "s-plan", status: "done", reply: "1. split", plan: "1. split", edits: 0, steps: 1 });
+    await exec("agentLsp.run");
+    assert.equal(server.calls.find((c) => c.command === "agent.run")!.args.mode, "plan");
+    stub.picks.push((items: { mode: string }[]) => items.find((i) => i.mode === "agent"));
+    await exec("agentLsp.selectMode");
+    assert.match(item.text, /agent$/);
+  });
+
   test("Agent: Run sends prompt, selection and edit mode, shows progress in the status bar (no progress toast) and one summary", async () => {
     const doc = { uri: Uri.file("/w/sample/greet.go") };
     stub.activeTextEditor = { document: doc, selection: new Selection(2, 0, 4, 1) };
@@ -130,6 +148,7 @@ describe("commands", () => {
       uri: "file:///w/sample/greet.go",
       range: { start: { line: 2, character: 0 }, end: { line: 4, character: 1 } },
       edits: "review",
+      mode: "agent",
       project: undefined,
     });
     assert.match(call.workDoneToken!, /^agent-lsp-vscode:\d+$/);
@@ -213,7 +232,7 @@ describe("commands", () => {
     server.handlers["agent.resume"] = () => ({ session: "s-cut", status: "done", reply: "ok", edits: 0, steps: 1 });
     await exec("agentLsp.resume");
     assert.deepEqual(offered, ["s-cut"]);
-    assert.deepEqual(server.calls.at(-1)?.args, { session: "s-cut", edits: "apply" });
+    assert.deepEqual(server.calls.at(-1)?.args, { session: "s-cut", edits: "apply", mode: "agent" });
   });
 
   test("Agent: Show Session opens the transcript as a read-only Markdown document", async () => {
@@ -376,7 +395,7 @@ describe("commands", () => {
       stub.inputs.push("  Also cover the error case ");
       const result = await exec("agentLsp.followUp");
       const call = server.calls.at(-1)!;
-      assert.deepEqual(call.args, { prompt: "Also cover the error case", session: "s-slow", edits: "apply" }, "the running session, without a project");
+      assert.deepEqual(call.args, { prompt: "Also cover the error case", session: "s-slow", edits: "apply", mode: "agent" }, "the running session, without a project");
       assert.match(stub.inputBoxes.at(-1)?.prompt ?? "", /Add to the running session s-slow \(agent: slow work\)/);
       assert.equal(result.status, "queued");
       assert.ok(stub.output.join("").includes("queued (position 1): Also cover the error case\n"), stub.output.join(""));
@@ -417,7 +436,7 @@ describe("commands", () => {
       assert.ok(out.includes("  not read by the cancelled run: Also say hi\n  not read by the cancelled run: And bye\n"), out);
       const again = server.calls.at(-1)!;
       assert.equal(again.command, "agent.run");
-      assert.deepEqual(again.args, { prompt: "Also say hi\n\nAnd bye", session: "s-slow", edits: "apply" }, "sent again, in order, without asking");
+      assert.deepEqual(again.args, { prompt: "Also say hi\n\nAnd bye", session: "s-slow", edits: "apply", mode: "agent" }, "sent again, in order, without asking");
       assert.equal(stub.inputs.length, 0);
       assert.equal(stub.messages.at(-1)?.text, "Agent done (0 edits, 2 steps): Continued.");
     });
@@ -429,7 +448,7 @@ describe("commands", () => {
       server.handlers["agent.run"] = (c) => ({ session: c.args.session, status: "done", reply: "Second.", edits: 1, steps: 2, usage });
       stub.inputs.push("and then");
       await exec("agentLsp.followUp");
-      assert.deepEqual(server.calls.at(-1)?.args, { prompt: "and then", session: "s1", edits: "apply" });
+      assert.deepEqual(server.calls.at(-1)?.args, { prompt: "and then", session: "s1", edits: "apply", mode: "agent" });
       assert.match(stub.inputBoxes.at(-1)?.prompt ?? "", /Continue session s1/);
       assert.equal(stub.messages.at(-1)?.text, "Agent done (1 edit, 2 steps): Second.");
     });
@@ -444,8 +463,8 @@ describe("commands", () => {
       await tick();
       const runs = server.calls.filter((c) => c.command === "agent.run").map((c) => c.args);
       assert.deepEqual(runs, [
-        { prompt: "go on", session: "s-cut", edits: "apply" },
-        { prompt: "one more thing", session: "s-cut", edits: "apply" },
+        { prompt: "go on", session: "s-cut", edits: "apply", mode: "agent" },
+        { prompt: "one more thing", session: "s-cut", edits: "apply", mode: "agent" },
       ]);
     });
 

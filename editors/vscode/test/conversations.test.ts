@@ -227,7 +227,7 @@ test("a chat: the first prompt starts a session with #selection attached, a foll
   assert.deepEqual(run.args.context, [{ uri: "file:///w/sample/greet.go", range: { start: { line: 2, character: 0 }, end: { line: 4, character: 1 } } }]);
   assert.equal(run.args.session, undefined, "a new chat starts a new session");
   assert.equal(chat.session, "s-chat", "the chat follows the session its run started");
-  assert.deepEqual(view.state(), { type: "state", running: true, session: "s-chat", title: "Explain #selection please" }, "Stop shows while it runs");
+  assert.deepEqual(view.state(), { type: "state", running: true, session: "s-chat", title: "Explain #selection please", mode: "agent" }, "Stop shows while it runs");
   let html = view.html();
   assert.match(html, /You<\/div><p>Explain #selection please<\/p><div class="refs"><span class="ref">#selection greet\.go:3-5<\/span>/);
   assert.match(html, /Looking at <strong>Greet<\/strong>/, "the reply streams as Markdown");

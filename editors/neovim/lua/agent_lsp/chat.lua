@@ -157,6 +157,10 @@ end
 ---@return string[]
 function M.end_lines(result)
   local lines = { "— " .. render.counts(result) }
+  local left = render.budget(state.budget)
+  if left then
+    lines[1] = lines[1] .. " · " .. left
+  end
   if result.error then
     lines[1] = lines[1] .. " — " .. render.oneline(result.error)
   end
@@ -223,7 +227,7 @@ local on = {
       vim.list_extend(lines, { "", AGENT })
       add(chat, lines)
     else
-      add(chat, { "", AGENT .. ((not run or run.command == "agent.resume") and " · resumed" or "") })
+      add(chat, { "", AGENT .. ((not run or run.command == "agent.resume") and " · resumed" or "") .. (ev.mode and (" · " .. ev.mode .. " mode") or "") })
     end
   end,
   ["edit"] = function(chat, ev)
@@ -376,7 +380,8 @@ function M.send(buf)
   -- streaming continues below it (its lines are no longer the last ones).
   local queued = chat.running > 0 or chat.other ~= nil
   chat.stream = nil
-  vim.api.nvim_buf_set_lines(buf, -1, -1, false, queued and { "", YOU, "" } or { "", AGENT, "", YOU, "" })
+  local heading = AGENT .. ((state.mode and state.mode ~= "agent") and (" · " .. state.mode .. " mode") or "")
+  vim.api.nvim_buf_set_lines(buf, -1, -1, false, queued and { "", YOU, "" } or { "", heading, "", YOU, "" })
   chat.running = chat.running + 1
   -- A run of its own, whose run.start the chat waits for (its heading is written).
   local ticket = not queued and {} or nil
@@ -558,7 +563,8 @@ end
 ---@return string[]
 function M.intro_lines()
   return { "# Agent chat", "", "Write under ## You; " .. config.options.chat.keys.send ..
-    " sends. #buffer, #buffer:<name>, #selection, #diagnostics and #image:<path> attach context; /name runs a slash command (<C-x><C-o> completes both). Tool rows fold: zo opens one." }
+    " sends. #buffer, #buffer:<name>, #selection, #diagnostics and #image:<path> attach context; /name runs a slash command (<C-x><C-o> completes both). Tool rows fold: zo opens one.",
+    "Mode: " .. (state.mode or "agent") .. " (:AgentMode switches: agent edits, plan and ask only read)." }
 end
 
 -- new_buffer makes a chat buffer with lines, for session (nil: a new one).

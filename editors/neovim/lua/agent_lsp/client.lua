@@ -133,6 +133,12 @@ handlers["agent/event"] = function(_, ev, ctx)
     withheld(ev)
   elseif ev.type == "subagent.start" and ev.session and ev.contextId then
     M.remember_subagent(ev.session, ev.contextId)
+  elseif ev.type == "usage" and type(ev.budget) == "table" then
+    state.budget = ev.budget -- shared by the run's subagents
+    if not ev.contextId and type(ev.run) == "table" then
+      state.usage = ev.run
+    end
+    ui.set_status(state.status)
   elseif ev.type == "usage" and not ev.contextId and type(ev.run) == "table" then
     state.usage = ev.run
     ui.set_status(state.status)

@@ -72,7 +72,7 @@ local function start_run(c, command, args, prompt, on_result)
   local run = { client_id = c.id, session = args.session, prompt = prompt, command = command, progress = {} }
   state.runs[token] = run
   state.last_run = run
-  state.usage = nil -- the statusline's tokens are the new run's
+  state.usage, state.budget = nil, nil -- the statusline's tokens are the new run's
   ui.set_status("agent: starting")
   local sent, request_id = client.execute(c, command, args, function(result)
     state.runs[token] = nil
@@ -166,7 +166,7 @@ function M.run(prompt, opts)
   end
   local bufnr = vim.api.nvim_get_current_buf()
   ---@type AgentLsp.RunArgs
-  local args = { prompt = prompt, edits = config.options.edits, session = opts.session, project = opts.project, model = state.model,
+  local args = { prompt = prompt, edits = config.options.edits, session = opts.session, project = opts.project, model = state.model, mode = state.mode or "agent",
     context = opts.context and #opts.context > 0 and opts.context or nil, images = opts.images and #opts.images > 0 and opts.images or nil }
   local wait_for
   if opts.follow_up and not args.session then
@@ -261,7 +261,7 @@ function M.resume(id)
   local go = function(session, c)
     c = client.for_session(session, c)
     if c then
-      start_run(c, "agent.resume", { session = session, edits = config.options.edits, model = state.model }, "resume " .. session)
+      start_run(c, "agent.resume", { session = session, edits = config.options.edits, model = state.model, mode = state.mode or "agent" }, "resume " .. session)
     end
   end
   if not id or id == "" then
@@ -518,6 +518,38 @@ function M.model(name)
   end)
 end
 
+---The modes, in the order :AgentMode lists them, with what each does.
+M.modes = {
+  { "agent", "reads, edits and runs commands (as your rules allow)" },
+  { "plan", "only reads, and answers with a plan; changes nothing" },
+  { "ask", "only reads, and answers questions; changes nothing" },
+}
+
+---:AgentMode [mode]: with a mode (agent, plan, ask), the mode of the next
+---runs (sent as each run's mode); without, picks one.
+---@param name? string
+function M.mode(name)
+  if name and name ~= "" then
+    for _, m in ipairs(M.modes) do
+      if m[1] == name then
+        state.mode = name
+        ui.set_status(state.status)
+        return ui.notify(("the next runs are in %s mode: the agent %s"):format(name, m[2]))
+      end
+    end
+    return ui.notify(("unknown mode %q: agent, plan or ask"):format(name), vim.log.levels.ERROR)
+  end
+  vim.ui.select(M.modes, {
+    prompt = ("Agent mode (now %s)"):format(state.mode or "agent"),
+    format_item = function(m) return m[1] .. ": " .. m[2] end,
+    kind = "agent-lsp.mode",
+  }, function(m)
+    if m then
+      M.mode(m[1])
+    end
+  end)
+end
+
 -- complete_models completes :AgentModel from agent.models, asked once (and
 -- again after an empty answer) with a short wait.
 local function complete_models(lead)
@@ -648,6 +680,15 @@ M.list = {
     name = "AgentModel",
     fn = function(o) M.model(o.args) end,
     opts = { nargs = "?", complete = complete_models, desc = "Choose the model of the next agent runs" },
+  },
+  {
+    name = "AgentMode",
+    fn = function(o) M.mode(o.args) end,
+    opts = {
+      nargs = "?",
+      complete = function(lead) return vim.tbl_filter(function(m) return m:sub(1, #lead) == lead end, { "agent", "plan", "ask" }) end,
+      desc = "Choose the mode of the next agent runs: agent, plan or ask",
+    },
   },
   {
     name = "AgentWorkspace",

@@ -143,6 +143,12 @@ function M.model(name)
   commands.model(name)
 end
 
+---Sets the mode of the next runs (agent, plan, ask); without mode, picks one.
+---@param mode? AgentLsp.Mode
+function M.mode(mode)
+  commands.mode(mode)
+end
+
 ---Statusline component: "agent: waiting for review" while an edit's review is
 ---open, else the running agent's latest progress, or "".
 ---@return string

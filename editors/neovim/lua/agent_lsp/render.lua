@@ -402,10 +402,29 @@ function M.cost(cost)
   return "$" .. s
 end
 
+---What a run's budget leaves: "8000 of 50000 tokens left · $0.12 of $0.5
+---left"; nil without limits.
+---@param b? AgentLsp.Budget
+---@return string|nil
+function M.budget(b)
+  if type(b) ~= "table" then
+    return nil
+  end
+  local out = {}
+  if type(b.maxTokens) == "number" and b.maxTokens > 0 then
+    table.insert(out, ("%d of %d tokens left"):format(math.max(b.maxTokens - (b.tokens or 0), 0), b.maxTokens))
+  end
+  if type(b.maxCost) == "number" and b.maxCost > 0 then
+    table.insert(out, ("%s of %s left"):format(M.cost(math.max(b.maxCost - (b.cost or 0), 0)), M.cost(b.maxCost)))
+  end
+  return #out > 0 and table.concat(out, " · ") or nil
+end
+
 -- counts: "done · 1 edit · 9 steps · 105 tokens · $0.0031".
 local function counts(r)
   local usage = type(r.usage) == "table" and r.usage or {}
-  return parts(M.str(r.status), count(r.edits, "edit"), count(r.steps, "step"), count(usage.totalTokens, "token"), M.cost(usage.cost))
+  local status = M.str(r.status) .. (type(r.limit) == "string" and (" (" .. r.limit .. ")") or "")
+  return parts(status, count(r.edits, "edit"), count(r.steps, "step"), count(usage.totalTokens, "token"), M.cost(usage.cost))
 end
 M.counts = counts
 

@@ -35,6 +35,8 @@
 ---@field loading table<integer, boolean> buffers an edit is loading: attached once it is applied (see edit.apply), not as they load
 ---@field model? string the model chosen with :AgentModel, sent as each run's model
 ---@field models? string[] the model ids agent.models listed last (:AgentModel's completion)
+---@field mode? AgentLsp.Mode the mode chosen with :AgentMode, sent as each run's mode (nil: agent)
+---@field budget? AgentLsp.Budget the running run's limits and what it spent (run.start, usage events): the statusline and the chat say what is left
 ---@field usage? AgentLsp.RunUsage the latest usage event's run totals (the statusline's tokens)
 ---@field waiting? string what the agent waits for: "review" or "permission" (the statusline says so)
 ---@field start_failed? boolean a failed start was reported (said once, not per buffer)

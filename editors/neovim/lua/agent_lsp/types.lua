@@ -44,6 +44,20 @@
 ---@field model? string the model of this run and the session's next ones
 ---@field context? AgentLsp.ContextRef[] documents or ranges attached (#buffer, #selection): the server reads them as the editor has them
 ---@field images? AgentLsp.ImageRef[] images attached (#image:): the model must take images (model.vision)
+---@field mode? AgentLsp.Mode what the run may do (:AgentMode); absent: the session's, else the setting's
+---@field maxTokens? integer most prompt plus completion tokens the run may spend
+---@field maxCost? number most USD the run may spend (the model needs a price)
+
+---A run's mode: agent reads, edits and runs commands; plan and ask only read,
+---and answer with a plan or an answer (docs/modes.md).
+---@alias AgentLsp.Mode "agent"|"plan"|"ask"
+
+---A run's limits (absent: none) and what it spent against them.
+---@class AgentLsp.Budget
+---@field maxTokens? integer
+---@field maxCost? number USD
+---@field tokens integer
+---@field cost? number USD
 
 ---A document (or a range of it) attached to a prompt.
 ---@class AgentLsp.ContextRef
@@ -62,6 +76,9 @@
 ---@field edits? AgentLsp.EditMode
 ---@field durability? AgentLsp.Durability
 ---@field model? string
+---@field mode? AgentLsp.Mode
+---@field maxTokens? integer
+---@field maxCost? number
 
 ---Arguments of the commands about one session: agent.cancel and
 ---agent.deleteSession.
@@ -108,6 +125,8 @@
 ---@field reason? AgentLsp.Reason status "failed": the kind of failure a setting fixes (reasons.lua)
 ---@field position? integer status "queued": the prompt's place in the queue, from 1
 ---@field queued? string[] prompts given to the running session that the run ended without reading (status "cancelled")
+---@field limit? "steps"|"tokens"|"cost" status "limit": which limit stopped the run
+---@field plan? string a plan run's plan (its answer)
 
 ---Result of agent.cancel.
 ---@class AgentLsp.CancelResult
@@ -499,6 +518,8 @@
 ---@field project string
 ---@field contextTokens integer the model's context size the run fits its requests in
 ---@field withheld? string[] the tools left out to fit that context
+---@field mode? AgentLsp.Mode the run's mode, when not agent
+---@field budget? AgentLsp.Budget the run's limits, when it has any
 
 ---Streamed text of the model's answer (the session's own run only).
 ---@class AgentLsp.Event.MessageDelta: AgentLsp.EventBase
@@ -575,8 +596,10 @@
 ---@field contextTokens integer the context the request was fitted into
 ---@field cost? number USD, when the price table has the model
 ---@field run AgentLsp.RunUsage the run's totals so far
+---@field budget? AgentLsp.Budget the run's limits and what it spent against them, when it has any
 
 ---@class AgentLsp.Event.RunEnd: AgentLsp.EventBase
 ---@field type "run.end"
 ---@field status AgentLsp.RunStatus
 ---@field error? string what failed (status "failed")
+---@field limit? "steps"|"tokens"|"cost" status "limit": which limit stopped the run

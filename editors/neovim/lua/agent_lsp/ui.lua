@@ -90,8 +90,9 @@ function M.statusline()
   if state.status == "" or type(u) ~= "table" or not next(state.runs) then
     return state.status
   end
-  local cost = require("agent_lsp.render").cost(u.cost)
-  return ("%s · %s tokens%s"):format(state.status, tostring(u.total), cost and (" · " .. cost) or "")
+  local render = require("agent_lsp.render")
+  local cost, left = render.cost(u.cost), render.budget(state.budget)
+  return ("%s · %s tokens%s%s"):format(state.status, tostring(u.total), cost and (" · " .. cost) or "", left and (" · " .. left) or "")
 end
 
 return M
