@@ -35,8 +35,17 @@ func (s *Sandbox) Describe(p Policy) Report {
 	case p.Mode == Off:
 		r.NotEnforced = []string{"the sandbox is off: commands run with the user's full rights"}
 		return r
+	case iso == Seatbelt:
+		r.Writable = p.WritableDirs()
+		describeSeatbelt(p, func(f string, a ...any) { r.Enforced = append(r.Enforced, fmt.Sprintf(f, a...)) },
+			func(f string, a ...any) { r.NotEnforced = append(r.NotEnforced, fmt.Sprintf(f, a...)) })
+		return r
 	case s.abi == 0:
-		r.NotEnforced = []string{"this kernel has no Landlock (or it is turned off): commands run with the user's full rights"}
+		r.NotEnforced = []string{s.Unconfined() + ": commands run with the user's full rights"}
+		if jobs {
+			r.Processes = "Job Object"
+			r.Enforced = describeJob(p)
+		}
 		return r
 	}
 	enforce := func(f string, a ...any) { r.Enforced = append(r.Enforced, fmt.Sprintf(f, a...)) }

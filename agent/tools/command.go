@@ -106,7 +106,7 @@ var runCommand = Tool{
 		timeout := commandTimeout(a.Timeout, env.CommandTimeout)
 		var launch launcher
 		var run *sandbox.Run
-		if confined {
+		if env.Sandbox != nil && env.Sandbox.Holds(policy) { // confined, or (Windows) held in a Job Object
 			launch = func(ctx context.Context, argv []string) *exec.Cmd {
 				cmd, r := env.Sandbox.Command(ctx, policy, argv)
 				run = r
