@@ -50,14 +50,14 @@ func jobLimits(o *opts, physical uint64) jobLimit {
 	return l
 }
 
-// describeJob is what Describe says a Job Object enforces under p.
-func describeJob(p Policy) []string {
+// describeJob is what bounds a command's processes under p in a Job
+// Object (Report.Processes). The report's Enforced stays empty on Windows:
+// nothing confines what a command reaches, and clients say "not
+// sandboxed" from it.
+func describeJob(p Policy) string {
 	mem := "three quarters of the machine's memory"
 	if p.MaxMemory > 0 {
-		mem = fmt.Sprintf("%d MiB", p.MaxMemory>>20)
+		mem = fmt.Sprintf("%d MiB of memory", p.MaxMemory>>20)
 	}
-	return []string{
-		"processes: a Job Object holds every process of the command; when the command ends (or is cancelled) every process left in it is killed",
-		fmt.Sprintf("processes: at most %d at once, and %s of committed memory together (the Job Object)", p.maxProcs(), mem),
-	}
+	return fmt.Sprintf("Job Object: no process outlives the command; at most %d processes and %s together", p.maxProcs(), mem)
 }

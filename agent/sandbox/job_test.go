@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 )
@@ -44,7 +43,7 @@ func TestJobWiring(t *testing.T) {
 	if got := jobLimits(o, 64<<30); got != want {
 		t.Errorf("limits %+v, want %+v", got, want)
 	}
-	if d := describeJob(p); !strings.Contains(fmt.Sprint(d), "at most 32") || !strings.Contains(fmt.Sprint(d), "2048 MiB") {
+	if d := describeJob(p); !strings.Contains(d, "at most 32 processes") || !strings.Contains(d, "2048 MiB") {
 		t.Errorf("describeJob: %q", d)
 	}
 }

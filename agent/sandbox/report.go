@@ -15,8 +15,8 @@ type Report struct {
 	// refused, or forced), or "none" (not confined).
 	Isolation Isolation `json:"isolation"`
 	// Processes says what bounds the number of a command's processes:
-	// "pids cgroup v1", "pids cgroup v2" or "RLIMIT_NPROC"; "" when nothing
-	// does.
+	// "pids cgroup v1", "pids cgroup v2" or "RLIMIT_NPROC"; on Windows, the
+	// Job Object and its bounds; "" when nothing does.
 	Processes   string   `json:"processes,omitempty"`
 	Enforced    []string `json:"enforced"`
 	NotEnforced []string `json:"notEnforced,omitempty"`
@@ -43,8 +43,7 @@ func (s *Sandbox) Describe(p Policy) Report {
 	case s.abi == 0:
 		r.NotEnforced = []string{s.Unconfined() + ": commands run with the user's full rights"}
 		if jobs {
-			r.Processes = "Job Object"
-			r.Enforced = describeJob(p)
+			r.Processes = describeJob(p)
 		}
 		return r
 	}
