@@ -145,7 +145,8 @@ const seatbeltBase = `(version 1)
 (allow pseudo-tty)
 (allow file-read* file-write* file-ioctl (literal "/dev/ptmx"))
 (allow file-write-data file-ioctl (regex #"^/dev/ttys[0-9]+$"))
-(allow file-write-data (literal "/dev/null") (literal "/dev/zero") (literal "/dev/dtracehelper"))
+(allow file-write-data (literal "/dev/null") (literal "/dev/zero") (literal "/dev/dtracehelper")
+  (literal "/dev/tty") (literal "/dev/stdout") (literal "/dev/stderr") (regex #"^/dev/fd/[0-9]+$"))
 `
 
 // seatbeltNetwork is added when the network is allowed: IP sockets, and

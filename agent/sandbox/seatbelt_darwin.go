@@ -86,17 +86,8 @@ func realPath(p string) string {
 	}
 }
 
-// proc names one process: its pid and start time (a pid is reused).
-type proc struct {
-	pid   int
-	start int64 // µs since the epoch
-}
-
-// tracker knows the processes of the command: this helper's descendants
-// and the members of its session (when it leads one), and every process
-// seen among them while the command ran, so that one which left the
-// session and lost its parent is still found. Only the helper's goroutine
-// uses it.
+// tracker knows the processes of the command (see commandProcs). Only
+// the helper's goroutine uses it.
 type tracker struct {
 	self int
 	sid  int // this helper's session when it leads one; 0 otherwise
@@ -118,45 +109,18 @@ func (t *tracker) scan() []proc {
 	if err != nil {
 		return nil
 	}
-	alive := map[int]proc{}
-	children := map[int][]int{}
+	table := make([]procInfo, 0, len(kps))
 	for _, kp := range kps {
 		if kp.Proc.P_stat == 5 { // SZOMB: dead, waiting for its parent
 			continue
 		}
-		p := proc{pid: int(kp.Proc.P_pid), start: kp.Proc.P_starttime.Sec*1e6 + int64(kp.Proc.P_starttime.Usec)}
-		alive[p.pid] = p
-		children[int(kp.Eproc.Ppid)] = append(children[int(kp.Eproc.Ppid)], p.pid)
-	}
-	queue := []int{t.self}
-	for p := range t.seen {
-		if alive[p.pid] == p {
-			queue = append(queue, p.pid)
+		pi := procInfo{proc: proc{pid: int(kp.Proc.P_pid), start: kp.Proc.P_starttime.Sec*1e6 + int64(kp.Proc.P_starttime.Usec)}, ppid: int(kp.Eproc.Ppid)}
+		if t.sid != 0 {
+			pi.sid, _ = unix.Getsid(pi.pid)
 		}
+		table = append(table, pi)
 	}
-	if t.sid != 0 {
-		for pid := range alive {
-			if sid, err := unix.Getsid(pid); err == nil && sid == t.sid {
-				queue = append(queue, pid)
-			}
-		}
-	}
-	var out []proc
-	done := map[int]bool{}
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		if done[pid] {
-			continue
-		}
-		done[pid] = true
-		queue = append(queue, children[pid]...)
-		if p, ok := alive[pid]; ok && pid != t.self && pid > 1 {
-			t.seen[p] = true
-			out = append(out, p)
-		}
-	}
-	return out
+	return commandProcs(table, t.self, t.sid, t.seen)
 }
 
 // killAll stops every process of the command (so none forks again), looks

@@ -137,7 +137,7 @@ var runCommand = Tool{
 			note += "\n[the project is too big for the sandbox to look for every nested repository and protected path: those past its bounds were writable]"
 		}
 		status, header := outcome(code, err, timeout)
-		if run != nil {
+		if run != nil && confined { // (a Job Object alone refuses no path)
 			// A refusal is worth telling even when the command went on.
 			if refused := refusedPaths(out, p.Root(), run.ReadOnly()); len(refused) > 0 {
 				note += readOnlyNote(refused, p.Root())
