@@ -103,6 +103,11 @@ func TestJobNoSurvivors(t *testing.T) {
 	if !s.Holds(p) || s.Confines(p) {
 		t.Fatalf("holds %v confines %v: want a Job Object, no confinement", s.Holds(p), s.Confines(p))
 	}
+	// Said plainly: not sandboxed (clients show that), the job named.
+	if r := s.Describe(p); len(r.Enforced) != 0 || !strings.Contains(s.Unconfined(), "Windows confines no writes") ||
+		!strings.Contains(r.Processes, "Job Object") || !r.Network {
+		t.Errorf("unconfined %q, report %+v", s.Unconfined(), r)
+	}
 	out, code, pid := runRole(t, nil, p, "spawn")
 	if code != 0 || pid == 0 {
 		t.Fatalf("control: exit %d, pid %d: %s", code, pid, out)

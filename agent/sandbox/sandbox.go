@@ -22,6 +22,12 @@
 // the caches builds need (see Settings.Policy), TCP only when the network is
 // allowed (snapshot mode; a network namespace does it otherwise), and scopes
 // abstract Unix sockets and signals to the sandbox.
+//
+// On macOS the helper runs the command under Seatbelt with a profile made
+// from the same policy (seatbelt.go), and kills every process of it when it
+// ends. On Windows nothing confines writes (Confines is false: every
+// command asks), but a Job Object holds every command's processes, ends
+// them with it and bounds them (job.go, Holds).
 package sandbox
 
 import (
