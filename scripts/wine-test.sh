@@ -34,7 +34,8 @@ printf '#!/bin/sh\nexec %s "$@"\n' "$wine" >"$cache/exec" && chmod +x "$cache/ex
 
 pkgs=("$@")
 [[ ${#pkgs[@]} -gt 0 ]] || mapfile -t pkgs < <(GOOS=windows go list ./...)
-out="$cache/test.json"
+out="$(mktemp "$cache/test.XXXXXX.json")" # a run of its own: several may run at once
+trap 'rm -f "$out"' EXIT
 GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go test -exec "$cache/exec" -count=1 -json -timeout 20m "${pkgs[@]}" >"$out" 2>&1 || true
 python3 - "$out" <<'PY'
 import json, sys, collections
