@@ -4,4 +4,4 @@ package sandbox
 
 import "errors"
 
-func checkSeatbelt([]string) error { return errors.New("Seatbelt is macOS's") }
+func checkSeatbelt([]string) error { return errors.New("seatbelt is macOS's") }
