@@ -75,7 +75,7 @@ var Commands = []Command{
 		"`{session, context?, project, status, title, messages: [{id, role, name?, content, toolCalls?, toolCallId?}], subagents: [{contextId, task, status}]}`", (*Server).sessionCommand),
 	command("agent.deleteSession", "Deletes a session with its checkpoints and subagents.",
 		"`{deleted}`: whether it existed", (*Server).deleteSessionCommand),
-	command("agent.projects", "Lists the projects (workspace folders) with what detection found, their runtime context, and how their commands are sandboxed here (isolation: namespaces, snapshot where user namespaces are refused, or none; docs/security.md).",
+	command("agent.projects", "Lists the projects (workspace folders) with what detection found, their runtime context, and how their commands are sandboxed here (isolation: namespaces, snapshot where user namespaces are refused, seatbelt on macOS, or none; docs/security.md).",
 		"`[{name, path, type, techStack: {language, languageVersion?, packageManager?, buildCommand?, testCommand?, manifests?, others?}, gitBranch?, context: {openFiles, pendingChanges, lastBuild, lastTest, recentErrors}, sandbox: {mode, landlockABI, isolation, processes?, enforced, notEnforced?, writable?, network}}]`",
 		(*Server).projectsCommand),
 	command("agent.models", "Lists the models the endpoint offers (its GET /models), and the one runs use unless agent.run names another.",

@@ -228,8 +228,8 @@ func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawM
 	for _, n := range append(slices.Clone(s.opts.Notices), notices...) { // problems the user must act on
 		s.act(n)
 	}
-	if b.Confine.Mode != sandbox.Off && b.Sandbox.ABI() == 0 {
-		s.notice(msgWarning, "commands are not sandboxed: this kernel has no Landlock (or it is turned off); every command asks first")
+	if why := b.Sandbox.Unconfined(); b.Confine.Mode != sandbox.Off && why != "" {
+		s.notice(msgWarning, "commands are not sandboxed: %s; every command asks first", why)
 	}
 	if s.keys.needsKey(st.BaseURL, st.APIKey) {
 		// Logged only: a run is refused with data.reason no-api-key, which

@@ -60,7 +60,8 @@ type opts struct {
 	temps   []string // directories the private /tmp is also mounted on
 	tmpSize int64    // bytes of the private /tmp
 	cgroup  string   // the pids cgroup to join
-	nproc   int      // RLIMIT_NPROC, when > 0
+	nproc   int      // RLIMIT_NPROC, when > 0 (Windows: the Job Object's processes)
+	memory  int64    // Windows: the Job Object's committed memory in bytes, when > 0
 	server  int      // the process whose network namespace's sockets are masked
 	gocache string   // GOCACHE for the command
 	argv    []string // the command
@@ -80,6 +81,7 @@ var optFlags = map[string]func(o *opts, v string) error{
 	"--gocache":  func(o *opts, v string) error { o.gocache = v; return nil },
 	"--tmp-size": func(o *opts, v string) (err error) { o.tmpSize, err = strconv.ParseInt(v, 10, 64); return err },
 	"--nproc":    func(o *opts, v string) (err error) { o.nproc, err = strconv.Atoi(v); return err },
+	"--memory":   func(o *opts, v string) (err error) { o.memory, err = strconv.ParseInt(v, 10, 64); return err },
 	"--server":   func(o *opts, v string) (err error) { o.server, err = strconv.Atoi(v); return err },
 }
 
@@ -145,6 +147,9 @@ func (o *opts) args() []string {
 	}
 	if o.nproc > 0 {
 		add("--nproc", strconv.Itoa(o.nproc))
+	}
+	if o.memory > 0 {
+		add("--memory", strconv.FormatInt(o.memory, 10))
 	}
 	if o.server > 0 {
 		add("--server", strconv.Itoa(o.server))

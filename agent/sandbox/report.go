@@ -15,8 +15,8 @@ type Report struct {
 	// refused, or forced), or "none" (not confined).
 	Isolation Isolation `json:"isolation"`
 	// Processes says what bounds the number of a command's processes:
-	// "pids cgroup v1", "pids cgroup v2" or "RLIMIT_NPROC"; "" when nothing
-	// does.
+	// "pids cgroup v1", "pids cgroup v2" or "RLIMIT_NPROC"; on Windows, the
+	// Job Object and its bounds; "" when nothing does.
 	Processes   string   `json:"processes,omitempty"`
 	Enforced    []string `json:"enforced"`
 	NotEnforced []string `json:"notEnforced,omitempty"`
@@ -35,8 +35,16 @@ func (s *Sandbox) Describe(p Policy) Report {
 	case p.Mode == Off:
 		r.NotEnforced = []string{"the sandbox is off: commands run with the user's full rights"}
 		return r
+	case iso == Seatbelt:
+		r.Writable = p.WritableDirs()
+		describeSeatbelt(p, func(f string, a ...any) { r.Enforced = append(r.Enforced, fmt.Sprintf(f, a...)) },
+			func(f string, a ...any) { r.NotEnforced = append(r.NotEnforced, fmt.Sprintf(f, a...)) })
+		return r
 	case s.abi == 0:
-		r.NotEnforced = []string{"this kernel has no Landlock (or it is turned off): commands run with the user's full rights"}
+		r.NotEnforced = []string{s.Unconfined() + ": commands run with the user's full rights"}
+		if jobs {
+			r.Processes = describeJob(p)
+		}
 		return r
 	}
 	enforce := func(f string, a ...any) { r.Enforced = append(r.Enforced, fmt.Sprintf(f, a...)) }

@@ -69,8 +69,8 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string) (*exec.C
 // restored after it).
 func (s *Sandbox) opts(r *Run, argv []string, direct bool) *opts {
 	p := r.p
-	o := &opts{root: p.Root, write: p.WritableDirs(), network: p.Network, tmpSize: p.tempSize(), argv: argv}
-	if p.Mode == WorkspaceWrite {
+	o := &opts{root: p.Root, write: p.WritableDirs(), network: p.Network, tmpSize: p.tempSize(), memory: p.MaxMemory, argv: argv}
+	if p.Mode == WorkspaceWrite && r.iso != None {
 		for _, c := range p.Caches {
 			os.MkdirAll(c, 0o755) // a cache a build has not made yet must exist to be writable
 		}
@@ -89,6 +89,14 @@ func (s *Sandbox) opts(r *Run, argv []string, direct bool) *opts {
 		}
 	}
 	switch r.iso {
+	case None: // a Job Object holds the command (Holds), nothing confines it
+		o.stage = stageJob
+	case Seatbelt:
+		o.stage = stageSeatbelt
+		if r.before != nil {
+			b := bindsFor(r.before, p)
+			o.ro, o.roAbs, o.pin = b.ro, b.roAbs, b.pins
+		}
 	case Namespaces:
 		o.stage, o.netns, o.server = stageNS, !p.Network, os.Getpid()
 		if p.Temp != "" && filepath.Clean(p.Temp) != "/tmp" {
@@ -111,7 +119,7 @@ func (s *Sandbox) opts(r *Run, argv []string, direct bool) *opts {
 // ReadOnly lists the paths of the project (relative, slash-separated) that
 // the command could not write: every .git and protected path.
 func (r *Run) ReadOnly() []string {
-	if r.before == nil || r.iso != Namespaces {
+	if r.before == nil || (r.iso != Namespaces && r.iso != Seatbelt) {
 		return nil
 	}
 	return bindsFor(r.before, r.p).ro
@@ -146,6 +154,8 @@ func (s *Sandbox) Argv(p Policy, argv ...string) []string {
 	}
 	r := &Run{s: s, p: p, iso: s.Isolation(p)}
 	o := s.opts(r, argv, false)
-	o.next, o.stage = o.stage, stageSpawn
+	if r.iso != Seatbelt { // the Seatbelt helper is its own reaper
+		o.next, o.stage = o.stage, stageSpawn
+	}
 	return o.commandLine(s.helper)
 }

@@ -22,6 +22,12 @@
 // the caches builds need (see Settings.Policy), TCP only when the network is
 // allowed (snapshot mode; a network namespace does it otherwise), and scopes
 // abstract Unix sockets and signals to the sandbox.
+//
+// On macOS the helper runs the command under Seatbelt with a profile made
+// from the same policy (seatbelt.go), and kills every process of it when it
+// ends. On Windows nothing confines writes (Confines is false: every
+// command asks), but a Job Object holds every command's processes, ends
+// them with it and bounds them (job.go, Holds).
 package sandbox
 
 import (
@@ -72,6 +78,9 @@ type Isolation string
 const (
 	Namespaces Isolation = "namespaces"
 	Snapshot   Isolation = "snapshot"
+	// Seatbelt: macOS's sandbox (sandbox-exec) with a profile made from the
+	// policy (seatbelt.go).
+	Seatbelt Isolation = "seatbelt"
 	// None: the command is not confined (the sandbox is off, or the kernel
 	// has no Landlock).
 	None Isolation = "none"
@@ -115,6 +124,10 @@ type Policy struct {
 	Isolation Isolation
 	MaxProcs  int   // processes and threads at most; 0: DefaultMaxProcs
 	TempSize  int64 // bytes of the private /tmp; 0: DefaultTempSize
+	// MaxMemory bounds the committed memory of a command's processes
+	// together, in bytes, where a Job Object holds them (Windows); 0: three
+	// quarters of the machine's memory.
+	MaxMemory int64
 }
 
 // WritableDirs lists the directories the policy lets a command write.
@@ -136,8 +149,10 @@ func (p Policy) tempSize() int64 { return cmp.Or(p.TempSize, DefaultTempSize) }
 // what it learned about the projects it confines (their .git and protected
 // paths, cached) and the snapshots of the snapshot mechanism.
 type Sandbox struct {
-	abi    int    // the kernel's Landlock ABI; 0: none, or turned off
-	helper string // the binary to re-execute as the helper
+	abi      int    // the kernel's Landlock ABI; 0: none, or turned off
+	seatbelt string // macOS: the sandbox-exec that confines commands; "" for none
+	noBelt   error  // macOS: why seatbelt is ""
+	helper   string // the binary to re-execute as the helper
 
 	probeOnce sync.Once
 	probed    Isolation // Namespaces or Snapshot, set once by probeOnce
@@ -160,6 +175,7 @@ func New(landlock bool) (*Sandbox, error) {
 		if v, err := ll.LandlockGetABIVersion(); err == nil {
 			s.abi = v
 		}
+		s.seatbelt, s.noBelt = findSeatbelt()
 	}
 	return s, nil
 }
@@ -168,13 +184,39 @@ func New(landlock bool) (*Sandbox, error) {
 func (s *Sandbox) ABI() int { return s.abi }
 
 // Confines reports whether commands run under p are confined at all.
-func (s *Sandbox) Confines(p Policy) bool { return p.Mode != Off && s.abi > 0 }
+func (s *Sandbox) Confines(p Policy) bool { return p.Mode != Off && (s.abi > 0 || s.seatbelt != "") }
+
+// Holds reports whether commands run under p go through the sandbox: when
+// they are confined, and on Windows, where a Job Object holds every
+// command's processes (no survivors, bounded) although writes are not
+// confined there.
+func (s *Sandbox) Holds(p Policy) bool { return s.Confines(p) || (p.Mode != Off && jobs) }
+
+// Unconfined says why no command is confined on this machine; "" when
+// commands are (unless the sandbox is off).
+func (s *Sandbox) Unconfined() string {
+	switch {
+	case s.abi > 0 || s.seatbelt != "":
+		return ""
+	case s.noBelt != nil:
+		return s.noBelt.Error()
+	case runtime.GOOS == "darwin":
+		return "Seatbelt (sandbox-exec) is turned off (the landlock setting)"
+	case runtime.GOOS == "windows":
+		return "Windows confines no writes here (a Job Object only ends and bounds a command's processes)"
+	case runtime.GOOS == "linux":
+		return "this kernel has no Landlock (or it is turned off)"
+	}
+	return "this system has no sandbox agent-lsp can use"
+}
 
 // Isolation is the mechanism that confines commands run under p.
 func (s *Sandbox) Isolation(p Policy) Isolation {
 	switch {
 	case !s.Confines(p):
 		return None
+	case s.seatbelt != "":
+		return Seatbelt
 	case p.Isolation == Snapshot:
 		return Snapshot
 	}

@@ -106,7 +106,7 @@ var runCommand = Tool{
 		timeout := commandTimeout(a.Timeout, env.CommandTimeout)
 		var launch launcher
 		var run *sandbox.Run
-		if confined {
+		if env.Sandbox != nil && env.Sandbox.Holds(policy) { // confined, or (Windows) held in a Job Object
 			launch = func(ctx context.Context, argv []string) *exec.Cmd {
 				cmd, r := env.Sandbox.Command(ctx, policy, argv)
 				run = r
@@ -137,7 +137,7 @@ var runCommand = Tool{
 			note += "\n[the project is too big for the sandbox to look for every nested repository and protected path: those past its bounds were writable]"
 		}
 		status, header := outcome(code, err, timeout)
-		if run != nil {
+		if run != nil && confined { // (a Job Object alone refuses no path)
 			// A refusal is worth telling even when the command went on.
 			if refused := refusedPaths(out, p.Root(), run.ReadOnly()); len(refused) > 0 {
 				note += readOnlyNote(refused, p.Root())

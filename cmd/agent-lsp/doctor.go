@@ -403,13 +403,15 @@ func (r *doctorReport) checkSandbox(st config.Settings, getenv func(string) stri
 	switch {
 	case mode == sandbox.Off:
 		r.Warnings = append(r.Warnings, "the sandbox is off: commands run with your full rights")
-	case sb.ABI() == 0:
-		r.Warnings = append(r.Warnings, "commands are not sandboxed: this kernel has no Landlock (or it is turned off); every command asks first")
+	case sb.Unconfined() != "":
+		r.Warnings = append(r.Warnings, "commands are not sandboxed: "+sb.Unconfined()+"; every command asks first, the project's build and test included")
 	case general.Isolation == sandbox.Snapshot:
 		r.Warnings = append(r.Warnings, "commands run without namespaces here (snapshot): git metadata and protected files are restored after each command instead of being read-only, "+
 			"and UDP, pathname Unix sockets and /tmp are not isolated (docs/security.md)")
 	}
-	if general.Isolation != sandbox.None && general.Processes == "" {
+	if general.Isolation == sandbox.Seatbelt {
+		r.Warnings = append(r.Warnings, "nothing bounds the number of a command's processes or their memory on macOS (Seatbelt confines files, the network and IPC; docs/security.md)")
+	} else if general.Isolation != sandbox.None && general.Processes == "" {
 		r.Warnings = append(r.Warnings, "nothing bounds the number of a command's processes here: no writable pids cgroup, and root ignores RLIMIT_NPROC")
 	}
 	ws := workspace.New(workspace.UTF8)
