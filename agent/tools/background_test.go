@@ -223,3 +223,13 @@ func TestBackgroundOutputBounded(t *testing.T) {
 		t.Fatalf("from %d: %q", from, b)
 	}
 }
+
+// A background start a crash interrupted is never started again: the
+// model is told its processes ended with the crashed run.
+func TestSettleBackgroundStart(t *testing.T) {
+	in := Intent{Tool: "run_command", Command: "npm run dev", Background: true, Started: time.Now()}
+	res, rerun := All().Settle(context.Background(), &Env{}, callOf("run_command", `{"command":"npm run dev","background":true}`), in, nil)
+	if rerun || !res.IsError || !strings.Contains(res.Content, "not running now") || !strings.Contains(res.Content, "not started again") {
+		t.Fatalf("rerun %v: %s", rerun, res.Content)
+	}
+}
