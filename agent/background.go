@@ -1,6 +1,10 @@
 package agent
 
 import (
+	"fmt"
+	"maps"
+	"slices"
+
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 	"github.com/agent-lsp/agent-lsp/store"
 )
@@ -16,4 +20,41 @@ func (rt *Runtime) newBackground(session string) *tools.Background {
 		return ""
 	}
 	return tools.NewBackground(max(rt.cfg.MaxBackground, 0), dir)
+}
+
+// Process is a running background process of a session's run.
+type Process struct {
+	Session string
+	tools.ProcessInfo
+}
+
+// Processes lists the background processes running now in the sessions
+// running in this runtime's registry (every window's, in a daemon),
+// ordered by session and start.
+func (rt *Runtime) Processes() []Process {
+	rt.runs.mu.Lock()
+	sessions := make(map[string]*run, len(rt.runs.active))
+	for id, a := range rt.runs.active {
+		if a.run != nil {
+			sessions[id] = a.run
+		}
+	}
+	rt.runs.mu.Unlock()
+	var out []Process
+	for _, id := range slices.Sorted(maps.Keys(sessions)) {
+		for _, p := range sessions[id].acc.bg.Running() {
+			out = append(out, Process{Session: id, ProcessInfo: p})
+		}
+	}
+	return out
+}
+
+// StopProcess stops background process id of session's running run, and
+// returns once every process of it is gone.
+func (rt *Runtime) StopProcess(session, id string) error {
+	_, r := rt.runs.get(session)
+	if r == nil {
+		return fmt.Errorf("session %s is not running: its background processes ended with its run", session)
+	}
+	return r.acc.bg.Stop(id)
 }
