@@ -42,92 +42,10 @@ type commandExample struct {
 // and the scripted model, and returns what the client sent and received: the
 // command examples by name and the agent/event notifications in order.
 func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []json.RawMessage, requests map[string][]requestExample, paths map[string]string) {
-	srv := model(t, scripted.Script{Conversations: []scripted.Conversation{
-		{Match: "Add a farewell", Turns: []scripted.Turn{
-			{Text: "Looking.", ToolCalls: []scripted.ToolCall{withID(call("read_file", map[string]any{"path": "greet.go"}), "call_read")}},
-			{ToolCalls: []scripted.ToolCall{withID(call("call_subagent", map[string]any{"task": "List the Go files and report their names."}), "call_sub")}},
-			{ToolCalls: []scripted.ToolCall{withID(call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hello, ", "new_text": "Hi, "}), "call_edit")}},
-			{ToolCalls: []scripted.ToolCall{withID(call("definition", map[string]any{"symbol": "Greet", "path": "greet_test.go"}), "call_definition")}},
-			{ToolCalls: []scripted.ToolCall{withID(call("run_command", map[string]any{"command": "sleep 0"}), "call_check")}},
-			{ToolCalls: []scripted.ToolCall{withID(call("search", map[string]any{"pattern": "nomatch("}), "call_search")}},
-			{Text: "Done."},
-		}},
-		{Match: "List the Go files", Turns: []scripted.Turn{
-			{ToolCalls: []scripted.ToolCall{withID(call("list_files", map[string]any{"pattern": "*.go"}), "call_list")}},
-			{Text: "greet.go, greet_test.go"},
-		}},
-		{Match: "Explain the selection", Turns: []scripted.Turn{{Text: "It greets."}}},
-		{Match: "Sleep a while", Turns: []scripted.Turn{
-			{ToolCalls: []scripted.ToolCall{withID(call("run_command", map[string]any{"command": "sleep 601", "background": true}), "call_background"),
-				withID(call("run_command", map[string]any{"command": "sleep 600"}), "call_sleep")}},
-			{Text: "Resumed."},
-		}},
-		{Match: "Fail please", Turns: []scripted.Turn{{Error: &scripted.HTTPError{Status: 400, Message: "the model refused the request"}}}},
-		{Match: "Read notes.txt", Turns: readTurns(10, "notes.txt", "The notes are long.")},
-		{Match: "Summarize the conversation", Turns: []scripted.Turn{{Text: "The user asked to read notes.txt repeatedly; it holds numbered notes."},
-			{Text: "Still reading notes.txt."}, {Text: "Still reading notes.txt."}, {Text: "Still reading notes.txt."}}},
-	}})
-	roots := map[string]string{"sample": copyFixture(t, "sample"), "other": copyFixture(t, "other")}
-	os.MkdirAll(filepath.Join(roots["sample"], ".git"), 0o755)
-	os.WriteFile(filepath.Join(roots["sample"], ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
-	var notes strings.Builder
-	for i := 0; notes.Len() < 6000; i++ {
-		fmt.Fprintf(&notes, "Note %d: the handler validates request %d before it answers.\n", i, i*7)
-	}
-	os.WriteFile(filepath.Join(roots["other"], "notes.txt"), []byte(notes.String()), 0o644)
-	// Home, temp and caches are the scenario's own, and Landlock is off (the
-	// report of what it enforces depends on the kernel), so the fixtures do
-	// not depend on the machine.
-	home, tmp := filepath.Join(t.TempDir(), "home"), filepath.Join(t.TempDir(), "tmp")
-	os.MkdirAll(home, 0o755)
-	os.MkdirAll(tmp, 0o755)
-	env := envFor(t, srv, "HOME="+home, "TMPDIR="+tmp, "XDG_CACHE_HOME=", "GOCACHE=", "GOMODCACHE=", "GOPATH=",
-		"npm_config_cache=", "CARGO_HOME=", "AGENT_LSP_LANDLOCK=false")
-	seedReviewSession(t, env, roots["sample"])
-	// Slash commands: one of the project's, one of the user's (HOME's config).
-	os.MkdirAll(filepath.Join(roots["sample"], ".agents", "commands"), 0o755)
-	os.WriteFile(filepath.Join(roots["sample"], ".agents", "commands", "fix.md"), []byte("---\ndescription: Fix an issue in the code\nargument-hint: <what is wrong>\n---\nFix this: $ARGUMENTS\n"), 0o644)
-	os.MkdirAll(filepath.Join(home, ".config", "agent-lsp", "commands"), 0o755)
-	os.WriteFile(filepath.Join(home, ".config", "agent-lsp", "commands", "standup.md"), []byte("Summarize what changed since yesterday.\n"), 0o644)
+	srv := protocolModel(t)
+	roots, home, tmp, env := protocolFiles(t, srv)
 	c := startServer(t, env...)
-	var savesMu sync.Mutex // guards saves, appended by the client's handler
-	var saves []requestExample
-	c.saveResult = func(params json.RawMessage) any { // an editor that saves every document it is asked to
-		var p struct {
-			URIs []string `json:"uris"`
-		}
-		json.Unmarshal(params, &p)
-		res := map[string]any{"saved": p.URIs, "failed": []any{}}
-		b, _ := json.Marshal(res)
-		savesMu.Lock()
-		saves = append(saves, requestExample{Params: params, Result: b})
-		savesMu.Unlock()
-		return res
-	}
-	var langMu sync.Mutex // guards langs, appended by the client's handler
-	langs := map[string][]requestExample{}
-	answer := func(method string, params json.RawMessage, res any) any {
-		b, _ := json.Marshal(res)
-		langMu.Lock()
-		langs[method] = append(langs[method], requestExample{Params: params, Result: b})
-		langMu.Unlock()
-		return res
-	}
-	greetURI := string(uri.File(filepath.Join(roots["sample"], "greet.go")))
-	c.diagnosticsResult = func(params json.RawMessage) any { // an editor whose language server warns about the edited line
-		return answer("agent/diagnostics", params, map[string]any{"settled": true, "items": []any{map[string]any{"uri": greetURI, "diagnostics": []any{
-			map[string]any{"range": map[string]any{"start": map[string]int{"line": 3, "character": 8}, "end": map[string]int{"line": 3, "character": 13}},
-				"severity": 2, "source": "spell", "message": "\"Hi\" is informal"}}}}})
-	}
-	c.languageResult = func(params json.RawMessage) any { // and finds Greet's definition
-		var p struct{ Method string }
-		json.Unmarshal(params, &p)
-		var res any
-		if p.Method == "textDocument/definition" {
-			res = []any{map[string]any{"uri": greetURI, "range": map[string]any{"start": map[string]int{"line": 2, "character": 5}, "end": map[string]int{"line": 2, "character": 10}}}}
-		}
-		return answer("agent/languageRequest", params, res)
-	}
+	rec := recordEditorRequests(c, roots)
 	c.askResult = func(params json.RawMessage) any { // the user allows the background process (unsandboxed here, so it asks)
 		if strings.Contains(string(params), "start in the background") {
 			return map[string]string{"title": "Allow once"}
@@ -152,6 +70,139 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		mu.Unlock()
 		return res
 	}
+	runProtocolCommands(t, c, do, roots)
+	paths = map[string]string{"http://localhost:11434/v1": srv.URL, "/work/sample": roots["sample"], "/work/other": roots["other"], "/home/user": home, "/tmp": tmp}
+	return cmds, c.notifications("agent/event"), rec.examples(), paths
+}
+
+// protocolModel is the scripted model of the protocol scenario: one
+// conversation per prompt the scenario sends.
+func protocolModel(t *testing.T) *scripted.Server {
+	return model(t, scripted.Script{Conversations: []scripted.Conversation{
+		{Match: "Add a farewell", Turns: []scripted.Turn{
+			{Text: "Looking.", ToolCalls: []scripted.ToolCall{withID(call("read_file", map[string]any{"path": "greet.go"}), "call_read")}},
+			{ToolCalls: []scripted.ToolCall{withID(call("call_subagent", map[string]any{"task": "List the Go files and report their names."}), "call_sub")}},
+			{ToolCalls: []scripted.ToolCall{withID(call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hello, ", "new_text": "Hi, "}), "call_edit")}},
+			{ToolCalls: []scripted.ToolCall{withID(call("definition", map[string]any{"symbol": "Greet", "path": "greet_test.go"}), "call_definition")}},
+			{ToolCalls: []scripted.ToolCall{withID(call("run_command", map[string]any{"command": "sleep 0"}), "call_check")}},
+			{ToolCalls: []scripted.ToolCall{withID(call("search", map[string]any{"pattern": "nomatch("}), "call_search")}},
+			{Text: "Done."},
+		}},
+		{Match: "List the Go files", Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{withID(call("list_files", map[string]any{"pattern": "*.go"}), "call_list")}},
+			{Text: "greet.go, greet_test.go"},
+		}},
+		{Match: "Explain the selection", Turns: []scripted.Turn{{Text: "It greets."}}},
+		{Match: "Sleep a while", Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{withID(call("run_command", map[string]any{"command": "sleep 601", "background": true}), "call_background"),
+				withID(call("run_command", map[string]any{"command": "sleep 600"}), "call_sleep")}},
+			{Text: "Resumed."},
+		}},
+		{Match: "Fail please", Turns: []scripted.Turn{{Error: &scripted.HTTPError{Status: 400, Message: "the model refused the request"}}}},
+		{Match: "Read notes.txt", Turns: readTurns(10, "notes.txt", "The notes are long.")},
+		{Match: "Summarize the conversation", Turns: []scripted.Turn{{Text: "The user asked to read notes.txt repeatedly; it holds numbered notes."},
+			{Text: "Still reading notes.txt."}, {Text: "Still reading notes.txt."}, {Text: "Still reading notes.txt."}}},
+	}})
+}
+
+// protocolFiles makes the scenario's projects (sample with a .git and a
+// slash command, other with a long notes.txt), its own home (with a user's
+// slash command) and temp folder, and the server's environment; it seeds the
+// store with a review-mode session.
+func protocolFiles(t *testing.T, srv *scripted.Server) (roots map[string]string, home, tmp string, env []string) {
+	roots = map[string]string{"sample": copyFixture(t, "sample"), "other": copyFixture(t, "other")}
+	os.MkdirAll(filepath.Join(roots["sample"], ".git"), 0o755)
+	os.WriteFile(filepath.Join(roots["sample"], ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	var notes strings.Builder
+	for i := 0; notes.Len() < 6000; i++ {
+		fmt.Fprintf(&notes, "Note %d: the handler validates request %d before it answers.\n", i, i*7)
+	}
+	os.WriteFile(filepath.Join(roots["other"], "notes.txt"), []byte(notes.String()), 0o644)
+	// Home, temp and caches are the scenario's own, and Landlock is off (the
+	// report of what it enforces depends on the kernel), so the fixtures do
+	// not depend on the machine.
+	home, tmp = filepath.Join(t.TempDir(), "home"), filepath.Join(t.TempDir(), "tmp")
+	os.MkdirAll(home, 0o755)
+	os.MkdirAll(tmp, 0o755)
+	env = envFor(t, srv, "HOME="+home, "TMPDIR="+tmp, "XDG_CACHE_HOME=", "GOCACHE=", "GOMODCACHE=", "GOPATH=",
+		"npm_config_cache=", "CARGO_HOME=", "AGENT_LSP_LANDLOCK=false")
+	seedReviewSession(t, env, roots["sample"])
+	// Slash commands: one of the project's, one of the user's (HOME's config).
+	os.MkdirAll(filepath.Join(roots["sample"], ".agents", "commands"), 0o755)
+	os.WriteFile(filepath.Join(roots["sample"], ".agents", "commands", "fix.md"), []byte("---\ndescription: Fix an issue in the code\nargument-hint: <what is wrong>\n---\nFix this: $ARGUMENTS\n"), 0o644)
+	os.MkdirAll(filepath.Join(home, ".config", "agent-lsp", "commands"), 0o755)
+	os.WriteFile(filepath.Join(home, ".config", "agent-lsp", "commands", "standup.md"), []byte("Summarize what changed since yesterday.\n"), 0o644)
+	return roots, home, tmp, env
+}
+
+// editorRequests records the server's requests to the editor (saves,
+// diagnostics, language requests) and answers them as an editor would: it
+// saves every document it is asked to, its language server warns about the
+// edited line and finds Greet's definition.
+type editorRequests struct {
+	mu    sync.Mutex // guards saves and langs, appended by the client's handlers
+	saves []requestExample
+	langs map[string][]requestExample
+}
+
+// recordEditorRequests makes c answer and record the editor requests.
+func recordEditorRequests(c *lspClient, roots map[string]string) *editorRequests {
+	r := &editorRequests{langs: map[string][]requestExample{}}
+	c.saveResult = func(params json.RawMessage) any { // an editor that saves every document it is asked to
+		var p struct {
+			URIs []string `json:"uris"`
+		}
+		json.Unmarshal(params, &p)
+		res := map[string]any{"saved": p.URIs, "failed": []any{}}
+		b, _ := json.Marshal(res)
+		r.mu.Lock()
+		r.saves = append(r.saves, requestExample{Params: params, Result: b})
+		r.mu.Unlock()
+		return res
+	}
+	answer := func(method string, params json.RawMessage, res any) any {
+		b, _ := json.Marshal(res)
+		r.mu.Lock()
+		r.langs[method] = append(r.langs[method], requestExample{Params: params, Result: b})
+		r.mu.Unlock()
+		return res
+	}
+	greetURI := string(uri.File(filepath.Join(roots["sample"], "greet.go")))
+	c.diagnosticsResult = func(params json.RawMessage) any { // an editor whose language server warns about the edited line
+		return answer("agent/diagnostics", params, map[string]any{"settled": true, "items": []any{map[string]any{"uri": greetURI, "diagnostics": []any{
+			map[string]any{"range": map[string]any{"start": map[string]int{"line": 3, "character": 8}, "end": map[string]int{"line": 3, "character": 13}},
+				"severity": 2, "source": "spell", "message": "\"Hi\" is informal"}}}}})
+	}
+	c.languageResult = func(params json.RawMessage) any { // and finds Greet's definition
+		var p struct{ Method string }
+		json.Unmarshal(params, &p)
+		var res any
+		if p.Method == "textDocument/definition" {
+			res = []any{map[string]any{"uri": greetURI, "range": map[string]any{"start": map[string]int{"line": 2, "character": 5}, "end": map[string]int{"line": 2, "character": 10}}}}
+		}
+		return answer("agent/languageRequest", params, res)
+	}
+	return r
+}
+
+// examples returns the recorded requests by method; the example of
+// agent/languageRequest is the definition, not the outline before it.
+func (r *editorRequests) examples() map[string][]requestExample {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var definitions []requestExample
+	for _, e := range r.langs["agent/languageRequest"] {
+		if strings.Contains(string(e.Params), "textDocument/definition") {
+			definitions = append(definitions, e)
+		}
+	}
+	return map[string][]requestExample{"agent/saveDocuments": r.saves,
+		"agent/diagnostics": r.langs["agent/diagnostics"], "agent/languageRequest": definitions}
+}
+
+// runProtocolCommands sends the scenario's commands through do, in order,
+// and waits for the last run to end.
+func runProtocolCommands(t *testing.T, c *lspClient, do func(name string, args any) json.RawMessage, roots map[string]string) {
 	session := func(res json.RawMessage) string {
 		var r struct{ Session string }
 		json.Unmarshal(res, &r)
@@ -219,19 +270,6 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		}
 		return n == 6
 	})
-	paths = map[string]string{"http://localhost:11434/v1": srv.URL, "/work/sample": roots["sample"], "/work/other": roots["other"], "/home/user": home, "/tmp": tmp}
-	savesMu.Lock()
-	defer savesMu.Unlock()
-	langMu.Lock()
-	defer langMu.Unlock()
-	var definitions []requestExample // the example of agent/languageRequest is the definition, not the outline before it
-	for _, r := range langs["agent/languageRequest"] {
-		if strings.Contains(string(r.Params), "textDocument/definition") {
-			definitions = append(definitions, r)
-		}
-	}
-	return cmds, c.notifications("agent/event"), map[string][]requestExample{"agent/saveDocuments": saves,
-		"agent/diagnostics": langs["agent/diagnostics"], "agent/languageRequest": definitions}, paths
 }
 
 // onePixelPNG is a 1×1 PNG, in base64: the image a prompt of the scenario
