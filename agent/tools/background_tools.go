@@ -57,11 +57,10 @@ func startBackground(ctx context.Context, env *Env, p *workspace.Project, kind, 
 
 var processOutput = Tool{
 	Name: "process_output",
-	Description: "Show a background process's new output (what it printed since you last looked, or from since_byte) and whether it still runs. " +
-		"Output is kept on disk up to a bound: the newest is always there.",
+	Description: "Show a background process's status and new output (since you last looked, or from since_byte).",
 	Schema: json.RawMessage(`{"type": "object", "properties": {
-		"id": {"type": "string", "description": "The process's ID, from run_command (p1, p2, ...)."},
-		"since_byte": {"type": "integer", "description": "Show output from this byte offset (default: where you last stopped reading)."}
+		"id": {"type": "string", "description": "The process's ID (p1, ...)."},
+		"since_byte": {"type": "integer", "description": "Output from this byte offset."}
 		}, "required": ["id"]}`),
 	Run: func(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
 		var a struct {
@@ -81,10 +80,10 @@ var processOutput = Tool{
 
 var processWait = Tool{
 	Name:        "process_wait",
-	Description: "Wait until a background process ends, or timeout_seconds pass; then show its status and new output.",
+	Description: "Wait until a background process ends or timeout_seconds pass; then as process_output.",
 	Schema: json.RawMessage(`{"type": "object", "properties": {
-		"id": {"type": "string", "description": "The process's ID, from run_command (p1, p2, ...)."},
-		"timeout_seconds": {"type": "integer", "description": "Wait at most this many seconds (default 30, at most 600)."}
+		"id": {"type": "string", "description": "The process's ID (p1, ...)."},
+		"timeout_seconds": {"type": "integer", "description": "Default 30, at most 600."}
 		}, "required": ["id"]}`),
 	Run: func(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
 		var a struct {
@@ -112,9 +111,9 @@ var processWait = Tool{
 
 var processStop = Tool{
 	Name:        "process_stop",
-	Description: "Stop a background process and every process it started; then show its status and last output.",
+	Description: "Stop a background process and all it started; then as process_output.",
 	Schema: json.RawMessage(`{"type": "object", "properties": {
-		"id": {"type": "string", "description": "The process's ID, from run_command (p1, p2, ...)."}
+		"id": {"type": "string", "description": "The process's ID (p1, ...)."}
 		}, "required": ["id"]}`),
 	Run: func(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
 		var a struct{ ID string }

@@ -73,12 +73,12 @@ var runCommand = Tool{
 	Description: "Run a shell command in the project root and return its exit status and output. " +
 		"Use \"build\" or \"test\" to run the project's own build or test command (recorded as the project's build/test status; it runs without asking in the sandbox unless you changed the files that define it). " +
 		"Other commands need the user's permission and may be denied. " +
-		"With background: true the command starts in the background and the call returns at once with its ID (a dev server, a watcher): read it with process_output, end it with process_stop; it ends when the run ends, and only a few run at once. Commands run in a sandbox: they write only in the project, the temporary directory and build caches, and reach no network unless the user allowed it; " +
+		"background: true starts it (a dev server, a watcher) and returns its ID at once; see process_output, process_stop; it ends with the run. Commands run in a sandbox: they write only in the project, the temporary directory and build caches, and reach no network unless the user allowed it; " +
 		"git metadata (.git) and protected files (.vscode/, .env, AGENTS.md, ...) are read-only to commands (git add, commit and config fail: the user runs them), and protected files a command creates are removed. Commands do not get API keys, tokens or passwords from the environment.",
 	Schema: json.RawMessage(`{"type": "object", "properties": {
 		"command": {"type": "string", "description": "\"build\", \"test\", or a shell command line."},
 		"timeout_seconds": {"type": "integer", "description": "Give up after this many seconds (default 120, at most 600)."},
-		"background": {"type": "boolean", "description": "Start it in the background and return at once with its ID (no timeout)."},
+		"background": {"type": "boolean", "description": "Run it in the background (no timeout)."},
 		` + projectArg + `}, "required": ["command"]}`),
 	Run: func(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
 		var a struct {
