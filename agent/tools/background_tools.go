@@ -56,7 +56,7 @@ func startBackground(ctx context.Context, env *Env, p *workspace.Project, kind, 
 }
 
 var processOutput = Tool{
-	Name: "process_output",
+	Name:        "process_output",
 	Description: "Show a background process's status and new output (since you last looked, or from since_byte).",
 	Schema: json.RawMessage(`{"type": "object", "properties": {
 		"id": {"type": "string", "description": "The process's ID (p1, ...)."},
