@@ -126,10 +126,10 @@ type Config struct {
 	// Hooks gives each project's runs the commands to run on their events
 	// (agent/hooks); nil: none.
 	Hooks HookSource
-	// Runs is the registry of running sessions; nil: the runtime's own.
+	// Registry is the registry of live sessions; nil: the runtime's own.
 	// Runtimes over one store share one (a session runs once), and a prompt
 	// for a session running in another of them is queued into that run.
-	Runs *Runs
+	Registry *Registry
 }
 
 // ToolSource provides tools of other programs for a project's runs.
@@ -164,7 +164,7 @@ type Runtime struct {
 	autoContext bool               // ContextTokens was not configured: each model's known size
 	counter     counter            // token estimates of messages, by ID
 
-	runs *Runs // the sessions running now, maybe shared with other runtimes
+	reg *Registry // the live sessions, maybe shared with other runtimes
 
 	instructionFiles fileCache // the projects' instruction files, as last read
 }
@@ -244,10 +244,10 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.MaxBackground = tools.DefaultMaxBackground
 	}
 	s, st := newSchema()
-	if cfg.Runs == nil {
-		cfg.Runs = NewRuns()
+	if cfg.Registry == nil {
+		cfg.Registry = NewRegistry()
 	}
-	rt := &Runtime{cfg: cfg, schema: s, st: st, runs: cfg.Runs, subSem: make(chan struct{}, cfg.SubagentConcurrency),
+	rt := &Runtime{cfg: cfg, schema: s, st: st, reg: cfg.Registry, subSem: make(chan struct{}, cfg.SubagentConcurrency),
 		budgets: map[string]*budget{}, autoContext: cfg.ContextTokens <= 0}
 	g, err := graph.New(s).
 		Node("agent", rt.agentNode).
@@ -348,7 +348,7 @@ type Result struct {
 func NewSessionID() string { return "s-" + message.NewID() }
 
 // Cancel cancels a session's running run and reports whether one was running.
-func (rt *Runtime) Cancel(session string) bool { return rt.runs.cancel(session) }
+func (rt *Runtime) Cancel(session string) bool { return rt.reg.Cancel(session) }
 
 // ContextTokens is the model's context size as the runtime knows it: the
 // configured one, or a smaller one a provider's refusal taught it.
@@ -372,8 +372,8 @@ func (rt *Runtime) budgetFor(model string) *budget {
 }
 
 // Running reports whether a session has a run in progress (in any runtime
-// sharing this one's Runs).
-func (rt *Runtime) Running(session string) bool { return rt.runs.Running(session) }
+// sharing this one's Registry).
+func (rt *Runtime) Running(session string) bool { return rt.reg.Running(session) }
 
 func errBusy(session string) error {
 	return fmt.Errorf("%w: %s (cancel it or wait for it to end)", ErrSessionBusy, session)
@@ -429,8 +429,9 @@ func (rt *Runtime) session(ctx context.Context, id string) (store.Session, error
 
 // Run runs the prompt in a new or existing session until the agent answers,
 // the step limit is hit, the run is cancelled or fails. A prompt for a
-// session that is running is queued instead (see Result): the running run
-// reads it at its next step.
+// session that is running is sent to its live session instead (Live.send:
+// see Result): the running run reads it at its next step. Otherwise the
+// session is registered live (begin) and its graph runs here (start).
 func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	if strings.TrimSpace(req.Prompt) == "" && len(req.Images) == 0 {
 		return Result{}, errors.New("prompt is empty")
@@ -440,11 +441,26 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 			return res, err
 		}
 	}
+	sess, err := rt.prepare(ctx, req)
+	if err != nil {
+		return Result{}, err
+	}
+	ctx, l, end, err := rt.begin(ctx, sess.ID)
+	if err != nil {
+		return Result{}, err
+	}
+	defer end()
+	return rt.start(ctx, l, sess, req)
+}
+
+// prepare is the session a prompt runs in, stored or new, with the
+// project it runs in.
+func (rt *Runtime) prepare(ctx context.Context, req Request) (store.Session, error) {
 	var sess store.Session
 	if req.Session != "" {
 		s, err := rt.session(ctx, req.Session)
 		if err != nil {
-			return Result{}, err
+			return store.Session{}, err
 		}
 		sess = s
 	} else {
@@ -453,9 +469,9 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 		if id == "" {
 			id = NewSessionID()
 		} else if !strings.HasPrefix(id, "s-") {
-			return Result{}, fmt.Errorf("a new session's ID starts with \"s-\", not %q", id)
+			return store.Session{}, fmt.Errorf("a new session's ID starts with \"s-\", not %q", id)
 		} else if _, err := rt.cfg.Store.Session(ctx, id); err == nil {
-			return Result{}, fmt.Errorf("session %s exists already", id)
+			return store.Session{}, fmt.Errorf("session %s exists already", id)
 		}
 		sess = store.Session{ID: id, Title: transcript.Title(cmp.Or(req.Title, req.Prompt)), Status: store.StatusRunning, Created: now, Updated: now}
 	}
@@ -464,18 +480,16 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	current, err := rt.localProject(sess)
 	if err != nil {
-		return Result{}, err
+		return store.Session{}, err
 	}
-	project, err := rt.resolveProject(req.Project, current)
-	if err != nil {
-		return Result{}, err
-	}
-	sess.Project = project
-	ctx, active, end, err := rt.begin(ctx, sess.ID)
-	if err != nil {
-		return Result{}, err
-	}
-	defer end()
+	sess.Project, err = rt.resolveProject(req.Project, current)
+	return sess, err
+}
+
+// start runs a prompt's graph invocation for the live session l, which
+// the caller registered for sess (begin): it becomes the Live's thread.
+func (rt *Runtime) start(ctx context.Context, l *Live, sess store.Session, req Request) (Result, error) {
+	project := sess.Project
 	if p, ok := rt.cfg.Workspace.Project(project); ok {
 		p.Refresh() // the branch may have changed since the last run
 	}
@@ -499,7 +513,7 @@ func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	if err := rt.fits(r, project, human); err != nil {
 		return Result{}, err
 	}
-	rt.runs.started(active, r)
+	l.started(rt, r)
 	r.emit(event.RunStart{Project: project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
 	r.emit(event.Message{Message: human})
 	res, err := rt.graph.Invoke(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps),
@@ -528,7 +542,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	rt.seeing(ctx, r)
 	rt.addTools(ctx, r, sess.Project)
 	rt.showTools(r, sess.Project)
-	rt.runs.started(active, r)
+	active.started(rt, r)
 	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
 	res, err := rt.graph.Resume(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps))
 	return rt.finish(ctx, r, res, err)

@@ -32,18 +32,18 @@ type Process struct {
 // running in this runtime's registry (every window's, in a daemon),
 // ordered by session and start.
 func (rt *Runtime) Processes() []Process {
-	rt.runs.mu.Lock()
-	sessions := make(map[string]*run, len(rt.runs.active))
-	for id, a := range rt.runs.active {
-		if a.run != nil {
-			sessions[id] = a.run
-		}
+	rt.reg.mu.Lock()
+	lives := make(map[string]*Live, len(rt.reg.live))
+	for id, l := range rt.reg.live {
+		lives[id] = l
 	}
-	rt.runs.mu.Unlock()
+	rt.reg.mu.Unlock()
 	var out []Process
-	for _, id := range slices.Sorted(maps.Keys(sessions)) {
-		for _, p := range sessions[id].acc.bg.Running() {
-			out = append(out, Process{Session: id, ProcessInfo: p})
+	for _, id := range slices.Sorted(maps.Keys(lives)) {
+		if _, r := lives[id].thread(); r != nil {
+			for _, p := range r.acc.bg.Running() {
+				out = append(out, Process{Session: id, ProcessInfo: p})
+			}
 		}
 	}
 	return out
@@ -52,7 +52,10 @@ func (rt *Runtime) Processes() []Process {
 // StopProcess stops background process id of session's running run, and
 // returns once every process of it is gone.
 func (rt *Runtime) StopProcess(session, id string) error {
-	_, r := rt.runs.get(session)
+	var r *run
+	if l := rt.reg.get(session); l != nil {
+		_, r = l.thread()
+	}
 	if r == nil {
 		return fmt.Errorf("session %s is not running: its background processes ended with its run", session)
 	}

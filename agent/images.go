@@ -55,17 +55,37 @@ func (rt *Runtime) seeing(ctx context.Context, r *run) {
 	}
 }
 
-// promptImages reads and prepares a prompt's images for the run's model
-// (Config.ImageMaxBytes bounds each), after checking that it takes images.
+// promptImages reads and prepares a prompt's images for the run's model,
+// after checking that it takes images.
 func (rt *Runtime) promptImages(ctx context.Context, r *run, project string, in []ImageInput) ([]message.ImageData, error) {
+	if err := rt.takesImages(ctx, r.model, in); err != nil {
+		return nil, err
+	}
+	return rt.readImages(project, in, rt.cfg.ImageMaxBytes)
+}
+
+// takesImages checks a prompt's images against the run's model: at most
+// MaxPromptImages, and a model that takes images (by this runtime's
+// Config.Vision: the settings of the window whose run it is).
+func (rt *Runtime) takesImages(ctx context.Context, model string, in []ImageInput) error {
 	if len(in) == 0 {
-		return nil, nil
+		return nil
 	}
 	if len(in) > MaxPromptImages {
-		return nil, &ImageError{fmt.Sprintf("a prompt may carry %d images, not %d", MaxPromptImages, len(in))}
+		return &ImageError{fmt.Sprintf("a prompt may carry %d images, not %d", MaxPromptImages, len(in))}
 	}
-	if err := rt.vision(ctx, r.model); err != nil {
-		return nil, &ImageError{"the prompt has images, but " + err.Error()}
+	if err := rt.vision(ctx, model); err != nil {
+		return &ImageError{"the prompt has images, but " + err.Error()}
+	}
+	return nil
+}
+
+// readImages reads a prompt's images (a relative path is in project, of
+// this runtime's workspace) and prepares each for the model, scaled to at
+// most maxBytes.
+func (rt *Runtime) readImages(project string, in []ImageInput, maxBytes int) ([]message.ImageData, error) {
+	if len(in) == 0 {
+		return nil, nil
 	}
 	out := make([]message.ImageData, 0, len(in))
 	for i, img := range in {
@@ -94,7 +114,7 @@ func (rt *Runtime) promptImages(ctx context.Context, r *run, project string, in 
 		if len(data) == 0 {
 			return nil, &ImageError{fmt.Sprintf("image %d (%s) has neither a path nor data", i+1, name)}
 		}
-		d, err := images.Prepare(data, name, rt.cfg.ImageMaxBytes)
+		d, err := images.Prepare(data, name, maxBytes)
 		if err != nil {
 			return nil, &ImageError{err.Error()}
 		}

@@ -184,3 +184,35 @@ func TestSessionStoredBeforeImagesLoads(t *testing.T) {
 		t.Errorf("the request: %.400s", body)
 	}
 }
+
+// A prompt with images that another window (whose model takes images)
+// queues into a running session is checked against the running session's
+// model, by its own window's settings: that model sees them. Here it takes
+// none, so the prompt is refused and the run goes on without it.
+func TestQueuedImagesMeetTheRunningModel(t *testing.T) {
+	reg := NewRegistry()
+	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "sleep 2"})}},
+		{Text: "noted"}}}, Config{Registry: reg, ModelName: "scripted"})
+	other, err := New(Config{Registry: reg, Workspace: h.ws, Store: h.store, Model: h.rt.cfg.Model, ModelName: "gpt-4o", Vision: sees})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan Result, 1)
+	go func() {
+		done <- h.run(context.Background(), Request{Prompt: "start", Project: "sample", Permissions: allowAll(true)})
+	}()
+	waitFor(t, "the slow tool", func() bool { return len(h.eventsOf("tool.start")) > 0 })
+	session := h.eventsOf("tool.start")[0].Session
+	_, err = other.Run(context.Background(), Request{Session: session, Prompt: "look", Images: []ImageInput{{Data: smallPNG(t, 4, 4)}}})
+	var ie *ImageError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `the model "scripted" is not known to take images`) {
+		t.Fatalf("queue an image into a run whose model takes none: %v", err)
+	}
+	if res := <-done; res.Status != "done" || res.Reply != "noted" {
+		t.Fatalf("%+v", res)
+	}
+	if q := h.eventsOf("message.queued"); len(q) != 0 {
+		t.Fatalf("%d prompts were queued", len(q))
+	}
+}

@@ -123,7 +123,7 @@ func crashAndResume(t *testing.T, d store.Durability, script scripted.Script, ed
 	h2.editor = &diskEditor{ws: h2.ws}
 	cfg := h.rt.cfg
 	cfg.Workspace = h2.ws
-	cfg.Store, cfg.Runs = db2, nil // a new process: its own registry of running sessions
+	cfg.Store, cfg.Registry = db2, nil // a new process: its own registry of running sessions
 	if h2.rt, err = New(cfg); err != nil {
 		t.Fatal(err)
 	}

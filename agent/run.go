@@ -10,7 +10,6 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/custom"
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/hooks"
-	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/agent/model"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 	"github.com/agent-lsp/agent-lsp/store"
@@ -41,11 +40,7 @@ type run struct {
 	persona    *custom.Agent    // the subagent's definition in a file; nil for the session's run and general subagents
 	allowed    []string         // the tools a slash command allows (names or groups); nil: all
 	format     json.RawMessage  // the session's own run: the answer's JSON Schema (Request.OutputSchema)
-
-	inbox struct {
-		sync.Mutex                            // guards held
-		held       map[string]message.Message // queued prompts by ID, until the run reads them
-	}
+	live       *Live            // the session's own run: its live session (set once, before its graph starts); nil for a subagent
 }
 
 // accumulator is shared by a run and its subagents.

@@ -13,36 +13,48 @@ import (
 // errNotRunning: the session has no run to queue a prompt for.
 var errNotRunning = errors.New("session is not running")
 
-// queue gives a prompt to the session's running run: it is stored at once
-// and read at the run's next step boundary. errNotRunning when the session
-// is not running (or its run has just ended: then once it has).
+// queue gives a prompt to the session's live session (Live.send): it is
+// stored at once and read at the run's next step boundary. errNotRunning
+// when the session is not running (or its run has just ended: then once
+// it has).
 func (rt *Runtime) queue(ctx context.Context, req Request) (Result, error) {
-	a, r := rt.runs.get(req.Session)
-	if a == nil {
+	l := rt.reg.get(req.Session)
+	if l == nil {
 		return Result{}, errNotRunning
 	}
+	return l.send(ctx, rt, req)
+}
+
+// send queues a prompt that from's window sent into the live session's
+// run. from quotes its selection and reads its images (its window's
+// files); the live session, which owns the thread, checks the images
+// against its run's model (by the owner's settings: the model that will
+// see them), passes the prompt through the prompt hooks of its run and
+// queues it in its graph.
+func (l *Live) send(ctx context.Context, from *Runtime, req Request) (Result, error) {
+	owner, r := l.thread()
 	if r == nil { // the run is starting: it will take input once it has
 		return Result{}, errBusy(req.Session)
 	}
-	owner := a.rt // the run may be another window's (a shared Runs): its graph holds the inbox
 	project := r.session.Project
-	if p, ok := owner.cfg.Workspace.Project(project); ok && owner != rt {
-		local, ok := rt.cfg.Workspace.ProjectAt(p.Root())
-		if !ok {
-			return Result{}, fmt.Errorf("%w: session %s works in %s: open folder %s in this window to continue it", ErrFolderNotOpen, req.Session, p.Root(), p.Root())
-		}
-		if req.Project == local.Name() {
-			req.Project = project
-		}
+	local, err := from.localName(owner, req.Session, project)
+	if err != nil {
+		return Result{}, err
+	}
+	if req.Project == local {
+		req.Project = project
 	}
 	if req.Project != "" && req.Project != project {
 		return Result{}, fmt.Errorf("%w: a prompt for a running session runs in its project (%s); switch projects after it ends", ErrSessionBusy, project)
 	}
-	text, err := rt.promptText(req)
+	text, err := from.promptText(req)
 	if err != nil {
 		return Result{}, err
 	}
-	imgs, err := rt.promptImages(ctx, r, project, req.Images)
+	if err := owner.takesImages(ctx, r.model, req.Images); err != nil {
+		return Result{}, err
+	}
+	imgs, err := from.readImages(local, req.Images, owner.cfg.ImageMaxBytes)
 	if err != nil {
 		return Result{}, err
 	}
@@ -52,19 +64,39 @@ func (rt *Runtime) queue(ctx context.Context, req Request) (Result, error) {
 	human := message.NewHuman(text)
 	human.Name = "human@" + project
 	human.Images = refs(imgs)
-	r.hold(human)
+	return l.enqueue(ctx, owner, r, human, imgs)
+}
+
+// localName is the name in rt's workspace of owner's project: the same
+// folder, maybe named otherwise; ErrFolderNotOpen when rt lacks it.
+func (rt *Runtime) localName(owner *Runtime, session, project string) (string, error) {
+	p, ok := owner.cfg.Workspace.Project(project)
+	if !ok || owner == rt {
+		return project, nil
+	}
+	local, ok := rt.cfg.Workspace.ProjectAt(p.Root())
+	if !ok {
+		return "", fmt.Errorf("%w: session %s works in %s: open folder %s in this window to continue it", ErrFolderNotOpen, session, p.Root(), p.Root())
+	}
+	return local.Name(), nil
+}
+
+// enqueue holds human in the inbox and queues it, with its images, in the
+// thread's graph: the one call of the kernel's Queue.
+func (l *Live) enqueue(ctx context.Context, owner *Runtime, r *run, human message.Message, imgs []message.ImageData) (Result, error) {
+	l.hold(human)
 	pos, err := owner.graph.Queue(ctx, owner.graphConfig(r, 0), human.ID, graph.NewPatch(owner.st.messages.Append(human), owner.st.images.Add(imgs...)))
 	if errors.Is(err, graph.ErrNotRunning) {
-		r.drop(human.ID)
+		l.take(human.ID)
 		select { // the run is ending; the prompt starts the next one
-		case <-a.done:
+		case <-l.done:
 		case <-ctx.Done():
 			return Result{}, ctx.Err()
 		}
 		return Result{}, errNotRunning
 	}
 	if err != nil {
-		r.drop(human.ID)
+		l.take(human.ID)
 		return Result{}, err
 	}
 	r.emit(event.MessageQueued{Message: human, Position: pos})
@@ -88,33 +120,13 @@ func (rt *Runtime) acceptsInput(s graph.State) bool {
 	return answered >= len(ai.ToolCalls)
 }
 
-// hold keeps a queued prompt until the run reads it.
-func (r *run) hold(m message.Message) {
-	r.inbox.Lock()
-	defer r.inbox.Unlock()
-	if r.inbox.held == nil {
-		r.inbox.held = map[string]message.Message{}
-	}
-	r.inbox.held[m.ID] = m
-}
-
-func (r *run) drop(id string) {
-	r.inbox.Lock()
-	defer r.inbox.Unlock()
-	delete(r.inbox.held, id)
-}
-
 // graphEvent turns the kernel's report of an applied input into the
 // message event of the prompt it was.
 func (r *run) graphEvent(e graph.Event) {
-	if e.Type != graph.InputApplied {
+	if e.Type != graph.InputApplied || r.live == nil {
 		return
 	}
-	r.inbox.Lock()
-	m, ok := r.inbox.held[e.TaskID]
-	delete(r.inbox.held, e.TaskID)
-	r.inbox.Unlock()
-	if ok {
+	if m, ok := r.live.take(e.TaskID); ok {
 		r.emit(event.Message{Message: m})
 	}
 }
@@ -122,13 +134,8 @@ func (r *run) graphEvent(e graph.Event) {
 // unread returns the texts of the queued prompts the run ended without
 // reading, in queue order.
 func (r *run) unread(ids []string) []string {
-	r.inbox.Lock()
-	defer r.inbox.Unlock()
-	var out []string
-	for _, id := range ids {
-		if m, ok := r.inbox.held[id]; ok {
-			out = append(out, m.Content)
-		}
+	if r.live == nil {
+		return nil
 	}
-	return out
+	return r.live.unread(ids)
 }

@@ -2,7 +2,8 @@
 # Runs every test of the repository: Go (vet, staticcheck, function length, race-enabled
 # tests, short fuzz runs), the README's runnable commands (scripts/readme-check.sh), the Neovim
 # plugin in headless Neovim, and the VS Code extension (unit, integration,
-# packaging, and end to end in code-server). This is the README's
+# packaging, and end to end in code-server), and a dry run of the release
+# (scripts/release-check.sh). This is the README's
 # test command; .ci/run calls exactly this. The editor tests install what they
 # need (Debian's neovim and chromium, npm packages) on first use, and the
 # store tests a PostgreSQL cluster (Debian's postgresql).
@@ -49,3 +50,5 @@ echo "== neovim plugin (headless end to end)"
 bash editors/neovim/tests/run.sh
 echo "== vscode extension (unit, integration, package, code-server end to end)"
 bash editors/vscode/scripts/test.sh --e2e
+echo "== release: scripts/release.sh --dry-run --platform linux-x64, its artifacts checked (scripts/release-check.sh)"
+bash scripts/release-check.sh

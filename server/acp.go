@@ -349,7 +349,7 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	}()
 	b := a.backend()
 	u := &acpUpdates{conn: a.client(), session: s, ws: b.Workspace}
-	req := agent.Request{Prompt: text, Project: s.project, Events: u.event, MaxSteps: b.Settings.MaxSteps, Durability: b.Settings.Durability, Edits: mode, Model: chosen, Images: imgs}
+	req := agent.Request{Prompt: text, Project: s.project, Edits: mode, Model: chosen, Images: imgs}
 	if stored {
 		req.Session = s.id
 	} else {
@@ -365,10 +365,9 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 		return acp.PromptResponse{}, &acp.RequestError{Code: -32602, Data: d,
 			Message: fmt.Sprintf("no API key: %s needs one and %s is not set (set it in the environment the client starts agent-lsp with, or point OPENAI_BASE_URL at a server that needs none)", d.BaseURL, d.APIKeyEnv)}
 	}
-	req.Editor = &acpEditor{conn: a.client(), caps: a.clientCaps().Fs, ws: b.Workspace, session: s, review: review, allowEdit: b.AllowEdit, updates: u}
-	req.Permissions = &permissions{rules: b.Rules, tools: newToolRules(b.Settings.Allow, b.Settings.Deny), always: &a.always,
-		ask: u.askPermission, interactive: true, before: func() {}}
-	res, err := b.Runtime.Run(context.WithValue(ctx, acpSessionKey{}, s.id), req)
+	ports := Ports{Events: u.event, Ask: u.askPermission, Always: &a.always, Before: func() {},
+		Editor: &acpEditor{conn: a.client(), caps: a.clientCaps().Fs, ws: b.Workspace, session: s, review: review, allowEdit: b.AllowEdit, updates: u}}
+	res, err := b.run(context.WithValue(ctx, acpSessionKey{}, s.id), RunSpec{Request: req}, ports)
 	if res.Status != agent.StatusQueued { // a queued prompt's calls are the running prompt's
 		u.endOpenCalls(res.Status)
 	}
@@ -497,7 +496,7 @@ func (a *acpAgent) addMCP(servers []acp.McpServer) error {
 	if !changed {
 		return nil
 	}
-	st := a.b.Settings
+	st := a.b.Settings.Clone()
 	merged := map[string]json.RawMessage{}
 	if len(st.MCPServers) > 0 {
 		if err := json.Unmarshal(st.MCPServers, &merged); err != nil {

@@ -25,21 +25,34 @@ import (
 // Backend is what the server adapts, as gopls adapts its cache and session:
 // the settings, the workspace, the store and the agent runtime of one
 // connection, composed by NewBackend. The LSP handlers are a thin layer over it.
+//
+// A backend is immutable: Reconfigure derives a new one from a clone of
+// the settings. What a connection keeps across settings changes is its
+// *connection, shared by every backend derived from the first; everything
+// else is computed from the settings by with, never copied field by field
+// (TestReconfigureLosesNothing fails when a field is forgotten).
 type Backend struct {
-	Settings  config.Settings
-	Workspace *workspace.Workspace
-	Store     store.Store
-	Runtime   *agent.Runtime
+	*connection
+	Settings  config.Settings  // immutable: derive changed settings from Settings.Clone()
+	Runtime   *agent.Runtime   // the runtime of the settings (sharing the hub's registry of running sessions)
 	Rules     shellrule.Set    // the allow and deny rules of the settings, parsed
 	AllowEdit []workspace.Rule // protected files the settings let the agent change without confirmation
 	Sandbox   *sandbox.Sandbox // confines commands (Landlock)
 	Confine   sandbox.Settings // how each project's commands are confined
 	Model     *model.OpenAI    // the endpoint
 	MCP       *mcpSource       // the MCP servers of the projects
+	Hooks     *hookSource      // the hooks of the projects' runs
 	// Lang runs the language servers agent-lsp starts itself for clients
-	// that give no language features (headless, ACP).
-	Lang  *langserver.Manager
-	Hooks *hookSource // the hooks of the projects' runs
+	// that give no language features (headless, ACP); kept by a backend
+	// whose settings start them alike (sameLang).
+	Lang *langserver.Manager
+}
+
+// connection is what a backend keeps across settings changes: set once by
+// NewBackend, then only read, by every backend derived from it.
+type connection struct {
+	Workspace *workspace.Workspace
+	Store     store.Store
 	// NotStored: the store could not be opened (a database that cannot be
 	// reached, a file another process holds), and the sessions of this
 	// backend are kept in memory only.
@@ -85,11 +98,11 @@ func NewBackend(hub *Hub, s config.Settings, enc workspace.Encoding, folders []F
 		}
 	}
 	_, memoryOnly := db.(*store.Memory)
-	base := &Backend{Workspace: ws, Store: db, NotStored: memoryOnly, hub: hub, environ: environ, getenv: getenv, warn: warn, ask: ask, closeStore: func() {
+	base := &Backend{connection: &connection{Workspace: ws, Store: db, NotStored: memoryOnly, hub: hub, environ: environ, getenv: getenv, warn: warn, ask: ask, closeStore: func() {
 		if owned {
 			db.Close()
 		}
-	}}
+	}}}
 	b, err := base.with(s)
 	if err != nil {
 		base.Close()
@@ -103,6 +116,7 @@ func NewBackend(hub *Hub, s config.Settings, enc workspace.Encoding, folders []F
 // registry of running sessions, so a run of the old runtime goes on and
 // stays busy). The new backend owns the store's closing.
 func (b *Backend) with(s config.Settings) (*Backend, error) {
+	s = s.Clone() // the backend's own: a caller's later change of its lists reaches nothing here
 	rules, err := shellrule.NewSet(nonEmpty(s.Allow), nonEmpty(s.Deny))
 	if err != nil {
 		return nil, err
@@ -150,7 +164,7 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 	rt, err := agent.New(agent.Config{Hooks: hk, Model: m, ModelName: s.Model, Endpoint: s.BaseURL, ContextTokens: s.ContextTokens, Workspace: b.Workspace, Store: b.Store,
 		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, Prices: s.Prices, CommandEnv: env, ToolSource: src,
 		SubagentModels: nonEmpty(s.SubagentModel), UserDir: userDir(b.getenv),
-		Sandbox: sb, SandboxSettings: confine, Language: lang, Runs: b.hub.runs, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) },
+		Sandbox: sb, SandboxSettings: confine, Language: lang, Registry: b.hub.live, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) },
 		Vision: newVision(s.Vision, m).check, ImageMaxBytes: s.ImageMaxBytes, Fetch: tools.FetchConfig{Allow: nonEmpty(s.AllowFetch)},
 		MaxBackground: cmp.Or(s.MaxBackground, -1)})
 	if err != nil {
@@ -159,8 +173,8 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 		}
 		return nil, err
 	}
-	return &Backend{Model: m, Settings: s, Workspace: b.Workspace, Store: b.Store, NotStored: b.NotStored, Runtime: rt, Rules: rules, AllowEdit: allowEdit,
-		Sandbox: sb, Confine: confine, MCP: src, Hooks: hk, Lang: lang, hub: b.hub, environ: b.environ, getenv: b.getenv, warn: b.warn, ask: b.ask, closeStore: b.closeStore}, nil
+	return &Backend{connection: b.connection, Model: m, Settings: s, Runtime: rt, Rules: rules, AllowEdit: allowEdit,
+		Sandbox: sb, Confine: confine, MCP: src, Hooks: hk, Lang: lang}, nil
 }
 
 // sameLang reports whether settings a and b start the same language
@@ -237,16 +251,8 @@ func (b *Backend) Close() {
 // asker asks the user to choose one of actions ("" when dismissed).
 type asker func(ctx context.Context, message string, actions ...string) (string, error)
 
-// StoreName says where sessions are kept, for logs.
-func (b *Backend) StoreName() string {
-	switch db := b.Store.(type) {
-	case *store.Bolt:
-		return db.Path()
-	case *postgres.Store:
-		return db.Path() // redacted
-	}
-	return "memory"
-}
+// StoreName says where sessions are kept, for logs (never a password).
+func (b *Backend) StoreName() string { return b.Store.Name() }
 
 // openStore opens the store file at path. When another process holds it
 // (a server started with --no-daemon while a daemon or another server owns

@@ -13,17 +13,16 @@ import (
 )
 
 // Hub is what the connections of one process share: in the daemon, every
-// window's connection. It holds the store they all use, the sessions
-// running in any of them, one event sequence per session, and the
-// connections that follow a session they queued a prompt into. A Serve
-// without a hub has its own and opens the store its settings name.
+// window's connection. It holds the store they all use and the registry of
+// live sessions (agent.Registry: the sessions running in any of them, one
+// event sequence per session, and the connections that follow each: the
+// run's own and those that queued a prompt into it). A Serve without a hub
+// has its own and opens the store its settings name.
 type Hub struct {
-	store     store.Store // nil: each connection opens the store its settings name
-	storePath string      // the file of store
-	runs      *agent.Runs
-	seqs      sequencer
-	watchers  watchers
-	mcp       mcpPool // MCP servers, shared by connections that define them alike
+	store     store.Store     // nil: each connection opens the store its settings name
+	storePath string          // the file of store
+	live      *agent.Registry // the live sessions of every connection, their event sequences and followers
+	mcp       mcpPool         // MCP servers, shared by connections that define them alike
 }
 
 // NewHub returns a hub over st, the store at path, which it never closes;
@@ -33,14 +32,14 @@ func NewHub(st store.Store, path string) *Hub {
 	if err != nil || postgres.IsURL(path) {
 		abs = path
 	}
-	return &Hub{store: st, storePath: abs, runs: agent.NewRuns()}
+	return &Hub{store: st, storePath: abs, live: agent.NewRegistry()}
 }
 
 // Running is how many sessions run now, in all connections.
-func (h *Hub) Running() int { return h.runs.Count() }
+func (h *Hub) Running() int { return h.live.Count() }
 
-// Runs is the registry of the sessions running in the hub's connections.
-func (h *Hub) Runs() *agent.Runs { return h.runs }
+// Live is the registry of the sessions running in the hub's connections.
+func (h *Hub) Live() *agent.Registry { return h.live }
 
 // sharedStore returns the hub's store for settings that name path, or nil
 // when the hub has none; an error when the hub serves another file.
@@ -60,68 +59,16 @@ func (h *Hub) sharedStore(path string) (store.Store, error) {
 	return h.store, nil
 }
 
-// watchers are the connections following sessions that run in another:
-// each receives the session's events until its run ends, through its
-// outbox (which never waits for it).
-type watchers struct {
-	mu sync.Mutex                  // guards by
-	by map[string]map[*client]bool // session -> following connections
-}
-
-// watch makes c receive session's events until its run ends.
-func (w *watchers) watch(session string, c *client) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.by == nil {
-		w.by = map[string]map[*client]bool{}
-	}
-	if w.by[session] == nil {
-		w.by[session] = map[*client]bool{}
-	}
-	w.by[session][c] = true
-}
-
-// ended stops every connection following session: its run ended.
-func (w *watchers) ended(session string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.by, session)
-}
-
-// forget drops c from every session: its connection closed.
-func (w *watchers) forget(c *client) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for s, cs := range w.by {
-		delete(cs, c)
-		if len(cs) == 0 {
-			delete(w.by, s)
-		}
-	}
-}
-
-// send gives e to the connections following its session, but from. It
-// never waits for them: each has an outbox.
-func (w *watchers) send(e event.Event, from *client) {
-	w.mu.Lock()
-	var to []*client
-	for c := range w.by[e.Session] {
-		if c != from && c.box != nil {
-			to = append(to, c)
-		}
-	}
-	w.mu.Unlock()
-	if len(to) == 0 {
-		return
-	}
-	raw, err := e.MarshalJSON()
-	if err != nil { // only an event without data fails
+// Deliver queues one of a followed session's events (agent.Subscriber):
+// through the connection's outbox, which never waits for it (a client
+// without one, built by a test, sends it at once).
+func (c *client) Deliver(raw []byte, e event.Event) {
+	if c.box == nil {
+		c.rawEvent(raw)
 		return
 	}
 	_, end := e.Data.(event.RunEnd)
-	for _, c := range to { // no lock held while calling a client
-		c.box.rawEvent(raw, e.Session, e.Seq, end)
-	}
+	c.box.rawEvent(raw, e.Session, e.Seq, end)
 }
 
 // mcpPool shares MCP managers among a process's connections: windows whose

@@ -13,6 +13,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/event"
 )
 
@@ -29,18 +30,17 @@ func TestFollowerThatDoesNotRead(t *testing.T) {
 	defer cancel()
 	follower := &client{conn: conn, ctx: ctx}
 	follower.box = newOutbox(follower, func(string, ...any) {})
-	var w watchers
-	runner := &client{}
-	w.watch("s", follower)
+	var w agent.Broadcast
+	w.Follow(follower)
 
 	const events, size = 400, 64 << 10 // 25 MB: three times what is kept
 	summary := strings.Repeat("x", size)
 	sent := make(chan struct{})
 	go func() {
 		for i := 1; i <= events; i++ {
-			w.send(event.Event{Session: "s", Seq: int64(i), Data: event.ToolEnd{CallID: "c", Name: "read_file", OK: true, Summary: summary}}, runner)
+			w.Publish(event.Event{Session: "s", Seq: int64(i), Data: event.ToolEnd{CallID: "c", Name: "read_file", OK: true, Summary: summary}})
 		}
-		w.send(event.Event{Session: "s", Seq: events + 1, Data: event.RunEnd{Status: "done"}}, runner)
+		w.Publish(event.Event{Session: "s", Seq: events + 1, Data: event.RunEnd{Status: "done"}})
 		close(sent)
 	}()
 	select {

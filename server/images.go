@@ -66,17 +66,18 @@ func imageInputs(command string, refs []ImageRef) ([]agent.ImageInput, error) {
 // vision answers which models take images, by the model.vision setting:
 // true or false for every model; auto for the well-known ones
 // (model.KnownVision), else by what the endpoint's model list says of the
-// model, asked once and remembered.
+// model, asked once per endpoint (a backend's model) and remembered.
 type vision struct {
 	setting string
 	m       *model.OpenAI
 
-	mu     sync.Mutex       // guards listed
-	listed map[string]*bool // model -> what the list said (nil: nothing), once asked
+	mu     sync.Mutex        // guards asked and models
+	asked  bool              // the endpoint answered the list (or has none)
+	models []model.ModelInfo // what it listed
 }
 
 func newVision(setting string, m *model.OpenAI) *vision {
-	return &vision{setting: setting, m: m, listed: map[string]*bool{}}
+	return &vision{setting: setting, m: m}
 }
 
 // check implements agent.Config.Vision.
@@ -102,29 +103,30 @@ func (v *vision) check(ctx context.Context, name string) error {
 	return fmt.Errorf("the model %q is not known to take images: set model.vision to true (--vision true) if it does", name)
 }
 
-// list is what the endpoint's model list says of name's images: asked once
-// per model (an endpoint without a list, or out of reach, says nothing).
+// list is what the endpoint's model list says of name's images: the list
+// asked once for every model (an endpoint without a list says nothing; one
+// out of reach is asked again next time).
 func (v *vision) list(ctx context.Context, name string) *bool {
 	v.mu.Lock()
-	said, asked := v.listed[name]
+	asked, models := v.asked, v.models
 	v.mu.Unlock()
-	if asked {
-		return said
+	if !asked {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		var err error
+		if models, err = v.m.Models(ctx); err != nil && !errors.Is(err, model.ErrNoModelList) {
+			return nil // not remembered: the endpoint may answer later
+		}
+		v.mu.Lock()
+		v.asked, v.models = true, models
+		v.mu.Unlock()
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	models, err := v.m.Models(ctx)
-	if err != nil && !errors.Is(err, model.ErrNoModelList) {
-		return nil // not remembered: the endpoint may answer later
-	}
+	var said *bool
 	for _, mi := range models {
 		if mi.ID == name || (!strings.Contains(name, ":") && mi.ID == name+":latest") {
 			said = mi.Vision
 		}
 	}
-	v.mu.Lock()
-	v.listed[name] = said
-	v.mu.Unlock()
 	return said
 }
 

@@ -3,11 +3,11 @@ package server
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"go.lsp.dev/protocol"
 
+	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/transcript"
 )
@@ -18,42 +18,32 @@ const (
 	deltaBytes  = 256
 )
 
-// sequencer numbers agent/event notifications: one sequence per session.
-type sequencer struct {
-	mu   sync.Mutex       // guards last
-	last map[string]int64 // session -> seq of its last event
-}
-
-func (q *sequencer) next(session string) int64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.last == nil {
-		q.last = map[string]int64{}
-	}
-	q.last[session]++
-	return q.last[session]
-}
-
-// reporter turns one run's events into agent/event notifications and
-// $/progress reports, which it queues in the connection's outbox (never
-// waiting for the client). One goroutine queues them, in the order they
-// came, and owns the batch of text deltas.
+// reporter turns one run's events into agent/event notifications, which
+// it numbers and publishes to the run's live session's subscribers (its
+// own connection among them: each queues them in its outbox, never waiting
+// for a client), and into $/progress reports for its own connection. One
+// goroutine publishes them, in the order they came, and owns the batch of
+// text deltas.
 type reporter struct {
 	c     *client
-	hub   *Hub                   // numbers events per session and passes them to the session's followers
+	hub   *Hub                   // numbers events per session and holds the live sessions
 	token protocol.ProgressToken // the run's progress token; nil: no progress
 	in    chan report
 	done  chan struct{}
-	// followed are the events queued since the session's followers last
-	// got them. Owned by the loop.
-	followed []event.Event
+	// bound is the live session's broadcaster, which the connection
+	// follows from the run's first event on: set by event, whose calls
+	// come one at a time.
+	bound *agent.Broadcast
+	// to is bound, as the loop got it with the first event.
+	to *agent.Broadcast
 }
 
 // report is one thing to send: an event, the end of progress, or a marker
 // that is answered once everything queued before it was sent.
 type report struct {
 	ev      *event.Event
-	end     *string // ends progress with this message
+	to      *agent.Broadcast // where ev goes
+	end     *string          // ends progress with this message
 	flushed chan struct{}
 }
 
@@ -65,8 +55,19 @@ func newReporter(c *client, hub *Hub, token protocol.ProgressToken, title string
 	return k
 }
 
-// event queues one of the runtime's events (the agent's Events port).
-func (k *reporter) event(e event.Event) { k.in <- report{ev: &e} }
+// event queues one of the runtime's events (the agent's Events port). The
+// first makes the connection follow the run's live session (registered
+// while its run emits events): its events reach it as they reach any
+// follower.
+func (k *reporter) event(e event.Event) {
+	if k.bound == nil {
+		if k.bound = k.hub.live.Follow(e.Session, k.c); k.bound == nil {
+			k.bound = &agent.Broadcast{} // not a live session's event: for this connection only
+			k.bound.Follow(k.c)
+		}
+	}
+	k.in <- report{ev: &e, to: k.bound}
+}
 
 // flush returns once everything queued before it was written to the
 // client (or dropped), buffered text included: a request to the editor (an
@@ -129,14 +130,11 @@ func (k *reporter) loop() {
 		case <-b.tick():
 			b.timer = nil
 			k.flushText(&b)
-			k.follow()
 		case r, ok := <-k.in:
 			if !ok {
 				return
 			}
-			open := k.drain(&b, r)
-			k.follow()
-			if !open {
+			if !k.drain(&b, r) {
 				return
 			}
 		}
@@ -144,8 +142,7 @@ func (k *reporter) loop() {
 }
 
 // drain handles r and whatever else is queued already, at most a queue's
-// worth, before the followers get them; it reports whether the queue is
-// still open.
+// worth; it reports whether the queue is still open.
 func (k *reporter) drain(b *batch, r report) bool {
 	k.handle(b, r)
 	for range cap(k.in) {
@@ -164,6 +161,9 @@ func (k *reporter) drain(b *batch, r report) bool {
 
 // handle sends one report, batching text deltas.
 func (k *reporter) handle(b *batch, r report) {
+	if r.to != nil {
+		k.to = r.to
+	}
 	switch {
 	case r.flushed != nil:
 		k.flushText(b)
@@ -230,28 +230,11 @@ func (k *reporter) flushText(b *batch) {
 	}
 }
 
-// send numbers an event in its session's sequence and queues it (a run's
-// end is never dropped); follow passes it to the connections following the
-// session.
+// send numbers an event in its session's sequence and publishes it to the
+// run's subscribers (a run's end is never dropped).
 func (k *reporter) send(e event.Event) {
-	e.Seq = k.hub.seqs.next(e.Session)
-	if k.c.box != nil {
-		_, end := e.Data.(event.RunEnd)
-		k.c.box.event(e, end)
-	} else {
-		k.c.event(e)
-	}
-	k.followed = append(k.followed, e)
-}
-
-// follow passes the events sent since it last ran to the connections
-// following their sessions.
-func (k *reporter) follow() {
-	for _, e := range k.followed {
-		k.hub.watchers.send(e, k.c)
-	}
-	clear(k.followed)
-	k.followed = k.followed[:0]
+	e.Seq = k.hub.live.Seq(e.Session)
+	k.to.Publish(e)
 }
 
 // progressOf is the progress line an event makes, if any, and whether it ends

@@ -106,7 +106,7 @@ func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (a
 		return agent.Result{}, err
 	}
 	title := "agent: " + transcript.FirstWords(a.Prompt, 6)
-	return s.startRun(ctx, call, "agent.run", title, o, req, call.b.Runtime.Run)
+	return s.startRun(ctx, call, "agent.run", title, o, RunSpec{Request: req})
 }
 
 // slash expands a prompt that starts with /name (expandSlash): a
@@ -155,14 +155,13 @@ func (s *Server) resumeCommand(ctx context.Context, call commandCall, a ResumeAr
 	if err := s.checkModel(ctx, call.b, "agent.resume", a.Model); err != nil {
 		return agent.Result{}, err
 	}
-	return s.startRun(ctx, call, "agent.resume", "agent: resume "+a.Session, runOptions{edits: a.Edits, durability: a.Durability}, req, call.b.Runtime.Resume)
+	return s.startRun(ctx, call, "agent.resume", "agent: resume "+a.Session, runOptions{edits: a.Edits, durability: a.Durability}, RunSpec{Request: req, Resume: true})
 }
 
 // startRun runs one agent.run or agent.resume: asynchronously (later messages
 // are handled meanwhile), with progress and events, the editor and permission
 // ports, and three ways to cancel it.
-func (s *Server) startRun(ctx context.Context, call commandCall, command, title string, o runOptions, req agent.Request,
-	run func(context.Context, agent.Request) (agent.Result, error)) (agent.Result, error) {
+func (s *Server) startRun(ctx context.Context, call commandCall, command, title string, o runOptions, spec RunSpec) (agent.Result, error) {
 	jsonrpc2.Async(ctx)
 	s.runs.Add(1)
 	defer s.runs.Done()
@@ -182,34 +181,29 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	if o.edits != "" {
 		review = o.edits == "review"
 	}
-	req.Events = k.event
-	req.Editor = &editor{c: s.client, ws: call.b.Workspace, review: review, allowEdit: call.b.AllowEdit, before: k.flush, saves: s.life.canSave(), line: &s.reviews}
+	spec.Durability = store.Durability(o.durability)
+	ports := Ports{Events: k.event, Ask: s.askPermission, Always: &s.always, Before: k.flush,
+		Editor: &editor{c: s.client, ws: call.b.Workspace, review: review, allowEdit: call.b.AllowEdit, before: k.flush, saves: s.life.canSave(), line: &s.reviews}}
 	if s.life.answersLanguage() { // the editor's language features answer, else the servers agent-lsp starts
-		req.Language = &editorLanguage{c: s.client, ws: call.b.Workspace, wait: time.Duration(settings.DiagnosticsWait) * time.Millisecond, before: k.flush}
+		ports.Language = &editorLanguage{c: s.client, ws: call.b.Workspace, wait: time.Duration(settings.DiagnosticsWait) * time.Millisecond, before: k.flush}
 	}
-	req.Permissions = &permissions{rules: call.b.Rules, tools: newToolRules(settings.Allow, settings.Deny), always: &s.always, ask: s.askPermission, interactive: settings.Interactive, before: k.flush}
-	req.MaxSteps, req.Durability = settings.MaxSteps, store.Durability(o.durability)
-	if req.Durability == "" {
-		req.Durability = settings.Durability // the daemon's store is shared: each connection's setting applies to its runs
-	}
-	if req.Session != "" && call.b.Runtime.Running(req.Session) {
+	if spec.Session != "" && call.b.Runtime.Running(spec.Session) {
 		// Likely queued into a run of another window: follow the session
 		// from now on, so that this window sees its prompt queued.
-		s.opts.Hub.watchers.watch(req.Session, s.client)
+		s.opts.Hub.live.Follow(spec.Session, s.client)
 	}
-	res, err := run(runCtx, req)
+	res, err := call.b.run(runCtx, spec, ports)
 	if err != nil {
 		k.close("failed: " + err.Error())
 		return agent.Result{}, sessionError(command, err)
 	}
 	if res.Status == agent.StatusQueued {
 		k.close(fmt.Sprintf("queued for the running session (position %d)", res.Position))
-		s.opts.Hub.watchers.watch(res.Session, s.client) // its run may be another window's
+		s.opts.Hub.live.Follow(res.Session, s.client) // its run may be another window's
 		return res, nil
 	}
 	s.learn(call.b, &res)
 	k.close("")
-	s.opts.Hub.watchers.ended(res.Session)
 	if s.requests.cancelledByRequest(c) && res.Status == store.StatusCancelled {
 		return agent.Result{}, jsonrpc2.Errorf(RequestCancelled, "%s cancelled by $/cancelRequest (session %s, status cancelled)", command, res.Session)
 	}

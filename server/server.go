@@ -125,7 +125,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 		// of stdin ends only at EOF (the caller closes a socket).
 	}
 	s.stopRuns()
-	opts.Hub.watchers.forget(s.client)
+	opts.Hub.live.Forget(s.client)
 	shutdown := s.life.close()
 	select {
 	case <-s.exited:

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -102,6 +104,9 @@ func (b *Bolt) importLocked(ctx context.Context, path string, after func()) (n i
 		// bbolt writes its meta pages as it creates a file: an empty one was
 		// never initialized and holds no session.
 		if after != nil {
+			if runtime.GOOS == "windows" {
+				f.Close() // Windows renames no open file
+			}
 			after()
 		}
 		return 0, nil
@@ -110,7 +115,8 @@ func (b *Bolt) importLocked(ctx context.Context, path string, after func()) (n i
 	if err != nil {
 		return 0, &CorruptError{Path: path, Cause: err.Error()}
 	}
-	defer src.Close()
+	closeSrc := sync.OnceValue(src.Close)
+	defer closeSrc()
 	if src.Newer() {
 		f, _ := src.Format()
 		return 0, fmt.Errorf("%w (store format %d; this agent-lsp reads formats up to %d)", ErrNewerFormat, f, Format)
@@ -126,6 +132,12 @@ func (b *Bolt) importLocked(ctx context.Context, path string, after func()) (n i
 		return n, err
 	}
 	if after != nil {
+		if runtime.GOOS == "windows" {
+			// Windows renames no file that is open or mapped: the sibling
+			// is let go first (its sessions are in b already).
+			closeSrc()
+			f.Close()
+		}
 		after()
 	}
 	return n, nil
@@ -256,7 +268,8 @@ func IsSiblingStore(main, name string) bool {
 //     process, damaged, unreadable) is left in record.Place, untouched, and named in
 //     a note saying why; the next call tries it again.
 //   - A sibling imported in full is renamed to <name>.imported (or
-//     <name>.imported.2, ... if that exists), while still share-locked, so
+//     <name>.imported.2, ... if that exists), while still share-locked (on
+//     Windows, which renames no open file, just after it is let go), so
 //     that it is imported once and kept for inspection. If the rename fails, a
 //     note says so; a later call imports nothing new from it (Import skips
 //     sessions b has) and tries the rename again.

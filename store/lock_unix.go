@@ -26,3 +26,7 @@ func unlock(f *os.File) error {
 
 // lockBusy reports whether tryLock's err says another process holds the lock.
 func lockBusy(err error) bool { return errors.Is(err, syscall.EWOULDBLOCK) }
+
+// openShared opens the store file at path for reading and writing (on
+// Unix a rename over an open file needs nothing more).
+func openShared(path string) (*os.File, error) { return os.OpenFile(path, os.O_RDWR, 0) }

@@ -5,6 +5,7 @@ package store
 import (
 	"errors"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/windows"
 )
@@ -35,3 +36,20 @@ func unlock(f *os.File) error {
 
 // lockBusy reports whether tryLock's err says another process holds the lock.
 func lockBusy(err error) bool { return errors.Is(err, windows.ERROR_LOCK_VIOLATION) }
+
+// openShared opens the store file at path for reading and writing, letting
+// it be renamed or replaced while open (FILE_SHARE_DELETE, which Go's
+// os.OpenFile does not ask for): a conversion or a salvage renames over
+// the file it holds locked, as on Unix.
+func openShared(path string) (*os.File, error) {
+	p, err := syscall.UTF16PtrFromString(path)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	h, err := syscall.CreateFile(p, syscall.GENERIC_READ|syscall.GENERIC_WRITE,
+		syscall.FILE_SHARE_READ|syscall.FILE_SHARE_WRITE|syscall.FILE_SHARE_DELETE, nil, syscall.OPEN_EXISTING, syscall.FILE_ATTRIBUTE_NORMAL, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(h), path), nil
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -265,7 +266,7 @@ func createEmpty(path string) error {
 // lockFile opens the file at path and takes its exclusive lock, waiting up
 // to LockTimeout for another process to release it.
 func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := openShared(path)
 	if err != nil {
 		return nil, err
 	}
@@ -325,6 +326,13 @@ func upgrade(path string) ([]string, error) {
 	if err != nil {
 		os.Remove(tmp)
 		return nil, err
+	}
+	if runtime.GOOS == "windows" {
+		// Windows replaces no file that is open, even one shared for
+		// deletion: the lock goes first. Another process that opens the
+		// old file meanwhile makes the rename fail (said, tried again at the
+		// next open), or converts it again from the same content.
+		lock.Close()
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)

@@ -87,6 +87,12 @@ func (p *Project) OpenFile(abs string) (*os.File, int64, error) {
 		return nil, 0, err
 	}
 	defer done()
+	return openRegular(r, rel)
+}
+
+// openRegular opens the regular file at rel inside r for reading, without
+// blocking on a named pipe or device (refused): the open file and its size.
+func openRegular(r *os.Root, rel string) (*os.File, int64, error) {
 	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -108,6 +114,13 @@ func (p *Project) OpenFile(abs string) (*os.File, int64, error) {
 
 // readLimited reads all of f, refusing more than max bytes.
 func readLimited(f *os.File, name string, size, max int64) ([]byte, error) {
+	return ReadLimited(f, name, size, max, nil)
+}
+
+// ReadLimited reads all of f, whose size fstat gave as size, refusing more
+// than max bytes (a FileTooLargeError): into buf when it holds size+1
+// bytes (the result then shares buf's memory), else into a new slice.
+func ReadLimited(f *os.File, name string, size, max int64, buf []byte) ([]byte, error) {
 	if size > max {
 		return nil, &FileTooLargeError{Path: name, Size: size, Max: max}
 	}
@@ -115,7 +128,11 @@ func readLimited(f *os.File, name string, size, max int64) ([]byte, error) {
 	// more: the buffer holds a byte over). Otherwise, a file that grew or a
 	// file system that reads less at once, it is read to its end, up to
 	// max+1 bytes.
-	b := make([]byte, size+1) // size <= max
+	b := buf[:0]
+	if int64(cap(buf)) <= size {
+		b = make([]byte, size+1) // size <= max
+	}
+	b = b[:size+1]
 	n, err := f.Read(b)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err

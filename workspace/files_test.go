@@ -3,8 +3,10 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -322,5 +324,72 @@ func TestRemovedProjectReleasesItsRoot(t *testing.T) {
 	p.held.mu.Unlock()
 	if r != nil || users != 0 {
 		t.Fatalf("after the reads: held %v, %d users", r, users)
+	}
+}
+
+// A walked entry opens relative to its folder as OpenFile opens: a regular
+// file reads; a named pipe is refused without blocking; a file replaced by
+// a symlink out of the project after the walk listed it is refused.
+func TestEntryOpen(t *testing.T) {
+	isolatedGit(t)
+	root, outside := t.TempDir(), t.TempDir()
+	tree(t, root, map[string]string{"d/a.txt": "hello\n", "d/b.txt": "swapped\n"})
+	tree(t, outside, map[string]string{"secret": "no\n"})
+	if err := syscall.Mkfifo(filepath.Join(root, "d", "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proj, err := New(UTF16).Add("p", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	err = proj.Files(context.Background(), root, func(e Entry) error {
+		if e.Rel == "d/b.txt" {
+			os.Remove(filepath.Join(root, "d", "b.txt"))
+			if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "d", "b.txt")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, size, err := e.Open()
+		if err != nil {
+			got[e.Rel] = "error"
+			return nil
+		}
+		defer f.Close()
+		b, err := ReadLimited(f, e.Rel, size, MaxSearchSize, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[e.Rel] = string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"d/a.txt": "hello\n", "d/b.txt": "error", "d/pipe": "error"}
+	if !maps.Equal(got, want) {
+		t.Errorf("opened %v, want %v", got, want)
+	}
+}
+
+// ReadLimited reads into the buffer it is given when it holds the file.
+func TestReadLimitedIntoBuffer(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(name, []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, buf := range [][]byte{nil, make([]byte, 0, 3), make([]byte, 100)} {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := ReadLimited(f, "f", 3, 10, buf)
+		f.Close()
+		if err != nil || string(b) != "abc" {
+			t.Fatalf("cap %d: %q, %v", cap(buf), b, err)
+		}
+		if shared := cap(buf) > 3 && &b[0] == &buf[:1][0]; shared != (cap(buf) > 3) {
+			t.Errorf("cap %d: read into the buffer: %v", cap(buf), shared)
+		}
 	}
 }

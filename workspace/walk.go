@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -37,6 +38,34 @@ var ignoreFiles = []string{".gitignore", ".ignore"}
 // error, as does any error fn returns (filepath.SkipDir skips the rest of
 // the current folder).
 func (p *Project) Walk(ctx context.Context, dir string, fn func(abs, rel string, d fs.DirEntry) error) error {
+	return p.Files(ctx, dir, func(e Entry) error { return fn(e.Abs, e.Rel, e.DirEntry) })
+}
+
+// Entry is a file or link a walk (Project.Files) came to.
+type Entry struct {
+	fs.DirEntry
+	Abs string // its path under the project's root as the user named it
+	Rel string // its slash-separated path relative to the root
+	dir *os.Root
+}
+
+// Open opens the entry for reading as Project.OpenFile does (inside the
+// root, a regular file only, never blocking), relative to its folder,
+// which the walk holds open: one open instead of one per folder of its
+// path. It may be called only while the walk's fn runs for the entry.
+func (e Entry) Open() (*os.File, int64, error) {
+	f, size, err := openRegular(e.dir, e.Name())
+	var nr *NotRegularError
+	if errors.As(err, &nr) {
+		nr.Path = e.Rel
+	}
+	return f, size, err
+}
+
+// Files is Walk, with each entry able to open itself (Entry.Open). The walk
+// holds each folder it is in open (os.Root): the folders are entered, and
+// their files opened, one name at a time, never through a symlink.
+func (p *Project) Files(ctx context.Context, dir string, fn func(e Entry) error) error {
 	root := p.WalkRoot()
 	rel := p.Rel(dir)
 	if rel == "." {
@@ -47,20 +76,30 @@ func (p *Project) Walk(ctx context.Context, dir string, fn func(abs, rel string,
 	ps := globalExcludes()
 	ps = append(ps, readIgnore(filepath.Join(top, ".git", "info", "exclude"), nil)...)
 	// The ignore files of every folder from the repository's top down to
-	// the start, so a walk of a subfolder leaves out what a walk of the
-	// whole project would. The project's root itself is walked even if the
-	// repository ignores it: the user opened it.
+	// the start's parent, so a walk of a subfolder leaves out what a walk of
+	// the whole project would (the start's own are read by w.dir). The
+	// project's root itself is walked even if the repository ignores it:
+	// the user opened it.
 	path := append(prefix[:len(prefix):len(prefix)], split(rel)...)
 	d := top
-	ps = append(ps, w.folderPatterns(d, nil)...)
 	for i, name := range path {
+		ps = append(ps, w.folderPatterns(d, path[:i])...)
 		if i >= len(prefix) && gitignore.NewMatcher(ps).Match(path[:i+1], true) {
 			return nil // the start is ignored
 		}
 		d = filepath.Join(d, name)
-		ps = append(ps, w.folderPatterns(d, path[:i+1])...)
 	}
-	err := w.dir(filepath.Join(root, filepath.FromSlash(rel)), rel, path, ps)
+	r, done, err := p.openRoot()
+	if err != nil {
+		return nil // an unreadable folder is skipped
+	}
+	start, err := r.OpenRoot(filepath.Join(".", filepath.FromSlash(rel)))
+	done()
+	if err != nil {
+		return nil
+	}
+	defer start.Close()
+	err = w.dir(start, filepath.Join(root, filepath.FromSlash(rel)), rel, path, ps)
 	if errors.Is(err, filepath.SkipDir) || errors.Is(err, fs.SkipAll) {
 		return nil
 	}
@@ -71,18 +110,24 @@ func (p *Project) Walk(ctx context.Context, dir string, fn func(abs, rel string,
 type walker struct {
 	ctx   context.Context
 	shown string // the project's root as the user named it: what fn gets
-	fn    func(abs, rel string, d fs.DirEntry) error
+	fn    func(e Entry) error
 }
 
-// dir visits the folder at abs (rel below the root; path below the
+// dir visits the folder r at abs (rel below the root; path below the
 // repository's top), whose ancestors' patterns are ps.
-func (w *walker) dir(abs, rel string, path []string, ps []gitignore.Pattern) error {
+func (w *walker) dir(r *os.Root, abs, rel string, path []string, ps []gitignore.Pattern) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
-	entries, err := os.ReadDir(abs)
+	entries, err := readDir(r)
 	if err != nil {
 		return nil // unreadable folders are skipped, as before
+	}
+	for _, name := range ignoreFiles {
+		// Only a folder that lists an ignore file has one to read.
+		if _, ok := slices.BinarySearchFunc(entries, name, func(d fs.DirEntry, name string) int { return strings.Compare(d.Name(), name) }); ok {
+			ps = append(ps[:len(ps):len(ps)], readIgnore(filepath.Join(abs, name), path)...)
+		}
 	}
 	m := gitignore.NewMatcher(ps)
 	for _, d := range entries {
@@ -99,10 +144,14 @@ func (w *walker) dir(abs, rel string, path []string, ps []gitignore.Pattern) err
 		if rel != "" {
 			childRel = rel + "/" + name
 		}
-		childAbs := filepath.Join(abs, name)
 		if isDir {
-			sub := append(ps[:len(ps):len(ps)], w.folderPatterns(childAbs, childPath)...)
-			if err := w.dir(childAbs, childRel, childPath, sub); err != nil {
+			sub, err := r.OpenRoot(name)
+			if err != nil {
+				continue // unreadable, or no longer a folder
+			}
+			err = w.dir(sub, filepath.Join(abs, name), childRel, childPath, ps)
+			sub.Close()
+			if err != nil {
 				if errors.Is(err, filepath.SkipDir) {
 					continue
 				}
@@ -110,7 +159,7 @@ func (w *walker) dir(abs, rel string, path []string, ps []gitignore.Pattern) err
 			}
 			continue
 		}
-		if err := w.fn(filepath.Join(w.shown, filepath.FromSlash(childRel)), childRel, d); err != nil {
+		if err := w.fn(Entry{DirEntry: d, Abs: filepath.Join(w.shown, filepath.FromSlash(childRel)), Rel: childRel, dir: r}); err != nil {
 			if errors.Is(err, filepath.SkipDir) {
 				return nil
 			}
@@ -118,6 +167,18 @@ func (w *walker) dir(abs, rel string, path []string, ps []gitignore.Pattern) err
 		}
 	}
 	return nil
+}
+
+// readDir lists the folder r, sorted by name.
+func readDir(r *os.Root) ([]fs.DirEntry, error) {
+	f, err := r.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return entries, err
 }
 
 // folderPatterns reads the ignore files of the folder at abs, whose path

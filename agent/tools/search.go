@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"regexp"
 	"regexp/syntax"
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/sourcegraph/conc/stream"
@@ -137,25 +139,35 @@ type searchFound struct {
 // walk's order and their results gathered in that order (conc's stream runs
 // each callback in the order its task was started), so the lines reported
 // are always the first ones in walk order, whichever file is read first. The
-// walk stops as soon as the lines found exceed the limit.
+// walk opens each file (one open, relative to the folder it holds open) and
+// the tasks read and match them; it stops as soon as the lines found exceed
+// the limit.
 func (q *searchQuery) run(ctx context.Context, ws *workspace.Workspace, p *workspace.Project) (searchFound, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var found searchFound
 	var full atomic.Bool // set by the callbacks, read by the walk
 	s := stream.New().WithMaxGoroutines(runtime.GOMAXPROCS(0))
-	err := p.Walk(ctx, p.Root(), func(abs, rel string, d fs.DirEntry) error {
+	err := p.Files(ctx, p.Root(), func(e workspace.Entry) error {
 		if full.Load() {
 			return errEnough
 		}
-		if !d.Type().IsRegular() || q.filter != nil && !q.filter.MatchString(rel) {
+		if !e.Type().IsRegular() || q.filter != nil && !q.filter.MatchString(e.Rel) {
 			return nil // links are not followed, as by ripgrep
 		}
+		src := openSource(ws, e)
+		if src.big {
+			s.Go(func() stream.Callback { return func() { found.big = append(found.big, e.Rel) } })
+			return nil
+		}
+		if src.f == nil && src.text == nil {
+			return nil // unreadable
+		}
 		s.Go(func() stream.Callback {
-			lines, big := q.file(ctx, ws, p, abs, rel)
+			lines, big := q.file(ctx, src, e.Rel)
 			return func() {
 				if big {
-					found.big = append(found.big, rel)
+					found.big = append(found.big, e.Rel)
 				}
 				if found.more {
 					return
@@ -180,21 +192,63 @@ func (q *searchQuery) run(ctx context.Context, ws *workspace.Workspace, p *works
 	return found, nil
 }
 
-// file searches one file: its matching lines, at most limit+1 of them, and
-// whether it was too large to search.
-func (q *searchQuery) file(ctx context.Context, ws *workspace.Workspace, p *workspace.Project, abs, rel string) ([]string, bool) {
-	if ctx.Err() != nil {
-		return nil, false
+// source is a file to search: the editor's unsaved text, or the open file
+// and its size; big when it is over workspace.MaxSearchSize.
+type source struct {
+	text []byte
+	f    *os.File
+	size int64
+	big  bool
+}
+
+// openSource opens the walked file e as search reads it: the unsaved
+// buffer when the editor has it open, else the file (inside the root,
+// regular, never blocking: a link out of the project, a FIFO or /dev/zero
+// is never read); nothing when it cannot be opened.
+func openSource(ws *workspace.Workspace, e workspace.Entry) source {
+	if d, ok := ws.Document(e.Abs); ok {
+		if len(d.Text) > workspace.MaxSearchSize {
+			return source{big: true}
+		}
+		return source{text: []byte(d.Text)}
 	}
-	// Inside the root, regular, at most MaxSearchSize: a link out of the
-	// project, a FIFO or /dev/zero is never read.
-	b, err := ws.ReadFile(p, abs, workspace.MaxSearchSize)
-	var tooLarge *workspace.FileTooLargeError
-	if errors.As(err, &tooLarge) {
-		return nil, true
+	f, size, err := e.Open()
+	if err != nil {
+		return source{}
 	}
-	if err != nil || bytes.IndexByte(b, 0) >= 0 {
-		return nil, false // unreadable or binary
+	if size > workspace.MaxSearchSize {
+		f.Close()
+		return source{big: true}
+	}
+	return source{f: f, size: size}
+}
+
+// buffers are the read buffers of search tasks, reused: a search reads
+// thousands of files, each into a buffer of its size otherwise.
+var buffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// file searches one file, closing it: its matching lines, at most limit+1
+// of them, and whether it grew too large to search since it was opened.
+func (q *searchQuery) file(ctx context.Context, src source, rel string) ([]string, bool) {
+	b := src.text
+	if src.f != nil {
+		defer src.f.Close()
+		if ctx.Err() != nil {
+			return nil, false
+		}
+		buf := buffers.Get().(*[]byte)
+		defer buffers.Put(buf)
+		var err error
+		if b, err = workspace.ReadLimited(src.f, rel, src.size, workspace.MaxSearchSize, *buf); err != nil {
+			var tooLarge *workspace.FileTooLargeError
+			return nil, errors.As(err, &tooLarge) // unreadable, or grown over the limit
+		}
+		if cap(b) > cap(*buf) {
+			*buf = b
+		}
+	}
+	if bytes.IndexByte(b, 0) >= 0 {
+		return nil, false // binary
 	}
 	var lines []string
 	q.m.each(b, func(n int, line []byte) bool {

@@ -567,7 +567,7 @@ func (d *Daemon) sessions(ctx context.Context, c net.Conn, hello Hello, welcome 
 	}
 	writeLine(c, welcome)
 	var out, errb bytes.Buffer
-	code := d.cfg.Sessions(ctx, d.db, d.hub.Runs().Running, hello.Args, &out, &errb)
+	code := d.cfg.Sessions(ctx, d.db, d.hub.Live().Running, hello.Args, &out, &errb)
 	writeLine(c, SessionsResult{Stdout: out.String(), Stderr: errb.String(), Code: code})
 }
 

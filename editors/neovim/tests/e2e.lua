@@ -882,7 +882,7 @@ test(":checkhealth agent_lsp: a working setup is OK, with a live check of the en
   assert(not text:find("ERROR", 1, true), text)
   for _, want in ipairs({ "OK: Neovim 0.7.2: the review of an edit reads its keys in a prompt", "OK: server: agent-lsp " .. require("agent_lsp.version") .. " (", "OK: plugin version " .. require("agent_lsp.version"), "OK: doctor: ready",
     "OK: API key: present in OPENAI_API_KEY", "OK: endpoint: " .. os.getenv("OPENAI_BASE_URL") .. "/models answered ok in ",
-    "OK: store: " .. store, "OK: client ", 'WARNING: allow has a bare "*"', "(stdio, from mcp_servers): " .. mcp_bin .. " --health" }) do
+    "OK: store: " .. store, "OK: client ", "INFO: server binary: set by the cmd option: " .. bin, 'WARNING: allow has a bare "*"', "(stdio, from mcp_servers): " .. mcp_bin .. " --health" }) do
     assert(text:find(want, 1, true), "the report lacks " .. vim.inspect(want) .. ":\n" .. text)
   end
   assert(not text:find("5ecret", 1, true), "the key is shown:\n" .. text)

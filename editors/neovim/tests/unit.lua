@@ -2116,4 +2116,34 @@ test(":AgentProcesses lists the running background processes; stop ID finds its 
   end)
 end)
 
+test("install: the release's platform names, SHA256SUMS lines and the URLs it accepts", function()
+  local install = require("agent_lsp.install")
+  local cases = {
+    { "Linux", "x86_64", "linux-x64", "agent-lsp-linux-x64" },
+    { "Linux", "aarch64", "linux-arm64", "agent-lsp-linux-arm64" },
+    { "Darwin", "arm64", "darwin-arm64", "agent-lsp-darwin-arm64" },
+    { "Darwin", "x86_64", "darwin-x64", "agent-lsp-darwin-x64" },
+    { "Windows_NT", "x86_64", "win32-x64", "agent-lsp-win32-x64.exe" },
+    { "Windows_NT", "arm64", "win32-arm64", "agent-lsp-win32-arm64.exe" },
+  }
+  for _, c in ipairs(cases) do
+    local p = install.platform({ sysname = c[1], machine = c[2] })
+    assert(p == c[3] and install.asset(p) == c[4], vim.inspect({ c, p }))
+  end
+  assert(install.platform({ sysname = "FreeBSD", machine = "amd64" }) == nil)
+  assert(install.platform({ sysname = "Linux", machine = "riscv64" }) == nil)
+  local a, b = ("a"):rep(64), ("B"):rep(64)
+  local sums = table.concat({ a .. "  agent-lsp-linux-x64.vsix", b .. " *agent-lsp-linux-x64", "garbage", ("c"):rep(63) .. "  agent-lsp-darwin-x64" }, "\n")
+  assert(install.expected(sums, "agent-lsp-linux-x64") == b:lower())
+  assert(install.expected(sums, "agent-lsp-linux-x64.vsix") == a)
+  assert(install.expected(sums, "agent-lsp-darwin-x64") == nil, "a short checksum")
+  assert(install.expected(sums, "agent-lsp") == nil)
+  for _, ok in ipairs({ "https://github.com/x/y/releases/download/v1", "file:///srv/release", "http://127.0.0.1:8080/r", "http://localhost/r", "http://[::1]:9/r" }) do
+    assert(install.url_problem(ok) == nil, ok)
+  end
+  for _, bad in ipairs({ "http://example.com/r", "http://127.0.0.1.example.com/r", "http://localhost.example.com/r", "ftp://host/r", "/srv/release" }) do
+    assert(install.url_problem(bad), bad)
+  end
+end)
+
 harness.finish()

@@ -1,6 +1,7 @@
 -- :checkhealth agent_lsp: Neovim and the review mode it gets, the plugin's
--- version and help tags, the server binary and its version (against the
--- plugin's), `agent-lsp doctor --json` (settings, the API key's presence, a
+-- version and help tags, the server binary (how it was found: installed by
+-- the build step from a release or with go install, the cmd option, PATH)
+-- and its version (against the plugin's), `agent-lsp doctor --json` (settings, the API key's presence, a
 -- live check of the endpoint, the store, the sandbox), the running clients,
 -- settings that will misbehave, and the integrations found. The API key is
 -- never shown: doctor reports only whether it is present.
@@ -222,25 +223,54 @@ function M.server_version(out)
   return out:match("^agent%-lsp (%S+)")
 end
 
--- binary reports the server binary and whether its version is the plugin's;
--- it returns its path, or nil when missing.
+---How the server binary bin (cmd[1]) was found: the plugin's own (plugin_bin,
+---installed by the build step as its record says: downloaded from a release
+---and checked, or built with go install), agent-lsp on PATH (at path), or
+---the cmd option.
+---@param bin string
+---@param plugin_bin string the binary the build step installs
+---@param record table|nil the build step's install record (install.record())
+---@param path string vim.fn.exepath(bin)
+---@return string
+function M.found(bin, plugin_bin, record, path)
+  local function full(p)
+    return (vim.fn.fnamemodify(p, ":p"):gsub("%.exe$", ""))
+  end
+  if full(bin) == full(plugin_bin) then
+    if record and record.how == "release" then
+      return ("the plugin's own, downloaded by the build step from %s (SHA-256 %s, checked against the release's SHA256SUMS)"):format(tostring(record.url), tostring(record.sha256))
+    elseif record and record.how == "go install" then
+      return ("the plugin's own, built by the build step with go install from %s"):format(tostring(record.dir))
+    end
+    return "the plugin's own bin/agent-lsp, not installed by the build step (no install record)"
+  elseif bin == "agent-lsp" then
+    return ("found on PATH at %s (the plugin has no binary of its own: its build step installs one)"):format(path)
+  end
+  return ("set by the cmd option: %s"):format(path ~= "" and path or bin)
+end
+
+-- binary reports the server binary, how it was found and whether its version
+-- is the plugin's; it returns its path, or nil when missing.
 local function binary(h, o)
   local bin = o.cmd and o.cmd[1]
   if not bin or vim.fn.executable(bin) ~= 1 then
     h.error(("server binary not found: %s"):format(tostring(bin)), {
-      "build it: go build -o editors/neovim/bin/agent-lsp ./cmd/agent-lsp (the plugin finds it there), or put agent-lsp on PATH",
+      "run the lazy.nvim spec's build step (:Lazy build agent-lsp): it installs the release's binary, or builds it with go install",
+      "or build it: go build -o editors/neovim/bin/agent-lsp ./cmd/agent-lsp (the plugin finds it there), or put agent-lsp on PATH",
       "or set cmd in require('agent_lsp').setup({ cmd = { '/path/to/agent-lsp' } })",
     })
     return nil
   end
   local path = vim.fn.exepath(bin)
+  local install = require("agent_lsp.install")
+  h.info("server binary: " .. M.found(bin, install.binary(), install.record(), path))
   local out, code = M.run({ bin, "--version" }, nil, 5000)
   local v = code == 0 and out and M.server_version(out)
   if v == version then
     h.ok(("server: %s (%s)"):format(vim.trim(out), path ~= "" and path or bin))
   elseif v then
     h.warn(("server: %s (%s) is not the plugin's version %s"):format(vim.trim(out), path ~= "" and path or bin, version), {
-      "rebuild the server from the plugin's checkout: go build -o editors/neovim/bin/agent-lsp ./cmd/agent-lsp",
+      "run the build step again (:Lazy build agent-lsp), or rebuild the server from the plugin's checkout: go build -o editors/neovim/bin/agent-lsp ./cmd/agent-lsp",
       "or update the plugin to the server's version",
     })
   else
