@@ -91,6 +91,9 @@ type Config struct {
 	SubagentConcurrency int
 	// CommandTimeout is run_command's default timeout; default DefaultCommandTimeout.
 	CommandTimeout time.Duration
+	// MaxBackground is how many background processes a session may have
+	// running at once; default tools.DefaultMaxBackground, negative: none.
+	MaxBackground int
 	// CommandEnv is the environment commands run with: the caller's scrubbed
 	// of credentials and sockets (tools.ScrubEnv). Nil: this process's
 	// environment scrubbed with the defaults.
@@ -236,6 +239,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.CommandTimeout <= 0 {
 		cfg.CommandTimeout = DefaultCommandTimeout
+	}
+	if cfg.MaxBackground == 0 {
+		cfg.MaxBackground = tools.DefaultMaxBackground
 	}
 	s, st := newSchema()
 	if cfg.Registry == nil {
@@ -680,6 +686,7 @@ func (rt *Runtime) finish(ctx context.Context, r *run, res graph.Result, err err
 	if p := rt.st.project.Get(res.State); p != "" {
 		project = p
 	}
+	r.acc.bg.Close() // the run's background processes end with it
 	rt.stopHooks(ctx, r, project, out)
 	r.emit(event.RunEnd{Status: out.Status, Error: out.Error, Limit: out.Limit})
 	return out, nil

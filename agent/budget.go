@@ -340,8 +340,10 @@ var toolPriority = []string{"read_file", "edit_file", "search", "list_files", "c
 	"todo_write", "call_subagent", "switch_project"}
 
 // optionalTools are withheld first, before other programs' tools (MCP
-// servers' the user chose): most runs do without them.
-var optionalTools = []string{"read_image", "fetch_url"}
+// servers' the user chose): most runs do without them. The last go first:
+// the background process tools (a run that cannot see them still has its
+// background processes stopped when it ends).
+var optionalTools = []string{"read_image", "fetch_url", "process_output", "process_stop", "process_wait"}
 
 // toolRank is a tool's place in the order tools are kept in: toolPriority's
 // first, then other programs' tools, then optionalTools.

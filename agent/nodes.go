@@ -182,7 +182,8 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 		Trust: trust{recorded: rt.st.commandFilesChanged.Get(s), acc: r.acc}, CommandEnv: rt.cfg.CommandEnv,
 		Sandbox: rt.cfg.Sandbox, SandboxSettings: rt.cfg.SandboxSettings,
 		MaxOutput: rt.cfg.MaxToolOutput, CommandTimeout: rt.cfg.CommandTimeout,
-		Vision: func(ctx context.Context) error { return rt.vision(ctx, r.model) }, ImageMaxBytes: rt.cfg.ImageMaxBytes, Fetch: rt.cfg.Fetch}
+		Vision: func(ctx context.Context) error { return rt.vision(ctx, r.model) }, ImageMaxBytes: rt.cfg.ImageMaxBytes, Fetch: rt.cfg.Fetch,
+		Background: r.acc.bg}
 	if r.lang != nil {
 		env.Lang = &tools.Lang{Source: r.lang, Seen: &rt.langSeen}
 	}

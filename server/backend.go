@@ -165,7 +165,8 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, Prices: s.Prices, CommandEnv: env, ToolSource: src,
 		SubagentModels: nonEmpty(s.SubagentModel), UserDir: userDir(b.getenv),
 		Sandbox: sb, SandboxSettings: confine, Language: lang, Registry: b.hub.live, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) },
-		Vision: newVision(s.Vision, m).check, ImageMaxBytes: s.ImageMaxBytes, Fetch: tools.FetchConfig{Allow: nonEmpty(s.AllowFetch)}})
+		Vision: newVision(s.Vision, m).check, ImageMaxBytes: s.ImageMaxBytes, Fetch: tools.FetchConfig{Allow: nonEmpty(s.AllowFetch)},
+		MaxBackground: cmp.Or(s.MaxBackground, -1)})
 	if err != nil {
 		if lang != b.Lang {
 			lang.Close()

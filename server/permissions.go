@@ -79,6 +79,9 @@ func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest
 		return tools.Permission{Allowed: true}, nil
 	}
 	if !p.interactive {
+		if req.AlwaysAsk { // no rule allows it
+			return tools.Permission{Reason: fmt.Sprintf("%s; this run cannot ask (headless), so it is denied", lower(d.Reason, req.Note))}, nil
+		}
 		hint := fmt.Sprintf("--allow %q", req.Command)
 		return tools.Permission{Reason: fmt.Sprintf("%s; this run cannot ask (headless), so it is denied: allow it with %s", lower(d.Reason, req.Note), hint), Hint: hint}, nil
 	}
@@ -182,7 +185,11 @@ func lower(reason, note string) string {
 // and why the line was not allowed by a rule.
 func askText(req tools.CommandRequest, d shellrule.Decision) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "agent-lsp wants to run in project %s:\n", req.Project)
+	verb := "run"
+	if req.Background {
+		verb = "start in the background (until it is stopped or the run ends)"
+	}
+	fmt.Fprintf(&b, "agent-lsp wants to %s in project %s:\n", verb, req.Project)
 	if len(d.Commands) == 0 {
 		fmt.Fprintf(&b, "  %s\n", req.Command)
 	}

@@ -46,6 +46,12 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	roots, home, tmp, env := protocolFiles(t, srv)
 	c := startServer(t, env...)
 	rec := recordEditorRequests(c, roots)
+	c.askResult = func(params json.RawMessage) any { // the user allows the background process (unsandboxed here, so it asks)
+		if strings.Contains(string(params), "start in the background") {
+			return map[string]string{"title": "Allow once"}
+		}
+		return map[string]string{"title": "Deny"}
+	}
 	c.initialize(roots, map[string]any{"permissions": map[string]any{"allow": []string{"sleep *"}},
 		"model":      map[string]any{"prices": map[string]any{"scripted": map[string]float64{"input": 2.5, "output": 10}}, "vision": "true"},
 		"mcpServers": map[string]any{"docs": map[string]any{"command": mcpTestServer(t)}}})
@@ -88,7 +94,8 @@ func protocolModel(t *testing.T) *scripted.Server {
 		}},
 		{Match: "Explain the selection", Turns: []scripted.Turn{{Text: "It greets."}}},
 		{Match: "Sleep a while", Turns: []scripted.Turn{
-			{ToolCalls: []scripted.ToolCall{withID(call("run_command", map[string]any{"command": "sleep 600"}), "call_sleep")}},
+			{ToolCalls: []scripted.ToolCall{withID(call("run_command", map[string]any{"command": "sleep 601", "background": true}), "call_background"),
+				withID(call("run_command", map[string]any{"command": "sleep 600"}), "call_sleep")}},
 			{Text: "Resumed."},
 		}},
 		{Match: "Fail please", Turns: []scripted.Turn{{Error: &scripted.HTTPError{Status: 400, Message: "the model refused the request"}}}},
@@ -228,6 +235,12 @@ func runProtocolCommands(t *testing.T, c *lspClient, do func(name string, args a
 		}
 		return false
 	})
+	c.waitFor("the background process to start", func() bool {
+		var list []any
+		return c.command("agent.processes", map[string]any{}, &list) == nil && len(list) > 0
+	})
+	do("agent.processes", map[string]any{"session": sleeper})
+	do("agent.stopProcess", map[string]any{"session": sleeper, "id": "p1"})
 	do("agent.run", map[string]any{"session": sleeper, "prompt": "Also say hi when you are back"})
 	do("agent.cancel", map[string]any{"session": sleeper})
 	<-slept

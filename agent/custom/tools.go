@@ -11,8 +11,8 @@ import (
 var Groups = map[string][]string{
 	"read":    {"read_file", "list_files", "search"},
 	"edit":    {"edit_file", "create_file"},
-	"command": {"run_command"},
-	"execute": {"run_command"},
+	"command": {"run_command", "process_output", "process_wait", "process_stop"},
+	"execute": {"run_command", "process_output", "process_wait", "process_stop"},
 	"todo":    {"todo_write"},
 	// Claude Code's tool names.
 	"glob": {"list_files"}, "grep": {"search"}, "ls": {"list_files"},

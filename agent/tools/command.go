@@ -72,16 +72,19 @@ var runCommand = Tool{
 	Name: "run_command",
 	Description: "Run a shell command in the project root and return its exit status and output. " +
 		"Use \"build\" or \"test\" to run the project's own build or test command (recorded as the project's build/test status; it runs without asking in the sandbox unless you changed the files that define it). " +
-		"Other commands need the user's permission and may be denied. Commands run in a sandbox: they write only in the project, the temporary directory and build caches, and reach no network unless the user allowed it; " +
+		"Other commands need the user's permission and may be denied. " +
+		"background: true starts it (a dev server, a watcher) and returns its ID at once; see process_output, process_stop; it ends with the run. Commands run in a sandbox: they write only in the project, the temporary directory and build caches, and reach no network unless the user allowed it; " +
 		"git metadata (.git) and protected files (.vscode/, .env, AGENTS.md, ...) are read-only to commands (git add, commit and config fail: the user runs them), and protected files a command creates are removed. Commands do not get API keys, tokens or passwords from the environment.",
 	Schema: json.RawMessage(`{"type": "object", "properties": {
 		"command": {"type": "string", "description": "\"build\", \"test\", or a shell command line."},
 		"timeout_seconds": {"type": "integer", "description": "Give up after this many seconds (default 120, at most 600)."},
+		"background": {"type": "boolean", "description": "Run it in the background (no timeout)."},
 		` + projectArg + `}, "required": ["command"]}`),
 	Run: func(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
 		var a struct {
 			Command, Project string
 			Timeout          int `json:"timeout_seconds"`
+			Background       bool
 		}
 		if err := decode(args, &a); err != nil {
 			return Result{}, err
@@ -100,7 +103,10 @@ var runCommand = Tool{
 		if confined {
 			inspection = env.Sandbox.Inspect(policy)
 		}
-		if res, ok := env.allow(ctx, p, kind, line, confined, inspection); !ok {
+		if a.Background {
+			return startBackground(ctx, env, p, kind, line, policy, confined, inspection)
+		}
+		if res, ok := env.allow(ctx, p, kind, line, confined, inspection, ""); !ok {
 			return res, nil
 		}
 		timeout := commandTimeout(a.Timeout, env.CommandTimeout)
@@ -177,14 +183,19 @@ func projectCommand(p *workspace.Project, line string) (kind, resolved string) {
 // without asking only in the sandbox, and only while the agent has not
 // changed the files that define them in this session. A protected file
 // with another link (which the sandbox cannot keep a command from writing
-// through) makes every command of the project ask.
-func (e *Env) allow(ctx context.Context, p *workspace.Project, kind, line string, confined bool, in sandbox.Inspection) (Result, bool) {
-	req := CommandRequest{Session: e.Session, Project: p.Name(), Command: line, Trusted: kind != ""}
+// through) makes every command of the project ask. bg is the isolation of
+// a background process ("" for a command run to its end): one without
+// namespaces always asks.
+func (e *Env) allow(ctx context.Context, p *workspace.Project, kind, line string, confined bool, in sandbox.Inspection, bg sandbox.Isolation) (Result, bool) {
+	req := CommandRequest{Session: e.Session, Project: p.Name(), Command: line, Trusted: kind != "", Background: bg != ""}
 	switch {
 	case len(in.HardLinks) > 0:
 		req.Trusted, req.AlwaysAsk = false, true
 		req.Note = fmt.Sprintf("%s has another link (%d such file(s)), through which a sandboxed command could change it, so every command of %s asks until it has one link: remove the other link.",
 			clip(strings.Join(in.HardLinks, ", "), 300), len(in.HardLinks), p.Name())
+	case bg != "" && bg != sandbox.Namespaces:
+		req.Trusted, req.AlwaysAsk = false, true
+		req.Note = fmt.Sprintf("Commands are not confined to namespaces here (%s), so a background process could outlive its run: starting one always asks.", bg)
 	case !req.Trusted:
 	case e.Trust != nil && e.Trust.Changed(p.Name()):
 		req.Trusted = false

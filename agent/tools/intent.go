@@ -36,6 +36,8 @@ type Intent struct {
 	// A command: its line, and the file its output streams to as it runs.
 	Command string `json:"command,omitempty"`
 	Spool   string `json:"spool,omitempty"`
+	// Background: the command was to start in the background.
+	Background bool `json:"background,omitzero"`
 }
 
 // Hash is the hash of a text an intent records (hex SHA-256, 128 bits).
@@ -77,6 +79,11 @@ func (s Set) Settle(ctx context.Context, env *Env, call message.ToolCall, in Int
 		what = fmt.Sprintf("running `%s`", clip(in.Command, 200))
 	}
 	content := fmt.Sprintf("error: interrupted while %s (started %s); outcome unknown: check before repeating.", what, started)
+	if in.Background {
+		content = fmt.Sprintf("error: interrupted while starting `%s` in the background (started %s): background processes end with their run, so it is not running now; it was not started again: start it again if it is still needed.",
+			clip(in.Command, 200), started)
+		return Result{Content: content, IsError: true, Summary: "interrupted: " + clip(in.Command, 80)}, false
+	}
 	if in.Command != "" {
 		out, total := readSpool(in.Spool)
 		switch {

@@ -137,7 +137,7 @@ var todoWrite = Tool{
 func All() Set {
 	s := Set{}
 	for _, t := range []Tool{readFile, listFiles, search, editFile, createFile, runCommand, switchProject, callSubagent, todoWrite, readImage, fetchURL,
-		diagnosticsTool, definitionTool, referencesTool, implementationsTool, hoverTool, symbolsTool} {
+		processOutput, processWait, processStop, diagnosticsTool, definitionTool, referencesTool, implementationsTool, hoverTool, symbolsTool} {
 		t.schema = parseSchema(t.Schema)
 		s[t.Name] = t
 	}

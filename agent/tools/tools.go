@@ -98,9 +98,13 @@ type CommandRequest struct {
 	// Note tells the user why a command that usually runs without asking asks.
 	Note string
 	// AlwaysAsk: the sandbox cannot hold for this project now (a protected
-	// file has another link), so no allow rule or earlier answer lets the
-	// command run without asking.
+	// file has another link, or a background process could outlive its
+	// run), so no allow rule or earlier answer lets the command run
+	// without asking.
 	AlwaysAsk bool
+	// Background: the command starts in the background, running until it
+	// is stopped or the run ends.
+	Background bool
 }
 
 // Permission is the answer for a command line.
@@ -193,6 +197,8 @@ type Env struct {
 	// Output receives a command's output as it runs (its call's spool,
 	// which Intent names); nil: none.
 	Output io.Writer
+	// Background holds the run's background processes; nil: none may start.
+	Background *Background
 }
 
 // DefaultMaxOutput is the size in bytes a tool's output is cut to by default.

@@ -28,6 +28,10 @@ func adoptTree(cmd *exec.Cmd) *tree { return &tree{cmd} }
 // run runs the command and waits for it.
 func (t *tree) run() error { return t.cmd.Run() }
 
+// start starts the command; wait waits for it.
+func (t *tree) start() error { return t.cmd.Start() }
+func (t *tree) wait() error  { return t.cmd.Wait() }
+
 // kill kills what the command left running in the background.
 func (t *tree) kill() {
 	if t.cmd.Process != nil {

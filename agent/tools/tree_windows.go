@@ -34,6 +34,18 @@ func adoptTree(cmd *exec.Cmd) *tree { return &tree{cmd: cmd} }
 // run starts the command, puts it in a new job (what it starts from then
 // on is in the job too), and waits for it.
 func (t *tree) run() error {
+	if err := t.start(); err != nil {
+		return err
+	}
+	return t.wait()
+}
+
+// wait waits for the command started by start.
+func (t *tree) wait() error { return t.cmd.Wait() }
+
+// start starts the command and puts it in a new job (what it starts from
+// then on is in the job too).
+func (t *tree) start() error {
 	job, err := killOnCloseJob()
 	if err != nil {
 		return err
@@ -53,7 +65,7 @@ func (t *tree) run() error {
 		windows.CloseHandle(job)
 	}
 	t.mu.Unlock()
-	return t.cmd.Wait()
+	return nil
 }
 
 // killOnCloseJob is a new Job Object whose processes die when it closes.

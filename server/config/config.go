@@ -87,6 +87,8 @@ type Settings struct {
 	Hooks       json.RawMessage // the editor's hooks, in the hooks.json shape
 	AllowHooks  []string        // repository hooks that run without asking: their hash, or * for any (a bare --allow-hooks)
 	HookTimeout int             // seconds a hook may run when its entry gives no timeout
+
+	MaxBackground int // background processes a session may have running at once; 0: none
 }
 
 // Setting is one row of the configuration table.
@@ -382,6 +384,9 @@ var Table = []Setting{
 	{Name: "hook timeout", Init: "hookTimeout", Flag: "hook-timeout", Default: "30",
 		Doc:  "seconds a hook may run when its entry gives no timeout (1..600); then it is killed, reported, and the run goes on",
 		kind: intKind(func(s *Settings) *int { return &s.HookTimeout }, 1, 600)},
+	{Name: "background processes", Init: "backgroundProcesses", Flag: "background-processes", Default: strconv.Itoa(tools.DefaultMaxBackground),
+		Doc:  "background processes (run_command with background: true) a session may have running at once (0..16; 0: none); they end when the run ends",
+		kind: intKind(func(s *Settings) *int { return &s.MaxBackground }, 0, 16)},
 	{Name: "MCP timeout", Env: "AGENT_LSP_MCP_TIMEOUT", Init: "mcpTimeout", Flag: "mcp-timeout", Default: "60",
 		Doc:  "seconds one MCP tool call may take (1..3600); it is cancelled with its run too",
 		kind: intKind(func(s *Settings) *int { return &s.MCPTimeout }, 1, 3600)},

@@ -2135,6 +2135,22 @@ test("an empty chat shows the model, the endpoint and whether a key is set", fun
   end
 end)
 
+test(":AgentProcesses lists the running background processes; stop ID finds its session and stops it", function()
+  with_server(function(calls)
+    commands.processes({})
+    assert(calls[1].command == "agent.processes", calls[1].command)
+    local lines = render.results["agent.processes"]({ { session = "s-1", id = "p1", command = "npm run dev", project = "web", started = "2026-01-01T10:20:30Z" } })
+    assert(lines[1]:find("p1  npm run dev  (web · session s-1 · since 2026-01-01 10:20:30)", 1, true), lines[1])
+    assert(render.results["agent.processes"]({})[1] == "no background processes running")
+    commands.processes({ "stop", "p2" })
+    calls[2].on_result({ { session = "s-1", id = "p1", command = "a", project = "web", started = "" }, { session = "s-2", id = "p2", command = "b", project = "web", started = "" } })
+    assert(calls[3] and calls[3].command == "agent.stopProcess", vim.inspect(calls[3]))
+    assert(calls[3].args.session == "s-2" and calls[3].args.id == "p2", vim.inspect(calls[3].args))
+    local stopped = render.results["agent.stopProcess"]({ stopped = true }, calls[3].args)[1]
+    assert(stopped == "background process p2 of session s-2 stopped", stopped)
+  end)
+end)
+
 test("install: the release's platform names, SHA256SUMS lines and the URLs it accepts", function()
   local install = require("agent_lsp.install")
   local cases = {

@@ -5,7 +5,7 @@
 import * as vscode from "vscode";
 import { aboutReport } from "./about";
 import type { Cmd, Ctx } from "./ctx";
-import { deleted, errorText, mcpReport, modelItem, parseSessionDocPath, projectItem, projectsReport, sessionDocPath, sessionItem, sessionScheme, switched, transcript } from "./format";
+import { deleted, errorText, mcpReport, modelItem, parseSessionDocPath, processItem, projectItem, projectsReport, sessionDocPath, sessionItem, sessionScheme, stoppedProcess, switched, transcript } from "./format";
 import { cancelRun, followUpRun, launch, runPrompt } from "./launch";
 import { markdownDocuments } from "./markdownDocs";
 import { modeItems } from "./modes";
@@ -23,6 +23,7 @@ export const commands = {
   "agentLsp.switchProject": switchProject,
   "agentLsp.showProjects": showProjects,
   "agentLsp.showMcp": showMcp,
+  "agentLsp.backgroundProcesses": backgroundProcesses,
   "agentLsp.deleteSession": deleteSession,
   "agentLsp.setApiKey": setApiKey,
   "agentLsp.showOutput": showOutput,
@@ -219,6 +220,27 @@ export function showMcp(ctx: Ctx): Cmd {
     title: () => "MCP Servers",
   });
   return () => open("/mcp.md");
+}
+
+/** Agent: Background Processes: the running background processes of every session; the one chosen is stopped. */
+export function backgroundProcesses(ctx: Ctx): Cmd {
+  return async () => {
+    const client = await ctx.ready();
+    const list = await client.send(requests.processes, {});
+    if (list.length === 0) {
+      void vscode.window.showInformationMessage("No background processes are running.");
+      return;
+    }
+    const pick = await vscode.window.showQuickPick(
+      list.map((p) => ({ ...processItem(p), process: p })),
+      { title: "Stop which background process?" },
+    );
+    if (!pick) {
+      return;
+    }
+    const a = { session: pick.process.session, id: pick.process.id };
+    void vscode.window.showInformationMessage(stoppedProcess(a, await client.send(requests.stopProcess, a)));
+  };
 }
 
 export function deleteSession(ctx: Ctx): Cmd {

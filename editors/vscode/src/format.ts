@@ -3,7 +3,7 @@
 // summaries and error messages. No vscode import.
 import { plainLine } from "./markdown";
 import { status } from "./toolRows";
-import type { AgentEvent, AgentEventOf, McpProject, ModelInfo, ModelsResult, ProjectInfo, ResultOf, RunResult, SandboxReport, SessionDetail, SessionInfo, SubagentStatus } from "./protocol";
+import type { AgentEvent, AgentEventOf, McpProject, ModelInfo, ModelsResult, ProcessInfo, ProjectInfo, ResultOf, RunResult, SandboxReport, SessionDetail, SessionInfo, SubagentStatus } from "./protocol";
 
 /** Turns agent/event notifications into transcript text for an output channel. */
 export class EventFormatter {
@@ -167,6 +167,16 @@ export function unread(r: RunResult): string {
 /** The message after agent.switchProject. */
 export function switched(r: ResultOf<"agent.switchProject">): string {
   return `Session ${r.session} now works on project ${r.project}.`;
+}
+
+/** A quick-pick item for a running background process of agent.processes. */
+export function processItem(p: ProcessInfo): { label: string; description: string } {
+  return { label: `$(debug-stop) ${p.id}  ${p.command}`, description: `${p.project} · session ${p.session} · since ${p.started}` };
+}
+
+/** The message after agent.stopProcess of process id of session. */
+export function stoppedProcess(a: { session: string; id: string }, r: ResultOf<"agent.stopProcess">): string {
+  return `Background process ${a.id} of session ${a.session} ${r.stopped ? "stopped" : "not stopped"}.`;
 }
 
 /** The message after agent.deleteSession of session. */

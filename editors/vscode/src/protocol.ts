@@ -401,6 +401,19 @@ export interface Commands {
   "agent.endpoint": { args: NoArgs; result: EndpointInfo };
   "agent.mcp": { args: NoArgs; result: McpProject[] };
   "agent.commands": { args: { project?: string }; result: { commands: CommandInfo[] } };
+  "agent.processes": { args: { session?: string }; result: ProcessInfo[] };
+  "agent.stopProcess": { args: { session: string; id: string }; result: { stopped: boolean } };
+}
+
+/** A background process running now (run_command with background: true). */
+export interface ProcessInfo {
+  session: string;
+  /** "p1", "p2", ... within its session's run. */
+  id: string;
+  command: string;
+  project: string;
+  /** RFC 3339. */
+  started: string;
 }
 
 export type CommandName = keyof Commands;
@@ -428,6 +441,8 @@ export const requests = {
   endpoint: request("agent.endpoint"),
   mcp: request("agent.mcp"),
   commands: request("agent.commands"),
+  processes: request("agent.processes"),
+  stopProcess: request("agent.stopProcess"),
 };
 
 /** Params of agent/saveDocuments: documents the session's agent edited that the editor holds unsaved. */

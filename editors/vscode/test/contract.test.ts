@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import { defaultSettings, initializationOptions, tuning } from "../src/config";
 import { ChatTranscript } from "../src/chatModel";
-import { deleted, dollars, EventFormatter, mcpReport, modelItem, projectItem, projectsReport, sessionDocLink, sessionItem, summary, switched, tokens, transcript, unread, usageText } from "../src/format";
+import { deleted, dollars, EventFormatter, mcpReport, modelItem, processItem, projectItem, projectsReport, sessionDocLink, sessionItem, stoppedProcess, summary, switched, tokens, transcript, unread, usageText } from "../src/format";
 import { eventTypes, requests, serverRequests, type AgentEventOf, type CommandExample, type CommandName, type EventType, type RunResult } from "../src/protocol";
 import { commandExamples, eventExamples } from "./fixtures";
 import { slashItems, type SlashItem } from "../src/slash";
@@ -247,6 +247,14 @@ const commandShows: { [C in CommandName]: (ex: CommandExample<C>) => void } = {
       }
     }
   },
+  // Agent: Background Processes lists each in a quick pick, and says what became of the one stopped.
+  "agent.processes": ({ result }) => {
+    for (const p of result) {
+      const item = processItem(p);
+      shows(`${item.label} ${item.description}`, [p.id, p.command, p.project, p.session, p.started], `process ${p.id}`);
+    }
+  },
+  "agent.stopProcess": ({ arguments: a, result }) => shows(stoppedProcess(a, result), [a.id, a.session, result.stopped ? "stopped" : "not stopped"], "stop"),
   "agent.switchProject": ({ result }) => shows(switched(result), [result.session, result.project], "switch"),
   // The chat's prompt box offers each command that can run when "/" and the start of its name are typed.
   "agent.commands": ({ result }) => {

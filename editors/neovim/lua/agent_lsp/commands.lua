@@ -412,6 +412,38 @@ function M.projects(fn)
   end)
 end
 
+---:AgentProcesses: the background processes running now (agent.processes);
+---with "stop ID [SESSION]", stops one (the session defaults to the only
+---one running ID).
+---@param args string[]
+function M.processes(args)
+  local c = client.current()
+  if not c then
+    return
+  end
+  client.execute(c, "agent.processes", vim.empty_dict(), function(list)
+    list = list or {}
+    if args[1] ~= "stop" then
+      return ui.print(table.concat(render.results["agent.processes"](list), "\n"))
+    end
+    local id, session = args[2], args[3]
+    if not session then
+      for _, p in ipairs(list) do
+        if p.id == id then
+          session = p.session
+        end
+      end
+    end
+    if not id or not session then
+      return ui.print("usage: :AgentProcesses stop ID [SESSION] (a running process: :AgentProcesses lists them)")
+    end
+    local a = { session = session, id = id }
+    client.execute(c, "agent.stopProcess", a, function(res)
+      ui.print(table.concat(render.results["agent.stopProcess"](res or { stopped = false }, a), "\n"))
+    end)
+  end)
+end
+
 ---:AgentMcp: each project's MCP servers (agent.mcp) in a scratch buffer,
 ---or the list passed to fn instead. In the buffer, <CR> on a server shows
 ---where it is defined and why it does not run; R lists them again.
@@ -699,6 +731,11 @@ M.list = {
     name = "AgentProjects",
     fn = function() M.projects() end,
     opts = { desc = "List the agent's projects" },
+  },
+  {
+    name = "AgentProcesses",
+    fn = function(o) M.processes(o.fargs) end,
+    opts = { nargs = "*", desc = "List the agent's background processes; stop ID [SESSION] stops one" },
   },
   {
     name = "AgentMcp",

@@ -29,6 +29,7 @@ M.words = {
   applied = { [true] = "applied", [false] = "refused" },
   cancelled = { [true] = "run cancelled", [false] = "no run was going" },
   deleted = { [true] = "deleted", [false] = "was already gone" },
+  stopped = { [true] = "stopped", [false] = "not stopped" },
   summarized = { [true] = "summarized", [false] = "dropped" },
   network = { [true] = "network allowed", [false] = "no network" },
   role = { human = "You", ai = "Agent", system = "System", tool = "Tool result" },
@@ -637,6 +638,17 @@ M.results = {
       vim.list_extend(lines, M.project_sandbox(p.sandbox))
     end
     return #lines > 0 and lines or { "no projects" }
+  end,
+  -- :AgentProcesses: one line per running background process.
+  ["agent.processes"] = function(list)
+    local lines = {}
+    for _, p in ipairs(list) do
+      table.insert(lines, ("%s  %s  (%s · session %s · since %s)"):format(M.str(p.id), M.str(p.command), M.str(p.project), M.str(p.session), M.time(p.started)))
+    end
+    return #lines > 0 and lines or { "no background processes running" }
+  end,
+  ["agent.stopProcess"] = function(r, args)
+    return { ("background process %s of session %s %s"):format(M.str(args.id), M.str(args.session), M.word("stopped", r.stopped)) }
   end,
   ["agent.models"] = M.models,
   -- What the next runs use (agent.endpoint), on one line.

@@ -333,6 +333,8 @@
 ---| AgentLsp.Call.Endpoint
 ---| AgentLsp.Call.Mcp
 ---| AgentLsp.Call.Commands
+---| AgentLsp.Call.Processes
+---| AgentLsp.Call.StopProcess
 
 ---@class AgentLsp.Call.Run
 ---@field command "agent.run"
@@ -373,6 +375,36 @@
 ---@field command "agent.switchProject"
 ---@field arguments AgentLsp.SwitchArgs
 ---@field result AgentLsp.SwitchResult
+
+---@class AgentLsp.Call.Processes
+---@field command "agent.processes"
+---@field arguments AgentLsp.ProcessesArgs
+---@field result AgentLsp.ProcessInfo[]
+
+---Arguments of agent.processes: one session's, or every running session's.
+---@class AgentLsp.ProcessesArgs
+---@field session? string
+
+---A background process running now (run_command with background: true).
+---@class AgentLsp.ProcessInfo
+---@field session string
+---@field id string "p1", "p2", ... within its session's run
+---@field command string
+---@field project string
+---@field started string RFC 3339
+
+---@class AgentLsp.Call.StopProcess
+---@field command "agent.stopProcess"
+---@field arguments AgentLsp.StopProcessArgs
+---@field result AgentLsp.StopProcessResult
+
+---@class AgentLsp.StopProcessArgs
+---@field session string
+---@field id string
+
+---Result of agent.stopProcess.
+---@class AgentLsp.StopProcessResult
+---@field stopped boolean
 
 ---@class AgentLsp.Call.Endpoint
 ---@field command "agent.endpoint"

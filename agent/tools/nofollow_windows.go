@@ -1,0 +1,4 @@
+package tools
+
+// oNoFollow is 0: Windows has no such open flag.
+const oNoFollow = 0
