@@ -76,9 +76,7 @@ export function emptyItems(): ChatItem[] {
     { id: "empty-status", html: `<div class="empty status"></div>` },
     {
       id: "empty-help",
-      html:
-        `<div class="empty note">Ask the agent below: a new session starts. #file, #file:path and #selection attach context; ` +
-        `Agent: Run and Ask Agent About This Selection show their runs here too.</div>`,
+      html: `<div class="empty note">Ask the agent below: a new session starts. #file, #file:path and #selection attach context; ` + `Agent: Run and Ask Agent About This Selection show their runs here too.</div>`,
     },
   ];
 }
@@ -130,11 +128,7 @@ export class ChatView implements vscode.Disposable {
 
   /** Registers the view (package.json contributes agentLsp.chat). */
   register(): vscode.Disposable {
-    return vscode.window.registerWebviewViewProvider(
-      ChatView.viewId,
-      { resolveWebviewView: (view) => this.resolve(view as unknown as ChatWebviewView) },
-      { webviewOptions: { retainContextWhenHidden: true } },
-    );
+    return vscode.window.registerWebviewViewProvider(ChatView.viewId, { resolveWebviewView: (view) => this.resolve(view as unknown as ChatWebviewView) }, { webviewOptions: { retainContextWhenHidden: true } });
   }
 
   /** The session shown, undefined for a new chat. */

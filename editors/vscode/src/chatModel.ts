@@ -133,11 +133,7 @@ export class ChatTranscript {
           row.uri = ev.uri;
           return [this.put(toolHtml(row), row.id)];
         }
-        return [
-          this.put(
-            `<div class="line edit">${ev.applied ? "edited" : "edit refused:"} <a href="#" data-open="${escapeHtml(ev.uri)}">${escapeHtml(fileName(ev.uri))}</a></div>`,
-          ),
-        ];
+        return [this.put(`<div class="line edit">${ev.applied ? "edited" : "edit refused:"} <a href="#" data-open="${escapeHtml(ev.uri)}">${escapeHtml(fileName(ev.uri))}</a></div>`)];
       }
       case "subagent.start":
         return [this.put(`<div class="line sub">⤷ subagent: ${renderInline(ev.task)}</div>`)];
@@ -293,8 +289,7 @@ export function reviewItem(c: ReviewCard): ChatItem {
     const reason = c.reason ? `: ${escapeHtml(c.reason)}` : "";
     return { id, html: `<div class="line review-end ${ok ? "ok" : "error"}">${ok ? "✓" : "✗"} ${escapeHtml(c.label)}: ${escapeHtml(c.outcome)}${reason}</div>` };
   }
-  const button = (action: string, label: string, secondary = false, extra = "") =>
-    `<button class="${secondary ? "secondary" : ""}" data-review="${action}" data-id="${c.id}"${extra}>${label}</button>`;
+  const button = (action: string, label: string, secondary = false, extra = "") => `<button class="${secondary ? "secondary" : ""}" data-review="${action}" data-id="${c.id}"${extra}>${label}</button>`;
   const files = c.files
     .map((f, i) => {
       const hunks = f.hunks

@@ -352,12 +352,7 @@ function put(opts: Record<string, unknown>, key: string, value: unknown): void {
  * the one bundled in a platform .vsix (bundled, when present), else
  * agent-lsp on PATH.
  */
-export function serverExecutable(
-  s: Settings,
-  apiKey: string | undefined,
-  env: NodeJS.ProcessEnv,
-  bundled?: string,
-): { command: string; args: string[]; options: { env: NodeJS.ProcessEnv } } {
+export function serverExecutable(s: Settings, apiKey: string | undefined, env: NodeJS.ProcessEnv, bundled?: string): { command: string; args: string[]; options: { env: NodeJS.ProcessEnv } } {
   const child: NodeJS.ProcessEnv = { ...env };
   if (apiKey) {
     child.OPENAI_API_KEY = apiKey;

@@ -89,9 +89,7 @@ export class Ctx implements vscode.Disposable {
     const s = this.client.server();
     if (!s) {
       throw new Error(
-        vscode.workspace.isTrusted
-          ? "the server is not running; see the agent-lsp output channel, or run Agent: Restart Server"
-          : "the agent starts once you trust this workspace (it runs the project's build and test commands)",
+        vscode.workspace.isTrusted ? "the server is not running; see the agent-lsp output channel, or run Agent: Restart Server" : "the agent starts once you trust this workspace (it runs the project's build and test commands)",
       );
     }
     return s;

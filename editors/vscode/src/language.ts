@@ -112,8 +112,7 @@ export class SettleTracker {
 export async function diagnostics(p: DiagnosticsParams, t: SettleTracker): Promise<DiagnosticsResult> {
   const uris = (p.uris ?? []).map((u) => vscode.Uri.parse(u).toString());
   const settled = p.settle ? await t.wait(uris, p.settle) : undefined;
-  const pairs: [vscode.Uri, readonly vscode.Diagnostic[]][] =
-    uris.length > 0 ? uris.map((u) => [vscode.Uri.parse(u), vscode.languages.getDiagnostics(vscode.Uri.parse(u))]) : vscode.languages.getDiagnostics();
+  const pairs: [vscode.Uri, readonly vscode.Diagnostic[]][] = uris.length > 0 ? uris.map((u) => [vscode.Uri.parse(u), vscode.languages.getDiagnostics(vscode.Uri.parse(u))]) : vscode.languages.getDiagnostics();
   const items = pairs
     .filter(([u, ds]) => u.scheme === "file" && (uris.length > 0 || ds.length > 0))
     .slice(0, bounds.documents)

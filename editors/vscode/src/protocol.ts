@@ -592,19 +592,7 @@ export interface EventsDroppedEvent extends Envelope<"events.dropped"> {
 
 /** An agent/event notification of a kind the extension knows. */
 export type AgentEvent =
-  | RunStartEvent
-  | MessageDeltaEvent
-  | MessageEvent
-  | MessageQueuedEvent
-  | ContextCompactedEvent
-  | ToolStartEvent
-  | ToolEndEvent
-  | SubagentStartEvent
-  | SubagentEndEvent
-  | EditEvent
-  | UsageEvent
-  | RunEndEvent
-  | EventsDroppedEvent;
+  RunStartEvent | MessageDeltaEvent | MessageEvent | MessageQueuedEvent | ContextCompactedEvent | ToolStartEvent | ToolEndEvent | SubagentStartEvent | SubagentEndEvent | EditEvent | UsageEvent | RunEndEvent | EventsDroppedEvent;
 
 export type EventType = AgentEvent["type"];
 

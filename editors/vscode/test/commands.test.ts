@@ -189,8 +189,7 @@ describe("commands", () => {
 
   test("cancelling before the session is known cancels the request itself", async () => {
     stub.inputs.push("slow work");
-    server.handlers["agent.run"] = (c) =>
-      new Promise((_, reject) => c.token.onCancellationRequested(() => reject(Object.assign(new Error("cancelled"), { code: -32800 }))));
+    server.handlers["agent.run"] = (c) => new Promise((_, reject) => c.token.onCancellationRequested(() => reject(Object.assign(new Error("cancelled"), { code: -32800 }))));
     const running = exec("agentLsp.run");
     await tick();
     await exec("agentLsp.cancel");
@@ -260,10 +259,7 @@ describe("commands", () => {
   });
 
   test("Agent: Switch Project switches the last session", async () => {
-    server.handlers["agent.projects"] = () => [
-      project("api", "/w/api", "go"),
-      project("web", "/w/web", "typescript"),
-    ];
+    server.handlers["agent.projects"] = () => [project("api", "/w/api", "go"), project("web", "/w/web", "typescript")];
     server.handlers["agent.switchProject"] = (c) => c.args;
     ctx.onEvent(runStart("s9"));
     stub.picks.push((items) => items.find((i: { name: string }) => i.name === "web"));
@@ -381,7 +377,11 @@ describe("commands", () => {
       assert.equal(result.status, "queued");
       assert.ok(stub.output.join("").includes("queued (position 1): Also cover the error case\n"), stub.output.join(""));
       assert.deepEqual(stub.messages, [{ level: "info", text: "Agent: queued as #1 for the running session s-slow; the agent reads it at its next step" }], "where it waits; no summary, no error");
-      assert.deepEqual(ctx.runs.list().map((r) => r.session), ["s-slow"], "only the running run goes on");
+      assert.deepEqual(
+        ctx.runs.list().map((r) => r.session),
+        ["s-slow"],
+        "only the running run goes on",
+      );
       assert.equal(server.calls.filter((c) => c.command === "agent.cancel").length, 0);
       // A second follow-up waits behind the first.
       stub.inputs.push("And the docs");
@@ -539,11 +539,7 @@ describe("commands", () => {
   test("in a multi-root window a run goes to the project of the active file", async () => {
     stub.workspaceFolders = [{}, {}];
     stub.activeTextEditor = { document: { uri: Uri.file("/w/web/src/app.ts") }, selection: new Selection(0, 0, 0, 0) };
-    server.handlers["agent.projects"] = () => [
-      project("w", "/w", "unknown"),
-      project("web", "/w/web", "typescript"),
-      project("webapp", "/w/webapp", "typescript"),
-    ];
+    server.handlers["agent.projects"] = () => [project("w", "/w", "unknown"), project("web", "/w/web", "typescript"), project("webapp", "/w/webapp", "typescript")];
     server.handlers["agent.run"] = () => ({ session: "s", status: "done", reply: "", edits: 0, steps: 1 });
     stub.inputs.push("fix it");
     await exec("agentLsp.run");

@@ -317,11 +317,7 @@ test("the chat's session picker loads a stored transcript; #file:PATH attaches a
 });
 
 test("references parse once each; the end line reads as a sentence", () => {
-  assert.deepEqual(parseRefs("fix #selection, see #file and #file:a/b.go; #selection again #filex"), [
-    { kind: "selection" },
-    { kind: "file" },
-    { kind: "file", path: "a/b.go" },
-  ]);
+  assert.deepEqual(parseRefs("fix #selection, see #file and #file:a/b.go; #selection again #filex"), [{ kind: "selection" }, { kind: "file" }, { kind: "file", path: "a/b.go" }]);
   assert.equal(endLine({ status: "failed", error: "no key", edits: 0, steps: 0 }), "failed · 0 edits · 0 steps: no key");
   assert.equal(endLine({ status: "done", edits: 1, steps: 3, usage: { total: 4011, cost: 0.01011 }, model: "scripted-large" }), "done · 1 edit · 3 steps · 4.0k tokens · $0.0101 · scripted-large");
   assert.equal(new ChatTranscript().event({ session: "s", seq: 1, type: "message.delta", text: "", contextId: "subagent-x" }).length, 0);

@@ -211,7 +211,10 @@ test("a scripted run through the extension's server options edits the open buffe
     assert.equal(mine[0].kind, "begin");
     assert.match(mine[0].title, /^agent: Add a Farewell function/);
     assert.equal(mine[0].cancellable, true);
-    assert.ok(mine.some((v) => v.kind === "report" && /edit_file/.test(v.message)), JSON.stringify(mine));
+    assert.ok(
+      mine.some((v) => v.kind === "report" && /edit_file/.test(v.message)),
+      JSON.stringify(mine),
+    );
     assert.equal(mine.at(-1).kind, "end");
     const types = s.events.map((e) => e.type);
     for (const t of ["run.start", "tool.start", "edit", "run.end"]) assert.ok(types.includes(t), `agent/event ${t} in ${types}`);
@@ -235,7 +238,10 @@ test("review mode marks every edit as needing confirmation, and a rejection reac
     assert.equal(result.edits, 0, "a rejected edit is not counted as applied");
     const ann = Object.values(s.edits[0].edit.changeAnnotations) as any[];
     assert.equal(ann[0].needsConfirmation, true);
-    assert.ok(s.events.some((e) => e.type === "edit" && e.applied === false), "edit event reports the rejection");
+    assert.ok(
+      s.events.some((e) => e.type === "edit" && e.applied === false),
+      "edit event reports the rejection",
+    );
     const detail: any = await s.conn.sendRequest("workspace/executeCommand", { command: "agent.session", arguments: [{ session: result.session }] });
     const tool = detail.messages.find((m: any) => m.role === "tool");
     assert.match(tool.content, /rejected in review/);
@@ -309,7 +315,13 @@ test("the extension saves the agent's edits before its command: the tests it run
     assert.doesNotMatch(ran, /unsaved in the editor/);
     assert.match(readFileSync(greet, "utf8"), /func Sub\(a, b int\) int \{/);
     assert.match(readFileSync(join(root, "sub_test.go"), "utf8"), /func TestSub\(t \*testing\.T\)/);
-    assert.deepEqual([...s.docs.values()].map((d) => [d.path, d.isDirty]), [[greet, false], [join(root, "sub_test.go"), false]]);
+    assert.deepEqual(
+      [...s.docs.values()].map((d) => [d.path, d.isDirty]),
+      [
+        [greet, false],
+        [join(root, "sub_test.go"), false],
+      ],
+    );
     assert.equal(s.notes.length, 1, s.notes.join("\n"));
     assert.match(s.notes[0], /^  ⤓ saved for the command: (greet\.go, sub_test\.go|sub_test\.go, greet\.go)$/);
   } finally {
@@ -369,7 +381,12 @@ test("the request table names exactly the server's commands, and projects render
   const s = await startServer({ ...defaultSettings, path: bin!, storePath: join(dir, "projects.db") }, root);
   try {
     const advertised: string[] = s.init.capabilities.executeCommandProvider.commands;
-    assert.deepEqual(Object.values(requests).map((r) => r.command).sort(), [...advertised].sort());
+    assert.deepEqual(
+      Object.values(requests)
+        .map((r) => r.command)
+        .sort(),
+      [...advertised].sort(),
+    );
     const projects: any[] = await s.conn.sendRequest("workspace/executeCommand", { command: requests.projects.command, arguments: [{}] });
     const item = projectItem(projects[0]);
     assert.equal(item.label, "sample");
@@ -473,7 +490,10 @@ test("the model picker's model: agent.models lists the endpoint's, a run naming 
   const s = await startServer(settings, join(dir, "sample"));
   try {
     const list: any = await s.conn.sendRequest("workspace/executeCommand", { command: requests.models.command, arguments: [{}] });
-    assert.deepEqual(list.models.map((m: any) => m.id), ["scripted", "scripted-large"]);
+    assert.deepEqual(
+      list.models.map((m: any) => m.id),
+      ["scripted", "scripted-large"],
+    );
     assert.equal(list.current, "scripted");
     const result = await runOn(s, { prompt: "VSC which model answers", model: "scripted-large" });
     assert.equal(result.status, "done", JSON.stringify(result));

@@ -119,7 +119,15 @@ test("links, symbols and hovers become LSP's shapes", () => {
   });
   assert.equal(lspResult("textDocument/hover", []), null);
   assert.equal(lspResult("textDocument/references", undefined), null);
-  assert.equal((lspResult("textDocument/references", Array.from({ length: 5000 }, () => ({ uri: Uri.file("/w/g.ts"), range: r }))) as unknown[]).length, 2000);
+  assert.equal(
+    (
+      lspResult(
+        "textDocument/references",
+        Array.from({ length: 5000 }, () => ({ uri: Uri.file("/w/g.ts"), range: r })),
+      ) as unknown[]
+    ).length,
+    2000,
+  );
   void Position;
 });
 

@@ -218,9 +218,7 @@ end
 ---The version in `agent-lsp --version`'s output ("agent-lsp 0.2.0 (go1.26 linux/amd64)").
 ---@param out string
 ---@return string|nil
-function M.server_version(out)
-  return out:match("^agent%-lsp (%S+)")
-end
+function M.server_version(out) return out:match("^agent%-lsp (%S+)") end
 
 -- binary reports the server binary and whether its version is the plugin's;
 -- it returns its path, or nil when missing.
@@ -289,8 +287,7 @@ local function doctor(h, o, bin)
   local e = type(d.endpoint) == "table" and d.endpoint or {}
   local detail = ("%s answered %s in %s ms"):format(tostring(e.url), tostring(e.status), tostring(e.latencyMs))
   if e.status == "ok" then
-    h.ok(("endpoint: %s, %s models%s"):format(detail, tostring(e.modelCount),
-      e.modelOffered == false and " (the model is not one of them)" or (e.modelOffered and ", the model among them" or "")))
+    h.ok(("endpoint: %s, %s models%s"):format(detail, tostring(e.modelCount), e.modelOffered == false and " (the model is not one of them)" or (e.modelOffered and ", the model among them" or "")))
   else
     h.info(("endpoint: %s (doctor's problems below say what to do)"):format(detail))
   end
@@ -326,8 +323,7 @@ end
 
 local function integrations(h)
   for _, i in ipairs(M.integrations) do
-    local found = #vim.api.nvim_get_runtime_file("lua/" .. i.module, true) > 0
-      or #vim.api.nvim_get_runtime_file("lua/" .. i.module .. ".lua", true) > 0
+    local found = #vim.api.nvim_get_runtime_file("lua/" .. i.module, true) > 0 or #vim.api.nvim_get_runtime_file("lua/" .. i.module .. ".lua", true) > 0
     if found then
       h.ok(("%s found: %s"):format(i.module, i.what))
     else

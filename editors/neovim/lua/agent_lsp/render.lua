@@ -60,9 +60,7 @@ end
 ---Text on one line: its lines joined by spaces.
 ---@param text any
 ---@return string
-function M.oneline(text)
-  return (M.str(text):gsub("%s*\n%s*", " "))
-end
+function M.oneline(text) return (M.str(text):gsub("%s*\n%s*", " ")) end
 
 ---The lines of text ("" gives one empty line).
 ---@param text any
@@ -93,9 +91,7 @@ end
 ---@param n any
 ---@param what string
 ---@return string
-function M.count(n, what)
-  return ("%s %s%s"):format(M.str(n), what, n == 1 and "" or "s")
-end
+function M.count(n, what) return ("%s %s%s"):format(M.str(n), what, n == 1 and "" or "s") end
 local count = M.count
 
 -- parts joins the given values that are present with " · ".
@@ -113,16 +109,12 @@ end
 ---A message's heading: its role's word, name and id.
 ---@param m AgentLsp.Message
 ---@return string
-function M.message_heading(m)
-  return parts(M.word("role", m.role), m.name, M.str(m.id))
-end
+function M.message_heading(m) return parts(M.word("role", m.role), m.name, M.str(m.id)) end
 
 ---A tool call of an AI message: "calls `read_file` {"path":"a.go"} (call_1)".
 ---@param tc AgentLsp.ToolCall
 ---@return string
-function M.tool_call(tc)
-  return ("calls `%s` %s (%s)"):format(M.str(tc.name), M.oneline(tc.args), M.str(tc.id))
-end
+function M.tool_call(tc) return ("calls `%s` %s (%s)"):format(M.str(tc.name), M.oneline(tc.args), M.str(tc.id)) end
 
 -- Sessions ------------------------------------------------------------------
 
@@ -131,9 +123,18 @@ end
 ---@return string
 function M.session_item(s)
   return ("%-11s %-10s %-19s %s  (%s · %s · created %s%s%s%s%s)"):format(
-    M.str(s.status), M.str(s.project), M.time(s.updated), M.oneline(s.title), M.str(s.session), count(s.messages, "message"), M.time(s.created),
-    s.model and (" · model " .. s.model) or "", s.edits and (" · " .. s.edits .. " mode") or "", s.root and (" · " .. s.root) or "",
-    s.notStored == true and (" · " .. M.word("notStored", true)) or "")
+    M.str(s.status),
+    M.str(s.project),
+    M.time(s.updated),
+    M.oneline(s.title),
+    M.str(s.session),
+    count(s.messages, "message"),
+    M.time(s.created),
+    s.model and (" · model " .. s.model) or "",
+    s.edits and (" · " .. s.edits .. " mode") or "",
+    s.root and (" · " .. s.root) or "",
+    s.notStored == true and (" · " .. M.word("notStored", true)) or ""
+  )
 end
 
 local function fence(text)
@@ -145,16 +146,12 @@ end
 
 -- status_text is a session's or subagent's status; "" (a subagent that
 -- never checkpointed) as words.
-local function status_text(status)
-  return status == "" and "not started" or M.str(status)
-end
+local function status_text(status) return status == "" and "not started" or M.str(status) end
 
 ---The line of a subagent in a transcript's list: "- done · <task> (subagent-1a2b)".
 ---@param sub AgentLsp.SubagentInfo
 ---@return string
-function M.subagent_line(sub)
-  return ("- %s · %s (%s)"):format(status_text(sub.status), M.oneline(sub.task), M.str(sub.contextId))
-end
+function M.subagent_line(sub) return ("- %s · %s (%s)"):format(status_text(sub.status), M.oneline(sub.task), M.str(sub.contextId)) end
 
 ---The Markdown lines of an agent.session result: title, session (and the
 ---subagent's context), the subagents it started, then each message under a
@@ -199,9 +196,7 @@ end
 ---@param session string
 ---@param context? string
 ---@return string
-function M.transcript_name(session, context)
-  return "agent-session://" .. session .. (context and context ~= "" and ("/" .. context) or "")
-end
+function M.transcript_name(session, context) return "agent-session://" .. session .. (context and context ~= "" and ("/" .. context) or "") end
 
 ---Opens a read-only Markdown scratch buffer with a session's transcript. With
 ---open_context, <CR> on a subagent's line calls it with the session and the
@@ -327,8 +322,7 @@ function M.project_context(c)
   end
   local d = c.diagnostics
   if type(d) == "table" then
-    table.insert(lines, ("    diagnostics (%s, %s): %s errors, %s warnings in %s files"):format(
-      M.str(d.server), M.time(d.at), M.str(d.errors), M.str(d.warnings), M.str(d.files)))
+    table.insert(lines, ("    diagnostics (%s, %s): %s errors, %s warnings in %s files"):format(M.str(d.server), M.time(d.at), M.str(d.errors), M.str(d.warnings), M.str(d.files)))
     for _, e in ipairs(d.top or {}) do
       table.insert(lines, "      " .. M.oneline(e))
     end
@@ -413,9 +407,7 @@ M.counts = counts
 ---@param r AgentLsp.RunResult
 ---@param prompt? string the prompt that was queued
 ---@return string
-function M.queued_line(r, prompt)
-  return ("queued (position %s)"):format(M.str(r.position)) .. (prompt and (": " .. M.oneline(prompt)) or "")
-end
+function M.queued_line(r, prompt) return ("queued (position %s)"):format(M.str(r.position)) .. (prompt and (": " .. M.oneline(prompt)) or "") end
 
 ---The lines that show the prompts a cancelled run never read, one
 ---"not sent: <prompt>" each (a prompt's further lines indented below it).
@@ -511,9 +503,7 @@ local function short(text, width)
 end
 
 -- pad fills s with spaces to width display cells.
-local function pad(s, width)
-  return s .. (" "):rep(math.max(0, width - vim.fn.strdisplaywidth(s)))
-end
+local function pad(s, width) return s .. (" "):rep(math.max(0, width - vim.fn.strdisplaywidth(s))) end
 
 ---The lines of agent.mcp for the :AgentMcp buffer: per project a line
 ---"<project> — <root>", then one line per server, its columns aligned:
@@ -542,8 +532,7 @@ function M.mcp_lines(list)
       table.insert(lines, "  no MCP servers")
     end
     for _, s in ipairs(servers) do
-      local line = ("  %s  %s  %s  %s  %s"):format(pad(M.str(s.name), name_w), pad(M.str(s.source), 7), pad(M.str(s.transport), 5),
-        pad(M.str(s.status), 20), M.mcp_tools(s.tools))
+      local line = ("  %s  %s  %s  %s  %s"):format(pad(M.str(s.name), name_w), pad(M.str(s.source), 7), pad(M.str(s.transport), 5), pad(M.str(s.status), 20), M.mcp_tools(s.tools))
       if s.reason and s.reason ~= vim.NIL and s.reason ~= "" then
         line = line .. " — " .. short(s.reason, 60)
       elseif type(s.withheld) == "table" and #s.withheld > 0 then
@@ -599,16 +588,10 @@ end
 M.results = {
   ["agent.run"] = M.run_result,
   ["agent.resume"] = M.run_result,
-  ["agent.cancel"] = function(r, args)
-    return { ("session %s: %s"):format(M.str(args.session), M.word("cancelled", r.cancelled)) }
-  end,
-  ["agent.sessions"] = function(list)
-    return #list > 0 and vim.tbl_map(M.session_item, list) or { "no sessions" }
-  end,
+  ["agent.cancel"] = function(r, args) return { ("session %s: %s"):format(M.str(args.session), M.word("cancelled", r.cancelled)) } end,
+  ["agent.sessions"] = function(list) return #list > 0 and vim.tbl_map(M.session_item, list) or { "no sessions" } end,
   ["agent.session"] = M.transcript,
-  ["agent.deleteSession"] = function(r, args)
-    return { ("session %s %s"):format(M.str(args.session), M.word("deleted", r.deleted)) }
-  end,
+  ["agent.deleteSession"] = function(r, args) return { ("session %s %s"):format(M.str(args.session), M.word("deleted", r.deleted)) } end,
   ["agent.projects"] = function(list)
     local lines = {}
     for _, p in ipairs(list) do
@@ -621,9 +604,7 @@ M.results = {
   end,
   ["agent.models"] = M.models,
   -- What the next runs use (agent.endpoint), on one line.
-  ["agent.endpoint"] = function(ep)
-    return { ("model %s at %s · API key %s in %s · %s"):format(M.str(ep.model), M.str(ep.baseURL), M.word("keySet", ep.keySet), M.str(ep.apiKeyEnv), M.word("needsKey", ep.needsKey)) }
-  end,
+  ["agent.endpoint"] = function(ep) return { ("model %s at %s · API key %s in %s · %s"):format(M.str(ep.model), M.str(ep.baseURL), M.word("keySet", ep.keySet), M.str(ep.apiKeyEnv), M.word("needsKey", ep.needsKey)) } end,
   -- The :AgentMcp list, each server's line followed by where it is
   -- defined and the whole reason (which <CR> shows there).
   ["agent.mcp"] = function(list)
@@ -641,9 +622,7 @@ M.results = {
     end
     return out
   end,
-  ["agent.switchProject"] = function(r)
-    return { ("session %s now works on project %s"):format(M.str(r.session), M.str(r.project)) }
-  end,
+  ["agent.switchProject"] = function(r) return { ("session %s now works on project %s"):format(M.str(r.session), M.str(r.project)) } end,
   -- The slash commands: "/name hint — description (source, file)".
   ["agent.commands"] = function(r)
     local lines = {}
