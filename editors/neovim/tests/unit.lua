@@ -1568,7 +1568,7 @@ test("context: #buffer:<name>, #buffer and #selection become references; what na
     assert(#problems == 0, vim.inspect(problems))
     assert(vim.deep_equal(out.context, { { uri = vim.uri_from_bufnr(bufs["a/only.go"]) }, { uri = vim.uri_from_bufnr(bufs["a/x.go"]) } }), vim.inspect(out.context))
     assert(out.prompt == "look at #buffer:only.go and #buffer:a/x.go" and #attached == 2)
-    _, problems = context.resolve("#buffer:x.go #buffer:nope.go #buffer", nil, c)
+    problems = select(2, context.resolve("#buffer:x.go #buffer:nope.go #buffer", nil, c))
     assert(#problems == 3, vim.inspect(problems))
     assert(problems[1]:find("names several buffers", 1, true) and problems[2]:find("no loaded file buffer", 1, true), vim.inspect(problems))
     vim.api.nvim_buf_set_mark(bufs["a/only.go"], "<", 1, 5, {})
@@ -1583,7 +1583,7 @@ test("context: #buffer:<name>, #buffer and #selection become references; what na
     vim.fn.writefile({ "not really a png" }, dir .. "/shot.png")
     out, problems = context.resolve("what is wrong in #image:" .. dir .. "/shot.png", nil, c)
     assert(#problems == 0 and vim.deep_equal(out.images, { { path = dir .. "/shot.png" } }), vim.inspect({ out, problems }))
-    _, problems = context.resolve("#image:" .. dir .. "/nope.png and #image", nil, c)
+    problems = select(2, context.resolve("#image:" .. dir .. "/nope.png and #image", nil, c))
     assert(#problems == 2 and problems[1]:find("no readable file", 1, true) and problems[2]:find("names no file", 1, true), vim.inspect(problems))
   end)
   context.attach = attach

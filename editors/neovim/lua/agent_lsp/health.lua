@@ -171,11 +171,11 @@ end
 
 local function neovim(h)
   local v = vim.version()
-  local version = ("%d.%d.%d"):format(v.major, v.minor, v.patch)
+  local nvim_version = ("%d.%d.%d"):format(v.major, v.minor, v.patch)
   if compat.requests_in_coroutine() then
-    h.ok(("Neovim %s: the review of an edit waits for its mappings (server requests run in a coroutine)"):format(version))
+    h.ok(("Neovim %s: the review of an edit waits for its mappings (server requests run in a coroutine)"):format(nvim_version))
   else
-    h.ok(("Neovim %s: the review of an edit reads its keys in a prompt while the server waits (server requests run synchronously before 0.10)"):format(version))
+    h.ok(("Neovim %s: the review of an edit reads its keys in a prompt while the server waits (server requests run synchronously before 0.10)"):format(nvim_version))
   end
 end
 

@@ -341,14 +341,14 @@ function M.project_language(l)
   if l.by == "editor" then
     return { "    language: answered by the editor (Neovim's language servers)" }
   end
-  local parts = { "    language: " .. M.str(l.by) }
+  local fields = { "    language: " .. M.str(l.by) }
   if l.server then
-    table.insert(parts, ("%s (%s), %s"):format(M.str(l.server), M.str(l.command), M.str(l.state)))
+    table.insert(fields, ("%s (%s), %s"):format(M.str(l.server), M.str(l.command), M.str(l.state)))
   end
   if l.note then
-    table.insert(parts, M.oneline(l.note))
+    table.insert(fields, M.oneline(l.note))
   end
-  return { table.concat(parts, " · ") }
+  return { table.concat(fields, " · ") }
 end
 
 ---The lines of a project's sandbox report: its mode, Landlock ABI and
