@@ -128,7 +128,7 @@ export class ChatView implements vscode.Disposable {
 
   /** Registers the view (package.json contributes agentLsp.chat). */
   register(): vscode.Disposable {
-    return vscode.window.registerWebviewViewProvider(ChatView.viewId, { resolveWebviewView: (view) => this.resolve(view as unknown as ChatWebviewView) }, { webviewOptions: { retainContextWhenHidden: true } });
+    return vscode.window.registerWebviewViewProvider(ChatView.viewId, { resolveWebviewView: (view) => this.resolve(view) }, { webviewOptions: { retainContextWhenHidden: true } });
   }
 
   /** The session shown, undefined for a new chat. */
@@ -281,7 +281,7 @@ export class ChatView implements vscode.Disposable {
       this.reset();
       shown();
     } else if (run.session !== this.session) {
-      void this.pick(run.session, shown).catch((e) => this.post({ type: "items", items: this.transcript.note(errorText(e), "error") }));
+      void this.pick(run.session, shown).catch((e: unknown) => this.post({ type: "items", items: this.transcript.note(errorText(e), "error") }));
     } else {
       shown();
     }
@@ -356,7 +356,7 @@ export class ChatView implements vscode.Disposable {
     }
     if (ev.type === "events.dropped") {
       // The server dropped events of this session this window did not read in time: its transcript is read again.
-      void this.pick(ev.session).catch((e) => this.post({ type: "items", items: this.transcript.note(errorText(e), "error") }));
+      void this.pick(ev.session).catch((e: unknown) => this.post({ type: "items", items: this.transcript.note(errorText(e), "error") }));
       return;
     }
     const items = this.transcript.event(ev);
@@ -383,7 +383,9 @@ export class ChatView implements vscode.Disposable {
   }
 
   dispose(): void {
-    this.subs.forEach((d) => d.dispose());
+    this.subs.forEach((d) => {
+      d.dispose();
+    });
   }
 }
 

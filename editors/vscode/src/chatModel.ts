@@ -71,7 +71,7 @@ export class ChatTranscript {
 
   /** Every item, in order. */
   all(): ChatItem[] {
-    return this.order.map((id) => this.items.get(id)!);
+    return this.order.flatMap((id) => this.items.get(id) ?? []);
   }
 
   private put(html: string, id = `i${++this.next}`): ChatItem {
@@ -222,7 +222,7 @@ export class ChatTranscript {
           t.put(toolHtml(row), row.id);
         }
       } else if (m.role === "tool" && m.toolCallId && t.tools.has(m.toolCallId)) {
-        const row = t.tools.get(m.toolCallId)!;
+        const row = t.tools.get(m.toolCallId) as ToolRow; // has() above
         row.end = { ok: !/^error\b/i.test(m.content), summary: "", output: m.content };
         t.put(toolHtml(row), row.id);
       }

@@ -105,7 +105,7 @@ export class AgentClient implements Client, vscode.Disposable {
   }
 
   private extensionVersion(): string {
-    return String(this.context.extension.packageJSON.version);
+    return String((this.context.extension.packageJSON as { version?: unknown }).version);
   }
 
   /** The settings and the binary to start (locate.ts): read now, and again while the configuration settles. */

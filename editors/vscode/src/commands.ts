@@ -53,6 +53,7 @@ export function registerCommands(ctx: Ctx): void {
           if (!shown(e)) {
             void vscode.window.showErrorMessage(`agent-lsp: ${errorText(e)}`);
           }
+          return undefined;
         }
       }),
     );
@@ -282,7 +283,7 @@ export function selectModel(ctx: Ctx): Cmd {
       return typed === undefined ? undefined : pickModel(ctx, typed.trim() || undefined);
     }
     const fallback = { label: "$(discard) Settings' model", description: list.current, model: undefined as string | undefined };
-    const pick = await vscode.window.showQuickPick([...list.models.map((m) => ({ ...modelItem(m, list, chosen), model: m.id as string | undefined })), fallback], { title: `Model for this workspace (${list.baseURL})`, matchOnDetail: true });
+    const pick = await vscode.window.showQuickPick([...list.models.map((m) => ({ ...modelItem(m, list, chosen), model: m.id })), fallback], { title: `Model for this workspace (${list.baseURL})`, matchOnDetail: true });
     return pick ? pickModel(ctx, pick.model) : undefined;
   };
 }

@@ -161,6 +161,7 @@ export interface SettingProblem {
  * type is left out (the server would refuse to start with it), and problems
  * gets why.
  */
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- WorkspaceConfiguration.get's shape
 export function readSettings(get: <T>(key: string) => T | undefined, problems?: SettingProblem[]): Settings {
   const s = { ...defaultSettings };
   const str = (key: keyof Settings) => {

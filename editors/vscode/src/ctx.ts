@@ -13,6 +13,7 @@ import { Runs } from "./runs";
 import { UsageStatus } from "./usage";
 
 /** A command handler, as vscode.commands.registerCommand takes it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a handler declares the arguments it takes
 export type Cmd = (...args: any[]) => unknown;
 
 /** Options of one request: cancellation ($/cancelRequest) and the work-done progress token. */

@@ -379,5 +379,5 @@ function inlineCode(text: string): string {
 
 /** The message of an error thrown by the client or returned by the server. */
 export function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : typeof e === "object" && e && "message" in e ? String((e as { message: unknown }).message) : String(e);
+  return e instanceof Error ? e.message : typeof e === "object" && e && "message" in e ? String(e.message) : String(e);
 }

@@ -150,7 +150,7 @@ async function report(r: FinishedRun): Promise<void> {
     return offerFix(summary(r), r.reason); // a setting fixes it: its action, not Resume
   }
   const how = r.queued?.length ? { level: "warning" as const, buttons: ["Send Again", "Open in Chat"] as Action[] } : reports[r.status];
-  const pick = (await show[how.level](summary(r), ...how.buttons)) as Action | undefined;
+  const pick = await show[how.level](summary(r), ...how.buttons);
   if (pick) {
     await actions[pick](r);
   }

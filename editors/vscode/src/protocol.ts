@@ -441,7 +441,7 @@ export interface DiagnosticsResult {
 /** Params of agent/languageRequest: an LSP request the editor's language features answer. */
 export interface LanguageRequestParams {
   method: string;
-  params: any;
+  params: unknown;
 }
 
 /** The requests the server sends the editor, by method, with their params and result (docs/protocol.md). */

@@ -430,7 +430,9 @@ export class Reviews implements vscode.Disposable {
 
   dispose(): void {
     this.stale();
-    this.subs.forEach((d) => d.dispose());
+    this.subs.forEach((d) => {
+      d.dispose();
+    });
   }
 }
 

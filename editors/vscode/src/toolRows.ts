@@ -50,7 +50,7 @@ export function parseArgs(args: string): Record<string, unknown> {
 }
 
 function str(a: Record<string, unknown>, key: string): string | undefined {
-  return typeof a[key] === "string" ? (a[key] as string) : undefined;
+  return typeof a[key] === "string" ? a[key] : undefined;
 }
 
 /** The target a tool call works on, from its JSON arguments: a path, a command, a pattern... */

@@ -64,7 +64,9 @@ beforeEach(() => {
     start: async () => {},
     configure: async () => {},
     setApiKey: async (k) => void client.keys.push(k),
-    restart: async () => void client.restarts++,
+    restart: async () => {
+      client.restarts++;
+    },
     info: { extension: "0.2.0", server: { command: "/opt/agent-lsp", version: "0.2.0", running: true } },
     about: async () => client.info,
   };
@@ -89,7 +91,7 @@ describe("commands", () => {
     assert.deepEqual([...stub.commands.keys()].sort(), contributed);
     assert.deepEqual(Object.keys(commands).sort(), contributed);
     for (const c of pkg.contributes.commands) assert.equal(c.category, "Agent", `${c.command} is in the Agent category`);
-    for (const menu of Object.values(pkg.contributes.menus) as { command: string }[][]) {
+    for (const menu of Object.values<{ command: string }[]>(pkg.contributes.menus)) {
       for (const m of menu) assert.ok(contributed.includes(m.command), `menu entry ${m.command} is a contributed command`);
     }
   });
@@ -291,8 +293,8 @@ describe("commands", () => {
     assert.equal(stub.opened[0]?.uri.scheme, "agent-mcp");
     const md = stub.opened[0].content;
     assert.match(md, /## api\n\n`\/w\/api`\n\n- `docs` · running · 12 tools · stdio · from the agentLsp.mcpServers setting/);
-    assert.match(md, /  - left out to fit the context: `mcp__docs__search_all`/);
-    assert.match(md, /- `db` · waiting for approval · tools not listed yet · stdio · from the repository's .mcp.json \(`\/w\/api\/.mcp.json`\)\n  - a repository's server starts once approved/);
+    assert.match(md, / {2}- left out to fit the context: `mcp__docs__search_all`/);
+    assert.match(md, /- `db` · waiting for approval · tools not listed yet · stdio · from the repository's .mcp.json \(`\/w\/api\/.mcp.json`\)\n {2}- a repository's server starts once approved/);
     assert.match(md, /## web\n\n`\/w\/web`\n\nNo MCP servers: add them/);
   });
 

@@ -18,6 +18,7 @@ import { slashItems, type SlashItem } from "../src/slash";
 const slashMatches = (() => {
   const source = /^function slashMatches\(text, items\) \{\n[\s\S]*?\n\}$/m.exec(readFileSync("media/slash.js", "utf8"))?.[0];
   assert.ok(source, "media/slash.js has no function slashMatches(text, items)");
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the page script (media/slash.js) evaluated as the webview runs it
   return new Function(`${source}\nreturn slashMatches;`)() as (text: string, items: SlashItem[]) => SlashItem[] | undefined;
 })();
 
@@ -318,7 +319,7 @@ test("the context settings go under the keys docs/protocol.md names, with its ra
     assert.ok(row, `${key}: protocol.md has no setting ${t.init}`);
     const p = properties[`agentLsp.${key}`];
     if (t.range) {
-      assert.ok(row.what.includes(`(${t.range[0]}..${t.range[1]})`), `${key}: protocol.md's range of ${t.init} is not ${t.range}: ${row.what}`);
+      assert.ok(row.what.includes(`(${t.range[0]}..${t.range[1]})`), `${key}: protocol.md's range of ${t.init} is not ${t.range.join("..")}: ${row.what}`);
       assert.deepEqual([p.minimum, p.maximum, p.default], [t.range[0], t.range[1], null], `${key}: package.json's range, unset by default`);
       // Unset, the server's environment and default apply; the description says which.
       shows(

@@ -163,7 +163,7 @@ test("a review: the diff opens, Accept on one hunk and Reject on the other apply
   assert.ok(review, "the review is open");
   const [diff] = t.diffs();
   assert.deepEqual(diff.args.slice(0, 3).map(String), [review.originals[0].toString(), review.proposals[0].toString(), "notes.txt: agent's proposal (1 of 2)"]);
-  stub.tabs.push({ input: new TabInputTextDiff(review.originals[0] as never, review.proposals[0] as never) });
+  stub.tabs.push({ input: new TabInputTextDiff(review.originals[0], review.proposals[0]) });
   assert.equal(await stub.contentProviders.get(originalScheme).provideTextDocumentContent(review.originals[0]), file, "the left side: the file");
   assert.equal(new TextDecoder().decode(stub.fsProviders.get(proposalScheme).readFile(review.proposals[0])), proposal, "the right side: the proposal");
   assert.equal(stub.items.get("agentLsp.review")?.text, "$(git-compare) Review notes.txt (1 of 2)");
@@ -199,7 +199,7 @@ test("the proposal edited before it is accepted is what lands; a file changed me
   const result = t.reviews.handle(edit(), t.next);
   await tick();
   const [review] = t.reviews.list();
-  const doc = (await workspace.openTextDocument(review.proposals[0] as never)) as { text: string };
+  const doc = (await workspace.openTextDocument(review.proposals[0])) as { text: string };
   doc.text = proposal.replace("SEVEN", "SEVEN!");
   stub.docChanges.fire({ document: doc });
   t.reviews.decide(review, true);

@@ -1,7 +1,6 @@
 // A stub of the vscode API at the extension's boundary, for unit tests. Tests
 // script the user (input boxes, quick picks, message buttons) through `stub`
 // and read back what the extension showed.
-/* eslint-disable @typescript-eslint/no-explicit-any */
 
 type Listener<T> = (e: T) => unknown;
 
@@ -311,7 +310,7 @@ export const window = {
     stub.inputBoxes.push(opts);
     return stub.inputs.shift();
   },
-  async showQuickPick(items: any[]) {
+  async showQuickPick(items: any[] | PromiseLike<any[]>) {
     const pick = stub.picks.shift();
     return pick ? pick(await items) : undefined;
   },
