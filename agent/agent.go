@@ -521,7 +521,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	r := rt.newRun(sess, req, sess.Project)
 	rt.seeing(ctx, r)
 	rt.addTools(ctx, r, sess.Project)
-	rt.fitTools(r, sess.Project)
+	rt.showTools(r, sess.Project)
 	rt.runs.started(active, r)
 	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld})
 	res, err := rt.graph.Resume(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps))

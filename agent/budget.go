@@ -336,32 +336,16 @@ var toolPriority = []string{"read_file", "edit_file", "search", "list_files", "c
 // servers' the user chose): most runs do without them.
 var optionalTools = []string{"read_image", "fetch_url"}
 
-// fitTools returns the tools whose definitions fit in share tokens, in
-// priority order, and the names of those withheld.
-func fitTools(specs []model.ToolSpec, share int, count func(model.ToolSpec) int) (kept []model.ToolSpec, withheld []string) {
-	rank := func(name string) int {
-		for i, n := range toolPriority {
-			if n == name {
-				return i
-			}
-		}
-		if i := slices.Index(optionalTools, name); i >= 0 {
-			return len(toolPriority) + 1 + i
-		}
-		return len(toolPriority)
+// toolRank is a tool's place in the order tools are kept in: toolPriority's
+// first, then other programs' tools, then optionalTools.
+func toolRank(name string) int {
+	if i := slices.Index(toolPriority, name); i >= 0 {
+		return i
 	}
-	ordered := slices.Clone(specs)
-	slices.SortStableFunc(ordered, func(a, b model.ToolSpec) int { return rank(a.Name) - rank(b.Name) })
-	used := 0
-	for _, t := range ordered {
-		if n := count(t); used+n <= share {
-			used += n
-			kept = append(kept, t)
-		} else {
-			withheld = append(withheld, t.Name)
-		}
+	if i := slices.Index(optionalTools, name); i >= 0 {
+		return len(toolPriority) + 1 + i
 	}
-	return kept, withheld
+	return len(toolPriority)
 }
 
 // TooLargeError is a run that cannot start: what must be in every request

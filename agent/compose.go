@@ -32,18 +32,26 @@ const (
 )
 
 // fitTools chooses the tools the run shows the model: those whose
-// definitions fit in their share of the budget.
+// definitions fit in their share of the budget, in toolRank's order; it
+// sets r.specs, r.withheld (the names of the others) and r.specTokens.
 func (r *run) fitTools() {
-	r.specs, r.withheld = fitTools(r.tools.Specs(), r.budget.prompt()/toolShare, r.rt.counter.tool)
-	r.specTokens = 0
-	for _, t := range r.specs {
-		r.specTokens += r.rt.counter.tool(t)
+	ordered := slices.Clone(r.tools.Specs())
+	slices.SortStableFunc(ordered, func(a, b model.ToolSpec) int { return toolRank(a.Name) - toolRank(b.Name) })
+	share := r.budget.prompt() / toolShare
+	r.specs, r.withheld, r.specTokens = nil, nil, 0
+	for _, t := range ordered {
+		if n := r.rt.counter.tool(t); r.specTokens+n <= share {
+			r.specTokens += n
+			r.specs = append(r.specs, t)
+		} else {
+			r.withheld = append(r.withheld, t.Name)
+		}
 	}
 }
 
-// fitTools fits the tools of r, a run in project, and tells the tool source
-// which were left out.
-func (rt *Runtime) fitTools(r *run, project string) {
+// showTools fits the tools of r, a run in project (r.fitTools), and tells
+// the tool source which were left out.
+func (rt *Runtime) showTools(r *run, project string) {
 	r.fitTools()
 	if rt.cfg.ToolSource == nil {
 		return
@@ -57,7 +65,7 @@ func (rt *Runtime) fitTools(r *run, project string) {
 // fit the budget together: a run that cannot send its first request fails
 // at once, naming both sizes.
 func (rt *Runtime) fits(r *run, project string, prompt message.Message) error {
-	rt.fitTools(r, project)
+	rt.showTools(r, project)
 	sys := message.Message{ID: "", Role: message.System, Content: rt.systemPrompt(r, project, Summary{}, nil, nil)}
 	need := rt.counter.request(model.Request{Messages: []message.Message{sys, prompt}, Tools: r.specs, Model: r.model})
 	if room := r.budget.prompt(); need > room {

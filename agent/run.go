@@ -199,7 +199,7 @@ func (rt *Runtime) refreshTools(ctx context.Context, r *run, project string) {
 	before := r.tools
 	rt.addTools(ctx, r, project)
 	if len(before) != len(r.tools) || !sameNames(before, r.tools) {
-		rt.fitTools(r, project)
+		rt.showTools(r, project)
 	}
 }
 

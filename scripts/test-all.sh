@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test of the repository: Go (vet, race-enabled tests, short fuzz
-# runs), the README's runnable commands (scripts/readme-check.sh), the Neovim
+# Runs every test of the repository: Go (vet, staticcheck, function length, race-enabled
+# tests, short fuzz runs), the README's runnable commands (scripts/readme-check.sh), the Neovim
 # plugin in headless Neovim, and the VS Code extension (unit, integration,
 # packaging, and end to end in code-server). This is the README's
 # test command; .ci/run calls exactly this. The editor tests install what they
@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 
 echo "== go vet"
 go vet ./...
+echo "== Go linters (staticcheck, installed and cached when missing; function length)"
+bash scripts/lint-go.sh
 echo "== cross-builds and vet: windows, macOS, linux/arm64 (scripts/cross-check.sh)"
 bash scripts/cross-check.sh
 echo "== the reference MCP server the Go tests run (npm)"

@@ -518,29 +518,14 @@ func TestACPMCPServers(t *testing.T) {
 	}
 }
 
-// A broken or hostile client's lines (testdata/hostile/acp-requests.json)
-// get error answers naming the problem, and the server keeps serving: a
-// prompt with a broken image (a PNG cut after its signature) is refused,
-// then a session works.
-func TestACPHostileRequests(t *testing.T) {
-	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "Still serving."}}})
-	sample := copyFixture(t, "sample")
-	var fixture struct {
-		Requests []struct {
-			Raw     string
-			Request json.RawMessage
-			Want    string
-		}
-	}
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "hostile", "acp-requests.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &fixture); err != nil {
-		t.Fatal(err)
-	}
+// startRawACP starts agent-lsp acp with env and returns a way to send it raw
+// lines (CWD in a line stands for cwd) and to wait for the answer to a
+// request id (a minute at most). The server's stderr is logged if the test
+// fails.
+func startRawACP(t *testing.T, env []string, cwd string) (send func(line string), answer func(id float64) map[string]any) {
+	t.Helper()
 	cmd := exec.Command(binary, "acp")
-	cmd.Env = append(append(os.Environ(), "AGENT_LSP_DAEMON=off", "AGENT_LSP_VISION=true"), envFor(t, srv)...)
+	cmd.Env = append(append(os.Environ(), "AGENT_LSP_DAEMON=off", "AGENT_LSP_VISION=true"), env...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	stderr := &lockedBuffer{}
@@ -567,12 +552,12 @@ func TestACPHostileRequests(t *testing.T) {
 		}
 		close(answers)
 	}()
-	send := func(line string) {
-		if _, err := io.WriteString(stdin, strings.ReplaceAll(line, "CWD", sample)+"\n"); err != nil {
+	send = func(line string) {
+		if _, err := io.WriteString(stdin, strings.ReplaceAll(line, "CWD", cwd)+"\n"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	answer := func(id float64) map[string]any {
+	answer = func(id float64) map[string]any {
 		t.Helper()
 		timeout := time.After(60 * time.Second)
 		for {
@@ -589,6 +574,31 @@ func TestACPHostileRequests(t *testing.T) {
 			}
 		}
 	}
+	return send, answer
+}
+
+// A broken or hostile client's lines (testdata/hostile/acp-requests.json)
+// get error answers naming the problem, and the server keeps serving: a
+// prompt with a broken image (a PNG cut after its signature) is refused,
+// then a session works.
+func TestACPHostileRequests(t *testing.T) {
+	srv := model(t, scripted.Script{Turns: []scripted.Turn{{Text: "Still serving."}}})
+	sample := copyFixture(t, "sample")
+	var fixture struct {
+		Requests []struct {
+			Raw     string
+			Request json.RawMessage
+			Want    string
+		}
+	}
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "hostile", "acp-requests.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &fixture); err != nil {
+		t.Fatal(err)
+	}
+	send, answer := startRawACP(t, envFor(t, srv), sample)
 	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
 	answer(0)
 	for _, r := range fixture.Requests {

@@ -378,28 +378,7 @@ func TestRunEditsOpenDocument(t *testing.T) {
 		t.Fatalf("applyEdit: %s", c.edits[0])
 	}
 	// Progress: begin, reports, end, all on the client's token.
-	c.waitFor("progress end", func() bool {
-		ps := c.notifications("$/progress")
-		return len(ps) > 0 && strings.Contains(string(ps[len(ps)-1]), `"end"`)
-	})
-	var kinds []string
-	for _, raw := range c.notifications("$/progress") {
-		var p struct {
-			Token string
-			Value map[string]any
-		}
-		json.Unmarshal(raw, &p)
-		if p.Token != "tok-1" {
-			t.Fatalf("progress on token %q", p.Token)
-		}
-		kinds = append(kinds, p.Value["kind"].(string))
-		if p.Value["kind"] == "begin" && (p.Value["title"] != "agent: Make the greeting shorter please" || p.Value["cancellable"] != true) {
-			t.Fatalf("begin: %v", p.Value)
-		}
-	}
-	if len(kinds) < 4 || kinds[0] != "begin" || kinds[len(kinds)-1] != "end" || kinds[1] != "report" {
-		t.Fatalf("progress kinds %v", kinds)
-	}
+	checkProgress(t, c, "tok-1", "agent: Make the greeting shorter please")
 	// agent/event: seq rises by one from run.start to run.end; deltas are batched.
 	c.waitFor("run.end", func() bool {
 		evs := c.events()
@@ -421,6 +400,34 @@ func TestRunEditsOpenDocument(t *testing.T) {
 	}
 	if !strings.Contains(final, "friendlier") || deltas > 20 {
 		t.Fatalf("%d delta events (scripted in 8-byte chunks: must be batched)", deltas)
+	}
+}
+
+// checkProgress waits for the run's progress to end and checks that it was
+// begin (with title, cancellable), reports, end, all on the client's token.
+func checkProgress(t *testing.T, c *lspClient, token, title string) {
+	t.Helper()
+	c.waitFor("progress end", func() bool {
+		ps := c.notifications("$/progress")
+		return len(ps) > 0 && strings.Contains(string(ps[len(ps)-1]), `"end"`)
+	})
+	var kinds []string
+	for _, raw := range c.notifications("$/progress") {
+		var p struct {
+			Token string
+			Value map[string]any
+		}
+		json.Unmarshal(raw, &p)
+		if p.Token != token {
+			t.Fatalf("progress on token %q", p.Token)
+		}
+		kinds = append(kinds, p.Value["kind"].(string))
+		if p.Value["kind"] == "begin" && (p.Value["title"] != title || p.Value["cancellable"] != true) {
+			t.Fatalf("begin: %v", p.Value)
+		}
+	}
+	if len(kinds) < 4 || kinds[0] != "begin" || kinds[len(kinds)-1] != "end" || kinds[1] != "report" {
+		t.Fatalf("progress kinds %v", kinds)
 	}
 }
 

@@ -84,6 +84,18 @@ func TestEditorLanguageFeatures(t *testing.T) {
 	if all := asked[1]; all["method."] != "agent/diagnostics" || len(all["uris"].([]any)) != 0 || all["settle"] != nil {
 		t.Fatalf("the second request: %v", all)
 	}
+	checkDefinitionAsked(t, asked, test)
+	var projects []map[string]any
+	c.command("agent.projects", map[string]any{}, &projects)
+	if lang := projects[0]["language"].(map[string]any); lang["by"] != "editor" {
+		t.Fatalf("agent.projects: %v", lang)
+	}
+}
+
+// checkDefinitionAsked checks that the editor was asked for the definition
+// at the line of the call Greet("Ada") in the test file.
+func checkDefinitionAsked(t *testing.T, asked []map[string]any, test string) {
+	t.Helper()
 	var def map[string]any
 	for _, a := range asked {
 		if a["method"] == "textDocument/definition" {
@@ -95,11 +107,6 @@ func TestEditorLanguageFeatures(t *testing.T) {
 	p, _ := json.Marshal(def["params"])
 	if want := `"position":{"character":`; def == nil || !strings.Contains(string(p), want) || !strings.Contains(string(p), `"line":`+itoa(line)) || !strings.Contains(string(p), string(uri.File(test))) {
 		t.Fatalf("the definition request: %v (want line %d)", def, line)
-	}
-	var projects []map[string]any
-	c.command("agent.projects", map[string]any{}, &projects)
-	if lang := projects[0]["language"].(map[string]any); lang["by"] != "editor" {
-		t.Fatalf("agent.projects: %v", lang)
 	}
 }
 

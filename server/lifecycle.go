@@ -168,10 +168,12 @@ func decodeInitialize(params json.RawMessage) (initializeParams, error) {
 func (p initializeParams) folders() []Folder {
 	fs, _ := p.WorkspaceFolders.Get()
 	if len(fs) == 0 {
-		rootPath, _ := p.RootPath.Get()
+		//lint:ignore SA1019 clients before LSP 3.6 (and some after) send only the root
+		rootURI, rootPathOpt := p.RootURI, p.RootPath
+		rootPath, _ := rootPathOpt.Get()
 		switch {
-		case p.RootURI != nil && *p.RootURI != "":
-			fs = []protocol.WorkspaceFolder{{URI: *p.RootURI}}
+		case rootURI != nil && *rootURI != "":
+			fs = []protocol.WorkspaceFolder{{URI: *rootURI}}
 		case rootPath != "":
 			fs = []protocol.WorkspaceFolder{{URI: uri.File(rootPath)}}
 		}

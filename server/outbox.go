@@ -201,11 +201,3 @@ func (o *outbox) write(batch []outItem) {
 		batch = batch[i:]
 	}
 }
-
-// drained returns once what is queued now is written, or after wait.
-func (o *outbox) drained(wait <-chan struct{}) {
-	select {
-	case <-o.mark():
-	case <-wait:
-	}
-}

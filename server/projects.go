@@ -71,5 +71,5 @@ func (s *Server) switchProjectCommand(ctx context.Context, call commandCall, a S
 	if err := call.b.Runtime.SwitchProject(ctx, a.Session, a.Project); err != nil {
 		return SwitchProjectResult{}, sessionError("agent.switchProject", err)
 	}
-	return SwitchProjectResult{Session: a.Session, Project: a.Project}, nil
+	return SwitchProjectResult(a), nil
 }

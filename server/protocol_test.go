@@ -42,7 +42,37 @@ type commandExample struct {
 // and the scripted model, and returns what the client sent and received: the
 // command examples by name and the agent/event notifications in order.
 func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []json.RawMessage, requests map[string][]requestExample, paths map[string]string) {
-	srv := model(t, scripted.Script{Conversations: []scripted.Conversation{
+	srv := protocolModel(t)
+	roots, home, tmp, env := protocolFiles(t, srv)
+	c := startServer(t, env...)
+	rec := recordEditorRequests(c, roots)
+	c.initialize(roots, map[string]any{"permissions": map[string]any{"allow": []string{"sleep *"}},
+		"model":      map[string]any{"prices": map[string]any{"scripted": map[string]float64{"input": 2.5, "output": 10}}, "vision": "true"},
+		"mcpServers": map[string]any{"docs": map[string]any{"command": mcpTestServer(t)}}})
+
+	cmds = map[string][]commandExample{}
+	var mu sync.Mutex // guards cmds: the sleeping run answers while agent.cancel does
+	do := func(name string, args any) json.RawMessage {
+		t.Helper()
+		var res json.RawMessage
+		if err := c.command(name, args, &res); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		a, _ := json.Marshal(args)
+		mu.Lock()
+		cmds[name] = append(cmds[name], commandExample{a, res})
+		mu.Unlock()
+		return res
+	}
+	runProtocolCommands(t, c, do, roots)
+	paths = map[string]string{"http://localhost:11434/v1": srv.URL, "/work/sample": roots["sample"], "/work/other": roots["other"], "/home/user": home, "/tmp": tmp}
+	return cmds, c.notifications("agent/event"), rec.examples(), paths
+}
+
+// protocolModel is the scripted model of the protocol scenario: one
+// conversation per prompt the scenario sends.
+func protocolModel(t *testing.T) *scripted.Server {
+	return model(t, scripted.Script{Conversations: []scripted.Conversation{
 		{Match: "Add a farewell", Turns: []scripted.Turn{
 			{Text: "Looking.", ToolCalls: []scripted.ToolCall{withID(call("read_file", map[string]any{"path": "greet.go"}), "call_read")}},
 			{ToolCalls: []scripted.ToolCall{withID(call("call_subagent", map[string]any{"task": "List the Go files and report their names."}), "call_sub")}},
@@ -66,7 +96,14 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		{Match: "Summarize the conversation", Turns: []scripted.Turn{{Text: "The user asked to read notes.txt repeatedly; it holds numbered notes."},
 			{Text: "Still reading notes.txt."}, {Text: "Still reading notes.txt."}, {Text: "Still reading notes.txt."}}},
 	}})
-	roots := map[string]string{"sample": copyFixture(t, "sample"), "other": copyFixture(t, "other")}
+}
+
+// protocolFiles makes the scenario's projects (sample with a .git and a
+// slash command, other with a long notes.txt), its own home (with a user's
+// slash command) and temp folder, and the server's environment; it seeds the
+// store with a review-mode session.
+func protocolFiles(t *testing.T, srv *scripted.Server) (roots map[string]string, home, tmp string, env []string) {
+	roots = map[string]string{"sample": copyFixture(t, "sample"), "other": copyFixture(t, "other")}
 	os.MkdirAll(filepath.Join(roots["sample"], ".git"), 0o755)
 	os.WriteFile(filepath.Join(roots["sample"], ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 	var notes strings.Builder
@@ -77,10 +114,10 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	// Home, temp and caches are the scenario's own, and Landlock is off (the
 	// report of what it enforces depends on the kernel), so the fixtures do
 	// not depend on the machine.
-	home, tmp := filepath.Join(t.TempDir(), "home"), filepath.Join(t.TempDir(), "tmp")
+	home, tmp = filepath.Join(t.TempDir(), "home"), filepath.Join(t.TempDir(), "tmp")
 	os.MkdirAll(home, 0o755)
 	os.MkdirAll(tmp, 0o755)
-	env := envFor(t, srv, "HOME="+home, "TMPDIR="+tmp, "XDG_CACHE_HOME=", "GOCACHE=", "GOMODCACHE=", "GOPATH=",
+	env = envFor(t, srv, "HOME="+home, "TMPDIR="+tmp, "XDG_CACHE_HOME=", "GOCACHE=", "GOMODCACHE=", "GOPATH=",
 		"npm_config_cache=", "CARGO_HOME=", "AGENT_LSP_LANDLOCK=false")
 	seedReviewSession(t, env, roots["sample"])
 	// Slash commands: one of the project's, one of the user's (HOME's config).
@@ -88,9 +125,22 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 	os.WriteFile(filepath.Join(roots["sample"], ".agents", "commands", "fix.md"), []byte("---\ndescription: Fix an issue in the code\nargument-hint: <what is wrong>\n---\nFix this: $ARGUMENTS\n"), 0o644)
 	os.MkdirAll(filepath.Join(home, ".config", "agent-lsp", "commands"), 0o755)
 	os.WriteFile(filepath.Join(home, ".config", "agent-lsp", "commands", "standup.md"), []byte("Summarize what changed since yesterday.\n"), 0o644)
-	c := startServer(t, env...)
-	var savesMu sync.Mutex // guards saves, appended by the client's handler
-	var saves []requestExample
+	return roots, home, tmp, env
+}
+
+// editorRequests records the server's requests to the editor (saves,
+// diagnostics, language requests) and answers them as an editor would: it
+// saves every document it is asked to, its language server warns about the
+// edited line and finds Greet's definition.
+type editorRequests struct {
+	mu    sync.Mutex // guards saves and langs, appended by the client's handlers
+	saves []requestExample
+	langs map[string][]requestExample
+}
+
+// recordEditorRequests makes c answer and record the editor requests.
+func recordEditorRequests(c *lspClient, roots map[string]string) *editorRequests {
+	r := &editorRequests{langs: map[string][]requestExample{}}
 	c.saveResult = func(params json.RawMessage) any { // an editor that saves every document it is asked to
 		var p struct {
 			URIs []string `json:"uris"`
@@ -98,18 +148,16 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		json.Unmarshal(params, &p)
 		res := map[string]any{"saved": p.URIs, "failed": []any{}}
 		b, _ := json.Marshal(res)
-		savesMu.Lock()
-		saves = append(saves, requestExample{Params: params, Result: b})
-		savesMu.Unlock()
+		r.mu.Lock()
+		r.saves = append(r.saves, requestExample{Params: params, Result: b})
+		r.mu.Unlock()
 		return res
 	}
-	var langMu sync.Mutex // guards langs, appended by the client's handler
-	langs := map[string][]requestExample{}
 	answer := func(method string, params json.RawMessage, res any) any {
 		b, _ := json.Marshal(res)
-		langMu.Lock()
-		langs[method] = append(langs[method], requestExample{Params: params, Result: b})
-		langMu.Unlock()
+		r.mu.Lock()
+		r.langs[method] = append(r.langs[method], requestExample{Params: params, Result: b})
+		r.mu.Unlock()
 		return res
 	}
 	greetURI := string(uri.File(filepath.Join(roots["sample"], "greet.go")))
@@ -127,24 +175,27 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		}
 		return answer("agent/languageRequest", params, res)
 	}
-	c.initialize(roots, map[string]any{"permissions": map[string]any{"allow": []string{"sleep *"}},
-		"model":      map[string]any{"prices": map[string]any{"scripted": map[string]float64{"input": 2.5, "output": 10}}, "vision": "true"},
-		"mcpServers": map[string]any{"docs": map[string]any{"command": mcpTestServer(t)}}})
+	return r
+}
 
-	cmds = map[string][]commandExample{}
-	var mu sync.Mutex // guards cmds: the sleeping run answers while agent.cancel does
-	do := func(name string, args any) json.RawMessage {
-		t.Helper()
-		var res json.RawMessage
-		if err := c.command(name, args, &res); err != nil {
-			t.Errorf("%s: %v", name, err)
+// examples returns the recorded requests by method; the example of
+// agent/languageRequest is the definition, not the outline before it.
+func (r *editorRequests) examples() map[string][]requestExample {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var definitions []requestExample
+	for _, e := range r.langs["agent/languageRequest"] {
+		if strings.Contains(string(e.Params), "textDocument/definition") {
+			definitions = append(definitions, e)
 		}
-		a, _ := json.Marshal(args)
-		mu.Lock()
-		cmds[name] = append(cmds[name], commandExample{a, res})
-		mu.Unlock()
-		return res
 	}
+	return map[string][]requestExample{"agent/saveDocuments": r.saves,
+		"agent/diagnostics": r.langs["agent/diagnostics"], "agent/languageRequest": definitions}
+}
+
+// runProtocolCommands sends the scenario's commands through do, in order,
+// and waits for the last run to end.
+func runProtocolCommands(t *testing.T, c *lspClient, do func(name string, args any) json.RawMessage, roots map[string]string) {
 	session := func(res json.RawMessage) string {
 		var r struct{ Session string }
 		json.Unmarshal(res, &r)
@@ -206,19 +257,6 @@ func protocolScenario(t *testing.T) (cmds map[string][]commandExample, events []
 		}
 		return n == 6
 	})
-	paths = map[string]string{"http://localhost:11434/v1": srv.URL, "/work/sample": roots["sample"], "/work/other": roots["other"], "/home/user": home, "/tmp": tmp}
-	savesMu.Lock()
-	defer savesMu.Unlock()
-	langMu.Lock()
-	defer langMu.Unlock()
-	var definitions []requestExample // the example of agent/languageRequest is the definition, not the outline before it
-	for _, r := range langs["agent/languageRequest"] {
-		if strings.Contains(string(r.Params), "textDocument/definition") {
-			definitions = append(definitions, r)
-		}
-	}
-	return cmds, c.notifications("agent/event"), map[string][]requestExample{"agent/saveDocuments": saves,
-		"agent/diagnostics": langs["agent/diagnostics"], "agent/languageRequest": definitions}, paths
 }
 
 // onePixelPNG is a 1×1 PNG, in base64: the image a prompt of the scenario

@@ -64,12 +64,15 @@ func landlockABI(t *testing.T, c *lspClient) int {
 	return projects[0].Sandbox.LandlockABI
 }
 
-func TestSandboxedCommands(t *testing.T) {
+// countingListener listens on a loopback TCP port until the test ends and
+// sends true on connected for each connection it accepts.
+func countingListener(t *testing.T) (net.Listener, chan bool) {
+	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	connected := make(chan bool, 4)
 	go func() {
 		for {
@@ -81,12 +84,19 @@ func TestSandboxedCommands(t *testing.T) {
 			c.Close()
 		}
 	}()
+	return ln, connected
+}
+
+// abstractListener listens on an abstract Unix socket until the test ends
+// and returns its name (without the leading @).
+func abstractListener(t *testing.T) string {
+	t.Helper()
 	abstract := fmt.Sprintf("agent-lsp-e2e-%d", os.Getpid())
 	aln, err := net.Listen("unix", "@"+abstract)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer aln.Close()
+	t.Cleanup(func() { aln.Close() })
 	go func() {
 		for {
 			c, err := aln.Accept()
@@ -96,6 +106,12 @@ func TestSandboxedCommands(t *testing.T) {
 			c.Close()
 		}
 	}()
+	return abstract
+}
+
+func TestSandboxedCommands(t *testing.T) {
+	ln, connected := countingListener(t)
+	abstract := abstractListener(t)
 	lines := map[string]string{
 		"home":      "touch $HOME/pwned-home",
 		"outside":   "touch ../../outside/pwned 2>&1 || touch $TMPDIR/../outside/pwned",

@@ -100,6 +100,29 @@ type step struct {
 	n      int
 }
 
+// checkWritesAfterFailure checks that after a group commit failed at a step
+// of thread failed, its later writes (step perThread on) fail with boom until
+// its run ends, the other threads' writes go through, and a new run of the
+// failed thread writes again.
+func checkWritesAfterFailure(t *testing.T, c *Committer[[]step], threads []string, failed string, perThread int, boom error) {
+	t.Helper()
+	for _, th := range threads {
+		err := c.Write(Batched, th, "", []step{{th, perThread}}, false)
+		if th == failed && !errors.Is(err, boom) {
+			t.Errorf("the failed thread's next write: %v, want the failure", err)
+		}
+		if th != failed && err != nil {
+			t.Errorf("thread %s's next write: %v", th, err)
+		}
+	}
+	if err := c.Write(Batched, failed, "", []step{{failed, perThread + 1}}, true); !errors.Is(err, boom) {
+		t.Errorf("the failed run's end: %v, want the failure", err)
+	}
+	if err := c.Write(Batched, failed, "", []step{{failed, 100}}, true); err != nil {
+		t.Errorf("a new run of the thread after its failed run ended: %v", err)
+	}
+}
+
 // A group commit that fails, at each position of a group in turn, never
 // stores a thread's write after one of its writes that failed: every
 // thread keeps a prefix of its steps (the failed thread's up to the failed
@@ -171,21 +194,7 @@ func TestGroupFailureKeepsWholeSteps(t *testing.T) {
 				}
 			}
 			mu.Unlock()
-			for _, th := range threads {
-				err := c.Write(d, th, "", []step{{th, perThread}}, false)
-				if th == failed && !errors.Is(err, boom) {
-					t.Errorf("the failed thread's next write: %v, want the failure", err)
-				}
-				if th != failed && err != nil {
-					t.Errorf("thread %s's next write: %v", th, err)
-				}
-			}
-			if err := c.Write(d, failed, "", []step{{failed, perThread + 1}}, true); !errors.Is(err, boom) {
-				t.Errorf("the failed run's end: %v, want the failure", err)
-			}
-			if err := c.Write(d, failed, "", []step{{failed, 100}}, true); err != nil {
-				t.Errorf("a new run of the thread after its failed run ended: %v", err)
-			}
+			checkWritesAfterFailure(t, c, threads, failed, perThread, boom)
 		})
 	}
 }

@@ -11,6 +11,35 @@ import (
 	"time"
 )
 
+// compactBody is the body of message i of TestCompactGivesSpaceBack: about
+// a kilobyte.
+func compactBody(i int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"content":"message %d: %s"}`, i, strings.Repeat(fmt.Sprintf("%d lorem ipsum %d ", i, i*7), 40)))
+}
+
+// putCompactSessions stores 60 sessions s-000 … s-059 of 40 messages each
+// (message i of session s has compactBody(s*100+i)); all but the first five
+// were last updated two days ago.
+func putCompactSessions(t *testing.T, db *Bolt) {
+	t.Helper()
+	old := time.Now().Add(-48 * time.Hour)
+	for s := 0; s < 60; s++ {
+		id := fmt.Sprintf("s-%03d", s)
+		var ops []Op
+		for i := 0; i < 40; i++ {
+			ops = append(ops, Op{Kind: OpUpsert, ID: fmt.Sprintf("m%d", i), Body: compactBody(s*100 + i)})
+		}
+		updated := time.Now()
+		if s >= 5 {
+			updated = old
+		}
+		if err := db.Put(context.Background(), Checkpoint{Thread: id, Step: 1, Status: StatusDone, Lists: map[string][]Op{"messages": ops},
+			Index: &Session{ID: id, Status: StatusDone, Updated: updated}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // Deleting most sessions leaves the file's size; Compact gives the space
 // back, keeps every remaining record, and the store goes on: writes made
 // while it runs land too.
@@ -22,25 +51,8 @@ func TestCompactGivesSpaceBack(t *testing.T) {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	body := func(i int) json.RawMessage {
-		return json.RawMessage(fmt.Sprintf(`{"content":"message %d: %s"}`, i, strings.Repeat(fmt.Sprintf("%d lorem ipsum %d ", i, i*7), 40)))
-	}
-	old := time.Now().Add(-48 * time.Hour)
-	for s := 0; s < 60; s++ {
-		id := fmt.Sprintf("s-%03d", s)
-		var ops []Op
-		for i := 0; i < 40; i++ {
-			ops = append(ops, Op{Kind: OpUpsert, ID: fmt.Sprintf("m%d", i), Body: body(s*100 + i)})
-		}
-		updated := time.Now()
-		if s >= 5 {
-			updated = old
-		}
-		if err := db.Put(ctx, Checkpoint{Thread: id, Step: 1, Status: StatusDone, Lists: map[string][]Op{"messages": ops},
-			Index: &Session{ID: id, Status: StatusDone, Updated: updated}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	body := compactBody
+	putCompactSessions(t, db)
 	db.now = func() time.Time { return time.Now() }
 	if n, err := db.DeleteOlderThan(ctx, time.Now().Add(-time.Hour)); err != nil || n != 55 {
 		t.Fatalf("pruned %d, %v", n, err)

@@ -276,6 +276,18 @@ func usedSize(t *testing.T, path string) int {
 	return int(m.Pgid) * int(m.PageSize)
 }
 
+// scramblePages returns a copy of a store file whose pages after the two
+// meta pages, up to used bytes, have bytes [from, to) of each page replaced
+// by random ones drawn from seed.
+func scramblePages(good []byte, used, page, from, to int, seed int64) []byte {
+	b := bytes.Clone(good)
+	r := rand.New(rand.NewSource(seed))
+	for off := 2 * page; off < used; off += page {
+		r.Read(b[off+from : off+to])
+	}
+	return b
+}
+
 // A damaged sibling never faults or panics the process: it is reported by
 // name and left as it is, and the main store is intact.
 func TestImportDamagedSibling(t *testing.T) {
@@ -310,22 +322,8 @@ func TestImportDamagedSibling(t *testing.T) {
 		{"meta pages zeroed", append(make([]byte, 2*page), good[2*page:]...), false},
 		{"pages scrambled", scramble(2*page, used, 2), true},
 		{"one page scrambled", scramble(used/2/page*page, used/2/page*page+page, 3), true},
-		{"page bodies scrambled", func() []byte {
-			b := bytes.Clone(good)
-			r := rand.New(rand.NewSource(5))
-			for off := 2 * page; off < used; off += page {
-				r.Read(b[off+16 : off+page])
-			}
-			return b
-		}(), true},
-		{"page headers scrambled", func() []byte {
-			b := bytes.Clone(good)
-			r := rand.New(rand.NewSource(4))
-			for off := 2 * page; off < used; off += page {
-				r.Read(b[off : off+16])
-			}
-			return b
-		}(), true},
+		{"page bodies scrambled", scramblePages(good, used, page, 16, page, 5), true},
+		{"page headers scrambled", scramblePages(good, used, page, 0, 16, 4), true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -576,50 +574,57 @@ func TestImportScrambledAnywhere(t *testing.T) {
 	}
 }
 
+// cyclicMarker is the sequence of the inline bucket buildCyclicSample makes,
+// to find it in the file.
+const cyclicMarker = 0x0102030405060708
+
+// buildCyclicSample writes a legacy store to path with one thread holding an
+// inline bucket (sequence cyclicMarker) and a bucket on a branch page, and
+// returns the file's bytes.
+func buildCyclicSample(t *testing.T, path string) []byte {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		idx, _ := tx.CreateBucket(legacySessions)
+		threads, _ := tx.CreateBucket(legacyThreads)
+		idx.Put([]byte("c1"), []byte(`{"session":"c1"}`))
+		th, _ := threads.CreateBucket([]byte("c1"))
+		small, _ := th.CreateBucket([]byte("small")) // inline
+		small.Put([]byte("k"), []byte("v"))
+		small.SetSequence(cyclicMarker)
+		big, err := th.CreateBucket([]byte("big")) // a branch page over leaves
+		if err != nil {
+			return err
+		}
+		for i := 0; i < 2000; i++ {
+			big.Put([]byte(fmt.Sprintf("key-%05d", i)), bytes.Repeat([]byte("v"), 40))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // A page tree with a cycle, which would make bbolt's cursor loop until memory
 // runs out, is reported as damage before bbolt walks it.
 func TestImportCyclicPages(t *testing.T) {
-	const marker = 0x0102030405060708
-	build := func(t *testing.T, path string) []byte {
-		t.Helper()
-		db, err := bolt.Open(path, 0o600, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = db.Update(func(tx *bolt.Tx) error {
-			idx, _ := tx.CreateBucket(legacySessions)
-			threads, _ := tx.CreateBucket(legacyThreads)
-			idx.Put([]byte("c1"), []byte(`{"session":"c1"}`))
-			th, _ := threads.CreateBucket([]byte("c1"))
-			small, _ := th.CreateBucket([]byte("small")) // inline
-			small.Put([]byte("k"), []byte("v"))
-			small.SetSequence(marker)
-			big, err := th.CreateBucket([]byte("big")) // a branch page over leaves
-			if err != nil {
-				return err
-			}
-			for i := 0; i < 2000; i++ {
-				big.Put([]byte(fmt.Sprintf("key-%05d", i)), bytes.Repeat([]byte("v"), 40))
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		db.Close()
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
 	le := binary.LittleEndian
 	cases := []struct {
 		name   string
 		damage func(t *testing.T, data []byte)
 	}{
 		{"an inline bucket made a branch to itself", func(t *testing.T, data []byte) {
-			seq := binary.LittleEndian.AppendUint64(nil, marker)
+			seq := binary.LittleEndian.AppendUint64(nil, cyclicMarker)
 			at := bytes.Index(data, seq)
 			if at < 8 {
 				t.Fatal("the inline bucket was not found")
@@ -643,7 +648,7 @@ func TestImportCyclicPages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			sibling := filepath.Join(dir, "sessions.abcdef01.db")
-			data := build(t, sibling)
+			data := buildCyclicSample(t, sibling)
 			if st, err := inspect(sibling); err != nil || len(st.problems) > 0 {
 				t.Fatalf("the undamaged file: %v %v", st.problems, err)
 			}

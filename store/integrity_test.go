@@ -453,16 +453,14 @@ func (tr *trial) judge(t *testing.T, read map[string]*reading, listed map[string
 	return outcomeSame
 }
 
-// A salvage keeps every session that can be read whole, the readable
-// records of a damaged one, and says which is which; the damaged file is
-// kept aside, and the salvaged store goes on.
-func TestSalvageKeepsWhatCanBeRead(t *testing.T) {
-	c := genCorpusStore(t, 7)
+// victimLeaves picks the session of c with the most pages of its own and
+// returns it with the leaf pages of its messages (at least three).
+func victimLeaves(t *testing.T, c *corpusStore) (victim string, leaves []uint64) {
+	t.Helper()
 	_, _, own := c.pageSets(t)
 	// The session with the most pages of its own: a leaf in the middle of
 	// its messages is made to lose its last element (its count lowered),
 	// which bbolt would read as a shorter page.
-	var victim string
 	for id, pages := range own {
 		if victim == "" || len(pages) > len(own[victim]) {
 			victim = id
@@ -472,7 +470,6 @@ func TestSalvageKeepsWhatCanBeRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var leaves []uint64
 	f.Walk(f.Root(), "root", func(k, v []byte, bucket bool) error {
 		if bytes.Equal(k, layout.ThreadBucket(victim, "")) {
 			b, _ := boltfile.ParseBucket(bytes.Clone(v))
@@ -487,6 +484,15 @@ func TestSalvageKeepsWhatCanBeRead(t *testing.T) {
 	if len(leaves) < 3 {
 		t.Fatalf("the session has %d leaves", len(leaves))
 	}
+	return victim, leaves
+}
+
+// A salvage keeps every session that can be read whole, the readable
+// records of a damaged one, and says which is which; the damaged file is
+// kept aside, and the salvaged store goes on.
+func TestSalvageKeepsWhatCanBeRead(t *testing.T) {
+	c := genCorpusStore(t, 7)
+	victim, leaves := victimLeaves(t, c)
 	page := leaves[len(leaves)/2]
 	data := bytes.Clone(c.data)
 	data[page*4096+10]-- // the count: the page's last element disappears

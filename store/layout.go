@@ -98,8 +98,8 @@ func findItems(n *bolt.Bucket, bucket, prefix []byte, want map[string]bool, keys
 	c := n.Cursor()
 	// The key after the range: prefix with its last byte (0) raised by one.
 	end := append(bytes.Clone(prefix[:len(prefix)-1]), 1)
-	k, v := c.Seek(end)
-	if k == nil {
+	var k, v []byte
+	if k, _ = c.Seek(end); k == nil {
 		k, v = c.Last()
 	} else {
 		k, v = c.Prev()

@@ -55,22 +55,17 @@ func FuzzListOps(f *testing.F) {
 			d = Sync
 		}
 		mem := NewMemory()
-		present := map[string]map[string]bool{} // list -> IDs present
-		order := map[string][]string{}          // list -> bulk IDs appended, oldest first
-		for _, l := range lists {
-			present[l] = map[string]bool{}
-		}
+		m := newFuzzLists(lists)
 		step := 0
-		ops := map[string][]Op{}
 		flush := func(status Status) {
-			cp := Checkpoint{Thread: thread, Step: step, Status: status, Lists: ops, Durability: d}
+			cp := Checkpoint{Thread: thread, Step: step, Status: status, Lists: m.ops, Durability: d}
 			for _, s := range []Checkpointer{db, mem} {
 				if err := s.Put(ctx, cp); err != nil {
 					t.Fatal(err)
 				}
 			}
 			step++
-			ops = map[string][]Op{}
+			m.ops = map[string][]Op{}
 		}
 		for i := 0; i+1 < len(in); i += 2 {
 			list := lists[int(in[i+1]>>4)%len(lists)]
@@ -78,76 +73,109 @@ func FuzzListOps(f *testing.F) {
 			if in[i+1]&0x7 != 0 {
 				id = fmt.Sprint("id", in[i+1]&0x7)
 			}
-			body := json.RawMessage(fmt.Sprintf(`{"op":%d,"text":%q}`, i, strings.Repeat("x", int(in[i])*7)))
 			if in[i]%7 >= 5 { // bulk: a page or more of items appended, or the newest 40 removed
-				bulk := fmt.Sprintf(`{"op":%d,"text":%q}`, i, strings.Repeat("y", 150))
-				for j := range 40 {
-					if in[i]%7 == 5 {
-						bid := fmt.Sprintf("bulk%d-%d", i, j)
-						ops[list] = append(ops[list], Op{Kind: OpAppend, ID: bid, Body: json.RawMessage(bulk)})
-						present[list][bid], order[list] = true, append(order[list], bid)
-					} else if n := len(order[list]); n > 0 {
-						bid := order[list][n-1]
-						order[list] = order[list][:n-1]
-						ops[list] = append(ops[list], Op{Kind: OpRemove, ID: bid})
-						delete(present[list], bid)
-					}
-				}
-				if in[i+1]&0x8 != 0 {
-					flush(StatusRunning)
-				}
-				continue
+				m.bulk(list, i, in[i]%7 == 5)
+			} else {
+				body := json.RawMessage(fmt.Sprintf(`{"op":%d,"text":%q}`, i, strings.Repeat("x", int(in[i])*7)))
+				m.single(list, in[i]%5, id, body)
 			}
-			var op Op
-			switch in[i] % 5 {
-			case 0:
-				op = Op{Kind: OpUpsert, ID: id, Body: body}
-			case 1:
-				op = Op{Kind: OpRemove, ID: id}
-			case 2:
-				op = Op{Kind: OpReset}
-			case 3, 4:
-				op = Op{Kind: OpAppend, ID: id, Body: body}
-				if id != "" && present[list][id] {
-					op.Kind = OpUpsert // a writer appends only what is new
-				}
-			}
-			switch op.Kind {
-			case OpUpsert, OpAppend:
-				if id != "" {
-					present[list][id] = true
-				}
-			case OpRemove:
-				delete(present[list], id)
-			case OpReset:
-				clear(present[list])
-			}
-			ops[list] = append(ops[list], op)
 			if in[i+1]&0x8 != 0 {
 				flush(StatusRunning)
 			}
 		}
 		flush(StatusDone)
-		got, err := db.Load(ctx, thread, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := mem.Load(ctx, thread, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range lists {
-			if len(got.Lists[l]) == 0 && len(want.Lists[l]) == 0 {
-				continue
-			}
-			if !reflect.DeepEqual(itemStrings(got.Lists[l]), itemStrings(want.Lists[l])) {
-				t.Fatalf("list %s:\nbbolt  %v\nmemory %v", l, itemStrings(got.Lists[l]), itemStrings(want.Lists[l]))
-			}
-		}
+		checkSameLists(t, db, mem, thread, lists)
 		if _, err := db.DeleteSession(ctx, thread); err != nil {
 			t.Fatal(err)
 		}
 	})
+}
+
+// fuzzLists is what FuzzListOps's operations of one step are and what the
+// lists hold after them.
+type fuzzLists struct {
+	present map[string]map[string]bool // list -> IDs present
+	order   map[string][]string        // list -> bulk IDs appended, oldest first
+	ops     map[string][]Op            // the step's operations by list
+}
+
+func newFuzzLists(lists []string) *fuzzLists {
+	m := &fuzzLists{present: map[string]map[string]bool{}, order: map[string][]string{}, ops: map[string][]Op{}}
+	for _, l := range lists {
+		m.present[l] = map[string]bool{}
+	}
+	return m
+}
+
+// bulk appends 40 items of 150 bytes (a page or more) to list, or removes
+// its newest 40 bulk items; i numbers the operation.
+func (m *fuzzLists) bulk(list string, i int, add bool) {
+	body := fmt.Sprintf(`{"op":%d,"text":%q}`, i, strings.Repeat("y", 150))
+	for j := range 40 {
+		if add {
+			bid := fmt.Sprintf("bulk%d-%d", i, j)
+			m.ops[list] = append(m.ops[list], Op{Kind: OpAppend, ID: bid, Body: json.RawMessage(body)})
+			m.present[list][bid], m.order[list] = true, append(m.order[list], bid)
+		} else if n := len(m.order[list]); n > 0 {
+			bid := m.order[list][n-1]
+			m.order[list] = m.order[list][:n-1]
+			m.ops[list] = append(m.ops[list], Op{Kind: OpRemove, ID: bid})
+			delete(m.present[list], bid)
+		}
+	}
+}
+
+// single adds one operation on list: kind 0 upserts id, 1 removes it, 2
+// resets the list, 3 and 4 append id (upsert it when it is present, as
+// writers append only what is new).
+func (m *fuzzLists) single(list string, kind byte, id string, body json.RawMessage) {
+	var op Op
+	switch kind {
+	case 0:
+		op = Op{Kind: OpUpsert, ID: id, Body: body}
+	case 1:
+		op = Op{Kind: OpRemove, ID: id}
+	case 2:
+		op = Op{Kind: OpReset}
+	case 3, 4:
+		op = Op{Kind: OpAppend, ID: id, Body: body}
+		if id != "" && m.present[list][id] {
+			op.Kind = OpUpsert // a writer appends only what is new
+		}
+	}
+	switch op.Kind {
+	case OpUpsert, OpAppend:
+		if id != "" {
+			m.present[list][id] = true
+		}
+	case OpRemove:
+		delete(m.present[list], id)
+	case OpReset:
+		clear(m.present[list])
+	}
+	m.ops[list] = append(m.ops[list], op)
+}
+
+// checkSameLists checks that db and mem load the same lists of thread.
+func checkSameLists(t *testing.T, db, mem Checkpointer, thread string, lists []string) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := db.Load(ctx, thread, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := mem.Load(ctx, thread, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lists {
+		if len(got.Lists[l]) == 0 && len(want.Lists[l]) == 0 {
+			continue
+		}
+		if !reflect.DeepEqual(itemStrings(got.Lists[l]), itemStrings(want.Lists[l])) {
+			t.Fatalf("list %s:\nbbolt  %v\nmemory %v", l, itemStrings(got.Lists[l]), itemStrings(want.Lists[l]))
+		}
+	}
 }
 
 // maxFuzzOps bounds the operations of one FuzzListOps input: 40 bulk

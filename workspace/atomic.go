@@ -87,7 +87,7 @@ func (w atomicWriter) write(r *os.Root, name string, data []byte, create bool) (
 	if !fi.Mode().IsRegular() {
 		return Written{}, &NotRegularError{Path: filepath.ToSlash(name), Mode: fi.Mode()}
 	}
-	if why := keepsFile(fi); why != "" {
+	if why := keepsFile(r, name, fi); why != "" {
 		return w.inPlace(r, name, data, why)
 	}
 	tmp, f, err := tempFile(r, name, "tmp", 0o600)

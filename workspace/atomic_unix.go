@@ -9,11 +9,11 @@ import (
 	"syscall"
 )
 
-// keepsFile says why the file fi must be rewritten in place rather than
+// keepsFile says why the file name in r, which fi describes, must be rewritten in place rather than
 // replaced by a new one ("" when it may be replaced): another hard link
 // would keep the old content, and a new file would not belong to another
 // owner.
-func keepsFile(fi fs.FileInfo) string {
+func keepsFile(_ *os.Root, _ string, fi fs.FileInfo) string {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return ""

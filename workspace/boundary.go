@@ -71,7 +71,8 @@ func below(root, path string) (rel string, ok bool) {
 	// Clean leaves a clean relative path as it is, and also one that climbs
 	// (../x), is absolute (/x: root//x) or is "." (root/.): none is below.
 	up := rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
-	return rel, !up && !filepath.IsAbs(rel) && filepath.Clean(rel) == rel
+	rooted := filepath.IsAbs(rel) || strings.HasPrefix(rel, string(filepath.Separator)) // Windows: \x is rooted, not absolute
+	return rel, !up && !rooted && filepath.Clean(rel) == rel
 }
 
 // Resolve returns the absolute path of path inside the project. It takes paths
@@ -93,9 +94,9 @@ func (p *Project) Resolve(path string) (string, error) {
 // no permission) and a dangling link: writing through one creates whatever
 // it names, and a missing target is never checked.
 func (p *Project) resolve(path string) (abs, real string, err error) {
-	name := p.Name()
+	name, given := p.Name(), path
 	refuse := func(reason string) (string, string, error) {
-		return "", "", &BoundaryError{Project: name, Path: path, Reason: reason}
+		return "", "", &BoundaryError{Project: name, Path: given, Reason: reason}
 	}
 	if path == "" {
 		return refuse("empty path")
@@ -106,6 +107,10 @@ func (p *Project) resolve(path string) (abs, real string, err error) {
 	if runtime.GOOS == "windows" {
 		if why := windowsNameProblem(path[len(filepath.VolumeName(path)):]); why != "" {
 			return refuse(why)
+		}
+		if filepath.VolumeName(path) == "" && (path[0] == '\\' || path[0] == '/') {
+			// Rooted without a drive ("/etc/passwd"): on the root's drive, as Windows reads it.
+			path = filepath.VolumeName(p.root) + path
 		}
 	}
 	if filepath.IsAbs(path) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -238,7 +239,12 @@ func TestBelow(t *testing.T) {
 		{"/w/p", "/w/p//a", "", false},
 		{"/w/p", "/w/p/a/", "", false},
 	}
+	native := func(p string) string { return p }
+	if runtime.GOOS == "windows" {
+		native = func(p string) string { return `C:` + filepath.FromSlash(p) }
+	}
 	for _, tt := range tests {
+		tt.root, tt.path, tt.rel = native(tt.root), native(tt.path), filepath.FromSlash(tt.rel)
 		if rel, ok := below(tt.root, tt.path); ok != tt.ok || (ok && rel != tt.rel) {
 			t.Errorf("below(%q, %q) = %q, %v; want %q, %v", tt.root, tt.path, rel, ok, tt.rel, tt.ok)
 		}

@@ -56,7 +56,7 @@ func (p *Project) Decide(path string) (Decision, error) {
 	case err == nil:
 		d.Exists = true
 		if fi.Mode().IsRegular() {
-			d.Links = linkCount(fi)
+			d.Links = linkCount(real, fi)
 		}
 	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
 		return Decision{}, &BoundaryError{Project: p.Name(), Path: path, Reason: "cannot resolve it: " + cleanPathErr(err, p.root)}

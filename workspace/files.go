@@ -180,9 +180,8 @@ func (p *Project) WriteFile(abs string, data []byte) (Written, error) {
 // symlinks resolved (a root that is a symlink lists its target's files).
 func (p *Project) WalkRoot() string { return p.realRoot }
 
-// readManifest reads a small regular file at root for detection: never
-// through a symlink that leaves root, never a FIFO or device, at most
-// maxManifestSize bytes; "" when any of that fails.
+// readManifest reads a small file at root for detection (readSmall), never
+// through a symlink that leaves root and without blocking; "" when r is nil.
 func readManifest(r *os.Root, name string) string {
 	if r == nil {
 		return ""
@@ -191,32 +190,29 @@ func readManifest(r *os.Root, name string) string {
 	if err != nil {
 		return ""
 	}
+	return readSmall(f, name)
+}
+
+// readGitFile reads a small file git keeps (HEAD, a worktree's .git file;
+// readSmall) without following a symlink and without blocking.
+func readGitFile(path string) string {
+	f, err := openNoFollow(path)
+	if err != nil {
+		return ""
+	}
+	return readSmall(f, path)
+}
+
+// readSmall reads and closes f, opened for detection: a regular file of at
+// most maxManifestSize bytes (never a FIFO or device); "" when it is not,
+// or on any error.
+func readSmall(f *os.File, name string) string {
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		return ""
 	}
 	b, err := readLimited(f, name, fi.Size(), maxManifestSize)
-	if err != nil {
-		return ""
-	}
-	return string(b)
-}
-
-// readGitFile reads a regular file git keeps (HEAD, a worktree's .git file)
-// without following a symlink, without blocking, and at most
-// maxManifestSize bytes; "" when any of that fails.
-func readGitFile(path string) string {
-	f, err := openNoFollow(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
-	b, err := readLimited(f, path, fi.Size(), maxManifestSize)
 	if err != nil {
 		return ""
 	}

@@ -8,10 +8,6 @@ import (
 	"os"
 )
 
-// linkCount is the number of hard links of the file fi describes: 1 where
-// the file system does not say.
-func linkCount(fs.FileInfo) int { return 1 }
-
 // errNotRegular says a path named something other than a regular file.
 var errNotRegular = errors.New("not a regular file")
 

@@ -8,8 +8,9 @@ import (
 	"syscall"
 )
 
-// linkCount is the number of hard links of the file fi describes.
-func linkCount(fi fs.FileInfo) int {
+// linkCount is the number of hard links of the file at path, which fi
+// (its Lstat) describes.
+func linkCount(_ string, fi fs.FileInfo) int {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return int(st.Nlink)
 	}

@@ -155,9 +155,50 @@ func readIgnore(name string, path []string) []gitignore.Pattern {
 		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
 			continue
 		}
-		ps = append(ps, gitignore.ParsePattern(line, path))
+		ps = append(ps, gitignore.ParsePattern(unescape(line), path))
 	}
 	return ps
+}
+
+// unescape rewrites a gitignore line's backslash escapes into forms that
+// mean the same to filepath.Match on every platform: go-git matches with
+// filepath.Match, which on Windows takes '\' as a path separator, never as
+// an escape, so `\#notes` or `a\*b` would match nothing there. Outside a
+// bracket expression, an escaped '*', '?', '[', '!' or space becomes a
+// one-letter class ("[*]"; "[!]" so that it does not start an exception,
+// "[ ]" so that a trailing escaped space is kept), an escaped backslash stays
+// escaped (names on Windows hold none), and any other escaped character is
+// itself. Inside brackets the line is left as written.
+func unescape(line string) string {
+	if !strings.Contains(line, "\\") {
+		return line
+	}
+	var b strings.Builder
+	class := false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case class:
+			class = c != ']'
+		case c == '[':
+			class = true
+		case c == '\\' && i+1 < len(line):
+			i++
+			switch n := line[i]; n {
+			case '*', '?', '[', ' ', '!':
+				b.WriteByte('[')
+				b.WriteByte(n)
+				c = ']'
+			case '\\':
+				b.WriteByte('\\')
+				c = n
+			default:
+				c = n
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // globalExcludes are the user's own excludes, as git reads them: the file

@@ -76,7 +76,7 @@ func crashChild(path string) {
 			out.Flush()
 		}
 	}}
-	if _, err := db.Load(context.Background(), "crash", ""); err != nil {
+	if _, lerr := db.Load(context.Background(), "crash", ""); lerr != nil {
 		_, err = g.Invoke(context.Background(), cfg, NewPatch(ts.msgs.Append(tmsg{ID: "input", Role: "human", Content: "count"})))
 	} else {
 		_, err = g.Resume(context.Background(), cfg)

@@ -601,27 +601,11 @@ func (g *Graph) Update(ctx context.Context, cfg Config, build func(State) Patch,
 	if cfg.Checkpointer == nil {
 		return errors.New("update needs a checkpointer")
 	}
-	st, err := cfg.Checkpointer.Load(ctx, cfg.Thread, cfg.Namespace)
+	a, err := g.patched(ctx, cfg, build, "update")
 	if err != nil {
 		return err
 	}
-	r, err := g.fromState(cfg, st)
-	if err != nil {
-		return err
-	}
-	patches, _, err := g.finished(st)
-	if err != nil {
-		return err
-	}
-	vals, _, err := g.schema.apply(r.vals, patches)
-	if err != nil {
-		return fmt.Errorf("update %s/%s: %w", cfg.Thread, cfg.Namespace, err)
-	}
-	patches = append(patches, build(State{vals: vals}))
-	vals, d, err := g.schema.apply(r.vals, patches)
-	if err != nil {
-		return fmt.Errorf("update %s/%s: %w", cfg.Thread, cfg.Namespace, err)
-	}
+	r := a.r
 	step := r.step + 1
 	var tasks []task
 	for i, n := range next {
@@ -633,7 +617,7 @@ func (g *Graph) Update(ctx context.Context, cfg Config, build func(State) Patch,
 		t.ID = r.taskID(step, t)
 		tasks = append(tasks, t)
 	}
-	return cfg.Checkpointer.Put(context.WithoutCancel(ctx), r.checkpoint(step, status, d, tasks, State{vals: vals}))
+	return cfg.Checkpointer.Put(context.WithoutCancel(ctx), r.checkpoint(step, status, a.d, tasks, State{vals: a.vals}))
 }
 
 // finished decodes the pending writes of st's planned tasks that finished,
@@ -671,29 +655,53 @@ func (g *Graph) Amend(ctx context.Context, cfg Config, build func(State) Patch) 
 	if running {
 		return fmt.Errorf("amend %s/%s: the thread is running", cfg.Thread, cfg.Namespace)
 	}
-	st, err := cfg.Checkpointer.Load(ctx, cfg.Thread, cfg.Namespace)
+	a, err := g.patched(ctx, cfg, build, "amend")
 	if err != nil {
 		return err
+	}
+	if err := cfg.Checkpointer.Put(context.WithoutCancel(ctx), a.r.checkpoint(a.r.step+1, a.st.Status, a.d, a.unfinished, State{vals: a.vals})); err != nil {
+		return err
+	}
+	return a.r.keepIntents(ctx, a.st.Pending) // the unfinished tasks' intents stay theirs
+}
+
+// amendment is a step Update or Amend writes: the newest checkpoint st of a
+// thread, its runner r and unfinished tasks, and the values (and their
+// delta from st's) after the pending writes of st's finished tasks and the
+// caller's patch.
+type amendment struct {
+	r          *runner
+	st         *store.State
+	unfinished []task
+	vals       map[string]any
+	d          delta
+}
+
+// patched loads the newest checkpoint of cfg's thread and applies the
+// pending writes of its finished tasks, in plan order, then the patch build
+// returns for the resulting state. Errors of the patches name verb and the
+// thread.
+func (g *Graph) patched(ctx context.Context, cfg Config, build func(State) Patch, verb string) (amendment, error) {
+	st, err := cfg.Checkpointer.Load(ctx, cfg.Thread, cfg.Namespace)
+	if err != nil {
+		return amendment{}, err
 	}
 	r, err := g.fromState(cfg, st)
 	if err != nil {
-		return err
+		return amendment{}, err
 	}
 	patches, unfinished, err := g.finished(st)
 	if err != nil {
-		return err
+		return amendment{}, err
 	}
 	vals, _, err := g.schema.apply(r.vals, patches)
 	if err != nil {
-		return fmt.Errorf("amend %s/%s: %w", cfg.Thread, cfg.Namespace, err)
+		return amendment{}, fmt.Errorf("%s %s/%s: %w", verb, cfg.Thread, cfg.Namespace, err)
 	}
 	patches = append(patches, build(State{vals: vals}))
 	vals, d, err := g.schema.apply(r.vals, patches)
 	if err != nil {
-		return fmt.Errorf("amend %s/%s: %w", cfg.Thread, cfg.Namespace, err)
+		return amendment{}, fmt.Errorf("%s %s/%s: %w", verb, cfg.Thread, cfg.Namespace, err)
 	}
-	if err := cfg.Checkpointer.Put(context.WithoutCancel(ctx), r.checkpoint(r.step+1, st.Status, d, unfinished, State{vals: vals})); err != nil {
-		return err
-	}
-	return r.keepIntents(ctx, st.Pending) // the unfinished tasks' intents stay theirs
+	return amendment{r: r, st: st, unfinished: unfinished, vals: vals, d: d}, nil
 }

@@ -112,29 +112,8 @@ func runFake(name string) int {
 				time.Sleep(time.Hour)
 			}
 		case "textDocument/didOpen":
-			doc := msg.Params.TextDocument.URI
-			for _, a := range c.DidOpen {
-				switch {
-				case a.Exit != nil:
-					out.Flush()
-					return *a.Exit
-				case a.Publish != nil:
-					diags := make([]map[string]any, a.Publish.Count)
-					for i := range diags {
-						diags[i] = fakeDiagnostic(i)
-					}
-					send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
-						"params": map[string]any{"uri": subst(a.Publish.URI, doc), "diagnostics": diags}})
-				case a.PublishFiles > 0:
-					for i := range a.PublishFiles {
-						send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
-							"params": map[string]any{"uri": root + "/flood/f" + strconv.Itoa(i) + ".go", "diagnostics": []any{fakeDiagnostic(i)}}})
-					}
-				case a.Frame > 0:
-					fmt.Fprintf(out, "Content-Length: %d\r\n\r\n{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":\"", a.Frame)
-					out.Flush()
-					time.Sleep(time.Hour)
-				}
+			if code, exited := didOpen(c, msg.Params.TextDocument.URI, root, out, send); exited {
+				return code
 			}
 		case "textDocument/definition", "textDocument/references", "textDocument/implementation":
 			var locs []map[string]any
@@ -151,6 +130,35 @@ func runFake(name string) int {
 			}
 		}
 	}
+}
+
+// didOpen plays the case's actions on a didOpen of doc; exited says the
+// server exits with code.
+func didOpen(c fakeCase, doc, root string, out *bufio.Writer, send func(any)) (code int, exited bool) {
+	for _, a := range c.DidOpen {
+		switch {
+		case a.Exit != nil:
+			out.Flush()
+			return *a.Exit, true
+		case a.Publish != nil:
+			diags := make([]map[string]any, a.Publish.Count)
+			for i := range diags {
+				diags[i] = fakeDiagnostic(i)
+			}
+			send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
+				"params": map[string]any{"uri": strings.NewReplacer("$ROOT", root, "$DOC", doc).Replace(a.Publish.URI), "diagnostics": diags}})
+		case a.PublishFiles > 0:
+			for i := range a.PublishFiles {
+				send(map[string]any{"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
+					"params": map[string]any{"uri": root + "/flood/f" + strconv.Itoa(i) + ".go", "diagnostics": []any{fakeDiagnostic(i)}}})
+			}
+		case a.Frame > 0:
+			fmt.Fprintf(out, "Content-Length: %d\r\n\r\n{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":\"", a.Frame)
+			out.Flush()
+			time.Sleep(time.Hour)
+		}
+	}
+	return 0, false
 }
 
 func fakeDiagnostic(i int) map[string]any {

@@ -177,6 +177,8 @@ func (p *parser) errorf(format string, args ...any) error {
 	return fmt.Errorf("%s: server %q: %s", p.origin, p.name, fmt.Sprintf(format, args...))
 }
 
+// parse decodes one server's definition, checks that its fields fit its
+// transport, and expands variables where its source allows.
 func (p *parser) parse(data json.RawMessage) (Definition, error) {
 	def := Definition{Name: p.name, Source: p.source, Origin: p.origin}
 	if strings.TrimSpace(p.name) == "" {
@@ -195,62 +197,16 @@ func (p *parser) parse(data json.RawMessage) (Definition, error) {
 	if err != nil {
 		return def, err
 	}
-	switch raw.Type {
-	case "", "stdio":
-		if def.Command == "" && urlText != "" && raw.Type == "" {
-			def.Transport = TransportHTTP
-		} else {
-			def.Transport = TransportStdio
-		}
-	case "http", "streamable-http", "streamableHttp":
-		def.Transport = TransportHTTP
-	case "sse":
-		return def, p.errorf(`type "sse" (the deprecated HTTP+SSE transport) is not supported; use "http"`)
-	default:
-		return def, p.errorf("unknown type %q (want stdio or http)", raw.Type)
+	if def.Transport, err = p.transport(raw.Type, def.Command, urlText); err != nil {
+		return def, err
 	}
 	if def.Transport == TransportStdio {
-		if def.Command == "" {
-			return def, p.errorf("a stdio server needs a command")
-		}
-		if urlText != "" || len(raw.Headers) > 0 {
-			return def, p.errorf("a stdio server has no url or headers")
-		}
-		if def.Args, err = p.strs("args", raw.Args); err != nil {
-			return def, err
-		}
-		if def.Env, err = p.strMap("env", raw.Env); err != nil {
-			return def, err
-		}
-		if def.Cwd, err = p.str("cwd", raw.Cwd); err != nil {
-			return def, err
-		}
-		for i, a := range def.Args {
-			def.Args[i] = p.expand(a)
-		}
-		for k, v := range def.Env {
-			def.Env[k] = p.expand(v)
-		}
+		err = p.stdio(&def, raw, urlText)
 	} else {
-		if def.Command != "" || len(raw.Args) > 0 || len(raw.Env) > 0 {
-			return def, p.errorf("an http server has no command, args or env")
-		}
-		if urlText == "" {
-			return def, p.errorf("an http server needs a url")
-		}
-		def.URL = p.expand(urlText)
-		if p.source != SourceProject || !strings.Contains(def.URL, "${") {
-			u, err := url.Parse(def.URL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return def, p.errorf("url %q is not an http(s) URL", def.URL)
-			}
-		}
-		if def.Headers, err = p.strMap("headers", raw.Headers); err != nil {
-			return def, err
-		}
-		for k, v := range def.Headers {
-			def.Headers[k] = p.expand(v)
-		}
+		err = p.http(&def, raw, urlText)
+	}
+	if err != nil {
+		return def, err
 	}
 	sort.Strings(p.unexpanded)
 	def.Unexpanded = compact(p.unexpanded)
@@ -259,6 +215,79 @@ func (p *parser) parse(data json.RawMessage) (Definition, error) {
 			p.origin, p.name, strings.Join(def.Unexpanded, ", ")))
 	}
 	return def, nil
+}
+
+// transport is the transport a definition's type names; without a type, a
+// definition with only a url is HTTP.
+func (p *parser) transport(typ, command, urlText string) (Transport, error) {
+	switch typ {
+	case "", "stdio":
+		if command == "" && urlText != "" && typ == "" {
+			return TransportHTTP, nil
+		}
+		return TransportStdio, nil
+	case "http", "streamable-http", "streamableHttp":
+		return TransportHTTP, nil
+	case "sse":
+		return "", p.errorf(`type "sse" (the deprecated HTTP+SSE transport) is not supported; use "http"`)
+	default:
+		return "", p.errorf("unknown type %q (want stdio or http)", typ)
+	}
+}
+
+// stdio fills def's command line, environment and folder from raw: a stdio
+// server has a command and no url or headers.
+func (p *parser) stdio(def *Definition, raw rawServer, urlText string) error {
+	if def.Command == "" {
+		return p.errorf("a stdio server needs a command")
+	}
+	if urlText != "" || len(raw.Headers) > 0 {
+		return p.errorf("a stdio server has no url or headers")
+	}
+	var err error
+	if def.Args, err = p.strs("args", raw.Args); err != nil {
+		return err
+	}
+	if def.Env, err = p.strMap("env", raw.Env); err != nil {
+		return err
+	}
+	if def.Cwd, err = p.str("cwd", raw.Cwd); err != nil {
+		return err
+	}
+	for i, a := range def.Args {
+		def.Args[i] = p.expand(a)
+	}
+	for k, v := range def.Env {
+		def.Env[k] = p.expand(v)
+	}
+	return nil
+}
+
+// http fills def's URL and headers from raw: an HTTP server has an http(s)
+// url (checked once expanded, or as written when a project's definition
+// keeps its variables) and no command, args or env.
+func (p *parser) http(def *Definition, raw rawServer, urlText string) error {
+	if def.Command != "" || len(raw.Args) > 0 || len(raw.Env) > 0 {
+		return p.errorf("an http server has no command, args or env")
+	}
+	if urlText == "" {
+		return p.errorf("an http server needs a url")
+	}
+	def.URL = p.expand(urlText)
+	if p.source != SourceProject || !strings.Contains(def.URL, "${") {
+		u, err := url.Parse(def.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return p.errorf("url %q is not an http(s) URL", def.URL)
+		}
+	}
+	var err error
+	if def.Headers, err = p.strMap("headers", raw.Headers); err != nil {
+		return err
+	}
+	for k, v := range def.Headers {
+		def.Headers[k] = p.expand(v)
+	}
+	return nil
 }
 
 // str decodes an optional string field.

@@ -26,6 +26,25 @@ func closedURL(t *testing.T) string {
 	return url
 }
 
+// checkModelIDs checks that the list came without error and holds the test
+// double's models want, in order.
+func checkModelIDs(t *testing.T, models []ModelInfo, err error, want []string) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, mi := range models {
+		ids = append(ids, mi.ID)
+		if mi.OwnedBy != "agent-lsp test double" {
+			t.Errorf("owned by %q", mi.OwnedBy)
+		}
+	}
+	if models == nil || strings.Join(ids, ",") != strings.Join(want, ",") {
+		t.Fatalf("models %v, want %v", ids, want)
+	}
+}
+
 func TestModels(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -72,19 +91,7 @@ func TestModels(t *testing.T) {
 			}
 			models, err := m.Models(context.Background())
 			if tc.want != nil {
-				if err != nil {
-					t.Fatal(err)
-				}
-				var ids []string
-				for _, mi := range models {
-					ids = append(ids, mi.ID)
-					if mi.OwnedBy != "agent-lsp test double" {
-						t.Errorf("owned by %q", mi.OwnedBy)
-					}
-				}
-				if models == nil || strings.Join(ids, ",") != strings.Join(tc.want, ",") {
-					t.Fatalf("models %v, want %v", ids, tc.want)
-				}
+				checkModelIDs(t, models, err, tc.want)
 				return
 			}
 			if err == nil {

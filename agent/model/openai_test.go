@@ -180,7 +180,7 @@ func TestRefusedBeforeSending(t *testing.T) {
 		tools []ToolSpec
 		want  error
 	}{
-		{openai.GPT3TextDavinci003, nil, openai.ErrChatCompletionInvalidModel},
+		{"text-davinci-003", nil, openai.ErrChatCompletionInvalidModel}, // a completions-only model
 		{openai.GPT6Sol, tools, openai.ErrReasoningToolsRequireResponses},
 		{openai.GPT6Sol, nil, nil},
 		{"gpt-4o", tools, nil},

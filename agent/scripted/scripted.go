@@ -527,12 +527,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.stream(w, r, turn, usage)
 }
 
-// stream sends turn as SSE chunks; usage, when not nil, in a last chunk with
-// no choices, as OpenAI does for stream_options.include_usage.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, turn Turn, usage *Usage) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	flusher, _ := w.(http.Flusher)
+// chunks are the stream's events for turn: the role, the text and each tool
+// call's arguments in pieces as real servers send them, the finish reason,
+// then usage when not nil.
+func (s *Server) chunks(turn Turn, usage *Usage) []openai.ChatCompletionStreamResponse {
 	var events []openai.ChatCompletionStreamResponse
 	chunk := func(d openai.ChatCompletionStreamChoiceDelta, finish openai.FinishReason) {
 		events = append(events, openai.ChatCompletionStreamResponse{ID: "scripted", Object: "chat.completion.chunk", Model: "scripted",
@@ -576,7 +574,17 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, turn Turn, usage
 		events = append(events, openai.ChatCompletionStreamResponse{ID: "scripted", Object: "chat.completion.chunk", Model: "scripted",
 			Choices: []openai.ChatCompletionStreamChoice{}, Usage: &openai.Usage{PromptTokens: usage.Prompt, CompletionTokens: usage.Completion, TotalTokens: usage.Prompt + usage.Completion}})
 	}
+	return events
+}
 
+// stream sends turn as SSE chunks; usage, when not nil, in a last chunk with
+// no choices, as OpenAI does for stream_options.include_usage. A turn with
+// Cut drops the connection halfway, without [DONE].
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, turn Turn, usage *Usage) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	flusher, _ := w.(http.Flusher)
+	events := s.chunks(turn, usage)
 	cutAt := len(events)
 	if turn.Cut {
 		cutAt = len(events) / 2

@@ -58,6 +58,7 @@ func TestCountTokens(t *testing.T) {
 				`"parameters":{"properties":{"path":{"description":"path relative to the project root","type":"string"}},"required":["path"],"type":"object"}}`},
 			slack: 1},
 		{name: "deprecated functions count like tools", req: openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{user("hi")},
+			//lint:ignore SA1019 the double still counts what older clients send
 			Functions: []openai.FunctionDefinition{*readFileTool.Function}},
 			texts: []string{"hi", `{"name":"read_file","description":"Read a file of the current project, with line numbers.",` +
 				`"parameters":{"properties":{"path":{"description":"path relative to the project root","type":"string"}},"required":["path"],"type":"object"}}`},
@@ -99,21 +100,23 @@ func TestCountTokens(t *testing.T) {
 				}
 				sum += n
 			}
+			//lint:ignore SA1019 the double still counts what older clients send
 			floor := sum + TokensPerMessage*len(c.req.Messages) + TokensReplyPriming + TokensPerTool*(len(c.req.Tools)+len(c.req.Functions))
 			if got < floor || got > floor+c.slack {
 				t.Errorf("CountTokens = %d, want %d..%d (texts %d tokens)", got, floor, floor+c.slack, sum)
 			}
 		})
 	}
+}
 
-	t.Run("a tool adds at least its description", func(t *testing.T) {
-		without := openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{user("hi")}}
-		with := without
-		with.Tools = []openai.Tool{readFileTool}
-		if d := CountTokens(with) - CountTokens(without); d < TokensPerTool+Tokens(readFileTool.Function.Description) {
-			t.Errorf("the tool added %d tokens", d)
-		}
-	})
+// TestCountTokensToolDescription: a tool adds at least its description.
+func TestCountTokensToolDescription(t *testing.T) {
+	without := openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{user("hi")}}
+	with := without
+	with.Tools = []openai.Tool{readFileTool}
+	if d := CountTokens(with) - CountTokens(without); d < TokensPerTool+Tokens(readFileTool.Function.Description) {
+		t.Errorf("the tool added %d tokens", d)
+	}
 }
 
 // TestCountTokensConcurrent loads the tokenizer from many goroutines at once

@@ -146,6 +146,7 @@ func CountTokens(req openai.ChatCompletionRequest) int {
 			total += toolTokens(*t.Function, Tokens)
 		}
 	}
+	//lint:ignore SA1019 older clients still send functions instead of tools
 	for _, f := range req.Functions {
 		total += TokensPerTool + toolTokens(f, Tokens)
 	}

@@ -155,6 +155,13 @@ func TestOptionProgramsNeedTheirOwnRule(t *testing.T) {
 		{`npm config get script-shell`, Allow, ""},
 		{`git config --get user.name`, Allow, ""},
 		{`git config user.name`, Allow, ""},
+	})
+}
+
+// The same for the other tools of the table: rg, tar, rsync, ssh, sed, awk
+// and make.
+func TestOptionProgramsOfOtherToolsNeedTheirOwnRule(t *testing.T) {
+	checkDecisions(t, toolRules(t), []decideCase{
 		{`rg -n foo --type go src`, Allow, ""},
 		{`rg --pre=cat foo`, Allow, ""},
 		{`rg --pre ./unzip.sh foo`, Ask, `"./unzip.sh"`},

@@ -18,6 +18,85 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
+// decideCases are TestDecide's lines, under its rules: allow "go test *",
+// "go vet ./...", "npm run test:*", "echo *", "ls", "sleep *", "make",
+// "env *"; deny "rm *", "git push *".
+var decideCases = []decideCase{
+	// Allowed: every simple command matches a rule, nothing runs behind it.
+	{"go test ./...", Allow, ""},
+	{"go test ./... -run 'TestGreet$'", Allow, ""},
+	{"go test -run \"Test Greet\" ./...", Allow, ""},
+	{"go test ./... 2>&1", Allow, ""},
+	{"go test ./... >/dev/null 2>&1", Allow, ""},
+	{"go test ./... && go vet ./...", Allow, ""},
+	{"go test ./... | echo done", Allow, ""},
+	{"npm run test:unit", Allow, ""},
+	{"ls", Allow, ""},
+	{"env", Allow, ""}, // lists the environment: runs nothing
+	{"env -0", Allow, ""},
+	{"(go test ./... || echo failed)", Allow, ""},
+	{"go test ./... <input.txt", Allow, ""},
+
+	// --allow "go test *" must not run what follows an operator, a substitution or a pipe.
+	{"go test ./... ; touch x", Ask, `no allow rule matches "touch x"`},
+	{"go test ./... && touch x", Ask, `"touch x"`},
+	{"go test ./... || touch x", Ask, `"touch x"`},
+	{"go test $(touch x)", Ask, "command substitution"},
+	{"go test `touch x`", Ask, "command substitution"},
+	{"go test ./... | sh", Ask, "shell"},
+	{"go test <(touch x)", Ask, "process substitution"},
+	{"go test ./... > out.txt", Ask, "redirects output to a file"},
+	{"go test ./... >> out.txt", Ask, "redirects output to a file"},
+	{"go test ./... &> out.txt", Ask, "redirects output to a file"},
+	{"go test ./... >&out.txt", Ask, "redirects output to a file"},
+	{"go test $PKG", Ask, "expanded at run time"},
+	{"go test *.go", Ask, "glob"},
+	{"GOFLAGS=-exec=/tmp/evil go test ./...", Ask, "environment variables"},
+	{"ls -la", Ask, "no allow rule"},
+	{"make install", Ask, "no allow rule"},
+	{"X=1", Ask, "sets shell variables"},
+	{"export PATH=.", Ask, "not a simple command"},
+	{"f() { echo hi; }; f", Ask, "defines a function"},
+	{". ./x.sh", Ask, "file of shell commands"},
+	{"source x.sh", Ask, "file of shell commands"},
+	{"eval 'echo hi'", Ask, "another command (eval)"},
+	{"eval -", Ask, "another command (eval)"}, // found by FuzzDecide: eval runs "-"
+	{"bash -c 'go test ./...'", Ask, "shell"},
+	{"env go test ./...", Ask, "another command (env)"},
+	{"r*m x", Deny, "deny rule"}, // a globbed name could be rm
+	{"git -c core.fsmonitor=/tmp/evil status", Ask, "git -c"},
+	{"git --config-env=core.hooksPath=X status", Ask, "git --config-env"},
+	{"go test (", Ask, "does not parse"},
+	{"time go test ./...", Ask, "times another command"},
+
+	// --deny "rm *" must see rm however it is reached.
+	{"rm -rf build", Deny, `matches the deny rule "rm *"`},
+	{"true; rm -rf build", Deny, "deny rule"},
+	{"echo ok && rm -rf build", Deny, "deny rule"},
+	{"FOO=1 rm -rf build", Deny, "deny rule"},
+	{"/bin/rm -rf build", Deny, "deny rule"},
+	{`\rm -rf build`, Deny, "deny rule"},
+	{`r""m -rf build`, Deny, "deny rule"},
+	{`$'\x72m' -rf build`, Deny, "deny rule"},
+	{`"rm" -rf build`, Deny, "deny rule"},
+	{"sh -c 'rm -rf build'", Deny, "deny rule"},
+	{"bash -lc \"echo x; rm -rf build\"", Deny, "deny rule"},
+	{"sh -c \"sh -c 'rm -rf build'\"", Deny, "deny rule"},
+	{"env rm -rf build", Deny, "deny rule"},
+	{"env -i FOO=1 rm -rf build", Deny, "deny rule"},
+	{"nice -n 10 rm -rf build", Deny, "deny rule"},
+	{"timeout 5 rm -rf build", Deny, "deny rule"},
+	{"xargs rm < list", Deny, "deny rule"},
+	{"find . -name '*.o' -exec rm {} ;", Deny, "deny rule"},
+	{"sudo rm -rf /", Deny, "deny rule"},
+	{"echo $(rm -rf build)", Deny, "deny rule"},
+	{"go test ./... | (rm -rf build)", Deny, "deny rule"},
+	{"f() { rm -rf build; }; f", Deny, "deny rule"},
+	{"if true; then rm -rf build; fi", Deny, "deny rule"},
+	{"git push --force origin main", Deny, `"git push *"`},
+	{"rm", Deny, "deny rule"},
+}
+
 func TestDecide(t *testing.T) {
 	set, err := NewSet(
 		[]string{"go test *", "go vet ./...", "npm run test:*", "echo *", "ls", "sleep *", "make", "env *"},
@@ -25,86 +104,7 @@ func TestDecide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		line string
-		want Verdict
-		why  string // a piece of the reason
-	}{
-		// Allowed: every simple command matches a rule, nothing runs behind it.
-		{"go test ./...", Allow, ""},
-		{"go test ./... -run 'TestGreet$'", Allow, ""},
-		{"go test -run \"Test Greet\" ./...", Allow, ""},
-		{"go test ./... 2>&1", Allow, ""},
-		{"go test ./... >/dev/null 2>&1", Allow, ""},
-		{"go test ./... && go vet ./...", Allow, ""},
-		{"go test ./... | echo done", Allow, ""},
-		{"npm run test:unit", Allow, ""},
-		{"ls", Allow, ""},
-		{"env", Allow, ""}, // lists the environment: runs nothing
-		{"env -0", Allow, ""},
-		{"(go test ./... || echo failed)", Allow, ""},
-		{"go test ./... <input.txt", Allow, ""},
-
-		// --allow "go test *" must not run what follows an operator, a substitution or a pipe.
-		{"go test ./... ; touch x", Ask, `no allow rule matches "touch x"`},
-		{"go test ./... && touch x", Ask, `"touch x"`},
-		{"go test ./... || touch x", Ask, `"touch x"`},
-		{"go test $(touch x)", Ask, "command substitution"},
-		{"go test `touch x`", Ask, "command substitution"},
-		{"go test ./... | sh", Ask, "shell"},
-		{"go test <(touch x)", Ask, "process substitution"},
-		{"go test ./... > out.txt", Ask, "redirects output to a file"},
-		{"go test ./... >> out.txt", Ask, "redirects output to a file"},
-		{"go test ./... &> out.txt", Ask, "redirects output to a file"},
-		{"go test ./... >&out.txt", Ask, "redirects output to a file"},
-		{"go test $PKG", Ask, "expanded at run time"},
-		{"go test *.go", Ask, "glob"},
-		{"GOFLAGS=-exec=/tmp/evil go test ./...", Ask, "environment variables"},
-		{"ls -la", Ask, "no allow rule"},
-		{"make install", Ask, "no allow rule"},
-		{"X=1", Ask, "sets shell variables"},
-		{"export PATH=.", Ask, "not a simple command"},
-		{"f() { echo hi; }; f", Ask, "defines a function"},
-		{". ./x.sh", Ask, "file of shell commands"},
-		{"source x.sh", Ask, "file of shell commands"},
-		{"eval 'echo hi'", Ask, "another command (eval)"},
-		{"eval -", Ask, "another command (eval)"}, // found by FuzzDecide: eval runs "-"
-		{"bash -c 'go test ./...'", Ask, "shell"},
-		{"env go test ./...", Ask, "another command (env)"},
-		{"r*m x", Deny, "deny rule"}, // a globbed name could be rm
-		{"git -c core.fsmonitor=/tmp/evil status", Ask, "git -c"},
-		{"git --config-env=core.hooksPath=X status", Ask, "git --config-env"},
-		{"go test (", Ask, "does not parse"},
-		{"time go test ./...", Ask, "times another command"},
-
-		// --deny "rm *" must see rm however it is reached.
-		{"rm -rf build", Deny, `matches the deny rule "rm *"`},
-		{"true; rm -rf build", Deny, "deny rule"},
-		{"echo ok && rm -rf build", Deny, "deny rule"},
-		{"FOO=1 rm -rf build", Deny, "deny rule"},
-		{"/bin/rm -rf build", Deny, "deny rule"},
-		{`\rm -rf build`, Deny, "deny rule"},
-		{`r""m -rf build`, Deny, "deny rule"},
-		{`$'\x72m' -rf build`, Deny, "deny rule"},
-		{`"rm" -rf build`, Deny, "deny rule"},
-		{"sh -c 'rm -rf build'", Deny, "deny rule"},
-		{"bash -lc \"echo x; rm -rf build\"", Deny, "deny rule"},
-		{"sh -c \"sh -c 'rm -rf build'\"", Deny, "deny rule"},
-		{"env rm -rf build", Deny, "deny rule"},
-		{"env -i FOO=1 rm -rf build", Deny, "deny rule"},
-		{"nice -n 10 rm -rf build", Deny, "deny rule"},
-		{"timeout 5 rm -rf build", Deny, "deny rule"},
-		{"xargs rm < list", Deny, "deny rule"},
-		{"find . -name '*.o' -exec rm {} ;", Deny, "deny rule"},
-		{"sudo rm -rf /", Deny, "deny rule"},
-		{"echo $(rm -rf build)", Deny, "deny rule"},
-		{"go test ./... | (rm -rf build)", Deny, "deny rule"},
-		{"f() { rm -rf build; }; f", Deny, "deny rule"},
-		{"if true; then rm -rf build; fi", Deny, "deny rule"},
-		{"git push --force origin main", Deny, `"git push *"`},
-		{"rm", Deny, "deny rule"},
-	}
-	for _, tt := range tests {
+	for _, tt := range decideCases {
 		d := set.Decide(tt.line)
 		if d.Verdict != tt.want || !strings.Contains(d.Reason, tt.why) {
 			t.Errorf("%s\n  got %s (%s), want %s (%q)", tt.line, d.Verdict, d.Reason, tt.want, tt.why)

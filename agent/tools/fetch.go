@@ -140,7 +140,7 @@ func (c FetchConfig) checkURL(raw string) (*url.URL, error) {
 			return nil, errors.New("fetch_url uses HTTPS; plain HTTP only to a loopback host that permissions.fetch (--allow-fetch) names")
 		}
 	default:
-		return nil, fmt.Errorf("fetch_url fetches https:// URLs, not %s:", u.Scheme)
+		return nil, fmt.Errorf("fetch_url fetches https:// URLs, not %s URLs", u.Scheme)
 	}
 	u.Fragment, u.RawFragment = "", ""
 	return u, nil

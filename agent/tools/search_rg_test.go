@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -46,7 +45,12 @@ func gorootCopy(tb testing.TB) string {
 			return
 		}
 		goroot.dir = filepath.Join(dir, "go")
-		if out, err := exec.Command("cp", "-a", runtime.GOROOT(), goroot.dir).CombinedOutput(); err != nil {
+		src, err := exec.Command("go", "env", "GOROOT").Output()
+		if err != nil {
+			goroot.err = err
+			return
+		}
+		if out, err := exec.Command("cp", "-a", strings.TrimSpace(string(src)), goroot.dir).CombinedOutput(); err != nil {
 			goroot.err = &exec.ExitError{Stderr: out}
 			return
 		}

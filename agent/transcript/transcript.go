@@ -10,6 +10,8 @@ import (
 	"io"
 	"strings"
 
+	"go.lsp.dev/uri"
+
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/message"
 )
@@ -91,7 +93,7 @@ func (t *Writer) Event(e event.Event) {
 		if !d.Applied {
 			state = "refused"
 		}
-		t.line(in, "  edit %s: %s", strings.TrimPrefix(d.URI, "file://"), state)
+		t.line(in, "  edit %s: %s", filePath(d.URI), state)
 	case event.EventsDropped:
 		t.line("", "  ⋯ %d events not shown (the terminal did not keep up)", d.Count)
 	case event.RunEnd:
@@ -182,4 +184,13 @@ func Target(args string) string {
 		}
 	}
 	return ""
+}
+
+// filePath is a file: URI as the system spells the path (Windows:
+// "C:\\w\\a.go", not "/c%3A/w/a.go"); another URI as it is.
+func filePath(u string) string {
+	if p, err := uri.Parse(u); err == nil && p.IsFile() {
+		return p.FsPath()
+	}
+	return u
 }

@@ -1,8 +1,11 @@
 package transcript
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent/event"
 )
@@ -50,5 +53,22 @@ func TestDeniedInline(t *testing.T) {
 	want := "→ run_command {\"command\":\"go build\"}\n  ✗ not allowed: go build (allow it with --allow \"go build\")\n  ✗ not allowed: mcp__s__t\n"
 	if b.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// TestEditPath: an edit's line names the file as the system spells its
+// path (the URI's escapes decoded; on Windows with its drive and
+// backslashes), not the URI's path.
+func TestEditPath(t *testing.T) {
+	var b strings.Builder
+	w := New(&b)
+	w.Event(event.Event{Data: event.Edit{URI: string(uri.File(filepath.Join(t.TempDir(), "my notes.txt"))), Applied: true}})
+	w.Event(event.Event{Data: event.Edit{URI: "untitled:Untitled-1"}})
+	got := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(got) != 2 || !strings.HasSuffix(got[0], string(filepath.Separator)+"my notes.txt: applied") || strings.Contains(got[0], "%") || strings.Contains(got[0], "file:") {
+		t.Errorf("edit line %q", got[0])
+	}
+	if len(got) == 2 && got[1] != "  edit untitled:Untitled-1: refused" {
+		t.Errorf("another URI: %q", got[1])
 	}
 }

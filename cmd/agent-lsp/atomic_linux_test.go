@@ -123,7 +123,7 @@ func TestKillDuringWrite(t *testing.T) {
 	}
 	t.Logf("%d kills, %d files torn", points, torn)
 	if torn > 0 {
-		t.Fatal(fmt.Sprintf("%d of %d kills left a torn file", torn, points))
+		t.Fatalf("%d of %d kills left a torn file", torn, points)
 	}
 }
 

@@ -106,9 +106,12 @@ func TestQueuedExitsZero(t *testing.T) {
 func TestContinue(t *testing.T) {
 	c := newCLI(t, scripted.Turn{Text: "first"}, scripted.Turn{Text: "second"},
 		scripted.Turn{ToolCalls: []scripted.ToolCall{call("list_files", map[string]any{})}}, scripted.Turn{Text: "third, after the limit"})
-	out, _, code := c.run(t, "", "run", "--json", "start")
+	out, errOut, code := c.run(t, "", "run", "--json", "start")
 	_, first := jsonLines(t, out)
-	out, errOut, code := c.run(t, "", "run", "--json", "--continue", "go on")
+	if code != 0 || first["reply"] != "first" {
+		t.Fatalf("start: exit %d, %v\n%s", code, first, errOut)
+	}
+	out, errOut, code = c.run(t, "", "run", "--json", "--continue", "go on")
 	_, second := jsonLines(t, out)
 	if code != 0 || second["session"] != first["session"] || second["reply"] != "second" {
 		t.Fatalf("continue: exit %d, %v\n%s", code, second, errOut)

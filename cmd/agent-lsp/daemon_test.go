@@ -57,7 +57,9 @@ type gated struct {
 }
 
 func (g gated) Read(p []byte) (int, error) {
+	// Waits while the window is paused; holds nothing while reading.
 	g.w.reading.Lock()
+	//lint:ignore SA2001 the empty section is the wait for resume
 	g.w.reading.Unlock()
 	return g.ReadCloser.Read(p)
 }

@@ -170,12 +170,12 @@ type sessionStore interface {
 
 // sessionsOnStore is sessionsOn for either kind of store.
 func sessionsOnStore(ctx context.Context, db sessionStore, running func(string) bool, args []string, stdout, stderr io.Writer) int {
-	f, fs, path, code := parseSessions(args, stdout, stderr)
+	f, fs, _, code := parseSessions(args, stdout, stderr)
 	if code >= 0 {
 		return code
 	}
 	sub, id, project, olderThan := f.sub, f.id, &f.project, &f.olderThan
-	path = db.Path()
+	path := db.Path()
 	switch sub {
 	case "list":
 		list, err := db.Sessions(ctx, *project)

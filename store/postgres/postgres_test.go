@@ -40,11 +40,6 @@ const urlEnv = pgtest.Env
 
 func serverURL(t testing.TB) string { t.Helper(); return pgtest.ServerURL(t) }
 
-func withParam(t testing.TB, rawURL, key, value string) string {
-	t.Helper()
-	return pgtest.WithParam(t, rawURL, key, value)
-}
-
 func freshSchema(t testing.TB) string { t.Helper(); return pgtest.FreshSchema(t) }
 
 // open opens a store that is closed when the test ends, if it was not before.
@@ -110,31 +105,7 @@ func TestOpenErrors(t *testing.T) {
 		l.Close()
 		return addr
 	}()
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
-	var held []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c) // accepted, never answered
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		for _, c := range held {
-			c.Close()
-		}
-		mu.Unlock()
-	}()
+	silent := silentListener(t)
 	cases := map[string]struct {
 		url, want string
 		bound     time.Duration
@@ -142,7 +113,7 @@ func TestOpenErrors(t *testing.T) {
 		"not a URL":     {"host=127.0.0.1 password=" + pass, "not a postgres:// or postgresql:// URL", time.Second},
 		"bad port":      {"postgres://u:" + pass + "@127.0.0.1:notaport/db", "cannot parse", time.Second},
 		"nothing there": {"postgres://u:" + pass + "@" + closed + "/db?sslmode=disable", "connect", 3 * time.Second},
-		"never answers": {"postgres://u:" + pass + "@" + silent.Addr().String() + "/db?sslmode=disable", "timeout", ConnectTimeout + 3*time.Second},
+		"never answers": {"postgres://u:" + pass + "@" + silent + "/db?sslmode=disable", "timeout", ConnectTimeout + 3*time.Second},
 		"password in a parameter": {"postgres://" + closed + "/db?sslmode=disable&user=u&password=" + pass, "connect",
 			3 * time.Second},
 	}
@@ -179,6 +150,37 @@ func TestOpenErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// silentListener is the address of a loopback listener that accepts
+// connections and never answers; they are closed when the test ends.
+func silentListener(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	var mu sync.Mutex // guards held
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // accepted, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return l.Addr().String()
 }
 
 func TestPath(t *testing.T) {

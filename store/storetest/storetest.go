@@ -297,25 +297,7 @@ func testNamespaces(t *testing.T, ctx context.Context, s store.Store) {
 func testSessions(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i, p := range []string{"web", "api", "web"} {
-		sess := store.Session{ID: fmt.Sprintf("s%d", i), Project: p, Title: "t", Status: store.StatusDone, Created: base, Updated: base.Add(time.Duration(i) * time.Hour), Messages: i}
-		if err := s.PutSession(ctx, sess); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Same Updated: the greater ID first.
-	if err := s.PutSession(ctx, store.Session{ID: "s3", Project: "cli", Updated: base}); err != nil {
-		t.Fatal(err)
-	}
-	// s1 also has a checkpoint written together with its index entry, and
-	// a subagent's namespace.
-	upd := store.Session{ID: "s1", Project: "api", Root: "/src/api", Model: "m", Edits: "review", Title: "ünïcode \"title\"", Status: store.StatusRunning,
-		Created: base, Updated: base.Add(5*time.Hour + 123456789*time.Nanosecond), Messages: 7}
-	put(t, ctx, s, store.Checkpoint{Thread: "s1", Step: 0, Status: store.StatusRunning, Index: &upd})
-	put(t, ctx, s, store.Checkpoint{Thread: "s1", Namespace: "subagent-ab", Step: 0, Status: store.StatusRunning,
-		Lists: map[string][]store.Op{"m": {{Body: raw("1")}}}})
-	putWrite(t, ctx, s, "s1", "subagent-cd", "task", "1")
-
+	upd := putSessions(t, ctx, s, base)
 	all, err := s.Sessions(ctx, "")
 	if err != nil {
 		t.Fatal(err)
@@ -341,6 +323,38 @@ func testSessions(t *testing.T, s store.Store) {
 	if _, err := s.Session(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown session: %v", err)
 	}
+	checkDeleteSession(t, ctx, s)
+	checkRetention(t, ctx, s, base)
+}
+
+// putSessions writes the index entries of s0..s3 (s0 and s3 updated at
+// base) and s1's checkpoint with its entry and two subagent namespaces; it
+// returns s1's entry.
+func putSessions(t *testing.T, ctx context.Context, s store.Store, base time.Time) store.Session {
+	for i, p := range []string{"web", "api", "web"} {
+		sess := store.Session{ID: fmt.Sprintf("s%d", i), Project: p, Title: "t", Status: store.StatusDone, Created: base, Updated: base.Add(time.Duration(i) * time.Hour), Messages: i}
+		if err := s.PutSession(ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Same Updated: the greater ID first.
+	if err := s.PutSession(ctx, store.Session{ID: "s3", Project: "cli", Updated: base}); err != nil {
+		t.Fatal(err)
+	}
+	// s1 also has a checkpoint written together with its index entry, and
+	// a subagent's namespace.
+	upd := store.Session{ID: "s1", Project: "api", Root: "/src/api", Model: "m", Edits: "review", Title: "ünïcode \"title\"", Status: store.StatusRunning,
+		Created: base, Updated: base.Add(5*time.Hour + 123456789*time.Nanosecond), Messages: 7}
+	put(t, ctx, s, store.Checkpoint{Thread: "s1", Step: 0, Status: store.StatusRunning, Index: &upd})
+	put(t, ctx, s, store.Checkpoint{Thread: "s1", Namespace: "subagent-ab", Step: 0, Status: store.StatusRunning,
+		Lists: map[string][]store.Op{"m": {{Body: raw("1")}}}})
+	putWrite(t, ctx, s, "s1", "subagent-cd", "task", "1")
+	return upd
+}
+
+// checkDeleteSession: DeleteSession removes s1 with every namespace of its
+// thread and says so once; a later write to the thread starts it afresh.
+func checkDeleteSession(t *testing.T, ctx context.Context, s store.Store) {
 	if ok, err := s.DeleteSession(ctx, "s1"); !ok || err != nil {
 		t.Fatalf("delete s1: %v %v", ok, err)
 	}
@@ -360,7 +374,11 @@ func testSessions(t *testing.T, s store.Store) {
 	if _, err := s.DeleteSession(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
+}
 
+// checkRetention: DeleteOlderThan removes the sessions updated before a
+// time (s0 and s3), with their checkpoints, and keeps the others.
+func checkRetention(t *testing.T, ctx context.Context, s store.Store, base time.Time) {
 	// s0 and s3 (updated at base) are older than base+90m; s2 is not.
 	put(t, ctx, s, store.Checkpoint{Thread: "s0", Step: 0, Status: store.StatusDone})
 	put(t, ctx, s, store.Checkpoint{Thread: "s2", Step: 0, Status: store.StatusDone})

@@ -10,7 +10,8 @@
 // edits in review mode: Accept on one hunk and Reject on another, a proposal
 // edited before it is accepted, and Accept All with a protected file among
 // the edits (rejected from the chat); then conversations in the chat, a
-// Markdown table among them. Waits are generous: the host may be loaded.
+// Markdown table among them, and an image pasted into the chat's box.
+// Waits are generous: the host may be loaded.
 // run.sh sets the environment.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -19,6 +20,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import puppeteer from "puppeteer-core";
 import { slashCompletion } from "./slash.mjs";
+import { pastedImage } from "./paste.mjs";
 
 const url = process.env.E2E_URL;
 const workspace = process.env.E2E_WORKSPACE;
@@ -454,6 +456,7 @@ async function conversations() {
   step("a table and a task list render");
 
   await slashCompletion({ page, chat, chatText, chatSend, waitFor, step, out });
+  await pastedImage({ page, chat, chatText, chatSend, waitFor, step, out });
 
   // A settings change goes to the running server: the next run uses it, the server is not restarted.
   setSetting("agentLsp.contextTokens", 16384);
@@ -564,21 +567,32 @@ async function agentRun(prompt) {
   await page.keyboard.press("Enter");
 }
 
+// palette runs command from the command palette. A quick input left open (a prompt box, a
+// picker) is closed first; typing is tried again when the list has not focused the command.
 async function palette(command) {
-  await waitFor(
-    async () => {
-      await page.keyboard.press("F1");
-      return page.waitForSelector(".quick-input-widget input", { visible: true, timeout: 3000 }).then(
-        () => true,
-        () => false,
-      );
-    },
-    "the command palette",
-    60000,
-  );
-  await page.keyboard.type(command);
-  // Enter runs the focused row: wait until it is the command, not another match the list showed first.
-  await waitFor(() => text(".quick-input-list .monaco-list-row.focused").then((t) => t.includes(command)), `${command} focused in the palette`, 60000);
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press("Escape");
+    await waitFor(
+      async () => {
+        await page.keyboard.press("F1");
+        return page.waitForSelector(".quick-input-widget input", { visible: true, timeout: 3000 }).then(
+          () => true,
+          () => false,
+        );
+      },
+      "the command palette",
+      60000,
+    );
+    await page.keyboard.type(command);
+    // Enter runs the focused row: wait until it is the command, not another match the list showed first.
+    try {
+      await waitFor(() => text(".quick-input-list .monaco-list-row.focused").then((t) => t.includes(command)), `${command} focused in the palette`, 30000);
+      break;
+    } catch (e) {
+      if (attempt === 3) throw e;
+      step(`the palette did not focus ${command}: again`);
+    }
+  }
   await page.keyboard.press("Enter");
 }
 

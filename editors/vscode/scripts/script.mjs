@@ -1,6 +1,7 @@
 // Writes the scripted model's script for the VS Code tests: the editors'
 // shared script (testdata/scripts/editors.json) with this extension's own
-// conversations and model list (test/scripts/conversations.json) added, so
+// conversations, model list and the list's input modalities
+// (test/scripts/conversations.json) added, so
 // that the shared file, which the Neovim tests also use, stays as it is.
 // Usage: node scripts/script.mjs OUT
 import { readFileSync, writeFileSync } from "node:fs";
@@ -16,4 +17,4 @@ const clash = own.conversations.filter((o) => shared.conversations.some((c) => c
 if (clash.length) {
   throw new Error(`conversations that would take the shared ones' prompts: ${clash.map((c) => c.match).join(", ")}`);
 }
-writeFileSync(process.argv[2], JSON.stringify({ ...shared, models: own.models, conversations: [...own.conversations, ...shared.conversations] }, null, 1));
+writeFileSync(process.argv[2], JSON.stringify({ ...shared, models: own.models, inputModalities: own.inputModalities, conversations: [...own.conversations, ...shared.conversations] }, null, 1));

@@ -54,6 +54,27 @@ func checkTranscript(t *testing.T, v sessionView) {
 	}
 }
 
+// cancelRun cancels the running agent.run (the client's second call, on
+// progress token "tok") of session in one of three ways: how is
+// "cancelRequest", "progressCancel" or "agentCancel".
+func cancelRun(t *testing.T, c *lspClient, how, session string) {
+	t.Helper()
+	switch how {
+	case "cancelRequest":
+		// The run is this client's second call (initialize was the first).
+		c.conn.Notify(context.Background(), "$/cancelRequest", map[string]any{"id": 2})
+	case "progressCancel":
+		c.conn.Notify(context.Background(), "window/workDoneProgress/cancel", map[string]any{"token": "tok"})
+	case "agentCancel":
+		var r struct {
+			Cancelled bool `json:"cancelled"`
+		}
+		if err := c.command("agent.cancel", map[string]any{"session": session}, &r); err != nil || !r.Cancelled {
+			t.Fatalf("agent.cancel: %v %v", r, err)
+		}
+	}
+}
+
 func TestCancelThreeWays(t *testing.T) {
 	for _, how := range []string{"cancelRequest", "progressCancel", "agentCancel"} {
 		t.Run(how, func(t *testing.T) {
@@ -86,20 +107,7 @@ func TestCancelThreeWays(t *testing.T) {
 				}
 				return false
 			})
-			switch how {
-			case "cancelRequest":
-				// The run is this client's second call (initialize was the first).
-				c.conn.Notify(context.Background(), "$/cancelRequest", map[string]any{"id": 2})
-			case "progressCancel":
-				c.conn.Notify(context.Background(), "window/workDoneProgress/cancel", map[string]any{"token": "tok"})
-			case "agentCancel":
-				var r struct {
-					Cancelled bool `json:"cancelled"`
-				}
-				if err := c.command("agent.cancel", map[string]any{"session": session}, &r); err != nil || !r.Cancelled {
-					t.Fatalf("agent.cancel: %v %v", r, err)
-				}
-			}
+			cancelRun(t, c, how, session)
 			var o out
 			select {
 			case o = <-done:
@@ -198,6 +206,56 @@ func storedItems(v sessionView) []reportedItem {
 	return out
 }
 
+// listedSession is one row of agent.sessions.
+type listedSession struct {
+	Session string `json:"session"`
+	Status  string `json:"status"`
+}
+
+// checkSurvivors checks what a kill left of session in the durability mode:
+// one interrupted session whose stored messages agree with the reported ones
+// as far as both go, with at most maxLost reported messages lost.
+func checkSurvivors(t *testing.T, c2 *lspClient, list []listedSession, session string, reported []reportedItem, durability string, maxLost int) {
+	t.Helper()
+	if len(list) != 1 || list[0].Session != session || list[0].Status != "interrupted" {
+		t.Fatalf("sessions after kill: %+v", list)
+	}
+	var v sessionView
+	if err := c2.command("agent.session", map[string]any{"session": session}, &v); err != nil {
+		t.Fatal(err)
+	}
+	checkNoDuplicates(t, v)
+	stored := storedItems(v)
+	// Events and checkpoints leave the server on goroutines of their
+	// own, so a kill can come after a step was committed and before
+	// its events were written: then what was reported is a prefix of
+	// what was stored. Either way the two agree as far as both go.
+	common := min(len(stored), len(reported))
+	if !slices.Equal(stored[:common], reported[:common]) {
+		t.Fatalf("stored and reported messages differ:\nstored   %v\nreported %v", stored, reported)
+	}
+	lost := max(len(reported)-len(stored), 0)
+	if lost > maxLost {
+		t.Fatalf("%s lost %d reported messages (of %d); it promises at most %d", durability, lost, len(reported), maxLost)
+	}
+	t.Logf("%s: %d of %d reported messages survived the kill", durability, len(stored), len(reported))
+}
+
+// checkSameMessages checks that v holds want's messages (role, content and
+// tool call), in order.
+func checkSameMessages(t *testing.T, v, want sessionView) {
+	t.Helper()
+	if len(v.Messages) != len(want.Messages) {
+		t.Fatalf("transcript after resume has %d messages, want %d", len(v.Messages), len(want.Messages))
+	}
+	for i, m := range v.Messages {
+		w := want.Messages[i]
+		if m.Role != w.Role || m.Content != w.Content || m.ToolCallID != w.ToolCallID {
+			t.Fatalf("message %d after resume: %s %q, want %s %q", i, m.Role, m.Content, w.Role, w.Content)
+		}
+	}
+}
+
 // TestKillAndResume kills the server with SIGKILL in the middle of a run of 100
 // tool calls, once per durability mode, and checks exactly what each mode
 // promises (docs/sessions.md, "Durability"): sync loses nothing reported but the step in
@@ -254,10 +312,7 @@ func TestKillAndResume(t *testing.T) {
 
 			c2 := startServer(t, env...)
 			c2.initialize(map[string]string{"sample": sample}, opts)
-			var list []struct {
-				Session string `json:"session"`
-				Status  string `json:"status"`
-			}
+			var list []listedSession
 			if err := c2.command("agent.sessions", map[string]any{}, &list); err != nil {
 				t.Fatal(err)
 			}
@@ -271,28 +326,7 @@ func TestKillAndResume(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				if len(list) != 1 || list[0].Session != session || list[0].Status != "interrupted" {
-					t.Fatalf("sessions after kill: %+v", list)
-				}
-				var v sessionView
-				if err := c2.command("agent.session", map[string]any{"session": session}, &v); err != nil {
-					t.Fatal(err)
-				}
-				checkNoDuplicates(t, v)
-				stored := storedItems(v)
-				// Events and checkpoints leave the server on goroutines of their
-				// own, so a kill can come after a step was committed and before
-				// its events were written: then what was reported is a prefix of
-				// what was stored. Either way the two agree as far as both go.
-				common := min(len(stored), len(reported))
-				if !slices.Equal(stored[:common], reported[:common]) {
-					t.Fatalf("stored and reported messages differ:\nstored   %v\nreported %v", stored, reported)
-				}
-				lost := max(len(reported)-len(stored), 0)
-				if lost > tc.maxLost {
-					t.Fatalf("%s lost %d reported messages (of %d); it promises at most %d", tc.durability, lost, len(reported), tc.maxLost)
-				}
-				t.Logf("%s: %d of %d reported messages survived the kill", tc.durability, len(stored), len(reported))
+				checkSurvivors(t, c2, list, session, reported, tc.durability, tc.maxLost)
 				if err := c2.command("agent.resume", map[string]any{"session": session}, &res); err != nil {
 					t.Fatal(err)
 				}
@@ -303,15 +337,7 @@ func TestKillAndResume(t *testing.T) {
 			var v sessionView
 			c2.command("agent.session", map[string]any{"session": res.Session}, &v)
 			checkTranscript(t, v)
-			if len(v.Messages) != len(wantView.Messages) {
-				t.Fatalf("transcript after resume has %d messages, want %d", len(v.Messages), len(wantView.Messages))
-			}
-			for i, m := range v.Messages {
-				w := wantView.Messages[i]
-				if m.Role != w.Role || m.Content != w.Content || m.ToolCallID != w.ToolCallID {
-					t.Fatalf("message %d after resume: %s %q, want %s %q", i, m.Role, m.Content, w.Role, w.Content)
-				}
-			}
+			checkSameMessages(t, v, wantView)
 		})
 	}
 }
