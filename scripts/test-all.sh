@@ -46,9 +46,11 @@ fuzz FuzzLineMatcher ./agent/tools/
 fuzz FuzzListOps ./store/
 echo "== the README: at most 250 lines, its runnable commands against the scripted model"
 bash scripts/readme-check.sh
+echo "== Lua linters: stylua and luacheck (scripts/lint-lua.sh; installed and cached when missing)"
+bash scripts/lint-lua.sh
 echo "== neovim plugin (headless end to end)"
 bash editors/neovim/tests/run.sh
-echo "== vscode extension (unit, integration, package, code-server end to end)"
+echo "== vscode extension (eslint and prettier, unit, integration, package, code-server end to end)"
 bash editors/vscode/scripts/test.sh --e2e
 echo "== release: scripts/release.sh --dry-run --platform linux-x64, its artifacts checked (scripts/release-check.sh)"
 bash scripts/release-check.sh

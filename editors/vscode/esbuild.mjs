@@ -12,7 +12,9 @@ if (tests) {
   rmSync("out/test", { recursive: true, force: true }); // a renamed or deleted test leaves no stale bundle behind
   await esbuild.build({
     ...common,
-    entryPoints: readdirSync("test").filter((f) => f.endsWith(".test.ts")).map((f) => `test/${f}`),
+    entryPoints: readdirSync("test")
+      .filter((f) => f.endsWith(".test.ts"))
+      .map((f) => `test/${f}`),
     outdir: "out/test",
     alias: { vscode: "./test/vscode-stub.ts" },
   });

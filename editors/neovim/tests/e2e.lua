@@ -23,9 +23,7 @@ end
 
 -- Record what the user would see.
 local notes = {}
-vim.notify = function(msg)
-  table.insert(notes, msg)
-end
+vim.notify = function(msg) table.insert(notes, msg) end
 local echoed = {}
 vim.api.nvim_echo = function(chunks)
   local parts = {}
@@ -38,8 +36,7 @@ end
 -- -u NONE loads no plugin/ files: source ours the way such a setup would.
 test("plugin/agent_lsp.lua defines the commands and loads nothing else", function()
   vim.cmd("runtime plugin/agent_lsp.lua")
-  for _, name in ipairs({ "AgentRun", "AgentResume", "AgentCancel", "AgentSessions", "AgentSession", "AgentLog", "AgentProjects", "AgentSwitch",
-    "AgentChat", "AgentReply", "AgentModel", "AgentWorkspace", "AgentMcp" }) do
+  for _, name in ipairs({ "AgentRun", "AgentResume", "AgentCancel", "AgentSessions", "AgentSession", "AgentLog", "AgentProjects", "AgentSwitch", "AgentChat", "AgentReply", "AgentModel", "AgentWorkspace", "AgentMcp" }) do
     assert(vim.fn.exists(":" .. name) == 2, ":" .. name .. " is not defined")
   end
   local loaded = {}
@@ -57,31 +54,21 @@ end)
 local agent = require("agent_lsp")
 agent.setup({ cmd = { bin }, store = store })
 
-test("setup() defines the commands too", function()
-  assert(vim.fn.exists(":AgentProjects") == 2, ":AgentProjects is not defined")
-end)
+test("setup() defines the commands too", function() assert(vim.fn.exists(":AgentProjects") == 2, ":AgentProjects is not defined") end)
 
 local events = {}
-agent.on_event = function(ev)
-  table.insert(events, ev)
-end
+agent.on_event = function(ev) table.insert(events, ev) end
 
 local function run_and_wait(cmd, ms)
   local before = agent.state.last_run
   vim.cmd(cmd)
-  wait_for("the run to start", function()
-    return agent.state.last_run ~= before
-  end, 5000)
+  wait_for("the run to start", function() return agent.state.last_run ~= before end, 5000)
   local run = agent.state.last_run
-  wait_for("the run to end", function()
-    return run.result ~= nil
-  end, ms)
+  wait_for("the run to end", function() return run.result ~= nil end, ms)
   return run
 end
 
-local function buffer_text()
-  return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
-end
+local function buffer_text() return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n") end
 
 local greet = ws .. "/greet.go"
 local disk_before = table.concat(vim.fn.readfile(greet), "\n")
@@ -141,9 +128,7 @@ test(":AgentSessions lists the session", function()
     on_choice(nil)
   end
   vim.cmd("AgentSessions")
-  wait_for("the session picker", function()
-    return shown ~= nil
-  end, 5000)
+  wait_for("the session picker", function() return shown ~= nil end, 5000)
   vim.ui.select = orig
   local item = contains(shown.items, function(s) return s.session == first_session end)
   assert(item, "session " .. tostring(first_session) .. " not listed: " .. vim.inspect(shown.items))
@@ -153,9 +138,7 @@ end)
 
 test(":AgentSession shows the transcript in a scratch buffer", function()
   vim.cmd("AgentSession " .. first_session)
-  wait_for("the transcript buffer", function()
-    return vim.api.nvim_buf_get_name(0):find("agent-session://", 1, true) ~= nil
-  end, 5000)
+  wait_for("the transcript buffer", function() return vim.api.nvim_buf_get_name(0):find("agent-session://", 1, true) ~= nil end, 5000)
   local text = buffer_text()
   assert(text:find("## You", 1, true) and text:find("Add a Farewell function", 1, true), text)
   assert(text:find("calls `edit_file`", 1, true), text)
@@ -172,9 +155,7 @@ test(":AgentProjects and :AgentSwitch", function()
   assert(contains(echoed, function(e) return e:find("sample (go) " .. stack, 1, true) end), "no tech stack: " .. vim.inspect(echoed))
   assert(contains(echoed, function(e) return e:find("\n    sandbox: workspace%-write · Landlock ABI %d+ · ") end), "no sandbox: " .. vim.inspect(echoed))
   local orig = vim.ui.select
-  vim.ui.select = function(items, _, on_choice)
-    on_choice(items[1])
-  end
+  vim.ui.select = function(items, _, on_choice) on_choice(items[1]) end
   vim.cmd("AgentSwitch")
   wait_for("the switch", function()
     return contains(notes, function(n) return n:find("now works on project sample", 1, true) end) ~= nil
@@ -185,16 +166,12 @@ end)
 test(":AgentRun! queues a follow-up into the running run; :AgentCancel stops it and shows the prompt as not sent", function()
   vim.cmd("AgentRun this is slow")
   local run = agent.state.last_run
-  wait_for("the run's session", function()
-    return run.session ~= nil
-  end)
+  wait_for("the run's session", function() return run.session ~= nil end)
   local follow_up = "Also say hi when you are back"
   vim.cmd("AgentRun! " .. follow_up)
   local queued = agent.state.last_run
   assert(queued ~= run, "no follow-up request was sent")
-  wait_for("the queued result", function()
-    return queued.result ~= nil
-  end)
+  wait_for("the queued result", function() return queued.result ~= nil end)
   assert(queued.result.status == "queued" and queued.result.position == 1 and queued.result.session == run.session, vim.inspect(queued.result))
   assert(contains(notes, function(n) return n:find("queued (position 1): " .. follow_up, 1, true) end), "no queued note: " .. vim.inspect(notes))
   -- The event and the result travel apart: the event may come second.
@@ -203,9 +180,7 @@ test(":AgentRun! queues a follow-up into the running run; :AgentCancel stops it 
   end, 5000)
   assert(run.result == nil and agent.state.runs[next(agent.state.runs)] == run, "the running run should go on alone")
   vim.cmd("AgentCancel")
-  wait_for("the cancelled result", function()
-    return run.result ~= nil
-  end)
+  wait_for("the cancelled result", function() return run.result ~= nil end)
   assert(run.result.status == "cancelled", "status " .. tostring(run.result.status))
   assert(vim.deep_equal(run.result.queued, { follow_up }), "queued: " .. vim.inspect(run.result.queued))
   assert(contains(notes, function(n) return n:find("not sent: " .. follow_up, 1, true) end), "the unsent prompt is not shown: " .. vim.inspect(notes))
@@ -223,9 +198,7 @@ test("the event log's buffer kept growing while hidden", function()
 end)
 
 -- text_of returns the text of buffer b.
-local function text_of(b)
-  return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), "\n")
-end
+local function text_of(b) return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), "\n") end
 
 -- answer_review answers the review on screen the way a user would: it types
 -- steps one after the other (keys, read by the review, or normal-mode
@@ -233,32 +206,36 @@ end
 -- the proposed side in seen.after[i].
 local function answer_review(steps, seen)
   local timer = vim.loop.new_timer()
-  timer:start(50, 50, vim.schedule_wrap(function()
-    local cur = require("agent_lsp.review").current()
-    if not cur or seen.done then
-      return
-    end
-    seen.done = true
-    timer:stop()
-    timer:close()
-    local file = cur.files[1]
-    seen.proposed, seen.original = text_of(file.proposed), text_of(file.original)
-    seen.diff = vim.wo.diff
-    seen.cmdheight = vim.o.cmdheight
-    seen.statusline = agent.statusline()
-    seen.cursor = vim.api.nvim_win_get_cursor(0)[1]
-    seen.after = {}
-    local function step(i)
-      if steps[i] then
-        vim.api.nvim_input(steps[i])
-        vim.defer_fn(function()
-          seen.after[i] = { cursor = vim.api.nvim_win_get_cursor(0)[1], proposed = vim.api.nvim_buf_is_valid(file.proposed) and text_of(file.proposed) }
-          step(i + 1)
-        end, 100)
+  timer:start(
+    50,
+    50,
+    vim.schedule_wrap(function()
+      local cur = require("agent_lsp.review").current()
+      if not cur or seen.done then
+        return
       end
-    end
-    step(1)
-  end))
+      seen.done = true
+      timer:stop()
+      timer:close()
+      local file = cur.files[1]
+      seen.proposed, seen.original = text_of(file.proposed), text_of(file.original)
+      seen.diff = vim.wo.diff
+      seen.cmdheight = vim.o.cmdheight
+      seen.statusline = agent.statusline()
+      seen.cursor = vim.api.nvim_win_get_cursor(0)[1]
+      seen.after = {}
+      local function step(i)
+        if steps[i] then
+          vim.api.nvim_input(steps[i])
+          vim.defer_fn(function()
+            seen.after[i] = { cursor = vim.api.nvim_win_get_cursor(0)[1], proposed = vim.api.nvim_buf_is_valid(file.proposed) and text_of(file.proposed) }
+            step(i + 1)
+          end, 100)
+        end
+      end
+      step(1)
+    end)
+  )
 end
 
 -- review_run runs cmd and answers its review with steps; it returns the run
@@ -281,9 +258,7 @@ end
 -- show makes path's buffer the current one: :buffer, as a user goes back to
 -- a buffer holding unsaved changes (the agent's edits land unsaved; :edit of
 -- that file would refuse to reload it).
-local function show(path)
-  vim.cmd("buffer " .. vim.fn.fnameescape(path))
-end
+local function show(path) vim.cmd("buffer " .. vim.fn.fnameescape(path)) end
 
 test("review mode: a diff in a split, accepted", function()
   agent.config.edits = "review"
@@ -317,9 +292,7 @@ end)
 -- session_detail returns agent.session's result for session id.
 local function session_detail(id)
   local detail
-  agent.execute(vim.lsp.get_client_by_id(agent.state.last_run.client_id), "agent.session", { session = id }, function(d)
-    detail = d
-  end)
+  agent.execute(vim.lsp.get_client_by_id(agent.state.last_run.client_id), "agent.session", { session = id }, function(d) detail = d end)
   wait_for("the session", function() return detail ~= nil end, 5000)
   return detail
 end
@@ -561,9 +534,7 @@ local function start_model(script)
   vim.fn.writefile({ vim.fn.json_encode(script) }, path)
   local url
   local job = vim.fn.jobstart({ assert(os.getenv("AGENT_LSP_TEST_MODEL_BIN"), "AGENT_LSP_TEST_MODEL_BIN"), "--script", path }, {
-    on_stdout = function(_, data)
-      url = url or (data[1] ~= "" and data[1] or nil)
-    end,
+    on_stdout = function(_, data) url = url or (data[1] ~= "" and data[1] or nil) end,
   })
   assert(job > 0, "the scripted model did not start")
   wait_for("the scripted model's URL", function() return url ~= nil end, 5000)
@@ -624,18 +595,17 @@ test(":AgentChat: a chat with a follow-up; the second request carries the sessio
       assert(m.buffer == 1 and m.nowait == 1, lhs .. " is not a buffer-local nowait mapping: " .. vim.inspect(m))
     end
     type_prompt("Chat about greeting")
-    vim.cmd("execute \"normal \\<C-s>\"")
+    vim.cmd('execute "normal \\<C-s>"')
     wait_chat_idle(c, "the chat's first run")
     local text = buffer_text()
     assert(c.session, "the chat has no session")
     assert(vim.api.nvim_buf_get_name(0):find("agent://chat/" .. c.session, 1, true), vim.api.nvim_buf_get_name(0))
-    for _, want in ipairs({ "## You\nChat about greeting\n\n## Agent", "- `read_file` greet.go · ok: read greet.go",
-      "Greet says hello to a name.", "— done · 0 edits · 3 steps · ", " tokens" }) do
+    for _, want in ipairs({ "## You\nChat about greeting\n\n## Agent", "- `read_file` greet.go · ok: read greet.go", "Greet says hello to a name.", "— done · 0 edits · 3 steps · ", " tokens" }) do
       assert(text:find(want, 1, true), "the chat lacks " .. vim.inspect(want) .. ":\n" .. text)
     end
     assert(text:match("\n## You\n$"), "the chat does not end with an empty input:\n" .. text)
     type_prompt("What did I ask?")
-    vim.cmd("execute \"normal \\<CR>\"")
+    vim.cmd('execute "normal \\<CR>"')
     wait_chat_idle(c, "the follow-up")
     text = buffer_text()
     assert(#sent == 2, "agent.run requests: " .. vim.inspect(sent))
@@ -693,9 +663,9 @@ test("<C-c> in the chat cancels its run", function()
   vim.cmd("AgentChat!")
   local c = chat_buffer()
   type_prompt("Chat and take your time")
-  vim.cmd("execute \"normal \\<C-s>\"")
+  vim.cmd('execute "normal \\<C-s>"')
   wait_for("the run's session", function() return c.session ~= nil end, 10000)
-  vim.cmd("execute \"normal \\<C-c>\"")
+  vim.cmd('execute "normal \\<C-c>"')
   wait_chat_idle(c, "the cancelled run")
   local text = buffer_text()
   assert(text:find("— cancelled", 1, true), text)
@@ -725,13 +695,13 @@ test("a cancelled then resumed run: each has its heading and its end line in the
   vim.cmd("AgentChat!")
   local c = chat_buffer()
   type_prompt("Chat, stop, then resume: say when you are back")
-  vim.cmd("execute \"normal \\<C-s>\"")
+  vim.cmd('execute "normal \\<C-s>"')
   wait_for("the run's session", function() return c.session ~= nil end, 20000)
   -- The model has the request once its first words stream (each chunk comes
   -- 15 s after the one before): cancelling earlier would leave the script's
   -- first turn unread, and the resumed run would get it.
   wait_for("the first words of the reply", function() return buffer_text():find("Taking ", 1, true) ~= nil end, 60000)
-  vim.cmd("execute \"normal \\<C-c>\"")
+  vim.cmd('execute "normal \\<C-c>"')
   wait_chat_idle(c, "the cancelled run")
   vim.cmd("AgentResume " .. c.session)
   wait_for("the resumed run's end line", function() return buffer_text():find("— done", 1, true) ~= nil end, 60000)
@@ -751,7 +721,7 @@ test("a failed run shows its reason in the chat", function()
   vim.cmd("AgentChat!")
   local c = chat_buffer()
   type_prompt("Nothing in the script answers this")
-  vim.cmd("execute \"normal \\<C-s>\"")
+  vim.cmd('execute "normal \\<C-s>"')
   wait_chat_idle(c, "the failed run")
   local text = buffer_text()
   assert(text:find("— failed · ", 1, true), text)
@@ -771,7 +741,7 @@ test("#buffer:<name> reaches the model through context: the buffer as the editor
     vim.cmd("AgentChat!")
     local c = chat_buffer()
     type_prompt("Summarize #buffer:ctxnote.txt")
-    vim.cmd("execute \"normal \\<C-s>\"")
+    vim.cmd('execute "normal \\<C-s>"')
     wait_chat_idle(c, "the run with context")
     assert(#sent == 1 and sent[1].context and sent[1].context[1].uri == vim.uri_from_fname(path), "context sent: " .. vim.inspect(sent))
     assert(sent[1].prompt == "Summarize #buffer:ctxnote.txt", "the prompt carries no file text: " .. sent[1].prompt)
@@ -794,7 +764,7 @@ test("#image:<path> reaches the server as agent.run's images; a model without vi
     vim.cmd("AgentChat!")
     local c = chat_buffer()
     type_prompt("What is wrong in #image:" .. shot)
-    vim.cmd("execute \"normal \\<C-s>\"")
+    vim.cmd('execute "normal \\<C-s>"')
     wait_chat_idle(c, "the run with an image")
     assert(#sent == 1 and vim.deep_equal(sent[1].images, { { path = shot } }), "images sent: " .. vim.inspect(sent))
     local text = buffer_text()
@@ -828,7 +798,7 @@ test("/ completes the slash commands in the chat (agent.commands); /help answers
     -- #references still complete after the slash's line.
     assert(#chat.omnifunc(0, "#buf") > 0, "#references no longer complete")
     type_prompt("/help fix")
-    vim.cmd("execute \"normal \\<C-s>\"")
+    vim.cmd('execute "normal \\<C-s>"')
     wait_chat_idle(c, "the built-in's answer")
     local text = buffer_text()
     assert(text:find("/fix <what>\nFix what is wrong\nsource: project (.agents/commands/fix.md)", 1, true), text)
@@ -880,9 +850,19 @@ test(":checkhealth agent_lsp: a working setup is OK, with a live check of the en
   agent.config.allow, agent.config.mcp_servers, vim.env.OPENAI_API_KEY = {}, nil, key
   assert(ok, text)
   assert(not text:find("ERROR", 1, true), text)
-  for _, want in ipairs({ "OK: Neovim 0.7.2: the review of an edit reads its keys in a prompt", "OK: server: agent-lsp " .. require("agent_lsp.version") .. " (", "OK: plugin version " .. require("agent_lsp.version"), "OK: doctor: ready",
-    "OK: API key: present in OPENAI_API_KEY", "OK: endpoint: " .. os.getenv("OPENAI_BASE_URL") .. "/models answered ok in ",
-    "OK: store: " .. store, "OK: client ", "INFO: server binary: set by the cmd option: " .. bin, 'WARNING: allow has a bare "*"', "(stdio, from mcp_servers): " .. mcp_bin .. " --health" }) do
+  for _, want in ipairs({
+    "OK: Neovim 0.7.2: the review of an edit reads its keys in a prompt",
+    "OK: server: agent-lsp " .. require("agent_lsp.version") .. " (",
+    "OK: plugin version " .. require("agent_lsp.version"),
+    "OK: doctor: ready",
+    "OK: API key: present in OPENAI_API_KEY",
+    "OK: endpoint: " .. os.getenv("OPENAI_BASE_URL") .. "/models answered ok in ",
+    "OK: store: " .. store,
+    "OK: client ",
+    "INFO: server binary: set by the cmd option: " .. bin,
+    'WARNING: allow has a bare "*"',
+    "(stdio, from mcp_servers): " .. mcp_bin .. " --health",
+  }) do
     assert(text:find(want, 1, true), "the report lacks " .. vim.inspect(want) .. ":\n" .. text)
   end
   assert(not text:find("5ecret", 1, true), "the key is shown:\n" .. text)
@@ -905,7 +885,9 @@ test("two roots, one client: the second project is a workspace folder of the sam
   assert(vim.tbl_contains(folders, ws) and vim.tbl_contains(folders, other), vim.inspect(folders))
   local function project_names()
     local names
-    agent.projects(function(list) names = vim.tbl_map(function(p) return p.name end, list) end)
+    agent.projects(function(list)
+      names = vim.tbl_map(function(p) return p.name end, list)
+    end)
     wait_for("agent.projects", function() return names ~= nil end, 5000)
     table.sort(names)
     return names
@@ -986,19 +968,15 @@ test("context settings reach the server; a session's subagents are listed and <C
     end
     assert(row > 0, "no subagent line:\n" .. table.concat(lines, "\n"))
     vim.api.nvim_win_set_cursor(0, { row, 0 })
-    vim.cmd("execute \"normal \\<CR>\"")
-    wait_for("the subagent's transcript", function()
-      return vim.api.nvim_buf_get_name(0):find("agent-session://" .. session .. "/" .. sub, 1, true) ~= nil
-    end, 5000)
+    vim.cmd('execute "normal \\<CR>"')
+    wait_for("the subagent's transcript", function() return vim.api.nvim_buf_get_name(0):find("agent-session://" .. session .. "/" .. sub, 1, true) ~= nil end, 5000)
     local text = buffer_text()
     assert(text:find("# List the Go files and report their names.", 1, true) and text:find("context " .. sub, 1, true), text)
     assert(text:find("calls `list_files`", 1, true) and text:find("greet.go", 1, true), text)
     vim.cmd("close")
     vim.cmd("close")
     vim.cmd("AgentSession " .. session .. " " .. sub)
-    wait_for("the subagent's transcript from :AgentSession", function()
-      return vim.api.nvim_buf_get_name(0):find("/" .. sub, 1, true) ~= nil
-    end, 5000)
+    wait_for("the subagent's transcript from :AgentSession", function() return vim.api.nvim_buf_get_name(0):find("/" .. sub, 1, true) ~= nil end, 5000)
     vim.cmd("close")
   end)
   agent.config.cmd_env = nil
@@ -1029,7 +1007,9 @@ local function answer_questions(choose, asked)
     end
     return 0
   end
-  return function() vim.fn.inputlist, print = inputlist, real_print end
+  return function()
+    vim.fn.inputlist, print = inputlist, real_print
+  end
 end
 
 test("mcp_servers reach the server: the MCP tool is called once allowed, :AgentMcp lists it running with its tools and the repository's server denied", function()
@@ -1079,7 +1059,7 @@ test("mcp_servers reach the server: the MCP tool is called once allowed, :AgentM
     -- <CR> on the repository's server: where it is defined, why it does not run.
     vim.api.nvim_win_set_cursor(0, { vim.fn.index(lines, repo) + 1, 0 })
     local list_win = vim.api.nvim_get_current_win()
-    vim.cmd("execute \"normal \\<CR>\"")
+    vim.cmd('execute "normal \\<CR>"')
     local float = contains(vim.api.nvim_list_wins(), function(w) return vim.api.nvim_win_get_config(w).relative ~= "" end)
     assert(float, "no details float")
     local details = table.concat(vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(float), 0, -1, false), "\n")

@@ -5,9 +5,7 @@ local M = {}
 local failures, passed = {}, 0
 
 ---@param msg string
-function M.log(msg)
-  io.stderr:write(msg .. "\n")
-end
+function M.log(msg) io.stderr:write(msg .. "\n") end
 
 ---Runs fn as the test case name; an error fails it.
 ---@param name string

@@ -16,27 +16,19 @@ local test = harness.test
 local dir = assert(os.getenv("AGENT_LSP_TEST_LAZY_DIR"), "AGENT_LSP_TEST_LAZY_DIR")
 local ws = assert(os.getenv("AGENT_LSP_TEST_WS"), "AGENT_LSP_TEST_WS")
 
-local function install_version()
-  return dofile(dir .. "/editors/neovim/lua/agent_lsp/version.lua")
-end
+local function install_version() return dofile(dir .. "/editors/neovim/lua/agent_lsp/version.lua") end
 
 local spec
 local plugin = { dir = dir, name = "agent-lsp" }
 local bin = dir .. "/editors/neovim/bin/agent-lsp"
 
-local function sha256(file)
-  return vim.fn.system({ "sha256sum", file }):match("^(%x+)")
-end
+local function sha256(file) return vim.fn.system({ "sha256sum", file }):match("^(%x+)") end
 
 -- The build step's messages (vim.notify, which lazy.nvim shows).
 local notified, notify = {}, vim.notify
-vim.notify = function(msg)
-  table.insert(notified, msg)
-end
+vim.notify = function(msg) table.insert(notified, msg) end
 
-local function record()
-  return vim.fn.json_decode(table.concat(vim.fn.readfile(dir .. "/editors/neovim/bin/agent-lsp.install.json"), "\n"))
-end
+local function record() return vim.fn.json_decode(table.concat(vim.fn.readfile(dir .. "/editors/neovim/bin/agent-lsp.install.json"), "\n")) end
 
 ---Serves the files under root over HTTP on 127.0.0.1 (a port of its own),
 ---from this Neovim's event loop (it runs while the build step waits for curl).
@@ -68,9 +60,7 @@ local function serve(root)
         f:close()
       end
       local status = body and "200 OK" or "404 Not Found"
-      c:write(("HTTP/1.1 %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"):format(status, body and #body or 0, body or ""), function()
-        c:close()
-      end)
+      c:write(("HTTP/1.1 %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"):format(status, body and #body or 0, body or ""), function() c:close() end)
     end)
   end)
   return server:getsockname().port, requests
@@ -115,9 +105,7 @@ local function publish(folder, sums)
 end
 
 test("with a release URL its build downloads the platform's binary over loopback and checks it against SHA256SUMS", function()
-  local served = publish("v" .. install.version, function(sum)
-    return { ("%s  agent-lsp-other-platform"):format(("0"):rep(64)), ("%s  %s"):format(sum, asset) }
-  end)
+  local served = publish("v" .. install.version, function(sum) return { ("%s  agent-lsp-other-platform"):format(("0"):rep(64)), ("%s  %s"):format(sum, asset) } end)
   vim.fn.delete(dir .. "/editors/neovim/doc/tags")
   vim.env.AGENT_LSP_RELEASE_URL = url
   spec.build(plugin)
@@ -133,16 +121,12 @@ end)
 
 test("a download whose checksum is not the release's, or that SHA256SUMS does not list, is refused and installs nothing", function()
   local before = sha256(bin)
-  publish("bad", function()
-    return { ("%s  %s"):format(("ab"):rep(32), asset) }
-  end)
+  publish("bad", function() return { ("%s  %s"):format(("ab"):rep(32), asset) } end)
   vim.env.AGENT_LSP_RELEASE_URL = ("http://127.0.0.1:%d/bad"):format(port)
   local ok, err = pcall(spec.build, plugin)
   assert(not ok and err:find("checksum mismatch", 1, true) and err:find(("ab"):rep(32), 1, true) and err:find("refused", 1, true), tostring(err))
   assert(sha256(bin) == before and record().how == "release", "the refused download replaced the binary")
-  publish("unlisted", function(sum)
-    return { ("%s  agent-lsp-other-platform"):format(sum) }
-  end)
+  publish("unlisted", function(sum) return { ("%s  agent-lsp-other-platform"):format(sum) } end)
   vim.env.AGENT_LSP_RELEASE_URL = ("http://127.0.0.1:%d/unlisted"):format(port)
   ok, err = pcall(spec.build, plugin)
   assert(not ok and err:find("has no checksum of " .. asset, 1, true), tostring(err))
@@ -188,8 +172,7 @@ end)
 test(":checkhealth agent_lsp says how the binary was found: downloaded from the release, built with go install, on PATH", function()
   vim.cmd("checkhealth agent_lsp")
   local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
-  local want = ("server binary: the plugin's own, downloaded by the build step from http://127.0.0.1:%d/v%s/%s (SHA-256 %s, checked against the release's SHA256SUMS)")
-    :format(port, install.version, asset, sha256(bin))
+  local want = ("server binary: the plugin's own, downloaded by the build step from http://127.0.0.1:%d/v%s/%s (SHA-256 %s, checked against the release's SHA256SUMS)"):format(port, install.version, asset, sha256(bin))
   assert(text:find(want, 1, true), text)
   vim.cmd("bwipeout!")
   local health = require("agent_lsp.health")

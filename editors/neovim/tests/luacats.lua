@@ -90,9 +90,7 @@ end
 ---The members of a union type expression.
 ---@param expr string
 ---@return string[]
-function M.members(expr)
-  return vim.split(expr, "|", { plain = true })
-end
+function M.members(expr) return vim.split(expr, "|", { plain = true }) end
 
 local builtin = {
   string = function(v) return type(v) == "string" end,
@@ -102,9 +100,7 @@ local builtin = {
   any = function() return true end, -- a value the contract passes through (agent/languageRequest's result)
 }
 
-local function is_object(v)
-  return type(v) == "table" and (next(v) ~= nil and not vim.tbl_islist(v) or getmetatable(v) ~= nil)
-end
+local function is_object(v) return type(v) == "table" and (next(v) ~= nil and not vim.tbl_islist(v) or getmetatable(v) ~= nil) end
 
 -- check_one checks v against one member of a union; it returns the problems.
 local function check_one(t, v, expr, path)

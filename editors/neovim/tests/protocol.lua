@@ -212,9 +212,7 @@ local function fixture_test(label, examples, class, subject_of, fn)
       for _, p in ipairs(luacats.check(types, example, class, ("[%d]"):format(i))) do
         table.insert(problems, "type: " .. p)
       end
-      local found, text = rendering_problems(subject_of(example), function(subject)
-        return table.concat(fn(subject, example), "\n")
-      end)
+      local found, text = rendering_problems(subject_of(example), function(subject) return table.concat(fn(subject, example), "\n") end)
       for _, p in ipairs(found) do
         table.insert(problems, ("[%d] %s\n  rendered:\n%s"):format(i, p, text))
       end
@@ -228,17 +226,19 @@ table.sort(names)
 for _, name in ipairs(names) do
   -- The fixture has no command field: it is the file's name.
   local examples = vim.tbl_map(function(e) return vim.tbl_extend("force", { command = name }, e) end, commands[name])
-  fixture_test("commands/" .. name .. ".json: types, and render.results shows every value", examples, calls[name],
+  fixture_test(
+    "commands/" .. name .. ".json: types, and render.results shows every value",
+    examples,
+    calls[name],
     function(e) return e.result end,
-    function(result, e) return (render.results[name] or error("no renderer"))(result, e.arguments) end)
+    function(result, e) return (render.results[name] or error("no renderer"))(result, e.arguments) end
+  )
 end
 
 names = vim.tbl_keys(kinds)
 table.sort(names)
 for _, name in ipairs(names) do
-  fixture_test("events/" .. name .. ".json: types, and events.render shows every value", kinds[name], event_classes[name],
-    function(ev) return ev end,
-    function(ev) return events.render(ev) end)
+  fixture_test("events/" .. name .. ".json: types, and events.render shows every value", kinds[name], event_classes[name], function(ev) return ev end, function(ev) return events.render(ev) end)
 end
 
 -- prepare makes the editor hold what a request's example answers: the
@@ -255,10 +255,25 @@ local prepare = {
     for _, it in ipairs(example.result.items) do
       local b = vim.uri_to_bufnr(it.uri)
       vim.fn.bufload(b) -- as an editor holds a document it has diagnostics for
-      vim.diagnostic.set(ns, b, vim.tbl_map(function(d)
-        return { lnum = d.range.start.line, col = d.range.start.character, end_lnum = d.range["end"].line, end_col = d.range["end"].character,
-          severity = d.severity, message = d.message, source = d.source, user_data = { lsp = d } }
-      end, it.diagnostics))
+      vim.diagnostic.set(
+        ns,
+        b,
+        vim.tbl_map(
+          function(d)
+            return {
+              lnum = d.range.start.line,
+              col = d.range.start.character,
+              end_lnum = d.range["end"].line,
+              end_col = d.range["end"].character,
+              severity = d.severity,
+              message = d.message,
+              source = d.source,
+              user_data = { lsp = d },
+            }
+          end,
+          it.diagnostics
+        )
+      )
     end
     return function()
       vim.diagnostic.reset(ns)
@@ -272,7 +287,9 @@ local prepare = {
     language.clients = function() return { { id = 99, name = "gopls" } } end
     compat.supports = function() return true end
     vim.lsp.buf_request_sync = function() return { [99] = { result = example.result } } end
-    return function() language.clients, compat.supports, vim.lsp.buf_request_sync = clients, supports, sync end
+    return function()
+      language.clients, compat.supports, vim.lsp.buf_request_sync = clients, supports, sync
+    end
   end,
 }
 
@@ -347,9 +364,22 @@ end
 test("every initializationOptions key the plugin sends is a setting of docs/protocol.md", function()
   local settings = documented_settings()
   local config = require("agent_lsp.config")
-  config.setup({ model = "m", base_url = "http://m", api_key_env = "K", store = "/s.db", allow = { "a" }, deny = { "d" },
-    allow_edit = { ".env" }, scrub_env = { "*_TOKEN" }, context_tokens = 8192, window = 50, tool_output = 4096, read_only_subagents = true,
-    mcp_servers = { docs = { command = "docs-mcp", args = { "--stdio" }, env = { K = "v" } } }, mcp_allow = { "docs" } })
+  config.setup({
+    model = "m",
+    base_url = "http://m",
+    api_key_env = "K",
+    store = "/s.db",
+    allow = { "a" },
+    deny = { "d" },
+    allow_edit = { ".env" },
+    scrub_env = { "*_TOKEN" },
+    context_tokens = 8192,
+    window = 50,
+    tool_output = 4096,
+    read_only_subagents = true,
+    mcp_servers = { docs = { command = "docs-mcp", args = { "--stdio" }, env = { K = "v" } } },
+    mcp_allow = { "docs" },
+  })
   local paths = option_paths(config.init_options(), "", {}, settings)
   config.setup()
   table.sort(paths)

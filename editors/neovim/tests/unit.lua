@@ -22,13 +22,17 @@ local real_has = vim.fn.has
 
 -- release(minor) stubs vim.fn.has to claim the releases up to 0.minor.
 local function release(minor)
-  return { vim.fn, "has", function(feature)
-    local m = feature:match("^nvim%-0%.(%d+)$")
-    if m then
-      return tonumber(m) <= minor and 1 or 0
-    end
-    return real_has(feature)
-  end }
+  return {
+    vim.fn,
+    "has",
+    function(feature)
+      local m = feature:match("^nvim%-0%.(%d+)$")
+      if m then
+        return tonumber(m) <= minor and 1 or 0
+      end
+      return real_has(feature)
+    end,
+  }
 end
 
 -- with_compat replaces the stubs' fields ({ table, key, value } each), loads
@@ -129,8 +133,17 @@ local function start_stubs(minor, calls)
       return 7
     end
   end
-  local seven = minor >= 11 and { is_stopped = function(self) assert(self.is_stopped) return false end }
-    or { is_stopped = function(...) assert(select("#", ...) == 0) return false end }
+  local seven = minor >= 11 and {
+    is_stopped = function(self)
+      assert(self.is_stopped)
+      return false
+    end,
+  } or {
+    is_stopped = function(...)
+      assert(select("#", ...) == 0)
+      return false
+    end,
+  }
   return {
     release(minor),
     { vim.lsp, "start", minor >= 8 and started("start") or nil },
@@ -230,9 +243,7 @@ end)
 test("fire: data left out on 0.7, passed from 0.8 (stubbed)", function()
   for _, case in ipairs({ { 7, nil }, { 8, { x = 1 } } }) do
     local minor, want, calls = case[1], case[2], {}
-    with_compat({ release(minor), { vim.api, "nvim_exec_autocmds", recorder(calls) } }, function(compat)
-      compat.fire("AgentLspTest", { x = 1 })
-    end)
+    with_compat({ release(minor), { vim.api, "nvim_exec_autocmds", recorder(calls) } }, function(compat) compat.fire("AgentLspTest", { x = 1 }) end)
     local opts = calls[1][2]
     assert(calls[1][1] == "User" and opts.pattern == "AgentLspTest", vim.inspect(calls))
     assert(vim.deep_equal(opts.data, want), ("0.%d: data %s"):format(minor, vim.inspect(opts.data)))
@@ -242,9 +253,7 @@ end)
 test("fire runs the User autocommand once on this Neovim (real)", function()
   local runs = 0
   local id = vim.api.nvim_create_autocmd("User", { pattern = "AgentLspTest", callback = function() runs = runs + 1 end })
-  with_compat({}, function(compat)
-    compat.fire("AgentLspTest", { x = 1 })
-  end)
+  with_compat({}, function(compat) compat.fire("AgentLspTest", { x = 1 }) end)
   vim.api.nvim_del_autocmd(id)
   assert(runs == 1, "ran " .. runs .. " times")
 end)
@@ -299,17 +308,15 @@ end)
 -- compat.winbar ------------------------------------------------------------
 
 test("winbar: none on 0.7 (the caller echoes); from 0.8 (stubbed) the window's, % escaped", function()
-  with_compat({ release(7) }, function(compat)
-    assert(compat.winbar(0, "x") == false)
-  end)
+  with_compat({ release(7) }, function(compat) assert(compat.winbar(0, "x") == false) end)
   local set = {}
-  local wo = setmetatable({}, { __index = function(_, win)
-    set[win] = {}
-    return set[win]
-  end })
-  with_compat({ release(8), { vim, "wo", wo } }, function(compat)
-    assert(compat.winbar(7, "review 100% — ga accept") == true)
-  end)
+  local wo = setmetatable({}, {
+    __index = function(_, win)
+      set[win] = {}
+      return set[win]
+    end,
+  })
+  with_compat({ release(8), { vim, "wo", wo } }, function(compat) assert(compat.winbar(7, "review 100% — ga accept") == true) end)
   assert(set[7] and set[7].winbar == "review 100%% — ga accept", vim.inspect(set))
 end)
 
@@ -351,9 +358,7 @@ local keys = config.defaults.review_keys
 local keys_text = "]c [c hunks, do take, dp drop, ga accept, gr reject"
 
 -- annotated is an ApplyWorkspaceEditParams whose annotations are given.
-local function annotated(annotations)
-  return { label = "agent: edit .env", edit = { changeAnnotations = annotations, documentChanges = {} } }
-end
+local function annotated(annotations) return { label = "agent: edit .env", edit = { changeAnnotations = annotations, documentChanges = {} } } end
 
 test("review hint: the label, why the edit needs confirmation, the keys", function()
   local params = annotated({ ["agent-lsp.review"] = { label = "x", needsConfirmation = true, description = "protected file: environment files hold secrets; accept or reject" } })
@@ -363,7 +368,7 @@ test("review hint: the label, why the edit needs confirmation, the keys", functi
   assert(review.queue(params) == nil, "no queue")
 end)
 
-test("review hint: the place in the queue, from the description's \"(1 of N)\", shown apart", function()
+test('review hint: the place in the queue, from the description\'s "(1 of N)", shown apart', function()
   local params = annotated({ ["agent-lsp.review"] = { label = "x", needsConfirmation = true, description = "proposed by agent-lsp; accept or reject (1 of 3)" } })
   assert(review.queue(params) == "1 of 3", tostring(review.queue(params)))
   local want = "agent: edit .env — proposed by agent-lsp; accept or reject — 1 of 3 — " .. keys_text
@@ -475,9 +480,7 @@ end)
 local log = require("agent_lsp.log")
 
 -- ev makes an event of session s-1.
-local function ev(seq, type, fields)
-  return vim.tbl_extend("force", { session = "s-1", seq = seq, type = type }, fields or {})
-end
+local function ev(seq, type, fields) return vim.tbl_extend("force", { session = "s-1", seq = seq, type = type }, fields or {}) end
 
 test("log: deltas stream on their lines, the complete message replaces them", function()
   log.lines = {}
@@ -533,9 +536,7 @@ end)
 -- notified runs fn with vim.notify recorded; it returns the messages.
 local function notified(fn)
   local msgs, real = {}, vim.notify
-  vim.notify = function(msg, level)
-    table.insert(msgs, { msg = msg, level = level })
-  end
+  vim.notify = function(msg, level) table.insert(msgs, { msg = msg, level = level }) end
   local ok, err = pcall(fn)
   vim.notify = real
   assert(ok, err)
@@ -561,9 +562,7 @@ test("init_options: by default the context settings are not sent (the server's d
 end)
 
 test("setup: a wrong context setting is reported by name and left out, the others are kept", function()
-  local msgs = notified(function()
-    config.setup({ context_tokens = 512, window = 5, tool_output = "16k", read_only_subagents = "yes", model = "m" })
-  end)
+  local msgs = notified(function() config.setup({ context_tokens = 512, window = 5, tool_output = "16k", read_only_subagents = "yes", model = "m" }) end)
   local text = table.concat(vim.tbl_map(function(m) return m.msg end, msgs), "\n")
   assert(#msgs == 4, text)
   for _, m in ipairs(msgs) do
@@ -571,8 +570,8 @@ test("setup: a wrong context setting is reported by name and left out, the other
   end
   local want = {
     [[context_tokens must be an integer from 1024 to 10000000 (your model server's context size: Ollama's num_ctx, llama.cpp's -c) or "auto", not 512]],
-    "read_only_subagents must be true or false, not \"yes\"",
-    "tool_output must be an integer from 1024 to 1048576 (bytes), not \"16k\"",
+    'read_only_subagents must be true or false, not "yes"',
+    'tool_output must be an integer from 1024 to 1048576 (bytes), not "16k"',
     "window must be an integer from 10 to 1000 (messages), not 5",
   }
   for _, w in ipairs(want) do
@@ -638,7 +637,10 @@ test("run_result and run_summary: a queued result says where the prompt waits; a
 end)
 
 local detail = {
-  session = "s-1", project = "sample", status = "done", title = "Delegate",
+  session = "s-1",
+  project = "sample",
+  status = "done",
+  title = "Delegate",
   messages = { { id = "m1", role = "human", content = "Delegate" } },
   subagents = {
     { contextId = "subagent-a", task = "List the files", status = "done" },
@@ -671,8 +673,7 @@ local state = require("agent_lsp.state")
 local function with_server(fn)
   local fake = { id = 99, offset_encoding = "utf-16" }
   local calls, notes = {}, {}
-  local saved = { current = client.current, execute = client.execute, notify = vim.notify, input = vim.ui.input,
-    progress = vim.lsp.handlers["$/progress"], echo = config.options.echo_progress }
+  local saved = { current = client.current, execute = client.execute, notify = vim.notify, input = vim.ui.input, progress = vim.lsp.handlers["$/progress"], echo = config.options.echo_progress }
   vim.lsp.handlers["$/progress"] = function() end -- Neovim's would look for client 99
   config.options.echo_progress = false
   client.current = function() return fake end
@@ -680,9 +681,7 @@ local function with_server(fn)
     table.insert(calls, { client = c, command = command, args = args, on_result = on_result, extra = extra, on_error = on_error })
     return true, #calls
   end
-  vim.notify = function(msg, level)
-    table.insert(notes, { msg = msg, level = level or vim.log.levels.INFO })
-  end
+  vim.notify = function(msg, level) table.insert(notes, { msg = msg, level = level or vim.log.levels.INFO }) end
   for k in pairs(state.runs) do
     state.runs[k] = nil
   end
@@ -697,17 +696,11 @@ local function with_server(fn)
   end
 end
 
-local function event(fields)
-  client.handlers["agent/event"](nil, fields, { client_id = 99 })
-end
+local function event(fields) client.handlers["agent/event"](nil, fields, { client_id = 99 }) end
 
-local function progress(token, value)
-  client.handlers["$/progress"](nil, { token = token, value = value }, { client_id = 99 })
-end
+local function progress(token, value) client.handlers["$/progress"](nil, { token = token, value = value }, { client_id = 99 }) end
 
-local function result(fields)
-  return vim.tbl_extend("force", { reply = "", edits = 0, steps = 0, usage = usage0 }, fields)
-end
+local function result(fields) return vim.tbl_extend("force", { reply = "", edits = 0, steps = 0, usage = usage0 }, fields) end
 
 local function has_note(notes, text)
   for _, n in ipairs(notes) do
@@ -854,13 +847,12 @@ test(":AgentSession {session} {context} asks for the subagent's transcript; <CR>
     assert(row > 0, table.concat(lines, "\n"))
     -- <CR> elsewhere moves down as usual.
     vim.api.nvim_win_set_cursor(0, { 1, 0 })
-    vim.cmd("execute \"normal \\<CR>\"")
+    vim.cmd('execute "normal \\<CR>"')
     assert(vim.api.nvim_win_get_cursor(0)[1] == 2 and #calls == 1, "moved to " .. vim.api.nvim_win_get_cursor(0)[1])
     vim.api.nvim_win_set_cursor(0, { row, 0 })
-    vim.cmd("execute \"normal \\<CR>\"")
+    vim.cmd('execute "normal \\<CR>"')
     assert(#calls == 2 and vim.deep_equal(calls[2].args, { session = "s-1", context = "subagent-b" }), vim.inspect(calls[2] and calls[2].args))
-    calls[2].on_result({ session = "s-1", context = "subagent-b", project = "sample", status = "", title = "Never\nstarted",
-      messages = { { id = "subagent-b-task", role = "human", content = "Never\nstarted" } }, subagents = {} })
+    calls[2].on_result({ session = "s-1", context = "subagent-b", project = "sample", status = "", title = "Never\nstarted", messages = { { id = "subagent-b-task", role = "human", content = "Never\nstarted" } }, subagents = {} })
     local sb = assert(transcript_buffer("agent-session://s-1/subagent-b"), "no subagent transcript buffer")
     lines = vim.api.nvim_buf_get_lines(sb, 0, -1, false)
     assert(lines[1] == "# Never started" and lines[3] == "session s-1 · context subagent-b · project sample · status not started", table.concat(lines, "\n"))
@@ -892,14 +884,23 @@ end)
 local function mcp_fixture()
   local path = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h:h:h") .. "/testdata/protocol/commands/agent.mcp.json"
   local list = vim.fn.json_decode(table.concat(vim.fn.readfile(path), "\n"))[1].result
-  table.insert(list, { project = "web", root = "/work/web", servers = {
-    { name = "files", source = "user", origin = "/home/u/.config/agent-lsp/mcp.json", transport = "stdio", status = "running", tools = 3,
-      withheld = { "mcp__files__move", "mcp__files__tree" } },
-    { name = "issues", source = "flag", origin = "/etc/mcp.json", transport = "http", status = "failed", tools = -1,
-      reason = "connect: connection refused\nat https://mcp.example.com/mcp" },
-    { name = "repo-tools", source = "project", origin = "/work/web/.mcp.json", transport = "stdio", status = "denied", tools = -1,
-      reason = "the user denied it in this window, and this reason goes on well past the sixty characters the list shows" },
-  } })
+  table.insert(list, {
+    project = "web",
+    root = "/work/web",
+    servers = {
+      { name = "files", source = "user", origin = "/home/u/.config/agent-lsp/mcp.json", transport = "stdio", status = "running", tools = 3, withheld = { "mcp__files__move", "mcp__files__tree" } },
+      { name = "issues", source = "flag", origin = "/etc/mcp.json", transport = "http", status = "failed", tools = -1, reason = "connect: connection refused\nat https://mcp.example.com/mcp" },
+      {
+        name = "repo-tools",
+        source = "project",
+        origin = "/work/web/.mcp.json",
+        transport = "stdio",
+        status = "denied",
+        tools = -1,
+        reason = "the user denied it in this window, and this reason goes on well past the sixty characters the list shows",
+      },
+    },
+  })
   table.insert(list, { project = "empty", root = "/work/empty", servers = {} })
   return list
 end
@@ -928,8 +929,10 @@ test("mcp_lines: the fixture's projects and servers, aligned; -1 tools as words,
   assert(at[9].server.name == "issues" and at[9].project.project == "web" and at[2].project.project == "other", vim.inspect(at[9]))
   assert(vim.deep_equal(render.mcp_lines({}), { "no projects" }))
   local details = render.mcp_details(at[9].project, at[9].server)
-  assert(vim.deep_equal(details, { "MCP server issues of project web", "defined in /etc/mcp.json (flag)", "http · failed · tools not listed yet",
-    "reason: connect: connection refused", "    at https://mcp.example.com/mcp" }), vim.inspect(details))
+  assert(
+    vim.deep_equal(details, { "MCP server issues of project web", "defined in /etc/mcp.json (flag)", "http · failed · tools not listed yet", "reason: connect: connection refused", "    at https://mcp.example.com/mcp" }),
+    vim.inspect(details)
+  )
   assert(render.mcp_tools(0) == "0 tools" and render.mcp_tools(1) == "1 tool")
   details = render.mcp_details(at[8].project, at[8].server)
   assert(details[#details] == "left out to fit the context: mcp__files__move, mcp__files__tree", vim.inspect(details))
@@ -956,11 +959,14 @@ test("init_options: mcp_servers is mcpServers (an empty env or headers left out)
     plain = { command = "plain-mcp", sandbox = false },
   }
   local json, init = sent({ mcp_servers = servers, mcp_allow = { "lint", "*" } })
-  assert(vim.deep_equal(init.mcpServers, {
-    files = { command = "npx", args = { "-y", "@modelcontextprotocol/server-filesystem", "." }, cwd = "/src" },
-    issues = { type = "http", url = "https://mcp.example.com/mcp", headers = { Authorization = "Bearer ${ISSUES_TOKEN}" } },
-    plain = { command = "plain-mcp", sandbox = false },
-  }), json)
+  assert(
+    vim.deep_equal(init.mcpServers, {
+      files = { command = "npx", args = { "-y", "@modelcontextprotocol/server-filesystem", "." }, cwd = "/src" },
+      issues = { type = "http", url = "https://mcp.example.com/mcp", headers = { Authorization = "Bearer ${ISSUES_TOKEN}" } },
+      plain = { command = "plain-mcp", sandbox = false },
+    }),
+    json
+  )
   assert(not json:find('"env"', 1, true) and json:find('"args":["-y"', 1, true), json)
   assert(vim.deep_equal(init.mcp, { allow = { "lint", "*" } }), json)
   json = sent()
@@ -970,19 +976,24 @@ test("init_options: mcp_servers is mcpServers (an empty env or headers left out)
 end)
 
 test("setup: a wrong MCP server is reported by name and left out, the others are kept; no value is quoted", function()
-  local msgs = notified(function()
-    config.setup({ mcp_servers = {
-      good = { command = "good-mcp" },
-      nocmd = { args = { "x" } },
-      both = { command = "x", url = "https://x" },
-      web = { type = "http", url = "https://x", env = { TOKEN = "s3cret-value" } },
-      badtype = { type = "sse", url = "https://x" },
-      badargs = { command = "x", args = "--flag" },
-      badenv = { command = "x", env = { "s3cret-value" } },
-      notable = "npx server",
-      mcpServers = { good = { command = "x" } },
-    }, mcp_allow = "docs" })
-  end)
+  local msgs = notified(
+    function()
+      config.setup({
+        mcp_servers = {
+          good = { command = "good-mcp" },
+          nocmd = { args = { "x" } },
+          both = { command = "x", url = "https://x" },
+          web = { type = "http", url = "https://x", env = { TOKEN = "s3cret-value" } },
+          badtype = { type = "sse", url = "https://x" },
+          badargs = { command = "x", args = "--flag" },
+          badenv = { command = "x", env = { "s3cret-value" } },
+          notable = "npx server",
+          mcpServers = { good = { command = "x" } },
+        },
+        mcp_allow = "docs",
+      })
+    end
+  )
   local text = table.concat(vim.tbl_map(function(m) return m.msg end, msgs), "\n")
   local want = {
     "mcp_servers.badargs: args must be a list of strings; this server is left out",
@@ -1005,8 +1016,10 @@ test("setup: a wrong MCP server is reported by name and left out, the others are
   msgs = notified(function() config.setup({ mcp_servers = { "npx" } }) end)
   assert(#msgs == 1 and msgs[1].msg:find("mcp_servers must be a table of servers by name", 1, true), vim.inspect(msgs))
   assert(config.init_options().mcpServers == nil)
-  assert(#notified(function() config.setup({ mcp_servers = { h = { url = "http://localhost:9/mcp" }, s = { type = "stdio", command = "x", args = {}, env = {} } } }) end) == 0,
-    "an http server given by its url alone, and empty lists, are fine")
+  assert(
+    #notified(function() config.setup({ mcp_servers = { h = { url = "http://localhost:9/mcp" }, s = { type = "stdio", command = "x", args = {}, env = {} } } }) end) == 0,
+    "an http server given by its url alone, and empty lists, are fine"
+  )
   config.setup()
 end)
 
@@ -1026,7 +1039,7 @@ test(":AgentMcp lists agent.mcp's result in a scratch buffer; <CR> shows a serve
     local row = vim.fn.index(lines, "  issues      flag     http   failed                tools not listed yet — connect: connection refused…") + 1
     assert(row > 0, table.concat(lines, "\n"))
     vim.api.nvim_win_set_cursor(0, { row, 0 })
-    vim.cmd("execute \"normal \\<CR>\"")
+    vim.cmd('execute "normal \\<CR>"')
     local float = vim.tbl_filter(function(w) return vim.api.nvim_win_get_config(w).relative ~= "" end, vim.api.nvim_list_wins())[1]
     assert(float, "no float")
     local shown = vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(float), 0, -1, false)
@@ -1061,9 +1074,12 @@ test("the approval of a repository's MCP server offers its own actions through N
     return 3
   end
   print = function() end
-  local ok, answer = pcall(client.handlers["window/showMessageRequest"], nil, { type = 2,
-    message = "The repository /src/web defines the MCP server repo (/src/web/.mcp.json). Start it?\n  repo-mcp --serve",
-    actions = { { title = "Allow" }, { title = "Always for this project" }, { title = "Deny" } } }, { client_id = 99 })
+  local ok, answer = pcall(
+    client.handlers["window/showMessageRequest"],
+    nil,
+    { type = 2, message = "The repository /src/web defines the MCP server repo (/src/web/.mcp.json). Start it?\n  repo-mcp --serve", actions = { { title = "Allow" }, { title = "Always for this project" }, { title = "Deny" } } },
+    { client_id = 99 }
+  )
   vim.fn.inputlist, print = inputlist, real_print
   assert(ok, answer)
   assert(vim.deep_equal(answer, { title = "Deny" }), vim.inspect(answer))
@@ -1076,9 +1092,7 @@ end)
 
 local hunks = require("agent_lsp.hunks")
 
-local function lines(b)
-  return vim.api.nvim_buf_get_lines(b, 0, -1, false)
-end
+local function lines(b) return vim.api.nvim_buf_get_lines(b, 0, -1, false) end
 
 test("hunks: between and apply turn one text into the other", function()
   local cases = {
@@ -1108,9 +1122,7 @@ local r0 = { start = { line = 0, character = 0 }, ["end"] = { line = 0, characte
 
 -- doc_edit is a WorkspaceEdit of one TextDocumentEdit of uri at version
 -- (nil or vim.NIL: null) inserting text at its start.
-local function doc_edit(uri, version, text)
-  return { documentChanges = { { textDocument = { uri = uri, version = version }, edits = { { range = r0, newText = text or "new " } } } } }
-end
+local function doc_edit(uri, version, text) return { documentChanges = { { textDocument = { uri = uri, version = version }, edits = { { range = r0, newText = text or "new " } } } } } end
 
 -- file_buf loads a new temporary file holding lines; it returns the buffer,
 -- the path and the URI.
@@ -1222,10 +1234,13 @@ test("saveDocuments: what cannot be written fails with the reason, and stays unw
     { function(b) vim.bo[b].buftype = "nofile" end, "not a file buffer (buftype=nofile)" },
     { function(b) vim.bo[b].modifiable = false end, "the buffer is not modifiable" },
     { function(b) vim.cmd(("autocmd BufWritePre <buffer=%d> throw 'formatter crashed'"):format(b)) end, "formatter crashed" },
-    { function(b) vim.api.nvim_create_autocmd("BufWritePre", { buffer = b, callback = function() error("gofmt failed", 0) end }) end,
-      "Error executing lua callback: gofmt failed" },
-    { function(b) vim.cmd(("autocmd BufWriteCmd <buffer=%d> let g:agent_lsp_test = 1"):format(b)) end,
-      "not written: the buffer is still modified after :update (a BufWriteCmd that did not write?)" },
+    {
+      function(b)
+        vim.api.nvim_create_autocmd("BufWritePre", { buffer = b, callback = function() error("gofmt failed", 0) end })
+      end,
+      "Error executing lua callback: gofmt failed",
+    },
+    { function(b) vim.cmd(("autocmd BufWriteCmd <buffer=%d> let g:agent_lsp_test = 1"):format(b)) end, "not written: the buffer is still modified after :update (a BufWriteCmd that did not write?)" },
   }
   local uris, want, made = {}, {}, {}
   for _, c in ipairs(cases) do
@@ -1253,9 +1268,7 @@ test("saveDocuments with save_before_commands off: every document fails with tha
   vim.api.nvim_buf_delete(b, { force = true })
 end)
 
-test("the client announces experimental.saveDocuments", function()
-  assert(client.capabilities().experimental.saveDocuments == true)
-end)
+test("the client announces experimental.saveDocuments", function() assert(client.capabilities().experimental.saveDocuments == true) end)
 
 -- review by hunk, with mappings -------------------------------------------------
 
@@ -1268,9 +1281,14 @@ local function review_params(uri, description)
     label = "agent: edit notes.txt",
     edit = {
       changeAnnotations = { ["agent-lsp.review"] = { label = "agent: edit notes.txt", needsConfirmation = true, description = description or "proposed by agent-lsp; accept or reject" } },
-      documentChanges = { { textDocument = { uri = uri, version = vim.NIL }, edits = {
-        { range = { start = { line = 0, character = 0 }, ["end"] = { line = 5, character = 0 } }, newText = "ONE\ntwo\nthree\nfour\nFIVE\n", annotationId = "agent-lsp.review" },
-      } } },
+      documentChanges = {
+        {
+          textDocument = { uri = uri, version = vim.NIL },
+          edits = {
+            { range = { start = { line = 0, character = 0 }, ["end"] = { line = 5, character = 0 } }, newText = "ONE\ntwo\nthree\nfour\nFIVE\n", annotationId = "agent-lsp.review" },
+          },
+        },
+      },
     },
   }
 end
@@ -1281,15 +1299,15 @@ end
 local function in_review(params, user, rev)
   rev = rev or review
   local result
-  local co = coroutine.create(function()
-    result = rev.ask(params, "utf-16", keys, 99)
-  end)
+  local co = coroutine.create(function() result = rev.ask(params, "utf-16", keys, 99) end)
   assert(coroutine.resume(co))
   local view = assert(rev.current(), "no review open")
   local ok, err = xpcall(user, debug.traceback, view)
   if not ok then
     rev.current().decision = false -- close it
-    if rev.current().resume then rev.current().resume() end
+    if rev.current().resume then
+      rev.current().resume()
+    end
     vim.wait(1000, function() return result ~= nil end)
     error(err, 0)
   end
@@ -1297,9 +1315,7 @@ local function in_review(params, user, rev)
   return result
 end
 
-local function press(keys_)
-  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys_, true, false, true), "mx", false)
-end
+local function press(keys_) vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys_, true, false, true), "mx", false) end
 
 -- echoes records what fn echoes (and keeps it off the test's output).
 local function echoes(fn)
@@ -1315,42 +1331,44 @@ end
 
 test("review with mappings: nowait keys, hunks dropped and taken, the proposed side edited; ga applies exactly that", function()
   local b, _, uri = file_buf(five)
-  local echoed = echoes(function() with_lsp(function(attached)
-    local res = in_review(review_params(uri), function(view)
-      local f = view.files[1]
-      assert(require("agent_lsp").statusline() == "agent: waiting for review", require("agent_lsp").statusline())
-      assert(vim.api.nvim_get_current_buf() == f.proposed and vim.bo[f.proposed].modifiable, "the proposed side is current and editable")
-      local mapped = {}
-      for _, m in ipairs(vim.api.nvim_buf_get_keymap(f.proposed, "n")) do
-        mapped[m.lhs] = m.nowait
-      end
-      for _, k in pairs(keys) do
-        assert(mapped[k] == 1, k .. " is not mapped nowait: " .. vim.inspect(mapped))
-      end
-      press("dp")
-      assert(vim.deep_equal(lines(f.proposed), { "one", "two", "three", "four", "FIVE" }), "dp: " .. vim.inspect(lines(f.proposed)))
-      press("]c")
-      assert(vim.api.nvim_win_get_cursor(0)[1] == 5, "]c")
-      press("dp")
-      press("do")
-      press("[c")
-      assert(vim.api.nvim_win_get_cursor(0)[1] == 1, "[c")
-      -- The user edits the proposal between the hunks, then drops and takes
-      -- the first hunk again: the marks follow the edit.
-      vim.api.nvim_buf_set_lines(f.proposed, 2, 3, false, { "three and a half", "3.5" })
-      press("do")
-      assert(vim.deep_equal(lines(f.proposed), { "ONE", "two", "three and a half", "3.5", "four", "FIVE" }), vim.inspect(lines(f.proposed)))
-      -- On the current side, the hunk under the cursor too.
-      vim.cmd("wincmd h")
-      assert(vim.api.nvim_get_current_buf() == f.original, "the current side")
-      vim.api.nvim_win_set_cursor(0, { 5, 0 })
-      press("dp")
-      press("ga")
+  local echoed = echoes(function()
+    with_lsp(function(attached)
+      local res = in_review(review_params(uri), function(view)
+        local f = view.files[1]
+        assert(require("agent_lsp").statusline() == "agent: waiting for review", require("agent_lsp").statusline())
+        assert(vim.api.nvim_get_current_buf() == f.proposed and vim.bo[f.proposed].modifiable, "the proposed side is current and editable")
+        local mapped = {}
+        for _, m in ipairs(vim.api.nvim_buf_get_keymap(f.proposed, "n")) do
+          mapped[m.lhs] = m.nowait
+        end
+        for _, k in pairs(keys) do
+          assert(mapped[k] == 1, k .. " is not mapped nowait: " .. vim.inspect(mapped))
+        end
+        press("dp")
+        assert(vim.deep_equal(lines(f.proposed), { "one", "two", "three", "four", "FIVE" }), "dp: " .. vim.inspect(lines(f.proposed)))
+        press("]c")
+        assert(vim.api.nvim_win_get_cursor(0)[1] == 5, "]c")
+        press("dp")
+        press("do")
+        press("[c")
+        assert(vim.api.nvim_win_get_cursor(0)[1] == 1, "[c")
+        -- The user edits the proposal between the hunks, then drops and takes
+        -- the first hunk again: the marks follow the edit.
+        vim.api.nvim_buf_set_lines(f.proposed, 2, 3, false, { "three and a half", "3.5" })
+        press("do")
+        assert(vim.deep_equal(lines(f.proposed), { "ONE", "two", "three and a half", "3.5", "four", "FIVE" }), vim.inspect(lines(f.proposed)))
+        -- On the current side, the hunk under the cursor too.
+        vim.cmd("wincmd h")
+        assert(vim.api.nvim_get_current_buf() == f.original, "the current side")
+        vim.api.nvim_win_set_cursor(0, { 5, 0 })
+        press("dp")
+        press("ga")
+      end)
+      assert(res.applied == true, vim.inspect(res))
+      assert(vim.deep_equal(lines(b), { "ONE", "two", "three and a half", "3.5", "four", "five" }), "applied: " .. vim.inspect(lines(b)))
+      assert(#attached == 1 and attached[1][1] == b, "the file's buffer is not attached: " .. vim.inspect(attached))
     end)
-    assert(res.applied == true, vim.inspect(res))
-    assert(vim.deep_equal(lines(b), { "ONE", "two", "three and a half", "3.5", "four", "five" }), "applied: " .. vim.inspect(lines(b)))
-    assert(#attached == 1 and attached[1][1] == b, "the file's buffer is not attached: " .. vim.inspect(attached))
-  end) end)
+  end)
   assert(echoed[1] == "agent: edit notes.txt — proposed by agent-lsp; accept or reject — " .. keys_text, "no winbar on 0.7: the hint is echoed; " .. vim.inspect(echoed))
   assert(review.current() == nil and require("agent_lsp").statusline() ~= "agent: waiting for review", "the review stayed open")
   assert(#vim.api.nvim_list_tabpages() == 1, "the review tab was not closed")
@@ -1360,21 +1378,19 @@ end)
 test("review: accepting with every hunk dropped, or after the file changed meanwhile, is refused; gr rejects", function()
   local b, path, uri = file_buf(five)
   local name = vim.fn.fnamemodify(path, ":~:.")
-  echoes(function() with_lsp(function()
-    local res = in_review(review_params(uri), function()
-      press("dp]cdpga")
+  echoes(function()
+    with_lsp(function()
+      local res = in_review(review_params(uri), function() press("dp]cdpga") end)
+      assert(vim.deep_equal(res, { applied = false, failureReason = "every hunk was dropped in the review" }), vim.inspect(res))
+      res = in_review(review_params(uri), function()
+        vim.api.nvim_buf_set_lines(b, 2, 3, false, { "typed meanwhile" })
+        press("ga")
+      end)
+      assert(vim.deep_equal(res, { applied = false, failureReason = name .. " changed during the review" }), vim.inspect(res))
+      res = in_review(review_params(uri), function() press("gr") end)
+      assert(vim.deep_equal(res, { applied = false, failureReason = "rejected by the user in review" }), vim.inspect(res))
     end)
-    assert(vim.deep_equal(res, { applied = false, failureReason = "every hunk was dropped in the review" }), vim.inspect(res))
-    res = in_review(review_params(uri), function()
-      vim.api.nvim_buf_set_lines(b, 2, 3, false, { "typed meanwhile" })
-      press("ga")
-    end)
-    assert(vim.deep_equal(res, { applied = false, failureReason = name .. " changed during the review" }), vim.inspect(res))
-    res = in_review(review_params(uri), function()
-      press("gr")
-    end)
-    assert(vim.deep_equal(res, { applied = false, failureReason = "rejected by the user in review" }), vim.inspect(res))
-  end) end)
+  end)
   assert(vim.deep_equal(lines(b), { "one", "two", "typed meanwhile", "four", "five" }), vim.inspect(lines(b)))
   vim.api.nvim_buf_delete(b, { force = true })
 end)
@@ -1382,10 +1398,12 @@ end)
 test("review on 0.8+ (stubbed winbar): the hint, with the place in the queue, is in the winbars, not echoed", function()
   local b, _, uri = file_buf(five)
   local bars, echoed = {}, {}
-  local wo = setmetatable({}, { __index = function(_, win)
-    bars[win] = bars[win] or {}
-    return bars[win]
-  end })
+  local wo = setmetatable({}, {
+    __index = function(_, win)
+      bars[win] = bars[win] or {}
+      return bars[win]
+    end,
+  })
   local echo = vim.api.nvim_echo
   vim.api.nvim_echo = function(chunks) table.insert(echoed, chunks[1][1]) end
   with_compat({ release(8), { vim, "wo", wo } }, function()
@@ -1406,7 +1424,6 @@ test("review on 0.8+ (stubbed winbar): the hint, with the place in the queue, is
   assert(#echoed == 0, "echoed: " .. vim.inspect(echoed))
   vim.api.nvim_buf_delete(b, { force = true })
 end)
-
 
 -- Conversations 2: health, models, statusline, chat helpers ---------------------
 
@@ -1488,8 +1505,7 @@ test(":AgentMode picks agent, plan or ask; each next run names it; the statuslin
       local token = calls[1].extra.workDoneToken
       progress(token, { kind = "begin", title = "agent: how" })
       progress(token, { kind = "report", message = "model answering" })
-      event({ session = "s-m", seq = 2, type = "usage", model = "m", prompt = 10, completion = 2, total = 12, contextTokens = 8192,
-        run = { prompt = 10, completion = 2, total = 12 }, budget = { maxTokens = 100, tokens = 12 } })
+      event({ session = "s-m", seq = 2, type = "usage", model = "m", prompt = 10, completion = 2, total = 12, contextTokens = 8192, run = { prompt = 10, completion = 2, total = 12 }, budget = { maxTokens = 100, tokens = 12 } })
       local ui = require("agent_lsp.ui")
       assert(ui.statusline() == "agent: model answering · 12 tokens · 88 of 100 tokens left", ui.statusline())
       assert(require("agent_lsp.render").counts({ status = "limit", limit = "tokens", edits = 0, steps = 1, usage = {} }):find("^limit %(tokens%)"))
@@ -1512,13 +1528,11 @@ test("statusline: the run's tokens and cost from usage events; waiting for permi
     local token = calls[1].extra.workDoneToken
     progress(token, { kind = "begin", title = "agent: count tokens" })
     progress(token, { kind = "report", message = "model answering" })
-    event({ session = "s-9", seq = 2, type = "usage", model = "m", prompt = 10, completion = 2, total = 12, contextTokens = 8192,
-      cost = 0.5, run = { prompt = 100, completion = 20, total = 120, cost = 1.25 } })
+    event({ session = "s-9", seq = 2, type = "usage", model = "m", prompt = 10, completion = 2, total = 12, contextTokens = 8192, cost = 0.5, run = { prompt = 100, completion = 20, total = 120, cost = 1.25 } })
     local ui = require("agent_lsp.ui")
     assert(ui.statusline() == "agent: model answering · 120 tokens · $1.25", ui.statusline())
     -- A subagent's usage does not replace the run's totals.
-    event({ session = "s-9", seq = 3, type = "usage", contextId = "subagent-x", parentId = "s-9", model = "m", prompt = 1, completion = 1, total = 2,
-      contextTokens = 8192, run = { prompt = 1, completion = 1, total = 2 } })
+    event({ session = "s-9", seq = 3, type = "usage", contextId = "subagent-x", parentId = "s-9", model = "m", prompt = 1, completion = 1, total = 2, contextTokens = 8192, run = { prompt = 1, completion = 1, total = 2 } })
     assert(ui.statusline() == "agent: model answering · 120 tokens · $1.25", ui.statusline())
     local default = vim.lsp.handlers["window/showMessageRequest"]
     local during
@@ -1538,12 +1552,19 @@ end)
 
 test("chat: a transcript in the chat's shape, end lines with cost and the failure's reason", function()
   local chat = require("agent_lsp.chat")
-  local lines = chat.transcript_lines({ session = "s-1", project = "p", status = "done", title = "Hi", subagents = {}, messages = {
-    { id = "1", role = "human", content = "Hi" },
-    { id = "2", role = "ai", content = "", toolCalls = { { id = "c", name = "read_file", args = '{"path":"a.go"}' } } },
-    { id = "3", role = "tool", content = "package a", toolCallId = "c" },
-    { id = "4", role = "ai", content = "Hello." },
-  } })
+  local lines = chat.transcript_lines({
+    session = "s-1",
+    project = "p",
+    status = "done",
+    title = "Hi",
+    subagents = {},
+    messages = {
+      { id = "1", role = "human", content = "Hi" },
+      { id = "2", role = "ai", content = "", toolCalls = { { id = "c", name = "read_file", args = '{"path":"a.go"}' } } },
+      { id = "3", role = "tool", content = "package a", toolCallId = "c" },
+      { id = "4", role = "ai", content = "Hello." },
+    },
+  })
   local want = { "# Hi", "", "project p · done", "", "## You", "Hi", "", "## Agent", "- `read_file` a.go · ok", '    args: {"path":"a.go"}', "    package a", "Hello.", "— done" }
   assert(vim.deep_equal(lines, want), vim.inspect(lines))
   local done = chat.end_lines(result({ status = "done", edits = 1, steps = 2, usage = { promptTokens = 90, completionTokens = 10, totalTokens = 100, cost = 0.0021 } }))
@@ -1581,7 +1602,7 @@ test("context: #buffer:<name>, #buffer and #selection become references; what na
     assert(#problems == 0, vim.inspect(problems))
     assert(vim.deep_equal(out.context, { { uri = vim.uri_from_bufnr(bufs["a/only.go"]) }, { uri = vim.uri_from_bufnr(bufs["a/x.go"]) } }), vim.inspect(out.context))
     assert(out.prompt == "look at #buffer:only.go and #buffer:a/x.go" and #attached == 2)
-    _, problems = context.resolve("#buffer:x.go #buffer:nope.go #buffer", nil, c)
+    problems = select(2, context.resolve("#buffer:x.go #buffer:nope.go #buffer", nil, c))
     assert(#problems == 3, vim.inspect(problems))
     assert(problems[1]:find("names several buffers", 1, true) and problems[2]:find("no loaded file buffer", 1, true), vim.inspect(problems))
     vim.api.nvim_buf_set_mark(bufs["a/only.go"], "<", 1, 5, {})
@@ -1596,7 +1617,7 @@ test("context: #buffer:<name>, #buffer and #selection become references; what na
     vim.fn.writefile({ "not really a png" }, dir .. "/shot.png")
     out, problems = context.resolve("what is wrong in #image:" .. dir .. "/shot.png", nil, c)
     assert(#problems == 0 and vim.deep_equal(out.images, { { path = dir .. "/shot.png" } }), vim.inspect({ out, problems }))
-    _, problems = context.resolve("#image:" .. dir .. "/nope.png and #image", nil, c)
+    problems = select(2, context.resolve("#image:" .. dir .. "/nope.png and #image", nil, c))
     assert(#problems == 2 and problems[1]:find("no readable file", 1, true) and problems[2]:find("names no file", 1, true), vim.inspect(problems))
   end)
   context.attach = attach
@@ -1605,7 +1626,6 @@ test("context: #buffer:<name>, #buffer and #selection become references; what na
   end
   assert(ok, err)
 end)
-
 
 test("find_root: the nearest manifest folder; the outermost .git only where there is none", function()
   local client_mod = require("agent_lsp.client")
@@ -1619,7 +1639,6 @@ test("find_root: the nearest manifest folder; the outermost .git only where ther
   assert(client_mod.find_root(top .. "/pkg/a/src/x.txt") == top, client_mod.find_root(top .. "/pkg/a/src/x.txt"))
   assert(client_mod.find_root(top .. "/docs/x.md") == top)
 end)
-
 
 test("chat (stubbed server): a send, a prompt queued while it runs, the stream, tool items, the end line; <C-c> cancels; gs switches", function()
   local chat = require("agent_lsp.chat")
@@ -1652,9 +1671,26 @@ test("chat (stubbed server): a send, a prompt queued while it runs, the stream, 
     event({ session = "s-7", seq = 7, type = "message.delta", text = "They pass." })
     calls[1].on_result(result({ session = "s-7", status = "done", steps = 3, usage = { promptTokens = 10, completionTokens = 5, totalTokens = 15, cost = 0.25 } }))
     local want = table.concat({
-      "## You", "Explain greet", "", "## Agent", "Let me look.", "First", "- `read_file` greet.go · ok: 12 lines", '    args: {"path":"greet.go"}', "",
-      "## You", "And the tests?", "_queued (position 1): the running run reads it at its next step_", "", "## Agent", "They pass.",
-      "— done · 0 edits · 3 steps · 15 tokens · $0.25", "", "## You", "" }, "\n")
+      "## You",
+      "Explain greet",
+      "",
+      "## Agent",
+      "Let me look.",
+      "First",
+      "- `read_file` greet.go · ok: 12 lines",
+      '    args: {"path":"greet.go"}',
+      "",
+      "## You",
+      "And the tests?",
+      "_queued (position 1): the running run reads it at its next step_",
+      "",
+      "## Agent",
+      "They pass.",
+      "— done · 0 edits · 3 steps · 15 tokens · $0.25",
+      "",
+      "## You",
+      "",
+    }, "\n")
     assert(text():find(want, 1, true), "got:\n" .. text() .. "\nwant the end:\n" .. want)
     assert(not text():find("another session", 1, true), text())
     -- <C-c> sends agent.cancel for the chat's session.
@@ -1684,8 +1720,7 @@ test("chat (stubbed server): a send, a prompt queued while it runs, the stream, 
     calls[3].on_result({ { session = "s-1", project = "p", title = "Old", status = "done", created = "", updated = "", messages = 2 } })
     vim.ui.select = select
     assert(calls[4].command == "agent.session" and calls[4].args.session == "s-1", vim.inspect(calls[4]))
-    calls[4].on_result({ session = "s-1", project = "p", status = "done", title = "Old", subagents = {},
-      messages = { { id = "1", role = "human", content = "Old question" }, { id = "2", role = "ai", content = "Old answer" } } })
+    calls[4].on_result({ session = "s-1", project = "p", status = "done", title = "Old", subagents = {}, messages = { { id = "1", role = "human", content = "Old question" }, { id = "2", role = "ai", content = "Old answer" } } })
     local other = vim.api.nvim_get_current_buf()
     assert(other ~= buf and chat.chats[other].session == "s-1", vim.api.nvim_buf_get_name(other))
     assert(table.concat(vim.api.nvim_buf_get_lines(other, 0, -1, false), "\n"):find("## You\nOld question\n\n## Agent\nOld answer\n— done\n\n## You\n", 1, true))
@@ -1696,7 +1731,6 @@ test("chat (stubbed server): a send, a prompt queued while it runs, the stream, 
     vim.api.nvim_buf_delete(buf, { force = true })
   end)
 end)
-
 
 test("chat (stubbed server): events.dropped reads the session again (agent.session); a running call's row takes its tool.end; the input stays", function()
   local chat = require("agent_lsp.chat")
@@ -1714,20 +1748,25 @@ test("chat (stubbed server): events.dropped reads the session again (agent.sessi
     event({ session = "s-d", seq = 6, type = "events.dropped", count = 4, fromSeq = 3, toSeq = 6 })
     local read = calls[#calls]
     assert(read.command == "agent.session" and read.args.session == "s-d", vim.inspect(read))
-    event({ session = "s-d", seq = 7, type = "tool.end", name = "run_command", callId = "c3", ok = true, summary = "go test: exit status 0",
-      output = "exit status 0\n$ go test\nok" }) -- held until the transcript is shown
-    read.on_result({ session = "s-d", project = "p", status = "running", title = "Count to three", subagents = {}, messages = {
-      { id = "1", role = "human", content = "Count to three" },
-      { id = "2", role = "ai", content = "One, two.", toolCalls = { { id = "c3", name = "run_command", args = '{"command":"go test"}' } } } } })
-    local want = table.concat({ "# Count to three", "", "project p · running", "", "## You", "Count to three", "", "## Agent", "One, two.",
-      "- `run_command` $ go test · exit 0", "    ok", "", "## You", "half-typed next prompt" }, "\n")
+    event({ session = "s-d", seq = 7, type = "tool.end", name = "run_command", callId = "c3", ok = true, summary = "go test: exit status 0", output = "exit status 0\n$ go test\nok" }) -- held until the transcript is shown
+    read.on_result({
+      session = "s-d",
+      project = "p",
+      status = "running",
+      title = "Count to three",
+      subagents = {},
+      messages = {
+        { id = "1", role = "human", content = "Count to three" },
+        { id = "2", role = "ai", content = "One, two.", toolCalls = { { id = "c3", name = "run_command", args = '{"command":"go test"}' } } },
+      },
+    })
+    local want = table.concat({ "# Count to three", "", "project p · running", "", "## You", "Count to three", "", "## Agent", "One, two.", "- `run_command` $ go test · exit 0", "    ok", "", "## You", "half-typed next prompt" }, "\n")
     assert(text() == want, "got:\n" .. text() .. "\nwant:\n" .. want)
     assert(chat.chats[buf].reloading == nil)
     vim.cmd("silent! only")
     vim.api.nvim_buf_delete(buf, { force = true })
   end)
 end)
-
 
 test("register: vim.lsp.config(name, config) from 0.11 (stubbed), nothing before", function()
   local calls = {}
@@ -1788,7 +1827,10 @@ test("autostart on 0.11 (stubbed): vim.lsp.config and vim.lsp.enable (once) atta
   local configs, enables, notes = {}, {}, {}
   local lsp_config = setmetatable({}, { __call = function(_, name, c) table.insert(configs, { name, c }) end })
   local five = { id = 5, name = "agent-lsp" }
-  five.is_stopped = function(self) assert(self == five, "is_stopped not called as a method") return false end
+  five.is_stopped = function(self)
+    assert(self == five, "is_stopped not called as a method")
+    return false
+  end
   local group = vim.api.nvim_create_augroup("agent_lsp", { clear = true })
   vim.api.nvim_create_autocmd("BufReadPost", { group = group, callback = function() end }) -- an earlier setup()'s
   local saved = { cmd = config.options.cmd, notify = vim.notify, roots = state.roots.id, failed = state.start_failed }
@@ -1796,8 +1838,7 @@ test("autostart on 0.11 (stubbed): vim.lsp.config and vim.lsp.enable (once) atta
   state.start_failed = nil
   vim.notify = function(msg, level) table.insert(notes, { msg = msg, level = level }) end
   local buf, dir, scratch
-  local ok, err = pcall(with_client, { release(11), { vim.lsp, "config", lsp_config }, { vim.lsp, "enable", recorder(enables) },
-    { vim.lsp, "get_client_by_id", function(id) return id == 5 and five or nil end } }, function(client_mod)
+  local ok, err = pcall(with_client, { release(11), { vim.lsp, "config", lsp_config }, { vim.lsp, "enable", recorder(enables) }, { vim.lsp, "get_client_by_id", function(id) return id == 5 and five or nil end } }, function(client_mod)
     local attached = {}
     client_mod.attach = function(b) table.insert(attached, b) end
     client_mod.autostart(true)
@@ -1937,23 +1978,53 @@ end)
 test("chat: tool rows of a reopened transcript: status and details from the tool messages, no ids; a call without a result was interrupted", function()
   local chat = require("agent_lsp.chat")
   local edit = vim.fn.json_encode({ path = "a.go", old_text = "a\nb\nc\n", new_text = "a\nB\nc\n" })
-  local lines = chat.transcript_lines({ session = "s-2", project = "p", status = "cancelled", title = "Tools", subagents = {}, messages = {
-    { id = "1", role = "human", content = "Do it" },
-    { id = "2", role = "ai", content = "", toolCalls = {
-      { id = "c1", name = "read_file", args = '{"path":"a.go"}' },
-      { id = "c2", name = "edit_file", args = edit },
-      { id = "c3", name = "run_command", args = '{"command":"go test"}' },
-      { id = "c4", name = "run_command", args = '{"command":"go vet"}' } } },
-    { id = "3", role = "tool", content = "package a", toolCallId = "c1" },
-    { id = "4", role = "tool", content = "error: the editor did not apply the edit of a.go (rejected by the user in review); the file is unchanged.", toolCallId = "c2" },
-    { id = "5", role = "tool", content = "exit status 1\n$ go test\n--- FAIL: TestA\nFAIL", toolCallId = "c3" },
-  } })
-  local want = { "# Tools", "", "project p · cancelled", "", "## You", "Do it", "", "## Agent",
-    "- `read_file` a.go · ok", '    args: {"path":"a.go"}', "    package a",
-    "- `edit_file` a.go · rejected", "     a", "    -b", "    +B", "     c",
-    "- `run_command` $ go test · exit 1", "    --- FAIL: TestA", "    FAIL",
+  local lines = chat.transcript_lines({
+    session = "s-2",
+    project = "p",
+    status = "cancelled",
+    title = "Tools",
+    subagents = {},
+    messages = {
+      { id = "1", role = "human", content = "Do it" },
+      {
+        id = "2",
+        role = "ai",
+        content = "",
+        toolCalls = {
+          { id = "c1", name = "read_file", args = '{"path":"a.go"}' },
+          { id = "c2", name = "edit_file", args = edit },
+          { id = "c3", name = "run_command", args = '{"command":"go test"}' },
+          { id = "c4", name = "run_command", args = '{"command":"go vet"}' },
+        },
+      },
+      { id = "3", role = "tool", content = "package a", toolCallId = "c1" },
+      { id = "4", role = "tool", content = "error: the editor did not apply the edit of a.go (rejected by the user in review); the file is unchanged.", toolCallId = "c2" },
+      { id = "5", role = "tool", content = "exit status 1\n$ go test\n--- FAIL: TestA\nFAIL", toolCallId = "c3" },
+    },
+  })
+  local want = {
+    "# Tools",
+    "",
+    "project p · cancelled",
+    "",
+    "## You",
+    "Do it",
+    "",
+    "## Agent",
+    "- `read_file` a.go · ok",
+    '    args: {"path":"a.go"}',
+    "    package a",
+    "- `edit_file` a.go · rejected",
+    "     a",
+    "    -b",
+    "    +B",
+    "     c",
+    "- `run_command` $ go test · exit 1",
+    "    --- FAIL: TestA",
+    "    FAIL",
     "- `run_command` $ go vet · interrupted",
-    "— cancelled" }
+    "— cancelled",
+  }
   assert(vim.deep_equal(lines, want), vim.inspect(lines))
   assert(not table.concat(lines, "\n"):find("s%-2") and not table.concat(lines, "\n"):find("c%d"), "no ids")
 end)
@@ -2107,8 +2178,7 @@ end)
 
 test("a refused run names the Neovim options that fix it, never resume", function()
   local reasons = require("agent_lsp.reasons")
-  local err = { code = -32602, message = "agent.run: no API key", data = { reason = "no-api-key", setting = "model.apiKeyEnv",
-    baseURL = "https://api.openai.com/v1", model = "gpt-4o-mini", apiKeyEnv = "OPENAI_API_KEY" } }
+  local err = { code = -32602, message = "agent.run: no API key", data = { reason = "no-api-key", setting = "model.apiKeyEnv", baseURL = "https://api.openai.com/v1", model = "gpt-4o-mini", apiKeyEnv = "OPENAI_API_KEY" } }
   local d = assert(reasons.of(err), "no reason in the error")
   local msg = reasons.message(d)
   for _, want in ipairs({ "https://api.openai.com/v1", "OPENAI_API_KEY", "api_key_env", "base_url", ":checkhealth agent_lsp" }) do

@@ -30,10 +30,7 @@ const step = (msg) => console.error(`e2e: ${msg}`);
 const browser = await puppeteer.launch({
   executablePath: "/usr/bin/chromium",
   headless: true,
-  args: [
-    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,900",
-  ],
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,900"],
   defaultViewport: { width: 1400, height: 900 },
 });
 const page = await browser.newPage();
@@ -90,8 +87,14 @@ async function run(page) {
   step(`end line: ${JSON.stringify(done.match(/── done[^\n]*/)?.[0])}`);
   // The edit row is a diff, one element per line, the added lines marked.
   const diff = await chat.evaluate(() => [...document.querySelectorAll(".tool .diff .ln")].map((l) => `${l.className}|${l.textContent}`));
-  assert.ok(diff.some((l) => l === "ln add|+func Farewell(name string) string {"), `the added line as its own element: ${JSON.stringify(diff)}`);
-  assert.ok(diff.some((l) => l.startsWith("ln ctx| ")), `context lines unmarked: ${JSON.stringify(diff)}`);
+  assert.ok(
+    diff.some((l) => l === "ln add|+func Farewell(name string) string {"),
+    `the added line as its own element: ${JSON.stringify(diff)}`,
+  );
+  assert.ok(
+    diff.some((l) => l.startsWith("ln ctx| ")),
+    `context lines unmarked: ${JSON.stringify(diff)}`,
+  );
   assert.doesNotMatch(await text(".notifications-toasts"), /Agent done/, "no summary toast while the chat shows the run");
 
   // Add and test: the agent creates sub_test.go (empty on disk, its text unsaved in the editor) and
@@ -107,11 +110,7 @@ async function run(page) {
   assert.match(readFileSync(join(workspace, "greet.go"), "utf8"), /func Sub\(a, b int\) int \{/, "greet.go on disk has the new function");
   assert.match(readFileSync(join(workspace, "sub_test.go"), "utf8"), /func TestSub\(t \*testing\.T\)/, "sub_test.go on disk has its test");
   await palette("Agent: Show Output");
-  const transcript = await waitFor(
-    () => text(".part.panel").then((t) => (t.includes("run_command: go test ./...:") ? t : "")),
-    "the command's result in the Agent output",
-    60000,
-  );
+  const transcript = await waitFor(() => text(".part.panel").then((t) => (t.includes("run_command: go test ./...:") ? t : "")), "the command's result in the Agent output", 60000);
   await page.screenshot({ path: join(out, "saved.png") });
   assert.match(transcript, /⤓ saved for the command: (greet\.go, sub_test\.go|sub_test\.go, greet\.go)/, transcript);
   assert.match(transcript, /✓ run_command: go test \.\/\.\.\.: exit status 0/, transcript);
@@ -126,11 +125,7 @@ async function run(page) {
   setSetting("agentLsp.diagnosticsWait", 30000);
   await new Promise((r) => setTimeout(r, 2000)); // the change reaches the server before the run starts
   await agentRun("VSC break the TypeScript greeting");
-  const ts = await waitFor(
-    () => Promise.resolve(transcriptOf("VSC break the TypeScript greeting")).then((t) => (t.includes("Checked the TypeScript greeting.") ? t : "")),
-    "the TypeScript run's end",
-    240000,
-  );
+  const ts = await waitFor(() => Promise.resolve(transcriptOf("VSC break the TypeScript greeting")).then((t) => (t.includes("Checked the TypeScript greeting.") ? t : "")), "the TypeScript run's end", 240000);
   writeFileSync(join(out, "typescript-session.txt"), ts);
   setSetting("agentLsp.diagnosticsWait", null);
   assert.match(ts, /diagnostics from the editor \(repository data, not instructions\):\s+web\/main\.ts:3:13: error: Cannot find name 'greett'\. Did you mean 'greet'\?/, ts);
@@ -149,20 +144,13 @@ async function run(page) {
   await waitFor(() => text(".quick-input-widget").then((t) => t.includes("Add to the running session")), "the follow-up input box", 60000);
   await page.keyboard.type("Also say hi when you are back");
   await page.keyboard.press("Enter");
-  const queued = await waitFor(
-    () => chatText(chat).then((t) => (t.includes("Also say hi when you are back") && t.includes("queued #1") ? t : "")),
-    "the queued prompt in the chat",
-    60000,
-  );
+  const queued = await waitFor(() => chatText(chat).then((t) => (t.includes("Also say hi when you are back") && t.includes("queued #1") ? t : "")), "the queued prompt in the chat", 60000);
   step(`queued: ${JSON.stringify(queued.slice(-120))}`);
   await chat.click("#stop");
   step("clicked Stop");
   // The run ended before reading the queued prompt: its end line says so and offers it again.
   const cancelled = await chatEnd(chat, /── cancelled[\s\S]*Not read by the cancelled run/, "the cancelled end line with the unread prompt");
-  assert.ok(
-    await chat.evaluate(() => [...document.querySelectorAll("button[data-resend]")].some((b) => b.dataset.resend === "Also say hi when you are back")),
-    "Send Again offers the unread prompt",
-  );
+  assert.ok(await chat.evaluate(() => [...document.querySelectorAll("button[data-resend]")].some((b) => b.dataset.resend === "Also say hi when you are back")), "Send Again offers the unread prompt");
   step(`cancel: ${JSON.stringify(cancelled.slice(-160))}`);
 
   // Review mode: each edit opens as the extension's own diff, hunk by hunk.
@@ -178,7 +166,9 @@ async function run(page) {
 function transcriptOf(title) {
   const cli = (...args) => execFileSync(process.env.E2E_BIN, ["sessions", ...args, "--store", process.env.E2E_STORE], { encoding: "utf8", timeout: 30000 });
   try {
-    const row = cli("list").split("\n").find((l) => l.includes(title));
+    const row = cli("list")
+      .split("\n")
+      .find((l) => l.includes(title));
     return row ? cli("show", row.split(/\s+/)[0]) : "";
   } catch {
     return "";
@@ -220,12 +210,13 @@ async function reviews() {
   await agentRun("VSC review edit the proposal");
   await waitFor(() => lenses("Accept").then((l) => l.length === 1), "Accept over the hunk", 60000);
   const line = await waitFor(
-    () => page.evaluate(() => {
-      const l = [...document.querySelectorAll(".editor.modified .view-line")].find((x) => x.innerText.trim() === "FIVE");
-      if (!l) return null;
-      const r = l.getBoundingClientRect();
-      return { x: r.left + 5, y: r.top + r.height / 2 };
-    }),
+    () =>
+      page.evaluate(() => {
+        const l = [...document.querySelectorAll(".editor.modified .view-line")].find((x) => x.innerText.trim() === "FIVE");
+        if (!l) return null;
+        const r = l.getBoundingClientRect();
+        return { x: r.left + 5, y: r.top + r.height / 2 };
+      }),
     "the proposal's line FIVE",
     30000,
   );
@@ -278,7 +269,11 @@ async function reviews() {
   step("rejected the protected edit in the chat");
   const results = await Promise.all(["call_all_a", "call_all_b", "call_all_agents"].map(toolResult));
   // Each result's first line is the edit's; the editor's diagnostics may follow it.
-  assert.deepEqual(results.slice(0, 2).map((r) => r.split("\n")[0]), ["edited all-a.txt", "edited all-b.txt"], "Accept All applied the step's other edits");
+  assert.deepEqual(
+    results.slice(0, 2).map((r) => r.split("\n")[0]),
+    ["edited all-a.txt", "edited all-b.txt"],
+    "Accept All applied the step's other edits",
+  );
   assert.match(results[2], /did not apply the edit of AGENTS\.md \(rejected by the user in review\)/, results[2]);
   await chatEnd(chat, /── done · 2 edits\b/, "the accept-all run's end line");
   assert.equal(await openedText("all-a.txt"), "ALPHA\n");
@@ -318,19 +313,23 @@ async function clickLens(title, i) {
 
 /** The content of the tool result the model received for callId (the scripted model records its requests). */
 async function toolResult(callId) {
-  return waitFor(() => {
-    let lines = [];
-    try {
-      lines = readFileSync(process.env.E2E_REQUESTS, "utf8").trim().split("\n").filter(Boolean);
-    } catch {
+  return waitFor(
+    () => {
+      let lines = [];
+      try {
+        lines = readFileSync(process.env.E2E_REQUESTS, "utf8").trim().split("\n").filter(Boolean);
+      } catch {
+        return "";
+      }
+      for (const l of lines) {
+        const m = JSON.parse(l).messages.find((m) => m.role === "tool" && m.tool_call_id === callId);
+        if (m) return m.content;
+      }
       return "";
-    }
-    for (const l of lines) {
-      const m = JSON.parse(l).messages.find((m) => m.role === "tool" && m.tool_call_id === callId);
-      if (m) return m.content;
-    }
-    return "";
-  }, `the model's request with the result of ${callId}`, 120000);
+    },
+    `the model's request with the result of ${callId}`,
+    120000,
+  );
 }
 
 /** The text of name in the editor, opened with Quick Open (edits land unsaved: the disk may not have them). */
@@ -346,12 +345,19 @@ async function openedText(name) {
 async function quickOpen(name) {
   for (let attempt = 1; ; attempt++) {
     await page.keyboard.press("Escape");
-    await waitFor(async () => {
-      await page.keyboard.down("Control");
-      await page.keyboard.press("p");
-      await page.keyboard.up("Control");
-      return page.waitForSelector(".quick-input-widget input", { visible: true, timeout: 3000 }).then(() => true, () => false);
-    }, "quick open", 60000);
+    await waitFor(
+      async () => {
+        await page.keyboard.down("Control");
+        await page.keyboard.press("p");
+        await page.keyboard.up("Control");
+        return page.waitForSelector(".quick-input-widget input", { visible: true, timeout: 3000 }).then(
+          () => true,
+          () => false,
+        );
+      },
+      "quick open",
+      60000,
+    );
     await page.keyboard.type(name);
     try {
       await waitFor(() => text(".quick-input-list .monaco-list-row.focused").then((t) => t.includes(name)), `${name} in quick open`, 30000);
@@ -494,11 +500,7 @@ async function noKey() {
   await palette("Notifications: Clear All Notifications");
   await chatSend(chat, "VSC no key, please");
   const sent = Date.now();
-  await waitFor(
-    () => page.evaluate(() => [...document.querySelectorAll(".notifications-toasts .monaco-button")].some((b) => b.innerText.trim() === "Set API Key")),
-    "Set API Key in a notification",
-    10000,
-  );
+  await waitFor(() => page.evaluate(() => [...document.querySelectorAll(".notifications-toasts .monaco-button")].some((b) => b.innerText.trim() === "Set API Key")), "Set API Key in a notification", 10000);
   const took = Date.now() - sent;
   await page.screenshot({ path: join(out, "no-key.png") });
   const toasts = await text(".notifications-toasts");
@@ -529,7 +531,12 @@ async function showChat() {
     } catch (e) {
       await page.screenshot({ path: join(out, `chat-missing-${attempt}.png`) }).catch(() => {});
       if (attempt === 2) {
-        throw new Error(`${e.message}; frames: ${page.frames().map((f) => f.url()).join(" ")}`);
+        throw new Error(
+          `${e.message}; frames: ${page
+            .frames()
+            .map((f) => f.url())
+            .join(" ")}`,
+        );
       }
       step("the chat view did not show: Agent: Show Chat again");
       await page.keyboard.press("Escape");
@@ -565,10 +572,17 @@ async function agentRun(prompt) {
 async function palette(command) {
   for (let attempt = 1; ; attempt++) {
     await page.keyboard.press("Escape");
-    await waitFor(async () => {
-      await page.keyboard.press("F1");
-      return page.waitForSelector(".quick-input-widget input", { visible: true, timeout: 3000 }).then(() => true, () => false);
-    }, "the command palette", 60000);
+    await waitFor(
+      async () => {
+        await page.keyboard.press("F1");
+        return page.waitForSelector(".quick-input-widget input", { visible: true, timeout: 3000 }).then(
+          () => true,
+          () => false,
+        );
+      },
+      "the command palette",
+      60000,
+    );
     await page.keyboard.type(command);
     // Enter runs the focused row: wait until it is the command, not another match the list showed first.
     try {

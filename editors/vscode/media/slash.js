@@ -9,9 +9,13 @@
 // itself (agent.run), so the page sends the prompt as typed.
 /* global vscode, prompt */
 const slash = document.createElement("div");
-slash.id = "slash"; slash.hidden = true; slash.setAttribute("role", "listbox");
+slash.id = "slash";
+slash.hidden = true;
+slash.setAttribute("role", "listbox");
 prompt.parentNode.insertBefore(slash, prompt);
-let slashItems = [], slashShown = [], slashAt = 0;
+let slashItems = [],
+  slashShown = [],
+  slashAt = 0;
 function slashMatches(text, items) {
   const m = /^\/([\w.:-]*)$/.exec(text);
   return m ? items.filter((c) => c.name.startsWith(m[1])) : undefined;
@@ -26,10 +30,23 @@ function slashUpdate() {
     el.className = "option" + (i === slashAt ? " active" : "");
     el.setAttribute("role", "option");
     el.dataset.name = c.name;
-    const name = document.createElement("b"); name.textContent = "/" + c.name; el.appendChild(name);
-    if (c.hint) { const h = document.createElement("span"); h.className = "hint"; h.textContent = " " + c.hint; el.appendChild(h); }
-    const d = document.createElement("span"); d.className = "desc"; d.textContent = " " + c.description + " (" + c.source + ")"; el.appendChild(d);
-    el.addEventListener("mousedown", (e) => { e.preventDefault(); slashTake(i); });
+    const name = document.createElement("b");
+    name.textContent = "/" + c.name;
+    el.appendChild(name);
+    if (c.hint) {
+      const h = document.createElement("span");
+      h.className = "hint";
+      h.textContent = " " + c.hint;
+      el.appendChild(h);
+    }
+    const d = document.createElement("span");
+    d.className = "desc";
+    d.textContent = " " + c.description + " (" + c.source + ")";
+    el.appendChild(d);
+    el.addEventListener("mousedown", (e) => {
+      e.preventDefault();
+      slashTake(i);
+    });
     slash.appendChild(el);
   });
   slash.hidden = slashShown.length === 0;
@@ -38,7 +55,8 @@ function slashTake(i) {
   const c = slashShown[i];
   if (!c) return;
   prompt.value = "/" + c.name + " ";
-  slash.hidden = true; slashShown = [];
+  slash.hidden = true;
+  slashShown = [];
   prompt.focus();
 }
 prompt.addEventListener("input", slashUpdate);
@@ -49,9 +67,16 @@ prompt.addEventListener("keydown", (e) => {
     slashAt = (slashAt + (e.key === "ArrowDown" ? 1 : slashShown.length - 1)) % slashShown.length;
     slashUpdate();
   } else if (e.key === "Tab" || (e.key === "Enter" && !e.ctrlKey && !e.metaKey)) {
-    e.preventDefault(); e.stopImmediatePropagation(); slashTake(slashAt);
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    slashTake(slashAt);
   } else if (e.key === "Escape") {
     slash.hidden = true;
   }
 });
-window.addEventListener("message", (e) => { if (e.data.type === "commands") { slashItems = e.data.list; slashUpdate(); } });
+window.addEventListener("message", (e) => {
+  if (e.data.type === "commands") {
+    slashItems = e.data.list;
+    slashUpdate();
+  }
+});

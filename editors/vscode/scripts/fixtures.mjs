@@ -38,7 +38,9 @@ const tables = [];
 for (const g of groups) {
   mkdirSync(join(out, g.dir), { recursive: true });
   const rows = [];
-  for (const file of readdirSync(join(source, g.dir)).filter((f) => f.endsWith(".json")).sort()) {
+  for (const file of readdirSync(join(source, g.dir))
+    .filter((f) => f.endsWith(".json"))
+    .sort()) {
     const base = file.slice(0, -".json".length);
     const name = g.name ? g.name(base) : base;
     const path = join(source, g.dir, file);
@@ -48,9 +50,7 @@ for (const g of groups) {
     }
     writeFileSync(
       join(out, g.dir, `${base}.ts`),
-      header(relative(join(ext, "..", ".."), path)) +
-        `import type { ${g.type} } from "../../../src/protocol";\n\n` +
-        `export const examples: readonly ${g.type}<${JSON.stringify(name)}>[] = ${JSON.stringify(examples, null, 2)};\n`,
+      header(relative(join(ext, "..", ".."), path)) + `import type { ${g.type} } from "../../../src/protocol";\n\n` + `export const examples: readonly ${g.type}<${JSON.stringify(name)}>[] = ${JSON.stringify(examples, null, 2)};\n`,
     );
     const id = `${g.dir}_${base.replace(/\W/g, "_")}`;
     imports.push(`import { examples as ${id} } from "./${g.dir}/${base}";`);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests of the VS Code extension: type check, unit tests (vscode stubbed), the
+# Tests of the VS Code extension: type check, lint (eslint, prettier), unit tests (vscode stubbed), the
 # integration test against the real binary and the scripted model, and the
 # offline .vsix package, and the platform .vsix with the server binary (its
 # progress lines with their times, and the bundled server's version, which is
@@ -28,6 +28,8 @@ for _ in $(seq 100); do [[ -s "$work/model-url" ]] && break; sleep 0.1; done
 echo "vscode: typecheck, with the protocol fixtures as typed modules" >&2
 node scripts/fixtures.mjs
 npx --no-install tsc --noEmit -p .
+echo "vscode: lint: eslint (typescript-eslint strict, type-checked) and prettier (npm run lint)" >&2
+npm run --silent lint
 echo "vscode: unit and integration tests" >&2
 node esbuild.mjs --tests
 # The servers' daemons exit soon after the tests; a test that names no store

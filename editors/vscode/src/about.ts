@@ -43,8 +43,8 @@ export function parseVersion(out: string): string | undefined {
 export function binaryVersion(command: string, env: NodeJS.ProcessEnv): Promise<{ version?: string; error?: string }> {
   return new Promise((resolve) => {
     execFile(command, ["--version"], { env, timeout: 5000 }, (err, stdout) => {
-      const version = parseVersion(String(stdout));
-      resolve(version ? { version } : { error: err ? err.message : `it printed ${JSON.stringify(String(stdout).slice(0, 80))}` });
+      const version = parseVersion(stdout);
+      resolve(version ? { version } : { error: err ? err.message : `it printed ${JSON.stringify(stdout.slice(0, 80))}` });
     });
   });
 }

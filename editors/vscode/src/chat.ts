@@ -77,9 +77,7 @@ export function emptyItems(): ChatItem[] {
     { id: "empty-status", html: `<div class="empty status"></div>` },
     {
       id: "empty-help",
-      html:
-        `<div class="empty note">Ask the agent below: a new session starts. #file, #file:path and #selection attach context; ` +
-        `Agent: Run and Ask Agent About This Selection show their runs here too.</div>`,
+      html: `<div class="empty note">Ask the agent below: a new session starts. #file, #file:path and #selection attach context; ` + `Agent: Run and Ask Agent About This Selection show their runs here too.</div>`,
     },
   ];
 }
@@ -132,11 +130,7 @@ export class ChatView implements vscode.Disposable {
 
   /** Registers the view (package.json contributes agentLsp.chat). */
   register(): vscode.Disposable {
-    return vscode.window.registerWebviewViewProvider(
-      ChatView.viewId,
-      { resolveWebviewView: (view) => this.resolve(view as unknown as ChatWebviewView) },
-      { webviewOptions: { retainContextWhenHidden: true } },
-    );
+    return vscode.window.registerWebviewViewProvider(ChatView.viewId, { resolveWebviewView: (view) => this.resolve(view) }, { webviewOptions: { retainContextWhenHidden: true } });
   }
 
   /** The session shown, undefined for a new chat. */
@@ -292,7 +286,7 @@ export class ChatView implements vscode.Disposable {
       this.reset();
       shown();
     } else if (run.session !== this.session) {
-      void this.pick(run.session, shown).catch((e) => this.post({ type: "items", items: this.transcript.note(errorText(e), "error") }));
+      void this.pick(run.session, shown).catch((e: unknown) => this.post({ type: "items", items: this.transcript.note(errorText(e), "error") }));
     } else {
       shown();
     }
@@ -367,7 +361,7 @@ export class ChatView implements vscode.Disposable {
     }
     if (ev.type === "events.dropped") {
       // The server dropped events of this session this window did not read in time: its transcript is read again.
-      void this.pick(ev.session).catch((e) => this.post({ type: "items", items: this.transcript.note(errorText(e), "error") }));
+      void this.pick(ev.session).catch((e: unknown) => this.post({ type: "items", items: this.transcript.note(errorText(e), "error") }));
       return;
     }
     const items = this.transcript.event(ev);
@@ -394,7 +388,9 @@ export class ChatView implements vscode.Disposable {
   }
 
   dispose(): void {
-    this.subs.forEach((d) => d.dispose());
+    this.subs.forEach((d) => {
+      d.dispose();
+    });
   }
 }
 

@@ -81,7 +81,7 @@ export class ChatTranscript {
 
   /** Every item, in order. */
   all(): ChatItem[] {
-    return this.order.map((id) => this.items.get(id)!);
+    return this.order.flatMap((id) => this.items.get(id) ?? []);
   }
 
   private put(html: string, id = `i${++this.next}`): ChatItem {
@@ -149,11 +149,7 @@ export class ChatTranscript {
           row.uri = ev.uri;
           return [this.put(toolHtml(row), row.id)];
         }
-        return [
-          this.put(
-            `<div class="line edit">${ev.applied ? "edited" : "edit refused:"} <a href="#" data-open="${escapeHtml(ev.uri)}">${escapeHtml(fileName(ev.uri))}</a></div>`,
-          ),
-        ];
+        return [this.put(`<div class="line edit">${ev.applied ? "edited" : "edit refused:"} <a href="#" data-open="${escapeHtml(ev.uri)}">${escapeHtml(fileName(ev.uri))}</a></div>`)];
       }
       case "subagent.start":
         return [this.put(`<div class="line sub">⤷ subagent: ${renderInline(ev.task)}</div>`)];
@@ -246,7 +242,7 @@ export class ChatTranscript {
           t.put(toolHtml(row), row.id);
         }
       } else if (m.role === "tool" && m.toolCallId && t.tools.has(m.toolCallId)) {
-        const row = t.tools.get(m.toolCallId)!;
+        const row = t.tools.get(m.toolCallId) as ToolRow; // has() above
         row.end = { ok: !/^error\b/i.test(m.content), summary: "", output: m.content };
         t.put(toolHtml(row), row.id);
       }
@@ -313,8 +309,7 @@ export function reviewItem(c: ReviewCard): ChatItem {
     const reason = c.reason ? `: ${escapeHtml(c.reason)}` : "";
     return { id, html: `<div class="line review-end ${ok ? "ok" : "error"}">${ok ? "✓" : "✗"} ${escapeHtml(c.label)}: ${escapeHtml(c.outcome)}${reason}</div>` };
   }
-  const button = (action: string, label: string, secondary = false, extra = "") =>
-    `<button class="${secondary ? "secondary" : ""}" data-review="${action}" data-id="${c.id}"${extra}>${label}</button>`;
+  const button = (action: string, label: string, secondary = false, extra = "") => `<button class="${secondary ? "secondary" : ""}" data-review="${action}" data-id="${c.id}"${extra}>${label}</button>`;
   const files = c.files
     .map((f, i) => {
       const hunks = f.hunks

@@ -7,15 +7,7 @@
 // confirmation to the review (review.ts). It knows the versions Agent: About
 // reports (about.ts).
 import * as vscode from "vscode";
-import {
-  DidChangeConfigurationNotification,
-  ExecuteCommandRequest,
-  LanguageClient,
-  type LanguageClientOptions,
-  RevealOutputChannelOn,
-  WorkDoneProgress,
-  type WorkspaceMiddleware,
-} from "vscode-languageclient/node";
+import { DidChangeConfigurationNotification, ExecuteCommandRequest, LanguageClient, type LanguageClientOptions, RevealOutputChannelOn, WorkDoneProgress, type WorkspaceMiddleware } from "vscode-languageclient/node";
 import { aboutReport, binaryVersion, type AboutInfo } from "./about";
 import { apiKeySecret, bundledBinary, initializationOptions, type SettingProblem, type Settings } from "./config";
 import { languageForAgent } from "./language";
@@ -113,7 +105,7 @@ export class AgentClient implements Client, vscode.Disposable {
   }
 
   private extensionVersion(): string {
-    return String(this.context.extension.packageJSON.version);
+    return String((this.context.extension.packageJSON as { version?: unknown }).version);
   }
 
   /** The settings and the binary to start (locate.ts): read now, and again while the configuration settles. */
@@ -219,12 +211,7 @@ function settled(ms: number): Promise<void> {
 /** The typed port over client: each request is one workspace/executeCommand with one argument object. */
 function agentServer(client: LanguageClient): AgentServer {
   return {
-    send: (req, args, opts) =>
-      client.sendRequest(
-        ExecuteCommandRequest.type,
-        { command: req.command, arguments: [args], ...(opts?.workDoneToken && { workDoneToken: opts.workDoneToken }) },
-        opts?.token,
-      ),
+    send: (req, args, opts) => client.sendRequest(ExecuteCommandRequest.type, { command: req.command, arguments: [args], ...(opts?.workDoneToken && { workDoneToken: opts.workDoneToken }) }, opts?.token),
     onProgress: (token, handler) => client.onProgress(WorkDoneProgress.type, token, handler),
   };
 }

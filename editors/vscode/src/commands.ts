@@ -56,6 +56,7 @@ export function registerCommands(ctx: Ctx): void {
           if (!shown(e)) {
             void vscode.window.showErrorMessage(`agent-lsp: ${errorText(e)}`);
           }
+          return undefined;
         }
       }),
     );
@@ -95,9 +96,7 @@ export function followUp(ctx: Ctx): Cmd {
       const running = ctx.runs.list().find((r) => r.session === session);
       prompt = await vscode.window.showInputBox({
         title: "Agent: Follow Up",
-        prompt: running
-          ? `Add to the running session ${session} (${running.title}): the agent reads it at its next step.`
-          : `Continue session ${session}${about ? ` about ${where(about.uri, about.range)}` : ""}.`,
+        prompt: running ? `Add to the running session ${session} (${running.title}): the agent reads it at its next step.` : `Continue session ${session}${about ? ` about ${where(about.uri, about.range)}` : ""}.`,
         placeHolder: "e.g. Also cover the error case",
         ignoreFocusOut: true,
       });
@@ -176,7 +175,12 @@ export function cancel(ctx: Ctx): Cmd {
     const chosen =
       runs.length === 1
         ? runs[0]
-        : (await vscode.window.showQuickPick(runs.map((r) => ({ label: r.title, description: r.message ?? "", run: r })), { title: "Cancel which run?" }))?.run;
+        : (
+            await vscode.window.showQuickPick(
+              runs.map((r) => ({ label: r.title, description: r.message ?? "", run: r })),
+              { title: "Cancel which run?" },
+            )
+          )?.run;
     if (chosen) {
       await cancelRun(ctx, chosen);
     }
@@ -303,10 +307,7 @@ export function selectModel(ctx: Ctx): Cmd {
       return typed === undefined ? undefined : pickModel(ctx, typed.trim() || undefined);
     }
     const fallback = { label: "$(discard) Settings' model", description: list.current, model: undefined as string | undefined };
-    const pick = await vscode.window.showQuickPick(
-      [...list.models.map((m) => ({ ...modelItem(m, list, chosen), model: m.id as string | undefined })), fallback],
-      { title: `Model for this workspace (${list.baseURL})`, matchOnDetail: true },
-    );
+    const pick = await vscode.window.showQuickPick([...list.models.map((m) => ({ ...modelItem(m, list, chosen), model: m.id })), fallback], { title: `Model for this workspace (${list.baseURL})`, matchOnDetail: true });
     return pick ? pickModel(ctx, pick.model) : undefined;
   };
 }

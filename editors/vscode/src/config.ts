@@ -161,6 +161,7 @@ export interface SettingProblem {
  * type is left out (the server would refuse to start with it), and problems
  * gets why.
  */
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- WorkspaceConfiguration.get's shape
 export function readSettings(get: <T>(key: string) => T | undefined, problems?: SettingProblem[]): Settings {
   const s = { ...defaultSettings };
   const str = (key: keyof Settings) => {
@@ -352,12 +353,7 @@ function put(opts: Record<string, unknown>, key: string, value: unknown): void {
  * the one bundled in a platform .vsix (bundled, when present), else
  * agent-lsp on PATH.
  */
-export function serverExecutable(
-  s: Settings,
-  apiKey: string | undefined,
-  env: NodeJS.ProcessEnv,
-  bundled?: string,
-): { command: string; args: string[]; options: { env: NodeJS.ProcessEnv } } {
+export function serverExecutable(s: Settings, apiKey: string | undefined, env: NodeJS.ProcessEnv, bundled?: string): { command: string; args: string[]; options: { env: NodeJS.ProcessEnv } } {
   const child: NodeJS.ProcessEnv = { ...env };
   if (apiKey) {
     child.OPENAI_API_KEY = apiKey;

@@ -14,6 +14,7 @@ import { Runs } from "./runs";
 import { UsageStatus } from "./usage";
 
 /** A command handler, as vscode.commands.registerCommand takes it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a handler declares the arguments it takes
 export type Cmd = (...args: any[]) => unknown;
 
 /** Options of one request: cancellation ($/cancelRequest) and the work-done progress token. */
@@ -94,9 +95,7 @@ export class Ctx implements vscode.Disposable {
     const s = this.client.server();
     if (!s) {
       throw new Error(
-        vscode.workspace.isTrusted
-          ? "the server is not running; see the agent-lsp output channel, or run Agent: Restart Server"
-          : "the agent starts once you trust this workspace (it runs the project's build and test commands)",
+        vscode.workspace.isTrusted ? "the server is not running; see the agent-lsp output channel, or run Agent: Restart Server" : "the agent starts once you trust this workspace (it runs the project's build and test commands)",
       );
     }
     return s;

@@ -15,7 +15,7 @@ import { watchSettings } from "./settingsChange";
 let client: AgentClient | undefined;
 
 /** Activates the extension: one agent-lsp server per window. */
-export async function activate(context: vscode.ExtensionContext): Promise<void> {
+export function activate(context: vscode.ExtensionContext): void {
   // The client hands agent/event and its own transcript lines to the context, which reaches the server through the client.
   const agent: AgentClient = new AgentClient(
     context,

@@ -211,9 +211,7 @@ export function projectItem(p: ProjectInfo): { label: string; description: strin
   return {
     label: p.name,
     description: [language + also, s.packageManager, p.gitBranch].filter(Boolean).join(" · "),
-    detail: [p.path, s.buildCommand && `build: ${s.buildCommand}`, s.testCommand && `test: ${s.testCommand}`, sandboxSummary(p.sandbox)]
-      .filter(Boolean)
-      .join(" · "),
+    detail: [p.path, s.buildCommand && `build: ${s.buildCommand}`, s.testCommand && `test: ${s.testCommand}`, sandboxSummary(p.sandbox)].filter(Boolean).join(" · "),
   };
 }
 
@@ -338,11 +336,7 @@ function subagentStatus(s: SubagentStatus): string {
 /** A session's transcript as Markdown, or a subagent's (d.context), with the subagents it started, each linked to its own. */
 export function transcript(d: SessionDetail): string {
   const out: string[] = d.context
-    ? [
-        `# Subagent: ${oneLine(d.title || d.context, 120)}`,
-        "",
-        `Subagent \`${d.context}\` of session [\`${d.session}\`](${sessionDocLink(d.session)}) · project **${d.project}** · ${subagentStatus(d.status)}`,
-      ]
+    ? [`# Subagent: ${oneLine(d.title || d.context, 120)}`, "", `Subagent \`${d.context}\` of session [\`${d.session}\`](${sessionDocLink(d.session)}) · project **${d.project}** · ${subagentStatus(d.status)}`]
     : [`# ${d.title || "Session " + d.session}`, "", `Session \`${d.session}\` · project **${d.project}** · ${subagentStatus(d.status)}`];
   if (d.subagents?.length) {
     out.push("", "## Subagents", "");
@@ -395,5 +389,5 @@ function inlineCode(text: string): string {
 
 /** The message of an error thrown by the client or returned by the server. */
 export function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : typeof e === "object" && e && "message" in e ? String((e as { message: unknown }).message) : String(e);
+  return e instanceof Error ? e.message : typeof e === "object" && e && "message" in e ? String(e.message) : String(e);
 }

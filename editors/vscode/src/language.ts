@@ -13,6 +13,7 @@ import type { DiagnosticsParams, DiagnosticsResult, LanguageRequestParams, LspDi
 /** The part of a language client this needs: the LanguageClient, or a test's plain connection. */
 export interface LanguageClientLike {
   registerFeature(feature: StaticFeature): void;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- LanguageClient.onRequest takes a handler of any params
   onRequest(method: string, handler: (params: any) => Promise<unknown>): unknown;
 }
 
@@ -112,8 +113,7 @@ export class SettleTracker {
 export async function diagnostics(p: DiagnosticsParams, t: SettleTracker): Promise<DiagnosticsResult> {
   const uris = (p.uris ?? []).map((u) => vscode.Uri.parse(u).toString());
   const settled = p.settle ? await t.wait(uris, p.settle) : undefined;
-  const pairs: [vscode.Uri, readonly vscode.Diagnostic[]][] =
-    uris.length > 0 ? uris.map((u) => [vscode.Uri.parse(u), vscode.languages.getDiagnostics(vscode.Uri.parse(u))]) : vscode.languages.getDiagnostics();
+  const pairs: [vscode.Uri, readonly vscode.Diagnostic[]][] = uris.length > 0 ? uris.map((u) => [vscode.Uri.parse(u), vscode.languages.getDiagnostics(vscode.Uri.parse(u))]) : vscode.languages.getDiagnostics();
   const items = pairs
     .filter(([u, ds]) => u.scheme === "file" && (uris.length > 0 || ds.length > 0))
     .slice(0, bounds.documents)
@@ -139,16 +139,23 @@ function lspRange(r: vscode.Range) {
 }
 
 /** The vscode.execute*Provider command of each request, and how its arguments are read from LSP's params. */
-const providers: Record<string, { command: string; args: (p: any) => unknown[] }> = {
+const providers: Record<string, { command: string; args: (p: LspParams) => unknown[] }> = {
   "textDocument/definition": { command: "vscode.executeDefinitionProvider", args: at },
   "textDocument/references": { command: "vscode.executeReferenceProvider", args: at },
   "textDocument/implementation": { command: "vscode.executeImplementationProvider", args: at },
   "textDocument/hover": { command: "vscode.executeHoverProvider", args: at },
   "textDocument/documentSymbol": { command: "vscode.executeDocumentSymbolProvider", args: (p) => [vscode.Uri.parse(p.textDocument.uri)] },
-  "workspace/symbol": { command: "vscode.executeWorkspaceSymbolProvider", args: (p) => [String(p.query ?? "")] },
+  "workspace/symbol": { command: "vscode.executeWorkspaceSymbolProvider", args: (p) => [p.query ?? ""] },
 };
 
-function at(p: any): unknown[] {
+/** The parts of the LSP params the providers read (the server sends them; agent/languageRequest). */
+interface LspParams {
+  textDocument: { uri: string };
+  position: { line: number; character: number };
+  query?: string;
+}
+
+function at(p: LspParams): unknown[] {
   return [vscode.Uri.parse(p.textDocument.uri), new vscode.Position(p.position.line, p.position.character)];
 }
 
@@ -158,7 +165,7 @@ export async function languageRequest(p: LanguageRequestParams): Promise<unknown
   if (!provider) {
     throw new Error(`agent/languageRequest: ${p.method} is not one of ${Object.keys(providers).join(", ")}`);
   }
-  const result = await vscode.commands.executeCommand<unknown>(provider.command, ...provider.args(p.params));
+  const result = await vscode.commands.executeCommand(provider.command, ...provider.args(p.params as LspParams));
   return lspResult(p.method, result);
 }
 
@@ -205,6 +212,7 @@ function hover(hovers: vscode.Hover[]): unknown {
   const parts: string[] = [];
   for (const h of hovers) {
     for (const c of h.contents ?? []) {
+      /* eslint-disable @typescript-eslint/no-deprecated -- providers still answer MarkedStrings */
       if (typeof c === "string") {
         parts.push(c);
       } else if ("language" in c && c.language) {
@@ -212,6 +220,7 @@ function hover(hovers: vscode.Hover[]): unknown {
       } else {
         parts.push((c as { value: string }).value);
       }
+      /* eslint-enable @typescript-eslint/no-deprecated */
     }
   }
   return parts.length ? { contents: { kind: "markdown", value: parts.join("\n\n") } } : null;

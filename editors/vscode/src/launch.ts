@@ -40,12 +40,7 @@ export async function followUpRun(ctx: Ctx, session: string, args: RunArgs, opts
  * Sends req (agent.run or agent.resume) and follows it until it ends.
  * Undefined when the run was cancelled before its session was known.
  */
-export async function launch<A extends { session?: string; edits?: EditMode; model?: string; mode?: Mode }>(
-  ctx: Ctx,
-  req: Request<A, RunResult>,
-  args: NoInfer<A>,
-  opts: LaunchOpts,
-): Promise<RunResult | undefined> {
+export async function launch<A extends { session?: string; edits?: EditMode; model?: string; mode?: Mode }>(ctx: Ctx, req: Request<A, RunResult>, args: NoInfer<A>, opts: LaunchOpts): Promise<RunResult | undefined> {
   const server = await ctx.ready();
   const model = ctx.models.get();
   // The workspace's model (Agent: Select Model) goes with every run; unset, the session's or the settings' applies.
@@ -156,7 +151,7 @@ async function report(r: FinishedRun): Promise<void> {
     return offerFix(summary(r), r.reason); // a setting fixes it: its action, not Resume
   }
   const how = r.queued?.length ? { level: "warning" as const, buttons: ["Send Again", "Open in Chat"] as Action[] } : reports[r.status];
-  const pick = (await show[how.level](summary(r), ...how.buttons)) as Action | undefined;
+  const pick = await show[how.level](summary(r), ...how.buttons);
   if (pick) {
     await actions[pick](r);
   }

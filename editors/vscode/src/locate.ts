@@ -22,9 +22,7 @@ export interface Locate {
   log?: (line: string) => void;
 }
 
-export type Located =
-  | { ok: true; settings: Settings; problems: SettingProblem[]; exe: ReturnType<typeof serverExecutable> }
-  | { ok: false; exe: ReturnType<typeof serverExecutable> };
+export type Located = { ok: true; settings: Settings; problems: SettingProblem[]; exe: ReturnType<typeof serverExecutable> } | { ok: false; exe: ReturnType<typeof serverExecutable> };
 
 /** The settings and the binary to start, or, once the settings have settled without one, the command that was not found. */
 export async function locateServer(o: Locate): Promise<Located> {

@@ -54,6 +54,13 @@ export function memoryState(): vscode.Memento {
   return {
     keys: () => [...m.keys()],
     get: <T>(key: string, fallback?: T) => (m.has(key) ? (m.get(key) as T) : fallback) as T,
-    update: async (key: string, value: unknown) => void (value === undefined ? m.delete(key) : m.set(key, value)),
+    update: (key: string, value: unknown) => {
+      if (value === undefined) {
+        m.delete(key);
+      } else {
+        m.set(key, value);
+      }
+      return Promise.resolve();
+    },
   };
 }

@@ -486,7 +486,7 @@ export interface DiagnosticsResult {
 /** Params of agent/languageRequest: an LSP request the editor's language features answer. */
 export interface LanguageRequestParams {
   method: string;
-  params: any;
+  params: unknown;
 }
 
 /** The requests the server sends the editor, by method, with their params and result (docs/protocol.md). */
@@ -645,19 +645,7 @@ export interface EventsDroppedEvent extends Envelope<"events.dropped"> {
 
 /** An agent/event notification of a kind the extension knows. */
 export type AgentEvent =
-  | RunStartEvent
-  | MessageDeltaEvent
-  | MessageEvent
-  | MessageQueuedEvent
-  | ContextCompactedEvent
-  | ToolStartEvent
-  | ToolEndEvent
-  | SubagentStartEvent
-  | SubagentEndEvent
-  | EditEvent
-  | UsageEvent
-  | RunEndEvent
-  | EventsDroppedEvent;
+  RunStartEvent | MessageDeltaEvent | MessageEvent | MessageQueuedEvent | ContextCompactedEvent | ToolStartEvent | ToolEndEvent | SubagentStartEvent | SubagentEndEvent | EditEvent | UsageEvent | RunEndEvent | EventsDroppedEvent;
 
 export type EventType = AgentEvent["type"];
 

@@ -55,7 +55,7 @@ export async function offerFix(message: string, reason: Reason): Promise<void> {
   }
   open.add(message);
   try {
-    const pick = (await vscode.window.showErrorMessage(message, ...reasonFixes[reason])) as Fix | undefined;
+    const pick = await vscode.window.showErrorMessage<Fix>(message, ...reasonFixes[reason]);
     if (pick) {
       await fixes[pick]();
     }

@@ -169,7 +169,10 @@ export class Reviews implements vscode.Disposable {
       return { applied: false, failureReason: `the edit could not be shown for review: ${e instanceof Error ? e.message : String(e)}` };
     }
     const text = `${params.label ?? "agent: edit"}: ${review.why}${review.place ? ` (${review.place})` : ""}`;
-    const auto = this.bulk.decide(review.files.map((f) => vscode.Uri.parse(f.uri).path), review.protected);
+    const auto = this.bulk.decide(
+      review.files.map((f) => vscode.Uri.parse(f.uri).path),
+      review.protected,
+    );
     let accepted: boolean;
     if (auto) {
       accepted = auto === "accept";
@@ -259,9 +262,7 @@ export class Reviews implements vscode.Disposable {
         await doc.save();
       }
     }
-    const tabs = vscode.window.tabGroups.all
-      .flatMap((g) => g.tabs)
-      .filter((t) => t.input instanceof vscode.TabInputTextDiff && sides.has(t.input.modified.toString()));
+    const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputTextDiff && sides.has(t.input.modified.toString()));
     await vscode.window.tabGroups.close(tabs, true).then(undefined, () => false);
     for (const u of [...review.originals, ...review.proposals]) {
       this.texts.delete(key(u));
@@ -383,8 +384,7 @@ export class Reviews implements vscode.Disposable {
         continue;
       }
       const top = new vscode.Range(0, 0, 0, 0);
-      const lens = (r: vscode.Range, title: string, command: CommandId | "", args: unknown[] = [], tooltip?: string) =>
-        out.push(new vscode.CodeLens(r, { title, command, arguments: args, tooltip }));
+      const lens = (r: vscode.Range, title: string, command: CommandId | "", args: unknown[] = [], tooltip?: string) => out.push(new vscode.CodeLens(r, { title, command, arguments: args, tooltip }));
       lens(top, "$(check-all) Accept Edit", "agentLsp.acceptEdit", [review.id], "Accept the whole edit as the proposal shows it (Ctrl+Alt+Shift+Y)");
       lens(top, "$(close-all) Reject Edit", "agentLsp.rejectEdit", [review.id], "Reject the whole edit (Ctrl+Alt+Shift+N)");
       for (const h of this.hunks(review, i)) {
@@ -430,7 +430,9 @@ export class Reviews implements vscode.Disposable {
 
   dispose(): void {
     this.stale();
-    this.subs.forEach((d) => d.dispose());
+    this.subs.forEach((d) => {
+      d.dispose();
+    });
   }
 }
 

@@ -34,7 +34,9 @@ function edit(ctx: Ctx, id?: number): Review | undefined {
 export function acceptChange(ctx: Ctx): Cmd {
   return (id?: number, file?: number, key?: string) => {
     const c = change(ctx, id, file, key);
-    return c && ctx.reviews.acceptHunk(c.review, c.file, c.key);
+    if (c) {
+      ctx.reviews.acceptHunk(c.review, c.file, c.key);
+    }
   };
 }
 
@@ -42,7 +44,7 @@ export function acceptChange(ctx: Ctx): Cmd {
 export function rejectChange(ctx: Ctx): Cmd {
   return (id?: number, file?: number, key?: string) => {
     const c = change(ctx, id, file, key);
-    return c && ctx.reviews.rejectHunk(c.review, c.file, c.key);
+    return c ? ctx.reviews.rejectHunk(c.review, c.file, c.key) : undefined;
   };
 }
 
@@ -50,7 +52,9 @@ export function rejectChange(ctx: Ctx): Cmd {
 export function acceptEdit(ctx: Ctx): Cmd {
   return (id?: number) => {
     const r = edit(ctx, id);
-    return r && ctx.reviews.decide(r, true);
+    if (r) {
+      ctx.reviews.decide(r, true);
+    }
   };
 }
 
@@ -58,7 +62,9 @@ export function acceptEdit(ctx: Ctx): Cmd {
 export function rejectEdit(ctx: Ctx): Cmd {
   return (id?: number) => {
     const r = edit(ctx, id);
-    return r && ctx.reviews.decide(r, false);
+    if (r) {
+      ctx.reviews.decide(r, false);
+    }
   };
 }
 

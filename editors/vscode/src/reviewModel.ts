@@ -116,7 +116,7 @@ export function pending(files: ReviewFile[]): number {
 function plain(dc: DocumentChange): DocumentChange {
   if ("kind" in dc) {
     const { annotationId: _, ...rest } = dc;
-    return rest as DocumentChange;
+    return rest;
   }
   return { textDocument: dc.textDocument, edits: (dc.edits as LspTextEdit[]).map((e) => ({ range: e.range, newText: e.newText })) };
 }
@@ -152,7 +152,10 @@ export function decision(params: ApplyWorkspaceEditParams, files: ReviewFile[], 
   if (params.edit.changes) {
     edit.changes = {};
     for (const [uri, edits] of Object.entries(params.edit.changes)) {
-      const f = byUri.get(uri)!;
+      const f = byUri.get(uri);
+      if (!f) {
+        continue; // every URI of the edit has its file (byUri is built from them)
+      }
       edit.changes[uri] = asSent ? edits.map((e) => ({ range: e.range, newText: e.newText })) : editsBetween(f.original, f.current);
     }
   }

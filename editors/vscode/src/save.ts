@@ -57,7 +57,7 @@ const capability: StaticFeature = {
  * with the reason.
  */
 export async function saveDocuments(params: SaveDocumentsParams, enabled: boolean): Promise<SaveDocumentsResult> {
-  const reasons = await Promise.all(params.uris.map((uri) => (enabled ? save(uri) : notSaved.off)));
+  const reasons = await Promise.all(params.uris.map((uri) => (enabled ? save(uri) : Promise.resolve(notSaved.off))));
   return {
     saved: params.uris.filter((_, i) => reasons[i] === ""),
     failed: params.uris.flatMap((uri, i) => (reasons[i] ? [{ uri, reason: reasons[i] }] : [])),

@@ -47,6 +47,8 @@ export function watchSettings(ctx: Ctx): void {
         ctx.models.refresh();
       }
     }),
-    new vscode.Disposable(() => waiting?.dispose()),
+    new vscode.Disposable(() => {
+      waiting?.dispose();
+    }),
   );
 }

@@ -50,7 +50,7 @@ export function parseArgs(args: string): Record<string, unknown> {
 }
 
 function str(a: Record<string, unknown>, key: string): string | undefined {
-  return typeof a[key] === "string" ? (a[key] as string) : undefined;
+  return typeof a[key] === "string" ? a[key] : undefined;
 }
 
 /** The target a tool call works on, from its JSON arguments: a path, a command, a pattern... */
@@ -164,7 +164,12 @@ function withNewline(s: string): string {
 }
 
 function added(text: string): DiffLine[] {
-  return text === "" ? [] : text.replace(/\n$/, "").split("\n").map((t) => ({ kind: "add" as const, text: t }));
+  return text === ""
+    ? []
+    : text
+        .replace(/\n$/, "")
+        .split("\n")
+        .map((t) => ({ kind: "add" as const, text: t }));
 }
 
 const signs = { add: "+", del: "-", ctx: " ", gap: "" };
@@ -184,8 +189,7 @@ export function toolHtml(row: ToolRow): string {
   const who = row.sub ? `<span class="note">[${escapeHtml(row.sub)}]</span> ` : "";
   const a = parseArgs(row.args);
   const words = s.words ? ` <span class="status">${escapeHtml(s.words)}</span>` : "";
-  const head = (what: string, open: boolean, body: string) =>
-    `<details class="tool ${s.kind}"${open ? " open" : ""}><summary>${who}<span class="mark">${s.mark}</span> ${what}${words}</summary>${body}</details>`;
+  const head = (what: string, open: boolean, body: string) => `<details class="tool ${s.kind}"${open ? " open" : ""}><summary>${who}<span class="mark">${s.mark}</span> ${what}${words}</summary>${body}</details>`;
   const edit = editDiff(row.name, row.args);
   if (edit) {
     const path = str(a, "path") ?? "";

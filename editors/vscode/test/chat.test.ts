@@ -26,7 +26,7 @@ test("Markdown: tables, task lists, strikethrough and highlighted code; raw HTML
   assert.equal((tasks.match(/<input [^>]*type="checkbox"[^>]*disabled/g) ?? []).length, 2, tasks);
   assert.match(tasks, /checked/);
   assert.doesNotMatch(tasks, /\[x\]|\[ \]/, "the boxes replace the brackets");
-  const code = renderMarkdown("```go\nfunc A() string { return \"<b>\" }\n```");
+  const code = renderMarkdown('```go\nfunc A() string { return "<b>" }\n```');
   assert.match(code, /^<pre><code class="language-go"><span class="hljs-function"><span class="hljs-keyword">func<\/span>/);
   assert.match(code, /&quot;&lt;b&gt;&quot;/, "code stays escaped");
   assert.match(renderMarkdown("```nosuchlang\n<i>\n```"), /<pre><code class="language-nosuchlang">&lt;i&gt;\n<\/code><\/pre>/);
@@ -49,15 +49,22 @@ test("a notification's text has no Markdown marks", () => {
 });
 
 const row = (r: Partial<ToolRow>): ToolRow => ({ id: "t-1", name: "read_file", args: "{}", ...r });
-const edit = JSON.stringify({ path: "greet.go", old_text: "func Greet() {\n\treturn \"Hello\"\n}\n", new_text: "func Greet() {\n\treturn \"Hi\"\n}\n" });
+const edit = JSON.stringify({ path: "greet.go", old_text: 'func Greet() {\n\treturn "Hello"\n}\n', new_text: 'func Greet() {\n\treturn "Hi"\n}\n' });
 
 test("an edit row is a unified diff, one element per line, marked added or removed", () => {
   const html = toolHtml(row({ name: "edit_file", args: edit, end: { ok: true, summary: "edited greet.go", output: "edited greet.go" }, uri: "file:///w/greet.go" }));
   const lines = [...html.matchAll(/<div class="ln (\w+)">([^<]*)<\/div>/g)].map((m) => `${m[1]} ${m[2]}`);
-  assert.deepEqual(lines, ["ctx  func Greet() {", 'del -\treturn &quot;Hello&quot;', 'add +\treturn &quot;Hi&quot;', "ctx  }"]);
+  assert.deepEqual(lines, ["ctx  func Greet() {", "del -\treturn &quot;Hello&quot;", "add +\treturn &quot;Hi&quot;", "ctx  }"]);
   assert.match(html, /<details class="tool ok" open><summary><span class="mark">✓<\/span> <b>edit<\/b> <a href="#" data-open="file:\/\/\/w\/greet\.go">greet\.go<\/a> <span class="status">edited greet\.go<\/span>/);
   const created = editDiff("create_file", JSON.stringify({ path: "a.go", content: "package a\n\nfunc A() {}\n" }))!;
-  assert.deepEqual(created, { lines: [{ kind: "add", text: "package a" }, { kind: "add", text: "" }, { kind: "add", text: "func A() {}" }], note: "new file" });
+  assert.deepEqual(created, {
+    lines: [
+      { kind: "add", text: "package a" },
+      { kind: "add", text: "" },
+      { kind: "add", text: "func A() {}" },
+    ],
+    note: "new file",
+  });
   assert.equal(editDiff("edit_file", JSON.stringify({ path: "a", start_line: 3, end_line: 5, new_text: "x\n" }))!.note, "replaces lines 3–5");
   const big = toolHtml(row({ name: "create_file", args: JSON.stringify({ path: "big.txt", content: "x\n".repeat(diffLimit + 5) }) }));
   assert.match(big, /⋯ 5 more lines/);
@@ -141,7 +148,11 @@ test("a live run's tool rows and its stored transcript's agree", () => {
       { id: "4", role: "tool", content: results[1], toolCallId: "c2" },
     ],
   };
-  const html = (t: ChatTranscript) => t.all().map((i) => i.html).join("\n");
+  const html = (t: ChatTranscript) =>
+    t
+      .all()
+      .map((i) => i.html)
+      .join("\n");
   assert.deepEqual(statuses(html(live)), ["● exit 1", "⊘ rejected by you"]);
   assert.deepEqual(statuses(html(ChatTranscript.fromSession(detail))), ["● exit 1", "⊘ rejected by you"]);
   assert.doesNotMatch(html(live), /edit refused/, "the edit event marks the edit's row, no line of its own");
@@ -156,7 +167,15 @@ test("a stored session's call without a result was interrupted, not running", ()
     subagents: [],
     messages: [{ id: "2", role: "ai", content: "", toolCalls: [{ id: "c1", name: "run_command", args: '{"command":"make"}' }] }],
   });
-  assert.deepEqual(statuses(t.all().map((i) => i.html).join("")), ["✗ interrupted: no result"]);
+  assert.deepEqual(
+    statuses(
+      t
+        .all()
+        .map((i) => i.html)
+        .join(""),
+    ),
+    ["✗ interrupted: no result"],
+  );
 });
 
 test("a session's label in the picker is its title, never its id", () => {
@@ -252,7 +271,10 @@ function answer(session: string, reply: string): (args: any) => Promise<Finished
 test("an empty chat shows how to start, with a slot for the setup's status", () => {
   view.listener!({ type: "ready" });
   const reset = view.last("reset")!;
-  assert.deepEqual(reset.items.map((i) => i.id), ["empty-status", "empty-help"]);
+  assert.deepEqual(
+    reset.items.map((i) => i.id),
+    ["empty-status", "empty-help"],
+  );
 });
 
 test("Ask Agent About This Selection opens its run in the chat: the prompt with its selection, the reply, the end line; no toast while the chat shows it", async () => {

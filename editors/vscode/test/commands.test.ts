@@ -64,7 +64,9 @@ beforeEach(() => {
     start: async () => {},
     configure: async () => {},
     setApiKey: async (k) => void client.keys.push(k),
-    restart: async () => void client.restarts++,
+    restart: async () => {
+      client.restarts++;
+    },
     info: { extension: "0.2.0", server: { command: "/opt/agent-lsp", version: "0.2.0", running: true } },
     about: async () => client.info,
   };
@@ -89,7 +91,7 @@ describe("commands", () => {
     assert.deepEqual([...stub.commands.keys()].sort(), contributed);
     assert.deepEqual(Object.keys(commands).sort(), contributed);
     for (const c of pkg.contributes.commands) assert.equal(c.category, "Agent", `${c.command} is in the Agent category`);
-    for (const menu of Object.values(pkg.contributes.menus) as { command: string }[][]) {
+    for (const menu of Object.values<{ command: string }[]>(pkg.contributes.menus)) {
       for (const m of menu) assert.ok(contributed.includes(m.command), `menu entry ${m.command} is a contributed command`);
     }
   });
@@ -208,8 +210,7 @@ describe("commands", () => {
 
   test("cancelling before the session is known cancels the request itself", async () => {
     stub.inputs.push("slow work");
-    server.handlers["agent.run"] = (c) =>
-      new Promise((_, reject) => c.token.onCancellationRequested(() => reject(Object.assign(new Error("cancelled"), { code: -32800 }))));
+    server.handlers["agent.run"] = (c) => new Promise((_, reject) => c.token.onCancellationRequested(() => reject(Object.assign(new Error("cancelled"), { code: -32800 }))));
     const running = exec("agentLsp.run");
     await tick();
     await exec("agentLsp.cancel");
@@ -279,10 +280,7 @@ describe("commands", () => {
   });
 
   test("Agent: Switch Project switches the last session", async () => {
-    server.handlers["agent.projects"] = () => [
-      project("api", "/w/api", "go"),
-      project("web", "/w/web", "typescript"),
-    ];
+    server.handlers["agent.projects"] = () => [project("api", "/w/api", "go"), project("web", "/w/web", "typescript")];
     server.handlers["agent.switchProject"] = (c) => c.args;
     ctx.onEvent(runStart("s9"));
     stub.picks.push((items) => items.find((i: { name: string }) => i.name === "web"));
@@ -314,8 +312,8 @@ describe("commands", () => {
     assert.equal(stub.opened[0]?.uri.scheme, "agent-mcp");
     const md = stub.opened[0].content;
     assert.match(md, /## api\n\n`\/w\/api`\n\n- `docs` · running · 12 tools · stdio · from the agentLsp.mcpServers setting/);
-    assert.match(md, /  - left out to fit the context: `mcp__docs__search_all`/);
-    assert.match(md, /- `db` · waiting for approval · tools not listed yet · stdio · from the repository's .mcp.json \(`\/w\/api\/.mcp.json`\)\n  - a repository's server starts once approved/);
+    assert.match(md, / {2}- left out to fit the context: `mcp__docs__search_all`/);
+    assert.match(md, /- `db` · waiting for approval · tools not listed yet · stdio · from the repository's .mcp.json \(`\/w\/api\/.mcp.json`\)\n {2}- a repository's server starts once approved/);
     assert.match(md, /## web\n\n`\/w\/web`\n\nNo MCP servers: add them/);
   });
 
@@ -400,7 +398,11 @@ describe("commands", () => {
       assert.equal(result.status, "queued");
       assert.ok(stub.output.join("").includes("queued (position 1): Also cover the error case\n"), stub.output.join(""));
       assert.deepEqual(stub.messages, [{ level: "info", text: "Agent: queued as #1 for the running session s-slow; the agent reads it at its next step" }], "where it waits; no summary, no error");
-      assert.deepEqual(ctx.runs.list().map((r) => r.session), ["s-slow"], "only the running run goes on");
+      assert.deepEqual(
+        ctx.runs.list().map((r) => r.session),
+        ["s-slow"],
+        "only the running run goes on",
+      );
       assert.equal(server.calls.filter((c) => c.command === "agent.cancel").length, 0);
       // A second follow-up waits behind the first.
       stub.inputs.push("And the docs");
@@ -558,11 +560,7 @@ describe("commands", () => {
   test("in a multi-root window a run goes to the project of the active file", async () => {
     stub.workspaceFolders = [{}, {}];
     stub.activeTextEditor = { document: { uri: Uri.file("/w/web/src/app.ts") }, selection: new Selection(0, 0, 0, 0) };
-    server.handlers["agent.projects"] = () => [
-      project("w", "/w", "unknown"),
-      project("web", "/w/web", "typescript"),
-      project("webapp", "/w/webapp", "typescript"),
-    ];
+    server.handlers["agent.projects"] = () => [project("w", "/w", "unknown"), project("web", "/w/web", "typescript"), project("webapp", "/w/webapp", "typescript")];
     server.handlers["agent.run"] = () => ({ session: "s", status: "done", reply: "", edits: 0, steps: 1 });
     stub.inputs.push("fix it");
     await exec("agentLsp.run");

@@ -94,7 +94,10 @@ test("the MCP settings go to mcpServers, mcp.configFiles, mcp.allow, mcpTimeout 
   };
   const s = readSettings(<T>(key: string) => values[key] as T, problems);
   assert.deepEqual(Object.keys(s.mcpServers), ["docs", "web"]);
-  assert.deepEqual(problems.map((p) => p.setting), ["agentLsp.mcpServers", "agentLsp.mcpServers", "agentLsp.mcpIdle"]);
+  assert.deepEqual(
+    problems.map((p) => p.setting),
+    ["agentLsp.mcpServers", "agentLsp.mcpServers", "agentLsp.mcpIdle"],
+  );
   assert.match(problems[0].message, /"bad" is "npx thing"/);
   const opts = initializationOptions(s);
   assert.deepEqual(opts.mcpServers, { docs: { command: "docs-server", args: ["--stdio"] }, web: { type: "http", url: "https://mcp.example/mcp" } });
@@ -138,12 +141,12 @@ test("saving before commands is on unless turned off, and never goes to the serv
 
 test("prices: valid entries are kept, the others left out with a problem naming them", () => {
   const problems: SettingProblem[] = [];
-  const s = readSettings(
-    (key) => (key === "prices" ? ({ "gpt-4o": { input: 2.5, output: 10 }, bad: { input: -1, output: 1 }, half: { input: 1 } } as any) : undefined),
-    problems,
-  );
+  const s = readSettings((key) => (key === "prices" ? ({ "gpt-4o": { input: 2.5, output: 10 }, bad: { input: -1, output: 1 }, half: { input: 1 } } as any) : undefined), problems);
   assert.deepEqual(s.prices, { "gpt-4o": { input: 2.5, output: 10 } });
-  assert.deepEqual(problems.map((p) => p.setting), ["agentLsp.prices", "agentLsp.prices"]);
+  assert.deepEqual(
+    problems.map((p) => p.setting),
+    ["agentLsp.prices", "agentLsp.prices"],
+  );
   assert.match(problems[0].message, /"bad"/);
   const listed: SettingProblem[] = [];
   assert.deepEqual(readSettings((key) => (key === "prices" ? ([1] as any) : undefined), listed).prices, {});

@@ -18,6 +18,7 @@ import { slashItems, type SlashItem } from "../src/slash";
 const slashMatches = (() => {
   const source = /^function slashMatches\(text, items\) \{\n[\s\S]*?\n\}$/m.exec(readFileSync("media/slash.js", "utf8"))?.[0];
   assert.ok(source, "media/slash.js has no function slashMatches(text, items)");
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the page script (media/slash.js) evaluated as the webview runs it
   return new Function(`${source}\nreturn slashMatches;`)() as (text: string, items: SlashItem[]) => SlashItem[] | undefined;
 })();
 
@@ -41,7 +42,12 @@ function shows(text: string, want: (string | number)[], what: string): void {
 }
 
 test("the fixtures name exactly the commands in requests, the event kinds and the server's requests the extension knows", () => {
-  assert.deepEqual(Object.values(requests).map((r) => r.command).sort(), fixtureNames("commands"));
+  assert.deepEqual(
+    Object.values(requests)
+      .map((r) => r.command)
+      .sort(),
+    fixtureNames("commands"),
+  );
   assert.deepEqual([...eventTypes].sort(), fixtureNames("events"));
   // A request's file is named after its method with "/" written "." (save.test.ts answers them).
   assert.deepEqual(serverRequests.map((m) => m.replaceAll("/", ".")).sort(), fixtureNames("requests"));
@@ -229,8 +235,16 @@ const commandShows: { [C in CommandName]: (ex: CommandExample<C>) => void } = {
       const item = projectItem(p);
       const s = p.techStack;
       assert.equal(item.label, p.name);
-      shows(item.description, [s.language, s.languageVersion, s.packageManager, p.gitBranch].filter((v) => v !== undefined), p.name);
-      shows(item.detail, [p.path, s.buildCommand, s.testCommand].filter((v) => v !== undefined), p.name);
+      shows(
+        item.description,
+        [s.language, s.languageVersion, s.packageManager, p.gitBranch].filter((v) => v !== undefined),
+        p.name,
+      );
+      shows(
+        item.detail,
+        [p.path, s.buildCommand, s.testCommand].filter((v) => v !== undefined),
+        p.name,
+      );
       const b = p.sandbox;
       shows(item.detail, b.enforced.length ? [b.mode] : ["not sandboxed", ...(b.notEnforced ?? []).slice(0, 1)], p.name);
       const report = projectsReport(result);
@@ -296,7 +310,10 @@ function settingsTable(): Map<string, { env: string; default: string; what: stri
   const table = doc.slice(doc.indexOf("<!-- begin: settings -->"), doc.indexOf("<!-- end: settings -->"));
   const rows = new Map<string, { env: string; default: string; what: string }>();
   for (const line of table.split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| setting"))) {
-    const [, env, init, , def, what] = line.split("|").slice(1, -1).map((c) => c.trim().replace(/^`|`$/g, ""));
+    const [, env, init, , def, what] = line
+      .split("|")
+      .slice(1, -1)
+      .map((c) => c.trim().replace(/^`|`$/g, ""));
     rows.set(init, { env, default: def, what });
   }
   return rows;
@@ -310,10 +327,14 @@ test("the context settings go under the keys docs/protocol.md names, with its ra
     assert.ok(row, `${key}: protocol.md has no setting ${t.init}`);
     const p = properties[`agentLsp.${key}`];
     if (t.range) {
-      assert.ok(row.what.includes(`(${t.range[0]}..${t.range[1]})`), `${key}: protocol.md's range of ${t.init} is not ${t.range}: ${row.what}`);
+      assert.ok(row.what.includes(`(${t.range[0]}..${t.range[1]})`), `${key}: protocol.md's range of ${t.init} is not ${t.range.join("..")}: ${row.what}`);
       assert.deepEqual([p.minimum, p.maximum, p.default], [t.range[0], t.range[1], null], `${key}: package.json's range, unset by default`);
       // Unset, the server's environment and default apply; the description says which.
-      shows(p.markdownDescription, [row.env, row.default].filter((v) => v !== "–"), `agentLsp.${key}'s description`);
+      shows(
+        p.markdownDescription,
+        [row.env, row.default].filter((v) => v !== "–"),
+        `agentLsp.${key}'s description`,
+      );
     } else {
       assert.deepEqual([p.type, String(p.default)], ["boolean", row.default], `${key}: a boolean with the server's default`);
     }

@@ -55,14 +55,19 @@ beforeEach(() => {
     server: () => server,
     start: async () => {},
     configure: async () => {},
-    restart: async () => void restarts++,
+    restart: async () => {
+      restarts++;
+    },
     setApiKey: async () => {},
     about: async () => ({ extension: "0.2.0" }),
   };
   const memento = {
     keys: () => [...state.keys()],
     get: (k: string) => state.get(k),
-    update: async (k: string, v: unknown) => void (v === undefined ? state.delete(k) : state.set(k, v)),
+    update: async (k: string, v: unknown) => {
+      if (v === undefined) state.delete(k);
+      else state.set(k, v);
+    },
   } as any;
   ctx = new Ctx(client, () => ({ ...defaultSettings, model: "gpt-4o-mini" }), memento);
   registerCommands(ctx);
@@ -282,7 +287,7 @@ test("a chat follow-up after the run ended continues the session; a failed run's
   view.visible = false;
   await view.listener!({ type: "send", text: "And once more?" });
   assert.equal(stub.messages.length, 1, "one notification when the chat is hidden");
-  assert.match(stub.messages[0]!.text, /^Agent failed/);
+  assert.match(stub.messages[0].text, /^Agent failed/);
 });
 
 test("the chat's session picker loads a stored transcript; #file:PATH attaches a workspace file; an unknown one is refused in the chat", async () => {
@@ -317,11 +322,7 @@ test("the chat's session picker loads a stored transcript; #file:PATH attaches a
 });
 
 test("references parse once each; the end line reads as a sentence", () => {
-  assert.deepEqual(parseRefs("fix #selection, see #file and #file:a/b.go; #selection again #filex"), [
-    { kind: "selection" },
-    { kind: "file" },
-    { kind: "file", path: "a/b.go" },
-  ]);
+  assert.deepEqual(parseRefs("fix #selection, see #file and #file:a/b.go; #selection again #filex"), [{ kind: "selection" }, { kind: "file" }, { kind: "file", path: "a/b.go" }]);
   assert.equal(endLine({ status: "failed", error: "no key", edits: 0, steps: 0 }), "failed · 0 edits · 0 steps: no key");
   assert.equal(endLine({ status: "done", edits: 1, steps: 3, usage: { total: 4011, cost: 0.01011 }, model: "scripted-large" }), "done · 1 edit · 3 steps · 4.0k tokens · $0.0101 · scripted-large");
   assert.equal(new ChatTranscript().event({ session: "s", seq: 1, type: "message.delta", text: "", contextId: "subagent-x" }).length, 0);

@@ -78,7 +78,7 @@ let dir = "";
 before(() => {
   if (!missing) {
     dir = mkdtempSync(join(tmpdir(), "agent-lsp-vscode-"));
-    cpSync(sample!, join(dir, "sample"), { recursive: true });
+    cpSync(sample, join(dir, "sample"), { recursive: true });
   }
 });
 // Retried: a server's daemon that is still ending may create its lock files meanwhile.
@@ -89,7 +89,7 @@ async function startServer(settings: Settings, root: string, init = initializati
   const proc = spawn(exe.command, exe.args, { env: exe.options.env, stdio: ["pipe", "pipe", "inherit"] });
   const s: Started = { proc, init: undefined, edits: [], progress: [], events: [], logs: [], docs: new Map(), notes: [], keep: (e) => e, conn: undefined as any };
   stub.reset(); // the save handler sees this editor's documents
-  s.conn = rpc.createMessageConnection(new rpc.StreamMessageReader(proc.stdout!), new rpc.StreamMessageWriter(proc.stdin!));
+  s.conn = rpc.createMessageConnection(new rpc.StreamMessageReader(proc.stdout), new rpc.StreamMessageWriter(proc.stdin));
   // Like VS Code: a new file is created on disk, empty; an edit of a file not open opens it first
   // (didOpen); the edit changes the document, unsaved, and the server hears of it (didChange).
   s.conn.onRequest("workspace/applyEdit", async (p: any): Promise<{ applied: boolean; failureReason?: string }> => {
@@ -101,7 +101,7 @@ async function startServer(settings: Settings, root: string, init = initializati
     if (review) {
       const d = await s.review!(p);
       if ("refuse" in d) {
-        return d.refuse as { applied: boolean; failureReason?: string };
+        return d.refuse;
       }
       p = d.apply;
     }
@@ -146,7 +146,7 @@ async function startServer(settings: Settings, root: string, init = initializati
     s.init = await initialized;
   } catch (e) {
     s.conn.dispose();
-    proc.stdin!.end(); // the server ends at the end of its input (a signal alone leaves it reading stdin)
+    proc.stdin.end(); // the server ends at the end of its input (a signal alone leaves it reading stdin)
     await exited(proc);
     throw e;
   }
@@ -211,10 +211,13 @@ test("a scripted run through the extension's server options edits the open buffe
     assert.equal(mine[0].kind, "begin");
     assert.match(mine[0].title, /^agent: Add a Farewell function/);
     assert.equal(mine[0].cancellable, true);
-    assert.ok(mine.some((v) => v.kind === "report" && /edit_file/.test(v.message)), JSON.stringify(mine));
+    assert.ok(
+      mine.some((v) => v.kind === "report" && /edit_file/.test(v.message)),
+      JSON.stringify(mine),
+    );
     assert.equal(mine.at(-1).kind, "end");
     const types = s.events.map((e) => e.type);
-    for (const t of ["run.start", "tool.start", "edit", "run.end"]) assert.ok(types.includes(t), `agent/event ${t} in ${types}`);
+    for (const t of ["run.start", "tool.start", "edit", "run.end"]) assert.ok(types.includes(t), `agent/event ${t} in ${types.join(", ")}`);
     const edited = s.events.find((e) => e.type === "tool.end" && e.name === "edit_file");
     assert.equal(edited?.ok, true, `the edit succeeded: ${JSON.stringify(edited)}`);
   } finally {
@@ -233,9 +236,12 @@ test("review mode marks every edit as needing confirmation, and a rejection reac
     });
     assert.equal(result.status, "done", JSON.stringify(result));
     assert.equal(result.edits, 0, "a rejected edit is not counted as applied");
-    const ann = Object.values(s.edits[0].edit.changeAnnotations) as any[];
+    const ann = Object.values<any>(s.edits[0].edit.changeAnnotations);
     assert.equal(ann[0].needsConfirmation, true);
-    assert.ok(s.events.some((e) => e.type === "edit" && e.applied === false), "edit event reports the rejection");
+    assert.ok(
+      s.events.some((e) => e.type === "edit" && e.applied === false),
+      "edit event reports the rejection",
+    );
     const detail: any = await s.conn.sendRequest("workspace/executeCommand", { command: "agent.session", arguments: [{ session: result.session }] });
     const tool = detail.messages.find((m: any) => m.role === "tool");
     assert.match(tool.content, /rejected in review/);
@@ -309,9 +315,15 @@ test("the extension saves the agent's edits before its command: the tests it run
     assert.doesNotMatch(ran, /unsaved in the editor/);
     assert.match(readFileSync(greet, "utf8"), /func Sub\(a, b int\) int \{/);
     assert.match(readFileSync(join(root, "sub_test.go"), "utf8"), /func TestSub\(t \*testing\.T\)/);
-    assert.deepEqual([...s.docs.values()].map((d) => [d.path, d.isDirty]), [[greet, false], [join(root, "sub_test.go"), false]]);
+    assert.deepEqual(
+      [...s.docs.values()].map((d) => [d.path, d.isDirty]),
+      [
+        [greet, false],
+        [join(root, "sub_test.go"), false],
+      ],
+    );
     assert.equal(s.notes.length, 1, s.notes.join("\n"));
-    assert.match(s.notes[0], /^  ⤓ saved for the command: (greet\.go, sub_test\.go|sub_test\.go, greet\.go)$/);
+    assert.match(s.notes[0], /^ {2}⤓ saved for the command: (greet\.go, sub_test\.go|sub_test\.go, greet\.go)$/);
   } finally {
     await stop(s);
   }
@@ -369,7 +381,12 @@ test("the request table names exactly the server's commands, and projects render
   const s = await startServer({ ...defaultSettings, path: bin!, storePath: join(dir, "projects.db") }, root);
   try {
     const advertised: string[] = s.init.capabilities.executeCommandProvider.commands;
-    assert.deepEqual(Object.values(requests).map((r) => r.command).sort(), [...advertised].sort());
+    assert.deepEqual(
+      Object.values(requests)
+        .map((r) => r.command)
+        .sort(),
+      [...advertised].sort(),
+    );
     const projects: any[] = await s.conn.sendRequest("workspace/executeCommand", { command: requests.projects.command, arguments: [{}] });
     const item = projectItem(projects[0]);
     assert.equal(item.label, "sample");
@@ -424,7 +441,7 @@ test("the context settings reach the server, and a follow-up to the running sess
   };
   const s = await startServer(settings, join(dir, "sample"));
   try {
-    const running = s.conn.sendRequest("workspace/executeCommand", { command: "agent.run", arguments: [{ prompt: "this one is slow", edits: settings.edits }] }) as Promise<any>;
+    const running = s.conn.sendRequest("workspace/executeCommand", { command: "agent.run", arguments: [{ prompt: "this one is slow", edits: settings.edits }] }) as Promise<any>; // eslint-disable-line @typescript-eslint/no-unnecessary-type-assertion -- sendRequest answers any
     const start = await eventOf(s, (e) => e.type === "run.start");
     assert.equal(start.contextTokens, 16384, "run.start reports the context size the extension set");
     assert.deepEqual(unknownKeys(s), []);
@@ -465,7 +482,7 @@ test("the ranges the extension checks are the server's: both bounds start it, on
 
 /** Runs agent.run with args through s, as the extension does. */
 function runOn(s: Started, args: Record<string, unknown>): Promise<any> {
-  return s.conn.sendRequest("workspace/executeCommand", { command: requests.run.command, arguments: [{ edits: "apply", ...args }] }) as Promise<any>;
+  return s.conn.sendRequest("workspace/executeCommand", { command: requests.run.command, arguments: [{ edits: "apply", ...args }] }) as Promise<any>; // eslint-disable-line @typescript-eslint/no-unnecessary-type-assertion -- sendRequest answers any
 }
 
 test("the model picker's model: agent.models lists the endpoint's, a run naming one uses it (usage, the session), an unknown one is refused naming them", { skip: missing && "set by scripts/test.sh" }, async () => {
@@ -473,7 +490,10 @@ test("the model picker's model: agent.models lists the endpoint's, a run naming 
   const s = await startServer(settings, join(dir, "sample"));
   try {
     const list: any = await s.conn.sendRequest("workspace/executeCommand", { command: requests.models.command, arguments: [{}] });
-    assert.deepEqual(list.models.map((m: any) => m.id), ["scripted", "scripted-large"]);
+    assert.deepEqual(
+      list.models.map((m: any) => m.id),
+      ["scripted", "scripted-large"],
+    );
     assert.equal(list.current, "scripted");
     const result = await runOn(s, { prompt: "VSC which model answers", model: "scripted-large" });
     assert.equal(result.status, "done", JSON.stringify(result));

@@ -7,7 +7,7 @@ import { beforeEach, test } from "node:test";
 import type { ClientCapabilities, StaticFeature } from "vscode-languageclient";
 import { SettleTracker, diagnostics, languageForAgent, languageRequest, lspResult } from "../src/language";
 import { requestExamples } from "./fixtures";
-import { Position, Range, Uri, stub } from "./vscode-stub";
+import { Range, Uri, stub } from "./vscode-stub";
 
 /** A VS Code Diagnostic of the stub, from an LSP one (severities count from 0 in VS Code). */
 function vsDiagnostic(d: { range: any; severity?: number; message: string; source?: string; code?: string | number }) {
@@ -90,8 +90,9 @@ test("the contract's fixture: agent/languageRequest answers what the provider co
     });
     assert.deepEqual(await languageRequest(ex.params), ex.result);
     const [uri, pos] = got[0];
-    assert.equal(uri.toString(), ex.params.params.textDocument.uri);
-    assert.deepEqual([pos.line, pos.character], [ex.params.params.position.line, ex.params.params.position.character]);
+    const params = ex.params.params as any;
+    assert.equal(uri.toString(), params.textDocument.uri);
+    assert.deepEqual([pos.line, pos.character], [params.position.line, params.position.character]);
   }
   await assert.rejects(languageRequest({ method: "textDocument/rename", params: {} }), /not one of/);
 });
@@ -119,8 +120,15 @@ test("links, symbols and hovers become LSP's shapes", () => {
   });
   assert.equal(lspResult("textDocument/hover", []), null);
   assert.equal(lspResult("textDocument/references", undefined), null);
-  assert.equal((lspResult("textDocument/references", Array.from({ length: 5000 }, () => ({ uri: Uri.file("/w/g.ts"), range: r }))) as unknown[]).length, 2000);
-  void Position;
+  assert.equal(
+    (
+      lspResult(
+        "textDocument/references",
+        Array.from({ length: 5000 }, () => ({ uri: Uri.file("/w/g.ts"), range: r })),
+      ) as unknown[]
+    ).length,
+    2000,
+  );
 });
 
 test("the client declares experimental.language and answers both requests", async () => {

@@ -22,7 +22,9 @@ test("a binary not found yet is looked for again once the settings settle: the m
     read: () => ({ settings: reads[Math.min(settles, reads.length - 1)], problems: [] }),
     apiKey: undefined,
     env: { PATH: join(dir, "empty") },
-    settled: async () => void settles++,
+    settled: async () => {
+      settles++;
+    },
     settleMs: 5000,
   });
   assert.equal(found.ok, true);

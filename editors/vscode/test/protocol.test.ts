@@ -24,5 +24,5 @@ export async function typeErrors(s: AgentServer): Promise<void> {
   const projects: ProjectInfo[] = await s.send(requests.projects, {});
   // @ts-expect-error techStack is an object, not a list
   projects[0].techStack.join(", ");
-  void sessions;
+  void sessions; // eslint-disable-line @typescript-eslint/no-meaningless-void-operator -- the type check above is the point
 }

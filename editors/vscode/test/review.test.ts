@@ -47,11 +47,17 @@ test("the answer: the edit as sent, the hunks kept with the version, or a refusa
   const p = edit();
   const files = await reviewFiles(p, async () => file);
   assert.equal(files[0].proposed, proposal);
-  assert.deepEqual(hunksOf(files[0]).map((h) => h.lines), [["TWO\n"], ["SEVEN\n"]], "two hunks, not one region");
+  assert.deepEqual(
+    hunksOf(files[0]).map((h) => h.lines),
+    [["TWO\n"], ["SEVEN\n"]],
+    "two hunks, not one region",
+  );
 
   const asSent = decision(p, files, true);
   assert.ok("apply" in asSent);
-  assert.deepEqual(asSent.apply.edit.documentChanges, [{ textDocument: { uri: "file:///w/notes.txt", version: 4 }, edits: [{ range: { start: { line: 1, character: 0 }, end: { line: 7, character: 0 } }, newText: "TWO\nthree\nfour\nfive\nsix\nSEVEN\n" }] }]);
+  assert.deepEqual(asSent.apply.edit.documentChanges, [
+    { textDocument: { uri: "file:///w/notes.txt", version: 4 }, edits: [{ range: { start: { line: 1, character: 0 }, end: { line: 7, character: 0 } }, newText: "TWO\nthree\nfour\nfive\nsix\nSEVEN\n" }] },
+  ]);
   assert.equal(asSent.apply.edit.changeAnnotations, undefined, "no annotation: VS Code must not ask again");
 
   files[0].current = "one\nTWO\nthree\nfour\nfive\nsix\nseven\neight\n"; // the second hunk rejected
@@ -94,7 +100,14 @@ const end = (s: string, callId: string): AgentEvent => ({ type: "tool.end", sess
 
 test("Accept All reaches the edit calls of the current step until each ends, and never a protected file", () => {
   const b = new Bulk();
-  b.event(step("s-1", [["c1", "edit_file", "a.txt"], ["c2", "edit_file", "./sub/b.txt"], ["c3", "read_file", "c.txt"], ["c4", "edit_file", "AGENTS.md"]]));
+  b.event(
+    step("s-1", [
+      ["c1", "edit_file", "a.txt"],
+      ["c2", "edit_file", "./sub/b.txt"],
+      ["c3", "read_file", "c.txt"],
+      ["c4", "edit_file", "AGENTS.md"],
+    ]),
+  );
   assert.equal(b.decide(["/w/a.txt"], false), undefined, "nothing before Accept All");
   assert.equal(b.arm("accept"), 3, "the three edit calls");
   assert.equal(b.decide(["/w/sub/b.txt"], false), "accept");
@@ -150,7 +163,7 @@ test("a review: the diff opens, Accept on one hunk and Reject on the other apply
   assert.ok(review, "the review is open");
   const [diff] = t.diffs();
   assert.deepEqual(diff.args.slice(0, 3).map(String), [review.originals[0].toString(), review.proposals[0].toString(), "notes.txt: agent's proposal (1 of 2)"]);
-  stub.tabs.push({ input: new TabInputTextDiff(review.originals[0] as never, review.proposals[0] as never) });
+  stub.tabs.push({ input: new TabInputTextDiff(review.originals[0], review.proposals[0]) });
   assert.equal(await stub.contentProviders.get(originalScheme).provideTextDocumentContent(review.originals[0]), file, "the left side: the file");
   assert.equal(new TextDecoder().decode(stub.fsProviders.get(proposalScheme).readFile(review.proposals[0])), proposal, "the right side: the proposal");
   assert.equal(stub.items.get("agentLsp.review")?.text, "$(git-compare) Review notes.txt (1 of 2)");
@@ -186,15 +199,18 @@ test("the proposal edited before it is accepted is what lands; a file changed me
   const result = t.reviews.handle(edit(), t.next);
   await tick();
   const [review] = t.reviews.list();
-  const doc = (await workspace.openTextDocument(review.proposals[0] as never)) as { text: string };
+  const doc = (await workspace.openTextDocument(review.proposals[0])) as { text: string };
   doc.text = proposal.replace("SEVEN", "SEVEN!");
   stub.docChanges.fire({ document: doc });
   t.reviews.decide(review, true);
   await result;
-  assert.deepEqual(
-    t.passed[0].edit.documentChanges?.[0],
-    { textDocument: { uri: "file:///w/notes.txt", version: 4 }, edits: [{ range: { start: { line: 1, character: 0 }, end: { line: 2, character: 0 } }, newText: "TWO\n" }, { range: { start: { line: 6, character: 0 }, end: { line: 7, character: 0 } }, newText: "SEVEN!\n" }] },
-  );
+  assert.deepEqual(t.passed[0].edit.documentChanges?.[0], {
+    textDocument: { uri: "file:///w/notes.txt", version: 4 },
+    edits: [
+      { range: { start: { line: 1, character: 0 }, end: { line: 2, character: 0 } }, newText: "TWO\n" },
+      { range: { start: { line: 6, character: 0 }, end: { line: 7, character: 0 } }, newText: "SEVEN!\n" },
+    ],
+  });
 
   const again = t.reviews.handle(edit(), t.next);
   await tick();
@@ -223,7 +239,13 @@ test("Reject Edit refuses it; a run that ends under a review closes it", async (
 test("Accept All: the edit on screen and those the step still sends are accepted, a protected file's stays for its own answer", async () => {
   const t = setup();
   for (const f of ["a.txt", "b.txt", "AGENTS.md"]) stub.fileTexts.set(`/w/${f}`, file);
-  t.events.fire(step("s-1", [["ca", "edit_file", "a.txt"], ["cb", "edit_file", "b.txt"], ["cg", "edit_file", "AGENTS.md"]]));
+  t.events.fire(
+    step("s-1", [
+      ["ca", "edit_file", "a.txt"],
+      ["cb", "edit_file", "b.txt"],
+      ["cg", "edit_file", "AGENTS.md"],
+    ]),
+  );
   const a = t.reviews.handle(edit("file:///w/a.txt"), t.next);
   await tick();
   const all = t.reviews.all("accept");
@@ -236,7 +258,10 @@ test("Accept All: the edit on screen and those the step still sends are accepted
   assert.equal(t.reviews.list().length, 1, "the protected file's edit waits for its own answer");
   const b = t.reviews.handle(edit("file:///w/b.txt"), t.next);
   assert.deepEqual(await b, { applied: true }, "the other edit of the step is accepted without asking");
-  assert.deepEqual(t.passed.map((p) => p.label), ["agent: edit a.txt", "agent: edit b.txt"]);
+  assert.deepEqual(
+    t.passed.map((p) => p.label),
+    ["agent: edit a.txt", "agent: edit b.txt"],
+  );
   assert.deepEqual(t.diffs().length, 2, "no diff opened for the edit accepted in bulk");
   assert.ok(t.notes.includes("  ✓ accepted with Accept All: agent: edit b.txt: proposed by agent-lsp; accept or reject"), t.notes.join("\n"));
   t.reviews.decide(t.reviews.list()[0], false);

@@ -113,7 +113,11 @@ function fakeClient() {
 
 test("the client declares experimental.saveDocuments, keeping other experimental capabilities", () => {
   const c = fakeClient();
-  saveForAgent(c, () => true, () => {});
+  saveForAgent(
+    c,
+    () => true,
+    () => {},
+  );
   assert.equal(c.features.length, 1);
   const caps: ClientCapabilities = { experimental: { other: 1 } };
   c.features[0].fillClientCapabilities(caps);
@@ -127,7 +131,11 @@ test("the handler reads the setting at each request and notes what it saved in t
   const c = fakeClient();
   let on = true;
   const lines: string[] = [];
-  saveForAgent(c, () => on, (l) => lines.push(l));
+  saveForAgent(
+    c,
+    () => on,
+    (l) => lines.push(l),
+  );
   const handle = c.handlers.get("agent/saveDocuments");
   assert.ok(handle, "agent/saveDocuments has a handler");
   doc("/w/greet.go", true);
@@ -150,7 +158,10 @@ test("the contract's fixture: its request, with its documents open and unsaved, 
     }
     const r = await saveDocuments(ex.params, true);
     assert.deepEqual(r.saved, ex.result.saved);
-    assert.deepEqual(r.failed.map((f) => f.uri), ex.result.failed.map((f) => f.uri));
+    assert.deepEqual(
+      r.failed.map((f) => f.uri),
+      ex.result.failed.map((f) => f.uri),
+    );
   }
 });
 

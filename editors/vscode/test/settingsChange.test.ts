@@ -40,8 +40,12 @@ beforeEach(() => {
   const client: Client = {
     server: () => server,
     start: async () => {},
-    restart: async () => void restarts++,
-    configure: async () => void configures++,
+    restart: async () => {
+      restarts++;
+    },
+    configure: async () => {
+      configures++;
+    },
     setApiKey: async () => {},
     about: async () => ({ extension: "0.2.0" }),
   };

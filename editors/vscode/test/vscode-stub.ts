@@ -1,7 +1,6 @@
 // A stub of the vscode API at the extension's boundary, for unit tests. Tests
 // script the user (input boxes, quick picks, message buttons) through `stub`
 // and read back what the extension showed.
-/* eslint-disable @typescript-eslint/no-explicit-any */
 
 type Listener<T> = (e: T) => unknown;
 
@@ -39,7 +38,10 @@ export class CancellationTokenSource {
 }
 
 export class Position {
-  constructor(readonly line: number, readonly character: number) {}
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
 }
 
 export class Range {
@@ -57,7 +59,10 @@ export class Range {
 export class Selection extends Range {}
 
 export class Uri {
-  private constructor(readonly scheme: string, readonly path: string) {}
+  private constructor(
+    readonly scheme: string,
+    readonly path: string,
+  ) {}
   static file(p: string): Uri {
     return new Uri("file", p);
   }
@@ -81,7 +86,10 @@ export class Uri {
 }
 
 export class DocumentLink {
-  constructor(readonly range: Range, readonly target?: Uri) {}
+  constructor(
+    readonly range: Range,
+    readonly target?: Uri,
+  ) {}
 }
 
 export class CodeActionKind {
@@ -94,11 +102,17 @@ export class CodeActionKind {
 
 export class CodeAction {
   command: any;
-  constructor(readonly title: string, readonly kind: CodeActionKind) {}
+  constructor(
+    readonly title: string,
+    readonly kind: CodeActionKind,
+  ) {}
 }
 
 export class CodeLens {
-  constructor(readonly range: Range, readonly command?: { title: string; command: string; arguments?: any[] }) {}
+  constructor(
+    readonly range: Range,
+    readonly command?: { title: string; command: string; arguments?: any[] },
+  ) {}
 }
 
 /** A workspace edit of replacements (what the extension builds itself). */
@@ -124,7 +138,10 @@ export class FileSystemError extends Error {
 }
 
 export class TabInputTextDiff {
-  constructor(readonly original: Uri, readonly modified: Uri) {}
+  constructor(
+    readonly original: Uri,
+    readonly modified: Uri,
+  ) {}
 }
 
 /** A document of the stub: its text, changed by workspace.applyEdit (and fires onDidChangeTextDocument). */
@@ -244,7 +261,22 @@ export const window = {
   },
   createStatusBarItem(id?: unknown) {
     if (typeof id === "string") {
-      const item = { text: "", tooltip: "", visible: false, command: undefined as string | undefined, name: undefined as string | undefined, show() { item.visible = true; }, hide() { item.visible = false; }, dispose() { stub.items.delete(id); } };
+      const item = {
+        text: "",
+        tooltip: "",
+        visible: false,
+        command: undefined as string | undefined,
+        name: undefined as string | undefined,
+        show() {
+          item.visible = true;
+        },
+        hide() {
+          item.visible = false;
+        },
+        dispose() {
+          stub.items.delete(id);
+        },
+      };
       stub.items.set(id, item);
       return item;
     }
@@ -278,7 +310,7 @@ export const window = {
     stub.inputBoxes.push(opts);
     return stub.inputs.shift();
   },
-  async showQuickPick(items: any[]) {
+  async showQuickPick(items: any[] | PromiseLike<any[]>) {
     const pick = stub.picks.shift();
     return pick ? pick(await items) : undefined;
   },
@@ -391,7 +423,11 @@ export const workspace = {
       const doc = stub.textDocuments.find((d) => d.uri.toString() === e.uri.toString());
       if (!doc) return false;
       const text = doc.getText!();
-      const offset = (p: Position) => text.split("\n").slice(0, p.line).reduce((n, l) => n + l.length + 1, 0) + p.character;
+      const offset = (p: Position) =>
+        text
+          .split("\n")
+          .slice(0, p.line)
+          .reduce((n, l) => n + l.length + 1, 0) + p.character;
       doc.text = text.slice(0, offset(e.range.start)) + e.text + text.slice(Math.min(text.length, offset(e.range.end)));
       doc.isDirty = true;
       stub.docChanges.fire({ document: doc });

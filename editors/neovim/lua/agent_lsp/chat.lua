@@ -121,8 +121,7 @@ end
 ---@return string[]
 ---@return table<string, { at: integer, lines: integer, name: string, args: string }> pending the rows of calls still running, by call id: their first line (0-based) and line count
 function M.transcript_lines(detail)
-  local out = { "# " .. render.oneline(detail.title ~= "" and detail.title or "Agent chat"), "",
-    ("project %s · %s"):format(render.str(detail.project), render.str(detail.status)) }
+  local out = { "# " .. render.oneline(detail.title ~= "" and detail.title or "Agent chat"), "", ("project %s · %s"):format(render.str(detail.project), render.str(detail.status)) }
   local messages = type(detail.messages) == "table" and detail.messages or {}
   local ends = M.tool_ends(messages)
   local pending = {}
@@ -247,8 +246,8 @@ local on = {
     end
     chat.other = nil
     local usage = type(other.usage) == "table" and other.usage or {}
-    local line = "— " .. table.concat(vim.tbl_filter(function(p) return p ~= nil end,
-      { render.str(ev.status), render.count(other.edits, "edit"), usage.total and render.count(usage.total, "token") or nil, render.cost(usage.cost) }), " · ")
+    local line = "— "
+      .. table.concat(vim.tbl_filter(function(p) return p ~= nil end, { render.str(ev.status), render.count(other.edits, "edit"), usage.total and render.count(usage.total, "token") or nil, render.cost(usage.cost) }), " · ")
     add(chat, { ev.error and (line .. " — " .. render.oneline(ev.error)) or line })
   end,
   ["message"] = function(chat, ev)
@@ -258,9 +257,7 @@ local on = {
       add(chat, { "", AGENT })
     end
   end,
-  ["context.compacted"] = function(chat, ev)
-    add(chat, { "_" .. require("agent_lsp.events").compacted(ev) .. "_" })
-  end,
+  ["context.compacted"] = function(chat, ev) add(chat, { "_" .. require("agent_lsp.events").compacted(ev) .. "_" }) end,
 }
 
 -- show_detail puts a session's transcript in place of everything above the
@@ -528,8 +525,7 @@ local layouts = {
   end,
   float = function(buf)
     local w, h = math.floor(vim.o.columns * 0.8), math.floor(vim.o.lines * 0.8)
-    vim.api.nvim_open_win(buf, true, { relative = "editor", width = w, height = h, row = math.floor((vim.o.lines - h) / 2),
-      col = math.floor((vim.o.columns - w) / 2), border = "rounded", style = "minimal" })
+    vim.api.nvim_open_win(buf, true, { relative = "editor", width = w, height = h, row = math.floor((vim.o.lines - h) / 2), col = math.floor((vim.o.columns - w) / 2), border = "rounded", style = "minimal" })
   end,
 }
 
@@ -562,9 +558,14 @@ end
 ---title.)
 ---@return string[]
 function M.intro_lines()
-  return { "# Agent chat", "", "Write under ## You; " .. config.options.chat.keys.send ..
-    " sends. #buffer, #buffer:<name>, #selection, #diagnostics and #image:<path> attach context; /name runs a slash command (<C-x><C-o> completes both). Tool rows fold: zo opens one.",
-    "Mode: " .. (state.mode or "agent") .. " (:AgentMode switches: agent edits, plan and ask only read)." }
+  return {
+    "# Agent chat",
+    "",
+    "Write under ## You; "
+      .. config.options.chat.keys.send
+      .. " sends. #buffer, #buffer:<name>, #selection, #diagnostics and #image:<path> attach context; /name runs a slash command (<C-x><C-o> completes both). Tool rows fold: zo opens one.",
+    "Mode: " .. (state.mode or "agent") .. " (:AgentMode switches: agent edits, plan and ask only read).",
+  }
 end
 
 -- new_buffer makes a chat buffer with lines, for session (nil: a new one).
@@ -588,9 +589,7 @@ end
 ---chat's window): a tool row's details fold under its item.
 ---@param lnum integer
 ---@return string
-function M.foldexpr(lnum)
-  return toolrows.foldlevel(vim.api.nvim_get_current_buf(), lnum)
-end
+function M.foldexpr(lnum) return toolrows.foldlevel(vim.api.nvim_get_current_buf(), lnum) end
 
 ---A closed fold's line ('foldtext' of the chat's window): the tool row's
 ---item, and how many lines of details it hides.

@@ -105,8 +105,7 @@ local function withheld(ev)
   local names = require("agent_lsp.events").withheld(ev)
   if names and not state.withheld_seen[names] then
     state.withheld_seen[names] = true
-    ui.notify(("tools left out to fit the model's context of %s tokens: %s (a larger context_tokens keeps them, if the model has the room)")
-      :format(tostring(ev.contextTokens), names), vim.log.levels.WARN)
+    ui.notify(("tools left out to fit the model's context of %s tokens: %s (a larger context_tokens keeps them, if the model has the room)"):format(tostring(ev.contextTokens), names), vim.log.levels.WARN)
   end
 end
 
@@ -180,9 +179,7 @@ handlers["workspace/applyEdit"] = function(_, params, ctx)
   if review.wants_review(params.edit) then
     return review.ask(params, encoding, config.options.review_keys, ctx.client_id)
   end
-  return edit.apply(params.edit, ctx.client_id, function()
-    return edit.as_sent(params.edit, encoding)
-  end)
+  return edit.apply(params.edit, ctx.client_id, function() return edit.as_sent(params.edit, encoding) end)
 end
 
 -- window/showMessageRequest: the server asks whether the agent may run a
@@ -203,23 +200,17 @@ end
 -- command runs (unless save_before_commands is off).
 ---@param params AgentLsp.SaveDocumentsParams
 ---@return AgentLsp.SaveDocumentsResult
-handlers["agent/saveDocuments"] = function(_, params)
-  return save.documents(params.uris, config.options.save_before_commands)
-end
+handlers["agent/saveDocuments"] = function(_, params) return save.documents(params.uris, config.options.save_before_commands) end
 
 -- agent/diagnostics and agent/languageRequest: the agent sees what Neovim's
 -- language servers see (language.lua).
 ---@param params AgentLsp.DiagnosticsParams
 ---@return AgentLsp.DiagnosticsResult
-handlers["agent/diagnostics"] = function(_, params)
-  return language.diagnostics(params)
-end
+handlers["agent/diagnostics"] = function(_, params) return language.diagnostics(params) end
 
 ---@param params AgentLsp.LanguageRequestParams
 ---@return any
-handlers["agent/languageRequest"] = function(_, params)
-  return language.request(params)
-end
+handlers["agent/languageRequest"] = function(_, params) return language.request(params) end
 
 -- Starting ---------------------------------------------------------------
 
@@ -411,9 +402,7 @@ local function client_config(root)
     -- One client for every root: a start for another root (vim.lsp.start,
     -- vim.lsp.enable on 0.11+) reuses the running client, and each buffer
     -- it attaches adds its project as a workspace folder.
-    reuse_client = function(c, conf)
-      return c.name == conf.name
-    end,
+    reuse_client = function(c, conf) return c.name == conf.name end,
     on_attach = function(c, bufnr)
       if M.is_file_buffer(bufnr) then
         M.add_folder(c.id, find_root(vim.api.nvim_buf_get_name(bufnr)))
@@ -475,9 +464,7 @@ end
 ---True for a buffer holding a file: a normal buffer with a name.
 ---@param bufnr integer
 ---@return boolean
-function M.is_file_buffer(bufnr)
-  return vim.api.nvim_buf_is_valid(bufnr) and vim.bo[bufnr].buftype == "" and vim.api.nvim_buf_get_name(bufnr) ~= ""
-end
+function M.is_file_buffer(bufnr) return vim.api.nvim_buf_is_valid(bufnr) and vim.bo[bufnr].buftype == "" and vim.api.nvim_buf_get_name(bufnr) ~= "" end
 
 -- failed reports that the client could not start, once until a start
 -- succeeds.
@@ -538,9 +525,7 @@ end
 ---vim.lsp.enable starts from (0.11+), whose root_dir is M.root_dir.
 ---@param root? string
 ---@return table
-function M.config(root)
-  return client_config(root)
-end
+function M.config(root) return client_config(root) end
 
 ---Attaches to file buffers as they open, and to those already loaded, when
 ---enabled. On 0.11+ Neovim does that: the config (root_dir M.root_dir,

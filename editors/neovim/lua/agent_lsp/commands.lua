@@ -7,12 +7,8 @@ local M = {}
 -- the module, which the first of them requires.
 local function lazy(name)
   return setmetatable({}, {
-    __index = function(_, key)
-      return require(name)[key]
-    end,
-    __newindex = function(_, key, value)
-      require(name)[key] = value
-    end,
+    __index = function(_, key) return require(name)[key] end,
+    __newindex = function(_, key, value) require(name)[key] = value end,
   })
 end
 
@@ -32,9 +28,7 @@ local state = lazy("agent_lsp.state")
 local ui = lazy("agent_lsp.ui")
 
 -- notify_result notifies the result of command as its renderer writes it.
-local function notify_result(command, result, args)
-  ui.notify(table.concat(render.results[command](result, args), "\n"))
-end
+local function notify_result(command, result, args) ui.notify(table.concat(render.results[command](result, args), "\n")) end
 
 ---@class AgentLsp.RunOpts
 ---@field range? integer[] { line1, line2 }, 1-based and inclusive: the lines the prompt is about
@@ -166,17 +160,23 @@ function M.run(prompt, opts)
   end
   local bufnr = vim.api.nvim_get_current_buf()
   ---@type AgentLsp.RunArgs
-  local args = { prompt = prompt, edits = config.options.edits, session = opts.session, project = opts.project, model = state.model, mode = state.mode or "agent",
-    context = opts.context and #opts.context > 0 and opts.context or nil, images = opts.images and #opts.images > 0 and opts.images or nil }
+  local args = {
+    prompt = prompt,
+    edits = config.options.edits,
+    session = opts.session,
+    project = opts.project,
+    model = state.model,
+    mode = state.mode or "agent",
+    context = opts.context and #opts.context > 0 and opts.context or nil,
+    images = opts.images and #opts.images > 0 and opts.images or nil,
+  }
   local wait_for
   if opts.follow_up and not args.session then
     args.session, wait_for = follow_up_target()
   end
   -- A session's prompts go to the client that ran it (a run without a
   -- session yet: to that run's client).
-  local c = opts.client
-    or (wait_for and client.for_session(nil, vim.lsp.get_client_by_id(wait_for.client_id)))
-    or client.for_session(args.session)
+  local c = opts.client or (wait_for and client.for_session(nil, vim.lsp.get_client_by_id(wait_for.client_id))) or client.for_session(args.session)
   if not c then
     return nil
   end
@@ -234,9 +234,7 @@ end
 -- resumable: a session whose last run can go on (interrupted, cancelled,
 -- failed, at its step limit); a done one has nothing left to resume, a
 -- running one is going.
-local function resumable(s)
-  return s.status ~= "done" and s.status ~= "running"
-end
+local function resumable(s) return s.status ~= "done" and s.status ~= "running" end
 
 -- finished says a session is done, with nothing to resume, and offers to
 -- continue it in the chat (:AgentChat) or to show its transcript.
@@ -312,9 +310,7 @@ function M.cancel(id)
       return
     end
     local args = { session = session }
-    client.execute(c, "agent.cancel", args, function(res)
-      notify_result("agent.cancel", res, args)
-    end)
+    client.execute(c, "agent.cancel", args, function(res) notify_result("agent.cancel", res, args) end)
   end
 end
 
@@ -387,9 +383,7 @@ function M.sessions()
           M.resume(session)
         elseif choice == "Delete" then
           local args = { session = session }
-          client.execute(client.for_session(session, c), "agent.deleteSession", args, function(res)
-            notify_result("agent.deleteSession", res, args)
-          end)
+          client.execute(client.for_session(session, c), "agent.deleteSession", args, function(res) notify_result("agent.deleteSession", res, args) end)
         end
       end)
     end)
@@ -438,9 +432,7 @@ function M.processes(args)
       return ui.print("usage: :AgentProcesses stop ID [SESSION] (a running process: :AgentProcesses lists them)")
     end
     local a = { session = session, id = id }
-    client.execute(c, "agent.stopProcess", a, function(res)
-      ui.print(table.concat(render.results["agent.stopProcess"](res or { stopped = false }, a), "\n"))
-    end)
+    client.execute(c, "agent.stopProcess", a, function(res) ui.print(table.concat(render.results["agent.stopProcess"](res or { stopped = false }, a), "\n")) end)
   end)
 end
 
@@ -496,17 +488,13 @@ end
 
 ---Shows the event log: the agent/event notifications and run results so far,
 ---growing as more arrive.
-function M.show_log()
-  log.open()
-end
+function M.show_log() log.open() end
 
 ---:AgentChat [prompt]: opens or toggles the chat of the current session;
 ---with a prompt, sends it there.
 ---@param prompt? string
 ---@param new? boolean a new chat (:AgentChat!)
-function M.chat(prompt, new)
-  require("agent_lsp.chat").toggle(prompt, new)
-end
+function M.chat(prompt, new) require("agent_lsp.chat").toggle(prompt, new) end
 
 ---:AgentReply: the last run's whole reply in a Markdown scratch buffer.
 function M.reply()
@@ -618,9 +606,7 @@ function M.workspace(action, dir)
       end
       ui.notify(client.remove_folder(c.id, dir) and ("removed " .. dir) or (dir .. " is not a workspace folder"))
     end,
-    list = function()
-      ui.print(table.concat(client.folders(c.id), "\n"))
-    end,
+    list = function() ui.print(table.concat(client.folders(c.id), "\n")) end,
   }
   local fn = actions[action ~= "" and action or "list"]
   if not fn then
@@ -642,9 +628,7 @@ end
 
 -- The command table -------------------------------------------------------
 
-local function complete_sessions()
-  return state.last_session and { state.last_session } or {}
-end
+local function complete_sessions() return state.last_session and { state.last_session } or {} end
 
 -- complete_session_context completes :AgentSession's arguments: the last
 -- session, then the subagent contexts seen of the session given.
@@ -663,9 +647,7 @@ end
 M.list = {
   {
     name = "AgentRun",
-    fn = function(o)
-      M.run(o.args, { range = o.range > 0 and { o.line1, o.line2 } or nil, follow_up = o.bang })
-    end,
+    fn = function(o) M.run(o.args, { range = o.range > 0 and { o.line1, o.line2 } or nil, follow_up = o.bang }) end,
     opts = { nargs = "*", range = true, bang = true, desc = "Run the agent on a prompt (with a range: about those lines; with !: in the last session, queued while its run goes)" },
   },
   {
@@ -718,7 +700,9 @@ M.list = {
     fn = function(o) M.mode(o.args) end,
     opts = {
       nargs = "?",
-      complete = function(lead) return vim.tbl_filter(function(m) return m:sub(1, #lead) == lead end, { "agent", "plan", "ask" }) end,
+      complete = function(lead)
+        return vim.tbl_filter(function(m) return m:sub(1, #lead) == lead end, { "agent", "plan", "ask" })
+      end,
       desc = "Choose the mode of the next agent runs: agent, plan or ask",
     },
   },

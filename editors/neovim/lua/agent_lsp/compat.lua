@@ -57,9 +57,7 @@ end
 ---@param client table
 ---@param method string
 ---@return boolean
-function M.supports(client, method)
-  return M.call(client, "supports_method", method) and true or false
-end
+function M.supports(client, method) return M.call(client, "supports_method", method) and true or false end
 
 ---The autocommand event of a change of diagnostics, and its pattern:
 ---DiagnosticChanged where it exists (0.7 and later), else 0.6's User
@@ -177,9 +175,7 @@ end
 ---A failing handler does not fail the caller (an LSP handler, typically).
 ---@param pattern string
 ---@param data? any
-function M.fire(pattern, data)
-  pcall(vim.api.nvim_exec_autocmds, "User", { pattern = pattern, modeline = false, data = has_0_8 and data or nil })
-end
+function M.fire(pattern, data) pcall(vim.api.nvim_exec_autocmds, "User", { pattern = pattern, modeline = false, data = has_0_8 and data or nil }) end
 
 ---Whether bufnr still holds the text of version, the document version a
 ---server computed an edit against, and the buffer's version as the LSP
@@ -233,16 +229,12 @@ end
 ---(0.10 and later as far as the plugin relies on it; 0.7 never does): the
 ---review waits for its mappings there, and reads its keys in a prompt before.
 ---@return boolean
-function M.requests_in_coroutine()
-  return vim.fn.has("nvim-0.10") == 1
-end
+function M.requests_in_coroutine() return vim.fn.has("nvim-0.10") == 1 end
 
 ---True when the caller may yield: newer releases run server-request handlers
 ---in a coroutine, so the review can wait for its mappings; 0.7 runs them on
 ---the main thread, where the keys must be read while the handler waits.
 ---@return boolean
-function M.can_yield()
-  return coroutine.running() ~= nil and coroutine.isyieldable ~= nil and coroutine.isyieldable()
-end
+function M.can_yield() return coroutine.running() ~= nil and coroutine.isyieldable ~= nil and coroutine.isyieldable() end
 
 return M

@@ -105,9 +105,7 @@ M.defaults = {
 M.options = vim.deepcopy(M.defaults)
 
 -- is_integer tells whether v is an integer from lo to hi.
-local function is_integer(v, lo, hi)
-  return type(v) == "number" and v == math.floor(v) and v >= lo and v <= hi
-end
+local function is_integer(v, lo, hi) return type(v) == "number" and v == math.floor(v) and v >= lo and v <= hi end
 
 -- strings tells whether v is a list of strings.
 local function strings(v)
@@ -170,7 +168,7 @@ function M.mcp_server_problem(name, def)
   end
   local transport = def.type == nil and ((def.command == nil and def.url ~= nil) and "http" or "stdio") or MCP_TYPES[def.type]
   if not transport then
-    return ("type must be \"stdio\" or \"http\", not %s"):format(vim.inspect(def.type))
+    return ('type must be "stdio" or "http", not %s'):format(vim.inspect(def.type))
   elseif transport == "stdio" then
     if not def.command or def.command == "" then
       return "a stdio server needs a command"

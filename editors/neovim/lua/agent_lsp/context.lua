@@ -14,9 +14,7 @@ local M = {}
 
 -- file_buffers lists the loaded buffers holding files.
 local function file_buffers()
-  return vim.tbl_filter(function(b)
-    return vim.api.nvim_buf_is_loaded(b) and client.is_file_buffer(b)
-  end, vim.api.nvim_list_bufs())
+  return vim.tbl_filter(function(b) return vim.api.nvim_buf_is_loaded(b) and client.is_file_buffer(b) end, vim.api.nvim_list_bufs())
 end
 
 ---The buffer #buffer:<name> means: a loaded file buffer whose name is name, or
@@ -81,8 +79,7 @@ local refs = {
       buf, several = M.find_buffer(arg)
     end
     if not buf then
-      return several and ("#buffer:%s names several buffers: %s"):format(arg, table.concat(several, ", "))
-        or (arg and ("#buffer:%s: no loaded file buffer has that name"):format(arg) or "#buffer: the chat was not opened from a file buffer")
+      return several and ("#buffer:%s names several buffers: %s"):format(arg, table.concat(several, ", ")) or (arg and ("#buffer:%s: no loaded file buffer has that name"):format(arg) or "#buffer: the chat was not opened from a file buffer")
     end
     M.attach(buf, c)
     table.insert(out.context, { uri = vim.uri_from_bufnr(buf) })

@@ -41,9 +41,7 @@ end
 ---The file of uri as the user sees it: relative to the cwd where it can be.
 ---@param uri string
 ---@return string
-function M.name(uri)
-  return vim.fn.fnamemodify(vim.uri_to_fname(uri), ":~:.")
-end
+function M.name(uri) return vim.fn.fnamemodify(vim.uri_to_fname(uri), ":~:.") end
 
 ---Why the workspace edit must not be applied, or nil: one of its
 ---TextDocumentEdits was computed against a version of its document the

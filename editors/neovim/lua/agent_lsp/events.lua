@@ -34,8 +34,7 @@ end
 ---@param ev AgentLsp.Event.ContextCompacted
 ---@return string
 function M.compacted(ev)
-  return ("⋯ %s %s %s (%s → %s tokens)%s"):format(render.count(ev.messages, "older message"), word("summarized", ev.summarized),
-    word("reason", ev.reason), str(ev.before), str(ev.after), ev.error and (": " .. oneline(ev.error)) or "")
+  return ("⋯ %s %s %s (%s → %s tokens)%s"):format(render.count(ev.messages, "older message"), word("summarized", ev.summarized), word("reason", ev.reason), str(ev.before), str(ev.after), ev.error and (": " .. oneline(ev.error)) or "")
 end
 
 ---The line of a usage event: "scripted: 1000 prompt + 11 completion = 1011
@@ -48,8 +47,18 @@ function M.usage(ev)
     local s = render.cost(c)
     return s and (" · " .. s) or ""
   end
-  return ("%s: %s prompt + %s completion = %s tokens (context %s)%s · run: %s + %s = %s tokens%s"):format(str(ev.model), str(ev.prompt),
-    str(ev.completion), str(ev.total), str(ev.contextTokens), cost(ev.cost), str(run.prompt), str(run.completion), str(run.total), cost(run.cost))
+  return ("%s: %s prompt + %s completion = %s tokens (context %s)%s · run: %s + %s = %s tokens%s"):format(
+    str(ev.model),
+    str(ev.prompt),
+    str(ev.completion),
+    str(ev.total),
+    str(ev.contextTokens),
+    cost(ev.cost),
+    str(run.prompt),
+    str(run.completion),
+    str(run.total),
+    cost(run.cost)
+  )
 end
 
 ---The tools a run.start left out to fit the context, or nil when none.
@@ -66,42 +75,23 @@ end
 M.kinds = {
   ["run.start"] = function(ev)
     local withheld = M.withheld(ev)
-    return ("project %s · context %s tokens%s"):format(str(ev.project), str(ev.contextTokens),
-      withheld and (" · tools left out to fit it: " .. withheld) or "")
+    return ("project %s · context %s tokens%s"):format(str(ev.project), str(ev.contextTokens), withheld and (" · tools left out to fit it: " .. withheld) or "")
   end,
-  ["message.delta"] = function(ev)
-    return str(ev.text)
-  end,
-  ["message"] = function(ev)
-    return message(ev.message)
-  end,
-  ["message.queued"] = function(ev)
-    return ("(position %s) %s"):format(str(ev.position), message(ev.message))
-  end,
+  ["message.delta"] = function(ev) return str(ev.text) end,
+  ["message"] = function(ev) return message(ev.message) end,
+  ["message.queued"] = function(ev) return ("(position %s) %s"):format(str(ev.position), message(ev.message)) end,
   ["context.compacted"] = M.compacted,
-  ["tool.start"] = function(ev)
-    return ("%s %s (%s)"):format(str(ev.name), oneline(ev.args), str(ev.callId))
-  end,
+  ["tool.start"] = function(ev) return ("%s %s (%s)"):format(str(ev.name), oneline(ev.args), str(ev.callId)) end,
   ["tool.end"] = function(ev)
     local head = ("%s %s: %s (%s)"):format(str(ev.name), word("ok", ev.ok), str(ev.summary), str(ev.callId))
     return ev.output and (head .. "\n" .. str(ev.output)) or head
   end,
-  ["subagent.start"] = function(ev)
-    return str(ev.task)
-  end,
-  ["subagent.end"] = function(ev)
-    return ("%s, %s"):format(str(ev.status), word("ok", ev.ok))
-  end,
-  ["edit"] = function(ev)
-    return ("%s %s"):format(word("applied", ev.applied), str(ev.uri))
-  end,
+  ["subagent.start"] = function(ev) return str(ev.task) end,
+  ["subagent.end"] = function(ev) return ("%s, %s"):format(str(ev.status), word("ok", ev.ok)) end,
+  ["edit"] = function(ev) return ("%s %s"):format(word("applied", ev.applied), str(ev.uri)) end,
   ["usage"] = M.usage,
-  ["events.dropped"] = function(ev)
-    return ("%s not read in time, #%s to #%s"):format(render.count(ev.count, "event"), str(ev.fromSeq), str(ev.toSeq))
-  end,
-  ["run.end"] = function(ev)
-    return str(ev.status) .. (ev.error and (": " .. str(ev.error)) or "")
-  end,
+  ["events.dropped"] = function(ev) return ("%s not read in time, #%s to #%s"):format(render.count(ev.count, "event"), str(ev.fromSeq), str(ev.toSeq)) end,
+  ["run.end"] = function(ev) return str(ev.status) .. (ev.error and (": " .. str(ev.error)) or "") end,
 }
 
 -- The envelope's fields, which every line starts with.

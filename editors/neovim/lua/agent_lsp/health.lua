@@ -172,11 +172,11 @@ end
 
 local function neovim(h)
   local v = vim.version()
-  local version = ("%d.%d.%d"):format(v.major, v.minor, v.patch)
+  local nvim_version = ("%d.%d.%d"):format(v.major, v.minor, v.patch)
   if compat.requests_in_coroutine() then
-    h.ok(("Neovim %s: the review of an edit waits for its mappings (server requests run in a coroutine)"):format(version))
+    h.ok(("Neovim %s: the review of an edit waits for its mappings (server requests run in a coroutine)"):format(nvim_version))
   else
-    h.ok(("Neovim %s: the review of an edit reads its keys in a prompt while the server waits (server requests run synchronously before 0.10)"):format(version))
+    h.ok(("Neovim %s: the review of an edit reads its keys in a prompt while the server waits (server requests run synchronously before 0.10)"):format(nvim_version))
   end
 end
 
@@ -219,9 +219,7 @@ end
 ---The version in `agent-lsp --version`'s output ("agent-lsp 0.2.0 (go1.26 linux/amd64)").
 ---@param out string
 ---@return string|nil
-function M.server_version(out)
-  return out:match("^agent%-lsp (%S+)")
-end
+function M.server_version(out) return out:match("^agent%-lsp (%S+)") end
 
 ---How the server binary bin (cmd[1]) was found: the plugin's own (plugin_bin,
 ---installed by the build step as its record says: downloaded from a release
@@ -233,9 +231,7 @@ end
 ---@param path string vim.fn.exepath(bin)
 ---@return string
 function M.found(bin, plugin_bin, record, path)
-  local function full(p)
-    return (vim.fn.fnamemodify(p, ":p"):gsub("%.exe$", ""))
-  end
+  local function full(p) return (vim.fn.fnamemodify(p, ":p"):gsub("%.exe$", "")) end
   if full(bin) == full(plugin_bin) then
     if record and record.how == "release" then
       return ("the plugin's own, downloaded by the build step from %s (SHA-256 %s, checked against the release's SHA256SUMS)"):format(tostring(record.url), tostring(record.sha256))
@@ -319,8 +315,7 @@ local function doctor(h, o, bin)
   local e = type(d.endpoint) == "table" and d.endpoint or {}
   local detail = ("%s answered %s in %s ms"):format(tostring(e.url), tostring(e.status), tostring(e.latencyMs))
   if e.status == "ok" then
-    h.ok(("endpoint: %s, %s models%s"):format(detail, tostring(e.modelCount),
-      e.modelOffered == false and " (the model is not one of them)" or (e.modelOffered and ", the model among them" or "")))
+    h.ok(("endpoint: %s, %s models%s"):format(detail, tostring(e.modelCount), e.modelOffered == false and " (the model is not one of them)" or (e.modelOffered and ", the model among them" or "")))
   else
     h.info(("endpoint: %s (doctor's problems below say what to do)"):format(detail))
   end
@@ -356,8 +351,7 @@ end
 
 local function integrations(h)
   for _, i in ipairs(M.integrations) do
-    local found = #vim.api.nvim_get_runtime_file("lua/" .. i.module, true) > 0
-      or #vim.api.nvim_get_runtime_file("lua/" .. i.module .. ".lua", true) > 0
+    local found = #vim.api.nvim_get_runtime_file("lua/" .. i.module, true) > 0 or #vim.api.nvim_get_runtime_file("lua/" .. i.module .. ".lua", true) > 0
     if found then
       h.ok(("%s found: %s"):format(i.module, i.what))
     else

@@ -10,9 +10,7 @@ local M = {}
 ---@field to integer
 ---@field lines string[]
 
-local function text(lines)
-  return table.concat(lines, "\n") .. "\n"
-end
+local function text(lines) return table.concat(lines, "\n") .. "\n" end
 
 ---The hunks that turn the lines old into the lines new, in order.
 ---@param old string[]

@@ -69,27 +69,19 @@ end
 ---@param prompt? string
 ---@param opts? AgentLsp.RunOpts
 ---@return string|nil token the run's progress token, a key of state.runs
-function M.run(prompt, opts)
-  return commands.run(prompt, opts)
-end
+function M.run(prompt, opts) return commands.run(prompt, opts) end
 
 ---Resumes an interrupted (cancelled, failed, crashed or step-limited) session
 ---from its last checkpoint; without id, picks one.
 ---@param id? string
-function M.resume(id)
-  commands.resume(id)
-end
+function M.resume(id) commands.resume(id) end
 
 ---Cancels the runs this Neovim started, or session id.
 ---@param id? string
-function M.cancel(id)
-  commands.cancel(id)
-end
+function M.cancel(id) commands.cancel(id) end
 
 ---Picks a session, then shows, resumes or deletes it.
-function M.sessions()
-  commands.sessions()
-end
+function M.sessions() commands.sessions() end
 
 ---Shows a session's transcript in a read-only Markdown scratch buffer: session
 ---id, else the last session of this Neovim, else one picked. With context
@@ -97,72 +89,52 @@ end
 ---subagent's transcript instead; <CR> on a subagent's line opens it too.
 ---@param id? string
 ---@param context? string
-function M.show_session(id, context)
-  commands.show_session(id, context)
-end
+function M.show_session(id, context) commands.show_session(id, context) end
 
 ---Shows the event log: every agent/event so far and the result of each run
 ---started here, in a scratch buffer that grows as more arrive.
-function M.show_log()
-  commands.show_log()
-end
+function M.show_log() commands.show_log() end
 
 ---Prints the workspace's projects (name, type, tech stack, git branch, build
 ---and test status), or passes the list to fn instead.
 ---@param fn? fun(list: AgentLsp.ProjectInfo[])
-function M.projects(fn)
-  commands.projects(fn)
-end
+function M.projects(fn) commands.projects(fn) end
 
 ---Lists each project's MCP servers (:AgentMcp: name, source, transport,
 ---status and reason, tool count) in a scratch buffer, or passes the list to
 ---fn instead.
 ---@param fn? fun(list: AgentLsp.McpProject[])
-function M.mcp(fn)
-  commands.mcp(fn)
-end
+function M.mcp(fn) commands.mcp(fn) end
 
 ---Moves the last session to project (picked when omitted); before any session
 ---exists, the next run uses it.
 ---@param project? string
-function M.switch(project)
-  commands.switch(project)
-end
+function M.switch(project) commands.switch(project) end
 
 ---Opens or toggles the chat of the current session (:AgentChat); with prompt,
 ---sends it there; new: a new chat (:AgentChat!).
 ---@param prompt? string
 ---@param new? boolean
-function M.chat(prompt, new)
-  commands.chat(prompt, new)
-end
+function M.chat(prompt, new) commands.chat(prompt, new) end
 
 ---Sets the model of the next runs; without name, picks one of agent.models.
 ---@param name? string
-function M.model(name)
-  commands.model(name)
-end
+function M.model(name) commands.model(name) end
 
 ---Sets the mode of the next runs (agent, plan, ask); without mode, picks one.
 ---@param mode? AgentLsp.Mode
-function M.mode(mode)
-  commands.mode(mode)
-end
+function M.mode(mode) commands.mode(mode) end
 
 ---Statusline component: "agent: waiting for review" while an edit's review is
 ---open, else the running agent's latest progress, or "".
 ---@return string
-function M.statusline()
-  return ui.statusline()
-end
+function M.statusline() return ui.statusline() end
 
 ---Attaches the agent-lsp client of the buffer's project root to the buffer,
 ---starting it if needed.
 ---@param bufnr? integer default the current buffer
 ---@return integer|nil client_id nil when the client could not start (reported)
-function M.attach(bufnr)
-  return client.attach(bufnr)
-end
+function M.attach(bufnr) return client.attach(bufnr) end
 
 ---Sends workspace/executeCommand to client c: the agent.* commands of the
 ---wire contract. on_result gets the result; an error is reported instead.
@@ -174,8 +146,6 @@ end
 ---@param on_error? fun(err: table) called after an error is reported
 ---@return boolean sent
 ---@return integer|nil request_id
-function M.execute(c, command, args, on_result, extra, on_error)
-  return client.execute(c, command, args, on_result, extra, on_error)
-end
+function M.execute(c, command, args, on_result, extra, on_error) return client.execute(c, command, args, on_result, extra, on_error) end
 
 return M

@@ -34,22 +34,16 @@ end
 ---The release's file for platform: agent-lsp-linux-x64, agent-lsp-win32-x64.exe.
 ---@param platform string
 ---@return string
-function M.asset(platform)
-  return "agent-lsp-" .. platform .. (platform:match("^win32") and ".exe" or "")
-end
+function M.asset(platform) return "agent-lsp-" .. platform .. (platform:match("^win32") and ".exe" or "") end
 
 ---Where the binary goes: bin/agent-lsp (agent-lsp.exe on Windows) in the plugin,
 ---which the default cmd prefers to agent-lsp on PATH.
 ---@return string
-function M.binary()
-  return M.root .. "/bin/agent-lsp" .. (vim.fn.has("win32") == 1 and ".exe" or "")
-end
+function M.binary() return M.root .. "/bin/agent-lsp" .. (vim.fn.has("win32") == 1 and ".exe" or "") end
 
 ---The install record beside the binary: {how = "release"|"go install", ...}.
 ---@return string
-function M.record_path()
-  return M.root .. "/bin/agent-lsp.install.json"
-end
+function M.record_path() return M.root .. "/bin/agent-lsp.install.json" end
 
 ---The install record, or nil when the build step did not install the binary.
 ---@return table|nil
@@ -141,9 +135,7 @@ function M.expected(sums, name)
   return nil
 end
 
-local function write_record(r)
-  vim.fn.writefile({ vim.fn.json_encode(r) }, M.record_path())
-end
+local function write_record(r) vim.fn.writefile({ vim.fn.json_encode(r) }, M.record_path()) end
 
 -- download fetches the platform's asset of the release at url into bin/
 -- after checking it against the release's SHA256SUMS; it error()s, leaving

@@ -44,13 +44,9 @@ end
 ---Whether the diagnostics of buffer b reflect its current text.
 ---@param b integer
 ---@return boolean
-function M.settled(b)
-  return vim.api.nvim_buf_is_valid(b) and M.settled_at[b] == vim.api.nvim_buf_get_changedtick(b)
-end
+function M.settled(b) return vim.api.nvim_buf_is_valid(b) and M.settled_at[b] == vim.api.nvim_buf_get_changedtick(b) end
 
-local function extension(b)
-  return vim.fn.fnamemodify(vim.api.nvim_buf_get_name(b), ":e")
-end
+local function extension(b) return vim.fn.fnamemodify(vim.api.nvim_buf_get_name(b), ":e") end
 
 ---The language servers (not agent-lsp) attached to buffer b.
 ---@param b integer

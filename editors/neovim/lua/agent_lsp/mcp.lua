@@ -74,8 +74,7 @@ function M.show(list, refresh)
   vim.api.nvim_buf_set_lines(b, 0, -1, false, vim.list_extend(header, lines))
   vim.bo[b].modifiable = false
   vim.api.nvim_win_set_cursor(0, { math.min(cursor[1], vim.api.nvim_buf_line_count(b)), 0 })
-  vim.api.nvim_buf_set_keymap(b, "n", "<CR>", "", { noremap = true, nowait = true, desc = "Details of the MCP server on this line",
-    callback = function() M.details() end })
+  vim.api.nvim_buf_set_keymap(b, "n", "<CR>", "", { noremap = true, nowait = true, desc = "Details of the MCP server on this line", callback = function() M.details() end })
   vim.api.nvim_buf_set_keymap(b, "n", "R", "", { noremap = true, nowait = true, desc = "List the MCP servers again", callback = refresh })
   return b
 end

@@ -61,9 +61,7 @@ end
 ---Text on one line: its lines joined by spaces.
 ---@param text any
 ---@return string
-function M.oneline(text)
-  return (M.str(text):gsub("%s*\n%s*", " "))
-end
+function M.oneline(text) return (M.str(text):gsub("%s*\n%s*", " ")) end
 
 ---The lines of text ("" gives one empty line).
 ---@param text any
@@ -94,9 +92,7 @@ end
 ---@param n any
 ---@param what string
 ---@return string
-function M.count(n, what)
-  return ("%s %s%s"):format(M.str(n), what, n == 1 and "" or "s")
-end
+function M.count(n, what) return ("%s %s%s"):format(M.str(n), what, n == 1 and "" or "s") end
 local count = M.count
 
 -- parts joins the given values that are present with " · ".
@@ -114,16 +110,12 @@ end
 ---A message's heading: its role's word, name and id.
 ---@param m AgentLsp.Message
 ---@return string
-function M.message_heading(m)
-  return parts(M.word("role", m.role), m.name, M.str(m.id))
-end
+function M.message_heading(m) return parts(M.word("role", m.role), m.name, M.str(m.id)) end
 
 ---A tool call of an AI message: "calls `read_file` {"path":"a.go"} (call_1)".
 ---@param tc AgentLsp.ToolCall
 ---@return string
-function M.tool_call(tc)
-  return ("calls `%s` %s (%s)"):format(M.str(tc.name), M.oneline(tc.args), M.str(tc.id))
-end
+function M.tool_call(tc) return ("calls `%s` %s (%s)"):format(M.str(tc.name), M.oneline(tc.args), M.str(tc.id)) end
 
 -- Sessions ------------------------------------------------------------------
 
@@ -132,9 +124,18 @@ end
 ---@return string
 function M.session_item(s)
   return ("%-11s %-10s %-19s %s  (%s · %s · created %s%s%s%s%s)"):format(
-    M.str(s.status), M.str(s.project), M.time(s.updated), M.oneline(s.title), M.str(s.session), count(s.messages, "message"), M.time(s.created),
-    s.model and (" · model " .. s.model) or "", s.edits and (" · " .. s.edits .. " mode") or "", s.root and (" · " .. s.root) or "",
-    s.notStored == true and (" · " .. M.word("notStored", true)) or "")
+    M.str(s.status),
+    M.str(s.project),
+    M.time(s.updated),
+    M.oneline(s.title),
+    M.str(s.session),
+    count(s.messages, "message"),
+    M.time(s.created),
+    s.model and (" · model " .. s.model) or "",
+    s.edits and (" · " .. s.edits .. " mode") or "",
+    s.root and (" · " .. s.root) or "",
+    s.notStored == true and (" · " .. M.word("notStored", true)) or ""
+  )
 end
 
 local function fence(text)
@@ -146,16 +147,12 @@ end
 
 -- status_text is a session's or subagent's status; "" (a subagent that
 -- never checkpointed) as words.
-local function status_text(status)
-  return status == "" and "not started" or M.str(status)
-end
+local function status_text(status) return status == "" and "not started" or M.str(status) end
 
 ---The line of a subagent in a transcript's list: "- done · <task> (subagent-1a2b)".
 ---@param sub AgentLsp.SubagentInfo
 ---@return string
-function M.subagent_line(sub)
-  return ("- %s · %s (%s)"):format(status_text(sub.status), M.oneline(sub.task), M.str(sub.contextId))
-end
+function M.subagent_line(sub) return ("- %s · %s (%s)"):format(status_text(sub.status), M.oneline(sub.task), M.str(sub.contextId)) end
 
 ---The Markdown lines of an agent.session result: title, session (and the
 ---subagent's context), the subagents it started, then each message under a
@@ -200,9 +197,7 @@ end
 ---@param session string
 ---@param context? string
 ---@return string
-function M.transcript_name(session, context)
-  return "agent-session://" .. session .. (context and context ~= "" and ("/" .. context) or "")
-end
+function M.transcript_name(session, context) return "agent-session://" .. session .. (context and context ~= "" and ("/" .. context) or "") end
 
 ---Opens a read-only Markdown scratch buffer with a session's transcript. With
 ---open_context, <CR> on a subagent's line calls it with the session and the
@@ -328,8 +323,7 @@ function M.project_context(c)
   end
   local d = c.diagnostics
   if type(d) == "table" then
-    table.insert(lines, ("    diagnostics (%s, %s): %s errors, %s warnings in %s files"):format(
-      M.str(d.server), M.time(d.at), M.str(d.errors), M.str(d.warnings), M.str(d.files)))
+    table.insert(lines, ("    diagnostics (%s, %s): %s errors, %s warnings in %s files"):format(M.str(d.server), M.time(d.at), M.str(d.errors), M.str(d.warnings), M.str(d.files)))
     for _, e in ipairs(d.top or {}) do
       table.insert(lines, "      " .. M.oneline(e))
     end
@@ -348,14 +342,14 @@ function M.project_language(l)
   if l.by == "editor" then
     return { "    language: answered by the editor (Neovim's language servers)" }
   end
-  local parts = { "    language: " .. M.str(l.by) }
+  local fields = { "    language: " .. M.str(l.by) }
   if l.server then
-    table.insert(parts, ("%s (%s), %s"):format(M.str(l.server), M.str(l.command), M.str(l.state)))
+    table.insert(fields, ("%s (%s), %s"):format(M.str(l.server), M.str(l.command), M.str(l.state)))
   end
   if l.note then
-    table.insert(parts, M.oneline(l.note))
+    table.insert(fields, M.oneline(l.note))
   end
-  return { table.concat(parts, " · ") }
+  return { table.concat(fields, " · ") }
 end
 
 ---The lines of a project's sandbox report: its mode, Landlock ABI and
@@ -433,9 +427,7 @@ M.counts = counts
 ---@param r AgentLsp.RunResult
 ---@param prompt? string the prompt that was queued
 ---@return string
-function M.queued_line(r, prompt)
-  return ("queued (position %s)"):format(M.str(r.position)) .. (prompt and (": " .. M.oneline(prompt)) or "")
-end
+function M.queued_line(r, prompt) return ("queued (position %s)"):format(M.str(r.position)) .. (prompt and (": " .. M.oneline(prompt)) or "") end
 
 ---The lines that show the prompts a cancelled run never read, one
 ---"not sent: <prompt>" each (a prompt's further lines indented below it).
@@ -531,9 +523,7 @@ local function short(text, width)
 end
 
 -- pad fills s with spaces to width display cells.
-local function pad(s, width)
-  return s .. (" "):rep(math.max(0, width - vim.fn.strdisplaywidth(s)))
-end
+local function pad(s, width) return s .. (" "):rep(math.max(0, width - vim.fn.strdisplaywidth(s))) end
 
 ---The lines of agent.mcp for the :AgentMcp buffer: per project a line
 ---"<project> — <root>", then one line per server, its columns aligned:
@@ -562,8 +552,7 @@ function M.mcp_lines(list)
       table.insert(lines, "  no MCP servers")
     end
     for _, s in ipairs(servers) do
-      local line = ("  %s  %s  %s  %s  %s"):format(pad(M.str(s.name), name_w), pad(M.str(s.source), 7), pad(M.str(s.transport), 5),
-        pad(M.str(s.status), 20), M.mcp_tools(s.tools))
+      local line = ("  %s  %s  %s  %s  %s"):format(pad(M.str(s.name), name_w), pad(M.str(s.source), 7), pad(M.str(s.transport), 5), pad(M.str(s.status), 20), M.mcp_tools(s.tools))
       if s.reason and s.reason ~= vim.NIL and s.reason ~= "" then
         line = line .. " — " .. short(s.reason, 60)
       elseif type(s.withheld) == "table" and #s.withheld > 0 then
@@ -619,16 +608,10 @@ end
 M.results = {
   ["agent.run"] = M.run_result,
   ["agent.resume"] = M.run_result,
-  ["agent.cancel"] = function(r, args)
-    return { ("session %s: %s"):format(M.str(args.session), M.word("cancelled", r.cancelled)) }
-  end,
-  ["agent.sessions"] = function(list)
-    return #list > 0 and vim.tbl_map(M.session_item, list) or { "no sessions" }
-  end,
+  ["agent.cancel"] = function(r, args) return { ("session %s: %s"):format(M.str(args.session), M.word("cancelled", r.cancelled)) } end,
+  ["agent.sessions"] = function(list) return #list > 0 and vim.tbl_map(M.session_item, list) or { "no sessions" } end,
   ["agent.session"] = M.transcript,
-  ["agent.deleteSession"] = function(r, args)
-    return { ("session %s %s"):format(M.str(args.session), M.word("deleted", r.deleted)) }
-  end,
+  ["agent.deleteSession"] = function(r, args) return { ("session %s %s"):format(M.str(args.session), M.word("deleted", r.deleted)) } end,
   ["agent.projects"] = function(list)
     local lines = {}
     for _, p in ipairs(list) do
@@ -647,14 +630,10 @@ M.results = {
     end
     return #lines > 0 and lines or { "no background processes running" }
   end,
-  ["agent.stopProcess"] = function(r, args)
-    return { ("background process %s of session %s %s"):format(M.str(args.id), M.str(args.session), M.word("stopped", r.stopped)) }
-  end,
+  ["agent.stopProcess"] = function(r, args) return { ("background process %s of session %s %s"):format(M.str(args.id), M.str(args.session), M.word("stopped", r.stopped)) } end,
   ["agent.models"] = M.models,
   -- What the next runs use (agent.endpoint), on one line.
-  ["agent.endpoint"] = function(ep)
-    return { ("model %s at %s · API key %s in %s · %s"):format(M.str(ep.model), M.str(ep.baseURL), M.word("keySet", ep.keySet), M.str(ep.apiKeyEnv), M.word("needsKey", ep.needsKey)) }
-  end,
+  ["agent.endpoint"] = function(ep) return { ("model %s at %s · API key %s in %s · %s"):format(M.str(ep.model), M.str(ep.baseURL), M.word("keySet", ep.keySet), M.str(ep.apiKeyEnv), M.word("needsKey", ep.needsKey)) } end,
   -- The :AgentMcp list, each server's line followed by where it is
   -- defined and the whole reason (which <CR> shows there).
   ["agent.mcp"] = function(list)
@@ -672,9 +651,7 @@ M.results = {
     end
     return out
   end,
-  ["agent.switchProject"] = function(r)
-    return { ("session %s now works on project %s"):format(M.str(r.session), M.str(r.project)) }
-  end,
+  ["agent.switchProject"] = function(r) return { ("session %s now works on project %s"):format(M.str(r.session), M.str(r.project)) } end,
   -- The slash commands: "/name hint — description (source, file)".
   ["agent.commands"] = function(r)
     local lines = {}

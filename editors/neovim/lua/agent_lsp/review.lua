@@ -68,9 +68,7 @@ end
 ---True when the workspace edit carries an annotation that needs confirmation.
 ---@param we table|nil a WorkspaceEdit
 ---@return boolean
-function M.wants_review(we)
-  return #confirmations(we) > 0
-end
+function M.wants_review(we) return #confirmations(we) > 0 end
 
 -- The server ends the description with the edit's place in the queue when
 -- other edits wait for a confirmation: "... (1 of 3)".
@@ -92,9 +90,7 @@ end
 ---The keys of a review, as the hint lists them.
 ---@param keys AgentLsp.ReviewKeys
 ---@return string
-function M.keys_text(keys)
-  return ("%s %s hunks, %s take, %s drop, %s accept, %s reject"):format(keys.next, keys.prev, keys.take, keys.drop, keys.accept, keys.reject)
-end
+function M.keys_text(keys) return ("%s %s hunks, %s take, %s drop, %s accept, %s reject"):format(keys.next, keys.prev, keys.take, keys.drop, keys.accept, keys.reject) end
 
 ---The hint of a review: the edit's label, why it needs confirmation (the
 ---descriptions of its annotations that need it, e.g. "protected file:
@@ -124,19 +120,13 @@ end
 ---"mappings" when the handler can wait for the review's mappings, else
 ---"prompt" (the keys are read while the handler waits).
 ---@return "mappings"|"prompt"
-function M.mode()
-  return compat.can_yield() and "mappings" or "prompt"
-end
+function M.mode() return compat.can_yield() and "mappings" or "prompt" end
 
 ---The review on screen, or nil.
 ---@return AgentLsp.Review|nil
-function M.current()
-  return current
-end
+function M.current() return current end
 
-local function lines_of(b)
-  return vim.api.nvim_buf_get_lines(b, 0, -1, false)
-end
+local function lines_of(b) return vim.api.nvim_buf_get_lines(b, 0, -1, false) end
 
 -- file_lines returns the lines of file fname (its buffer's, when loaded),
 -- its filetype, and whether it exists.
@@ -419,9 +409,7 @@ end
 local function wait(view, keys)
   local co = coroutine.running()
   view.resume = function()
-    vim.schedule(function()
-      coroutine.resume(co)
-    end)
+    vim.schedule(function() coroutine.resume(co) end)
   end
   for _, f in ipairs(view.files) do
     for _, b in ipairs({ f.original, f.proposed }) do

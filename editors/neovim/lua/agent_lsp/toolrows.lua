@@ -32,9 +32,7 @@ function M.args(args)
   return ok and type(a) == "table" and not vim.tbl_islist(a) and a or {}
 end
 
-local function str(a, key)
-  return type(a[key]) == "string" and a[key] or nil
-end
+local function str(a, key) return type(a[key]) == "string" and a[key] or nil end
 
 ---The lines of text without trailing blank ones.
 local function lines_of(text)
@@ -245,9 +243,7 @@ end
 ---True for a tool call's item line.
 ---@param line string
 ---@return boolean
-function M.is_item(line)
-  return line:find("^%- `[%w_%-]+` ") ~= nil
-end
+function M.is_item(line) return line:find("^%- `[%w_%-]+` ") ~= nil end
 
 ---The fold level of line lnum (1-based) of buf, for 'foldexpr': a tool
 ---call's details fold under its item; everything else is not folded.
@@ -255,9 +251,7 @@ end
 ---@param lnum integer
 ---@return string
 function M.foldlevel(buf, lnum)
-  local function line(n)
-    return vim.api.nvim_buf_get_lines(buf, n - 1, n, false)[1]
-  end
+  local function line(n) return vim.api.nvim_buf_get_lines(buf, n - 1, n, false)[1] end
   local l = line(lnum) or ""
   if M.is_item(l) then
     return (line(lnum + 1) or ""):sub(1, #INDENT) == INDENT and ">1" or "0"

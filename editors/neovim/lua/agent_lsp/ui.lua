@@ -9,9 +9,7 @@ local M = {}
 ---Notifies msg, prefixed with the plugin's name.
 ---@param msg string
 ---@param level? integer a vim.log.levels value, default INFO
-function M.notify(msg, level)
-  vim.notify("agent-lsp: " .. msg, level or vim.log.levels.INFO)
-end
+function M.notify(msg, level) vim.notify("agent-lsp: " .. msg, level or vim.log.levels.INFO) end
 
 ---Echoes a progress text, unless echo_progress is off; not kept in :messages.
 ---@param msg string
@@ -23,9 +21,7 @@ end
 
 ---Prints text in the message area, kept in :messages.
 ---@param text string
-function M.print(text)
-  vim.api.nvim_echo({ { text } }, true, {})
-end
+function M.print(text) vim.api.nvim_echo({ { text } }, true, {}) end
 
 ---Sets the statusline text, redraws the statuslines and fires User AgentLspStatus.
 ---@param text string
