@@ -35,13 +35,6 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("mode must be agent, plan or ask, not %q", s)
 }
 
-func (m Mode) orDefault() Mode {
-	if m == "" {
-		return ModeAgent
-	}
-	return m
-}
-
 // readOnly reports whether the mode offers only the tools that read.
 func (m Mode) readOnly() bool { return m == ModePlan || m == ModeAsk }
 

@@ -7,8 +7,6 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
-
-	"github.com/agent-lsp/agent-lsp/agent/event"
 )
 
 // client is the typed way the server calls the editor: every request and
@@ -163,15 +161,6 @@ func optionalText(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-// event sends one agent/event notification. The event is encoded once, by
-// its own MarshalJSON: handed over as a value, jsonrpc2's codec would call
-// that method and then validate and copy its output again.
-func (c *client) event(e event.Event) {
-	if raw, err := e.MarshalJSON(); err == nil { // only an event without data fails, as Notify did
-		c.rawEvent(raw)
-	}
 }
 
 // rawEvent sends one agent/event notification already encoded.

@@ -55,15 +55,6 @@ func newOutbox(c *client, logf func(string, ...any)) *outbox {
 	return &outbox{c: c, logf: logf}
 }
 
-// event queues e, numbered already; keep says it must not be dropped.
-func (o *outbox) event(e event.Event, keep bool) {
-	raw, err := e.MarshalJSON()
-	if err != nil { // only an event without data fails
-		return
-	}
-	o.put(outItem{raw: raw, session: e.Session, seq: e.Seq}, keep)
-}
-
 // rawEvent queues an event encoded already (a followed session's).
 func (o *outbox) rawEvent(raw []byte, session string, seq int64, keep bool) {
 	o.put(outItem{raw: raw, session: session, seq: seq}, keep)
