@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -506,9 +507,12 @@ func openRoot(base string) (*os.Root, error) {
 	return root, err
 }
 
+// where names a file found under base at rel (a slash path): a project's
+// by rel, as the repository spells it; another's by its path on this
+// system (on Windows with backslashes throughout, not `C:\u\x/commands/y.md`).
 func where(src Source, base, rel string) string {
 	if src == Project {
 		return rel
 	}
-	return path.Join(base, rel)
+	return filepath.Join(base, filepath.FromSlash(rel))
 }
