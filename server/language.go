@@ -125,20 +125,7 @@ func lspDiagnostic(raw json.RawMessage) tools.Diagnostic {
 	}
 	json.Unmarshal(raw, &w)
 	d := tools.Diagnostic{Range: w.Range, Severity: w.Severity, Source: clipText(w.Source, 100)}
-	var msg string
-	if json.Unmarshal(w.Message, &msg) != nil {
-		var mc struct {
-			Value string `json:"value"`
-		}
-		json.Unmarshal(w.Message, &mc)
-		msg = mc.Value
-	}
-	d.Message = clipText(msg, 2000)
-	var code string
-	if json.Unmarshal(w.Code, &code) != nil && len(w.Code) > 0 && len(w.Code) < 40 {
-		code = string(w.Code)
-	}
-	d.Code = clipText(code, 100)
+	d.Message, d.Code = tools.DiagnosticText(w.Message, w.Code)
 	return d
 }
 

@@ -1,7 +1,6 @@
 package langserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -509,20 +508,7 @@ type wireDiagnostic struct {
 func (w wireDiagnostic) diagnostic() tools.Diagnostic {
 	d := tools.Diagnostic{Severity: w.Severity, Source: clip(w.Source, 100),
 		Range: workspace.Range{Start: workspace.Position(w.Range.Start), End: workspace.Position(w.Range.End)}}
-	var msg string
-	if json.Unmarshal(w.Message, &msg) != nil {
-		var mc struct {
-			Value string `json:"value"`
-		}
-		json.Unmarshal(w.Message, &mc)
-		msg = mc.Value
-	}
-	d.Message = clip(msg, 2000)
-	var code string
-	if json.Unmarshal(w.Code, &code) != nil && len(w.Code) > 0 && len(w.Code) < 40 {
-		code = string(bytes.TrimSpace(w.Code))
-	}
-	d.Code = clip(code, 100)
+	d.Message, d.Code = tools.DiagnosticText(w.Message, w.Code)
 	return d
 }
 

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -127,6 +128,32 @@ type Diagnostic struct {
 	Message  string
 	Source   string
 	Code     string
+}
+
+// DiagnosticText reads an LSP diagnostic's message (a string, or
+// MarkupContent's value) and code (a string, or a short number as
+// written) leniently, each bounded as the model is shown them: a language
+// server's output is untrusted.
+func DiagnosticText(message, code json.RawMessage) (msg, c string) {
+	if json.Unmarshal(message, &msg) != nil {
+		var mc struct {
+			Value string `json:"value"`
+		}
+		json.Unmarshal(message, &mc)
+		msg = mc.Value
+	}
+	if json.Unmarshal(code, &c) != nil && len(code) > 0 && len(code) < 40 {
+		c = string(bytes.TrimSpace(code))
+	}
+	return bound(msg, 2000), bound(c, 100)
+}
+
+// bound cuts s to n bytes, marked.
+func bound(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // NoServerError says, in one line, why no language server answers for a

@@ -318,3 +318,20 @@ func TestHoverAndOutline(t *testing.T) {
 		t.Fatalf("%q", res.Content)
 	}
 }
+
+// TestDiagnosticText: a diagnostic's message and code as servers send them
+// (a string, MarkupContent, a number, something else) read leniently and
+// bounded.
+func TestDiagnosticText(t *testing.T) {
+	for _, tc := range []struct{ msg, code, wantMsg, wantCode string }{
+		{`"undefined: x"`, `"UndeclaredName"`, "undefined: x", "UndeclaredName"},
+		{`{"kind":"markdown","value":"**bad**"}`, `2304`, "**bad**", "2304"},
+		{`42`, `{"value":1}`, "", `{"value":1}`}, // a short code of another shape, as written
+		{`"` + strings.Repeat("m", 3000) + `"`, `"` + strings.Repeat("c", 300) + `"`, strings.Repeat("m", 2000) + "…", strings.Repeat("c", 100) + "…"},
+	} {
+		msg, code := DiagnosticText(json.RawMessage(tc.msg), json.RawMessage(tc.code))
+		if msg != tc.wantMsg || code != tc.wantCode {
+			t.Errorf("DiagnosticText(%.40s, %.40s) = %.40q, %.40q; want %.40q, %.40q", tc.msg, tc.code, msg, code, tc.wantMsg, tc.wantCode)
+		}
+	}
+}
