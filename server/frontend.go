@@ -6,6 +6,7 @@ import (
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/workspace"
 	"go.lsp.dev/jsonrpc2"
 )
@@ -20,13 +21,30 @@ import (
 // that discards, os.Exit and a hub of the connection's own.
 func (o Options) WithDefaults() Options { return o.withDefaults() }
 
-// Allowances are the command lines and tools the user allowed "always" for
-// a session; a front end keeps one per connection and hands it to each run
-// (Ports.Always). The zero value is ready.
-type Allowances = allowances
+// The run's types are the core's (server/session); the names here keep the
+// LSP adapter's code and its tests as they were.
+type (
+	RunSpec = session.RunSpec
+	Ports   = session.Ports
+)
 
-// PermissionQuestion is what the user is asked to allow (Ports.Ask).
-type PermissionQuestion = permissionQuestion
+// The answers to a permission question (session.AllowOnce...).
+const (
+	AllowOnce   = session.AllowOnce
+	AllowAlways = session.AllowAlways
+	Deny        = session.Deny
+)
+
+// core is what a run takes of b (session.Core).
+func (b *Backend) core() session.Core {
+	return session.Core{Settings: b.Settings, Rules: b.Rules, Runtime: b.Runtime, Store: b.Store}
+}
+
+// askPermission is the LSP adapter's permission port: the question as
+// window/showMessageRequest.
+func (s *Server) askPermission(ctx context.Context, q session.PermissionQuestion) (string, error) {
+	return s.client.showMessageRequest(ctx, msgWarning, q.Text, AllowOnce, AllowAlways, Deny)
+}
 
 // Filename is the path a file URI names on this platform (a string that is
 // no file: URI is returned as it is).
@@ -99,7 +117,8 @@ func (b *Backend) SetStoredModel(ctx context.Context, session, name string) erro
 	return storedModelSetter(b, session)(ctx, name)
 }
 
-// Run is the one place a front end's run is wired to the runtime (run).
+// Run runs spec with the backend's settings, rules, runtime and store
+// (session.Core.Run: the one place a run's agent request is built).
 func (b *Backend) Run(ctx context.Context, spec RunSpec, p Ports) (agent.Result, error) {
-	return b.run(ctx, spec, p)
+	return b.core().Run(ctx, spec, p)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
@@ -123,8 +124,8 @@ type acpAgent struct {
 	conn   *acp.AgentSideConnection // set once, before ready closes; read through client
 	out    *acpOut                  // the connection's output, set once before conn
 	ready  chan struct{}
-	always server.Allowances // commands and tools allowed "always" for a session
-	runs   sync.WaitGroup    // prompts in progress
+	always session.Allowances // commands and tools allowed "always" for a session
+	runs   sync.WaitGroup     // prompts in progress
 
 	mu       sync.Mutex             // guards b, caps, sessions and mcp
 	b        *server.Backend        // replaced when a session brings MCP servers
@@ -412,9 +413,9 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 		return acp.PromptResponse{}, &acp.RequestError{Code: -32602, Data: d,
 			Message: fmt.Sprintf("no API key: %s needs one and %s is not set (set it in the environment the client starts agent-lsp with, or point OPENAI_BASE_URL at a server that needs none)", d.BaseURL, d.APIKeyEnv)}
 	}
-	ports := server.Ports{Events: u.event, Ask: u.askPermission, Always: &a.always, Before: func() {},
+	ports := session.Ports{Events: u.event, Ask: u.askPermission, Always: &a.always, Before: func() {},
 		Editor: &acpEditor{conn: a.client(), caps: a.clientCaps().Fs, ws: b.Workspace, session: s, review: review, allowEdit: b.AllowEdit, updates: u}}
-	res, err := b.Run(context.WithValue(ctx, acpSessionKey{}, s.id), server.RunSpec{Request: req}, ports)
+	res, err := b.Run(context.WithValue(ctx, acpSessionKey{}, s.id), session.RunSpec{Request: req}, ports)
 	if res.Status != agent.StatusQueued { // a queued prompt's calls are the running prompt's
 		u.endOpenCalls(res.Status)
 	}
@@ -687,7 +688,7 @@ func (a *acpAgent) askMCP(ctx context.Context, message string, actions ...string
 		switch {
 		case strings.HasPrefix(act, "Always"):
 			kind = acp.PermissionOptionKindAllowAlways
-		case act == server.MCPDeny || act == server.Deny:
+		case act == server.MCPDeny || act == session.Deny:
 			kind = acp.PermissionOptionKindRejectOnce
 		}
 		opts[i] = acp.PermissionOption{OptionId: acp.PermissionOptionId(act), Name: act, Kind: kind}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/message"
-	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
@@ -188,7 +188,7 @@ func (u *acpUpdates) abs(path string, args map[string]any) string {
 
 // askPermission asks with session/request_permission, attached to the
 // tool call the question is about.
-func (u *acpUpdates) askPermission(ctx context.Context, q server.PermissionQuestion) (string, error) {
+func (u *acpUpdates) askPermission(ctx context.Context, q session.PermissionQuestion) (string, error) {
 	id, _ := u.session.calls.find(func(c *acpCall) bool {
 		if q.Tool != "" {
 			return c.name == q.Tool
@@ -206,9 +206,9 @@ func (u *acpUpdates) askPermission(ctx context.Context, q server.PermissionQuest
 	}
 	resp, err := u.conn.RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: acp.SessionId(u.session.id), ToolCall: call,
 		Options: []acp.PermissionOption{
-			{OptionId: "allow_once", Name: server.AllowOnce, Kind: acp.PermissionOptionKindAllowOnce},
-			{OptionId: "allow_always", Name: server.AllowAlways, Kind: acp.PermissionOptionKindAllowAlways},
-			{OptionId: "reject_once", Name: server.Deny, Kind: acp.PermissionOptionKindRejectOnce},
+			{OptionId: "allow_once", Name: session.AllowOnce, Kind: acp.PermissionOptionKindAllowOnce},
+			{OptionId: "allow_always", Name: session.AllowAlways, Kind: acp.PermissionOptionKindAllowAlways},
+			{OptionId: "reject_once", Name: session.Deny, Kind: acp.PermissionOptionKindRejectOnce},
 		}})
 	if err != nil {
 		return "", err
@@ -218,11 +218,11 @@ func (u *acpUpdates) askPermission(ctx context.Context, q server.PermissionQuest
 	}
 	switch resp.Outcome.Selected.OptionId {
 	case "allow_once":
-		return server.AllowOnce, nil
+		return session.AllowOnce, nil
 	case "allow_always":
-		return server.AllowAlways, nil
+		return session.AllowAlways, nil
 	}
-	return server.Deny, nil
+	return session.Deny, nil
 }
 
 // toolKind is the ACP kind of a tool.
