@@ -688,7 +688,7 @@ func (a *acpAgent) askMCP(ctx context.Context, message string, actions ...string
 		switch {
 		case strings.HasPrefix(act, "Always"):
 			kind = acp.PermissionOptionKindAllowAlways
-		case act == server.MCPDeny || act == session.Deny:
+		case act == session.MCPDeny || act == session.Deny:
 			kind = acp.PermissionOptionKindRejectOnce
 		}
 		opts[i] = acp.PermissionOption{OptionId: acp.PermissionOptionId(act), Name: act, Kind: kind}
