@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -33,6 +34,9 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "linger":
 		time.Sleep(time.Minute)
+		os.Exit(0)
+	case "args": // print the arguments as they arrived
+		json.NewEncoder(os.Stdout).Encode(os.Args[1:])
 		os.Exit(0)
 	case "write": // write each file named, and say which were written
 		for _, p := range filepath.SplitList(os.Getenv("AGENT_LSP_JOB_TEST_WRITE")) {

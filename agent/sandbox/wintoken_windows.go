@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -224,6 +225,9 @@ func confineWrites(o *opts) (windows.Token, error) {
 // write that went through: Wine enforces no restricted token) says why
 // commands are not confined.
 func findToken(helper string) (bool, error) {
+	if os.Getenv(tokenProbeEnv) != "" {
+		return false, errors.New("inside the restricted token's probe")
+	}
 	dir, err := os.MkdirTemp("", "agent-lsp-token-probe-")
 	if err != nil {
 		return false, fmt.Errorf("probe: %w", err)
@@ -241,11 +245,28 @@ func findToken(helper string) (bool, error) {
 	defer tok.Close()
 	cmd := exec.Command(helper, o.commandLine(helper)[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Token: syscall.Token(tok)}
-	if out, err := cmd.CombinedOutput(); err != nil {
+	cmd.Env = append(os.Environ(), tokenProbeEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
 		return false, fmt.Errorf("a restricted token did not confine a probe's writes (%v: %s)", err, clipProbe(out))
+	}
+	// The probe's word is not enough (a helper binary that is not one, such
+	// as a test binary without sandbox.Main, exits 0 too): look.
+	_, errOK := os.Stat(filepath.Join(w, "allowed"))
+	_, errDeny := os.Stat(filepath.Join(w, "deny", "denied"))
+	_, errOut := os.Stat(filepath.Join(dir, "outside"))
+	if errOK != nil || errDeny == nil || errOut == nil || !strings.Contains(string(out), tokenProbeOK) {
+		return false, fmt.Errorf("a restricted token's probe did not do what it should (%s)", clipProbe(out))
 	}
 	return true, nil
 }
+
+// tokenProbeEnv marks the probe's process: a probe started by a probe
+// (a helper that is not one running New again) gives up at once.
+const tokenProbeEnv = "AGENT_LSP_TOKEN_PROBE"
+
+// tokenProbeOK is what the probe prints when all went as it should.
+const tokenProbeOK = "agent-lsp token probe: ok"
 
 // clipProbe is the probe's output, short.
 func clipProbe(out []byte) string {
@@ -271,6 +292,7 @@ func tokenProbe(o *opts) error {
 	if os.WriteFile(filepath.Join(filepath.Dir(o.root), "outside"), nil, 0o644) == nil {
 		return errors.New("probe: wrote outside the writable directory")
 	}
+	fmt.Println(tokenProbeOK)
 	os.Exit(0)
 	return nil
 }

@@ -2,8 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -149,6 +152,27 @@ func TestTokenConfinesWrites(t *testing.T) {
 	for p, w := range want {
 		if !strings.Contains(string(out), w+" "+p) {
 			t.Errorf("%s: want %s:\n%s", p, w, out)
+		}
+	}
+}
+
+// TestHelperArgsSurviveWindows: the helper's options for hostile project
+// paths (testdata/hostile/windows-token-paths.json) reach a process
+// started by Windows whole: Go quotes each argument for CreateProcess and
+// the child's runtime splits them back (no command line of ours).
+func TestHelperArgsSurviveWindows(t *testing.T) {
+	for _, name := range hostileTokenPaths(t) {
+		o := tokenOpts(filepath.Clean(winRoot(name)))
+		want := o.commandLine("agent-lsp")[2:] // without the helper's mark, which would make the child the helper
+		cmd := exec.Command(os.Args[0], want...)
+		cmd.Env = append(os.Environ(), jobRoleEnv+"=args")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		var got []string
+		if err := json.Unmarshal(out, &got); err != nil || !slices.Equal(got, want) {
+			t.Errorf("%q: the child got %q (%v), want %q", name, got, err, want)
 		}
 	}
 }
