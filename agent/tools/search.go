@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"regexp"
 	"regexp/syntax"
 	"runtime"
@@ -192,12 +191,11 @@ func (q *searchQuery) run(ctx context.Context, ws *workspace.Workspace, p *works
 	return found, nil
 }
 
-// source is a file to search: the editor's unsaved text, or the open file
-// and its size; big when it is over workspace.MaxSearchSize.
+// source is a file to search: the editor's unsaved text, or the open file;
+// big when it is over workspace.MaxSearchSize.
 type source struct {
 	text []byte
-	f    *os.File
-	size int64
+	f    *workspace.OpenedFile
 	big  bool
 }
 
@@ -212,15 +210,15 @@ func openSource(ws *workspace.Workspace, e workspace.Entry) source {
 		}
 		return source{text: []byte(d.Text)}
 	}
-	f, size, err := e.Open()
+	f, err := e.Open()
 	if err != nil {
 		return source{}
 	}
-	if size > workspace.MaxSearchSize {
+	if f.Size() > workspace.MaxSearchSize {
 		f.Close()
 		return source{big: true}
 	}
-	return source{f: f, size: size}
+	return source{f: f}
 }
 
 // buffers are the read buffers of search tasks, reused: a search reads
@@ -232,14 +230,14 @@ var buffers = sync.Pool{New: func() any { return new([]byte) }}
 func (q *searchQuery) file(ctx context.Context, src source, rel string) ([]string, bool) {
 	b := src.text
 	if src.f != nil {
-		defer src.f.Close()
 		if ctx.Err() != nil {
+			src.f.Close()
 			return nil, false
 		}
 		buf := buffers.Get().(*[]byte)
 		defer buffers.Put(buf)
 		var err error
-		if b, err = workspace.ReadLimited(src.f, rel, src.size, workspace.MaxSearchSize, *buf); err != nil {
+		if b, err = src.f.ReadAll(rel, workspace.MaxSearchSize, *buf); err != nil {
 			var tooLarge *workspace.FileTooLargeError
 			return nil, errors.As(err, &tooLarge) // unreadable, or grown over the limit
 		}
