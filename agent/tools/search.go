@@ -250,7 +250,7 @@ func (q *searchQuery) file(ctx context.Context, src source, rel string) ([]strin
 	}
 	var lines []string
 	q.m.each(b, func(n int, line []byte) bool {
-		lines = append(lines, fmt.Sprintf("%s:%d: %s", rel, n, clip(string(bytes.TrimRight(line, "\r")), maxLineLen)))
+		lines = append(lines, fmt.Sprintf("%s:%d: %s", rel, n, Clip(string(bytes.TrimRight(line, "\r")), maxLineLen)))
 		return len(lines) <= q.limit
 	})
 	return lines, false
@@ -267,7 +267,7 @@ func (f searchFound) result(pattern string) Result {
 		fmt.Fprintf(&out, "[stopped at %d matches; narrow the pattern or glob]\n", len(f.lines))
 	}
 	if len(f.big) > 0 {
-		fmt.Fprintf(&out, "[not searched, over %d bytes: %s; read them by line range]\n", workspace.MaxSearchSize, clip(strings.Join(f.big, ", "), 500))
+		fmt.Fprintf(&out, "[not searched, over %d bytes: %s; read them by line range]\n", workspace.MaxSearchSize, Clip(strings.Join(f.big, ", "), 500))
 	}
 	if len(f.lines) == 0 {
 		return Result{Content: "no matches for " + pattern + "\n" + out.String(), Summary: "searched " + pattern}
