@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agent-lsp/agent-lsp/store/postgres"
 	"io"
 	"io/fs"
 	"math"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agent-lsp/agent-lsp/store/postgres"
+
 	"github.com/agent-lsp/agent-lsp/agent/langserver"
 	mcpdef "github.com/agent-lsp/agent-lsp/agent/mcp"
 	llm "github.com/agent-lsp/agent-lsp/agent/model"
@@ -24,6 +25,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/server/daemon"
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
@@ -425,7 +427,7 @@ func (r *doctorReport) checkSandbox(st config.Settings, getenv func(string) stri
 			continue
 		}
 		snap := p.Snapshot()
-		defs, notes := server.MCPDefinitions(st, ws, getenv, p)
+		defs, notes := session.MCPDefinitions(st, ws, getenv, p)
 		r.Warnings = append(r.Warnings, notes...)
 		servers := []doctorMCP{}
 		for _, d := range defs {
