@@ -37,14 +37,13 @@ async function selectMode(h, mode) {
 export async function runThisPlan(h) {
   const { page, chat, chatText, chatSend, waitFor, step, out, setSetting } = h;
   setSetting("agentLsp.limits.maxTokens", 50000);
-  await new Promise((r) => setTimeout(r, 2000)); // the settings file is read when it changes
+  await new Promise((r) => setTimeout(r, 3000)); // the settings file is read when it changes
   await selectMode(h, "plan");
   await chat.click("#new");
   await waitFor(() => chat.evaluate(() => document.body.dataset.session === ""), "the new chat", 60000);
   await chatSend(chat, "VSC plan a farewell for the greeter");
   const planned = await waitFor(() => chatText(chat).then((t) => (t.includes("── done") && t.includes("Run this plan") ? t : "")), "the plan run's end and Run this plan", 120000);
-  assert.match(planned, /plan mode: the agent only reads/, planned);
-  assert.match(planned, /[\d.]+k of 50\.0k tokens left/, `the budget the run has left: ${planned}`);
+  assert.match(planned, /plan mode: the agent only reads · [\d.]+k of 50\.0k tokens left/, `the run's mode and what its budget leaves: ${planned}`);
   assert.match(planned, /Add Farewell to greet\.go/, planned);
   const session = await chat.evaluate(() => document.body.dataset.session);
   const [planRequest] = requestsOf("VSC plan a farewell");
@@ -78,13 +77,17 @@ export async function backgroundProcesses(h) {
   await chat.click("#new");
   await chatSend(chat, "VSC background sleeper, please");
   // Where commands are not confined to namespaces, starting a background process asks: allow it.
-  const row = await waitFor(async () => {
-    const allow = await page.$$(".notifications-toasts .monaco-button");
-    for (const b of allow) {
-      if ((await b.evaluate((el) => el.innerText.trim())) === "Allow once") await b.click();
-    }
-    return chat.$eval("#processes", (el) => (!el.hidden && el.innerText.includes("sleep 300") ? el.innerText : "")).catch(() => "");
-  }, "the background process in the chat", 120000);
+  const row = await waitFor(
+    async () => {
+      const allow = await page.$$(".notifications-toasts .monaco-button");
+      for (const b of allow) {
+        if ((await b.evaluate((el) => el.innerText.trim())) === "Allow once") await b.click();
+      }
+      return chat.$eval("#processes", (el) => (!el.hidden && el.innerText.includes("sleep 300") ? el.innerText : "")).catch(() => "");
+    },
+    "the background process in the chat",
+    120000,
+  );
   assert.match(row, /Background processes \(1\)/, row);
   assert.match(row, /sleep 300/, row);
   await page.screenshot({ path: join(out, "processes.png") });
