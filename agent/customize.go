@@ -150,6 +150,7 @@ func (rt *Runtime) customize(r *run, project string) {
 	if r.allowed != nil {
 		r.tools = narrow(r.tools, r.allowed)
 	}
+	r.modeless = r.tools
 	r.tools = rt.modeTools(r.mode, r.tools)
 }
 

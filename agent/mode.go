@@ -80,13 +80,15 @@ func (rt *Runtime) confinesReadOnly() bool {
 }
 
 // refuseUnoffered answers a call of a tool the run's mode does not offer
-// (a model that ignored the list); ok is false for other calls.
+// (a model that ignored the list): agent-lsp's own, or another program's
+// (MCP) the mode withheld; ok is false for other calls.
 func (r *run) refuseUnoffered(call string) (tools.Result, bool) {
 	if _, offered := r.tools[call]; offered || !r.mode.readOnly() {
 		return tools.Result{}, false
 	}
-	if _, known := r.rt.cfg.Tools[call]; !known {
-		return tools.Result{}, false // not agent-lsp's tool: the tool set refuses it as unknown
+	_, own := r.rt.cfg.Tools[call]
+	if _, withheld := r.modeless[call]; !own && !withheld {
+		return tools.Result{}, false // no tool of this name: the tool set refuses it as unknown
 	}
 	return tools.Result{IsError: true, Summary: call + " not offered in " + string(r.mode) + " mode",
 		Content: fmt.Sprintf("error: %s is not offered in %s mode: this run only reads and changes nothing. Say in your answer what you would change; the user runs it in agent mode.", call, r.mode)}, true

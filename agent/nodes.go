@@ -189,6 +189,7 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 	}
 	if r.mode.readOnly() {
 		env.SandboxSettings.Mode = sandbox.ReadOnly // commands only read (modeTools offers them only where this holds)
+		env.RulesOnly = string(r.mode)              // and run only where the rules allow them: never after asking
 	}
 	env.Subagent = func(ctx context.Context, req tools.SubagentRequest) (tools.SubagentResult, error) {
 		return rt.subagent(ctx, r, project, rt.subagentContext(ctx, r.session.ID, ai.ID, i, call.ID), req)

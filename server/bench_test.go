@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
 	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/server/lsptest"
 )
 
 var (
@@ -51,9 +51,8 @@ func BenchmarkInitialize(b *testing.B) {
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
-		conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(stdio{out, in}))
-		conn.Go(context.Background(), jsonrpc2.MethodNotFoundHandler)
-		if _, err := conn.Call(context.Background(), "initialize", map[string]any{"rootUri": string(uri.File(dir)), "capabilities": map[string]any{}}, nil); err != nil {
+		conn := lsptest.New(lsptest.Stream(out, in))
+		if err := conn.Call(context.Background(), "initialize", map[string]any{"rootUri": string(uri.File(dir)), "capabilities": map[string]any{}}, nil); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
@@ -67,7 +66,7 @@ func BenchmarkInitialize(b *testing.B) {
 
 // inProcess serves in this process over pipes and counts agent/event notifications.
 type inProcess struct {
-	conn   jsonrpc2.Conn
+	conn   *lsptest.Client
 	events atomic.Int64
 	done   chan error
 }
@@ -81,20 +80,16 @@ func startInProcess(b *testing.B, srv *scripted.Server, root string) *inProcess 
 		p.done <- server.Serve(context.Background(), c2sR, s2cW, server.Options{Getenv: func(k string) string { return env[k] }})
 		s2cW.Close()
 	}()
-	p.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(stdio{s2cR, c2sW}))
-	// The handler answers at once, in the connection's reading goroutine: an
-	// editor's client runs in its own process, so what it does per message
-	// is kept from the time measured here as far as it can be.
-	p.conn.Go(context.Background(), func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-		switch req.Method() {
-		case "agent/event":
-			p.events.Add(1)
-		case "workspace/applyEdit":
-			return map[string]any{"applied": true}, nil
-		}
+	p.conn = lsptest.New(lsptest.Stream(s2cR, c2sW))
+	// The events are counted, not kept, in the connection's reading
+	// goroutine: an editor's client runs in its own process, so what it does
+	// per message is kept from the time measured here as far as it can be.
+	// The client applies every edit.
+	p.conn.Handle("agent/event", func(context.Context, json.RawMessage) (any, error) {
+		p.events.Add(1)
 		return nil, nil
 	})
-	if _, err := p.conn.Call(context.Background(), "initialize", map[string]any{"rootUri": string(uri.File(root)), "capabilities": map[string]any{}, "initializationOptions": map[string]any{"maxSteps": 1000}}, nil); err != nil {
+	if err := p.conn.Call(context.Background(), "initialize", map[string]any{"rootUri": string(uri.File(root)), "capabilities": map[string]any{}, "initializationOptions": map[string]any{"maxSteps": 1000}}, nil); err != nil {
 		b.Fatal(err)
 	}
 	return p
@@ -105,8 +100,7 @@ func (p *inProcess) run(b *testing.B, prompt string) {
 		Status string `json:"status"`
 		Error  string `json:"error"`
 	}
-	_, err := p.conn.Call(context.Background(), "workspace/executeCommand", map[string]any{"command": "agent.run",
-		"arguments": []any{map[string]any{"prompt": prompt}}}, &res)
+	err := p.conn.Command(context.Background(), "agent.run", map[string]any{"prompt": prompt}, &res)
 	if err != nil || res.Status != "done" {
 		b.Fatalf("run: %v %+v", err, res)
 	}

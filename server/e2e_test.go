@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
 	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/server/lsptest"
 )
 
 // binary is the agent-lsp executable built once for these tests.
@@ -43,21 +43,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-type note struct {
-	Method string
-	Params json.RawMessage
-}
-
-// lspClient drives the real binary over stdio with a JSON-RPC client.
+// lspClient drives the real binary over stdio with the tests' LSP client;
+// the test decides the editor's answers by setting the result funcs.
 type lspClient struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	conn   jsonrpc2.Conn
+	conn   *lsptest.Client
 	stderr *lockedBuffer
 
-	mu          sync.Mutex
-	notes       []note
-	edits       []json.RawMessage
+	mu          sync.Mutex // guards the result funcs, which a test may set while the server runs
 	applyResult func(params json.RawMessage) any
 	askResult   func(params json.RawMessage) any
 	saveResult  func(params json.RawMessage) any // agent/saveDocuments; nil: not supported
@@ -84,11 +78,6 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-type stdio struct {
-	io.Reader
-	io.WriteCloser
-}
-
 func startServer(t *testing.T, env ...string) *lspClient {
 	t.Helper()
 	cmd := exec.Command(binary)
@@ -104,8 +93,13 @@ func startServer(t *testing.T, env ...string) *lspClient {
 	}
 	c.applyResult = func(json.RawMessage) any { return map[string]any{"applied": true} }
 	c.askResult = func(json.RawMessage) any { return map[string]string{"title": "Deny"} }
-	c.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(stdio{stdout, stdin}))
-	c.conn.Go(context.Background(), c.handle)
+	c.conn = lsptest.New(lsptest.Stream(stdout, stdin))
+	for method, f := range map[string]*func(json.RawMessage) any{
+		"workspace/applyEdit": &c.applyResult, "window/showMessageRequest": &c.askResult, "agent/saveDocuments": &c.saveResult,
+		"agent/diagnostics": &c.diagnosticsResult, "agent/languageRequest": &c.languageResult,
+	} {
+		c.conn.Handle(method, c.answer(method, f))
+	}
 	t.Cleanup(func() {
 		cmd.Process.Kill() // first: closing the connection waits for its reader, which a hung server never ends
 		c.conn.Close()
@@ -117,49 +111,24 @@ func startServer(t *testing.T, env ...string) *lspClient {
 	return c
 }
 
-func (c *lspClient) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-	params := json.RawMessage(append([]byte(nil), req.Params()...))
-	method := strings.Clone(req.Method()) // Method borrows the read buffer
-	c.mu.Lock()
-	c.notes = append(c.notes, note{method, params})
-	apply, ask, save := c.applyResult, c.askResult, c.saveResult
-	diags, lang := c.diagnosticsResult, c.languageResult
-	c.mu.Unlock()
-	if !req.IsCall() {
-		return nil, nil // recorded in arrival order, on the read loop
-	}
-	jsonrpc2.Async(ctx) // answering may take a while; keep reading
-	switch method {
-	case "workspace/applyEdit":
+// answer is the handler of method that answers with the test's result func
+// of the moment, and MethodNotFound while it is nil.
+func (c *lspClient) answer(method string, f *func(json.RawMessage) any) lsptest.Handler {
+	return func(_ context.Context, params json.RawMessage) (any, error) {
 		c.mu.Lock()
-		c.edits = append(c.edits, params)
+		result := *f
 		c.mu.Unlock()
-		return apply(params), nil
-	case "window/showMessageRequest":
-		return ask(params), nil
-	case "window/workDoneProgress/create":
-		return nil, nil
-	case "agent/saveDocuments":
-		if save != nil {
-			return save(params), nil
+		if result == nil {
+			return nil, jsonrpc2.Errorf(jsonrpc2.MethodNotFound, "test client: %s", method)
 		}
-	case "agent/diagnostics":
-		if diags != nil {
-			return diags(params), nil
-		}
-	case "agent/languageRequest":
-		if lang != nil {
-			return lang(params), nil
-		}
+		return result(params), nil
 	}
-	return nil, jsonrpc2.Errorf(jsonrpc2.MethodNotFound, "test client: %s", method)
 }
 
 func (c *lspClient) call(method string, params, result any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // only to catch a hang: a 200-turn run under -race on a loaded machine took over a minute
 	defer cancel()
-	_, err := c.conn.Call(ctx, method, params, result)
-	return err
+	return c.conn.Call(ctx, method, params, result)
 }
 
 func (c *lspClient) command(name string, args any, result any) error {
@@ -218,16 +187,15 @@ func sortedKeys(m map[string]string) []string {
 	return out
 }
 
+// notifications returns the params of what the server sent of method
+// (requests too), in arrival order.
 func (c *lspClient) notifications(method string) []json.RawMessage {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []json.RawMessage
-	for _, n := range c.notes {
-		if n.Method == method {
-			out = append(out, n.Params)
-		}
-	}
-	return out
+	return c.conn.Messages(method)
+}
+
+// edits returns the workspace/applyEdit requests' params, in arrival order.
+func (c *lspClient) edits() []json.RawMessage {
+	return c.conn.Messages("workspace/applyEdit")
 }
 
 func (c *lspClient) waitFor(what string, cond func() bool) {
@@ -243,13 +211,7 @@ func (c *lspClient) waitFor(what string, cond func() bool) {
 
 // events returns the agent/event notifications as maps.
 func (c *lspClient) events() []map[string]any {
-	var out []map[string]any
-	for _, raw := range c.notifications("agent/event") {
-		var m map[string]any
-		json.Unmarshal(raw, &m)
-		out = append(out, m)
-	}
-	return out
+	return c.conn.Events()
 }
 
 func copyFixture(t *testing.T, name string) string {
@@ -370,12 +332,12 @@ func TestRunEditsOpenDocument(t *testing.T) {
 			}
 		}
 	}
-	json.Unmarshal(c.edits[0], &edit)
+	json.Unmarshal(c.edits()[0], &edit)
 	dc := edit.Edit.DocumentChanges[0]
 	if dc.TextDocument.Version == nil || *dc.TextDocument.Version != 7 || dc.TextDocument.URI != string(uri.File(path)) ||
 		dc.Edits[0].NewText != "Hi, " || dc.Edits[0].Range["start"]["line"] != 4 || dc.Edits[0].Range["start"]["character"] != 9 ||
 		dc.Edits[0].Range["end"]["character"] != 16 || !strings.HasPrefix(edit.Label, "agent: ") {
-		t.Fatalf("applyEdit: %s", c.edits[0])
+		t.Fatalf("applyEdit: %s", c.edits()[0])
 	}
 	// Progress: begin, reports, end, all on the client's token.
 	checkProgress(t, c, "tok-1", "agent: Make the greeting shorter please")
@@ -459,7 +421,7 @@ func TestRefusedEditAndReviewMode(t *testing.T) {
 			}
 		}
 	}
-	json.Unmarshal(c.edits[0], &edit)
+	json.Unmarshal(c.edits()[0], &edit)
 	dcs := edit.Edit.DocumentChanges
 	if len(dcs) != 2 || dcs[0]["kind"] != "create" || dcs[0]["annotationId"] == nil || dcs[1]["textDocument"].(map[string]any)["version"] != nil {
 		t.Fatalf("document changes: %v", dcs)

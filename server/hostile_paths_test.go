@@ -115,7 +115,7 @@ func TestHostileLinkedIntoProtected(t *testing.T) {
 	if err := c.command("agent.run", map[string]any{"prompt": "tidy the docs"}, &res); err != nil || res.Status != "done" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	got := confirmations(t, c.edits, root)
+	got := confirmations(t, c.edits(), root)
 	for id, want := range linkedCalls {
 		if why, ok := got[want.path]; !ok || !strings.Contains(why, want.says) {
 			t.Errorf("%s (%s): confirmation %q (sent %v), want it to say %q", id, want.path, why, ok, want.says)
@@ -183,7 +183,7 @@ func TestHostileNewProtectedEntries(t *testing.T) {
 	if err := c.command("agent.run", map[string]any{"prompt": "set things up"}, &res); err != nil || res.Status != "done" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	got := confirmations(t, c.edits, sample)
+	got := confirmations(t, c.edits(), sample)
 	for id, path := range calls {
 		why, sent := got[path]
 		switch {

@@ -157,7 +157,7 @@ func TestHostileProtectedEdits(t *testing.T) {
 			t.Fatalf("%+v %v", res, err)
 		}
 		confirm := map[string]string{} // file -> the annotation's description
-		for _, raw := range c.edits {
+		for _, raw := range c.edits() {
 			var e struct {
 				Edit struct {
 					DocumentChanges []struct {
@@ -184,8 +184,8 @@ func TestHostileProtectedEdits(t *testing.T) {
 		if allowVSCode {
 			delete(want, ".vscode/settings.json")
 		}
-		if len(c.edits) != 4 || len(confirm) != len(want) {
-			t.Fatalf("allowEdit %v: %d edits, confirmations %v", allowVSCode, len(c.edits), confirm)
+		if len(c.edits()) != 4 || len(confirm) != len(want) {
+			t.Fatalf("allowEdit %v: %d edits, confirmations %v", allowVSCode, len(c.edits()), confirm)
 		}
 		for f, why := range want {
 			if !strings.Contains(confirm[f], why) {

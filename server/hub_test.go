@@ -4,14 +4,14 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/agent-lsp/agent-lsp/server/lsptest"
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/event"
@@ -25,7 +25,7 @@ import (
 func TestFollowerThatDoesNotRead(t *testing.T) {
 	toFollower, fromServer := io.Pipe() // nobody reads until the test does
 	defer fromServer.Close()
-	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(pipes{strings.NewReader(""), fromServer}))
+	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(lsptest.Stream(strings.NewReader(""), fromServer)))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	follower := &client{conn: conn, ctx: ctx}
@@ -57,7 +57,7 @@ func TestFollowerThatDoesNotRead(t *testing.T) {
 	}
 
 	// The window reads again.
-	got := readEvents(t, ctx, toFollower)
+	got := readEvents(t, toFollower)
 	<-o.mark() // everything queued is written
 	o.mu.Lock()
 	left := o.size
@@ -71,30 +71,17 @@ func TestFollowerThatDoesNotRead(t *testing.T) {
 // readEvents reads the agent/event notifications of r from now on; the
 // function it returns waits (bounded) until the run's end with seq last
 // came and returns them in order.
-func readEvents(t *testing.T, ctx context.Context, r io.Reader) func(last int64) []map[string]any {
-	var mu sync.Mutex
-	var got []map[string]any
-	reader := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(pipes{r, nopCloser{io.Discard}}))
-	reader.Go(ctx, func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-		var e map[string]any
-		json.Unmarshal(req.Params(), &e)
-		mu.Lock()
-		got = append(got, e)
-		mu.Unlock()
-		return nil, nil
-	})
+func readEvents(t *testing.T, r io.Reader) func(last int64) []map[string]any {
+	reader := lsptest.New(lsptest.Stream(r, nopCloser{io.Discard}))
+	t.Cleanup(func() { reader.Close() })
 	return func(last int64) []map[string]any {
 		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			mu.Lock()
-			done := len(got) > 0 && got[len(got)-1]["type"] == "run.end" && int64(got[len(got)-1]["seq"].(float64)) == last
-			mu.Unlock()
-			if done {
+			got := reader.Events()
+			if len(got) > 0 && got[len(got)-1]["type"] == "run.end" && int64(got[len(got)-1]["seq"].(float64)) == last {
 				break
 			}
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]map[string]any(nil), got...)
+		return reader.Events()
 	}
 }
 

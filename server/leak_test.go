@@ -10,13 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"go.lsp.dev/jsonrpc2"
+	"github.com/agent-lsp/agent-lsp/server/lsptest"
 )
-
-type pipes struct {
-	io.Reader
-	io.WriteCloser
-}
 
 // TestNoGoroutineLeak serves 50,000 requests in process and checks that the
 // goroutine count returns to where it was.
@@ -34,15 +29,14 @@ func TestNoGoroutineLeak(t *testing.T) {
 		done <- Serve(context.Background(), c2sR, s2cW, Options{Getenv: func(k string) string { return env[k] }})
 		s2cW.Close()
 	}()
-	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(pipes{s2cR, c2sW}))
-	conn.Go(context.Background(), jsonrpc2.MethodNotFoundHandler)
+	conn := lsptest.New(lsptest.Stream(s2cR, c2sW))
 	ctx := context.Background()
-	if _, err := conn.Call(ctx, "initialize", map[string]any{"rootUri": "file://" + dir, "capabilities": map[string]any{}}, nil); err != nil {
+	if err := conn.Call(ctx, "initialize", map[string]any{"rootUri": "file://" + dir, "capabilities": map[string]any{}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 50000; i++ {
 		var out json.RawMessage
-		if _, err := conn.Call(ctx, "workspace/executeCommand", map[string]any{"command": "agent.sessions", "arguments": []any{map[string]any{}}}, &out); err != nil {
+		if err := conn.Command(ctx, "agent.sessions", map[string]any{}, &out); err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
 	}

@@ -93,7 +93,7 @@ func TestCancelThreeWays(t *testing.T) {
 			done := make(chan out, 1)
 			go func() {
 				var res runResult
-				_, err := c.conn.Call(ctx, "workspace/executeCommand", map[string]any{"command": "agent.run", "workDoneToken": "tok",
+				err := c.conn.Call(ctx, "workspace/executeCommand", map[string]any{"command": "agent.run", "workDoneToken": "tok",
 					"arguments": []any{map[string]any{"prompt": "sleep a while"}}}, &res)
 				done <- out{res, err}
 			}()
@@ -384,7 +384,7 @@ func TestBusySessionAndParallelProjects(t *testing.T) {
 	}
 	// Each edit landed in its own project only.
 	var uris []string
-	for _, raw := range c.edits {
+	for _, raw := range c.edits() {
 		var e struct {
 			Edit struct {
 				DocumentChanges []map[string]any `json:"documentChanges"`

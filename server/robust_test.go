@@ -3,7 +3,6 @@
 package server_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,13 +18,15 @@ import (
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
+	"github.com/agent-lsp/agent-lsp/server/lsptest"
 )
 
-// rawClient writes frames by hand, to send what a well-behaved client cannot.
+// rawClient writes frames by hand (lsptest.Raw), to send what a
+// well-behaved client cannot; in takes bytes that are no frame at all.
 type rawClient struct {
 	t   *testing.T
 	in  io.WriteCloser
-	out *bufio.Reader
+	raw *lsptest.Raw
 	cmd *exec.Cmd
 }
 
@@ -38,53 +39,24 @@ func startRaw(t *testing.T, env []string) *rawClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
-	return &rawClient{t: t, in: in, out: bufio.NewReaderSize(out, 1<<20), cmd: cmd}
+	return &rawClient{t: t, in: in, raw: lsptest.NewRaw(out, in), cmd: cmd}
 }
 
-func (r *rawClient) send(body string) {
-	fmt.Fprintf(r.in, "Content-Length: %d\r\n\r\n%s", len(body), body)
-}
+func (r *rawClient) send(body string) { r.raw.Send(body) }
 
 // read returns the next message from the server, skipping notifications.
 func (r *rawClient) read() map[string]any {
 	r.t.Helper()
-	for {
-		m, err := r.next()
-		if err != nil {
-			r.t.Fatalf("read: %v", err)
-		}
-		if _, isNote := m["method"]; isNote && m["id"] == nil {
-			continue
-		}
-		return m
+	m, err := r.raw.Read()
+	if err != nil {
+		r.t.Fatalf("read: %v", err)
 	}
+	return m
 }
 
 // next returns the next message from the server, notifications included,
 // or the error that ended the stream (io.EOF once the server exited).
-func (r *rawClient) next() (map[string]any, error) {
-	n := 0
-	for {
-		line, err := r.out.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		line = strings.TrimSpace(line)
-		if line == "" {
-			break
-		}
-		if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
-			n, _ = strconv.Atoi(v)
-		}
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r.out, body); err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	json.Unmarshal(body, &m)
-	return m, nil
-}
+func (r *rawClient) next() (map[string]any, error) { return r.raw.Next() }
 
 func errCode(m map[string]any) int {
 	e, _ := m["error"].(map[string]any)

@@ -187,7 +187,7 @@ func projectCommand(p *workspace.Project, line string) (kind, resolved string) {
 // a background process ("" for a command run to its end): one without
 // namespaces always asks.
 func (e *Env) allow(ctx context.Context, p *workspace.Project, kind, line string, confined bool, in sandbox.Inspection, bg sandbox.Isolation) (Result, bool) {
-	req := CommandRequest{Session: e.Session, Project: p.Name(), Command: line, Trusted: kind != "", Background: bg != ""}
+	req := CommandRequest{Session: e.Session, Project: p.Name(), Command: line, Trusted: kind != "", Background: bg != "", RulesOnly: e.RulesOnly}
 	switch {
 	case len(in.HardLinks) > 0:
 		req.Trusted, req.AlwaysAsk = false, true

@@ -106,6 +106,10 @@ type CommandRequest struct {
 	// Background: the command starts in the background, running until it
 	// is stopped or the run ends.
 	Background bool
+	// RulesOnly is the mode ("plan", "ask") of a run that runs only what
+	// the rules (and the session's earlier answers) allow and never asks
+	// the user; "" asks as usual.
+	RulesOnly string
 }
 
 // Permission is the answer for a command line.
@@ -200,6 +204,9 @@ type Env struct {
 	Output io.Writer
 	// Background holds the run's background processes; nil: none may start.
 	Background *Background
+	// RulesOnly is the mode of a run whose commands run only where the
+	// rules allow them, never after asking (CommandRequest.RulesOnly).
+	RulesOnly string
 }
 
 // DefaultMaxOutput is the size in bytes a tool's output is cut to by default.

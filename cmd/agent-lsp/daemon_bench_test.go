@@ -20,11 +20,11 @@ import (
 	"testing"
 	"time"
 
-	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
 	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/server/lsptest"
 )
 
 // benchBinaryEnv names another binary (or a wrapper that runs one) for the
@@ -45,7 +45,7 @@ func benchBinary(b *testing.B) string {
 // client over its stdio (window needs a *testing.T).
 type benchServer struct {
 	cmd    *exec.Cmd
-	conn   jsonrpc2.Conn
+	conn   *lsptest.Client
 	stderr bytes.Buffer
 	exited chan struct{}
 	store  string // the store's path, when startBenchWindow started it
@@ -62,17 +62,18 @@ func startServer(b *testing.B, bin string, env []string) *benchServer {
 		b.Fatal(err)
 	}
 	go func() { s.cmd.Wait(); close(s.exited) }()
-	s.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(rwc{stdout, stdin}))
-	s.conn.Go(context.Background(), func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-		return nil, nil // window/workDoneProgress/create and the like: fine
-	})
+	s.conn = lsptest.New(lsptest.Stream(stdout, stdin))
+	// A run's many events and progress reports are dropped, not kept: only the server's time is measured.
+	drop := func(context.Context, json.RawMessage) (any, error) { return nil, nil }
+	s.conn.Handle("agent/event", drop)
+	s.conn.Handle("$/progress", drop)
 	return s
 }
 
 func (s *benchServer) call(b *testing.B, method string, params, result any) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := s.conn.Call(ctx, method, params, result); err != nil {
+	if err := s.conn.Call(ctx, method, params, result); err != nil {
 		b.Fatalf("%s: %v\n%s", method, err, s.stderr.String())
 	}
 }
@@ -195,11 +196,7 @@ func BenchmarkForwarderRoundTrip(b *testing.B) {
 		if line, err := br.ReadBytes('\n'); err != nil || bytes.Contains(line, []byte(`"error"`)) {
 			b.Fatalf("welcome: %v %s", err, line)
 		}
-		conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(struct {
-			io.Reader
-			io.WriteCloser
-		}{br, c}))
-		conn.Go(context.Background(), func(ctx context.Context, req *jsonrpc2.Request) (any, error) { return nil, nil })
+		conn := lsptest.New(lsptest.Stream(br, c))
 		defer conn.Close()
 		ds := &benchServer{conn: conn}
 		ds.initialize(b, ws)

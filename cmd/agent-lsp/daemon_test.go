@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent/scripted"
+	"github.com/agent-lsp/agent-lsp/server/lsptest"
 )
 
 // window is an editor window: the binary started as an editor starts it
@@ -31,14 +31,10 @@ import (
 type window struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	conn   jsonrpc2.Conn
+	conn   *lsptest.Client // keeps the events and messages the window got
 	stderr *lockedBuffer
 	exited chan struct{} // closed when the process has exited
 	code   int
-
-	mu       sync.Mutex // guards events and messages
-	events   []map[string]any
-	messages []string // window/showMessage texts
 
 	// reading is held while the window does not read its stdout (a frozen
 	// editor): pause and resume.
@@ -108,8 +104,8 @@ func startWindow(t *testing.T, bin string, env []string, opts ...func(*exec.Cmd)
 		w.code = cmd.ProcessState.ExitCode()
 		close(w.exited)
 	}()
-	w.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(rwc{gated{stdout, w}, stdin}))
-	w.conn.Go(context.Background(), w.handle)
+	w.conn = lsptest.New(lsptest.Stream(gated{stdout, w}, stdin))
+	w.conn.Handle("window/showMessageRequest", lsptest.Reply(map[string]string{"title": "Allow once"}))
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		w.conn.Close()
@@ -137,47 +133,10 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-type rwc struct {
-	io.ReadCloser
-	io.WriteCloser
-}
-
-func (r rwc) Close() error { r.WriteCloser.Close(); return r.ReadCloser.Close() }
-
-func (w *window) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-	switch req.Method() {
-	case "agent/event":
-		var e map[string]any
-		json.Unmarshal(req.Params(), &e)
-		w.mu.Lock()
-		w.events = append(w.events, e)
-		w.mu.Unlock()
-	case "window/showMessage":
-		var m struct{ Message string }
-		json.Unmarshal(req.Params(), &m)
-		w.mu.Lock()
-		w.messages = append(w.messages, m.Message)
-		w.mu.Unlock()
-	}
-	if !req.IsCall() {
-		return nil, nil
-	}
-	switch req.Method() {
-	case "workspace/applyEdit":
-		return map[string]any{"applied": true}, nil
-	case "window/workDoneProgress/create":
-		return nil, nil
-	case "window/showMessageRequest":
-		return map[string]string{"title": "Allow once"}, nil
-	}
-	return nil, jsonrpc2.Errorf(jsonrpc2.MethodNotFound, "test window: %s", req.Method())
-}
-
 func (w *window) call(method string, params, result any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // only to catch a hang
 	defer cancel()
-	_, err := w.conn.Call(ctx, method, params, result)
-	return err
+	return w.conn.Call(ctx, method, params, result)
 }
 
 func (w *window) command(name string, args, result any) error {
@@ -204,10 +163,8 @@ func (w *window) wait() int {
 
 // eventsOf returns the window's events of session.
 func (w *window) eventsOf(session string) []map[string]any {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	var out []map[string]any
-	for _, e := range w.events {
+	for _, e := range w.conn.Events() {
 		if e["session"] == session {
 			out = append(out, e)
 		}
@@ -427,9 +384,7 @@ func sessionStarted(t *testing.T, w *window) string {
 	t.Helper()
 	var session string
 	eventually(t, "the run to start", func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		for _, e := range w.events {
+		for _, e := range w.conn.Events() {
 			if e["type"] == "run.start" {
 				session, _ = e["session"].(string)
 				return true

@@ -171,9 +171,13 @@ func (w *window) told(s string) bool {
 
 // shown returns the window/showMessage texts the window got.
 func (w *window) shown() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.messages...)
+	var out []string
+	for _, raw := range w.conn.Messages("window/showMessage") {
+		var m struct{ Message string }
+		json.Unmarshal(raw, &m)
+		out = append(out, m.Message)
+	}
+	return out
 }
 
 // When no daemon can be started (here the store's directory cannot be

@@ -477,6 +477,9 @@ const (
 	markInfo = " "
 )
 
+// printLine writes one check's aligned line, and its more lines below it.
+type printLine func(mark, label, text string, more ...string)
+
 // print writes the report for a person: one aligned line per check, and a
 // verdict.
 func (r *doctorReport) print(w io.Writer) {
@@ -501,6 +504,15 @@ func (r *doctorReport) print(w io.Writer) {
 	default:
 		line(markWarn, "API key", "none in "+r.APIKey.Variable+" (fine for local servers that need none)")
 	}
+	r.printModelList(line)
+	r.printStore(line)
+	r.printSandbox(line)
+	r.printProjects(line)
+	r.printVerdict(w)
+}
+
+// printModelList prints what the endpoint's model list said.
+func (r *doctorReport) printModelList(line printLine) {
 	e := r.Endpoint
 	switch e.Status {
 	case "ok":
@@ -525,6 +537,10 @@ func (r *doctorReport) print(w io.Writer) {
 		}
 		line(mark, "model list", fmt.Sprintf("failed after %s: %s", latency(e.LatencyMs), e.Error))
 	}
+}
+
+// printStore prints the store's path and who serves it.
+func (r *doctorReport) printStore(line printLine) {
 	s := r.Store
 	switch {
 	case s.Error != "":
@@ -547,6 +563,10 @@ func (r *doctorReport) print(w io.Writer) {
 		}
 		line(mark, "store", s.Path, state+"; "+how)
 	}
+}
+
+// printSandbox prints the sandbox's mode and what it enforces, when known.
+func (r *doctorReport) printSandbox(line printLine) {
 	if sb := r.Sandbox; sb != nil {
 		mark, head := markOK, fmt.Sprintf("%s, Landlock ABI %d, isolation %s", sb.Mode, sb.LandlockABI, sb.Isolation)
 		if sb.Processes != "" {
@@ -564,6 +584,10 @@ func (r *doctorReport) print(w io.Writer) {
 		}
 		line(mark, "sandbox", head, more...)
 	}
+}
+
+// printProjects prints each project with its commands, MCP servers and language servers.
+func (r *doctorReport) printProjects(line printLine) {
 	for _, p := range r.Projects {
 		mark, text := markOK, fmt.Sprintf("%s (%s) %s", p.Name, p.Type, p.Path)
 		var more []string
@@ -586,7 +610,6 @@ func (r *doctorReport) print(w io.Writer) {
 		more = append(more, languageLines(p.LanguageServers)...)
 		line(mark, "project", text, more...)
 	}
-	r.printVerdict(w)
 }
 
 func (r *doctorReport) printVerdict(w io.Writer) {

@@ -18,9 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"go.lsp.dev/jsonrpc2"
-
 	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/server/lsptest"
 )
 
 // writes records each Write.
@@ -105,21 +104,15 @@ func testForwarder(store string) Forwarder {
 }
 
 // editorConn is an editor's JSON-RPC connection over r and w.
-func editorConn(r io.Reader, w io.WriteCloser) jsonrpc2.Conn {
-	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(struct {
-		io.Reader
-		io.Writer
-		io.Closer
-	}{r, w, w}))
-	conn.Go(context.Background(), func(context.Context, *jsonrpc2.Request) (any, error) { return nil, nil })
-	return conn
+func editorConn(r io.Reader, w io.WriteCloser) *lsptest.Client {
+	return lsptest.New(lsptest.Stream(r, w))
 }
 
-func lspCall(t *testing.T, conn jsonrpc2.Conn, method string, params any) {
+func lspCall(t *testing.T, conn *lsptest.Client, method string, params any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // only to catch a hang
 	defer cancel()
-	if _, err := conn.Call(ctx, method, params, nil); err != nil {
+	if err := conn.Call(ctx, method, params, nil); err != nil {
 		t.Fatalf("%s: %v", method, err)
 	}
 }

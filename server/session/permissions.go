@@ -86,6 +86,10 @@ func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest
 		hint := fmt.Sprintf("--allow %q", req.Command)
 		return tools.Permission{Reason: fmt.Sprintf("%s; this run cannot ask (headless), so it is denied: allow it with %s", lower(d.Reason, req.Note), hint), Hint: hint}, nil
 	}
+	if req.RulesOnly != "" { // plan and ask runs never ask: the user would approve what the mode promised not to do
+		return tools.Permission{Reason: fmt.Sprintf("%s; a %s-mode run runs only what the allow rules allow and never asks, so it is denied: agent mode can run it (asking you first)",
+			lower(d.Reason, req.Note), req.RulesOnly)}, nil
+	}
 	p.before()
 	choice, err := p.ask(ctx, PermissionQuestion{Session: req.Session, Project: req.Project, Text: askText(req, d), Command: req.Command})
 	if err != nil {

@@ -36,7 +36,7 @@ end
 -- -u NONE loads no plugin/ files: source ours the way such a setup would.
 test("plugin/agent_lsp.lua defines the commands and loads nothing else", function()
   vim.cmd("runtime plugin/agent_lsp.lua")
-  for _, name in ipairs({ "AgentRun", "AgentResume", "AgentCancel", "AgentSessions", "AgentSession", "AgentLog", "AgentProjects", "AgentSwitch", "AgentChat", "AgentReply", "AgentModel", "AgentWorkspace", "AgentMcp" }) do
+  for _, name in ipairs({ "AgentRun", "AgentResume", "AgentCancel", "AgentSessions", "AgentSession", "AgentLog", "AgentProjects", "AgentSwitch", "AgentChat", "AgentReply", "AgentModel", "AgentWorkspace", "AgentMcp", "AgentRunPlan" }) do
     assert(vim.fn.exists(":" .. name) == 2, ":" .. name .. " is not defined")
   end
   local loaded = {}
@@ -809,6 +809,42 @@ test("/ completes the slash commands in the chat (agent.commands); /help answers
   assert(ok, err)
 end)
 
+test("a plan run with a token budget ends with its plan and :AgentRunPlan, which runs it in agent mode in its session", function()
+  vim.cmd("edit " .. greet)
+  local sent, restore = spy_runs()
+  agent.config.max_tokens = 50000
+  local ok, err = pcall(function()
+    vim.cmd("AgentMode plan")
+    vim.cmd("AgentChat!")
+    local c = chat_buffer()
+    type_prompt("NVIM plan a goodbye for the greeter")
+    vim.cmd('execute "normal \\<C-s>"')
+    wait_chat_idle(c, "the plan run")
+    local text = buffer_text()
+    assert(sent[1] and sent[1].mode == "plan" and sent[1].maxTokens == 50000, "the plan run's request: " .. vim.inspect(sent[1]))
+    for _, want in ipairs({ "## Agent · plan mode\n", "1. Add a Goodbye function to greet.go.", " of 50000 tokens left", "_:AgentRunPlan runs this plan in agent mode (same session)_" }) do
+      assert(text:find(want, 1, true), "the chat lacks " .. vim.inspect(want) .. ":\n" .. text)
+    end
+    assert(contains(notes, function(n) return n:find(":AgentRunPlan runs this plan", 1, true) ~= nil end), "no notification offers :AgentRunPlan: " .. vim.inspect(notes))
+    assert(vim.deep_equal(vim.fn.getcompletion("AgentRunPlan ", "cmdline"), { c.session }), vim.inspect(vim.fn.getcompletion("AgentRunPlan ", "cmdline")))
+    vim.cmd("AgentRunPlan")
+    wait_for("the plan's run", function() return buffer_text():find("Carried out the Neovim plan.\n— done", 1, true) ~= nil end, 60000)
+    local run = sent[2]
+    assert(run and run.mode == "agent" and run.session == c.session, "the plan's run: " .. vim.inspect(run))
+    assert(run.prompt == "Carry out this plan:\n\n1. Add a Goodbye function to greet.go.\n2. Test it.", vim.inspect(run.prompt))
+    text = buffer_text()
+    assert(text:find("## You\nCarry out this plan:\n\n1. Add a Goodbye", 1, true), "the chat does not show the plan's run:\n" .. text)
+    assert(agent.state.mode == "plan", "the next runs' mode changed: " .. tostring(agent.state.mode))
+    -- The chat's end line comes with run.end; the run's result, which takes the offer back, follows it.
+    wait_for("the plan's offer to go once it ran", function() return agent.state.plans[c.session] == nil end, 20000)
+    vim.cmd("normal q")
+  end)
+  restore()
+  agent.config.max_tokens = nil
+  vim.cmd("AgentMode agent")
+  assert(ok, err)
+end)
+
 -- health_report runs :checkhealth agent_lsp and returns the report's text.
 local function health_report()
   vim.cmd("checkhealth agent_lsp")
@@ -1052,7 +1088,7 @@ test("mcp_servers reach the server: the MCP tool is called once allowed, :AgentM
     local text = table.concat(lines, "\n")
     assert(text:find("sample — " .. ws, 1, true), text)
     local tools = contains(lines, function(l) return l:find("^  tools ") end)
-    assert(tools and tools:find("editor%s+stdio%s+running%s+8 tools$"), "the editor's server:\n" .. text)
+    assert(tools and tools:find("editor%s+stdio%s+running%s+9 tools$"), "the editor's server:\n" .. text)
     local repo = contains(lines, function(l) return l:find("^  repo ") end)
     assert(repo and repo:find("project%s+stdio%s+denied%s+tools not listed yet — the user denied it"), "the repository's server:\n" .. text)
     assert(vim.bo.buftype == "nofile" and not vim.bo.modifiable, "the list should be a read-only scratch buffer")
@@ -1072,7 +1108,7 @@ test("mcp_servers reach the server: the MCP tool is called once allowed, :AgentM
     wait_for("the refreshed list", function() return listed == before + 1 end, 5000)
     vim.wait(200)
     assert(vim.api.nvim_buf_get_name(0):find("agent-lsp://mcp", 1, true) and #vim.api.nvim_list_wins() == 2, "R opened another window")
-    assert(contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), function(l) return l:find("running%s+8 tools$") end), "after R:\n" .. buffer_text())
+    assert(contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), function(l) return l:find("running%s+9 tools$") end), "after R:\n" .. buffer_text())
     vim.cmd("close")
   end)
   restore()

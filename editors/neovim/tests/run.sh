@@ -54,7 +54,7 @@ export OPENAI_BASE_URL="$(head -n1 "$work/model-url")" OPENAI_API_KEY=demo-not-a
 export AGENT_LSP_DAEMON_IDLE=3s # the servers' daemon exits soon after the tests
 export AGENT_LSP_TEST_PLUGIN="$work/plugin" AGENT_LSP_TEST_BIN="$work/bin/agent-lsp" AGENT_LSP_TEST_WS="$work/sample" AGENT_LSP_TEST_STORE="$work/sessions.db"
 export AGENT_LSP_TEST_MODEL_BIN="$work/bin/scripted-model" # e2e.lua starts a second one with its own script
-export AGENT_LSP_TEST_MCP_BIN="$work/bin/mcp-testserver"    # a stdio MCP server (echo, fail, slow, crash, env, cwd, add_tool, image)
+export AGENT_LSP_TEST_MCP_BIN="$work/bin/mcp-testserver"    # a stdio MCP server (echo, peek, fail, slow, crash, env, cwd, add_tool, image)
 export AGENT_LSP_TEST_GOPLS="$repo/testdata/langserver/bin/gopls"
 # An edit's wait for gopls's diagnostics ends when they come; the default bound (1.5 s) can run out
 # on a loaded machine, which the result would report as no errors yet.

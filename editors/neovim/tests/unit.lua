@@ -742,6 +742,35 @@ test(":AgentRun! while the last run goes: sent with its session, shown as queued
   end)
 end)
 
+test("a plan run's result offers :AgentRunPlan, which runs the plan in agent mode in its session; max_tokens and max_cost go with each run", function()
+  with_server(function(calls, notes)
+    state.plans, state.last_plan, state.mode = {}, nil, "plan"
+    config.options.max_tokens, config.options.max_cost = 50000, 0.5
+    vim.cmd("AgentRun Plan a goodbye")
+    assert(calls[1].args.mode == "plan" and calls[1].args.maxTokens == 50000 and calls[1].args.maxCost == 0.5, vim.inspect(calls[1].args))
+    calls[1].on_result(result({ session = "s-7", status = "done", steps = 1, reply = "1. Add Goodbye.", plan = "1. Add Goodbye.\n" }))
+    local note = has_note(notes, ":AgentRunPlan runs this plan in agent mode (same session)")
+    assert(note, vim.inspect(notes))
+    assert(vim.deep_equal(require("agent_lsp.chat").end_lines(result({ session = "s-7", status = "done", plan = "1. Add Goodbye." }))[2], "_:AgentRunPlan runs this plan in agent mode (same session)_"), "the chat's end line offers it")
+    assert(vim.deep_equal(vim.fn.getcompletion("AgentRunPlan ", "cmdline"), { "s-7" }), vim.inspect(vim.fn.getcompletion("AgentRunPlan ", "cmdline")))
+    vim.cmd("AgentRunPlan")
+    local run = calls[2] and calls[2].args
+    assert(run and run.mode == "agent" and run.session == "s-7" and run.prompt == "Carry out this plan:\n\n1. Add Goodbye.", vim.inspect(run))
+    assert(run.maxTokens == 50000, vim.inspect(run))
+    assert(state.mode == "plan", "the next runs' mode stays plan")
+    calls[2].on_result(result({ session = "s-7", status = "done", steps = 3, reply = "Done." }))
+    assert(state.plans["s-7"] == nil and state.last_plan == nil, "the plan ran: no longer offered")
+    vim.cmd("AgentRunPlan")
+    assert(#calls == 2 and has_note(notes, "no plan to run"), vim.inspect(notes))
+    -- A wrong budget is reported and not sent.
+    config.options.max_tokens, config.options.max_cost = 0, -1
+    vim.cmd("AgentRun Plan again")
+    assert(calls[3].args.maxTokens == nil and calls[3].args.maxCost == nil, vim.inspect(calls[3].args))
+    assert(has_note(notes, "max_tokens must be an integer from 1 to 1000000000") and has_note(notes, "max_cost must be a number of USD above 0"), vim.inspect(notes))
+  end)
+  state.mode, config.options.max_tokens, config.options.max_cost = nil, nil, nil
+end)
+
 test("a cancelled result with queued prompts shows them as not sent; :AgentRun! offers them again", function()
   with_server(function(calls, notes)
     vim.cmd("AgentRun Sleep a while")

@@ -10,7 +10,9 @@
 // edits in review mode: Accept on one hunk and Reject on another, a proposal
 // edited before it is accepted, and Accept All with a protected file among
 // the edits (rejected from the chat); then conversations in the chat, a
-// Markdown table among them, and an image pasted into the chat's box.
+// Markdown table among them, an image pasted into the chat's box, a plan run
+// with a token budget and its "Run this plan", and a background process
+// stopped from the chat (e2e/plan.mjs).
 // Waits are generous: the host may be loaded.
 // run.sh sets the environment.
 import assert from "node:assert/strict";
@@ -21,6 +23,7 @@ import { createServer } from "node:net";
 import puppeteer from "puppeteer-core";
 import { slashCompletion } from "./slash.mjs";
 import { pastedImage } from "./paste.mjs";
+import { backgroundProcesses, runThisPlan } from "./plan.mjs";
 
 const url = process.env.E2E_URL;
 const workspace = process.env.E2E_WORKSPACE;
@@ -457,6 +460,8 @@ async function conversations() {
 
   await slashCompletion({ page, chat, chatText, chatSend, waitFor, step, out });
   await pastedImage({ page, chat, chatText, chatSend, waitFor, step, out });
+  await runThisPlan({ page, chat, chatText, chatSend, waitFor, step, out, palette, text, setSetting });
+  await backgroundProcesses({ page, chat, chatText, chatSend, waitFor, step, out, palette, text, setSetting });
 
   // A settings change goes to the running server: the next run uses it, the server is not restarted.
   setSetting("agentLsp.contextTokens", 16384);

@@ -57,6 +57,11 @@ const on = {
     document.body.dataset.running = String(m.running);
     document.body.dataset.session = m.session;
   },
+  processes(m) {
+    const section = /** @type {HTMLElement} */ (document.getElementById("processes"));
+    section.innerHTML = m.html;
+    section.hidden = m.html === "";
+  },
   sessions(m) {
     select.length = 1;
     for (const s of m.list) {
@@ -92,6 +97,21 @@ log.addEventListener("click", (e) => {
     e.preventDefault();
     const d = r.dataset;
     vscode.postMessage({ type: "review", action: d.review, id: Number(d.id), ...(d.file !== undefined && { file: Number(d.file), key: d.key }) });
+  }
+  const plan = target.closest("[data-run-plan]");
+  if (plan instanceof HTMLButtonElement) {
+    e.preventDefault();
+    plan.disabled = true; // once: the run it starts shows below
+    vscode.postMessage({ type: "runPlan", session: plan.dataset.runPlan });
+  }
+});
+
+// The background processes of the session shown, each with Stop (processes.ts).
+document.getElementById("processes")?.addEventListener("click", (e) => {
+  const b = /** @type {Element} */ (e.target).closest("[data-stop-process]");
+  if (b instanceof HTMLButtonElement) {
+    b.disabled = true;
+    vscode.postMessage({ type: "stopProcess", session: b.dataset.session, id: b.dataset.stopProcess });
   }
 });
 

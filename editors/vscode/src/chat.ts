@@ -16,6 +16,8 @@ import type { Ctx } from "./ctx";
 import { errorText } from "./format";
 import { cancelRun, followUpRun, runPrompt } from "./launch";
 import { escapeHtml } from "./markdown";
+import { PlanOffers, runPlan } from "./plan";
+import { ProcessList } from "./processes";
 import { requests, type AgentEvent, type ContextRef, type FinishedRun, type ImageRef, type Mode, type RunResult, type SessionInfo } from "./protocol";
 import { endpointHtml, fixCommand } from "./reasons";
 import type { Run } from "./runs";
@@ -32,7 +34,9 @@ export type FromPage =
   | { type: "openPath"; path: string }
   | { type: "review"; action: ReviewAction; id: number; file?: number; key?: string }
   | { type: "commands" }
-  | { type: "mode" };
+  | { type: "mode" }
+  | { type: "runPlan"; session: string }
+  | { type: "stopProcess"; session: string; id: string };
 
 /** The review's buttons in the chat: the commands they run (reviewCommands.ts). */
 const reviewActions = {
@@ -53,7 +57,8 @@ export type ToPage =
   | { type: "items"; items: ChatItem[] }
   | { type: "state"; running: boolean; session: string; title: string; mode: Mode }
   | { type: "sessions"; list: { session: string; label: string }[]; current: string; title: string }
-  | { type: "commands"; list: SlashItem[] };
+  | { type: "commands"; list: SlashItem[] }
+  | { type: "processes"; html: string };
 
 /** The part of a webview view the chat uses (a vscode.WebviewView; tests pass a fake). */
 export interface ChatWebviewView {
@@ -100,13 +105,19 @@ export class ChatView implements vscode.Disposable {
   /** The events of the session being loaded (pick), replayed once its transcript is there. */
   private loading: { session: string; events: AgentEvent[]; results: FinishedRun[] } | undefined;
   private subs: vscode.Disposable[] = [];
+  /** The plans the chat offers to run (plan.ts). */
+  private plans = new PlanOffers();
+  /** The shown session's background processes (processes.ts). */
+  private processes: ProcessList;
 
   constructor(
     private ctx: Ctx,
     /** The extension's folder: the page's script and style are in its media/. */
     private extensionUri: vscode.Uri,
   ) {
+    this.processes = new ProcessList(ctx, (html) => this.post({ type: "processes", html }));
     this.subs.push(
+      this.processes,
       ctx.onAgentEvent((ev) => this.onEvent(ev)),
       ctx.runs.onIdle(() => this.postState()),
       ctx.mode.onDidChange(() => this.postState()),
@@ -119,7 +130,7 @@ export class ChatView implements vscode.Disposable {
         if (this.loading?.session === result.session) {
           this.loading.results.push(result); // after the session's transcript and the run's events
         } else if (result.session === this.session) {
-          this.post({ type: "items", items: this.transcript.result(result) });
+          this.showResult(result);
         }
       }),
       ctx.runs.onShowInChat((session) => void (session && session !== this.session ? this.pick(session) : undefined)),
@@ -190,6 +201,10 @@ export class ChatView implements vscode.Disposable {
     mode: async () => {
       await vscode.commands.executeCommand("agentLsp.selectMode" satisfies CommandId);
     },
+    runPlan: async (m) => {
+      await runPlan(this.ctx, this.plans, m.session);
+    },
+    stopProcess: (m) => this.processes.stop(m.session, m.id),
   };
 
   /** Sends the page the whole transcript: the empty chat's items when it has none, then the edits waiting for review (they belong to the window, not to a session). */
@@ -242,8 +257,13 @@ export class ChatView implements vscode.Disposable {
     } else if (result.status === "done" && result.steps === 0 && result.reply) {
       this.post({ type: "items", items: this.transcript.note(result.reply) }); // a built-in slash command's answer: no run, no events
     } else if (result.status !== "queued" && result.session === this.session) {
-      this.post({ type: "items", items: this.transcript.result(result) });
+      this.showResult(result);
     }
+  }
+
+  /** Shows a run's result: its end line, and Run this plan after a plan (plan.ts). */
+  private showResult(r: FinishedRun): void {
+    this.post({ type: "items", items: [...this.transcript.result(r), ...this.plans.items(r)] });
   }
 
   /** Shows a prompt; the first of a new chat titles it. */
@@ -341,7 +361,7 @@ export class ChatView implements vscode.Disposable {
       this.onEvent(ev);
     }
     for (const r of loading.results) {
-      this.post({ type: "items", items: this.transcript.result(r) });
+      this.showResult(r);
     }
   }
 
@@ -382,6 +402,7 @@ export class ChatView implements vscode.Disposable {
   private postState(starting = false): void {
     const running = starting || (this.session ? this.running(this.session) : this.pending !== undefined && this.ctx.runs.list().includes(this.pending));
     this.post({ type: "state", running, session: this.session ?? "", title: this.title, mode: this.ctx.mode.get() });
+    this.processes.follow(this.session);
   }
 
   private post(m: ToPage): void {
@@ -458,6 +479,7 @@ export function page(cspSource: string, nonce: string, style: string, script: st
 <body>
 <div id="bar"><select id="session" title="Session"><option value="">New chat</option></select><button id="mode" class="secondary" title="Agent mode: what the next runs may do (click to switch)">agent</button><button id="new" class="secondary" title="New chat">+</button></div>
 <div id="log" role="log" aria-live="polite"></div>
+<div id="processes" hidden></div>
 <div id="input">
 <textarea id="prompt" placeholder="Ask the agent… (/ for commands; #file, #file:path, #selection attach context; Ctrl+Enter sends)"></textarea>
 <div id="attached" hidden></div>

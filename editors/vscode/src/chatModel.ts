@@ -74,7 +74,7 @@ export class ChatTranscript {
   /** Tool rows by call id. */
   private tools = new Map<string, ToolRow>();
   /** The run going: its edits so far and its latest usage. */
-  private run = { edits: 0, usage: undefined as UsageEvent | undefined, endId: "", budgetId: "" };
+  private run = { edits: 0, usage: undefined as UsageEvent | undefined, endId: "", budgetId: "", mode: "" };
 
   /** The session shown; undefined for a new chat until its run starts. */
   constructor(public session?: string) {}
@@ -111,8 +111,9 @@ export class ChatTranscript {
     switch (ev.type) {
       case "run.start": {
         this.closeReply();
-        this.run = { edits: 0, usage: undefined, endId: "", budgetId: "" };
-        const parts = [ev.mode && ev.mode !== "agent" ? `${ev.mode} mode: the agent only reads` : "", ev.budget ? budgetLine(ev.budget) : ""].filter(Boolean);
+        const mode = ev.mode && ev.mode !== "agent" ? `${ev.mode} mode: the agent only reads` : "";
+        this.run = { edits: 0, usage: undefined, endId: "", budgetId: "", mode };
+        const parts = [mode, ev.budget ? budgetLine(ev.budget) : ""].filter(Boolean);
         if (!parts.length) {
           return [];
         }
@@ -161,7 +162,8 @@ export class ChatTranscript {
         this.run.usage = ev; // its run totals include the subagents'
         if (ev.budget) {
           this.run.budgetId ||= `b${++this.next}`;
-          return [this.put(`<div class="line note">${escapeHtml(budgetLine(ev.budget))}</div>`, this.run.budgetId)];
+          const parts = [this.run.mode, budgetLine(ev.budget)].filter(Boolean); // the mode stays beside what the budget leaves
+          return [this.put(`<div class="line note">${escapeHtml(parts.join(" · "))}</div>`, this.run.budgetId)];
         }
         return [];
       case "run.end":

@@ -43,6 +43,10 @@ export interface Settings {
   languageServers: Record<string, unknown>;
   /** Milliseconds an edit's result waits for VS Code's diagnostics of the edited file; null: the server's (1500). */
   diagnosticsWait: number | null;
+  /** Most prompt plus completion tokens one run may spend (agentLsp.limits.maxTokens); null: no limit. */
+  "limits.maxTokens": number | null;
+  /** Most USD one run may spend at its model's price (agentLsp.limits.maxCost); null: no limit. */
+  "limits.maxCost": number | null;
 }
 
 /** USD per million tokens of one model's input (prompt) and output (completion). */
@@ -82,6 +86,8 @@ export const defaultSettings: Settings = {
   mcpIdle: null,
   languageServers: {},
   diagnosticsWait: null,
+  "limits.maxTokens": null,
+  "limits.maxCost": null,
 };
 
 /**
@@ -113,6 +119,8 @@ export const settingEffect: Record<keyof Settings, "restart" | "configure" | "lo
   mcpIdle: "configure",
   languageServers: "configure",
   diagnosticsWait: "configure",
+  "limits.maxTokens": "configure",
+  "limits.maxCost": "configure",
   saveBeforeCommands: "local",
   autoStart: "local",
 };
@@ -188,6 +196,7 @@ export function readSettings(get: <T>(key: string) => T | undefined, problems?: 
   s.mcpConfigFiles = list("mcpConfigFiles");
   s.mcpAllow = list("mcpAllow");
   s.languageServers = readLanguageServers(get<unknown>("languageServers"), problems);
+  Object.assign(s, readLimits(get, problems));
   for (const [key, t] of Object.entries(tuning) as [TuningKey, Tuning][]) {
     const v = get<unknown>(key);
     if (t.range ? isIn(v, t.range) : typeof v === "boolean") {
@@ -199,6 +208,33 @@ export function readSettings(get: <T>(key: string) => T | undefined, problems?: 
     }
   }
   return s;
+}
+
+/** The budget settings: each one's bounds (the server's), and whether it takes only integers. */
+export const limits = {
+  "limits.maxTokens": { range: [1, 1_000_000_000], integer: true, what: "tokens" },
+  "limits.maxCost": { range: [0, 1_000_000], integer: false, what: "USD" },
+} as const;
+
+/**
+ * The budget settings (agentLsp.limits.*) through get: a value out of its
+ * range or of the wrong type is left out (the server would refuse it), and
+ * problems gets why; 0 USD is no limit.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- WorkspaceConfiguration.get's shape
+export function readLimits(get: <T>(key: string) => T | undefined, problems?: SettingProblem[]): Pick<Settings, keyof typeof limits> {
+  const out: Pick<Settings, keyof typeof limits> = { "limits.maxTokens": null, "limits.maxCost": null };
+  for (const key of Object.keys(limits) as (keyof typeof limits)[]) {
+    const v = get<unknown>(key);
+    const { range, integer, what } = limits[key];
+    if (typeof v === "number" && Number.isFinite(v) && (!integer || Number.isInteger(v)) && v >= range[0] && v <= range[1]) {
+      out[key] = v > 0 ? v : null;
+    } else if (v !== undefined && v !== null) {
+      const setting = `agentLsp.${key}`;
+      problems?.push({ setting, message: `${setting} is ${JSON.stringify(v)}, not ${integer ? "an integer" : "a number"} from ${range[0]} to ${range[1]} (${what}): left out, so no such limit applies.` });
+    }
+  }
+  return out;
 }
 
 /**
@@ -317,6 +353,11 @@ export function initializationOptions(s: Settings): Record<string, unknown> {
   for (const [key, t] of Object.entries(tuning) as [TuningKey, Tuning][]) {
     if (s[key] !== null && s[key] !== false) {
       put(opts, t.init, s[key]);
+    }
+  }
+  for (const key of Object.keys(limits) as (keyof typeof limits)[]) {
+    if (s[key] !== null) {
+      put(opts, key, s[key]);
     }
   }
   if (s.storePath) {

@@ -114,7 +114,7 @@ test("a plan run with a budget: the chat shows its mode and what is left, update
   const used = t.event({ session: "s", seq: 2, type: "usage", model: "m", prompt: 40000, completion: 2000, total: 42000, contextTokens: 8192, run, budget: { maxTokens: 50000, tokens: 42000 } });
   assert.equal(used.length, 1);
   assert.equal(nth(used, 0).id, nth(start, 0).id, "the budget line is updated in place");
-  assert.match(nth(used, 0).html, /8\.0k of 50\.0k tokens left/);
+  assert.match(nth(used, 0).html, /plan mode: the agent only reads · 8\.0k of 50\.0k tokens left/, "the mode stays beside the budget");
   const end = t.event({ session: "s", seq: 3, type: "run.end", status: "limit", limit: "tokens" });
   assert.match(nth(end, 0).html, /limit \(tokens\)/);
   assert.equal(new ChatTranscript("s").event({ session: "s", seq: 1, type: "run.start", project: "p", contextTokens: 8192 }).length, 0, "an agent run without limits adds no line");

@@ -48,6 +48,9 @@ const scopes: Record<string, "machine" | "application"> = {
   "agentLsp.scrubEnv": "application",
   // What the user's account pays per token: a workspace must not hide or inflate the cost shown.
   "agentLsp.prices": "application",
+  // What one run may spend of the user's money: a workspace must not lift the user's limit.
+  "agentLsp.limits.maxTokens": "application",
+  "agentLsp.limits.maxCost": "application",
   // Programs the server starts (or endpoints it sends tool calls to), and which of a repository's start unasked.
   "agentLsp.mcpServers": "application",
   "agentLsp.mcpConfigFiles": "application",

@@ -4,7 +4,7 @@
 // "listening on http://HOST:PORT/" on its standard output once it accepts
 // connections, and logs the first X-Test header it sees on stderr.
 //
-// Tools: echo (returns its text), fail (an error result), slow (sleeps its
+// Tools: echo (returns its text), peek (returns its text, marked readOnlyHint), fail (an error result), slow (sleeps its
 // seconds, printing "slow: started" on stderr, and "slow: cancelled" when the
 // call is cancelled), crash (exits the process mid-call), env (the value of a
 // named variable), cwd (the working directory), add_tool (registers a new tool, which notifies
@@ -82,6 +82,12 @@ func addTools(server *mcp.Server) {
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			s, _ := args(req)["text"].(string)
 			return text(s), nil
+		})
+	server.AddTool(&mcp.Tool{Name: "peek", Description: "Returns its text; changes nothing.", InputSchema: schema(map[string]string{"text": "string"}),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			s, _ := args(req)["text"].(string)
+			return text("peeked: " + s), nil
 		})
 	server.AddTool(&mcp.Tool{Name: "fail", Description: "Always fails.", InputSchema: schema(nil)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -164,6 +164,7 @@ function M.end_lines(result)
     lines[1] = lines[1] .. " — " .. render.oneline(result.error)
   end
   vim.list_extend(lines, render.unsent_lines(result.queued))
+  vim.list_extend(lines, require("agent_lsp.plan").chat_lines(result))
   return lines
 end
 

@@ -38,6 +38,7 @@ local function notify_result(command, result, args) ui.notify(table.concat(rende
 ---@field context? AgentLsp.ContextRef[] documents or ranges attached to the prompt (the chat's #buffer, #selection)
 ---@field images? AgentLsp.ImageRef[] image files attached to the prompt (the chat's #image:)
 ---@field client? table the vim.lsp client to send it to (a chat's: the client that ran its session)
+---@field mode? AgentLsp.Mode this run's mode instead of :AgentMode's (:AgentRunPlan: agent)
 ---@field on_result? fun(result: AgentLsp.RunResult|false, run: AgentLsp.Run, err?: table) called with the run's result (false: the request failed, err its error when the server answered one)
 
 -- report_unsent reports the prompts a run's session never read, or
@@ -86,7 +87,8 @@ local function start_run(c, command, args, prompt, on_result)
     end
     client.settle_waiting(run, result.session)
     local summary, reply = render.run_summary(result)
-    local fix = require("agent_lsp.reasons").hint(result) -- a failure a setting fixes: which one
+    local plan = require("agent_lsp.plan").remember(result, c.id) -- a plan :AgentRunPlan runs
+    local fix = require("agent_lsp.reasons").hint(result) or plan -- a failure a setting fixes: which one
     summary = fix and (summary .. "\n" .. fix) or summary
     state.last_reply = reply
     local ok = result.status == "done" or result.status == "cancelled"
@@ -166,10 +168,11 @@ function M.run(prompt, opts)
     session = opts.session,
     project = opts.project,
     model = state.model,
-    mode = state.mode or "agent",
+    mode = opts.mode or state.mode or "agent",
     context = opts.context and #opts.context > 0 and opts.context or nil,
     images = opts.images and #opts.images > 0 and opts.images or nil,
   }
+  args.maxTokens, args.maxCost = config.run_limits()
   local wait_for
   if opts.follow_up and not args.session then
     args.session, wait_for = follow_up_target()
@@ -259,7 +262,9 @@ function M.resume(id)
   local go = function(session, c)
     c = client.for_session(session, c)
     if c then
-      start_run(c, "agent.resume", { session = session, edits = config.options.edits, model = state.model, mode = state.mode or "agent" }, "resume " .. session)
+      local args = { session = session, edits = config.options.edits, model = state.model, mode = state.mode or "agent" }
+      args.maxTokens, args.maxCost = config.run_limits()
+      start_run(c, "agent.resume", args, "resume " .. session)
     end
   end
   if not id or id == "" then
@@ -705,6 +710,11 @@ M.list = {
       end,
       desc = "Choose the mode of the next agent runs: agent, plan or ask",
     },
+  },
+  {
+    name = "AgentRunPlan",
+    fn = function(o) require("agent_lsp.plan").run(o.args) end,
+    opts = { nargs = "?", complete = function(lead) return require("agent_lsp.plan").complete(lead) end, desc = "Run the last plan (or SESSION's) in agent mode, in its session" },
   },
   {
     name = "AgentWorkspace",

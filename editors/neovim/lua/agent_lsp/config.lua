@@ -46,6 +46,8 @@ local M = {}
 ---@field mcp_idle? integer Seconds without a call after which a project's MCP servers stop, 1 to 86400 (the next call starts them again); nil keeps the server's default (600). Sent as mcpIdle.
 ---@field language_servers? table<string, AgentLsp.LanguageServerConfig|false> The language servers agent-lsp starts itself when an editor gives it no language features (headless runs, ACP), by project type: `{ go = { command = "gopls" }, rust = false }`; in Neovim the agent uses Neovim's own language servers instead. Sent as languageServers.
 ---@field diagnostics_wait? integer Milliseconds an edit's result waits for the diagnostics of the edited file (Neovim's language servers', settled on DiagnosticChanged), 100 to 60000; nil keeps the server's default (1500). Sent as diagnosticsWait.
+---@field max_tokens? integer Most prompt plus completion tokens one run may spend, its summaries and subagents included, 1 to 1000000000: the run stops cleanly before the model call that would cross it (status limit; :AgentResume continues with a fresh budget). nil: the server's (the limits.maxTokens setting, else none). Sent with each run as maxTokens, so a change takes effect at the next run.
+---@field max_cost? number Most USD one run may spend at its model's price (the server's prices setting must have one, or the run is refused), above 0 and at most 1000000; stops as max_tokens does. nil: the server's (limits.maxCost, else none). Sent with each run as maxCost.
 ---@field root_markers string[] Files whose presence marks a project root; the nearest one upward wins, else the cwd.
 ---@field autostart boolean Attach to every file buffer as it opens (from setup() on); false starts the client on first use.
 ---@field review_keys AgentLsp.ReviewKeys Keys of the review diff: move between hunks, take or drop one, accept or reject.
@@ -237,6 +239,8 @@ M.checks = {
   window = { ok = function(v) return is_integer(v, 10, 1000) end, want = "an integer from 10 to 1000 (messages)" },
   tool_output = { ok = function(v) return is_integer(v, 1024, 1048576) end, want = "an integer from 1024 to 1048576 (bytes)" },
   read_only_subagents = { ok = function(v) return type(v) == "boolean" end, want = "true or false" },
+  max_tokens = { ok = function(v) return is_integer(v, 1, 1000000000) end, want = "an integer from 1 to 1000000000 (tokens)" },
+  max_cost = { ok = function(v) return type(v) == "number" and v > 0 and v <= 1000000 end, want = "a number of USD above 0, at most 1000000" },
 }
 
 ---Checks the options of M.checks in o: each wrong value is reported (an
@@ -283,6 +287,16 @@ function M.setup(opts)
   for key, value in pairs(merged) do
     M.options[key] = value
   end
+end
+
+---The budget of each run, sent with every agent.run and agent.resume: the
+---max_tokens and max_cost options in effect, checked as setup() checks them
+---(a value set on the options since is checked here).
+---@return integer|nil maxTokens
+---@return number|nil maxCost
+function M.run_limits()
+  M.validate(M.options)
+  return M.options.max_tokens, M.options.max_cost
 end
 
 ---mcp_servers as initializationOptions.mcpServers: each definition as it is,

@@ -40,6 +40,8 @@
 ---@field usage? AgentLsp.RunUsage the latest usage event's run totals (the statusline's tokens)
 ---@field waiting? string what the agent waits for: "review" or "permission" (the statusline says so)
 ---@field start_failed? boolean a failed start was reported (said once, not per buffer)
+---@field plans table<string, { plan: string, client_id?: integer }> session -> the plan its last plan run ended with (:AgentRunPlan runs it; plan.lua)
+---@field last_plan? string the session of the plan that ended last
 
 ---@type AgentLsp.State
 return {
@@ -54,4 +56,5 @@ return {
   subagents = {},
   session_clients = {},
   withheld_seen = {},
+  plans = {},
 }
