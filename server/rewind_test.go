@@ -158,6 +158,7 @@ func TestRewind(t *testing.T) {
 		t.Fatalf("checkpoints after the rewind and a new prompt: %+v %v", list.Checkpoints, err)
 	}
 	checkFork(t, c, session, a)
+	checkRetry(t, c, srv, session)
 	err := rcommand(c, "agent.rewind", map[string]any{"session": session, "checkpoint": 9}, &list)
 	if err == nil || !strings.Contains(err.Error(), "unknown checkpoint 9") {
 		t.Fatalf("an unknown checkpoint: %v", err)
@@ -201,7 +202,8 @@ func rewindScript() scripted.Script {
 			{ToolCalls: []scripted.ToolCall{call("create_file", map[string]any{"path": "b.txt", "content": "b2\n"})}},
 			{ToolCalls: []scripted.ToolCall{call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hi, ", "new_text": "Hey, "})}},
 			{Text: "Second done."},
-			{Text: "Third done."}, // its third
+			{Text: "Third done."},  // its third
+			{Text: "Third again."}, // the third retried
 		}},
 	}}
 }
@@ -218,5 +220,34 @@ type checkpointList struct {
 			Added      int
 			Removed    int
 		}
+	}
+}
+
+// checkRetry: agent.run with retry sends the last prompt again, in place
+// of the answered one: the request holds it once, and the listing one
+// checkpoint for it.
+func checkRetry(t *testing.T, c *lspClient, srv *scripted.Server, session string) {
+	t.Helper()
+	var res runResult
+	if err := c.command("agent.run", map[string]any{"session": session, "retry": true}, &res); err != nil || res.Status != "done" || res.Reply != "Third again." {
+		t.Fatalf("retry: %+v %v", res, err)
+	}
+	reqs := srv.Requests()
+	n := 0
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if m.Content == "Third prompt" {
+			n++
+		}
+		if m.Content == "Third done." {
+			t.Fatalf("the retried request holds the first answer: %v", reqs[len(reqs)-1].Messages)
+		}
+	}
+	var list checkpointList
+	if err := rcommand(c, "agent.checkpoints", map[string]any{"session": session}, &list); err != nil || n != 1 || len(list.Checkpoints) != 2 {
+		t.Fatalf("after the retry: %d copies of the prompt, checkpoints %+v %v", n, list.Checkpoints, err)
+	}
+	err := c.command("agent.run", map[string]any{"session": session, "retry": true, "prompt": "x"}, &res)
+	if err == nil || !strings.Contains(err.Error(), "retry") {
+		t.Fatalf("retry with a prompt: %v", err)
 	}
 }
