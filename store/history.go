@@ -61,7 +61,12 @@ func (h *History) put(ctx context.Context, session, ns, list string, d Durabilit
 		step, h.written[k] = 0, true
 	}
 	h.mu.Unlock()
-	err := h.cp.Put(ctx, Checkpoint{Thread: session, Namespace: ns, Step: step, Status: StatusDone, Lists: map[string][]Op{list: ops}, Durability: d})
+	if d == Exit {
+		d = Batched // an exit-mode run's steps show only at its end; its history must show at once
+	}
+	// Running: the write ends no run, so a batched one does not wait for
+	// its commit (d says when it reaches the disk).
+	err := h.cp.Put(ctx, Checkpoint{Thread: session, Namespace: ns, Step: step, Status: StatusRunning, Lists: map[string][]Op{list: ops}, Durability: d})
 	if err != nil {
 		return fmt.Errorf("history of %s: %w", session, err)
 	}
