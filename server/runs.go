@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
@@ -20,7 +21,10 @@ import (
 
 // RunArgs are agent.run's arguments.
 type RunArgs struct {
-	Prompt     string           `json:"prompt" required:"true"`
+	Prompt string `json:"prompt"` // required unless retry
+	// Retry rewinds the session's conversation to before its last prompt
+	// and sends that prompt again (docs/rewind.md); Prompt is then not given.
+	Retry      bool             `json:"retry,omitzero"`
 	Project    string           `json:"project,omitempty"`
 	Session    string           `json:"session,omitempty"`
 	URI        string           `json:"uri,omitempty"`
@@ -106,6 +110,12 @@ func (o runOptions) validate() error {
 }
 
 func (a RunArgs) validate() error {
+	if strings.TrimSpace(a.Prompt) == "" && !a.Retry {
+		return errors.New("missing required argument \"prompt\"")
+	}
+	if a.Retry && (a.Session == "" || a.Prompt != "") {
+		return errors.New("retry needs a session and no prompt")
+	}
 	return errors.Join(runOptions{a.Edits, a.Durability, a.OutputSchema}.validate(), a.budget().validate())
 }
 func (a ResumeArgs) validate() error {
