@@ -10,7 +10,8 @@
 // edits in review mode: Accept on one hunk and Reject on another, a proposal
 // edited before it is accepted, and Accept All with a protected file among
 // the edits (rejected from the chat); then conversations in the chat, a
-// Markdown table among them, and an image pasted into the chat's box.
+// Markdown table among them, an image pasted into the chat's box, and a
+// rewind from the chat (e2e/rewind.mjs).
 // Waits are generous: the host may be loaded.
 // run.sh sets the environment.
 import assert from "node:assert/strict";
@@ -21,6 +22,7 @@ import { createServer } from "node:net";
 import puppeteer from "puppeteer-core";
 import { slashCompletion } from "./slash.mjs";
 import { pastedImage } from "./paste.mjs";
+import { rewindFromChat } from "./rewind.mjs";
 
 const url = process.env.E2E_URL;
 const workspace = process.env.E2E_WORKSPACE;
@@ -457,6 +459,7 @@ async function conversations() {
 
   await slashCompletion({ page, chat, chatText, chatSend, waitFor, step, out });
   await pastedImage({ page, chat, chatText, chatSend, waitFor, step, out });
+  await rewindFromChat({ page, chat, chatText, chatSend, chatEnd, waitFor, step, out, workspace, text, openedText });
 
   // A settings change goes to the running server: the next run uses it, the server is not restarted.
   setSetting("agentLsp.contextTokens", 16384);

@@ -1,0 +1,36 @@
+// Rewind from the chat (src/rewind.ts): two prompts of a new chat each edit
+// rewind.txt (the scripted model's "VSC rewind one" conversation); the second
+// prompt's Rewind… opens the scope's quick pick, which lists the file;
+// "Conversation and files" puts rewind.txt back as it was before the second
+// prompt and the chat, read again, shows one prompt.
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+export async function rewindFromChat({ page, chat, chatText, chatSend, chatEnd, waitFor, step, out, workspace, text, openedText }) {
+  writeFileSync(join(workspace, "rewind.txt"), "one\n");
+  await chat.click("#new");
+  await waitFor(() => chat.evaluate(() => document.body.dataset.session === ""), "the new chat", 60000);
+  await chatSend(chat, "VSC rewind one: add first");
+  await chatEnd(chat, /── done · 1 edit\b/, "the first prompt's end line");
+  await chatSend(chat, "and two");
+  await waitFor(() => chatText(chat).then((t) => (t.match(/── done · 1 edit\b/g) ?? []).length === 2), "the second prompt's end line", 120000);
+  const prompts = () => chat.evaluate(() => [...document.querySelectorAll(".msg.user")].map((m) => m.querySelector("p")?.textContent ?? ""));
+  assert.deepEqual(await prompts(), ["VSC rewind one: add first", "and two"]);
+  // Retry goes with the last prompt only.
+  assert.deepEqual(await chat.evaluate(() => [...document.querySelectorAll('[data-rewind="retry"]')].map((b) => b.hidden)), [true, false]);
+  step("two prompts edited rewind.txt");
+
+  await chat.evaluate(() => document.querySelector('[data-rewind="rewind"][data-prompt="1"]').click());
+  const pick = await waitFor(() => text(".quick-input-widget").then((t) => (t.includes("Conversation and files") ? t : "")), "Rewind…'s quick pick", 60000);
+  assert.match(pick, /Rewind to before prompt 2/, pick);
+  assert.match(pick, /rewind\.txt \+1 −0/, pick);
+  await page.screenshot({ path: join(out, "rewind-pick.png") });
+  await page.keyboard.press("Enter"); // the first: conversation and files
+  await waitFor(() => prompts().then((p) => p.length === 1 && p[0] === "VSC rewind one: add first"), "the chat with one prompt", 60000);
+  assert.doesNotMatch(await chatText(chat), /and two/, "the rewound prompt left the chat");
+  await page.screenshot({ path: join(out, "rewind-chat.png") });
+  step("rewound from the chat: one prompt left");
+  assert.equal(await openedText("rewind.txt"), "one\nfirst\n", "rewind.txt is back as it was before the second prompt");
+  step("rewind.txt is back");
+}
