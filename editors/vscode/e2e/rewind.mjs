@@ -27,7 +27,17 @@ export async function rewindFromChat({ page, chat, chatText, chatSend, chatEnd, 
   assert.match(pick, /rewind\.txt \+1 −0/, pick);
   await page.screenshot({ path: join(out, "rewind-pick.png") });
   await page.keyboard.press("Enter"); // the first: conversation and files
-  await waitFor(() => prompts().then((p) => p.length === 1 && p[0] === "VSC rewind one: add first"), "the chat with one prompt", 60000);
+  await waitFor(
+    async () => {
+      // Nobody changed rewind.txt after the agent (its edits are unsaved in the editor): nothing to ask.
+      const toasts = await text(".notifications-toasts");
+      if (/Keep mine/.test(toasts)) throw new Error(`the rewind asked about a conflict nobody made: ${toasts}`);
+      const p = await prompts();
+      return p.length === 1 && p[0] === "VSC rewind one: add first";
+    },
+    "the chat with one prompt",
+    60000,
+  );
   assert.doesNotMatch(await chatText(chat), /and two/, "the rewound prompt left the chat");
   await page.screenshot({ path: join(out, "rewind-chat.png") });
   step("rewound from the chat: one prompt left");
