@@ -164,7 +164,8 @@ type Runtime struct {
 	autoContext bool               // ContextTokens was not configured: each model's known size
 	counter     counter            // token estimates of messages, by ID
 
-	reg *Registry // the live sessions, maybe shared with other runtimes
+	reg  *Registry      // the live sessions, maybe shared with other runtimes
+	hist *store.History // the sessions' rewind history (checkpoints.go)
 
 	instructionFiles fileCache // the projects' instruction files, as last read
 }
@@ -247,7 +248,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = NewRegistry()
 	}
-	rt := &Runtime{cfg: cfg, schema: s, st: st, reg: cfg.Registry, subSem: make(chan struct{}, cfg.SubagentConcurrency),
+	rt := &Runtime{cfg: cfg, schema: s, st: st, reg: cfg.Registry, hist: store.NewHistory(cfg.Store), subSem: make(chan struct{}, cfg.SubagentConcurrency),
 		budgets: map[string]*budget{}, autoContext: cfg.ContextTokens <= 0}
 	g, err := graph.New(s).
 		Node("agent", rt.agentNode).
@@ -320,6 +321,9 @@ type Request struct {
 	Limits Limits
 	// Mode is what the run may do: ModeAgent (""), ModePlan or ModeAsk.
 	Mode Mode
+	// Retry rewinds Session's conversation to before its last prompt and
+	// sends that prompt again (Runtime.Retry); Prompt is not given.
+	Retry bool
 }
 
 // Attachment is a file, or a part of it, the user attached to a prompt.
@@ -443,6 +447,10 @@ func (rt *Runtime) session(ctx context.Context, id string) (store.Session, error
 // see Result): the running run reads it at its next step. Otherwise the
 // session is registered live (begin) and its graph runs here (start).
 func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
+	if req.Retry {
+		req.Retry = false
+		return rt.Retry(ctx, req)
+	}
 	if strings.TrimSpace(req.Prompt) == "" && len(req.Images) == 0 {
 		return Result{}, errors.New("prompt is empty")
 	}
@@ -532,6 +540,7 @@ func (rt *Runtime) start(ctx context.Context, l *Live, sess store.Session, req R
 	l.started(rt, r)
 	r.emit(event.RunStart{Project: project, ContextTokens: r.budget.limit(), Withheld: r.withheld, Mode: r.modeName(), Budget: r.acc.budget()})
 	r.emit(event.Message{Message: human})
+	r.acc.hist.begin(ctx, human.Content, human.ID, r.model)
 	res, err := rt.graph.Invoke(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps),
 		graph.NewPatch(rt.st.messages.Append(human), rt.st.images.Add(imgs...), rt.st.project.Set(project), rt.st.runStart.Set(human.ID)))
 	return rt.finish(ctx, r, res, err)
@@ -565,6 +574,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	rt.addTools(ctx, r, sess.Project)
 	rt.showTools(r, sess.Project)
 	active.started(rt, r)
+	r.acc.hist.resume(ctx)
 	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld, Mode: r.modeName(), Budget: r.acc.budget()})
 	res, err := rt.graph.Resume(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps))
 	return rt.finish(ctx, r, res, err)

@@ -125,7 +125,7 @@ func (a RunArgs) budget() budget    { return budget{a.Mode, a.MaxTokens, a.MaxCo
 func (a ResumeArgs) budget() budget { return budget{a.Mode, a.MaxTokens, a.MaxCost} }
 
 func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (agent.Result, error) {
-	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt, Model: a.Model, OutputSchema: a.OutputSchema}
+	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt, Model: a.Model, OutputSchema: a.OutputSchema, Retry: a.Retry}
 	a.budget().set(&req)
 	if a.URI != "" && a.Range != nil {
 		req.Selection = &agent.Selection{Path: filename(a.URI), Range: *a.Range}
@@ -150,7 +150,7 @@ func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (a
 	if req.Images, err = imageInputs("agent.run", a.Images); err != nil {
 		return agent.Result{}, err
 	}
-	title := "agent: " + transcript.FirstWords(a.Prompt, 6)
+	title := "agent: " + cmp.Or(transcript.FirstWords(a.Prompt, 6), "retry")
 	return s.startRun(ctx, call, "agent.run", title, o, RunSpec{Request: req})
 }
 

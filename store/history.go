@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -21,13 +22,17 @@ import (
 //   - BlobNamespace, list "blobs": file contents by hash (their writer's
 //     content hash), compressed with zstd; written once per session.
 //
-// Both are written as step 0 again and again: a checkpoint of the step the
-// namespace stores is never a gap (GapError), and each Put touches only
-// the items it names.
+// Each write is a checkpoint of step 1, the first of a namespace in this
+// process of step 0 (a step 0 starts a thread anew: a backend drops the
+// writes it queued for it, so only the first may be one); neither is ever
+// a gap (GapError), and each Put touches only the items it names.
 type History struct {
 	cp  Checkpointer
 	enc *zstd.Encoder // EncodeAll/DecodeAll are safe for concurrent use
 	dec *zstd.Decoder
+
+	mu      sync.Mutex      // guards written
+	written map[string]bool // the (session, namespace) pairs written in this process
 }
 
 // Namespaces of a session's thread that hold its history.
@@ -43,14 +48,20 @@ var ErrPruned = errors.New("the content was pruned from the history")
 func NewHistory(cp Checkpointer) *History {
 	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-	return &History{cp: cp, enc: enc, dec: dec}
+	return &History{cp: cp, enc: enc, dec: dec, written: map[string]bool{}}
 }
 
 // entryID is the list item ID of entry n: sortable as text.
 func entryID(n int) string { return fmt.Sprintf("%08d", n) }
 
 func (h *History) put(ctx context.Context, session, ns, list string, d Durability, ops ...Op) error {
-	err := h.cp.Put(ctx, Checkpoint{Thread: session, Namespace: ns, Step: 0, Status: StatusDone, Lists: map[string][]Op{list: ops}, Durability: d})
+	h.mu.Lock()
+	step := 1
+	if k := session + "\x00" + ns; !h.written[k] {
+		step, h.written[k] = 0, true
+	}
+	h.mu.Unlock()
+	err := h.cp.Put(ctx, Checkpoint{Thread: session, Namespace: ns, Step: step, Status: StatusDone, Lists: map[string][]Op{list: ops}, Durability: d})
 	if err != nil {
 		return fmt.Errorf("history of %s: %w", session, err)
 	}
