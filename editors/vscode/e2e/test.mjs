@@ -459,7 +459,7 @@ async function conversations() {
 
   await slashCompletion({ page, chat, chatText, chatSend, waitFor, step, out });
   await pastedImage({ page, chat, chatText, chatSend, waitFor, step, out });
-  await rewindFromChat({ page, chat, chatText, chatSend, chatEnd, waitFor, step, out, workspace, text, openedText });
+  await rewindFromChat({ page, chat, chatText, chatSend, chatEnd, waitFor, step, out, workspace, text, openedText, showChat });
 
   // A settings change goes to the running server: the next run uses it, the server is not restarted.
   setSetting("agentLsp.contextTokens", 16384);

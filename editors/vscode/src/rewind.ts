@@ -127,11 +127,11 @@ export interface ScopeItem extends vscode.QuickPickItem {
 /** The Rewind… quick pick's items for checkpoint n: the three scopes, those that restore files listing them. */
 export function scopeItems(n: number, files: readonly CheckpointFile[]): ScopeItem[] {
   const list = files.length ? files.map(fileLabel).join(", ") : "no file changed since";
-  const count = `${files.length} file${files.length === 1 ? "" : "s"}`;
+  const count = files.length === 1 ? "1 file goes" : `${files.length} files go`;
   return [
-    { scope: "both", label: "Conversation and files", description: `prompt ${n} and later leave the conversation; ${count} go back`, detail: list },
+    { scope: "both", label: "Conversation and files", description: `prompt ${n} and later leave the conversation; ${count} back`, detail: list },
     { scope: "conversation", label: "Conversation only", description: `prompt ${n} and later leave the conversation; files stay as they are` },
-    { scope: "files", label: "Files only", description: `${count} go back to before prompt ${n}; the conversation stays`, detail: list },
+    { scope: "files", label: "Files only", description: `${count} back to before prompt ${n}; the conversation stays`, detail: list },
   ];
 }
 
