@@ -226,7 +226,12 @@ func (rt *Runtime) Checkpoints(ctx context.Context, session string) ([]Checkpoin
 		}
 		return nil, err
 	}
-	entries, err := rt.hist.Entries(ctx, session)
+	return LoadCheckpoints(ctx, rt.hist, session)
+}
+
+// LoadCheckpoints reads a session's checkpoints from h, in order.
+func LoadCheckpoints(ctx context.Context, h *store.History, session string) ([]Checkpoint, error) {
+	entries, err := h.Entries(ctx, session)
 	if err != nil {
 		return nil, err
 	}

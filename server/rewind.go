@@ -11,6 +11,7 @@ import (
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
@@ -153,6 +154,12 @@ func (s *Server) checkpointsCommand(ctx context.Context, call commandCall, a Che
 	if err != nil {
 		return CheckpointsResult{}, jsonrpc2.Errorf(jsonrpc2.InternalError, "agent.checkpoints: %v", err)
 	}
+	return CheckpointRows(cps, blobs), nil
+}
+
+// CheckpointRows is agent.checkpoints' result for cps, whose contents
+// blobs holds (agent-lsp sessions checkpoints prints the same).
+func CheckpointRows(cps []agent.Checkpoint, blobs *store.Blobs) CheckpointsResult {
 	out := CheckpointsResult{Checkpoints: []CheckpointRow{}}
 	for _, c := range cps {
 		row := CheckpointRow{Checkpoint: c.N, Prompt: c.FirstLine(), Time: c.Time.UTC().Format(time.RFC3339), Model: c.Model, Files: []CheckpointFile{}}
@@ -162,7 +169,7 @@ func (s *Server) checkpointsCommand(ctx context.Context, call commandCall, a Che
 		}
 		out.Checkpoints = append(out.Checkpoints, row)
 	}
-	return out, nil
+	return out
 }
 
 func (s *Server) rewindCommand(ctx context.Context, call commandCall, a RewindArgs) (RewindResult, error) {

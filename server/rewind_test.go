@@ -89,19 +89,7 @@ func readFile(t *testing.T, path string) string {
 // prompt 2; a fork from checkpoint 2 has prompt 1 only; bad checkpoints
 // are refused by name.
 func TestRewind(t *testing.T) {
-	srv := model(t, scripted.Script{Conversations: []scripted.Conversation{
-		{Match: "First prompt", Turns: []scripted.Turn{
-			{ToolCalls: []scripted.ToolCall{call("create_file", map[string]any{"path": "a.txt", "content": "a1\n"})}},
-			{ToolCalls: []scripted.ToolCall{call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hello, ", "new_text": "Hi, "})}},
-			{Text: "First done."},
-			// the session's second prompt
-			{ToolCalls: []scripted.ToolCall{call("edit_file", map[string]any{"path": "a.txt", "old_text": "a1", "new_text": "a2"})}},
-			{ToolCalls: []scripted.ToolCall{call("create_file", map[string]any{"path": "b.txt", "content": "b2\n"})}},
-			{ToolCalls: []scripted.ToolCall{call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hi, ", "new_text": "Hey, "})}},
-			{Text: "Second done."},
-			{Text: "Third done."}, // its third
-		}},
-	}})
+	srv := model(t, rewindScript())
 	sample := copyFixture(t, "sample")
 	c := startServer(t, envFor(t, srv)...)
 	diskEditor(t, c)
@@ -123,19 +111,7 @@ func TestRewind(t *testing.T) {
 	if readFile(t, a) != "a2\n" || readFile(t, b) != "b2\n" || !strings.Contains(readFile(t, greet), "Hey, ") {
 		t.Fatalf("the runs' files: %q %q %q", readFile(t, a), readFile(t, b), readFile(t, greet))
 	}
-	var list struct {
-		Checkpoints []struct {
-			Checkpoint int
-			Prompt     string
-			Model      string
-			Files      []struct {
-				Path       string
-				Restorable bool
-				Added      int
-				Removed    int
-			}
-		}
-	}
+	var list checkpointList
 	if err := rcommand(c, "agent.checkpoints", map[string]any{"session": session}, &list); err != nil {
 		t.Fatal(err)
 	}
@@ -181,6 +157,21 @@ func TestRewind(t *testing.T) {
 	if err := rcommand(c, "agent.checkpoints", map[string]any{"session": session}, &list); err != nil || len(list.Checkpoints) != 2 || list.Checkpoints[1].Prompt != "Third prompt" {
 		t.Fatalf("checkpoints after the rewind and a new prompt: %+v %v", list.Checkpoints, err)
 	}
+	checkFork(t, c, session, a)
+	checkRetry(t, c, srv, session)
+	err := rcommand(c, "agent.rewind", map[string]any{"session": session, "checkpoint": 9}, &list)
+	if err == nil || !strings.Contains(err.Error(), "unknown checkpoint 9") {
+		t.Fatalf("an unknown checkpoint: %v", err)
+	}
+	err = rcommand(c, "agent.checkpoints", map[string]any{"session": "s-nosuch"}, &list)
+	if err == nil || !strings.Contains(err.Error(), "s-nosuch") {
+		t.Fatalf("an unknown session: %v", err)
+	}
+}
+
+// checkFork: a fork from checkpoint 2 holds prompt 1 only; the files stay.
+func checkFork(t *testing.T, c *lspClient, session, a string) {
+	t.Helper()
 	var fork struct{ Session string }
 	if err := rcommand(c, "agent.fork", map[string]any{"session": session, "checkpoint": 2}, &fork); err != nil || fork.Session == "" || fork.Session == session {
 		t.Fatalf("fork: %+v %v", fork, err)
@@ -195,12 +186,68 @@ func TestRewind(t *testing.T) {
 			t.Fatalf("the fork holds prompt 2 and later: %+v", view.Messages)
 		}
 	}
-	err := rcommand(c, "agent.rewind", map[string]any{"session": session, "checkpoint": 9}, &rw)
-	if err == nil || !strings.Contains(err.Error(), "unknown checkpoint 9") {
-		t.Fatalf("an unknown checkpoint: %v", err)
+}
+
+// rewindScript: the first prompt creates a.txt and edits greet.go; the
+// second edits a.txt, creates b.txt and edits greet.go again; the third
+// answers.
+func rewindScript() scripted.Script {
+	return scripted.Script{Conversations: []scripted.Conversation{
+		{Match: "First prompt", Turns: []scripted.Turn{
+			{ToolCalls: []scripted.ToolCall{call("create_file", map[string]any{"path": "a.txt", "content": "a1\n"})}},
+			{ToolCalls: []scripted.ToolCall{call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hello, ", "new_text": "Hi, "})}},
+			{Text: "First done."},
+			// the session's second prompt
+			{ToolCalls: []scripted.ToolCall{call("edit_file", map[string]any{"path": "a.txt", "old_text": "a1", "new_text": "a2"})}},
+			{ToolCalls: []scripted.ToolCall{call("create_file", map[string]any{"path": "b.txt", "content": "b2\n"})}},
+			{ToolCalls: []scripted.ToolCall{call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hi, ", "new_text": "Hey, "})}},
+			{Text: "Second done."},
+			{Text: "Third done."},  // its third
+			{Text: "Third again."}, // the third retried
+		}},
+	}}
+}
+
+// checkpointList is agent.checkpoints' result, as the test reads it.
+type checkpointList struct {
+	Checkpoints []struct {
+		Checkpoint int
+		Prompt     string
+		Model      string
+		Files      []struct {
+			Path       string
+			Restorable bool
+			Added      int
+			Removed    int
+		}
 	}
-	err = rcommand(c, "agent.checkpoints", map[string]any{"session": "s-nosuch"}, &list)
-	if err == nil || !strings.Contains(err.Error(), "s-nosuch") {
-		t.Fatalf("an unknown session: %v", err)
+}
+
+// checkRetry: agent.run with retry sends the last prompt again, in place
+// of the answered one: the request holds it once, and the listing one
+// checkpoint for it.
+func checkRetry(t *testing.T, c *lspClient, srv *scripted.Server, session string) {
+	t.Helper()
+	var res runResult
+	if err := c.command("agent.run", map[string]any{"session": session, "retry": true}, &res); err != nil || res.Status != "done" || res.Reply != "Third again." {
+		t.Fatalf("retry: %+v %v", res, err)
+	}
+	reqs := srv.Requests()
+	n := 0
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if m.Content == "Third prompt" {
+			n++
+		}
+		if m.Content == "Third done." {
+			t.Fatalf("the retried request holds the first answer: %v", reqs[len(reqs)-1].Messages)
+		}
+	}
+	var list checkpointList
+	if err := rcommand(c, "agent.checkpoints", map[string]any{"session": session}, &list); err != nil || n != 1 || len(list.Checkpoints) != 2 {
+		t.Fatalf("after the retry: %d copies of the prompt, checkpoints %+v %v", n, list.Checkpoints, err)
+	}
+	err := c.command("agent.run", map[string]any{"session": session, "retry": true, "prompt": "x"}, &res)
+	if err == nil || !strings.Contains(err.Error(), "retry") {
+		t.Fatalf("retry with a prompt: %v", err)
 	}
 }

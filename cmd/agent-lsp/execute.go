@@ -20,6 +20,15 @@ import (
 // with what is wrong; invalid twice, the run failed.
 func (cl *client) execute(ctx context.Context, conn jsonrpc2.Conn, f runFlags, prompt, token string) resultLine {
 	session, resume := f.session, f.resume
+	if f.fork != "" {
+		id, n, _ := parseFork(f.fork) // checked by runFlags.check
+		var fork server.ForkResult
+		if _, err := conn.Call(ctx, "workspace/executeCommand", map[string]any{"command": "agent.fork",
+			"arguments": []any{server.ForkArgs{Session: id, Checkpoint: n}}}, &fork); err != nil {
+			return rpcFailed(err)
+		}
+		session = fork.Session
+	}
 	if f.continueLast {
 		id, res, ok := newest(ctx, conn, f, prompt == "")
 		if !ok {

@@ -43,35 +43,7 @@ func testHistory(t *testing.T, s store.Store) {
 	if !reflect.DeepEqual(store.Numbers(entries), []int{1, 2, 3}) || string(entries[2]) != `{"n":2,"files":1}` {
 		t.Fatalf("entries: %v", entries)
 	}
-	big := bytes.Repeat([]byte("package main\n\nfunc main() {}\n"), 2000)
-	for _, b := range []struct{ hash, text string }{{"h1", string(big)}, {"h2", "\x00\xffbinary"}, {"h3", ""}} {
-		if err := h.PutBlob(ctx, id, b.hash, []byte(b.text), ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := h.PutBlob(ctx, id, "h1", big, ""); err != nil { // the same content again
-		t.Fatal(err)
-	}
-	blobs, err := h.LoadBlobs(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for hash, want := range map[string]string{"h1": string(big), "h2": "\x00\xffbinary", "h3": ""} {
-		got, err := blobs.Get(hash)
-		if err != nil || string(got) != want {
-			t.Fatalf("blob %s: %d bytes, %v", hash, len(got), err)
-		}
-	}
-	if blobs.Size("h1") >= len(big)/4 {
-		t.Errorf("blob h1 is stored in %d bytes for %d: not compressed", blobs.Size("h1"), len(big))
-	}
-	if err := h.DeleteBlobs(ctx, id, []string{"h1"}, ""); err != nil {
-		t.Fatal(err)
-	}
-	blobs, _ = h.LoadBlobs(ctx, id)
-	if _, err := blobs.Get("h1"); !errors.Is(err, store.ErrPruned) {
-		t.Fatalf("a deleted blob: %v, want ErrPruned", err)
-	}
+	testHistoryBlobs(t, ctx, h, id)
 	if err := h.DropEntries(ctx, id, 2, "b1", raw(`{"from":2}`), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -101,5 +73,40 @@ func testHistory(t *testing.T, s store.Store) {
 	}
 	if blobs, err := h.LoadBlobs(ctx, id); err != nil || blobs.Has("h2") {
 		t.Fatalf("blobs after the session's deletion: %v", err)
+	}
+}
+
+// testHistoryBlobs: contents read back as written (binary, empty, large and
+// compressed), the same content stored twice is one, a deleted one is
+// pruned.
+func testHistoryBlobs(t *testing.T, ctx context.Context, h *store.History, id string) {
+	big := bytes.Repeat([]byte("package main\n\nfunc main() {}\n"), 2000)
+	for _, b := range []struct{ hash, text string }{{"h1", string(big)}, {"h2", "\x00\xffbinary"}, {"h3", ""}} {
+		if err := h.PutBlob(ctx, id, b.hash, []byte(b.text), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.PutBlob(ctx, id, "h1", big, ""); err != nil { // the same content again
+		t.Fatal(err)
+	}
+	blobs, err := h.LoadBlobs(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for hash, want := range map[string]string{"h1": string(big), "h2": "\x00\xffbinary", "h3": ""} {
+		got, err := blobs.Get(hash)
+		if err != nil || string(got) != want {
+			t.Fatalf("blob %s: %d bytes, %v", hash, len(got), err)
+		}
+	}
+	if blobs.Size("h1") >= len(big)/4 {
+		t.Errorf("blob h1 is stored in %d bytes for %d: not compressed", blobs.Size("h1"), len(big))
+	}
+	if err := h.DeleteBlobs(ctx, id, []string{"h1"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	blobs, _ = h.LoadBlobs(ctx, id)
+	if _, err := blobs.Get("h1"); !errors.Is(err, store.ErrPruned) {
+		t.Fatalf("a deleted blob: %v, want ErrPruned", err)
 	}
 }
