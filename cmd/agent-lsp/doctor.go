@@ -405,6 +405,9 @@ func (r *doctorReport) checkSandbox(st config.Settings, getenv func(string) stri
 		r.Warnings = append(r.Warnings, "the sandbox is off: commands run with your full rights")
 	case sb.Unconfined() != "":
 		r.Warnings = append(r.Warnings, "commands are not sandboxed: "+sb.Unconfined()+"; every command asks first, the project's build and test included")
+	case general.Isolation == sandbox.RestrictedToken && !gp.Network:
+		r.Warnings = append(r.Warnings, "Windows cannot turn one command's network off: commands of projects whose network is off (sandbox.network) ask first, "+
+			"the project's build and test included; a restricted token confines their writes all the same (docs/security.md)")
 	case general.Isolation == sandbox.Snapshot:
 		r.Warnings = append(r.Warnings, "commands run without namespaces here (snapshot): git metadata and protected files are restored after each command instead of being read-only, "+
 			"and UDP, pathname Unix sockets and /tmp are not isolated (docs/security.md)")
@@ -547,7 +550,7 @@ func (r *doctorReport) print(w io.Writer) {
 		if sb.Processes != "" {
 			head += ", processes bounded by " + sb.Processes
 		}
-		if sb.Mode == sandbox.Off || sb.LandlockABI == 0 || sb.Isolation == sandbox.Snapshot {
+		if sb.Mode == sandbox.Off || sb.Isolation == sandbox.None || sb.Isolation == sandbox.Snapshot {
 			mark = markWarn
 		}
 		var more []string
