@@ -389,7 +389,7 @@ export interface CommandInfo {
 
 /** Every server command by its wire name, with its argument and result types. */
 export interface Commands {
-  "agent.run": { args: RunArgs; result: RunResult };
+  "agent.run": { args: RunArgs | RetryArgs; result: RunResult };
   "agent.resume": { args: ResumeArgs; result: FinishedRun };
   "agent.cancel": { args: SessionArgs; result: { cancelled: boolean } };
   "agent.sessions": { args: { project?: string }; result: SessionInfo[] };
@@ -403,6 +403,77 @@ export interface Commands {
   "agent.commands": { args: { project?: string }; result: { commands: CommandInfo[] } };
   "agent.processes": { args: { session?: string }; result: ProcessInfo[] };
   "agent.stopProcess": { args: { session: string; id: string }; result: { stopped: boolean } };
+  "agent.checkpoints": { args: SessionArgs; result: CheckpointsResult };
+  "agent.rewind": { args: RewindArgs; result: RewindResult };
+  "agent.fork": { args: ForkArgs; result: SessionArgs };
+}
+
+/** agent.run with retry: the session's last prompt again, its conversation rewound to before it (docs/rewind.md). */
+export interface RetryArgs {
+  session: string;
+  retry: true;
+  project?: string;
+  edits?: EditMode;
+  model?: string;
+  mode?: Mode;
+}
+
+/** A file a prompt's run changed, as a checkpoint lists it. */
+export interface CheckpointFile {
+  /** Relative to its project. */
+  path: string;
+  uri: string;
+  added: number;
+  removed: number;
+  /** False: its earlier content is not known (a command changed it); reason says why. */
+  restorable: boolean;
+  reason?: string;
+}
+
+/** Checkpoint N: the state just before prompt N of the session (1, 2, … in prompt order). */
+export interface Checkpoint {
+  checkpoint: number;
+  /** The first line of prompt N. */
+  prompt: string;
+  /** RFC 3339. */
+  time: string;
+  model: string;
+  /** The files prompt N's run changed. */
+  files: CheckpointFile[];
+}
+
+export interface CheckpointsResult {
+  checkpoints: Checkpoint[];
+}
+
+/** What a rewind restores: the conversation, the files, or both. */
+export type RewindScope = "both" | "conversation" | "files";
+
+export interface RewindArgs {
+  session: string;
+  checkpoint: number;
+  restore: RewindScope;
+}
+
+/** A file named by a rewind's result. */
+export interface RewoundFile {
+  path: string;
+  uri: string;
+}
+
+export interface RewindResult {
+  checkpoint: number;
+  /** True when prompt N and later left the conversation. */
+  conversation: boolean;
+  restored: RewoundFile[];
+  /** Files the user changed after the agent did; kept says whether the user's content stayed. */
+  conflicts: (RewoundFile & { kept: boolean })[];
+  notRestorable: (RewoundFile & { reason: string })[];
+}
+
+export interface ForkArgs {
+  session: string;
+  checkpoint: number;
 }
 
 /** A background process running now (run_command with background: true). */
@@ -443,6 +514,9 @@ export const requests = {
   commands: request("agent.commands"),
   processes: request("agent.processes"),
   stopProcess: request("agent.stopProcess"),
+  checkpoints: request("agent.checkpoints"),
+  rewind: request("agent.rewind"),
+  fork: request("agent.fork"),
 };
 
 /** Params of agent/saveDocuments: documents the session's agent edited that the editor holds unsaved. */
