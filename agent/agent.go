@@ -320,6 +320,10 @@ type Request struct {
 	Limits Limits
 	// Mode is what the run may do: ModeAgent (""), ModePlan or ModeAsk.
 	Mode Mode
+	// Isolation IsolationWorktree runs the prompt in a git worktree of the
+	// project's HEAD on a branch of its own, committed at the run's end
+	// (Result.Branch); "" or "none": in the project.
+	Isolation string
 }
 
 // Attachment is a file, or a part of it, the user attached to a prompt.
@@ -352,6 +356,11 @@ type Result struct {
 	Limit string `json:"limit,omitempty"`
 	// Plan is a plan-mode run's plan: its final answer.
 	Plan string `json:"plan,omitempty"`
+	// Branch is the branch a run in a worktree (Request.Isolation)
+	// committed its changes to; Worktree the worktree's folder when it
+	// could not be removed (its changes are there, not lost).
+	Branch   string `json:"branch,omitempty"`
+	Worktree string `json:"worktree,omitempty"`
 }
 
 // NewSessionID returns the ID of a new session.
@@ -500,9 +509,29 @@ func (rt *Runtime) prepare(ctx context.Context, req Request) (store.Session, err
 }
 
 // start runs a prompt's graph invocation for the live session l, which
-// the caller registered for sess (begin): it becomes the Live's thread.
+// the caller registered for sess (begin): it becomes the Live's thread; in
+// a worktree of its own when the request asks (finish commits it).
 func (rt *Runtime) start(ctx context.Context, l *Live, sess store.Session, req Request) (Result, error) {
+	if req.Isolation != IsolationWorktree {
+		return rt.startIn(ctx, l, sess, req, nil)
+	}
+	iso, err := rt.enterWorktree(ctx, sess.Project, branchPrefix(sess.ID), false)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := rt.startIn(ctx, l, sess, req, iso)
+	if !iso.done { // the run did not start
+		_, _ = rt.leaveWorktree(ctx, iso, commitMessage("session "+sess.ID, req.Prompt))
+	}
+	return res, err
+}
+
+// startIn is start in the project, or in the worktree iso when not nil.
+func (rt *Runtime) startIn(ctx context.Context, l *Live, sess store.Session, req Request, iso *isolated) (Result, error) {
 	project := sess.Project
+	if iso != nil {
+		project = iso.project
+	}
 	if p, ok := rt.cfg.Workspace.Project(project); ok {
 		p.Refresh() // the branch may have changed since the last run
 	}
@@ -511,6 +540,7 @@ func (rt *Runtime) start(ctx context.Context, l *Live, sess store.Session, req R
 		return Result{}, err
 	}
 	r := rt.newRun(sess, req, project)
+	r.isolate(iso, req.Prompt)
 	if err := rt.checkPrice(req.Limits, r.model); err != nil {
 		return Result{}, err
 	}
@@ -557,7 +587,19 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	defer end()
+	iso, err := rt.resumeWorktree(ctx, sess)
+	if err != nil {
+		return Result{}, err
+	}
 	r := rt.newRun(sess, req, sess.Project)
+	r.isolate(iso, sess.Title)
+	if iso != nil {
+		defer func() {
+			if !iso.done { // the run did not start
+				_, _ = rt.leaveWorktree(ctx, iso, commitMessage("session "+sess.ID, sess.Title))
+			}
+		}()
+	}
 	if err := rt.checkPrice(req.Limits, r.model); err != nil {
 		return Result{}, err
 	}
@@ -648,6 +690,9 @@ func (rt *Runtime) graphConfig(r *run, maxSteps int) graph.Config {
 				if proj, ok := rt.cfg.Workspace.Project(p); ok {
 					sess.Root = proj.Root()
 				}
+				if r.iso != nil && p == r.iso.project { // the session goes on in the project, not the worktree
+					sess.Project, sess.Root = r.iso.from, r.iso.fromDir
+				}
 			}
 			return &sess
 		}
@@ -688,7 +733,8 @@ func (rt *Runtime) finish(ctx context.Context, r *run, res graph.Result, err err
 	}
 	r.acc.bg.Close() // the run's background processes end with it
 	rt.stopHooks(ctx, r, project, out)
-	r.emit(event.RunEnd{Status: out.Status, Error: out.Error, Limit: out.Limit})
+	out.Branch, out.Worktree = rt.commitRun(ctx, r)
+	r.emit(event.RunEnd{Status: out.Status, Error: out.Error, Limit: out.Limit, Branch: out.Branch, Worktree: out.Worktree})
 	return out, nil
 }
 

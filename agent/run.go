@@ -42,6 +42,7 @@ type run struct {
 	format     json.RawMessage  // the session's own run: the answer's JSON Schema (Request.OutputSchema)
 	live       *Live            // the session's own run: its live session (set once, before its graph starts); nil for a subagent
 	mode       Mode             // what the run may do (ModeAgent, ModePlan, ModeAsk); its subagents' too
+	iso        *isolated        // the worktree it works in, set before its graph starts; nil: none
 }
 
 // accumulator is shared by a run and its subagents.

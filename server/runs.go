@@ -39,6 +39,9 @@ type RunArgs struct {
 	// settings').
 	MaxTokens int     `json:"maxTokens,omitempty"`
 	MaxCost   float64 `json:"maxCost,omitempty"`
+	// Isolation "worktree" runs the prompt in a git worktree of the
+	// project's HEAD on a branch of its own (docs/worktrees.md).
+	Isolation string `json:"isolation,omitempty"`
 }
 
 // budget is a run's mode and limits as agent.run and agent.resume give them.
@@ -106,7 +109,7 @@ func (o runOptions) validate() error {
 }
 
 func (a RunArgs) validate() error {
-	return errors.Join(runOptions{a.Edits, a.Durability, a.OutputSchema}.validate(), a.budget().validate())
+	return errors.Join(runOptions{a.Edits, a.Durability, a.OutputSchema}.validate(), a.budget().validate(), agent.CheckIsolation(a.Isolation))
 }
 func (a ResumeArgs) validate() error {
 	return errors.Join(runOptions{a.Edits, a.Durability, a.OutputSchema}.validate(), a.budget().validate())
@@ -115,7 +118,7 @@ func (a RunArgs) budget() budget    { return budget{a.Mode, a.MaxTokens, a.MaxCo
 func (a ResumeArgs) budget() budget { return budget{a.Mode, a.MaxTokens, a.MaxCost} }
 
 func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (agent.Result, error) {
-	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt, Model: a.Model, OutputSchema: a.OutputSchema}
+	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt, Model: a.Model, OutputSchema: a.OutputSchema, Isolation: a.Isolation}
 	a.budget().set(&req)
 	if a.URI != "" && a.Range != nil {
 		req.Selection = &agent.Selection{Path: filename(a.URI), Range: *a.Range}
