@@ -33,7 +33,7 @@ const callSubagentSchema = `{"type": "object", "properties": {
 		"task": {"type": "string", "description": "Complete instructions for the subagent."},%s
 		"max_loops": {"type": "integer", "description": "Most model turns the subagent may take (default 10, at most 50, no more than the agent's definition allows and this run has steps left)."},
 		"readOnly": {"type": "boolean", "description": "Give the subagent only the tools that read (read_file, list_files, search, read_image): for research that must change nothing."},
-		"isolation": {"type": "string", "enum": ["none", "worktree"], "description": "worktree: the subagent works in a new git worktree of the project's last commit (HEAD) on a branch of its own, committed when it ends; the result names the branch. The project's uncommitted changes are NOT in the worktree. Lets parallel subagents change the same files without meeting."}}, "required": ["task"]}`
+		"isolation": {"type": "string", "enum": ["none", "worktree"], "description": "worktree: work in a new git worktree of the project's HEAD on a branch of its own, committed at the end (the result names the branch); uncommitted changes of the project are not in it."}}, "required": ["task"]}`
 
 const callSubagentDescription = "Delegate a self-contained task to a subagent with a fresh, isolated context (it sees only the task text, not this conversation). " +
 	"Returns {ok, result, context_id, loops, note?, branch?, worktree?}. Several calls in one turn run in parallel. Write the task so it can be done alone and say what to report back."
