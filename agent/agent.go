@@ -94,6 +94,11 @@ type Config struct {
 	// MaxBackground is how many background processes a session may have
 	// running at once; default tools.DefaultMaxBackground, negative: none.
 	MaxBackground int
+	// BackgroundLinger lets the background processes of a run that is done
+	// run on this long after it (at most MaxBackgroundLinger): the
+	// session's next run takes them over; Runtime.Close, the server's end
+	// and a cancelled run end them at once. 0: they end with their run.
+	BackgroundLinger time.Duration
 	// CommandEnv is the environment commands run with: the caller's scrubbed
 	// of credentials and sockets (tools.ScrubEnv). Nil: this process's
 	// environment scrubbed with the defaults.
@@ -165,6 +170,8 @@ type Runtime struct {
 	counter     counter            // token estimates of messages, by ID
 
 	reg *Registry // the live sessions, maybe shared with other runtimes
+
+	lingering lingering // background processes outliving their runs (Config.BackgroundLinger)
 
 	instructionFiles fileCache // the projects' instruction files, as last read
 }
@@ -559,6 +566,7 @@ func (rt *Runtime) startIn(ctx context.Context, l *Live, sess store.Session, req
 	if err := rt.fits(r, project, human); err != nil {
 		return Result{}, err
 	}
+	rt.adoptBackground(r)
 	l.started(rt, r)
 	r.emit(event.RunStart{Project: project, ContextTokens: r.budget.limit(), Withheld: r.withheld, Mode: r.modeName(), Budget: r.acc.budget()})
 	r.emit(event.Message{Message: human})
@@ -606,6 +614,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	rt.seeing(ctx, r)
 	rt.addTools(ctx, r, sess.Project)
 	rt.showTools(r, sess.Project)
+	rt.adoptBackground(r)
 	active.started(rt, r)
 	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld, Mode: r.modeName(), Budget: r.acc.budget()})
 	res, err := rt.graph.Resume(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps))
@@ -731,7 +740,9 @@ func (rt *Runtime) finish(ctx context.Context, r *run, res graph.Result, err err
 	if p := rt.st.project.Get(res.State); p != "" {
 		project = p
 	}
-	r.acc.bg.Close() // the run's background processes end with it
+	if out.Status != graph.StatusDone || r.iso != nil || !rt.lingering.linger(r.session.ID, r.acc.bg, rt.cfg.BackgroundLinger) {
+		r.acc.bg.Close() // the run's background processes end with it
+	}
 	rt.stopHooks(ctx, r, project, out)
 	out.Branch, out.Worktree = rt.commitRun(ctx, r)
 	r.emit(event.RunEnd{Status: out.Status, Error: out.Error, Limit: out.Limit, Branch: out.Branch, Worktree: out.Worktree})
