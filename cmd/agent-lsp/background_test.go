@@ -127,6 +127,15 @@ func TestHeadlessBackgroundEscapes(t *testing.T) {
 	requireNamespaces(t)
 	for _, iso := range []sandbox.Isolation{sandbox.Namespaces, sandbox.Snapshot} {
 		t.Run(string(iso), func(t *testing.T) {
+			if iso == sandbox.Namespaces {
+				// This subtest never ran before (the probe skipped it); now that it
+				// can, headless denies the fixture's shells and wrappers whatever
+				// --allow says (shellrule asks about them; only a user can allow),
+				// so the attacks never start. Their containment is shown with
+				// allowed permissions by TestBackgroundProcessesEndWithTheRun
+				// (agent) and TestBackgroundLimitAndClose (agent/tools).
+				t.Skip("headless denies the fixture's shell and wrapper lines: see TestBackgroundProcessesEndWithTheRun")
+			}
 			s, err := scripted.Load(filepath.Join("..", "..", "testdata", "hostile", "background-escapes.json"))
 			if err != nil {
 				t.Fatal(err)
@@ -192,7 +201,7 @@ func TestHeadlessCancelEndsBackground(t *testing.T) {
 		turnOf(toolCall("call_fg", "run_command", map[string]any{"command": "sleep 906"})),
 		scripted.Turn{Text: "never"})
 	mark := bgMarker(t)
-	cmd := c.command("run", "--no-daemon", "--json", "--allow", "sleep *", "--allow", "setsid *", "wait a while")
+	cmd := c.command("run", "--no-daemon", "--json", "--allow", "sleep *", "--allow", "setsid sleep 904 & sleep 905", "wait a while")
 	cmd.Env = append(cmd.Env, mark)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
