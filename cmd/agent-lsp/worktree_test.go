@@ -138,3 +138,41 @@ func TestHeadlessRunInWorktree(t *testing.T) {
 		t.Fatalf("worktrees left: %v", left)
 	}
 }
+
+// A subagent whose file says isolation: worktree works in a worktree
+// without the call asking: its result names its branch, which has its
+// commit, and the main tree is untouched.
+func TestHeadlessAgentFileIsolation(t *testing.T) {
+	c, state := worktreeCLI(t, scripted.Script{Conversations: []scripted.Conversation{
+		{Match: "TASK-C", Turns: []scripted.Turn{editGreet("call_c", `"Yo, "`), {Text: "C done"}}},
+		{Match: "", Turns: []scripted.Turn{
+			turnOf(toolCall("call_sub", "call_subagent", map[string]any{"task": "TASK-C: greet with Yo", "agent": "isolated"})),
+			{Text: "Done."}}},
+	}})
+	dir := filepath.Join(c.workspace, ".agents", "agents")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "isolated.md"), []byte("---\ndescription: works on a branch\nisolation: worktree\n---\nDo the task.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, c.workspace, "add", "-A")
+	gitIn(t, c.workspace, "commit", "-q", "-m", "agent")
+	cmd := c.command("run", "--no-daemon", "--json", "delegate")
+	cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+state)
+	out, code := runCmd(t, cmd)
+	if _, res := jsonLines(t, out); code != 0 || res["status"] != "done" {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	msg := toolMessages(c.srv)["call_sub"]
+	branches := strings.Fields(gitIn(t, c.workspace, "branch", "--list", "--format=%(refname:short)", "agent-lsp/*"))
+	if len(branches) != 1 || !strings.Contains(msg, `"branch":"`+branches[0]+`"`) {
+		t.Fatalf("branches %v, the subagent's result: %s", branches, msg)
+	}
+	if got := gitIn(t, c.workspace, "show", branches[0]+":greet.go"); !strings.Contains(got, `"Yo, "`) {
+		t.Fatalf("%s has greet.go:\n%s", branches[0], got)
+	}
+	if st := gitIn(t, c.workspace, "status", "--porcelain"); st != "" {
+		t.Fatalf("the main tree changed:\n%s", st)
+	}
+}
