@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/shellrule"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/store/postgres"
 	"github.com/agent-lsp/agent-lsp/workspace"
@@ -33,15 +33,15 @@ import (
 // (TestReconfigureLosesNothing fails when a field is forgotten).
 type Backend struct {
 	*connection
-	Settings  config.Settings  // immutable: derive changed settings from Settings.Clone()
-	Runtime   *agent.Runtime   // the runtime of the settings (sharing the hub's registry of running sessions)
-	Rules     shellrule.Set    // the allow and deny rules of the settings, parsed
-	AllowEdit []workspace.Rule // protected files the settings let the agent change without confirmation
-	Sandbox   *sandbox.Sandbox // confines commands (Landlock)
-	Confine   sandbox.Settings // how each project's commands are confined
-	Model     *model.OpenAI    // the endpoint
-	MCP       *mcpSource       // the MCP servers of the projects
-	Hooks     *hookSource      // the hooks of the projects' runs
+	Settings  config.Settings     // immutable: derive changed settings from Settings.Clone()
+	Runtime   *agent.Runtime      // the runtime of the settings (sharing the hub's registry of running sessions)
+	Rules     shellrule.Set       // the allow and deny rules of the settings, parsed
+	AllowEdit []workspace.Rule    // protected files the settings let the agent change without confirmation
+	Sandbox   *sandbox.Sandbox    // confines commands (Landlock)
+	Confine   sandbox.Settings    // how each project's commands are confined
+	Model     *model.OpenAI       // the endpoint
+	MCP       *session.MCPSource  // the MCP servers of the projects
+	Hooks     *session.HookSource // the hooks of the projects' runs
 	// Lang runs the language servers agent-lsp starts itself for clients
 	// that give no language features (headless, ACP); kept by a backend
 	// whose settings start them alike (sameLang).
@@ -136,21 +136,19 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 	temp := cmp.Or(b.getenv("TMPDIR"), os.TempDir())
 	confine := sandbox.Settings{Mode: mode, Writable: s.SandboxWritable, Network: s.SandboxNetwork, Temp: temp, Getenv: b.getenv}
 	warn := b.warn
+	ask := b.ask
+	if !s.Interactive {
+		ask = nil
+	}
+	sources := session.Sources{Settings: s, Workspace: b.Workspace, Getenv: b.getenv, Env: env, Approvals: b.Store, Ask: ask,
+		Log: warn, Sandbox: sb, Confine: confine}
 	src := b.MCP
-	if src == nil || !src.same(s) {
-		ask := b.ask
-		if !s.Interactive {
-			ask = nil
-		}
-		src = &mcpSource{settings: s, ws: b.Workspace, getenv: b.getenv, env: env, approvals: b.Store, ask: ask, log: warn, sandbox: sb, confine: confine, pool: &b.hub.mcp}
+	if src == nil || !src.Same(s) {
+		src = session.NewMCPSource(sources, &b.hub.mcp, Version)
 	}
 	hk := b.Hooks
-	if hk == nil || !hk.same(s) {
-		ask := b.ask
-		if !s.Interactive {
-			ask = nil
-		}
-		hk = &hookSource{settings: s, ws: b.Workspace, getenv: b.getenv, env: env, approvals: b.Store, ask: ask, log: warn, sandbox: sb, confine: confine}
+	if hk == nil || !hk.Same(s) {
+		hk = session.NewHookSource(sources)
 	}
 	lang := b.Lang
 	if lang == nil || !sameLang(b.Settings, s) {
@@ -163,7 +161,7 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 	}
 	rt, err := agent.New(agent.Config{Hooks: hk, Model: m, ModelName: s.Model, Endpoint: s.BaseURL, ContextTokens: s.ContextTokens, Workspace: b.Workspace, Store: b.Store,
 		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, Prices: s.Prices, CommandEnv: env, ToolSource: src,
-		SubagentModels: nonEmpty(s.SubagentModel), UserDir: userDir(b.getenv),
+		SubagentModels: nonEmpty(s.SubagentModel), UserDir: session.UserDir(b.getenv),
 		Sandbox: sb, SandboxSettings: confine, Language: lang, Registry: b.hub.live, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) },
 		Vision: newVision(s.Vision, m).check, ImageMaxBytes: s.ImageMaxBytes, Fetch: tools.FetchConfig{Allow: nonEmpty(s.AllowFetch)},
 		MaxBackground: cmp.Or(s.MaxBackground, -1), BackgroundLinger: time.Duration(s.BgLinger) * time.Second})
@@ -206,23 +204,11 @@ func (b *Backend) Reconfigure(s config.Settings) (*Backend, []string, error) {
 // change during shutdown) leaves nothing running that nothing stops.
 func (b *Backend) Adopted(prev *Backend) {
 	if prev.MCP != nil && prev.MCP != b.MCP {
-		prev.MCP.retire(b.MCP)
+		prev.MCP.Retire(b.MCP)
 	}
 	if prev.Lang != nil && prev.Lang != b.Lang {
 		go prev.Lang.Close() // the next question starts the new settings' servers; the old ones end meanwhile
 	}
-}
-
-// userDir is the user's agent-lsp configuration folder: under
-// $XDG_CONFIG_HOME, else ~/.config; "" when neither is known.
-func userDir(getenv func(string) string) string {
-	if dir := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(dir) {
-		return filepath.Join(dir, "agent-lsp")
-	}
-	if home := getenv("HOME"); filepath.IsAbs(home) {
-		return filepath.Join(home, ".config", "agent-lsp")
-	}
-	return ""
 }
 
 // nonEmpty drops blank patterns (an empty entry of an editor's list setting).
@@ -243,7 +229,7 @@ func (b *Backend) Close() {
 		b.Runtime.Close() // background processes lingering after their runs end with the window
 	}
 	if b.MCP != nil {
-		b.MCP.close()
+		b.MCP.Close()
 	}
 	if b.Lang != nil {
 		b.Lang.Close()
@@ -252,7 +238,7 @@ func (b *Backend) Close() {
 }
 
 // asker asks the user to choose one of actions ("" when dismissed).
-type asker func(ctx context.Context, message string, actions ...string) (string, error)
+type asker = session.Asker
 
 // StoreName says where sessions are kept, for logs (never a password).
 func (b *Backend) StoreName() string { return b.Store.Name() }

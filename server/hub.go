@@ -3,11 +3,10 @@ package server
 import (
 	"fmt"
 	"path/filepath"
-	"sync"
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/event"
-	"github.com/agent-lsp/agent-lsp/agent/mcp"
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/store/postgres"
 )
@@ -22,7 +21,7 @@ type Hub struct {
 	store     store.Store     // nil: each connection opens the store its settings name
 	storePath string          // the file of store
 	live      *agent.Registry // the live sessions of every connection, their event sequences and followers
-	mcp       mcpPool         // MCP servers, shared by connections that define them alike
+	mcp       session.MCPPool // MCP servers, shared by connections that define them alike
 }
 
 // NewHub returns a hub over st, the store at path, which it never closes;
@@ -69,63 +68,4 @@ func (c *client) Deliver(raw []byte, e event.Event) {
 	}
 	_, end := e.Data.(event.RunEnd)
 	c.box.rawEvent(raw, e.Session, e.Seq, end)
-}
-
-// mcpPool shares MCP managers among a process's connections: windows whose
-// servers are defined, resolved and run identically (same definitions,
-// environment, folder and timeouts) use one set of processes.
-type mcpPool struct {
-	mu    sync.Mutex // guards byKey
-	byKey map[string]*pooledManager
-}
-
-type pooledManager struct {
-	mgr  *mcp.Manager
-	refs int
-}
-
-// acquire returns the manager for key, creating it with create when none
-// is shared; release gives it back, closing it with its last user.
-func (p *mcpPool) acquire(key string, create func() (*mcp.Manager, error)) (mgr *mcp.Manager, release func(), err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pm, ok := p.byKey[key]
-	if !ok {
-		m, err := create()
-		if err != nil {
-			return nil, nil, err
-		}
-		pm = &pooledManager{mgr: m}
-		if p.byKey == nil {
-			p.byKey = map[string]*pooledManager{}
-		}
-		p.byKey[key] = pm
-	}
-	pm.refs++
-	var once sync.Once
-	return pm.mgr, func() {
-		once.Do(func() {
-			p.mu.Lock()
-			pm.refs--
-			last := pm.refs == 0
-			if last {
-				delete(p.byKey, key)
-			}
-			p.mu.Unlock()
-			if last {
-				pm.mgr.Close()
-			}
-		})
-	}, nil
-}
-
-// shared reports how many managers are shared now, and their users.
-func (p *mcpPool) shared() (managers, users int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, pm := range p.byKey {
-		managers++
-		users += pm.refs
-	}
-	return managers, users
 }

@@ -9,9 +9,6 @@ import (
 	"sync"
 	"time"
 
-	acp "github.com/coder/acp-go-sdk"
-	"go.lsp.dev/jsonrpc2"
-
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/images"
 	"github.com/agent-lsp/agent-lsp/agent/model"
@@ -128,29 +125,4 @@ func (v *vision) list(ctx context.Context, name string) *bool {
 		}
 	}
 	return said
-}
-
-// acpImages are the image blocks of an ACP prompt: their data (base64), or
-// the file a file: URI names when they carry none.
-func acpImages(blocks []acp.ContentBlock) ([]agent.ImageInput, error) {
-	var refs []ImageRef
-	for _, c := range blocks {
-		switch img := c.Image; {
-		case img == nil:
-		case img.Data != "":
-			refs = append(refs, ImageRef{Data: img.Data, MimeType: img.MimeType})
-		case img.Uri != nil && strings.HasPrefix(*img.Uri, "file:"):
-			refs = append(refs, ImageRef{Path: uriPath(*img.Uri)})
-		default:
-			return nil, errors.New("an image block has neither data nor a file: URI")
-		}
-	}
-	in, err := imageInputs("session/prompt", refs)
-	if err != nil {
-		var rpc *jsonrpc2.Error
-		if errors.As(err, &rpc) {
-			return nil, errors.New(rpc.Message)
-		}
-	}
-	return in, err
 }

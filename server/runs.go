@@ -231,7 +231,7 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 		// from now on, so that this window sees its prompt queued.
 		s.opts.Hub.live.Follow(spec.Session, s.client)
 	}
-	res, err := call.b.run(runCtx, spec, ports)
+	res, err := call.b.Run(runCtx, spec, ports)
 	if err != nil {
 		k.close("failed: " + err.Error())
 		return agent.Result{}, sessionError(command, err)

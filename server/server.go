@@ -22,6 +22,7 @@ import (
 	"go.lsp.dev/protocol"
 
 	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/server/session"
 )
 
 // Version is agent-lsp's version: the repository's VERSION file, which the
@@ -83,15 +84,15 @@ type Server struct {
 	client *client
 	ctx    context.Context // the connection's lifetime
 
-	life     lifecycle      // the LSP state and the backend
-	requests inflight       // cancellable requests, by ID and progress token
-	always   allowances     // commands allowed "always" for a session
-	keys     keyGate        // endpoints that need an API key
-	reviews  fifo           // edits waiting for the user's confirmation, of every run
-	runs     sync.WaitGroup // agent.run and agent.resume handlers in progress
-	tokens   atomic.Int64   // progress tokens the server created
-	exited   chan struct{}  // closed by the first exit notification
-	exitOnce sync.Once      // guards closing exited: a client may send exit twice
+	life     lifecycle          // the LSP state and the backend
+	requests inflight           // cancellable requests, by ID and progress token
+	always   session.Allowances // commands allowed "always" for a session
+	keys     keyGate            // endpoints that need an API key
+	reviews  fifo               // edits waiting for the user's confirmation, of every run
+	runs     sync.WaitGroup     // agent.run and agent.resume handlers in progress
+	tokens   atomic.Int64       // progress tokens the server created
+	exited   chan struct{}      // closed by the first exit notification
+	exitOnce sync.Once          // guards closing exited: a client may send exit twice
 }
 
 // Serve runs the server on in and out until the client exits or the

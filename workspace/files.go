@@ -120,7 +120,7 @@ func readLimited(f *os.File, name string, size, max int64) ([]byte, error) {
 // ReadLimited reads all of f, whose size fstat gave as size, refusing more
 // than max bytes (a FileTooLargeError): into buf when it holds size+1
 // bytes (the result then shares buf's memory), else into a new slice.
-func ReadLimited(f *os.File, name string, size, max int64, buf []byte) ([]byte, error) {
+func ReadLimited(f io.Reader, name string, size, max int64, buf []byte) ([]byte, error) {
 	if size > max {
 		return nil, &FileTooLargeError{Path: name, Size: size, Max: max}
 	}

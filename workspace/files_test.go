@@ -350,13 +350,12 @@ func TestEntryOpen(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		f, size, err := e.Open()
+		f, err := e.Open()
 		if err != nil {
 			got[e.Rel] = "error"
 			return nil
 		}
-		defer f.Close()
-		b, err := ReadLimited(f, e.Rel, size, MaxSearchSize, nil)
+		b, err := f.ReadAll(e.Rel, MaxSearchSize, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,20 +46,21 @@ type Entry struct {
 	fs.DirEntry
 	Abs string // its path under the project's root as the user named it
 	Rel string // its slash-separated path relative to the root
-	dir *os.Root
+	dir *folder
 }
 
 // Open opens the entry for reading as Project.OpenFile does (inside the
 // root, a regular file only, never blocking), relative to its folder,
 // which the walk holds open: one open instead of one per folder of its
-// path. It may be called only while the walk's fn runs for the entry.
-func (e Entry) Open() (*os.File, int64, error) {
-	f, size, err := openRegular(e.dir, e.Name())
+// path, never through a link. It may be called only while the walk's fn
+// runs for the entry; the file is the caller's to read or close.
+func (e Entry) Open() (*OpenedFile, error) {
+	f, err := e.dir.open(e.Name())
 	var nr *NotRegularError
 	if errors.As(err, &nr) {
 		nr.Path = e.Rel
 	}
-	return f, size, err
+	return f, err
 }
 
 // Files is Walk, with each entry able to open itself (Entry.Open). The walk
@@ -119,10 +120,11 @@ func (w *walker) dir(r *os.Root, abs, rel string, path []string, ps []gitignore.
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
-	entries, err := readDir(r)
+	here, entries, err := listFolder(r)
 	if err != nil {
 		return nil // unreadable folders are skipped, as before
 	}
+	defer here.close()
 	for _, name := range ignoreFiles {
 		// Only a folder that lists an ignore file has one to read.
 		if _, ok := slices.BinarySearchFunc(entries, name, func(d fs.DirEntry, name string) int { return strings.Compare(d.Name(), name) }); ok {
@@ -159,7 +161,7 @@ func (w *walker) dir(r *os.Root, abs, rel string, path []string, ps []gitignore.
 			}
 			continue
 		}
-		if err := w.fn(Entry{DirEntry: d, Abs: filepath.Join(w.shown, filepath.FromSlash(childRel)), Rel: childRel, dir: r}); err != nil {
+		if err := w.fn(Entry{DirEntry: d, Abs: filepath.Join(w.shown, filepath.FromSlash(childRel)), Rel: childRel, dir: here}); err != nil {
 			if errors.Is(err, filepath.SkipDir) {
 				return nil
 			}
@@ -169,16 +171,9 @@ func (w *walker) dir(r *os.Root, abs, rel string, path []string, ps []gitignore.
 	return nil
 }
 
-// readDir lists the folder r, sorted by name.
-func readDir(r *os.Root) ([]fs.DirEntry, error) {
-	f, err := r.Open(".")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	entries, err := f.ReadDir(-1)
+// sortEntries sorts a folder's entries by name.
+func sortEntries(entries []fs.DirEntry) {
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	return entries, err
 }
 
 // folderPatterns reads the ignore files of the folder at abs, whose path

@@ -374,7 +374,7 @@ func (s *server) watch(gen int, cmd *exec.Cmd, proc *process, conn jsonrpc2.Conn
 		why = err.Error()
 	}
 	if last := stderr.last(); last != "" {
-		why += ": " + clip(last, 300)
+		why += ": " + tools.Clip(last, 300)
 	}
 	s.fail(gen, errors.New(why))
 }
@@ -506,7 +506,7 @@ type wireDiagnostic struct {
 }
 
 func (w wireDiagnostic) diagnostic() tools.Diagnostic {
-	d := tools.Diagnostic{Severity: w.Severity, Source: clip(w.Source, 100),
+	d := tools.Diagnostic{Severity: w.Severity, Source: tools.Clip(w.Source, 100),
 		Range: workspace.Range{Start: workspace.Position(w.Range.Start), End: workspace.Position(w.Range.End)}}
 	d.Message, d.Code = tools.DiagnosticText(w.Message, w.Code)
 	return d
@@ -560,13 +560,6 @@ func (s *server) keep(gen int, path string, items []tools.Diagnostic, total int,
 // within reports whether path is root or below it (lexically: both clean).
 func within(root, path string) bool {
 	return path == root || strings.HasPrefix(path, root+string(filepath.Separator))
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // mark is what a sync sent for one file, to know when its diagnostics

@@ -68,7 +68,7 @@ func (s *server) pullTS(ctx context.Context, marks []mark, deadline time.Time) b
 					break
 				}
 				items = append(items, tools.Diagnostic{Range: workspace.Range{Start: d.Start.position(), End: d.End.position()},
-					Severity: tsSeverity[d.Category], Message: clip(d.Text, 2000), Source: "typescript", Code: itoa(d.Code)})
+					Severity: tsSeverity[d.Category], Message: tools.Clip(d.Text, 2000), Source: "typescript", Code: itoa(d.Code)})
 			}
 		}
 		v := mk.version

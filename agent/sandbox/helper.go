@@ -57,6 +57,8 @@ type opts struct {
 	ro      []string // bind read-only (relative to root)
 	roAbs   []string // bind read-only (absolute)
 	pin     []string // bind onto itself (relative to root)
+	links   []string // Windows: protected links, denied as themselves (relative to root)
+	token   bool     // Windows: run the command with a write-restricted token
 	temps   []string // directories the private /tmp is also mounted on
 	tmpSize int64    // bytes of the private /tmp
 	cgroup  string   // the pids cgroup to join
@@ -76,6 +78,7 @@ var optFlags = map[string]func(o *opts, v string) error{
 	"--ro":       func(o *opts, v string) error { o.ro = append(o.ro, v); return nil },
 	"--ro-abs":   func(o *opts, v string) error { o.roAbs = append(o.roAbs, v); return nil },
 	"--pin":      func(o *opts, v string) error { o.pin = append(o.pin, v); return nil },
+	"--link":     func(o *opts, v string) error { o.links = append(o.links, v); return nil },
 	"--temp":     func(o *opts, v string) error { o.temps = append(o.temps, v); return nil },
 	"--cgroup":   func(o *opts, v string) error { o.cgroup = v; return nil },
 	"--gocache":  func(o *opts, v string) error { o.gocache = v; return nil },
@@ -89,6 +92,7 @@ var optFlags = map[string]func(o *opts, v string) error{
 var optSwitches = map[string]func(o *opts){
 	"--network": func(o *opts) { o.network = true },
 	"--netns":   func(o *opts) { o.netns = true },
+	"--token":   func(o *opts) { o.token = true },
 }
 
 func parseOpts(args []string) (*opts, error) {
@@ -138,6 +142,7 @@ func (o *opts) args() []string {
 	add("--ro", o.ro...)
 	add("--ro-abs", o.roAbs...)
 	add("--pin", o.pin...)
+	add("--link", o.links...)
 	add("--temp", o.temps...)
 	if o.tmpSize > 0 {
 		add("--tmp-size", strconv.FormatInt(o.tmpSize, 10))
@@ -162,6 +167,9 @@ func (o *opts) args() []string {
 	}
 	if o.netns {
 		out = append(out, "--netns")
+	}
+	if o.token {
+		out = append(out, "--token")
 	}
 	return out
 }

@@ -217,7 +217,7 @@ func (w *walker) classify(rel, name string, typ fs.FileMode) (entry, bool) {
 	var k kind
 	lower := strings.ToLower(name)
 	switch {
-	case typ&fs.ModeSymlink != 0:
+	case linkLike(typ):
 		if lower != ".git" && !protectedName(lower) {
 			return entry{}, false
 		}
@@ -257,8 +257,10 @@ func (w *walker) classify(rel, name string, typ fs.FileMode) (entry, bool) {
 		e.link, _ = os.Readlink(abs)
 		// What it points at is what programs read through it: read-only
 		// too (the link itself is put back if a command changes it).
-		if target, err := filepath.EvalSymlinks(abs); err == nil {
+		if target, err := filepath.EvalSymlinks(abs); err == nil && target != abs {
 			e.targets = append(e.targets, target)
+		} else if filepath.IsAbs(e.link) { // a Windows junction, which EvalSymlinks does not follow
+			e.targets = append(e.targets, filepath.Clean(e.link))
 		}
 	case gitFile:
 		if dir := gitdirOf(abs); dir != "" {
@@ -273,6 +275,13 @@ func (w *walker) classify(rel, name string, typ fs.FileMode) (entry, bool) {
 		}
 	}
 	return e, true
+}
+
+// linkLike reports whether an entry of type typ leads elsewhere: a
+// symlink, or (Windows) a junction or another name-surrogate reparse
+// point, which Go reports as irregular and not a directory.
+func linkLike(typ fs.FileMode) bool {
+	return typ&fs.ModeSymlink != 0 || (typ&fs.ModeIrregular != 0 && !typ.IsDir())
 }
 
 // protectedNames are the names an entry of workspace.ProtectedPaths can end

@@ -4,24 +4,31 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
 )
 
-// runHelper runs Windows's one stage: the command in a Job Object.
+// runHelper runs Windows's stages: the command in a Job Object (with a
+// restricted token when o.token), or the restricted token's probe.
 func runHelper(o *opts) error {
-	if o.stage != stageJob {
-		return fmt.Errorf("stage %q runs only on Linux", o.stage)
+	switch o.stage {
+	case stageJob:
+		return runJob(o)
+	case stageProbe:
+		return tokenProbe(o)
 	}
-	return runJob(o)
+	return fmt.Errorf("stage %q runs only on Linux", o.stage)
 }
 
 // runJob makes a Job Object with o's bounds that kills its processes when
 // its last handle closes, joins it, runs o's command (which lands in it,
 // with every process it starts), and exits as the command did: exiting
 // closes the job's one handle, which kills every process the command left.
-// The server killing this helper does the same.
+// The server killing this helper does the same. With o.token the command
+// runs with a write-restricted token (wintoken_windows.go); when that
+// cannot be set up the command does not run.
 func runJob(o *opts) error {
 	job, err := newJob(jobLimits(o, physicalMemory()))
 	if err != nil {
@@ -33,6 +40,14 @@ func runJob(o *opts) error {
 	cmd := exec.Command(o.argv[0], o.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = o.env()
+	if o.token {
+		tok, err := confineWrites(o)
+		if err != nil {
+			return fmt.Errorf("confine the command's writes: %w", err)
+		}
+		defer tok.Close()
+		cmd.SysProcAttr = &syscall.SysProcAttr{Token: syscall.Token(tok)}
+	}
 	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
 		return fmt.Errorf("run %s: %w", o.argv[0], err)
 	}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -33,6 +34,18 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "linger":
 		time.Sleep(time.Minute)
+		os.Exit(0)
+	case "args": // print the arguments as they arrived
+		json.NewEncoder(os.Stdout).Encode(os.Args[1:])
+		os.Exit(0)
+	case "write": // write each file named, and say which were written
+		for _, p := range filepath.SplitList(os.Getenv("AGENT_LSP_JOB_TEST_WRITE")) {
+			if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+				fmt.Println("denied", p)
+			} else {
+				fmt.Println("wrote", p)
+			}
+		}
 		os.Exit(0)
 	case "alloc": // commit 1 GiB
 		b := make([]byte, 1<<30)
@@ -103,10 +116,17 @@ func TestJobNoSurvivors(t *testing.T) {
 	if !s.Holds(p) || s.Confines(p) {
 		t.Fatalf("holds %v confines %v: want a Job Object, no confinement", s.Holds(p), s.Confines(p))
 	}
-	// Said plainly: not sandboxed (clients show that), the job named.
-	if r := s.Describe(p); len(r.Enforced) != 0 || !strings.Contains(s.Unconfined(), "Windows confines no writes") ||
-		!strings.Contains(r.Processes, "Job Object") || !r.Network {
+	// Said plainly: not sandboxed (clients show that), the job named; or,
+	// where Windows enforces the restricted token, that it confines writes.
+	r := s.Describe(p)
+	switch {
+	case s.token && (r.Isolation != RestrictedToken || len(r.Enforced) == 0 || s.Unconfined() != ""):
+		t.Errorf("a restricted token, yet: unconfined %q, report %+v", s.Unconfined(), r)
+	case !s.token && (len(r.Enforced) != 0 || !strings.Contains(s.Unconfined(), "Windows confines no writes")):
 		t.Errorf("unconfined %q, report %+v", s.Unconfined(), r)
+	}
+	if !strings.Contains(r.Processes, "Job Object") || !r.Network {
+		t.Errorf("report %+v", r)
 	}
 	out, code, pid := runRole(t, nil, p, "spawn")
 	if code != 0 || pid == 0 {

@@ -12,7 +12,8 @@ type Report struct {
 	Mode        Mode `json:"mode"`
 	LandlockABI int  `json:"landlockABI"`
 	// Isolation is "namespaces", "snapshot" (where user namespaces are
-	// refused, or forced), or "none" (not confined).
+	// refused, or forced), "seatbelt" (macOS), "restricted-token"
+	// (Windows), or "none" (not confined).
 	Isolation Isolation `json:"isolation"`
 	// Processes says what bounds the number of a command's processes:
 	// "pids cgroup v1", "pids cgroup v2" or "RLIMIT_NPROC"; on Windows, the
@@ -30,7 +31,7 @@ func (s *Sandbox) Describe(p Policy) Report {
 	// Network is what commands can do, not the setting: before ABI 4 and
 	// without a network namespace nothing confines it.
 	r := Report{Mode: p.Mode, LandlockABI: s.abi, Isolation: iso, Enforced: []string{},
-		Network: p.Network || iso == None || (iso == Snapshot && s.abi < 4)}
+		Network: p.Network || iso == None || iso == RestrictedToken || (iso == Snapshot && s.abi < 4)}
 	switch {
 	case p.Mode == Off:
 		r.NotEnforced = []string{"the sandbox is off: commands run with the user's full rights"}
@@ -38,6 +39,11 @@ func (s *Sandbox) Describe(p Policy) Report {
 	case iso == Seatbelt:
 		r.Writable = p.WritableDirs()
 		describeSeatbelt(p, func(f string, a ...any) { r.Enforced = append(r.Enforced, fmt.Sprintf(f, a...)) },
+			func(f string, a ...any) { r.NotEnforced = append(r.NotEnforced, fmt.Sprintf(f, a...)) })
+		return r
+	case iso == RestrictedToken:
+		r.Writable, r.Processes = p.WritableDirs(), describeJob(p)
+		describeToken(p, func(f string, a ...any) { r.Enforced = append(r.Enforced, fmt.Sprintf(f, a...)) },
 			func(f string, a ...any) { r.NotEnforced = append(r.NotEnforced, fmt.Sprintf(f, a...)) })
 		return r
 	case s.abi == 0:

@@ -91,6 +91,12 @@ func (s *Sandbox) opts(r *Run, argv []string, direct bool) *opts {
 	switch r.iso {
 	case None: // a Job Object holds the command (Holds), nothing confines it
 		o.stage = stageJob
+	case RestrictedToken: // a Job Object holds it, a restricted token confines its writes
+		o.stage, o.token = stageJob, true
+		if r.before != nil {
+			b := bindsFor(r.before, p)
+			o.ro, o.roAbs, o.pin, o.links = b.ro, b.roAbs, b.pins, linksFor(r.before, p)
+		}
 	case Seatbelt:
 		o.stage = stageSeatbelt
 		if r.before != nil {
@@ -119,7 +125,7 @@ func (s *Sandbox) opts(r *Run, argv []string, direct bool) *opts {
 // ReadOnly lists the paths of the project (relative, slash-separated) that
 // the command could not write: every .git and protected path.
 func (r *Run) ReadOnly() []string {
-	if r.before == nil || (r.iso != Namespaces && r.iso != Seatbelt) {
+	if r.before == nil || (r.iso != Namespaces && r.iso != Seatbelt && r.iso != RestrictedToken) {
 		return nil
 	}
 	return bindsFor(r.before, r.p).ro
@@ -154,7 +160,7 @@ func (s *Sandbox) Argv(p Policy, argv ...string) []string {
 	}
 	r := &Run{s: s, p: p, iso: s.Isolation(p)}
 	o := s.opts(r, argv, false)
-	if r.iso != Seatbelt { // the Seatbelt helper is its own reaper
+	if r.iso != Seatbelt && r.iso != RestrictedToken { // these helpers are their own reapers
 		o.next, o.stage = o.stage, stageSpawn
 	}
 	return o.commandLine(s.helper)

@@ -25,9 +25,10 @@
 //
 // On macOS the helper runs the command under Seatbelt with a profile made
 // from the same policy (seatbelt.go), and kills every process of it when it
-// ends. On Windows nothing confines writes (Confines is false: every
-// command asks), but a Job Object holds every command's processes, ends
-// them with it and bounds them (job.go, Holds).
+// ends. On Windows a Job Object holds every command's processes, ends them
+// with it and bounds them (job.go, Holds), and a write-restricted token
+// confines its writes (wintoken.go) where Windows enforces one; the network
+// is not confined there, so commands of projects whose network is off ask.
 package sandbox
 
 import (
@@ -152,6 +153,8 @@ type Sandbox struct {
 	abi      int    // the kernel's Landlock ABI; 0: none, or turned off
 	seatbelt string // macOS: the sandbox-exec that confines commands; "" for none
 	noBelt   error  // macOS: why seatbelt is ""
+	token    bool   // Windows: a write-restricted token confines commands' writes
+	noToken  error  // Windows: why token is false
 	helper   string // the binary to re-execute as the helper
 
 	probeOnce sync.Once
@@ -176,6 +179,7 @@ func New(landlock bool) (*Sandbox, error) {
 			s.abi = v
 		}
 		s.seatbelt, s.noBelt = findSeatbelt()
+		s.token, s.noToken = findToken(exe)
 	}
 	return s, nil
 }
@@ -183,23 +187,31 @@ func New(landlock bool) (*Sandbox, error) {
 // ABI is the Landlock ABI version commands are confined with; 0 when none.
 func (s *Sandbox) ABI() int { return s.abi }
 
-// Confines reports whether commands run under p are confined at all.
-func (s *Sandbox) Confines(p Policy) bool { return p.Mode != Off && (s.abi > 0 || s.seatbelt != "") }
+// Confines reports whether commands run under p are confined: on Windows
+// only when the project's network is allowed, as Windows cannot turn one
+// process's network off (its commands run with the restricted token all
+// the same, and ask).
+func (s *Sandbox) Confines(p Policy) bool {
+	return p.Mode != Off && (s.abi > 0 || s.seatbelt != "" || (s.token && p.Network))
+}
 
 // Holds reports whether commands run under p go through the sandbox: when
 // they are confined, and on Windows, where a Job Object holds every
-// command's processes (no survivors, bounded) although writes are not
-// confined there.
-func (s *Sandbox) Holds(p Policy) bool { return s.Confines(p) || (p.Mode != Off && jobs) }
+// command's processes (no survivors, bounded), and a restricted token
+// confines their writes where Windows enforces one, even when they are not
+// confined (their network is not).
+func (s *Sandbox) Holds(p Policy) bool { return s.Confines(p) || (p.Mode != Off && (jobs || s.token)) }
 
 // Unconfined says why no command is confined on this machine; "" when
 // commands are (unless the sandbox is off).
 func (s *Sandbox) Unconfined() string {
 	switch {
-	case s.abi > 0 || s.seatbelt != "":
+	case s.abi > 0 || s.seatbelt != "" || s.token:
 		return ""
 	case s.noBelt != nil:
 		return s.noBelt.Error()
+	case s.noToken != nil:
+		return "Windows confines no writes here (" + s.noToken.Error() + "); a Job Object only ends and bounds a command's processes"
 	case runtime.GOOS == "darwin":
 		return "Seatbelt (sandbox-exec) is turned off (the landlock setting)"
 	case runtime.GOOS == "windows":
@@ -213,6 +225,8 @@ func (s *Sandbox) Unconfined() string {
 // Isolation is the mechanism that confines commands run under p.
 func (s *Sandbox) Isolation(p Policy) Isolation {
 	switch {
+	case p.Mode != Off && s.token:
+		return RestrictedToken
 	case !s.Confines(p):
 		return None
 	case s.seatbelt != "":

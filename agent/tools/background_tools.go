@@ -44,7 +44,7 @@ func startBackground(ctx context.Context, env *Env, p *workspace.Project, kind, 
 		return errorf("%v", err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%sstarted %s in the background: $ %s\n", unsaved, proc.id, clip(line, 200))
+	fmt.Fprintf(&b, "%sstarted %s in the background: $ %s\n", unsaved, proc.id, Clip(line, 200))
 	b.WriteString("Read its output with process_output, wait for it to end with process_wait, end it with process_stop. It ends when this run ends.")
 	switch {
 	case iso == sandbox.Namespaces && !policy.Network:
@@ -52,7 +52,7 @@ func startBackground(ctx context.Context, env *Env, p *workspace.Project, kind, 
 	case iso != sandbox.Namespaces:
 		b.WriteString(" It is not confined to namespaces here: processes it moves out of its process group may outlive it.")
 	}
-	return Result{Content: b.String(), Summary: fmt.Sprintf("%s started: %s", proc.id, clip(line, 80))}, nil
+	return Result{Content: b.String(), Summary: fmt.Sprintf("%s started: %s", proc.id, Clip(line, 80))}, nil
 }
 
 var processOutput = Tool{
@@ -169,7 +169,7 @@ func (p *process) report(since *int64, limit int) Result {
 	p.read = max(p.read, next)
 	p.mu.Unlock()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s\n$ %s\n", p.id, status, clip(p.command, 200))
+	fmt.Fprintf(&b, "%s: %s\n$ %s\n", p.id, status, Clip(p.command, 200))
 	if got > from {
 		fmt.Fprintf(&b, "[bytes %d-%d are not shown: ", from, got)
 		if since == nil {

@@ -129,7 +129,7 @@ var runCommand = Tool{
 		}
 		record(workspace.Outcome{Status: workspace.StatusPending, Command: line})
 		unsaved := saveForCommand(ctx, env, p) // the command must see the agent's edits
-		shown := clip(line, 200)               // the model wrote it; the output matters more
+		shown := Clip(line, 200)               // the model wrote it; the output matters more
 		if err := env.intend(ctx, Intent{Command: line}); err != nil {
 			record(workspace.Outcome{Status: workspace.StatusFailed, Command: line, Summary: "not run"})
 			return errNotRecorded(fmt.Sprintf("running %q", line), err), nil
@@ -192,7 +192,7 @@ func (e *Env) allow(ctx context.Context, p *workspace.Project, kind, line string
 	case len(in.HardLinks) > 0:
 		req.Trusted, req.AlwaysAsk = false, true
 		req.Note = fmt.Sprintf("%s has another link (%d such file(s)), through which a sandboxed command could change it, so every command of %s asks until it has one link: remove the other link.",
-			clip(strings.Join(in.HardLinks, ", "), 300), len(in.HardLinks), p.Name())
+			Clip(strings.Join(in.HardLinks, ", "), 300), len(in.HardLinks), p.Name())
 	case bg != "" && bg != sandbox.Namespaces:
 		req.Trusted, req.AlwaysAsk = false, true
 		req.Note = fmt.Sprintf("Commands are not confined to namespaces here (%s), so a background process could outlive its run: starting one always asks.", bg)
@@ -270,7 +270,7 @@ func lastLine(out string) string {
 	if out == "" {
 		return ""
 	}
-	return ": " + clip(out, 200)
+	return ": " + Clip(out, 200)
 }
 
 // boundedOutput is an io.Writer that keeps the head and the tail of what is

@@ -70,7 +70,7 @@ var fetchURL = Tool{
 func (c FetchConfig) fetch(ctx context.Context, env *Env, raw string) (Result, error) {
 	u, err := c.checkURL(raw)
 	if err != nil {
-		return errorf("fetch_url %s: %v", clip(raw, 300), err)
+		return errorf("fetch_url %s: %v", Clip(raw, 300), err)
 	}
 	host := hostOf(u)
 	allowed := map[string]bool{host: true} // the hosts this fetch may reach

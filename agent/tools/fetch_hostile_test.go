@@ -137,16 +137,16 @@ func TestHostileWeb(t *testing.T) {
 				}}
 			res := fetch(fetchEnv(cfg, nil), c.URL)
 			if res.IsError != c.Error {
-				t.Errorf("error %v, want %v: %s", res.IsError, c.Error, clip(res.Content, 600))
+				t.Errorf("error %v, want %v: %s", res.IsError, c.Error, Clip(res.Content, 600))
 			}
 			for _, w := range c.Want {
 				if !strings.Contains(res.Content, w) {
-					t.Errorf("missing %q in %s", w, clip(res.Content, 600))
+					t.Errorf("missing %q in %s", w, Clip(res.Content, 600))
 				}
 			}
 			for _, w := range c.NotWant {
 				if strings.Contains(res.Content, w) {
-					t.Errorf("%q kept in %s", w, clip(res.Content, 600))
+					t.Errorf("%q kept in %s", w, Clip(res.Content, 600))
 				}
 			}
 			mu.Lock()

@@ -129,7 +129,7 @@ func TestFetchCutsALargeAnswer(t *testing.T) {
 	})
 	res := fetch(fetchEnv(FetchConfig{Allow: []string{"127.0.0.1"}, MaxBytes: 1 << 20}, nil), srv.URL)
 	if res.IsError || !strings.Contains(res.Content, "cut: only the first 1048576 bytes were read") {
-		t.Errorf("got %s", clip(res.Content, 400))
+		t.Errorf("got %s", Clip(res.Content, 400))
 	}
 }
 

@@ -76,13 +76,13 @@ func (s Set) Settle(ctx context.Context, env *Env, call message.ToolCall, in Int
 		what = fmt.Sprintf("calling %s of %s", call.Name, t.External)
 	}
 	if in.Command != "" {
-		what = fmt.Sprintf("running `%s`", clip(in.Command, 200))
+		what = fmt.Sprintf("running `%s`", Clip(in.Command, 200))
 	}
 	content := fmt.Sprintf("error: interrupted while %s (started %s); outcome unknown: check before repeating.", what, started)
 	if in.Background {
 		content = fmt.Sprintf("error: interrupted while starting `%s` in the background (started %s): background processes end with their run, so it is not running now; it was not started again: start it again if it is still needed.",
-			clip(in.Command, 200), started)
-		return Result{Content: content, IsError: true, Summary: "interrupted: " + clip(in.Command, 80)}, false
+			Clip(in.Command, 200), started)
+		return Result{Content: content, IsError: true, Summary: "interrupted: " + Clip(in.Command, 80)}, false
 	}
 	if in.Command != "" {
 		out, total := readSpool(in.Spool)
@@ -182,7 +182,7 @@ func where(text, args string) string {
 }
 
 func errorResult(msg string) Result {
-	return Result{Content: "error: " + msg, IsError: true, Summary: clip(msg, 80)}
+	return Result{Content: "error: " + msg, IsError: true, Summary: Clip(msg, 80)}
 }
 
 // errNotRecorded is the error of a side effect not made because its

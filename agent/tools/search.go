@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"regexp"
 	"regexp/syntax"
 	"runtime"
@@ -192,12 +191,11 @@ func (q *searchQuery) run(ctx context.Context, ws *workspace.Workspace, p *works
 	return found, nil
 }
 
-// source is a file to search: the editor's unsaved text, or the open file
-// and its size; big when it is over workspace.MaxSearchSize.
+// source is a file to search: the editor's unsaved text, or the open file;
+// big when it is over workspace.MaxSearchSize.
 type source struct {
 	text []byte
-	f    *os.File
-	size int64
+	f    *workspace.OpenedFile
 	big  bool
 }
 
@@ -212,15 +210,15 @@ func openSource(ws *workspace.Workspace, e workspace.Entry) source {
 		}
 		return source{text: []byte(d.Text)}
 	}
-	f, size, err := e.Open()
+	f, err := e.Open()
 	if err != nil {
 		return source{}
 	}
-	if size > workspace.MaxSearchSize {
+	if f.Size() > workspace.MaxSearchSize {
 		f.Close()
 		return source{big: true}
 	}
-	return source{f: f, size: size}
+	return source{f: f}
 }
 
 // buffers are the read buffers of search tasks, reused: a search reads
@@ -232,14 +230,14 @@ var buffers = sync.Pool{New: func() any { return new([]byte) }}
 func (q *searchQuery) file(ctx context.Context, src source, rel string) ([]string, bool) {
 	b := src.text
 	if src.f != nil {
-		defer src.f.Close()
 		if ctx.Err() != nil {
+			src.f.Close()
 			return nil, false
 		}
 		buf := buffers.Get().(*[]byte)
 		defer buffers.Put(buf)
 		var err error
-		if b, err = workspace.ReadLimited(src.f, rel, src.size, workspace.MaxSearchSize, *buf); err != nil {
+		if b, err = src.f.ReadAll(rel, workspace.MaxSearchSize, *buf); err != nil {
 			var tooLarge *workspace.FileTooLargeError
 			return nil, errors.As(err, &tooLarge) // unreadable, or grown over the limit
 		}
@@ -252,7 +250,7 @@ func (q *searchQuery) file(ctx context.Context, src source, rel string) ([]strin
 	}
 	var lines []string
 	q.m.each(b, func(n int, line []byte) bool {
-		lines = append(lines, fmt.Sprintf("%s:%d: %s", rel, n, clip(string(bytes.TrimRight(line, "\r")), maxLineLen)))
+		lines = append(lines, fmt.Sprintf("%s:%d: %s", rel, n, Clip(string(bytes.TrimRight(line, "\r")), maxLineLen)))
 		return len(lines) <= q.limit
 	})
 	return lines, false
@@ -269,7 +267,7 @@ func (f searchFound) result(pattern string) Result {
 		fmt.Fprintf(&out, "[stopped at %d matches; narrow the pattern or glob]\n", len(f.lines))
 	}
 	if len(f.big) > 0 {
-		fmt.Fprintf(&out, "[not searched, over %d bytes: %s; read them by line range]\n", workspace.MaxSearchSize, clip(strings.Join(f.big, ", "), 500))
+		fmt.Fprintf(&out, "[not searched, over %d bytes: %s; read them by line range]\n", workspace.MaxSearchSize, Clip(strings.Join(f.big, ", "), 500))
 	}
 	if len(f.lines) == 0 {
 		return Result{Content: "no matches for " + pattern + "\n" + out.String(), Summary: "searched " + pattern}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agent-lsp/agent-lsp/agent/message"
 	"github.com/agent-lsp/agent-lsp/agent/model"
@@ -376,7 +377,7 @@ func (s Set) Call(ctx context.Context, env *Env, call message.ToolCall) (res Res
 		args = json.RawMessage("{}")
 	}
 	if !json.Valid(args) {
-		res, _ = errorf("arguments of %s are not valid JSON: %s", call.Name, clip(call.Args, 200))
+		res, _ = errorf("arguments of %s are not valid JSON: %s", call.Name, Clip(call.Args, 200))
 		return res
 	}
 	if err := validate(t.schemaOf(), args); err != nil {
@@ -386,7 +387,7 @@ func (s Set) Call(ctx context.Context, env *Env, call message.ToolCall) (res Res
 	defer func() {
 		if v := recover(); v != nil {
 			res, _ = errorf("tool %s crashed: %v", call.Name, v)
-			res.Content += "\n" + clip(string(debug.Stack()), 2000)
+			res.Content += "\n" + Clip(string(debug.Stack()), 2000)
 		}
 	}()
 	res, err := t.Run(ctx, env, args)
@@ -399,11 +400,16 @@ func (s Set) Call(ctx context.Context, env *Env, call message.ToolCall) (res Res
 	return res
 }
 
-func clip(s string, n int) string {
+// Clip shortens s to at most n bytes, cut at a character boundary, marked
+// with "…" when cut.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "..."
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // minCut is the least Cut keeps, whatever max it is given.

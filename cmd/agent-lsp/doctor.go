@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agent-lsp/agent-lsp/store/postgres"
 	"io"
 	"io/fs"
 	"math"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agent-lsp/agent-lsp/store/postgres"
+
 	"github.com/agent-lsp/agent-lsp/agent/langserver"
 	mcpdef "github.com/agent-lsp/agent-lsp/agent/mcp"
 	llm "github.com/agent-lsp/agent-lsp/agent/model"
@@ -24,6 +25,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/server/daemon"
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
 	"github.com/agent-lsp/agent-lsp/workspace/git"
@@ -409,6 +411,9 @@ func (r *doctorReport) checkSandbox(st config.Settings, getenv func(string) stri
 		r.Warnings = append(r.Warnings, "the sandbox is off: commands run with your full rights")
 	case sb.Unconfined() != "":
 		r.Warnings = append(r.Warnings, "commands are not sandboxed: "+sb.Unconfined()+"; every command asks first, the project's build and test included")
+	case general.Isolation == sandbox.RestrictedToken && !gp.Network:
+		r.Warnings = append(r.Warnings, "Windows cannot turn one command's network off: commands of projects whose network is off (sandbox.network) ask first, "+
+			"the project's build and test included; a restricted token confines their writes all the same (docs/security.md)")
 	case general.Isolation == sandbox.Snapshot:
 		r.Warnings = append(r.Warnings, "commands run without namespaces here (snapshot): git metadata and protected files are restored after each command instead of being read-only, "+
 			"and UDP, pathname Unix sockets and /tmp are not isolated (docs/security.md)")
@@ -426,7 +431,7 @@ func (r *doctorReport) checkSandbox(st config.Settings, getenv func(string) stri
 			continue
 		}
 		snap := p.Snapshot()
-		defs, notes := server.MCPDefinitions(st, ws, getenv, p)
+		defs, notes := session.MCPDefinitions(st, ws, getenv, p)
 		r.Warnings = append(r.Warnings, notes...)
 		servers := []doctorMCP{}
 		for _, d := range defs {
@@ -551,7 +556,7 @@ func (r *doctorReport) print(w io.Writer) {
 		if sb.Processes != "" {
 			head += ", processes bounded by " + sb.Processes
 		}
-		if sb.Mode == sandbox.Off || sb.LandlockABI == 0 || sb.Isolation == sandbox.Snapshot {
+		if sb.Mode == sandbox.Off || sb.Isolation == sandbox.None || sb.Isolation == sandbox.Snapshot {
 			mark = markWarn
 		}
 		var more []string

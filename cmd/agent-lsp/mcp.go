@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	mcpdef "github.com/agent-lsp/agent-lsp/agent/mcp"
-	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
@@ -114,7 +114,7 @@ func mcpHashes(st config.Settings, folders []string) ([]mcpHashLine, []string, e
 		if err != nil {
 			return nil, notes, fmt.Errorf("--workspace %s: %w", dir, err)
 		}
-		defs, n := server.MCPDefinitions(st, ws, os.Getenv, p)
+		defs, n := session.MCPDefinitions(st, ws, os.Getenv, p)
 		notes = append(notes, n...)
 		for _, d := range defs {
 			lines = append(lines, mcpHashLine{Ref: d.Ref(), Name: d.Name, Hash: d.Hash(), Source: string(d.Source), Origin: d.Origin,

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/server/acp"
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/store"
 )
@@ -531,7 +532,7 @@ func (d *Daemon) serveACP(ctx context.Context, c net.Conn, br *bufio.Reader, hel
 	if !ok {
 		return
 	}
-	err := server.ServeACP(k.ctx, k.in, k.out, server.Options{
+	err := acp.Serve(k.ctx, k.in, k.out, server.Options{
 		Flags:   flags,
 		Getenv:  lookup(env),
 		Environ: func() []string { return env },

@@ -10,7 +10,7 @@ export interface AboutInfo {
   /** The extension's version (package.json). */
   extension: string;
   /** The server binary the extension starts: its path or name, and its version when known. */
-  server?: { command: string; version?: string; running: boolean; error?: string };
+  server?: { command: string; version?: string | undefined; running: boolean; error?: string };
 }
 
 /** The report of Agent: About: one line per fact, and a warning when the versions differ or the server is unknown. */

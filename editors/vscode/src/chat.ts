@@ -250,7 +250,8 @@ export class ChatView implements vscode.Disposable {
   private showPrompt(prompt: string, labels: RefLabel[]): void {
     if (!this.session && !this.transcript.all().length) {
       this.post({ type: "reset", items: [], session: "", title: "" }); // the empty chat's help goes
-      this.title = prompt.split("\n")[0];
+      const [first = ""] = prompt.split("\n");
+      this.title = first;
     }
     this.post({ type: "items", items: this.transcript.user(prompt, labels) });
   }

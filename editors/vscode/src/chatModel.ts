@@ -31,13 +31,13 @@ export interface RefLabel {
 export interface RunEnd {
   status: string;
   /** For status limit: which limit stopped the run. */
-  limit?: string;
-  error?: string;
+  limit?: string | undefined;
+  error?: string | undefined;
   edits?: number;
   steps?: number;
-  usage?: { total: number; cost?: number };
+  usage?: { total: number; cost?: number | undefined } | undefined;
   /** The model of the run's last call. */
-  model?: string;
+  model?: string | undefined;
 }
 
 /** The last segment of a file URI's path, for a link's text. */
@@ -202,7 +202,7 @@ export class ChatTranscript {
   private editRow(uri: string): ToolRow | undefined {
     const rows = [...this.tools.values()].reverse();
     return rows.find((r) => {
-      const path = parseArgs(r.args).path;
+      const path = parseArgs(r.args)["path"];
       return (r.name === "edit_file" || r.name === "create_file") && !r.uri && typeof path === "string" && decodeURIComponent(uri).endsWith("/" + path.replace(/^\.?\//, ""));
     });
   }
@@ -296,8 +296,8 @@ export interface ReviewCard {
   protected: boolean;
   files: { name: string; hunks: ReviewHunk[] }[];
   /** How it ended; unset while it waits. */
-  outcome?: string;
-  reason?: string;
+  outcome?: string | undefined;
+  reason?: string | undefined;
 }
 
 /** The chat's item of a review: its diff with Accept and Reject per hunk and for the edit while it waits, its outcome after. */

@@ -378,12 +378,13 @@ function promptArgs(prompt: string, about: About | undefined): RunArgs {
 async function currentSession(ctx: Ctx): Promise<string | undefined> {
   const running = ctx.runs.list().filter((r): r is typeof r & { session: string } => r.session !== undefined);
   const sessions = [...new Map(running.map((r) => [r.session, r])).values()];
-  if (sessions.length === 1) {
-    return sessions[0].session;
+  const [only] = sessions;
+  if (only && sessions.length === 1) {
+    return only.session;
   }
   if (sessions.length > 1) {
     const pick = await vscode.window.showQuickPick(
-      sessions.map((r) => ({ label: r.title, description: r.session, detail: r.message, session: r.session })),
+      sessions.map((r) => ({ label: r.title, description: r.session, ...(r.message !== undefined && { detail: r.message }), session: r.session })),
       { title: "Follow up on which running session?" },
     );
     return pick?.session;

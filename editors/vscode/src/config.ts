@@ -276,10 +276,10 @@ export function readLanguageServers(v: unknown, problems?: SettingProblem[]): Re
       (typeof def === "object" &&
         !Array.isArray(def) &&
         type !== "*" &&
-        typeof d.command === "string" &&
-        d.command.trim() !== "" &&
+        typeof d["command"] === "string" &&
+        d["command"].trim() !== "" &&
         Object.keys(d).every((k) => known.includes(k)) &&
-        (d.args === undefined || (Array.isArray(d.args) && d.args.every((a) => typeof a === "string"))));
+        (d["args"] === undefined || (Array.isArray(d["args"]) && d["args"].every((a) => typeof a === "string"))));
     if (ok && type.trim()) {
       out[type] = def;
     } else {
@@ -306,10 +306,10 @@ export function initializationOptions(s: Settings): Record<string, unknown> {
     permissions: { allow: s.allow, deny: s.deny, allowEdit: s.allowEdit },
   };
   if (s.scrubEnv.length > 0) {
-    opts.scrubEnv = s.scrubEnv;
+    opts["scrubEnv"] = s.scrubEnv;
   }
   if (s.model || s.baseURL) {
-    opts.model = { ...(s.model && { model: s.model }), ...(s.baseURL && { baseURL: s.baseURL }) };
+    opts["model"] = { ...(s.model && { model: s.model }), ...(s.baseURL && { baseURL: s.baseURL }) };
   }
   if (Object.keys(s.prices).length > 0) {
     put(opts, "model.prices", s.prices);
@@ -320,10 +320,10 @@ export function initializationOptions(s: Settings): Record<string, unknown> {
     }
   }
   if (s.storePath) {
-    opts.store = { path: expandHome(s.storePath) };
+    opts["store"] = { path: expandHome(s.storePath) };
   }
   if (Object.keys(s.mcpServers).length > 0) {
-    opts.mcpServers = s.mcpServers;
+    opts["mcpServers"] = s.mcpServers;
   }
   if (s.mcpConfigFiles.length > 0) {
     put(opts, "mcp.configFiles", s.mcpConfigFiles.map(expandHome));
@@ -332,7 +332,7 @@ export function initializationOptions(s: Settings): Record<string, unknown> {
     put(opts, "mcp.allow", s.mcpAllow);
   }
   if (Object.keys(s.languageServers).length > 0) {
-    opts.languageServers = s.languageServers;
+    opts["languageServers"] = s.languageServers;
   }
   return opts;
 }
@@ -340,11 +340,12 @@ export function initializationOptions(s: Settings): Record<string, unknown> {
 /** Sets the dotted key (e.g. model.contextTokens) of opts to value, adding the objects on its way. */
 function put(opts: Record<string, unknown>, key: string, value: unknown): void {
   const names = key.split(".");
+  const last = names.pop() ?? key;
   let at = opts;
-  for (const name of names.slice(0, -1)) {
+  for (const name of names) {
     at = (at[name] ??= {}) as Record<string, unknown>;
   }
-  at[names[names.length - 1]] = value;
+  at[last] = value;
 }
 
 /**
@@ -356,7 +357,7 @@ function put(opts: Record<string, unknown>, key: string, value: unknown): void {
 export function serverExecutable(s: Settings, apiKey: string | undefined, env: NodeJS.ProcessEnv, bundled?: string): { command: string; args: string[]; options: { env: NodeJS.ProcessEnv } } {
   const child: NodeJS.ProcessEnv = { ...env };
   if (apiKey) {
-    child.OPENAI_API_KEY = apiKey;
+    child["OPENAI_API_KEY"] = apiKey;
   }
   const command = s.path === defaultSettings.path && bundled ? bundled : expandHome(s.path);
   return { command, args: [], options: { env: child } };
@@ -388,8 +389,8 @@ export function findExecutable(command: string, env: NodeJS.ProcessEnv): string 
   if (command.includes("/") || command.includes(path.sep)) {
     return ok(command) ? command : undefined;
   }
-  const exts = process.platform === "win32" ? (env.PATHEXT ?? ".EXE").split(";") : [""];
-  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
+  const exts = process.platform === "win32" ? (env["PATHEXT"] ?? ".EXE").split(";") : [""];
+  for (const dir of (env["PATH"] ?? "").split(path.delimiter)) {
     for (const ext of exts) {
       const p = path.join(dir || ".", command + ext);
       if (dir && ok(p)) {

@@ -152,7 +152,7 @@ export function dollars(cost: number): string {
 }
 
 /** A run's tokens and, when priced, its cost: "4.0k tokens · $0.0101". */
-export function usageText(u: { total: number; cost?: number }): string {
+export function usageText(u: { total: number; cost?: number | undefined }): string {
   return `${tokens(u.total)} tokens${u.cost ? ` · ${dollars(u.cost)}` : ""}`;
 }
 
@@ -320,7 +320,8 @@ export function parseSessionDocPath(path: string): { session: string; context?: 
   if (!m) {
     return { session: path.replace(/^\//, "") };
   }
-  return m[2] ? { session: m[1], context: m[2] } : { session: m[1] };
+  const [, session = "", context] = m;
+  return context ? { session, context } : { session };
 }
 
 /** The link (an encoded URI) that opens a transcript document. */

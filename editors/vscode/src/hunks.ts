@@ -70,10 +70,10 @@ export function between(old: string, neu: string): Hunk[] {
 
 /** The position where line k of lines starts; k == lines.length is the end of the text. */
 export function lineStart(lines: string[], k: number): Pos {
-  if (k < lines.length || lines.length === 0) {
+  const last = lines.at(-1);
+  if (k < lines.length || last === undefined) {
     return { line: k, character: 0 };
   }
-  const last = lines[lines.length - 1];
   return last.endsWith("\n") ? { line: k, character: 0 } : { line: k - 1, character: last.length };
 }
 
@@ -112,11 +112,12 @@ export function applyTextEdits(text: string, edits: LspTextEdit[]): string {
     starts.push(k + 1);
   }
   const offset = (p: Pos) => {
-    if (p.line >= starts.length) {
+    const start = starts[p.line];
+    if (start === undefined) {
       return text.length;
     }
-    const start = starts[p.line];
-    let end = p.line + 1 < starts.length ? starts[p.line + 1] - 1 : text.length;
+    const next = starts[p.line + 1];
+    let end = next === undefined ? text.length : next - 1;
     if (end > start && text[end - 1] === "\r" && end < text.length) {
       end--; // a CRLF line's text ends before its \r
     }

@@ -13,7 +13,7 @@ export interface Locate {
   apiKey: string | undefined;
   env: NodeJS.ProcessEnv;
   /** The binary of a platform .vsix, when it carries one. */
-  bundled?: string;
+  bundled?: string | undefined;
   /** Resolves at the next configuration change, or after a short wait. */
   settled(): Promise<void>;
   /** How long to wait for the settings to settle before giving up. */

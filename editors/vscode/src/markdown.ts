@@ -42,7 +42,7 @@ const escapes: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;"
 
 /** text with HTML's special characters escaped. */
 export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => escapes[c]);
+  return text.replace(/[&<>"']/g, (c) => escapes[c] ?? c);
 }
 
 /** code highlighted as lang (HTML of highlight.js's spans, escaped), or "" to leave it to markdown-it's escaping. */
@@ -63,6 +63,9 @@ const md = new MarkdownIt("default", { html: false, linkify: false, breaks: true
 // An image is a link to it, named by its text: nothing is loaded.
 md.renderer.rules.image = (tokens, idx) => {
   const t = tokens[idx];
+  if (!t) {
+    return "";
+  }
   const src = t.attrGet("src") ?? "";
   return `<a href="${escapeHtml(src)}" title="${escapeHtml(src)}">${escapeHtml(t.content || src)}</a>`;
 };
@@ -70,9 +73,12 @@ md.renderer.rules.image = (tokens, idx) => {
 // Only web links, and file links (opened in the editor by the page).
 md.validateLink = (url) => /^(https?|file):/i.test(url.trim());
 
-const linkOpen = md.renderer.rules.link_open ?? ((tokens, idx, options, _env, self) => self.renderToken(tokens, idx, options));
-md.renderer.rules.link_open = (tokens, idx, options, env, self) => {
+const linkOpen = md.renderer.rules["link_open"] ?? ((tokens, idx, options, _env, self) => self.renderToken(tokens, idx, options));
+md.renderer.rules["link_open"] = (tokens, idx, options, env, self) => {
   const t = tokens[idx];
+  if (!t) {
+    return linkOpen(tokens, idx, options, env, self);
+  }
   const href = t.attrGet("href") ?? "";
   if (/^file:/i.test(href)) {
     t.attrSet("href", "#");

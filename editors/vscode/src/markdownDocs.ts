@@ -50,8 +50,9 @@ function links(doc: vscode.TextDocument, scheme: string): vscode.DocumentLink[] 
   const text = doc.getText();
   const out: vscode.DocumentLink[] = [];
   for (const m of text.matchAll(new RegExp(`\\]\\((${scheme}:[^)\\s]+)\\)`, "g"))) {
+    const [, target = ""] = m;
     const start = (m.index ?? 0) + 2; // after "]("
-    out.push(new vscode.DocumentLink(new vscode.Range(doc.positionAt(start), doc.positionAt(start + m[1].length)), vscode.Uri.parse(m[1])));
+    out.push(new vscode.DocumentLink(new vscode.Range(doc.positionAt(start), doc.positionAt(start + target.length)), vscode.Uri.parse(target)));
   }
   return out;
 }

@@ -55,7 +55,7 @@ export interface ContextRef {
 /** Arguments of agent.run. */
 export interface RunArgs {
   prompt: string;
-  project?: string;
+  project?: string | undefined;
   session?: string;
   uri?: string;
   range?: WireRange;

@@ -45,7 +45,13 @@ export interface Review {
   /** Set once decided. */
   outcome?: ReviewOutcome;
   /** Why it was not applied, for outcome "not applied" or "rejected". */
-  reason?: string;
+  reason?: string | undefined;
+}
+
+/** File i of review r with its diff's two sides; undefined past the last file. */
+function sides(r: Review, i: number): { file: ReviewFile; original: vscode.Uri; proposal: vscode.Uri } | undefined {
+  const [file, original, proposal] = [r.files[i], r.originals[i], r.proposals[i]];
+  return file && original && proposal ? { file, original, proposal } : undefined;
 }
 
 interface Open {
@@ -65,7 +71,8 @@ export class Reviews implements vscode.Disposable {
   /** Fires when a review opens, changes (a hunk decided, the proposal edited) or ends. */
   readonly onDidChange = this.changed.event;
   private fileChanged = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
-  private status: vscode.StatusBarItem[];
+  /** The review's item (its files), Accept All's and Reject All's. */
+  private status: [vscode.StatusBarItem, vscode.StatusBarItem, vscode.StatusBarItem];
   private subs: vscode.Disposable[] = [];
 
   constructor(
@@ -154,7 +161,8 @@ export class Reviews implements vscode.Disposable {
 
   /** The hunks of file i of review r, each accepted or pending. */
   hunks(r: Review, i: number): ReviewHunk[] {
-    return hunksOf(r.files[i]);
+    const f = r.files[i];
+    return f ? hunksOf(f) : [];
   }
 
   /** The workspace/applyEdit middleware: edits that need confirmation are reviewed here, the others pass. */
@@ -188,22 +196,22 @@ export class Reviews implements vscode.Disposable {
   private async start(params: ApplyWorkspaceEditParams): Promise<Review> {
     const files = await reviewFiles(params, (uri, create) => (create ? Promise.resolve("") : textOf(uri)));
     const id = ++this.next;
-    const side = (scheme: string, f: ReviewFile, i: number) => vscode.Uri.from({ scheme, path: `/${id}/${i}/${vscode.workspace.asRelativePath(vscode.Uri.parse(f.uri), false)}` });
-    const review: Review = {
+    // A side of file i's diff, holding text.
+    const side = (scheme: string, f: ReviewFile, i: number, text: string) => {
+      const u = vscode.Uri.from({ scheme, path: `/${id}/${i}/${vscode.workspace.asRelativePath(vscode.Uri.parse(f.uri), false)}` });
+      this.texts.set(key(u), { text: new TextEncoder().encode(text), mtime: Date.now() });
+      return u;
+    };
+    return {
       id,
       label: params.label ?? "agent: edit",
       why: why(params),
       place: queuePlace(params),
       protected: isProtected(params),
       files,
-      originals: files.map((f, i) => side(originalScheme, f, i)),
-      proposals: files.map((f, i) => side(proposalScheme, f, i)),
+      originals: files.map((f, i) => side(originalScheme, f, i, f.original)),
+      proposals: files.map((f, i) => side(proposalScheme, f, i, f.proposed)),
     };
-    files.forEach((f, i) => {
-      this.texts.set(key(review.originals[i]), { text: new TextEncoder().encode(f.original), mtime: Date.now() });
-      this.texts.set(key(review.proposals[i]), { text: new TextEncoder().encode(f.proposed), mtime: Date.now() });
-    });
-    return review;
   }
 
   /** Shows review and resolves once the user decided it: true accepted (what the proposal holds), false rejected. */
@@ -219,9 +227,13 @@ export class Reviews implements vscode.Disposable {
   /** Opens review's diffs, the first file's last so that it has the focus. */
   async reveal(review: Review): Promise<void> {
     for (let i = review.files.length - 1; i >= 0; i--) {
-      const name = vscode.workspace.asRelativePath(vscode.Uri.parse(review.files[i].uri), false);
+      const s = sides(review, i);
+      if (!s) {
+        continue;
+      }
+      const name = vscode.workspace.asRelativePath(vscode.Uri.parse(s.file.uri), false);
       const title = `${name}: agent's proposal${review.place ? ` (${review.place})` : ""}`;
-      await vscode.commands.executeCommand("vscode.diff", review.originals[i], review.proposals[i], title, { preview: false });
+      await vscode.commands.executeCommand("vscode.diff", s.original, s.proposal, title, { preview: false });
     }
   }
 
@@ -277,9 +289,9 @@ export class Reviews implements vscode.Disposable {
       return;
     }
     for (const { review } of this.open.values()) {
-      const i = review.proposals.findIndex((u) => u.toString() === doc.uri.toString());
-      if (i >= 0 && review.files[i].current !== doc.getText()) {
-        review.files[i].current = doc.getText();
+      const f = review.files[review.proposals.findIndex((u) => u.toString() === doc.uri.toString())];
+      if (f && f.current !== doc.getText()) {
+        f.current = doc.getText();
         this.changed.fire(review);
       }
     }
@@ -287,26 +299,26 @@ export class Reviews implements vscode.Disposable {
 
   /** Accepts the hunk key of file i of review r; the review is answered once no hunk is left undecided. */
   acceptHunk(r: Review, i: number, key: string): void {
-    r.files[i].accepted.add(key);
+    r.files[i]?.accepted.add(key);
     this.changed.fire(r);
     this.settle(r);
   }
 
   /** Rejects the hunk key of file i of review r: the file's lines go back into the proposal. */
   async rejectHunk(r: Review, i: number, key: string): Promise<void> {
-    const f = r.files[i];
-    const h = hunksOf(f).find((x) => x.key === key);
-    if (!h) {
+    const s = sides(r, i);
+    const h = s && hunksOf(s.file).find((x) => x.key === key);
+    if (!s || !h) {
       return;
     }
-    const doc = await vscode.workspace.openTextDocument(r.proposals[i]);
+    const doc = await vscode.workspace.openTextDocument(s.proposal);
     const e = revertEdit(splitLines(doc.getText()), h);
     const we = new vscode.WorkspaceEdit();
-    we.replace(r.proposals[i], range(e), e.newText);
+    we.replace(s.proposal, range(e), e.newText);
     if (!(await vscode.workspace.applyEdit(we))) {
       throw new Error("the proposal could not be changed");
     }
-    f.current = doc.getText();
+    s.file.current = doc.getText();
     this.changed.fire(r);
     this.settle(r);
   }
@@ -325,7 +337,8 @@ export class Reviews implements vscode.Disposable {
       return;
     }
     r.files.forEach((f, i) => {
-      const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === r.proposals[i].toString());
+      const proposal = r.proposals[i]?.toString();
+      const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === proposal);
       f.current = doc ? doc.getText() : f.current;
     });
     this.open.delete(r.id);
@@ -353,7 +366,7 @@ export class Reviews implements vscode.Disposable {
   }
 
   /** The review, file and hunk at the cursor of editor (either side of a diff), if any. */
-  at(editor: vscode.TextEditor | undefined): { review: Review; file: number; hunk?: ReviewHunk } | undefined {
+  at(editor: vscode.TextEditor | undefined): { review: Review; file: number; hunk?: ReviewHunk | undefined } | undefined {
     if (!editor) {
       return undefined;
     }
@@ -361,8 +374,8 @@ export class Reviews implements vscode.Disposable {
     const line = editor.selection.active.line;
     for (const { review } of this.open.values()) {
       for (let i = 0; i < review.files.length; i++) {
-        const left = review.originals[i].toString() === uri;
-        if (!left && review.proposals[i].toString() !== uri) {
+        const left = review.originals[i]?.toString() === uri;
+        if (!left && review.proposals[i]?.toString() !== uri) {
           continue;
         }
         const hunk = this.hunks(review, i).find((h) => {
@@ -384,7 +397,7 @@ export class Reviews implements vscode.Disposable {
         continue;
       }
       const top = new vscode.Range(0, 0, 0, 0);
-      const lens = (r: vscode.Range, title: string, command: CommandId | "", args: unknown[] = [], tooltip?: string) => out.push(new vscode.CodeLens(r, { title, command, arguments: args, tooltip }));
+      const lens = (r: vscode.Range, title: string, command: CommandId | "", args: unknown[] = [], tooltip?: string) => out.push(new vscode.CodeLens(r, { title, command, arguments: args, ...(tooltip !== undefined && { tooltip }) }));
       lens(top, "$(check-all) Accept Edit", "agentLsp.acceptEdit", [review.id], "Accept the whole edit as the proposal shows it (Ctrl+Alt+Shift+Y)");
       lens(top, "$(close-all) Reject Edit", "agentLsp.rejectEdit", [review.id], "Reject the whole edit (Ctrl+Alt+Shift+N)");
       for (const h of this.hunks(review, i)) {

@@ -13,7 +13,7 @@ export interface Run {
   readonly token: string;
   readonly title: string;
   /** The run's session: known from the start for a resume, from its run.start event for a new run. */
-  session?: string;
+  session?: string | undefined;
   /** The latest progress message. */
   message?: string;
   /** Cancels the request itself ($/cancelRequest), for a run whose session is not known yet. */
@@ -21,7 +21,7 @@ export interface Run {
   /** The prompt as the user gave it; none for a resume. */
   readonly prompt?: string;
   /** What the prompt is about, as the chat labels it ("selection greet.go:3-5"). */
-  readonly about?: string;
+  readonly about?: string | undefined;
   /** The chat sent it: its prompt shows there already. */
   readonly fromChat?: boolean;
 }
@@ -36,7 +36,7 @@ export class Runs implements vscode.Disposable {
   private idle = new vscode.EventEmitter<void>();
   private begun = new vscode.EventEmitter<Run>();
   private show = new vscode.EventEmitter<string | undefined>();
-  private ended = new vscode.EventEmitter<{ run: Run; result?: RunResult }>();
+  private ended = new vscode.EventEmitter<{ run: Run; result?: RunResult | undefined }>();
   /** Fires when the last run going ends. */
   readonly onIdle = this.idle.event;
   /** Fires when a run begins (the chat shows it). */
@@ -106,11 +106,11 @@ export class Runs implements vscode.Disposable {
 
   private update(): void {
     const runs = this.list();
-    if (runs.length === 0) {
+    const latest = runs.at(-1);
+    if (!latest) {
       this.status.hide();
       return;
     }
-    const latest = runs[runs.length - 1];
     const more = runs.length > 1 ? ` (+${runs.length - 1})` : "";
     this.status.text = `$(loading~spin) ${latest.message ? "agent: " + latest.message : latest.title}${more}`;
     this.status.tooltip = "agent-lsp is working; click to show the chat (Stop there, or Agent: Cancel, stops it).";

@@ -9,7 +9,7 @@ import { requests, type CommandInfo } from "./protocol";
 export interface SlashItem {
   name: string;
   description: string;
-  hint?: string;
+  hint?: string | undefined;
   source: string;
 }
 

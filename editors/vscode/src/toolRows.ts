@@ -26,7 +26,7 @@ export interface ToolRow {
   /** The model's raw JSON arguments. */
   args: string;
   /** The subagent that called it, if one did. */
-  sub?: string;
+  sub?: string | undefined;
   end?: ToolEnd;
   /** The file an edit changed, once its edit event named it. */
   uri?: string;
@@ -80,7 +80,7 @@ export function exitCode(end: ToolEnd): number | undefined {
 export function commandParts(result: string): { header: string[]; output: string[] } {
   const lines = result.split("\n");
   const dollar = lines.findIndex((l) => l.startsWith("$ "));
-  if (dollar > 0 && /^(exit status \d+|timed out after|could not run)/.test(lines[dollar - 1])) {
+  if (dollar > 0 && /^(exit status \d+|timed out after|could not run)/.test(lines[dollar - 1] ?? "")) {
     return { header: lines.slice(0, dollar), output: lines.slice(dollar + 1) };
   }
   return { header: [], output: lines };
@@ -139,8 +139,10 @@ export function editDiff(name: string, args: string): { lines: DiffLine[]; note:
   const neu = str(a, "new_text") ?? "";
   const old = str(a, "old_text");
   if (old === undefined) {
-    const from = typeof a.start_line === "number" ? a.start_line : undefined;
-    const to = typeof a.end_line === "number" ? a.end_line : from;
+    const start = a["start_line"];
+    const end = a["end_line"];
+    const from = typeof start === "number" ? start : undefined;
+    const to = typeof end === "number" ? end : from;
     return { lines: added(neu), note: from ? `replaces line${to && to !== from ? `s ${from}–${to}` : ` ${from}`}` : "" };
   }
   const lines: DiffLine[] = [];

@@ -17,6 +17,7 @@ import { plainLine, renderMarkdown } from "../src/markdown";
 import type { AgentEvent, FinishedRun, ProgressValue, Request, SessionDetail } from "../src/protocol";
 import { diffLimit, editDiff, status, toolHtml, type ToolRow } from "../src/toolRows";
 import { Selection, Uri, stub } from "./vscode-stub";
+import { nth } from "./nth";
 
 test("Markdown: tables, task lists, strikethrough and highlighted code; raw HTML escaped, only web and file links", () => {
   const table = renderMarkdown("| Name | Kind |\n|---|:-:|\n| Greet | func |\n| `x` | var |");
@@ -108,14 +109,14 @@ test("a plan run with a budget: the chat shows its mode and what is left, update
   const t = new ChatTranscript("s");
   const start = t.event({ session: "s", seq: 1, type: "run.start", project: "p", contextTokens: 8192, mode: "plan", budget: { maxTokens: 50000, maxCost: 0.5, tokens: 0 } });
   assert.equal(start.length, 1);
-  assert.match(start[0].html, /plan mode: the agent only reads · 50\.0k of 50\.0k tokens left · \$0\.5 of \$0\.5 left/);
+  assert.match(nth(start, 0).html, /plan mode: the agent only reads · 50\.0k of 50\.0k tokens left · \$0\.5 of \$0\.5 left/);
   const run = { prompt: 40000, completion: 2000, total: 42000 };
   const used = t.event({ session: "s", seq: 2, type: "usage", model: "m", prompt: 40000, completion: 2000, total: 42000, contextTokens: 8192, run, budget: { maxTokens: 50000, tokens: 42000 } });
   assert.equal(used.length, 1);
-  assert.equal(used[0].id, start[0].id, "the budget line is updated in place");
-  assert.match(used[0].html, /8\.0k of 50\.0k tokens left/);
+  assert.equal(nth(used, 0).id, nth(start, 0).id, "the budget line is updated in place");
+  assert.match(nth(used, 0).html, /8\.0k of 50\.0k tokens left/);
   const end = t.event({ session: "s", seq: 3, type: "run.end", status: "limit", limit: "tokens" });
-  assert.match(end[0].html, /limit \(tokens\)/);
+  assert.match(nth(end, 0).html, /limit \(tokens\)/);
   assert.equal(new ChatTranscript("s").event({ session: "s", seq: 1, type: "run.start", project: "p", contextTokens: 8192 }).length, 0, "an agent run without limits adds no line");
 });
 
@@ -128,11 +129,11 @@ test("a live run's tool rows and its stored transcript's agree", () => {
   const live = new ChatTranscript("s");
   const evs: AgentEvent[] = [
     { session: "s", seq: 1, type: "run.start", project: "p", contextTokens: 8192 },
-    { session: "s", seq: 2, type: "tool.start", name: "run_command", args: calls[0].args, callId: "c1" },
-    { session: "s", seq: 3, type: "tool.end", name: "run_command", callId: "c1", ok: false, summary: "go test ./...: exit status 1", output: results[0] },
-    { session: "s", seq: 4, type: "tool.start", name: "edit_file", args: calls[1].args, callId: "c2" },
+    { session: "s", seq: 2, type: "tool.start", name: "run_command", args: nth(calls, 0).args, callId: "c1" },
+    { session: "s", seq: 3, type: "tool.end", name: "run_command", callId: "c1", ok: false, summary: "go test ./...: exit status 1", output: nth(results, 0) },
+    { session: "s", seq: 4, type: "tool.start", name: "edit_file", args: nth(calls, 1).args, callId: "c2" },
     { session: "s", seq: 5, type: "edit", uri: "file:///w/greet.go", applied: false },
-    { session: "s", seq: 6, type: "tool.end", name: "edit_file", callId: "c2", ok: false, summary: "edit of greet.go refused", output: results[1] },
+    { session: "s", seq: 6, type: "tool.end", name: "edit_file", callId: "c2", ok: false, summary: "edit of greet.go refused", output: nth(results, 1) },
   ];
   evs.forEach((ev) => live.event(ev));
   const detail: SessionDetail = {
@@ -144,8 +145,8 @@ test("a live run's tool rows and its stored transcript's agree", () => {
     messages: [
       { id: "1", role: "human", content: "test it" },
       { id: "2", role: "ai", content: "", toolCalls: calls },
-      { id: "3", role: "tool", content: results[0], toolCallId: "c1" },
-      { id: "4", role: "tool", content: results[1], toolCallId: "c2" },
+      { id: "3", role: "tool", content: nth(results, 0), toolCallId: "c1" },
+      { id: "4", role: "tool", content: nth(results, 1), toolCallId: "c2" },
     ],
   };
   const html = (t: ChatTranscript) =>

@@ -8,6 +8,7 @@ import { defaultSettings } from "../src/config";
 import { Ctx, type AgentServer, type Client, type SendOptions } from "../src/ctx";
 import type { FinishedRun, MessageQueuedEvent, ProgressValue, Request, RunStartEvent, SessionDetail } from "../src/protocol";
 import { Range, Selection, Uri, stub } from "./vscode-stub";
+import { nth } from "./nth";
 
 type Call = { command: string; args: any; workDoneToken?: string; token?: any };
 
@@ -103,8 +104,8 @@ describe("commands", () => {
     stub.messages = [];
     client.info = { extension: "0.2.0", server: { command: "/usr/bin/agent-lsp", version: "0.1.0", running: false } };
     await exec("agentLsp.about");
-    assert.equal(stub.messages[0].level, "warning");
-    assert.match(stub.messages[0].text, /extension 0\.2\.0, server 0\.1\.0 \(\/usr\/bin\/agent-lsp\)\. The server is not the extension's version 0\.2\.0/);
+    assert.equal(nth(stub.messages, 0).level, "warning");
+    assert.match(nth(stub.messages, 0).text, /extension 0\.2\.0, server 0\.1\.0 \(\/usr\/bin\/agent-lsp\)\. The server is not the extension's version 0\.2\.0/);
     stub.messages = [];
     client.info = { extension: "0.2.0" };
     await exec("agentLsp.about");
@@ -251,9 +252,9 @@ describe("commands", () => {
     });
     await exec("agentLsp.showSession");
     assert.equal(stub.opened.length, 1);
-    assert.equal(stub.opened[0].uri.scheme, "agent-session");
-    assert.match(stub.opened[0].content, /## You\n\nAdd Farewell/);
-    assert.match(stub.opened[0].content, /#### edit_file result\n\n```\nedited greet.go\n```/);
+    assert.equal(nth(stub.opened, 0).uri.scheme, "agent-session");
+    assert.match(nth(stub.opened, 0).content, /## You\n\nAdd Farewell/);
+    assert.match(nth(stub.opened, 0).content, /#### edit_file result\n\n```\nedited greet.go\n```/);
   });
 
   test("a server error is shown with the server's message", async () => {
@@ -474,7 +475,7 @@ describe("commands", () => {
       stub.inputs.push("slow work");
       const running = exec("agentLsp.run");
       await tick();
-      assert.doesNotMatch(stub.inputBoxes[0].prompt ?? "", /Follow Up/, "no hint with nothing running");
+      assert.doesNotMatch(nth(stub.inputBoxes, 0).prompt ?? "", /Follow Up/, "no hint with nothing running");
       const finish = finishSlow!;
       server.handlers["agent.run"] = () => ({ session: "s-other", status: "done", reply: "", edits: 0, steps: 1, usage });
       stub.inputs.push("something else");
@@ -519,12 +520,12 @@ describe("commands", () => {
 
     test("a session's transcript lists its subagents with task and status, each a link to its transcript", async () => {
       await exec("agentLsp.showSession", "s1");
-      const md = stub.opened[0].content;
+      const md = nth(stub.opened, 0).content;
       assert.match(md, /## Subagents\n\n- \[List the Go files\]\(agent-session:\/s1\/subagent-c1\.md\) · done · `subagent-c1`\n- \[Read the tests\]\(agent-session:\/s1\/subagent-c2\.md\) · cancelled/);
       // The links, also without a Markdown extension.
-      const { selector, provider } = stub.linkProviders[0];
+      const { selector, provider } = nth(stub.linkProviders, 0);
       assert.deepEqual(selector, { scheme: "agent-session" });
-      const doc = await (await import("./vscode-stub")).workspace.openTextDocument(stub.opened[0].uri);
+      const doc = await (await import("./vscode-stub")).workspace.openTextDocument(nth(stub.opened, 0).uri);
       const links = provider.provideDocumentLinks(doc);
       assert.deepEqual(
         links.map((l: any) => l.target.toString()),
@@ -532,7 +533,7 @@ describe("commands", () => {
       );
       const line = md.split("\n").findIndex((l) => l.includes("subagent-c1.md"));
       assert.equal(links[0].range.start.line, line);
-      assert.equal(md.split("\n")[line].slice(links[0].range.start.character, links[0].range.end.character), "agent-session:/s1/subagent-c1.md");
+      assert.equal(nth(md.split("\n"), line).slice(links[0].range.start.character, links[0].range.end.character), "agent-session:/s1/subagent-c1.md");
     });
 
     test("a subagent's transcript is agent.session with its context, opened from its link or with Show Session", async () => {
@@ -553,7 +554,7 @@ describe("commands", () => {
         throw new Error('agent.session: session s1 has no subagent context "subagent-x"');
       };
       await exec("agentLsp.showSession", "s1", "subagent-x");
-      assert.match(stub.opened[0].content, /^# Subagent subagent-x of session s1\n\nCould not load it: agent.session: session s1 has no subagent context/);
+      assert.match(nth(stub.opened, 0).content, /^# Subagent subagent-x of session s1\n\nCould not load it: agent.session: session s1 has no subagent context/);
     });
   });
 

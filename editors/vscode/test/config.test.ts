@@ -4,6 +4,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { defaultSettings, findExecutable, initializationOptions, readSettings, serverExecutable, type SettingProblem } from "../src/config";
+import { nth } from "./nth";
 
 test("settings fall back to the defaults and are trimmed", () => {
   const values: Record<string, unknown> = { path: "  ", model: " llama3 ", edits: "bogus", allow: ["go test *", "", 3] };
@@ -76,7 +77,7 @@ test("the context settings go to model.contextTokens, window, toolOutput and sub
     toolOutput: 8192,
     subagents: { readOnly: true },
   });
-  assert.deepEqual(initializationOptions({ ...defaultSettings, contextTokens: 4096 }).model, { contextTokens: 4096 }, "without a model name too");
+  assert.deepEqual(initializationOptions({ ...defaultSettings, contextTokens: 4096 })["model"], { contextTokens: 4096 }, "without a model name too");
   const unset = initializationOptions({ ...defaultSettings, readOnlySubagents: false });
   for (const key of ["model", "window", "toolOutput", "subagents"]) {
     assert.equal(key in unset, false, `${key} unset: the server's environment (AGENT_LSP_*) and defaults apply`);
@@ -98,11 +99,11 @@ test("the MCP settings go to mcpServers, mcp.configFiles, mcp.allow, mcpTimeout 
     problems.map((p) => p.setting),
     ["agentLsp.mcpServers", "agentLsp.mcpServers", "agentLsp.mcpIdle"],
   );
-  assert.match(problems[0].message, /"bad" is "npx thing"/);
+  assert.match(nth(problems, 0).message, /"bad" is "npx thing"/);
   const opts = initializationOptions(s);
-  assert.deepEqual(opts.mcpServers, { docs: { command: "docs-server", args: ["--stdio"] }, web: { type: "http", url: "https://mcp.example/mcp" } });
-  assert.deepEqual(opts.mcp, { configFiles: [join(homedir(), "mcp/extra.json")], allow: ["db"] });
-  assert.equal(opts.mcpTimeout, 30);
+  assert.deepEqual(opts["mcpServers"], { docs: { command: "docs-server", args: ["--stdio"] }, web: { type: "http", url: "https://mcp.example/mcp" } });
+  assert.deepEqual(opts["mcp"], { configFiles: [join(homedir(), "mcp/extra.json")], allow: ["db"] });
+  assert.equal(opts["mcpTimeout"], 30);
   assert.equal("mcpIdle" in opts, false, "out of range: the server's default applies");
   const unset = initializationOptions(defaultSettings);
   for (const key of ["mcpServers", "mcp", "mcpTimeout", "mcpIdle"]) {
@@ -114,9 +115,9 @@ test("the API key reaches the server only through its environment", () => {
   const env = { PATH: "/bin", OPENAI_API_KEY: "from-shell" };
   const withKey = serverExecutable(defaultSettings, "sk-stored", env);
   assert.equal(withKey.command, "agent-lsp");
-  assert.equal(withKey.options.env.OPENAI_API_KEY, "sk-stored");
+  assert.equal(withKey.options.env["OPENAI_API_KEY"], "sk-stored");
   assert.equal(env.OPENAI_API_KEY, "from-shell", "the extension host's environment is not changed");
-  assert.equal(serverExecutable(defaultSettings, undefined, env).options.env.OPENAI_API_KEY, "from-shell");
+  assert.equal(serverExecutable(defaultSettings, undefined, env).options.env["OPENAI_API_KEY"], "from-shell");
   assert.ok(!serverExecutable({ ...defaultSettings, path: "~/bin/agent-lsp" }, undefined, env).command.startsWith("~"));
 });
 
@@ -147,8 +148,8 @@ test("prices: valid entries are kept, the others left out with a problem naming 
     problems.map((p) => p.setting),
     ["agentLsp.prices", "agentLsp.prices"],
   );
-  assert.match(problems[0].message, /"bad"/);
+  assert.match(nth(problems, 0).message, /"bad"/);
   const listed: SettingProblem[] = [];
   assert.deepEqual(readSettings((key) => (key === "prices" ? ([1] as any) : undefined), listed).prices, {});
-  assert.match(listed[0].message, /not an object of models/);
+  assert.match(nth(listed, 0).message, /not an object of models/);
 });

@@ -13,6 +13,7 @@ import { deleted, dollars, EventFormatter, mcpReport, modelItem, processItem, pr
 import { eventTypes, requests, serverRequests, type AgentEventOf, type CommandExample, type CommandName, type EventType, type RunResult } from "../src/protocol";
 import { commandExamples, eventExamples } from "./fixtures";
 import { slashItems, type SlashItem } from "../src/slash";
+import { nth } from "./nth";
 
 /** The page's matcher of the slash commands' list, from media/slash.js itself (the page runs it as it is). */
 const slashMatches = (() => {
@@ -73,7 +74,7 @@ const eventShows: { [T in EventType]: (ev: AgentEventOf<T>) => string[] } = {
   ],
   "tool.start": (ev) => {
     const args: Record<string, unknown> = JSON.parse(ev.args);
-    return [ev.name, String(args.path ?? args.pattern ?? args.command)]; // the tool and what it works on
+    return [ev.name, String(args["path"] ?? args["pattern"] ?? args["command"])]; // the tool and what it works on
   },
   "tool.end": (ev) => [ev.ok ? "✓" : "✗", ev.name, ev.summary],
   "subagent.start": (ev) => ["subagent", ev.task],
@@ -112,7 +113,7 @@ test("every usage fixture's totals and model show in the chat's end line of its 
     const chat = new ChatTranscript(ev.session);
     chat.event({ session: ev.session, seq: 1, type: "run.start", project: "sample", contextTokens: ev.contextTokens });
     chat.event(ev);
-    const [end] = chat.event({ session: ev.session, seq: ev.seq + 1, type: "run.end", status: "done" });
+    const end = nth(chat.event({ session: ev.session, seq: ev.seq + 1, type: "run.end", status: "done" }), 0);
     shows(end.html, [`${tokens(ev.run.total)} tokens`, ev.model, ...(ev.run.cost ? [dollars(ev.run.cost)] : [])], `chat end line after usage #${ev.seq}`);
   }
 });
@@ -171,7 +172,7 @@ const runShows = ({ result: r }: { result: RunResult }) => {
     assert.equal(unread(r), "", "a queued prompt leaves nothing unread");
     return;
   }
-  shows(summary(r), [`Agent ${r.status}`, `${r.edits} edit`, `${r.steps} step`, (r.error ?? r.reply).trim().split("\n")[0]], `summary of ${r.session}`); // a reply's first line
+  shows(summary(r), [`Agent ${r.status}`, `${r.edits} edit`, `${r.steps} step`, nth((r.error ?? r.reply).trim().split("\n"), 0)], `summary of ${r.session}`); // a reply's first line
   if (r.usage.totalTokens) {
     shows(summary(r), [usageText({ total: r.usage.totalTokens, cost: r.usage.cost })], `summary of ${r.session}: its usage`);
   }
@@ -310,7 +311,7 @@ function settingsTable(): Map<string, { env: string; default: string; what: stri
   const table = doc.slice(doc.indexOf("<!-- begin: settings -->"), doc.indexOf("<!-- end: settings -->"));
   const rows = new Map<string, { env: string; default: string; what: string }>();
   for (const line of table.split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| setting"))) {
-    const [, env, init, , def, what] = line
+    const [, env = "", init = "", , def = "", what = ""] = line
       .split("|")
       .slice(1, -1)
       .map((c) => c.trim().replace(/^`|`$/g, ""));
@@ -348,6 +349,6 @@ test("agentLsp.prices goes under the key docs/protocol.md names, unset by defaul
   assert.deepEqual(p.default, {});
   shows(p.markdownDescription, [row.env], "agentLsp.prices' description");
   const prices = { "gpt-4o": { input: 2.5, output: 10 } };
-  assert.deepEqual(initializationOptions({ ...defaultSettings, prices }).model, { prices });
+  assert.deepEqual(initializationOptions({ ...defaultSettings, prices })["model"], { prices });
   assert.equal("model" in initializationOptions(defaultSettings), false, "unset: not sent");
 });

@@ -13,6 +13,7 @@ import { renderMarkdown } from "../src/markdown";
 import { modelKey } from "../src/models";
 import type { AgentEvent, FinishedRun, MessageQueuedEvent, ModelsResult, ProgressValue, Request, RunStartEvent, UsageEvent } from "../src/protocol";
 import { Selection, Uri, stub } from "./vscode-stub";
+import { nth } from "./nth";
 
 type Call = { command: string; args: any; workDoneToken?: string };
 
@@ -228,7 +229,7 @@ test("a chat: the first prompt starts a session with #selection attached, a foll
   const first = view.listener!({ type: "send", text: "Explain #selection please" });
   await tick();
   await tick();
-  const run = server.runs()[0];
+  const run = nth(server.runs(), 0);
   assert.deepEqual(run.args.context, [{ uri: "file:///w/sample/greet.go", range: { start: { line: 2, character: 0 }, end: { line: 4, character: 1 } } }]);
   assert.equal(run.args.session, undefined, "a new chat starts a new session");
   assert.equal(chat.session, "s-chat", "the chat follows the session its run started");
@@ -239,7 +240,7 @@ test("a chat: the first prompt starts a session with #selection attached, a foll
   assert.match(html, /<details class="tool ok"><summary><span class="mark">✓<\/span> <b>read_file<\/b> greet\.go <span class="status">5 lines<\/span>/);
 
   await view.listener!({ type: "send", text: "Also cover errors" });
-  assert.equal(server.runs()[1].args.session, "s-chat", "the follow-up goes to the chat's session");
+  assert.equal(nth(server.runs(), 1).args.session, "s-chat", "the follow-up goes to the chat's session");
   assert.match(view.html(), /queued #1: the agent reads it at its next step<\/span><\/div><p>Also cover errors<\/p>/);
 
   await view.listener!({ type: "stop" });
@@ -281,13 +282,13 @@ test("a chat follow-up after the run ended continues the session; a failed run's
   await view.listener!({ type: "open", uri: "file:///w/sample/greet.go" });
   assert.equal(stub.shown.at(-1)?.path, "/w/sample/greet.go", "the link opens the file");
   await view.listener!({ type: "send", text: "And now?" });
-  assert.equal(server.runs()[1].args.session, "s2");
+  assert.equal(nth(server.runs(), 1).args.session, "s2");
   assert.match(view.html(), /<div class="end error">── failed · 0 edits · 0 steps · 1\.0k tokens · \$0\.00261: the endpoint is unreachable: resume the session when it is back/);
   assert.equal(stub.messages.length, 0, "no notification: the chat shows the run");
   view.visible = false;
   await view.listener!({ type: "send", text: "And once more?" });
   assert.equal(stub.messages.length, 1, "one notification when the chat is hidden");
-  assert.match(stub.messages[0].text, /^Agent failed/);
+  assert.match(nth(stub.messages, 0).text, /^Agent failed/);
 });
 
 test("the chat's session picker loads a stored transcript; #file:PATH attaches a workspace file; an unknown one is refused in the chat", async () => {
@@ -346,8 +347,8 @@ test("an edit under review shows in the chat with its diff; the page's buttons d
   assert.match(view.html(), /<span class="del">-two<\/span>\n<span class="add">\+TWO<\/span>/);
   await chat.onMessage({ type: "review", action: "nope" as never, id: 1 });
   assert.match(view.html(), /unknown review action &quot;nope&quot;/);
-  const [review] = ctx.reviews.list();
-  const [hunk] = ctx.reviews.hunks(review, 0);
+  const review = nth(ctx.reviews.list(), 0);
+  const hunk = nth(ctx.reviews.hunks(review, 0), 0);
   await chat.onMessage({ type: "review", action: "acceptChange", id: review.id, file: 0, key: hunk.key });
   assert.deepEqual(await answer, { applied: true }, "the last hunk accepted answers the edit");
   assert.equal(passed.length, 1);

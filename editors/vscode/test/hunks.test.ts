@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { applyTextEdits, between, editsBetween, hunkKey, hunkLines, revertEdit, splitLines } from "../src/hunks";
+import { nth } from "./nth";
 
 const file = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n";
 
@@ -16,7 +17,7 @@ test("a replacement of lines 2-7 that changes two of them is two hunks of one li
     { from: 6, to: 7, at: 6, old: ["seven\n"], lines: ["SEVEN\n"] },
   ]);
   assert.deepEqual(hs.map(hunkLines), ["line 2", "line 7"]);
-  assert.notEqual(hunkKey(hs[0]), hunkKey(hs[1]));
+  assert.notEqual(hunkKey(nth(hs, 0)), hunkKey(nth(hs, 1)));
 });
 
 test("insertions and removals are hunks with no old lines or no new ones, placed in the new text", () => {
@@ -26,7 +27,7 @@ test("insertions and removals are hunks with no old lines or no new ones, placed
     { from: 2, to: 3, at: 4, old: ["c\n"], lines: [] },
   ]);
   assert.deepEqual(hs.map(hunkLines), ["lines 2-3", "after line 4"]);
-  assert.equal(hunkLines(between("a\nb\n", "b\n")[0]), "at the top");
+  assert.equal(hunkLines(nth(between("a\nb\n", "b\n"), 0)), "at the top");
 });
 
 test("lines keep their line breaks: a missing final newline and CRLF survive", () => {
@@ -56,7 +57,7 @@ test("the edits between two texts turn the first into the second, one edit per h
 test("random texts round-trip through their edits, and reverting every hunk gives the old text back", () => {
   let seed = 7;
   const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n);
-  const text = () => Array.from({ length: rand(8) }, () => "abc"[rand(3)] + (rand(5) ? "\n" : "")).join("");
+  const text = () => Array.from({ length: rand(8) }, () => "abc".charAt(rand(3)) + (rand(5) ? "\n" : "")).join("");
   for (let i = 0; i < 500; i++) {
     const a = text();
     const b = text();
@@ -71,7 +72,7 @@ test("random texts round-trip through their edits, and reverting every hunk give
 
 test("rejecting one hunk puts back only its lines", () => {
   const proposal = "one\nTWO\nthree\nfour\nfive\nsix\nSEVEN\neight\n";
-  const [, second] = between(file, proposal);
+  const second = nth(between(file, proposal), 1);
   assert.equal(applyTextEdits(proposal, [revertEdit(splitLines(proposal), second)]), "one\nTWO\nthree\nfour\nfive\nsix\nseven\neight\n");
 });
 

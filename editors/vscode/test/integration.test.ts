@@ -21,10 +21,11 @@ import { requests, type SessionDetail } from "../src/protocol";
 import { decision, hunksOf, reviewFiles } from "../src/reviewModel";
 import { saveForAgent } from "../src/save";
 import { stub, Uri } from "./vscode-stub";
+import { nth } from "./nth";
 
-const bin = process.env.AGENT_LSP_BIN;
-const modelURL = process.env.AGENT_LSP_MODEL_URL;
-const sample = process.env.AGENT_LSP_SAMPLE;
+const bin = process.env["AGENT_LSP_BIN"];
+const modelURL = process.env["AGENT_LSP_MODEL_URL"];
+const sample = process.env["AGENT_LSP_SAMPLE"];
 const missing = !bin || !modelURL || !sample;
 
 type Started = {
@@ -258,10 +259,11 @@ test("a review that keeps one hunk of an edit and rejects the other: the file ge
     // The agent replaces lines 2-7 in one edit; the review cuts it into two hunks: accept the first, reject the second.
     s.review = async (p) => {
       const files = await reviewFiles(p, async (uri) => s.docs.get(uri)?.text ?? readFileSync(fileURLToPath(uri), "utf8"));
-      const [first, second] = hunksOf(files[0]);
+      const [first, second] = hunksOf(nth(files, 0));
+      assert.ok(first && second, "two hunks");
       assert.deepEqual([first.lines, second.lines], [["TWO\n"], ["SEVEN\n"]]);
-      files[0].accepted.add(first.key);
-      files[0].current = applyLsp(files[0].current, [revertEdit(splitLines(files[0].current), second)]);
+      nth(files, 0).accepted.add(first.key);
+      nth(files, 0).current = applyLsp(nth(files, 0).current, [revertEdit(splitLines(nth(files, 0).current), second)]);
       return decision(p, files, true);
     };
     const result: any = await s.conn.sendRequest("workspace/executeCommand", {
@@ -323,7 +325,7 @@ test("the extension saves the agent's edits before its command: the tests it run
       ],
     );
     assert.equal(s.notes.length, 1, s.notes.join("\n"));
-    assert.match(s.notes[0], /^ {2}⤓ saved for the command: (greet\.go, sub_test\.go|sub_test\.go, greet\.go)$/);
+    assert.match(nth(s.notes, 0), /^ {2}⤓ saved for the command: (greet\.go, sub_test\.go|sub_test\.go, greet\.go)$/);
   } finally {
     await stop(s);
   }

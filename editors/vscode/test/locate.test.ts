@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { bundledBinary, defaultSettings, serverExecutable, type Settings } from "../src/config";
 import { locateServer } from "../src/locate";
+import { nth } from "./nth";
 
 const dir = mkdtempSync(join(tmpdir(), "agent-lsp-locate-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -19,7 +20,7 @@ test("a binary not found yet is looked for again once the settings settle: the m
   const reads: Settings[] = [{ ...defaultSettings }, { ...defaultSettings, path: exe }];
   let settles = 0;
   const found = await locateServer({
-    read: () => ({ settings: reads[Math.min(settles, reads.length - 1)], problems: [] }),
+    read: () => ({ settings: nth(reads, Math.min(settles, reads.length - 1)), problems: [] }),
     apiKey: undefined,
     env: { PATH: join(dir, "empty") },
     settled: async () => {

@@ -9,6 +9,7 @@ import { Ctx, type AgentServer, type Client } from "../src/ctx";
 import type { ProgressValue, ReasonData, Request } from "../src/protocol";
 import { endpointHtml, endpointLine, reasonFixes, reasonOf } from "../src/reasons";
 import { stub } from "./vscode-stub";
+import { nth } from "./nth";
 
 const noKey: ReasonData = { reason: "no-api-key", setting: "model.apiKeyEnv", baseURL: "https://api.openai.com/v1", model: "gpt-4o-mini", apiKeyEnv: "OPENAI_API_KEY" };
 
@@ -62,8 +63,8 @@ describe("reasons", () => {
     assert.deepEqual(calls, ["agent.run"]);
     const errors = stub.messages.filter((m) => m.level === "error");
     assert.equal(errors.length, 1, `shown once: ${JSON.stringify(stub.messages)}`);
-    assert.match(errors[0].text, /no API key for https:\/\/api\.openai\.com\/v1.*Set API Key/);
-    assert.deepEqual(stub.buttonsShown[stub.messages.indexOf(errors[0])], ["Set API Key", "Open Settings"]);
+    assert.match(nth(errors, 0).text, /no API key for https:\/\/api\.openai\.com\/v1.*Set API Key/);
+    assert.deepEqual(stub.buttonsShown[stub.messages.indexOf(nth(errors, 0))], ["Set API Key", "Open Settings"]);
     assert.deepEqual(keys, ["sk-new-key-0123456789"], "Set API Key ran");
   });
 
@@ -72,7 +73,7 @@ describe("reasons", () => {
     await run("fix it");
     await new Promise((r) => setTimeout(r, 10));
     const i = stub.messages.findIndex((m) => m.level === "error");
-    assert.match(stub.messages[i].text, /Agent failed.*refused the API key/);
+    assert.match(nth(stub.messages, i).text, /Agent failed.*refused the API key/);
     assert.deepEqual(stub.buttonsShown[i], ["Set API Key", "Open Settings"]);
     for (const fixes of Object.values(reasonFixes)) {
       assert.ok(!(fixes as string[]).includes("Resume"), "no reason offers Resume");

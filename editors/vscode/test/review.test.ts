@@ -13,6 +13,7 @@ import { originalScheme, proposalScheme, Reviews } from "../src/review";
 import { Bulk, samePath } from "../src/reviewBulk";
 import { decision, hunksOf, isProtected, queuePlace, reviewFiles, why } from "../src/reviewModel";
 import { EventEmitter, stub, TabInputTextDiff, workspace } from "./vscode-stub";
+import { nth } from "./nth";
 
 beforeEach(() => stub.reset());
 
@@ -46,9 +47,9 @@ test("why, the queue place and protection come from the annotation's description
 test("the answer: the edit as sent, the hunks kept with the version, or a refusal in Neovim's words", async () => {
   const p = edit();
   const files = await reviewFiles(p, async () => file);
-  assert.equal(files[0].proposed, proposal);
+  assert.equal(nth(files, 0).proposed, proposal);
   assert.deepEqual(
-    hunksOf(files[0]).map((h) => h.lines),
+    hunksOf(nth(files, 0)).map((h) => h.lines),
     [["TWO\n"], ["SEVEN\n"]],
     "two hunks, not one region",
   );
@@ -60,12 +61,12 @@ test("the answer: the edit as sent, the hunks kept with the version, or a refusa
   ]);
   assert.equal(asSent.apply.edit.changeAnnotations, undefined, "no annotation: VS Code must not ask again");
 
-  files[0].current = "one\nTWO\nthree\nfour\nfive\nsix\nseven\neight\n"; // the second hunk rejected
+  nth(files, 0).current = "one\nTWO\nthree\nfour\nfive\nsix\nseven\neight\n"; // the second hunk rejected
   const partial = decision(p, files, true);
   assert.ok("apply" in partial);
   assert.deepEqual(partial.apply.edit.documentChanges, [{ textDocument: { uri: "file:///w/notes.txt", version: 4 }, edits: [{ range: { start: { line: 1, character: 0 }, end: { line: 2, character: 0 } }, newText: "TWO\n" }] }]);
 
-  files[0].current = file;
+  nth(files, 0).current = file;
   assert.deepEqual(decision(p, files, true), { refuse: { applied: false, failureReason: "every hunk was dropped in the review" } });
   assert.deepEqual(decision(p, files, false), { refuse: { applied: false, failureReason: "rejected by the user in review" } });
 });
@@ -83,7 +84,7 @@ test("a new file: its CreateFile goes along, without the annotation", async () =
     },
   };
   const files = await reviewFiles(p, async (_, create) => (create ? "" : "never read"));
-  files[0].current = "a\nB\n";
+  nth(files, 0).current = "a\nB\n";
   const d = decision(p, files, true);
   assert.ok("apply" in d);
   assert.deepEqual(d.apply.edit.documentChanges, [
@@ -162,8 +163,9 @@ test("a review: the diff opens, Accept on one hunk and Reject on the other apply
   const [review] = t.reviews.list();
   assert.ok(review, "the review is open");
   const [diff] = t.diffs();
-  assert.deepEqual(diff.args.slice(0, 3).map(String), [review.originals[0].toString(), review.proposals[0].toString(), "notes.txt: agent's proposal (1 of 2)"]);
-  stub.tabs.push({ input: new TabInputTextDiff(review.originals[0], review.proposals[0]) });
+  assert.ok(diff, "a diff shows");
+  assert.deepEqual(diff.args.slice(0, 3).map(String), [nth(review.originals, 0).toString(), nth(review.proposals, 0).toString(), "notes.txt: agent's proposal (1 of 2)"]);
+  stub.tabs.push({ input: new TabInputTextDiff(nth(review.originals, 0), nth(review.proposals, 0)) });
   assert.equal(await stub.contentProviders.get(originalScheme).provideTextDocumentContent(review.originals[0]), file, "the left side: the file");
   assert.equal(new TextDecoder().decode(stub.fsProviders.get(proposalScheme).readFile(review.proposals[0])), proposal, "the right side: the proposal");
   assert.equal(stub.items.get("agentLsp.review")?.text, "$(git-compare) Review notes.txt (1 of 2)");
@@ -181,11 +183,12 @@ test("a review: the diff opens, Accept on one hunk and Reject on the other apply
   assert.match(card, /data-review="acceptAll"/);
 
   const [first, second] = t.reviews.hunks(review, 0);
+  assert.ok(first && second, "two hunks");
   t.reviews.acceptHunk(review, 0, first.key);
   assert.equal(t.passed.length, 0, "one hunk still waits");
   await t.reviews.rejectHunk(review, 0, second.key);
   assert.deepEqual(await result, { applied: true });
-  assert.deepEqual(t.passed[0].edit.documentChanges, [{ textDocument: { uri: "file:///w/notes.txt", version: 4 }, edits: [{ range: { start: { line: 1, character: 0 }, end: { line: 2, character: 0 } }, newText: "TWO\n" }] }]);
+  assert.deepEqual(nth(t.passed, 0).edit.documentChanges, [{ textDocument: { uri: "file:///w/notes.txt", version: 4 }, edits: [{ range: { start: { line: 1, character: 0 }, end: { line: 2, character: 0 } }, newText: "TWO\n" }] }]);
   assert.equal(review.outcome, "accepted in part");
   assert.equal(stub.closedTabs.length, 1, "the diff closed");
   assert.ok(!stub.items.get("agentLsp.review")?.visible, "the status bar items go with the review");
@@ -198,13 +201,13 @@ test("the proposal edited before it is accepted is what lands; a file changed me
   stub.fileTexts.set("/w/notes.txt", file);
   const result = t.reviews.handle(edit(), t.next);
   await tick();
-  const [review] = t.reviews.list();
-  const doc = (await workspace.openTextDocument(review.proposals[0])) as { text: string };
+  const review = nth(t.reviews.list(), 0);
+  const doc = (await workspace.openTextDocument(nth(review.proposals, 0))) as { text: string };
   doc.text = proposal.replace("SEVEN", "SEVEN!");
   stub.docChanges.fire({ document: doc });
   t.reviews.decide(review, true);
   await result;
-  assert.deepEqual(t.passed[0].edit.documentChanges?.[0], {
+  assert.deepEqual(nth(t.passed, 0).edit.documentChanges?.[0], {
     textDocument: { uri: "file:///w/notes.txt", version: 4 },
     edits: [
       { range: { start: { line: 1, character: 0 }, end: { line: 2, character: 0 } }, newText: "TWO\n" },
@@ -215,7 +218,7 @@ test("the proposal edited before it is accepted is what lands; a file changed me
   const again = t.reviews.handle(edit(), t.next);
   await tick();
   stub.fileTexts.set("/w/notes.txt", "typed meanwhile\n" + file);
-  t.reviews.decide(t.reviews.list()[0], true);
+  t.reviews.decide(nth(t.reviews.list(), 0), true);
   assert.deepEqual(await again, { applied: false, failureReason: "notes.txt changed during the review" });
   assert.equal(t.passed.length, 1);
   t.dispose();
@@ -226,7 +229,7 @@ test("Reject Edit refuses it; a run that ends under a review closes it", async (
   stub.fileTexts.set("/w/notes.txt", file);
   const rejected = t.reviews.handle(edit(), t.next);
   await tick();
-  t.reviews.decide(t.reviews.list()[0], false);
+  t.reviews.decide(nth(t.reviews.list(), 0), false);
   assert.deepEqual(await rejected, { applied: false, failureReason: "rejected by the user in review" });
   const orphan = t.reviews.handle(edit(), t.next);
   await tick();
@@ -264,7 +267,7 @@ test("Accept All: the edit on screen and those the step still sends are accepted
   );
   assert.deepEqual(t.diffs().length, 2, "no diff opened for the edit accepted in bulk");
   assert.ok(t.notes.includes("  ✓ accepted with Accept All: agent: edit b.txt: proposed by agent-lsp; accept or reject"), t.notes.join("\n"));
-  t.reviews.decide(t.reviews.list()[0], false);
+  t.reviews.decide(nth(t.reviews.list(), 0), false);
   assert.deepEqual(await g, { applied: false, failureReason: "rejected by the user in review" });
   t.dispose();
 });
@@ -274,10 +277,10 @@ test("the chat's card of a protected file's edit says Accept All leaves it", asy
   stub.fileTexts.set("/w/AGENTS.md", file);
   const g = t.reviews.handle(edit("file:///w/AGENTS.md", "protected file: coding agents follow it; accept or reject"), t.next);
   await tick();
-  const html = reviewItem(t.reviews.card(t.reviews.list()[0])).html;
+  const html = reviewItem(t.reviews.card(nth(t.reviews.list(), 0))).html;
   assert.match(html, /Accept All leaves it to you/);
   assert.match(html, /protected file: coding agents follow it/);
-  t.reviews.decide(t.reviews.list()[0], false);
+  t.reviews.decide(nth(t.reviews.list(), 0), false);
   await g;
   t.dispose();
 });

@@ -8,6 +8,7 @@ import type { SaveDocumentsParams, SaveDocumentsResult } from "../src/protocol";
 import { didSave, notSaved, saveDocuments, saveForAgent, saveRetry } from "../src/save";
 import { requestExamples } from "./fixtures";
 import { Uri, stub } from "./vscode-stub";
+import { nth } from "./nth";
 
 /** An open document of the stub: dirty or not; save answers as given and counts its calls. */
 function doc(path: string, isDirty: boolean, save: () => Promise<boolean> = async () => true, text = "") {
@@ -120,10 +121,10 @@ test("the client declares experimental.saveDocuments, keeping other experimental
   );
   assert.equal(c.features.length, 1);
   const caps: ClientCapabilities = { experimental: { other: 1 } };
-  c.features[0].fillClientCapabilities(caps);
+  nth(c.features, 0).fillClientCapabilities(caps);
   assert.deepEqual(caps.experimental, { other: 1, saveDocuments: true });
   const bare: ClientCapabilities = {};
-  c.features[0].fillClientCapabilities(bare);
+  nth(c.features, 0).fillClientCapabilities(bare);
   assert.deepEqual(bare.experimental, { saveDocuments: true });
 });
 

@@ -61,8 +61,9 @@ const sensitive = Object.keys(properties).filter((k) => !(k in harmless));
 test("every setting that runs programs or sends data elsewhere is machine or application scoped", () => {
   assert.deepEqual([...sensitive].sort(), Object.keys(scopes).sort(), "a new setting needs a scope here, or a reason in harmless");
   for (const key of sensitive) {
-    assert.ok(properties[key].scope === "machine" || properties[key].scope === "application", `${key} is scoped ${properties[key].scope ?? "window"}`);
-    assert.equal(properties[key].scope, scopes[key], key);
+    const scope = properties[key]?.scope;
+    assert.ok(scope === "machine" || scope === "application", `${key} is scoped ${scope ?? "window"}`);
+    assert.equal(scope, scopes[key], key);
   }
 });
 

@@ -69,7 +69,8 @@ export class Uri {
   static parse(s: string): Uri {
     const m = /^([a-z-]+):\/\/?(.*)$/.exec(s);
     if (!m) throw new Error("bad uri " + s);
-    return new Uri(m[1], "/" + decodeURIComponent(m[2].replace(/^\/+/, "")));
+    const [, scheme = "", path = ""] = m;
+    return new Uri(scheme, "/" + decodeURIComponent(path.replace(/^\/+/, "")));
   }
   static from(c: { scheme: string; path: string }): Uri {
     return new Uri(c.scheme, c.path);
@@ -178,7 +179,7 @@ export const stub = {
   progress: [] as { title: string; reports: string[]; cancel: () => void; done: boolean }[],
   status: { text: "", visible: false },
   /** The status bar items created with an id (createStatusBarItem(id, ...)), by id. */
-  items: new Map<string, { text: string; tooltip: string; visible: boolean; command?: string; name?: string }>(),
+  items: new Map<string, { text: string; tooltip: string; visible: boolean; command?: string | undefined; name?: string | undefined }>(),
   /** The webview view providers, by view id. */
   webviewViews: new Map<string, any>(),
   /** The files that exist for workspace.fs.stat, by path. */
@@ -357,7 +358,7 @@ export const window = {
 /** The position of offset in text, as TextDocument.positionAt. */
 function positionAt(text: string, offset: number): Position {
   const before = text.slice(0, offset).split("\n");
-  return new Position(before.length - 1, before[before.length - 1].length);
+  return new Position(before.length - 1, before.at(-1)?.length ?? 0);
 }
 
 export const commands = {

@@ -1,4 +1,4 @@
-package server
+package acp
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/coder/acp-go-sdk"
 
 	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/server"
 )
 
 // Slash commands over ACP: the session's commands are announced with
@@ -64,7 +65,7 @@ func (o *acpOut) afterAnswer(id string, f func()) {
 // announceCommands sends the session's slash commands when they differ
 // from what it last sent.
 func (a *acpAgent) announceCommands(ctx context.Context, s *acpSession) {
-	list, _, err := listCommands(a.backend(), s.project)
+	list, err := a.backend().Commands(s.project)
 	if err != nil {
 		a.log("slash commands of session " + s.id + ": " + err.Error())
 		return
@@ -104,19 +105,16 @@ func (a *acpAgent) acpSlash(ctx context.Context, s *acpSession, req *agent.Reque
 	s.mu.Lock()
 	chosen, stored := s.model, s.stored
 	s.mu.Unlock()
-	in := slashInput{b: b, project: s.project, model: cmp.Or(chosen, b.Settings.Model)}
-	if NeedsKey(b.Settings.BaseURL, b.Settings.APIKey) {
-		in.noKey = noKeyWords(b)
-	}
+	in := server.SlashInput{Project: s.project, Model: cmp.Or(chosen, b.Settings.Model)}
 	if stored {
-		in.session = s.id
+		in.Session = s.id
 		if sess, err := b.Store.Session(ctx, s.id); err == nil {
-			in.model = cmp.Or(chosen, sess.Model, b.Settings.Model)
+			in.Model = cmp.Or(chosen, sess.Model, b.Settings.Model)
 		}
 	}
-	in.setModel = func(ctx context.Context, name string) error {
+	in.SetModel = func(ctx context.Context, name string) error {
 		if stored {
-			if err := storedModelSetter(b, s.id)(ctx, name); err != nil {
+			if err := b.SetStoredModel(ctx, s.id, name); err != nil {
 				return err
 			}
 		}
@@ -125,24 +123,24 @@ func (a *acpAgent) acpSlash(ctx context.Context, s *acpSession, req *agent.Reque
 		s.mu.Unlock()
 		return nil
 	}
-	res, ok, err := expandSlash(ctx, in, req.Prompt)
+	res, ok, err := b.ExpandSlash(ctx, in, req.Prompt)
 	switch {
 	case !ok:
 		return false, nil
 	case err != nil:
-		if slashError(err) || errorsIsBusy(err) {
+		if server.SlashError(err) || errorsIsBusy(err) {
 			return false, acp.NewInvalidParams(map[string]any{"error": err.Error()})
 		}
 		return false, err
-	case res.builtin:
-		(&acpUpdates{conn: a.client(), session: s}).send(acp.UpdateAgentMessageText(res.reply))
+	case res.Builtin:
+		(&acpUpdates{conn: a.client(), session: s}).send(acp.UpdateAgentMessageText(res.Reply))
 		return true, nil
 	}
-	req.Title, req.Prompt, req.Tools = req.Prompt, res.prompt, res.tools
-	if res.model != "" && chosen == "" {
-		req.Model = res.model
+	req.Title, req.Prompt, req.Tools = req.Prompt, res.Prompt, res.Tools
+	if res.Model != "" && chosen == "" {
+		req.Model = res.Model
 	}
-	*review = *review || res.review
+	*review = *review || res.Review
 	return false, nil
 }
 

@@ -1,4 +1,4 @@
-package server
+package session
 
 import (
 	"context"
@@ -11,26 +11,27 @@ import (
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 )
 
-// Permission choices offered with window/showMessageRequest.
+// Permission choices: the answers a front end offers to a permission
+// question (window/showMessageRequest, session/request_permission).
 const (
 	AllowOnce   = "Allow once"
 	AllowAlways = "Always for this session"
 	Deny        = "Deny"
 )
 
-// allowances are the command lines the user allowed "always" for a session.
-type allowances struct {
+// Allowances are the command lines the user allowed "always" for a session.
+type Allowances struct {
 	mu   sync.Mutex                 // guards byID
 	byID map[string]map[string]bool // session -> command line -> allowed
 }
 
-func (a *allowances) allowed(session, command string) bool {
+func (a *Allowances) allowed(session, command string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.byID[session][command]
 }
 
-func (a *allowances) allow(session, command string) {
+func (a *Allowances) allow(session, command string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.byID == nil {
@@ -50,24 +51,24 @@ func (a *allowances) allow(session, command string) {
 type permissions struct {
 	rules       shellrule.Set
 	tools       toolRules // the allow and deny rules that name other programs' tools
-	always      *allowances
-	ask         permissionAsker
+	always      *Allowances
+	ask         PermissionAsker
 	interactive bool   // false: the client cannot answer; deny what the rules do not allow
 	before      func() // sends the run's queued events before the question
 }
 
-// permissionQuestion is what the user is asked to allow: the question's
+// PermissionQuestion is what the user is asked to allow: the question's
 // text, and the command line or tool it is about.
-type permissionQuestion struct {
+type PermissionQuestion struct {
 	Session, Project string
 	Text             string
 	Command          string // the command line, when it is about one
 	Tool             string // the tool of another program, when it is about one
 }
 
-// permissionAsker asks the user a permission question; the answer is one
+// PermissionAsker asks the user a permission question; the answer is one
 // of AllowOnce, AllowAlways and Deny, or "" when the question was dismissed.
-type permissionAsker func(ctx context.Context, q permissionQuestion) (string, error)
+type PermissionAsker func(ctx context.Context, q PermissionQuestion) (string, error)
 
 // AllowCommand implements tools.Permissions.
 func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest) (tools.Permission, error) {
@@ -86,7 +87,7 @@ func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest
 		return tools.Permission{Reason: fmt.Sprintf("%s; this run cannot ask (headless), so it is denied: allow it with %s", lower(d.Reason, req.Note), hint), Hint: hint}, nil
 	}
 	p.before()
-	choice, err := p.ask(ctx, permissionQuestion{Session: req.Session, Project: req.Project, Text: askText(req, d), Command: req.Command})
+	choice, err := p.ask(ctx, PermissionQuestion{Session: req.Session, Project: req.Project, Text: askText(req, d), Command: req.Command})
 	if err != nil {
 		return tools.Permission{}, err
 	}
@@ -106,11 +107,6 @@ func (p *permissions) answer(choice, session, key string) tools.Permission {
 		return tools.Permission{Reason: "the user dismissed the question"}
 	}
 	return tools.Permission{Reason: "the user denied it"}
-}
-
-// askPermission asks a permission question with window/showMessageRequest.
-func (s *Server) askPermission(ctx context.Context, q permissionQuestion) (string, error) {
-	return s.client.showMessageRequest(ctx, msgWarning, q.Text, AllowOnce, AllowAlways, Deny)
 }
 
 // toolRules are the allow and deny rules that name tools of other programs:
@@ -163,7 +159,7 @@ func (p *permissions) AllowTool(ctx context.Context, req tools.ToolRequest) (too
 		args = args[:300] + "…"
 	}
 	question := fmt.Sprintf("agent-lsp wants to call %s, a tool of the MCP server %s, in project %s, with:\n  %s", req.Tool, req.Server, req.Project, args)
-	choice, err := p.ask(ctx, permissionQuestion{Session: req.Session, Project: req.Project, Text: question, Tool: req.Tool})
+	choice, err := p.ask(ctx, PermissionQuestion{Session: req.Session, Project: req.Project, Text: question, Tool: req.Tool})
 	if err != nil {
 		return tools.Permission{}, err
 	}

@@ -1,4 +1,4 @@
-package server
+package session
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func (p *permissions) AllowFetch(ctx context.Context, req tools.FetchRequest) (t
 	p.before()
 	question := fmt.Sprintf("agent-lsp wants to fetch, in project %s:\n  %s\n(what the URL carries leaves this machine; \"%s\" allows the host %s for this session)",
 		req.Project, req.URL, AllowAlways, req.Host)
-	choice, err := p.ask(ctx, permissionQuestion{Session: req.Session, Project: req.Project, Text: question, Tool: "fetch_url"})
+	choice, err := p.ask(ctx, PermissionQuestion{Session: req.Session, Project: req.Project, Text: question, Tool: "fetch_url"})
 	if err != nil {
 		return tools.Permission{}, err
 	}

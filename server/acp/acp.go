@@ -1,4 +1,4 @@
-package server
+package acp
 
 import (
 	"cmp"
@@ -16,7 +16,9 @@ import (
 	"github.com/coder/acp-go-sdk"
 
 	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
@@ -68,7 +70,7 @@ func acpRunMode(m string) (agent.Mode, string) {
 	return agent.ModeAgent, "apply"
 }
 
-// ServeACP serves the Agent Client Protocol (version 1) on in and out until
+// Serve serves the Agent Client Protocol (version 1) on in and out until
 // the client closes the connection or ctx ends: the same settings (the
 // environment and opts.Flags), store and agent runtime as the LSP server,
 // over a backend of its own. Sessions are the store's: one started here is
@@ -76,23 +78,23 @@ func acpRunMode(m string) (agent.Mode, string) {
 //
 // folders are workspace folders to open from the start (agent-lsp acp
 // --workspace); each session's cwd is added when it is not one of them.
-func ServeACP(ctx context.Context, in io.Reader, out io.Writer, opts Options, folders []string) error {
-	opts = opts.withDefaults()
+func Serve(ctx context.Context, in io.Reader, out io.Writer, opts server.Options, folders []string) error {
+	opts = opts.WithDefaults()
 	st, warnings, err := config.Resolve(opts.Getenv, nil, opts.Flags)
 	if err != nil {
 		return err
 	}
 	st.Interactive = true // the client answers session/request_permission
 	a := &acpAgent{opts: opts, sessions: map[string]*acpSession{}, ready: make(chan struct{})}
-	fs := make([]Folder, len(folders))
+	fs := make([]server.Folder, len(folders))
 	for i, f := range folders {
 		abs, err := filepath.Abs(f)
 		if err != nil {
 			return fmt.Errorf("workspace %s: %w", f, err)
 		}
-		fs[i] = Folder{Path: abs}
+		fs[i] = server.Folder{Path: abs}
 	}
-	b, notices, err := NewBackend(opts.Hub, st, workspace.UTF8, fs, opts.Environ(), opts.Getenv, a.log, a.askMCP)
+	b, notices, err := server.NewBackend(opts.Hub, st, workspace.UTF8, fs, opts.Environ(), opts.Getenv, a.log, a.askMCP)
 	if err != nil {
 		return err
 	}
@@ -104,7 +106,7 @@ func ServeACP(ctx context.Context, in io.Reader, out io.Writer, opts Options, fo
 	for _, n := range append(append(warnings, opts.Notices...), notices...) {
 		a.log(n)
 	}
-	a.log(fmt.Sprintf("agent-lsp %s serving ACP: model %s at %s, store %s", Version, st.Model, st.BaseURL, b.StoreName()))
+	a.log(fmt.Sprintf("agent-lsp %s serving ACP: model %s at %s, store %s", server.Version, st.Model, st.BaseURL, b.StoreName()))
 	select {
 	case <-conn.Done():
 	case <-ctx.Done():
@@ -118,15 +120,15 @@ func ServeACP(ctx context.Context, in io.Reader, out io.Writer, opts Options, fo
 // acpAgent serves one ACP connection: acp.Agent over a backend. Each ACP
 // session is a store session of the same ID.
 type acpAgent struct {
-	opts   Options
+	opts   server.Options
 	conn   *acp.AgentSideConnection // set once, before ready closes; read through client
 	out    *acpOut                  // the connection's output, set once before conn
 	ready  chan struct{}
-	always allowances     // commands and tools allowed "always" for a session
-	runs   sync.WaitGroup // prompts in progress
+	always session.Allowances // commands and tools allowed "always" for a session
+	runs   sync.WaitGroup     // prompts in progress
 
 	mu       sync.Mutex             // guards b, caps, sessions and mcp
-	b        *Backend               // replaced when a session brings MCP servers
+	b        *server.Backend        // replaced when a session brings MCP servers
 	caps     acp.ClientCapabilities // what the client offers (initialize)
 	sessions map[string]*acpSession // by ID: the sessions this connection created or loaded
 	mcp      map[string]json.RawMessage
@@ -167,7 +169,7 @@ func (a *acpAgent) client() *acp.AgentSideConnection {
 	return a.conn
 }
 
-func (a *acpAgent) backend() *Backend {
+func (a *acpAgent) backend() *server.Backend {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.b
@@ -201,7 +203,7 @@ func (a *acpAgent) Initialize(ctx context.Context, p acp.InitializeRequest) (acp
 	a.mu.Unlock()
 	return acp.InitializeResponse{
 		ProtocolVersion: acp.ProtocolVersionNumber,
-		AgentInfo:       &acp.Implementation{Name: "agent-lsp", Title: ptr("agent-lsp"), Version: Version},
+		AgentInfo:       &acp.Implementation{Name: "agent-lsp", Title: ptr("agent-lsp"), Version: server.Version},
 		AgentCapabilities: acp.AgentCapabilities{
 			LoadSession:         true,
 			PromptCapabilities:  acp.PromptCapabilities{EmbeddedContext: true, Image: true},
@@ -406,14 +408,14 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	if done, err := a.acpSlash(ctx, s, &req, &review); done || err != nil {
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, err // a built-in answers without the model
 	}
-	if NeedsKey(b.Settings.BaseURL, b.Settings.APIKey) { // no request to an endpoint that needs a key when there is none
-		d := b.reasonData(agent.ReasonNoAPIKey, "model.apiKeyEnv")
+	if server.NeedsKey(b.Settings.BaseURL, b.Settings.APIKey) { // no request to an endpoint that needs a key when there is none
+		d := server.ReasonDataOf(b.Settings, agent.ReasonNoAPIKey, "model.apiKeyEnv")
 		return acp.PromptResponse{}, &acp.RequestError{Code: -32602, Data: d,
 			Message: fmt.Sprintf("no API key: %s needs one and %s is not set (set it in the environment the client starts agent-lsp with, or point OPENAI_BASE_URL at a server that needs none)", d.BaseURL, d.APIKeyEnv)}
 	}
-	ports := Ports{Events: u.event, Ask: u.askPermission, Always: &a.always, Before: func() {},
+	ports := session.Ports{Events: u.event, Ask: u.askPermission, Always: &a.always, Before: func() {},
 		Editor: &acpEditor{conn: a.client(), caps: a.clientCaps().Fs, ws: b.Workspace, session: s, review: review, allowEdit: b.AllowEdit, updates: u}}
-	res, err := b.run(context.WithValue(ctx, acpSessionKey{}, s.id), RunSpec{Request: req}, ports)
+	res, err := b.Run(context.WithValue(ctx, acpSessionKey{}, s.id), session.RunSpec{Request: req}, ports)
 	if res.Status != agent.StatusQueued { // a queued prompt's calls are the running prompt's
 		u.endOpenCalls(res.Status)
 	}
@@ -668,7 +670,7 @@ func fenceFor(text string) string {
 // uriPath is the path of a file:// URI, else the URI.
 func uriPath(u string) string {
 	if strings.HasPrefix(u, "file://") {
-		return filename(u)
+		return server.Filename(u)
 	}
 	return u
 }
@@ -686,7 +688,7 @@ func (a *acpAgent) askMCP(ctx context.Context, message string, actions ...string
 		switch {
 		case strings.HasPrefix(act, "Always"):
 			kind = acp.PermissionOptionKindAllowAlways
-		case act == MCPDeny || act == Deny:
+		case act == session.MCPDeny || act == session.Deny:
 			kind = acp.PermissionOptionKindRejectOnce
 		}
 		opts[i] = acp.PermissionOption{OptionId: acp.PermissionOptionId(act), Name: act, Kind: kind}

@@ -1,4 +1,4 @@
-package server
+package acp
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/coder/acp-go-sdk"
 
 	"github.com/agent-lsp/agent-lsp/agent/tools"
+	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
@@ -82,7 +83,7 @@ func (e *acpEditor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResu
 	callID, _ := e.session.calls.find(func(c *acpCall) bool {
 		return (c.name == "edit_file" || c.name == "create_file") && e.updates.abs(fmt.Sprint(c.args["path"]), c.args) == fe.Path
 	})
-	d, err := decided(e.ws, fe)
+	d, err := server.Decided(e.ws, fe)
 	if err != nil {
 		return tools.EditResult{FailureReason: err.Error()}, nil
 	}

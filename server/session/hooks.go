@@ -1,4 +1,4 @@
-package server
+package session
 
 import (
 	"context"
@@ -25,7 +25,7 @@ const (
 	projectHooksFile = ".agents/hooks.json"
 )
 
-// hookSource gives a project's runs their hooks: the user's
+// HookSource gives a project's runs their hooks: the user's
 // ($XDG_CONFIG_HOME/agent-lsp/hooks.json, then the editor's hooks setting),
 // which run with the user's rights, and the project's .agents/hooks.json,
 // repository content, which runs only once approved and only in the
@@ -36,13 +36,13 @@ const (
 // run says which hash it ran). Every hook runs with the scrubbed command
 // environment. The files are read at each run, so a changed file takes
 // effect at the next run and a changed repository hook asks again.
-type hookSource struct {
+type HookSource struct {
 	settings  config.Settings
 	ws        *workspace.Workspace
 	getenv    func(string) string
 	env       []string // the clean command environment
 	approvals store.Approvals
-	ask       asker // nil: the client cannot be asked
+	ask       Asker // nil: the client cannot be asked
 	log       func(string)
 	sandbox   *sandbox.Sandbox
 	confine   sandbox.Settings
@@ -53,7 +53,7 @@ type hookSource struct {
 }
 
 // Hooks implements agent.HookSource.
-func (h *hookSource) Hooks(ctx context.Context, p *workspace.Project) *hooks.Set {
+func (h *HookSource) Hooks(ctx context.Context, p *workspace.Project) *hooks.Set {
 	set := &hooks.Set{Timeout: time.Duration(h.settings.HookTimeout) * time.Second, Log: h.log}
 	mine := hooks.Exec{Dir: p.Root(), Env: h.env}
 	if file := h.userFile(); file != "" {
@@ -92,7 +92,7 @@ func (h *hookSource) Hooks(ctx context.Context, p *workspace.Project) *hooks.Set
 
 // parse reads one hooks file, telling the user (once) of the entries it
 // left out.
-func (h *hookSource) parse(data []byte, origin string, src hooks.Source) []hooks.Hook {
+func (h *HookSource) parse(data []byte, origin string, src hooks.Source) []hooks.Hook {
 	cfg := hooks.Parse(data, origin, src)
 	for _, e := range cfg.Errors {
 		h.tell("hooks: " + e)
@@ -101,21 +101,21 @@ func (h *hookSource) parse(data []byte, origin string, src hooks.Source) []hooks
 }
 
 // userFile is $XDG_CONFIG_HOME/agent-lsp/hooks.json, else under ~/.config.
-func (h *hookSource) userFile() string {
-	if dir := userDir(h.getenv); dir != "" {
+func (h *HookSource) userFile() string {
+	if dir := UserDir(h.getenv); dir != "" {
 		return filepath.Join(dir, "hooks.json")
 	}
 	return ""
 }
 
 // tell gives the user a message once per source.
-func (h *hookSource) tell(msg string) {
+func (h *HookSource) tell(msg string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.tellLocked(msg)
 }
 
-func (h *hookSource) tellLocked(msg string) {
+func (h *HookSource) tellLocked(msg string) {
 	if h.told[msg] {
 		return
 	}
@@ -130,7 +130,7 @@ func (h *hookSource) tellLocked(msg string) {
 // names their hash (or is a bare --allow-hooks), the user approved this
 // definition for the project before or in this window, or says so now.
 // A run that cannot ask is told the flag and the hash that would run them.
-func (h *hookSource) approved(ctx context.Context, p *workspace.Project, repo []hooks.Hook) bool {
+func (h *HookSource) approved(ctx context.Context, p *workspace.Project, repo []hooks.Hook) bool {
 	hash := hooks.Hash(repo)
 	key := strings.Join([]string{hooksApprovalKey, p.Root()}, "\x00")
 	h.mu.Lock()
@@ -189,7 +189,7 @@ func listHooks(list []hooks.Hook) string {
 }
 
 // same reports whether s defines the hooks as the source's settings do.
-func (h *hookSource) same(s config.Settings) bool {
+func (h *HookSource) Same(s config.Settings) bool {
 	o := h.settings
 	return string(o.Hooks) == string(s.Hooks) && slices.Equal(o.AllowHooks, s.AllowHooks) && o.HookTimeout == s.HookTimeout &&
 		o.Interactive == s.Interactive && o.Sandbox == s.Sandbox && o.Landlock == s.Landlock && slices.Equal(o.SandboxWritable, s.SandboxWritable) &&

@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package session
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // Rules name other programs' tools by name or glob; deny wins; what no rule
 // allows is denied by a client that cannot ask, naming the flag.
 func TestAllowTool(t *testing.T) {
-	p := &permissions{always: &allowances{}, before: func() {},
+	p := &permissions{always: &Allowances{}, before: func() {},
 		tools: newToolRules([]string{"git status", "mcp__fs__*", "mcp__db__query"}, []string{"mcp__fs__write*"})}
 	for _, c := range []struct {
 		tool, want string

@@ -1,4 +1,4 @@
-package server
+package acp
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/agent/message"
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
@@ -187,7 +188,7 @@ func (u *acpUpdates) abs(path string, args map[string]any) string {
 
 // askPermission asks with session/request_permission, attached to the
 // tool call the question is about.
-func (u *acpUpdates) askPermission(ctx context.Context, q permissionQuestion) (string, error) {
+func (u *acpUpdates) askPermission(ctx context.Context, q session.PermissionQuestion) (string, error) {
 	id, _ := u.session.calls.find(func(c *acpCall) bool {
 		if q.Tool != "" {
 			return c.name == q.Tool
@@ -205,9 +206,9 @@ func (u *acpUpdates) askPermission(ctx context.Context, q permissionQuestion) (s
 	}
 	resp, err := u.conn.RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: acp.SessionId(u.session.id), ToolCall: call,
 		Options: []acp.PermissionOption{
-			{OptionId: "allow_once", Name: AllowOnce, Kind: acp.PermissionOptionKindAllowOnce},
-			{OptionId: "allow_always", Name: AllowAlways, Kind: acp.PermissionOptionKindAllowAlways},
-			{OptionId: "reject_once", Name: Deny, Kind: acp.PermissionOptionKindRejectOnce},
+			{OptionId: "allow_once", Name: session.AllowOnce, Kind: acp.PermissionOptionKindAllowOnce},
+			{OptionId: "allow_always", Name: session.AllowAlways, Kind: acp.PermissionOptionKindAllowAlways},
+			{OptionId: "reject_once", Name: session.Deny, Kind: acp.PermissionOptionKindRejectOnce},
 		}})
 	if err != nil {
 		return "", err
@@ -217,11 +218,11 @@ func (u *acpUpdates) askPermission(ctx context.Context, q permissionQuestion) (s
 	}
 	switch resp.Outcome.Selected.OptionId {
 	case "allow_once":
-		return AllowOnce, nil
+		return session.AllowOnce, nil
 	case "allow_always":
-		return AllowAlways, nil
+		return session.AllowAlways, nil
 	}
-	return Deny, nil
+	return session.Deny, nil
 }
 
 // toolKind is the ACP kind of a tool.

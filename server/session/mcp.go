@@ -1,4 +1,4 @@
-package server
+package session
 
 import (
 	"context"
@@ -32,7 +32,7 @@ const (
 	mcpApprovalKey = "mcp"
 )
 
-// mcpSource gives a project's runs the tools of the MCP servers it may use:
+// MCPSource gives a project's runs the tools of the MCP servers it may use:
 // the editor's (initializationOptions.mcpServers), those of the files the
 // --mcp-config flag names, the user's ($XDG_CONFIG_HOME/agent-lsp/mcp.json)
 // and the project's own .mcp.json. A project's servers are repository
@@ -42,17 +42,18 @@ const (
 // name approves only the user's own servers); headless runs never ask.
 // A project's server runs in the sandbox whatever its "sandbox" says,
 // unless mcp.unsandboxed names it.
-type mcpSource struct {
+type MCPSource struct {
 	settings  config.Settings
 	ws        *workspace.Workspace
 	getenv    func(string) string
 	env       []string // the clean command environment servers start from
 	approvals store.Approvals
-	ask       asker // nil: the client cannot be asked
+	ask       Asker // nil: the client cannot be asked
 	log       func(string)
 	sandbox   *sandbox.Sandbox // confines stdio servers as the project's commands are, unless a definition opts out
 	confine   sandbox.Settings
-	pool      *mcpPool // shares managers with the process's other connections
+	pool      *MCPPool // shares managers with the process's other connections
+	version   string   // agent-lsp's, as the servers are told it
 
 	mu       sync.Mutex             // guards projects, retired and next
 	projects map[string]*mcpProject // by project root
@@ -60,14 +61,14 @@ type mcpSource struct {
 	// hold it get next's tools (none when next is nil), so that a source
 	// nothing will close again never starts a server.
 	retired bool
-	next    *mcpSource
+	next    *MCPSource
 }
 
 // mcpProject is the MCP servers of one project.
 type mcpProject struct {
 	manager *mcp.Manager
 	release func()          // gives the manager back to the pool
-	servers []mcpServerInfo // every definition, with why it does not run if it does not
+	servers []MCPServerInfo // every definition, with why it does not run if it does not
 	idle    *time.Timer     // stops the servers after the idle time without a call; reset by each call
 
 	mu       sync.Mutex          // guards owner and withheld
@@ -112,8 +113,8 @@ func (mp *mcpProject) used(idle time.Duration) {
 	}
 }
 
-// mcpServerInfo is a server as agent.mcp lists it.
-type mcpServerInfo struct {
+// MCPServerInfo is a server as agent.mcp lists it.
+type MCPServerInfo struct {
 	Name      string   `json:"name"`
 	Source    string   `json:"source"`    // user, editor, flag or project
 	Origin    string   `json:"origin"`    // the file or setting that defines it
@@ -125,7 +126,7 @@ type mcpServerInfo struct {
 }
 
 // Tools implements agent.ToolSource.
-func (m *mcpSource) Tools(ctx context.Context, p *workspace.Project) tools.Set {
+func (m *MCPSource) Tools(ctx context.Context, p *workspace.Project) tools.Set {
 	mp, next := m.project(ctx, p)
 	if next != nil {
 		return next.Tools(ctx, p) // a run that began before the settings changed
@@ -163,7 +164,7 @@ func (m *mcpSource) Tools(ctx context.Context, p *workspace.Project) tools.Set {
 
 // Withheld implements agent.ToolSource: agent.mcp names, by server, the
 // tools the newest run in p left out.
-func (m *mcpSource) Withheld(p *workspace.Project, names []string) {
+func (m *MCPSource) Withheld(p *workspace.Project, names []string) {
 	m.mu.Lock()
 	mp, next := m.projects[p.Root()], m.next
 	m.mu.Unlock()
@@ -179,7 +180,7 @@ func (m *mcpSource) Withheld(p *workspace.Project, names []string) {
 // project returns the servers of p, reading their definitions and asking
 // about the repository's own at the project's first run; after the source
 // retired, nil and its successor (nil if none).
-func (m *mcpSource) project(ctx context.Context, p *workspace.Project) (*mcpProject, *mcpSource) {
+func (m *MCPSource) project(ctx context.Context, p *workspace.Project) (*mcpProject, *MCPSource) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.retired {
@@ -202,7 +203,7 @@ func (m *mcpSource) project(ctx context.Context, p *workspace.Project) (*mcpProj
 	if len(run) > 0 {
 		timeout := time.Duration(m.settings.MCPTimeout) * time.Second
 		create := func() (*mcp.Manager, error) {
-			return mcp.NewManager(run, mcp.Options{Env: m.env, Dir: p.Root(), CallTimeout: timeout, ClientVersion: Version,
+			return mcp.NewManager(run, mcp.Options{Env: m.env, Dir: p.Root(), CallTimeout: timeout, ClientVersion: m.version,
 				Log:     func(server, line string) { m.log(fmt.Sprintf("mcp %s: %s", server, line)) },
 				Prepare: func(d mcp.Definition, cmd *exec.Cmd) error { m.confineServer(p, d, cmd); return nil }})
 		}
@@ -227,7 +228,7 @@ func (m *mcpSource) project(ctx context.Context, p *workspace.Project) (*mcpProj
 
 // confineServer runs a stdio server in the sandbox under the project's
 // policy (as its commands run), unless it may opt out (unconfined).
-func (m *mcpSource) confineServer(p *workspace.Project, d mcp.Definition, cmd *exec.Cmd) {
+func (m *MCPSource) confineServer(p *workspace.Project, d mcp.Definition, cmd *exec.Cmd) {
 	if m.sandbox == nil || m.unconfined(d) {
 		return
 	}
@@ -240,7 +241,7 @@ func (m *mcpSource) confineServer(p *workspace.Project, d mcp.Definition, cmd *e
 }
 
 // sandboxed says whether d's server would run in the sandbox.
-func (m *mcpSource) sandboxed(p *workspace.Project, d mcp.Definition) bool {
+func (m *MCPSource) sandboxed(p *workspace.Project, d mcp.Definition) bool {
 	if m.sandbox == nil || m.unconfined(d) || d.Transport != mcp.TransportStdio {
 		return false
 	}
@@ -250,7 +251,7 @@ func (m *mcpSource) sandboxed(p *workspace.Project, d mcp.Definition) bool {
 // unconfined says whether d's "sandbox": false is honoured: always for a
 // definition the user made, for a repository's only when the user's
 // mcp.unsandboxed names it (a repository cannot turn the sandbox off).
-func (m *mcpSource) unconfined(d mcp.Definition) bool {
+func (m *MCPSource) unconfined(d mcp.Definition) bool {
 	if !d.Unsandboxed {
 		return false
 	}
@@ -259,14 +260,14 @@ func (m *mcpSource) unconfined(d mcp.Definition) bool {
 
 // definitions are the project's server definitions, merged (editor over
 // flag over user over project), with their listing entries.
-func (m *mcpSource) definitions(p *workspace.Project) ([]mcp.Definition, []mcpServerInfo) {
+func (m *MCPSource) definitions(p *workspace.Project) ([]mcp.Definition, []MCPServerInfo) {
 	defs, notes := MCPDefinitions(m.settings, m.ws, m.getenv, p)
 	for _, n := range notes {
 		m.log(n)
 	}
-	infos := make([]mcpServerInfo, len(defs))
+	infos := make([]MCPServerInfo, len(defs))
 	for i, d := range defs {
-		infos[i] = mcpServerInfo{Name: d.Name, Source: string(d.Source), Origin: d.Origin, Transport: string(d.Transport), Status: "stopped", Tools: -1}
+		infos[i] = MCPServerInfo{Name: d.Name, Source: string(d.Source), Origin: d.Origin, Transport: string(d.Transport), Status: "stopped", Tools: -1}
 	}
 	return defs, infos
 }
@@ -330,7 +331,7 @@ func userMCPFile(getenv func(string) string) string {
 // definition (NAME@HASH), when the user approved it before, or when the
 // user says so now. Otherwise why is "waiting for approval" or "denied";
 // a client that cannot be asked is told the NAME@HASH that would allow it.
-func (m *mcpSource) approved(ctx context.Context, p *workspace.Project, d mcp.Definition) (ok bool, why string) {
+func (m *MCPSource) approved(ctx context.Context, p *workspace.Project, d mcp.Definition) (ok bool, why string) {
 	if d.Source != mcp.SourceProject {
 		return true, ""
 	}
@@ -409,7 +410,7 @@ func approvalHint(allow []string, d mcp.Definition, why string) string {
 // describe lists p's servers for agent.mcp: as they run, or, before the
 // project's first run, as defined (a repository's server that is not
 // approved yet is waiting for approval).
-func (m *mcpSource) describe(ctx context.Context, p *workspace.Project) []mcpServerInfo {
+func (m *MCPSource) Describe(ctx context.Context, p *workspace.Project) []MCPServerInfo {
 	m.mu.Lock()
 	mp := m.projects[p.Root()]
 	m.mu.Unlock()
@@ -438,7 +439,7 @@ func (m *mcpSource) describe(ctx context.Context, p *workspace.Project) []mcpSer
 
 // preApproved says whether a repository's server starts without asking:
 // allowMCP names its definition, or the user approved it for the project.
-func (m *mcpSource) preApproved(ctx context.Context, p *workspace.Project, d mcp.Definition) bool {
+func (m *MCPSource) preApproved(ctx context.Context, p *workspace.Project, d mcp.Definition) bool {
 	if mcp.Allowed(m.settings.AllowMCP, d) {
 		return true
 	}
@@ -451,7 +452,7 @@ func approvalKey(p *workspace.Project, d mcp.Definition) string {
 }
 
 // same reports whether s defines the same servers as the source's settings.
-func (m *mcpSource) same(s config.Settings) bool {
+func (m *MCPSource) Same(s config.Settings) bool {
 	o := m.settings
 	return string(o.MCPServers) == string(s.MCPServers) && slices.Equal(o.MCPConfig, s.MCPConfig) &&
 		slices.Equal(o.AllowMCP, s.AllowMCP) && slices.Equal(o.MCPUnsandboxed, s.MCPUnsandboxed) && o.MCPTimeout == s.MCPTimeout && o.MCPIdle == s.MCPIdle && o.Interactive == s.Interactive
@@ -459,7 +460,7 @@ func (m *mcpSource) same(s config.Settings) bool {
 
 // poolKey identifies servers that run identically: the definitions, the
 // environment, the folder, the timeout and whether they are confined.
-func (m *mcpSource) poolKey(p *workspace.Project, defs []mcp.Definition, timeout time.Duration) string {
+func (m *MCPSource) poolKey(p *workspace.Project, defs []mcp.Definition, timeout time.Duration) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%d\x00", p.Root(), p.Name(), timeout)
 	for _, d := range defs {
@@ -472,7 +473,7 @@ func (m *mcpSource) poolKey(p *workspace.Project, defs []mcp.Definition, timeout
 }
 
 // idle is how long a project's servers wait for a call before they stop.
-func (m *mcpSource) idle() time.Duration {
+func (m *MCPSource) idle() time.Duration {
 	if m.settings.MCPIdle <= 0 {
 		return 10 * time.Minute
 	}
@@ -480,12 +481,12 @@ func (m *mcpSource) idle() time.Duration {
 }
 
 // close stops the source's servers for good: its runs have ended.
-func (m *mcpSource) close() { m.retire(nil) }
+func (m *MCPSource) Close() { m.Retire(nil) }
 
 // retire stops the source's servers (their settings changed, or the
 // connection ends); runs in progress that still hold the source get next's
 // tools from their next step on (none when next is nil).
-func (m *mcpSource) retire(next *mcpSource) {
+func (m *MCPSource) Retire(next *MCPSource) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, mp := range m.projects {
@@ -498,26 +499,4 @@ func (m *mcpSource) retire(next *mcpSource) {
 	}
 	m.projects = nil
 	m.retired, m.next = true, next
-}
-
-// MCPArgs are agent.mcp's arguments (none).
-type MCPArgs struct{}
-
-// MCPProject is one project's MCP servers in agent.mcp's result.
-type MCPProject struct {
-	Project string          `json:"project"`
-	Root    string          `json:"root"`
-	Servers []mcpServerInfo `json:"servers"`
-}
-
-func (s *Server) mcpCommand(ctx context.Context, call commandCall, _ MCPArgs) ([]MCPProject, error) {
-	out := []MCPProject{}
-	for _, p := range call.b.Workspace.Projects() {
-		infos := call.b.MCP.describe(ctx, p)
-		if infos == nil {
-			infos = []mcpServerInfo{}
-		}
-		out = append(out, MCPProject{Project: p.Name(), Root: p.Root(), Servers: infos})
-	}
-	return out, nil
 }

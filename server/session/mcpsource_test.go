@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package session
 
 import (
 	"context"
@@ -20,10 +20,10 @@ func TestRetiredMCPSourceStartsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := &mcpPool{}
-	source := func(def string) *mcpSource {
+	pool := &MCPPool{}
+	source := func(def string) *MCPSource {
 		s := config.Settings{MCPServers: json.RawMessage(def)}
-		return &mcpSource{settings: s, ws: ws, getenv: func(string) string { return "" }, log: func(string) {}, pool: pool}
+		return &MCPSource{settings: s, ws: ws, getenv: func(string) string { return "" }, log: func(string) {}, pool: pool}
 	}
 	ctx := context.Background()
 	first := source(`{"a": {"command": "true"}}`)
@@ -32,7 +32,7 @@ func TestRetiredMCPSourceStartsNothing(t *testing.T) {
 		t.Fatalf("after the first listing: %d managers, %d users", m, u)
 	}
 	second := source(`{"b": {"command": "true"}}`)
-	first.retire(second)
+	first.Retire(second)
 	if m, u := pool.shared(); m != 0 || u != 0 {
 		t.Fatalf("after retiring: %d managers, %d users", m, u)
 	}
@@ -40,7 +40,7 @@ func TestRetiredMCPSourceStartsNothing(t *testing.T) {
 	if m, u := pool.shared(); m != 1 || u != 1 {
 		t.Fatalf("a step of an old run: %d managers, %d users (want the new source's only)", m, u)
 	}
-	second.close()
+	second.Close()
 	if m, u := pool.shared(); m != 0 || u != 0 {
 		t.Fatalf("after the last source closed: %d managers, %d users left running", m, u)
 	}
