@@ -94,6 +94,11 @@ type Config struct {
 	// MaxBackground is how many background processes a session may have
 	// running at once; default tools.DefaultMaxBackground, negative: none.
 	MaxBackground int
+	// BackgroundLinger lets the background processes of a run that is done
+	// run on this long after it (at most MaxBackgroundLinger): the
+	// session's next run takes them over; Runtime.Close, the server's end
+	// and a cancelled run end them at once. 0: they end with their run.
+	BackgroundLinger time.Duration
 	// CommandEnv is the environment commands run with: the caller's scrubbed
 	// of credentials and sockets (tools.ScrubEnv). Nil: this process's
 	// environment scrubbed with the defaults.
@@ -166,6 +171,8 @@ type Runtime struct {
 
 	reg  *Registry      // the live sessions, maybe shared with other runtimes
 	hist *store.History // the sessions' rewind history (checkpoints.go)
+
+	lingering lingering // background processes outliving their runs (Config.BackgroundLinger)
 
 	instructionFiles fileCache // the projects' instruction files, as last read
 }
@@ -324,6 +331,10 @@ type Request struct {
 	// Retry rewinds Session's conversation to before its last prompt and
 	// sends that prompt again (Runtime.Retry); Prompt is not given.
 	Retry bool
+	// Isolation IsolationWorktree runs the prompt in a git worktree of the
+	// project's HEAD on a branch of its own, committed at the run's end
+	// (Result.Branch); "" or "none": in the project.
+	Isolation string
 }
 
 // Attachment is a file, or a part of it, the user attached to a prompt.
@@ -356,6 +367,11 @@ type Result struct {
 	Limit string `json:"limit,omitempty"`
 	// Plan is a plan-mode run's plan: its final answer.
 	Plan string `json:"plan,omitempty"`
+	// Branch is the branch a run in a worktree (Request.Isolation)
+	// committed its changes to; Worktree the worktree's folder when it
+	// could not be removed (its changes are there, not lost).
+	Branch   string `json:"branch,omitempty"`
+	Worktree string `json:"worktree,omitempty"`
 }
 
 // NewSessionID returns the ID of a new session.
@@ -508,9 +524,29 @@ func (rt *Runtime) prepare(ctx context.Context, req Request) (store.Session, err
 }
 
 // start runs a prompt's graph invocation for the live session l, which
-// the caller registered for sess (begin): it becomes the Live's thread.
+// the caller registered for sess (begin): it becomes the Live's thread; in
+// a worktree of its own when the request asks (finish commits it).
 func (rt *Runtime) start(ctx context.Context, l *Live, sess store.Session, req Request) (Result, error) {
+	if req.Isolation != IsolationWorktree {
+		return rt.startIn(ctx, l, sess, req, nil)
+	}
+	iso, err := rt.enterWorktree(ctx, sess.Project, branchPrefix(sess.ID), false)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := rt.startIn(ctx, l, sess, req, iso)
+	if !iso.done { // the run did not start
+		_, _ = rt.leaveWorktree(ctx, iso, commitMessage("session "+sess.ID, req.Prompt))
+	}
+	return res, err
+}
+
+// startIn is start in the project, or in the worktree iso when not nil.
+func (rt *Runtime) startIn(ctx context.Context, l *Live, sess store.Session, req Request, iso *isolated) (Result, error) {
 	project := sess.Project
+	if iso != nil {
+		project = iso.project
+	}
 	if p, ok := rt.cfg.Workspace.Project(project); ok {
 		p.Refresh() // the branch may have changed since the last run
 	}
@@ -519,6 +555,7 @@ func (rt *Runtime) start(ctx context.Context, l *Live, sess store.Session, req R
 		return Result{}, err
 	}
 	r := rt.newRun(sess, req, project)
+	r.isolate(iso, req.Prompt)
 	if err := rt.checkPrice(req.Limits, r.model); err != nil {
 		return Result{}, err
 	}
@@ -537,6 +574,7 @@ func (rt *Runtime) start(ctx context.Context, l *Live, sess store.Session, req R
 	if err := rt.fits(r, project, human); err != nil {
 		return Result{}, err
 	}
+	rt.adoptBackground(r)
 	l.started(rt, r)
 	r.emit(event.RunStart{Project: project, ContextTokens: r.budget.limit(), Withheld: r.withheld, Mode: r.modeName(), Budget: r.acc.budget()})
 	r.emit(event.Message{Message: human})
@@ -566,13 +604,26 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	defer end()
+	iso, err := rt.resumeWorktree(ctx, sess)
+	if err != nil {
+		return Result{}, err
+	}
 	r := rt.newRun(sess, req, sess.Project)
+	r.isolate(iso, sess.Title)
+	if iso != nil {
+		defer func() {
+			if !iso.done { // the run did not start
+				_, _ = rt.leaveWorktree(ctx, iso, commitMessage("session "+sess.ID, sess.Title))
+			}
+		}()
+	}
 	if err := rt.checkPrice(req.Limits, r.model); err != nil {
 		return Result{}, err
 	}
 	rt.seeing(ctx, r)
 	rt.addTools(ctx, r, sess.Project)
 	rt.showTools(r, sess.Project)
+	rt.adoptBackground(r)
 	active.started(rt, r)
 	r.acc.hist.resume(ctx)
 	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld, Mode: r.modeName(), Budget: r.acc.budget()})
@@ -658,6 +709,9 @@ func (rt *Runtime) graphConfig(r *run, maxSteps int) graph.Config {
 				if proj, ok := rt.cfg.Workspace.Project(p); ok {
 					sess.Root = proj.Root()
 				}
+				if r.iso != nil && p == r.iso.project { // the session goes on in the project, not the worktree
+					sess.Project, sess.Root = r.iso.from, r.iso.fromDir
+				}
 			}
 			return &sess
 		}
@@ -696,9 +750,12 @@ func (rt *Runtime) finish(ctx context.Context, r *run, res graph.Result, err err
 	if p := rt.st.project.Get(res.State); p != "" {
 		project = p
 	}
-	r.acc.bg.Close() // the run's background processes end with it
+	if out.Status != graph.StatusDone || r.iso != nil || !rt.lingering.linger(r.session.ID, r.acc.bg, rt.cfg.BackgroundLinger) {
+		r.acc.bg.Close() // the run's background processes end with it
+	}
 	rt.stopHooks(ctx, r, project, out)
-	r.emit(event.RunEnd{Status: out.Status, Error: out.Error, Limit: out.Limit})
+	out.Branch, out.Worktree = rt.commitRun(ctx, r)
+	r.emit(event.RunEnd{Status: out.Status, Error: out.Error, Limit: out.Limit, Branch: out.Branch, Worktree: out.Worktree})
 	return out, nil
 }
 

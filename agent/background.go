@@ -38,12 +38,16 @@ func (rt *Runtime) Processes() []Process {
 		lives[id] = l
 	}
 	rt.reg.mu.Unlock()
+	bgs := rt.lingering.sessions() // those of ended runs, when the setting keeps them
+	for id, l := range lives {
+		if _, r := l.thread(); r != nil {
+			bgs[id] = r.acc.bg
+		}
+	}
 	var out []Process
-	for _, id := range slices.Sorted(maps.Keys(lives)) {
-		if _, r := lives[id].thread(); r != nil {
-			for _, p := range r.acc.bg.Running() {
-				out = append(out, Process{Session: id, ProcessInfo: p})
-			}
+	for _, id := range slices.Sorted(maps.Keys(bgs)) {
+		for _, p := range bgs[id].Running() {
+			out = append(out, Process{Session: id, ProcessInfo: p})
 		}
 	}
 	return out
@@ -57,6 +61,9 @@ func (rt *Runtime) StopProcess(session, id string) error {
 		_, r = l.thread()
 	}
 	if r == nil {
+		if bg := rt.lingering.get(session); bg != nil {
+			return bg.Stop(id)
+		}
 		return fmt.Errorf("session %s is not running: its background processes ended with its run", session)
 	}
 	return r.acc.bg.Stop(id)

@@ -43,6 +43,7 @@ type run struct {
 	live       *Live            // the session's own run: its live session (set once, before its graph starts); nil for a subagent
 	mode       Mode             // what the run may do (ModeAgent, ModePlan, ModeAsk); its subagents' too
 	modeless   tools.Set        // the run's tools before its mode narrowed them (refuseUnoffered names what the mode withheld)
+	iso        *isolated        // the worktree it works in, set before its graph starts; nil: none
 }
 
 // accumulator is shared by a run and its subagents.

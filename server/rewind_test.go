@@ -121,7 +121,7 @@ func TestRewind(t *testing.T) {
 		t.Fatalf("checkpoints: %+v", cps)
 	}
 	os.WriteFile(greet, []byte("// the user's\n"), 0o644) // the user changes a file the agent changed
-	edits := len(c.edits)
+	edits := len(c.edits())
 	var rw struct {
 		Conversation bool
 		Restored     []struct{ Path string }
@@ -137,8 +137,8 @@ func TestRewind(t *testing.T) {
 		!strings.Contains(asked[0], "Restore anyway") {
 		t.Fatalf("rewind: %+v, asked %v", rw, asked)
 	}
-	if len(c.edits) != edits+1 || !strings.Contains(string(c.edits[edits]), `"label":"Rewind to before prompt 2"`) {
-		t.Fatalf("the rewind's applyEdits: %d, %s", len(c.edits)-edits, c.edits[len(c.edits)-1])
+	if len(c.edits()) != edits+1 || !strings.Contains(string(c.edits()[edits]), `"label":"Rewind to before prompt 2"`) {
+		t.Fatalf("the rewind's applyEdits: %d, %s", len(c.edits())-edits, c.edits()[len(c.edits())-1])
 	}
 	if readFile(t, a) != "a1\n" || readFile(t, b) != "<absent>" || readFile(t, greet) != "// the user's\n" {
 		t.Fatalf("files after the rewind: %q %q %q", readFile(t, a), readFile(t, b), readFile(t, greet))

@@ -43,6 +43,9 @@ type RunArgs struct {
 	// settings').
 	MaxTokens int     `json:"maxTokens,omitempty"`
 	MaxCost   float64 `json:"maxCost,omitempty"`
+	// Isolation "worktree" runs the prompt in a git worktree of the
+	// project's HEAD on a branch of its own (docs/worktrees.md).
+	Isolation string `json:"isolation,omitempty"`
 }
 
 // budget is a run's mode and limits as agent.run and agent.resume give them.
@@ -116,7 +119,7 @@ func (a RunArgs) validate() error {
 	if a.Retry && (a.Session == "" || a.Prompt != "") {
 		return errors.New("retry needs a session and no prompt")
 	}
-	return errors.Join(runOptions{a.Edits, a.Durability, a.OutputSchema}.validate(), a.budget().validate())
+	return errors.Join(runOptions{a.Edits, a.Durability, a.OutputSchema}.validate(), a.budget().validate(), agent.CheckIsolation(a.Isolation))
 }
 func (a ResumeArgs) validate() error {
 	return errors.Join(runOptions{a.Edits, a.Durability, a.OutputSchema}.validate(), a.budget().validate())
@@ -125,7 +128,7 @@ func (a RunArgs) budget() budget    { return budget{a.Mode, a.MaxTokens, a.MaxCo
 func (a ResumeArgs) budget() budget { return budget{a.Mode, a.MaxTokens, a.MaxCost} }
 
 func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (agent.Result, error) {
-	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt, Model: a.Model, OutputSchema: a.OutputSchema, Retry: a.Retry}
+	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt, Model: a.Model, OutputSchema: a.OutputSchema, Retry: a.Retry, Isolation: a.Isolation}
 	a.budget().set(&req)
 	if a.URI != "" && a.Range != nil {
 		req.Selection = &agent.Selection{Path: filename(a.URI), Range: *a.Range}

@@ -80,6 +80,7 @@ type runFlags struct {
 	settings         *config.Flags // model, endpoint, store, limits, permissions
 	mode             string        // the run's mode (--mode, else the setting's): sent with the run, so it wins over the session's
 	fork             string        // --fork ID@N: the prompt runs in a new session forked from checkpoint N of ID
+	isolation        string        // --isolation worktree: the run works in a git worktree on a branch of its own
 }
 
 // runCommand is `agent-lsp run`: it parses the flags and the prompt, runs
@@ -102,6 +103,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.diff, "diff", false, "print the unified diff of the run's file changes at the end (stderr; in the result line with --json)")
 	fs.BoolVar(&f.failOnDenied, "fail-on-denied", false, "exit 4 when the run is done but a call it made was denied")
 	fs.BoolVar(&f.verbose, "verbose", false, "also print the server's info and log lines on stderr (its errors and warnings always are)")
+	fs.StringVar(&f.isolation, "isolation", "", "worktree: work in a git worktree of the project's HEAD on a new branch agent-lsp/..., committed at the end (the result names the branch); the project's uncommitted changes are not in it")
 	fs.BoolVar(&f.noDaemon, "no-daemon", false, "run in-process even when a daemon owns the store (also AGENT_LSP_DAEMON=off)")
 	f.settings = config.Register(fs)
 	usageErr := func(format string, a ...any) int {

@@ -58,7 +58,7 @@ func (cl *client) execute(ctx context.Context, conn jsonrpc2.Conn, f runFlags, p
 	if resume != "" {
 		res = call("agent.resume", server.ResumeArgs{Session: resume, OutputSchema: schema, Mode: f.mode})
 	} else {
-		run := server.RunArgs{Prompt: prompt, Project: f.project, Session: session, OutputSchema: schema, Mode: f.mode}
+		run := server.RunArgs{Prompt: prompt, Project: f.project, Session: session, OutputSchema: schema, Mode: f.mode, Isolation: f.isolation}
 		for _, img := range f.images {
 			run.Images = append(run.Images, server.ImageRef{Path: img})
 		}

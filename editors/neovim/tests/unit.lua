@@ -2384,4 +2384,63 @@ test(":AgentFork picks a checkpoint, forks and opens the new session in the chat
   end)
 end)
 
+test(":AgentBranch: a reported branch's diff, merge and deletion, in a real repository", function()
+  local branches = require("agent_lsp.branches")
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir, "p")
+  local function sh(args)
+    local out = vim.fn.systemlist(args)
+    assert(vim.v.shell_error == 0, table.concat(args, " ") .. ": " .. table.concat(out, "\n"))
+    return out
+  end
+  local g = { "git", "-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgSign=false" }
+  local function git(...) return sh(vim.list_extend(vim.deepcopy(g), { ... })) end
+  git("init", "-q")
+  vim.fn.writefile({ "one" }, dir .. "/a.txt")
+  git("add", "-A")
+  git("commit", "-q", "-m", "one")
+  git("checkout", "-q", "-b", "agent-lsp/abcd1234-1")
+  vim.fn.writefile({ "two" }, dir .. "/a.txt")
+  git("commit", "-q", "-am", "two")
+  git("checkout", "-q", "-")
+  local notes, picks = {}, {}
+  local saved_notify, saved_select = vim.notify, vim.ui.select
+  vim.notify = function(msg) table.insert(notes, msg) end
+  vim.ui.select = function(items, opts, on_choice)
+    local want = table.remove(picks, 1)
+    for _, it in ipairs(items) do
+      if (opts.format_item and opts.format_item(it) or it) == want then
+        return on_choice(it)
+      end
+    end
+    on_choice(nil)
+  end
+  local ok, err = pcall(function()
+    branches.reported = {}
+    client.handlers["agent/event"](nil, { session = "s-1", seq = 9, type = "subagent.end", contextId = "subagent-1", ok = true, status = "done", branch = "agent-lsp/abcd1234-1" }, { client_id = 99 })
+    branches.note({ branch = "agent-lsp/abcd1234-1" }, { dir }) -- the client has no folders here: found in dir
+    branches.note({ branch = "agent-lsp/abcd1234-1" }, { dir }) -- told once
+    assert(#branches.reported == 1 and branches.reported[1].dir == dir, vim.inspect(branches.reported))
+    assert(#notes == 1 and notes[1]:find("changes on branch agent-lsp/abcd1234-1", 1, true), vim.inspect(notes))
+    picks = { "Show the diff" }
+    branches.command("", {})
+    local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+    assert(vim.tbl_contains(lines, "-one") and vim.tbl_contains(lines, "+two"), vim.inspect(lines))
+    assert(vim.bo.filetype == "diff")
+    vim.cmd("bwipe!")
+    picks = { "Merge it into the current branch" }
+    branches.command("agent-lsp/abcd1234-1", {})
+    assert(vim.fn.readfile(dir .. "/a.txt")[1] == "two", "merged")
+    assert(#branches.reported == 0, "a merged branch is no longer offered")
+    picks = { "Delete it" }
+    branches.command("agent-lsp/abcd1234-1", { dir })
+    assert(#git("branch", "--list", "agent-lsp/*") == 0, "deleted")
+    branches.command("agent-lsp/nope", { dir })
+    assert(notes[#notes]:find("no branch agent-lsp/nope", 1, true), notes[#notes])
+  end)
+  vim.notify, vim.ui.select = saved_notify, saved_select
+  vim.fn.delete(dir, "rf")
+  assert(ok, err)
+end)
+
 harness.finish()

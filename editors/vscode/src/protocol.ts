@@ -73,6 +73,8 @@ export interface RunArgs {
   maxTokens?: number;
   /** Most USD the run may spend (the model needs a price); unset: the settings'. */
   maxCost?: number;
+  /** "worktree": run in a git worktree of the project's HEAD on a new branch (docs/worktrees.md). */
+  isolation?: "none" | "worktree";
 }
 
 /** A run's mode: agent reads, edits and runs commands; plan and ask only read, and answer with a plan or an answer. */
@@ -129,6 +131,10 @@ export interface FinishedRun extends RunOutcome {
   limit?: Limit;
   /** A plan run's plan (its answer). */
   plan?: string;
+  /** A run with isolation worktree: the branch its changes were committed to (docs/worktrees.md). */
+  branch?: string;
+  /** The worktree's folder, when it could not be removed. */
+  worktree?: string;
 }
 
 /** The limit that stopped a run: its step limit, or its token or cost budget. */
@@ -673,6 +679,8 @@ export interface SubagentStartEvent extends Envelope<"subagent.start"> {
 export interface SubagentEndEvent extends Envelope<"subagent.end"> {
   ok: boolean;
   status: RunStatus;
+  /** A subagent in a worktree: the branch its changes were committed to (docs/worktrees.md). */
+  branch?: string;
 }
 export interface EditEvent extends Envelope<"edit"> {
   uri: string;
@@ -704,6 +712,10 @@ export interface RunEndEvent extends Envelope<"run.end"> {
   error?: string;
   /** For status limit: which limit stopped the run. */
   limit?: Limit;
+  /** A run in a worktree: the branch its changes were committed to (docs/worktrees.md). */
+  branch?: string;
+  /** The worktree's folder, when it could not be removed. */
+  worktree?: string;
 }
 
 /**

@@ -735,6 +735,14 @@ M.list = {
     opts = { nargs = "*", desc = "List the agent's background processes; stop ID [SESSION] stops one" },
   },
   {
+    name = "AgentBranch",
+    fn = function(o)
+      local c = client.current()
+      require("agent_lsp.branches").command(o.args, c and client.folders(c.id) or { vim.fn.getcwd() })
+    end,
+    opts = { nargs = "?", desc = "Show the diff of a branch a run in a worktree reported, merge it or delete it" },
+  },
+  {
     name = "AgentMcp",
     fn = function() M.mcp() end,
     opts = { desc = "List the agent's MCP servers: status, tools, why one does not run" },

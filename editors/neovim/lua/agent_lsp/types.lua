@@ -127,7 +127,11 @@
 ---@field position? integer status "queued": the prompt's place in the queue, from 1
 ---@field queued? string[] prompts given to the running session that the run ended without reading (status "cancelled")
 ---@field limit? "steps"|"tokens"|"cost" status "limit": which limit stopped the run
+---@field branch? string a run in a worktree: the branch its changes were committed to
+---@field worktree? string the worktree's folder, when it could not be removed
 ---@field plan? string a plan run's plan (its answer)
+---@field branch? string a run with isolation "worktree": the branch its changes were committed to
+---@field worktree? string the worktree's folder, when it could not be removed
 
 ---Result of agent.cancel.
 ---@class AgentLsp.CancelResult
@@ -675,6 +679,7 @@
 ---@field type "subagent.end"
 ---@field ok boolean
 ---@field status AgentLsp.RunStatus
+---@field branch? string a subagent in a worktree: the branch its changes were committed to
 
 ---The editor applied or refused an edit of uri.
 ---@class AgentLsp.Event.Edit: AgentLsp.EventBase
