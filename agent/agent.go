@@ -94,6 +94,11 @@ type Config struct {
 	// MaxBackground is how many background processes a session may have
 	// running at once; default tools.DefaultMaxBackground, negative: none.
 	MaxBackground int
+	// BackgroundLinger lets the background processes of a run that is done
+	// run on this long after it (at most MaxBackgroundLinger): the
+	// session's next run takes them over; Runtime.Close, the server's end
+	// and a cancelled run end them at once. 0: they end with their run.
+	BackgroundLinger time.Duration
 	// CommandEnv is the environment commands run with: the caller's scrubbed
 	// of credentials and sockets (tools.ScrubEnv). Nil: this process's
 	// environment scrubbed with the defaults.
@@ -165,6 +170,10 @@ type Runtime struct {
 	budgets     map[string]*budget // each model's context, learned as it answers
 	autoContext bool               // ContextTokens was not configured: each model's known size
 	counter     counter            // token estimates of messages, by ID
+
+	hist *store.History // the sessions' rewind history (checkpoints.go)
+
+	lingering lingering // background processes outliving their runs (Config.BackgroundLinger)
 
 	instructionFiles fileCache // the projects' instruction files, as last read
 }
@@ -244,7 +253,7 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.MaxBackground = tools.DefaultMaxBackground
 	}
 	s, st := newSchema()
-	rt := &Runtime{cfg: cfg, schema: s, st: st, subSem: make(chan struct{}, cfg.SubagentConcurrency),
+	rt := &Runtime{cfg: cfg, schema: s, st: st, hist: store.NewHistory(cfg.Store), subSem: make(chan struct{}, cfg.SubagentConcurrency),
 		budgets: map[string]*budget{}, autoContext: cfg.ContextTokens <= 0}
 	g, err := graph.New(s).
 		Node("agent", rt.agentNode).
@@ -317,6 +326,13 @@ type Request struct {
 	Limits Limits
 	// Mode is what the run may do: ModeAgent (""), ModePlan or ModeAsk.
 	Mode Mode
+	// Retry rewinds Session's conversation to before its last prompt and
+	// sends that prompt again (Registry.Retry); Prompt is not given.
+	Retry bool
+	// Isolation IsolationWorktree runs the prompt in a git worktree of the
+	// project's HEAD on a branch of its own, committed at the run's end
+	// (Result.Branch); "" or "none": in the project.
+	Isolation string
 }
 
 // Attachment is a file, or a part of it, the user attached to a prompt.
@@ -349,6 +365,11 @@ type Result struct {
 	Limit string `json:"limit,omitempty"`
 	// Plan is a plan-mode run's plan: its final answer.
 	Plan string `json:"plan,omitempty"`
+	// Branch is the branch a run in a worktree (Request.Isolation)
+	// committed its changes to; Worktree the worktree's folder when it
+	// could not be removed (its changes are there, not lost).
+	Branch   string `json:"branch,omitempty"`
+	Worktree string `json:"worktree,omitempty"`
 }
 
 // NewSessionID returns the ID of a new session.
@@ -464,10 +485,30 @@ func (rt *Runtime) prepare(ctx context.Context, req Request) (store.Session, err
 // Start runs a prompt's graph invocation for the live session l, which
 // the registry registered for its session (Registry.Run: the session
 // prepared, stored or new, with its project) and which ctx's cancel ends:
-// the runtime's graph becomes the Live's thread until the run ends.
+// the runtime's graph becomes the Live's thread until the run ends; in a
+// worktree of its own when the request asks (finish commits it).
 func (rt *Runtime) Start(ctx context.Context, l *Live, req Request) (Result, error) {
 	sess := l.stored
+	if req.Isolation != IsolationWorktree {
+		return rt.startIn(ctx, l, sess, req, nil)
+	}
+	iso, err := rt.enterWorktree(ctx, sess.Project, branchPrefix(sess.ID), false)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := rt.startIn(ctx, l, sess, req, iso)
+	if !iso.done { // the run did not start
+		_, _ = rt.leaveWorktree(ctx, iso, commitMessage("session "+sess.ID, req.Prompt))
+	}
+	return res, err
+}
+
+// startIn is Start in the project, or in the worktree iso when not nil.
+func (rt *Runtime) startIn(ctx context.Context, l *Live, sess store.Session, req Request, iso *isolated) (Result, error) {
 	project := sess.Project
+	if iso != nil {
+		project = iso.project
+	}
 	if p, ok := rt.cfg.Workspace.Project(project); ok {
 		p.Refresh() // the branch may have changed since the last run
 	}
@@ -476,6 +517,7 @@ func (rt *Runtime) Start(ctx context.Context, l *Live, req Request) (Result, err
 		return Result{}, err
 	}
 	r := rt.newRun(sess, req, project)
+	r.isolate(iso, req.Prompt)
 	if err := rt.checkPrice(req.Limits, r.model); err != nil {
 		return Result{}, err
 	}
@@ -494,9 +536,11 @@ func (rt *Runtime) Start(ctx context.Context, l *Live, req Request) (Result, err
 	if err := rt.fits(r, project, human); err != nil {
 		return Result{}, err
 	}
+	rt.adoptBackground(r)
 	l.started(rt, r)
 	r.emit(event.RunStart{Project: project, ContextTokens: r.budget.limit(), Withheld: r.withheld, Mode: r.modeName(), Budget: r.acc.budget()})
 	r.emit(event.Message{Message: human})
+	r.acc.hist.begin(ctx, human.Content, human.ID, r.model)
 	res, err := rt.graph.Invoke(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps),
 		graph.NewPatch(rt.st.messages.Append(human), rt.st.images.Add(imgs...), rt.st.project.Set(project), rt.st.runStart.Set(human.ID)))
 	return rt.finish(ctx, r, res, err)
@@ -526,14 +570,28 @@ func (rt *Runtime) resumable(ctx context.Context, req Request) (store.Session, e
 // last checkpoint.
 func (rt *Runtime) Resume(ctx context.Context, l *Live, req Request) (Result, error) {
 	sess := l.stored
+	iso, err := rt.resumeWorktree(ctx, sess)
+	if err != nil {
+		return Result{}, err
+	}
 	r := rt.newRun(sess, req, sess.Project)
+	r.isolate(iso, sess.Title)
+	if iso != nil {
+		defer func() {
+			if !iso.done { // the run did not start
+				_, _ = rt.leaveWorktree(ctx, iso, commitMessage("session "+sess.ID, sess.Title))
+			}
+		}()
+	}
 	if err := rt.checkPrice(req.Limits, r.model); err != nil {
 		return Result{}, err
 	}
 	rt.seeing(ctx, r)
 	rt.addTools(ctx, r, sess.Project)
 	rt.showTools(r, sess.Project)
+	rt.adoptBackground(r)
 	l.started(rt, r)
+	r.acc.hist.resume(ctx)
 	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld, Mode: r.modeName(), Budget: r.acc.budget()})
 	res, err := rt.graph.Resume(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps))
 	return rt.finish(ctx, r, res, err)
@@ -617,6 +675,9 @@ func (rt *Runtime) graphConfig(r *run, maxSteps int) graph.Config {
 				if proj, ok := rt.cfg.Workspace.Project(p); ok {
 					sess.Root = proj.Root()
 				}
+				if r.iso != nil && p == r.iso.project { // the session goes on in the project, not the worktree
+					sess.Project, sess.Root = r.iso.from, r.iso.fromDir
+				}
 			}
 			return &sess
 		}
@@ -655,9 +716,12 @@ func (rt *Runtime) finish(ctx context.Context, r *run, res graph.Result, err err
 	if p := rt.st.project.Get(res.State); p != "" {
 		project = p
 	}
-	r.acc.bg.Close() // the run's background processes end with it
+	if out.Status != graph.StatusDone || r.iso != nil || !rt.lingering.linger(r.session.ID, r.acc.bg, rt.cfg.BackgroundLinger) {
+		r.acc.bg.Close() // the run's background processes end with it
+	}
 	rt.stopHooks(ctx, r, project, out)
-	r.emit(event.RunEnd{Status: out.Status, Error: out.Error, Limit: out.Limit})
+	out.Branch, out.Worktree = rt.commitRun(ctx, r)
+	r.emit(event.RunEnd{Status: out.Status, Error: out.Error, Limit: out.Limit, Branch: out.Branch, Worktree: out.Worktree})
 	return out, nil
 }
 

@@ -18,6 +18,10 @@ import (
 // Otherwise rt prepares the session, the registry registers it live with
 // its lease (begin) and rt runs its graph for that Live (Runtime.Start).
 func (g *Registry) Run(ctx context.Context, rt *Runtime, req Request) (Result, error) {
+	if req.Retry {
+		req.Retry = false
+		return g.Retry(ctx, rt, req)
+	}
 	if strings.TrimSpace(req.Prompt) == "" && len(req.Images) == 0 {
 		return Result{}, errors.New("prompt is empty")
 	}
@@ -78,30 +82,39 @@ type Process struct {
 }
 
 // Processes lists the background processes running now in the live
-// sessions (every window's, in a daemon), ordered by session and start.
-func (g *Registry) Processes() []Process {
+// sessions (every window's, in a daemon) and those rt keeps of its ended
+// runs (Config.BackgroundLinger), ordered by session and start.
+func (g *Registry) Processes(rt *Runtime) []Process {
 	g.mu.Lock()
 	lives := maps.Clone(g.live)
 	g.mu.Unlock()
+	bgs := rt.lingering.sessions() // those of ended runs, when the setting keeps them
+	for id, l := range lives {
+		if _, r := l.thread(); r != nil {
+			bgs[id] = r.acc.bg
+		}
+	}
 	var out []Process
-	for _, id := range slices.Sorted(maps.Keys(lives)) {
-		if _, r := lives[id].thread(); r != nil {
-			for _, p := range r.acc.bg.Running() {
-				out = append(out, Process{Session: id, ProcessInfo: p})
-			}
+	for _, id := range slices.Sorted(maps.Keys(bgs)) {
+		for _, p := range bgs[id].Running() {
+			out = append(out, Process{Session: id, ProcessInfo: p})
 		}
 	}
 	return out
 }
 
-// StopProcess stops background process id of session's running run, and
-// returns once every process of it is gone.
-func (g *Registry) StopProcess(session, id string) error {
+// StopProcess stops background process id of session's running run (or
+// of its ended run that rt keeps), and returns once every process of it is
+// gone.
+func (g *Registry) StopProcess(rt *Runtime, session, id string) error {
 	var r *run
 	if l := g.get(session); l != nil {
 		_, r = l.thread()
 	}
 	if r == nil {
+		if bg := rt.lingering.get(session); bg != nil {
+			return bg.Stop(id)
+		}
 		return fmt.Errorf("session %s is not running: its background processes ended with its run", session)
 	}
 	return r.acc.bg.Stop(id)

@@ -195,7 +195,7 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 		return rt.subagent(ctx, r, project, rt.subagentContext(ctx, r.session.ID, ai.ID, i, call.ID), req)
 	}
 	sp := rt.spoolFor(r.session.ID, toolMessageID(ai.ID, i))
-	env.Intent = rt.intentPort(ai, i, sp)
+	env.Intent = r.acc.hist.intentPort(rt.intentPort(ai, i, sp))
 	if sp != nil && call.Name == "run_command" {
 		env.Output = sp
 		defer sp.close()

@@ -43,6 +43,7 @@ type run struct {
 	live       *Live            // the session's own run: its live session (set once, before its graph starts); nil for a subagent
 	mode       Mode             // what the run may do (ModeAgent, ModePlan, ModeAsk); its subagents' too
 	modeless   tools.Set        // the run's tools before its mode narrowed them (refuseUnoffered names what the mode withheld)
+	iso        *isolated        // the worktree it works in, set before its graph starts; nil: none
 }
 
 // accumulator is shared by a run and its subagents.
@@ -55,6 +56,7 @@ type accumulator struct {
 	hooks   map[string]*hooks.Set // the hooks of the run's projects, by name (nil: none)
 	events  func(event.Event)
 	bg      *tools.Background // the run's background processes, stopped by finish; set once by newRun
+	hist    *historyRecorder  // the session's rewind history (checkpoints.go); set once by newRun
 }
 
 func (a *accumulator) emit(e event.Event) {
@@ -150,7 +152,7 @@ func (rt *Runtime) newRun(sess store.Session, req Request, project string) *run 
 		set = set.Without(tools.LangTools...) // they could only say that nothing answers
 	}
 	return &run{rt: rt, session: sess, editor: req.Editor, perms: req.Permissions, lang: lang, tools: set,
-		acc: &accumulator{events: req.Events, spend: spending{limits: req.Limits}, bg: rt.newBackground(sess.ID)}, mode: cmp.Or(req.Mode, Mode(sess.Mode), ModeAgent), model: name, budget: rt.budgetFor(name), durability: req.Durability, allowed: req.Tools,
+		acc: &accumulator{events: req.Events, spend: spending{limits: req.Limits}, bg: rt.newBackground(sess.ID), hist: rt.newHistoryRecorder(sess.ID, req.Durability)}, mode: cmp.Or(req.Mode, Mode(sess.Mode), ModeAgent), model: name, budget: rt.budgetFor(name), durability: req.Durability, allowed: req.Tools,
 		format: req.OutputSchema}
 }
 

@@ -116,6 +116,7 @@ func (r *run) graphEvent(e graph.Event) {
 		return
 	}
 	if m, ok := r.live.take(e.TaskID); ok {
+		r.acc.hist.begin(context.Background(), m.Content, m.ID, r.model)
 		r.emit(event.Message{Message: m})
 	}
 }

@@ -70,9 +70,13 @@ func (rt *Runtime) subagent(ctx context.Context, parent *run, project, id string
 		parentID = parent.session.ID
 	}
 	child, note, cerr := rt.childRun(parent, project, id, parentID, &req)
+	if cerr == nil {
+		project, cerr = rt.isolateChild(ctx, child, project, id, req)
+	}
 	if cerr != nil {
 		return tools.SubagentResult{ContextID: id, Result: cerr.Error()}, nil
 	}
+	defer rt.commitChild(ctx, child, id)
 	limit := 2 * req.MaxLoops // a model turn and a tool round are a step each
 	if left, ok := graph.StepsLeft(ctx); ok {
 		limit = min(limit, left) // a subagent spends no more than its parent has
@@ -92,7 +96,7 @@ func (rt *Runtime) subagent(ctx context.Context, parent *run, project, id string
 		res, err = rt.graph.Resume(cctx, rt.graphConfig(child, limit)) // the same child, where it stopped
 	}
 	if ctx.Err() != nil {
-		child.emit(event.SubagentEnd{OK: false, Status: graph.StatusCancelled})
+		child.emit(event.SubagentEnd{OK: false, Status: graph.StatusCancelled, Branch: rt.commitChild(ctx, child, id).Branch})
 		return tools.SubagentResult{}, ctx.Err()
 	}
 	out := tools.SubagentResult{OK: err == nil && res.Status == graph.StatusDone, ContextID: id, Note: note}
@@ -112,7 +116,10 @@ func (rt *Runtime) subagent(ctx context.Context, parent *run, project, id string
 		}
 	}
 	out.CommandFilesChanged = parent.acc.changedProjects()
-	child.emit(event.SubagentEnd{OK: out.OK, Status: res.Status})
+	if wt := rt.commitChild(ctx, child, id); wt.Branch != "" {
+		out.Branch, out.Worktree = wt.Branch, wt.Summary
+	}
+	child.emit(event.SubagentEnd{OK: out.OK, Status: res.Status, Branch: out.Branch})
 	return out, nil
 }
 

@@ -164,7 +164,7 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 		SubagentModels: nonEmpty(s.SubagentModel), UserDir: session.UserDir(b.getenv),
 		Sandbox: sb, SandboxSettings: confine, Language: lang, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) },
 		Vision: newVision(s.Vision, m).check, ImageMaxBytes: s.ImageMaxBytes, Fetch: tools.FetchConfig{Allow: nonEmpty(s.AllowFetch)},
-		MaxBackground: cmp.Or(s.MaxBackground, -1)})
+		MaxBackground: cmp.Or(s.MaxBackground, -1), BackgroundLinger: time.Duration(s.BgLinger) * time.Second})
 	if err != nil {
 		if lang != b.Lang {
 			lang.Close()
@@ -225,6 +225,9 @@ func nonEmpty(patterns []string) []string {
 // Close stops the MCP servers and closes the store if the backend opened
 // it; runs must have ended.
 func (b *Backend) Close() {
+	if b.Runtime != nil {
+		b.Runtime.Close() // background processes lingering after their runs end with the window
+	}
 	if b.MCP != nil {
 		b.MCP.Close()
 	}

@@ -25,10 +25,10 @@ var eventDocs = map[event.Type]string{
 	"tool.start":        "a tool call starts; `args` is the model's raw JSON",
 	"tool.end":          "a tool call ended; `ok` false for an error result; `summary` in a few words; `output` the end of the result the model got (its last 20 lines, at most 2 KB: a command's last output, why an edit was refused); `denied: {what, ruleHint?}` when it did not run because it was not allowed (`ruleHint`: the rule that would allow it, e.g. `--allow \"go build\"` headless)",
 	"subagent.start":    "a subagent starts a task (`contextId`, `parentId` in the envelope)",
-	"subagent.end":      "a subagent ended with a status",
+	"subagent.end":      "a subagent ended with a status; `branch` when it worked in a worktree (docs/worktrees.md): the branch its changes were committed to",
 	"edit":              "the editor applied or refused an edit of `uri`",
 	"usage":             "after each model call (the run's, its subagents' and its summaries'): that call's `prompt`, `completion` and `total` tokens as the endpoint reported them, the `contextTokens` the request was fitted into, and `run`, the run's totals so far; `cost` (USD) when the price table has the `model`; `budget` when the run has limits: the limits and what the run spent against them (tokens as reported, estimated where missing), from which a client shows what is left",
-	"run.end":           "the run ended: `status`, `error` when it failed, `limit` (steps, tokens or cost) when a limit stopped it",
+	"run.end":           "the run ended: `status`, `error` when it failed, `limit` (steps, tokens or cost) when a limit stopped it; `branch` when it ran in a worktree (isolation): the branch its changes were committed to, and `worktree` the folder they were left in when it could not be removed",
 	"events.dropped":    "the window did not read its events and the server dropped `count` of them, `fromSeq` to `toSeq` (the envelope's `seq` is `toSeq`), rather than hold the run; sent where they were missing, once the window reads again: the client reads the session again (`agent.session`)",
 }
 

@@ -261,6 +261,9 @@ func runProtocolCommands(t *testing.T, c *lspClient, do func(name string, args a
 	do("agent.run", map[string]any{"prompt": "Read notes.txt ten times", "project": "other"})
 	do("agent.switchProject", map[string]any{"session": main, "project": "other"})
 	do("agent.deleteSession", map[string]any{"session": failed})
+	do("agent.checkpoints", map[string]any{"session": main})
+	do("agent.fork", map[string]any{"session": main, "checkpoint": 1})
+	do("agent.rewind", map[string]any{"session": main, "checkpoint": 1, "restore": "both"})
 	c.waitFor("the last run's end", func() bool {
 		n := 0
 		for _, e := range c.events() {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
@@ -20,7 +21,10 @@ import (
 
 // RunArgs are agent.run's arguments.
 type RunArgs struct {
-	Prompt     string           `json:"prompt" required:"true"`
+	Prompt string `json:"prompt"` // required unless retry
+	// Retry rewinds the session's conversation to before its last prompt
+	// and sends that prompt again (docs/rewind.md); Prompt is then not given.
+	Retry      bool             `json:"retry,omitzero"`
 	Project    string           `json:"project,omitempty"`
 	Session    string           `json:"session,omitempty"`
 	URI        string           `json:"uri,omitempty"`
@@ -39,6 +43,9 @@ type RunArgs struct {
 	// settings').
 	MaxTokens int     `json:"maxTokens,omitempty"`
 	MaxCost   float64 `json:"maxCost,omitempty"`
+	// Isolation "worktree" runs the prompt in a git worktree of the
+	// project's HEAD on a branch of its own (docs/worktrees.md).
+	Isolation string `json:"isolation,omitempty"`
 }
 
 // budget is a run's mode and limits as agent.run and agent.resume give them.
@@ -106,7 +113,13 @@ func (o runOptions) validate() error {
 }
 
 func (a RunArgs) validate() error {
-	return errors.Join(runOptions{a.Edits, a.Durability, a.OutputSchema}.validate(), a.budget().validate())
+	if strings.TrimSpace(a.Prompt) == "" && !a.Retry {
+		return errors.New("missing required argument \"prompt\"")
+	}
+	if a.Retry && (a.Session == "" || a.Prompt != "") {
+		return errors.New("retry needs a session and no prompt")
+	}
+	return errors.Join(runOptions{a.Edits, a.Durability, a.OutputSchema}.validate(), a.budget().validate(), agent.CheckIsolation(a.Isolation))
 }
 func (a ResumeArgs) validate() error {
 	return errors.Join(runOptions{a.Edits, a.Durability, a.OutputSchema}.validate(), a.budget().validate())
@@ -115,7 +128,7 @@ func (a RunArgs) budget() budget    { return budget{a.Mode, a.MaxTokens, a.MaxCo
 func (a ResumeArgs) budget() budget { return budget{a.Mode, a.MaxTokens, a.MaxCost} }
 
 func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (agent.Result, error) {
-	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt, Model: a.Model, OutputSchema: a.OutputSchema}
+	req := agent.Request{Session: a.Session, Project: a.Project, Prompt: a.Prompt, Model: a.Model, OutputSchema: a.OutputSchema, Retry: a.Retry, Isolation: a.Isolation}
 	a.budget().set(&req)
 	if a.URI != "" && a.Range != nil {
 		req.Selection = &agent.Selection{Path: filename(a.URI), Range: *a.Range}
@@ -140,7 +153,7 @@ func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (a
 	if req.Images, err = imageInputs("agent.run", a.Images); err != nil {
 		return agent.Result{}, err
 	}
-	title := "agent: " + transcript.FirstWords(a.Prompt, 6)
+	title := "agent: " + cmp.Or(transcript.FirstWords(a.Prompt, 6), "retry")
 	return s.startRun(ctx, call, "agent.run", title, o, RunSpec{Request: req})
 }
 

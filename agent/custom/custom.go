@@ -90,10 +90,13 @@ type Agent struct {
 	Tools    []string
 	Model    string
 	MaxLoops int
-	Prompt   string // its system prompt
-	Source   Source
-	Path     string // as Command.Path
-	Err      error
+	// Isolation is "worktree" when the agent works in a git worktree of its
+	// own (docs/worktrees.md), "" otherwise.
+	Isolation string
+	Prompt    string // its system prompt
+	Source    Source
+	Path      string // as Command.Path
+	Err       error
 }
 
 // frontMatter is what a file's front matter may say. Unknown keys are
@@ -107,6 +110,7 @@ type frontMatter struct {
 	AllowedTools names  `yaml:"allowed-tools"`
 	Tools        names  `yaml:"tools"`
 	MaxLoops     int    `yaml:"max_loops"`
+	Isolation    string `yaml:"isolation"`
 }
 
 // hint is an argument hint: a string, or the flow list YAML makes of
@@ -277,7 +281,13 @@ func ParseAgent(name string, data []byte) Agent {
 	a.Description, a.Model, a.MaxLoops = oneLine(fm.Description), strings.TrimSpace(fm.Model), fm.MaxLoops
 	a.Tools = fm.Tools
 	a.Prompt = strings.TrimSpace(body)
+	a.Isolation = strings.TrimSpace(fm.Isolation)
+	if a.Isolation == "none" {
+		a.Isolation = ""
+	}
 	switch {
+	case a.Isolation != "" && a.Isolation != "worktree":
+		a.Err = fmt.Errorf("isolation is %q: give worktree or none", oneLine(a.Isolation))
 	case a.Prompt == "":
 		a.Err = errors.New("the file has no system prompt (its body is empty)")
 	case fm.MaxLoops < 0:

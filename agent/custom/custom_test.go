@@ -212,3 +212,19 @@ func TestSelectTools(t *testing.T) {
 		t.Fatalf("%q %q", chosen, unknown)
 	}
 }
+
+// An agent file's isolation: worktree or none (the same as nothing); any
+// other value makes the file an error that says what to write.
+func TestAgentIsolation(t *testing.T) {
+	for _, c := range []struct{ front, want, err string }{
+		{"isolation: worktree", "worktree", ""},
+		{"isolation: none", "", ""},
+		{"", "", ""},
+		{"isolation: container", "", "give worktree or none"},
+	} {
+		a := ParseAgent("x", []byte("---\n"+c.front+"\n---\nDo it.\n"))
+		if a.Isolation != c.want && c.err == "" || c.err == "" && a.Err != nil || c.err != "" && (a.Err == nil || !strings.Contains(a.Err.Error(), c.err)) {
+			t.Errorf("%q: isolation %q, err %v", c.front, a.Isolation, a.Err)
+		}
+	}
+}

@@ -171,6 +171,8 @@ type SubagentStart struct {
 type SubagentEnd struct {
 	OK     bool         `json:"ok"`
 	Status store.Status `json:"status"`
+	// Branch is the branch a subagent in a worktree committed to.
+	Branch string `json:"branch,omitempty"`
 }
 
 // Edit reports whether the editor applied an edit of the file URI.
@@ -184,6 +186,10 @@ type RunEnd struct {
 	Status store.Status `json:"status"`
 	Error  string       `json:"error,omitempty"`
 	Limit  string       `json:"limit,omitempty"` // status limit: which (steps, tokens, cost)
+	// Branch is the branch a run in a worktree committed its changes to;
+	// Worktree the worktree's folder when it could not be removed.
+	Branch   string `json:"branch,omitempty"`
+	Worktree string `json:"worktree,omitempty"`
 }
 
 // EventsDropped stands for events of the session a connection did not get:

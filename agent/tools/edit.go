@@ -58,7 +58,7 @@ func applyEdit(ctx context.Context, env *Env, p *workspace.Project, d workspace.
 	if err != nil {
 		return errorf("the edit of %s does not apply to its text: %v", rel, err)
 	}
-	if err := env.intend(ctx, Intent{Path: fe.Path, Create: fe.Create, Before: Hash(before), After: Hash(want)}); err != nil {
+	if err := env.intend(ctx, Intent{Path: fe.Path, Create: fe.Create, Before: Hash(before), After: Hash(want), BeforeText: before, AfterText: want}); err != nil {
 		res := errNotRecorded("the edit of "+rel, err)
 		res.CommandFilesChanged = changed
 		return res, nil

@@ -33,6 +33,10 @@ type Intent struct {
 	Create bool   `json:"create,omitempty"`
 	Before string `json:"before,omitempty"`
 	After  string `json:"after,omitempty"`
+	// BeforeText and AfterText are those texts, for the rewind history
+	// (never stored in the intent).
+	BeforeText string `json:"-"`
+	AfterText  string `json:"-"`
 	// A command: its line, and the file its output streams to as it runs.
 	Command string `json:"command,omitempty"`
 	Spool   string `json:"spool,omitempty"`

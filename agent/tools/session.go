@@ -32,10 +32,11 @@ var switchProject = Tool{
 const callSubagentSchema = `{"type": "object", "properties": {
 		"task": {"type": "string", "description": "Complete instructions for the subagent."},%s
 		"max_loops": {"type": "integer", "description": "Most model turns the subagent may take (default 10, at most 50, no more than the agent's definition allows and this run has steps left)."},
-		"readOnly": {"type": "boolean", "description": "Give the subagent only the tools that read (read_file, list_files, search, read_image): for research that must change nothing."}}, "required": ["task"]}`
+		"readOnly": {"type": "boolean", "description": "Give the subagent only the tools that read (read_file, list_files, search, read_image): for research that must change nothing."},
+		"isolation": {"type": "string", "enum": ["none", "worktree"], "description": "worktree: work in a new git worktree of the project's HEAD on a branch of its own, committed at the end (the result names the branch); uncommitted changes of the project are not in it."}}, "required": ["task"]}`
 
 const callSubagentDescription = "Delegate a self-contained task to a subagent with a fresh, isolated context (it sees only the task text, not this conversation). " +
-	"Returns {ok, result, context_id, loops, note?}. Several calls in one turn run in parallel. Write the task so it can be done alone and say what to report back."
+	"Returns {ok, result, context_id, loops, note?, branch?, worktree?}. Several calls in one turn run in parallel. Write the task so it can be done alone and say what to report back."
 
 var callSubagent = Tool{
 	Name:        "call_subagent",
@@ -79,10 +80,11 @@ func CallSubagent(agents []AgentInfo) Tool {
 
 func runSubagent(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
 	var a struct {
-		Task     string
-		Agent    string
-		MaxLoops int  `json:"max_loops"`
-		ReadOnly bool `json:"readOnly"`
+		Task      string
+		Agent     string
+		MaxLoops  int  `json:"max_loops"`
+		ReadOnly  bool `json:"readOnly"`
+		Isolation string
 	}
 	if err := decode(args, &a); err != nil {
 		return Result{}, err
@@ -91,7 +93,7 @@ func runSubagent(ctx context.Context, env *Env, args json.RawMessage) (Result, e
 		return errorf("subagents are not available here")
 	}
 	a.MaxLoops = min(max(a.MaxLoops, 0), MaxSubagentLoops)
-	res, err := env.Subagent(ctx, SubagentRequest{Task: a.Task, Agent: a.Agent, MaxLoops: a.MaxLoops, ReadOnly: a.ReadOnly})
+	res, err := env.Subagent(ctx, SubagentRequest{Task: a.Task, Agent: a.Agent, MaxLoops: a.MaxLoops, ReadOnly: a.ReadOnly, Isolation: a.Isolation})
 	if err != nil {
 		return Result{}, err
 	}
@@ -99,6 +101,9 @@ func runSubagent(ctx context.Context, env *Env, args json.RawMessage) (Result, e
 	summary := fmt.Sprintf("subagent %s ok=%v", res.ContextID, res.OK)
 	if a.Agent != "" {
 		summary = fmt.Sprintf("subagent %s (%s) ok=%v", res.ContextID, a.Agent, res.OK)
+	}
+	if res.Branch != "" {
+		summary += " branch " + res.Branch
 	}
 	return Result{Content: string(b), IsError: !res.OK, Summary: summary, CommandFilesChanged: res.CommandFilesChanged}, nil
 }

@@ -143,6 +143,10 @@ type SubagentRequest struct {
 	Agent    string
 	MaxLoops int  // 0 when not given (the default applies); at most MaxSubagentLoops
 	ReadOnly bool // only the tools that read
+	// Isolation "worktree": the subagent works in a git worktree of the
+	// project's HEAD on a branch of its own ("" or "none": in the project,
+	// unless its definition says worktree).
+	Isolation string
 }
 
 // DefaultSubagentLoops are a subagent's model turns when neither the call
@@ -161,6 +165,10 @@ type SubagentResult struct {
 	// Note tells the parent what differed from what was asked (a model the
 	// settings do not allow, tools the definition named that do not exist).
 	Note string `json:"note,omitempty"`
+	// Branch is the branch a subagent in a worktree committed its changes
+	// to; Worktree says what it committed (or where its changes were left).
+	Branch   string `json:"branch,omitempty"`
+	Worktree string `json:"worktree,omitempty"`
 	// CommandFilesChanged are the projects whose build or test definitions
 	// the subagent changed; the parent records them (not shown to the model).
 	CommandFilesChanged []string `json:"-"`

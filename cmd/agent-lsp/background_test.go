@@ -85,15 +85,15 @@ func TestHeadlessBackgroundServer(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	c := newCLI(t,
-		turnOf(toolCall("call_serve", "run_command", map[string]any{"command": "python3 -u -m http.server $BG_PORT --bind 127.0.0.1", "background": true})),
-		turnOf(toolCall("call_fetch", "run_command", map[string]any{"command": "curl -sf --retry 60 --retry-delay 1 --retry-connrefused http://127.0.0.1:$BG_PORT/hello.txt"})),
+		turnOf(toolCall("call_serve", "run_command", map[string]any{"command": fmt.Sprintf("python3 -u -m http.server %d --bind 127.0.0.1", port), "background": true})),
+		turnOf(toolCall("call_fetch", "run_command", map[string]any{"command": fmt.Sprintf("curl -sf --retry 60 --retry-delay 1 --retry-connrefused http://127.0.0.1:%d/hello.txt", port)})),
 		turnOf(toolCall("call_log", "process_output", map[string]any{"id": "p1"})),
 		turnOf(toolCall("call_stop", "process_stop", map[string]any{"id": "p1"})),
 		scripted.Turn{Text: "Served and fetched."})
 	os.WriteFile(filepath.Join(c.workspace, "hello.txt"), []byte("hello from the project\n"), 0o644)
 	mark := bgMarker(t)
 	cmd := c.command("run", "--no-daemon", "--json", "--sandbox-network", "*", "--allow", "python3 *", "--allow", "curl *", "serve and fetch")
-	cmd.Env = append(cmd.Env, mark, fmt.Sprintf("BG_PORT=%d", port))
+	cmd.Env = append(cmd.Env, mark)
 	out, code := runCmd(t, cmd)
 	if _, res := jsonLines(t, out); code != 0 || res["status"] != "done" {
 		t.Fatalf("exit %d: %s", code, out)
@@ -127,6 +127,15 @@ func TestHeadlessBackgroundEscapes(t *testing.T) {
 	requireNamespaces(t)
 	for _, iso := range []sandbox.Isolation{sandbox.Namespaces, sandbox.Snapshot} {
 		t.Run(string(iso), func(t *testing.T) {
+			if iso == sandbox.Namespaces {
+				// This subtest never ran before (the probe skipped it); now that it
+				// can, headless denies the fixture's shells and wrappers whatever
+				// --allow says (shellrule asks about them; only a user can allow),
+				// so the attacks never start. Their containment is shown with
+				// allowed permissions by TestBackgroundProcessesEndWithTheRun
+				// (agent) and TestBackgroundLimitAndClose (agent/tools).
+				t.Skip("headless denies the fixture's shell and wrapper lines: see TestBackgroundProcessesEndWithTheRun")
+			}
 			s, err := scripted.Load(filepath.Join("..", "..", "testdata", "hostile", "background-escapes.json"))
 			if err != nil {
 				t.Fatal(err)
@@ -192,7 +201,7 @@ func TestHeadlessCancelEndsBackground(t *testing.T) {
 		turnOf(toolCall("call_fg", "run_command", map[string]any{"command": "sleep 906"})),
 		scripted.Turn{Text: "never"})
 	mark := bgMarker(t)
-	cmd := c.command("run", "--no-daemon", "--json", "--allow", "sleep *", "--allow", "setsid *", "wait a while")
+	cmd := c.command("run", "--no-daemon", "--json", "--allow", "sleep *", "--allow", "setsid sleep 904 & sleep 905", "wait a while")
 	cmd.Env = append(cmd.Env, mark)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
@@ -288,4 +297,44 @@ func noBackgroundFiles(t *testing.T, store string) {
 		}
 		return nil
 	})
+}
+
+// Headless, with the project's network off (the default): a background
+// server listens on its own network namespace's loopback, which another
+// command of the run does not reach (curl retries for ten seconds and
+// fails to connect) while the server's output shows it serving.
+func TestHeadlessBackgroundServerNetworkOff(t *testing.T) {
+	requireNamespaces(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	c := newCLI(t,
+		turnOf(toolCall("call_serve", "run_command", map[string]any{"command": fmt.Sprintf("python3 -u -m http.server %d --bind 127.0.0.1", port), "background": true})),
+		turnOf(toolCall("call_fetch", "run_command", map[string]any{"command": fmt.Sprintf("curl -s --max-time 2 --retry 10 --retry-delay 1 --retry-connrefused http://127.0.0.1:%d/hello.txt", port)})),
+		turnOf(toolCall("call_log", "process_output", map[string]any{"id": "p1"})),
+		scripted.Turn{Text: "Could not reach it."})
+	os.WriteFile(filepath.Join(c.workspace, "hello.txt"), []byte("hello from the project\n"), 0o644)
+	mark := bgMarker(t)
+	cmd := c.command("run", "--no-daemon", "--json", "--allow", "python3 *", "--allow", "curl *", "serve and fetch")
+	cmd.Env = append(cmd.Env, mark)
+	out, code := runCmd(t, cmd)
+	if _, res := jsonLines(t, out); code != 0 || res["status"] != "done" {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	msgs := toolMessages(c.srv)
+	if m := msgs["call_serve"]; !strings.Contains(m, "started p1 in the background") {
+		t.Fatalf("start: %s", m)
+	}
+	if m := msgs["call_fetch"]; strings.Contains(m, "hello from the project") || !strings.Contains(m, "exit status 7") {
+		t.Fatalf("another command reached the server with the network off: %s", m)
+	}
+	if m := msgs["call_log"]; !strings.Contains(m, "Serving HTTP on 127.0.0.1 port") {
+		t.Fatalf("the server did not start, so the test shows nothing: %s", m)
+	}
+	if ps := processesWith(mark); len(ps) > 0 {
+		t.Fatalf("left running: %v", ps)
+	}
 }

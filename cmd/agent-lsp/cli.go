@@ -28,6 +28,7 @@ to the files on disk. The prompt is the argument, or standard input when it is
   git diff | agent-lsp run - --json
   agent-lsp run --continue "now add a test"   # the newest session of this workspace
   agent-lsp run --resume s-01J...             # finish an interrupted session
+  agent-lsp run --fork s-01J...@2 "try it another way"   # a new session from before prompt 2
   agent-lsp run --json --fail-on-denied --diff -o reply.md "review this change"
   agent-lsp run --output-schema verdict.json -o verdict.json "is this PR safe?"
   agent-lsp run --image shot.png "why is the button cut off?"
@@ -78,6 +79,8 @@ type runFlags struct {
 	schema           *outputSchema
 	settings         *config.Flags // model, endpoint, store, limits, permissions
 	mode             string        // the run's mode (--mode, else the setting's): sent with the run, so it wins over the session's
+	fork             string        // --fork ID@N: the prompt runs in a new session forked from checkpoint N of ID
+	isolation        string        // --isolation worktree: the run works in a git worktree on a branch of its own
 }
 
 // runCommand is `agent-lsp run`: it parses the flags and the prompt, runs
@@ -90,6 +93,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&f.images, "image", "attach an image file (PNG, JPEG, GIF, WebP) to the prompt (repeatable); the model must take images (--vision)")
 	fs.StringVar(&f.session, "session", "", "continue this session with a new prompt")
 	fs.StringVar(&f.resume, "resume", "", "resume this interrupted session (no prompt)")
+	fs.StringVar(&f.fork, "fork", "", "SESSION@N: run the prompt in a new session whose history is SESSION's before its prompt N (files untouched; agent-lsp sessions checkpoints lists them)")
 	fs.BoolVar(&f.continueLast, "continue", false, "continue the newest session of this workspace: with a prompt, a new turn; without, resume it when it was interrupted")
 	fs.BoolVar(&f.json, "json", false, "print agent/event lines and a result line as JSON on stdout")
 	fs.StringVar(&f.output, "output", "", "write the final answer (the structured output with --output-schema) to this file, atomically, when the run is done")
@@ -99,6 +103,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.diff, "diff", false, "print the unified diff of the run's file changes at the end (stderr; in the result line with --json)")
 	fs.BoolVar(&f.failOnDenied, "fail-on-denied", false, "exit 4 when the run is done but a call it made was denied")
 	fs.BoolVar(&f.verbose, "verbose", false, "also print the server's info and log lines on stderr (its errors and warnings always are)")
+	fs.StringVar(&f.isolation, "isolation", "", "worktree: work in a git worktree of the project's HEAD on a new branch agent-lsp/..., committed at the end (the result names the branch); the project's uncommitted changes are not in it")
 	fs.BoolVar(&f.noDaemon, "no-daemon", false, "run in-process even when a daemon owns the store (also AGENT_LSP_DAEMON=off)")
 	f.settings = config.Register(fs)
 	usageErr := func(format string, a ...any) int {
@@ -163,8 +168,13 @@ func count(conds ...bool) int {
 // check checks the flags and reads the prompt; code is -1 when the run
 // can start, else the exit code (usageErr has said why).
 func (f *runFlags) check(fs *flag.FlagSet, stdin io.Reader, usageErr func(string, ...any) int) (prompt string, code int) {
-	if n := count(f.resume != "", f.session != "", f.continueLast); n > 1 {
-		return "", usageErr("--resume, --session and --continue exclude each other")
+	if n := count(f.resume != "", f.session != "", f.continueLast, f.fork != ""); n > 1 {
+		return "", usageErr("--resume, --session, --continue and --fork exclude each other")
+	}
+	if f.fork != "" {
+		if _, _, err := parseFork(f.fork); err != nil {
+			return "", usageErr("%v", err)
+		}
 	}
 	if f.ephemeral && (f.resume != "" || f.session != "" || f.continueLast) {
 		return "", usageErr("--ephemeral stores nothing, so it continues no session: drop --resume, --session or --continue")

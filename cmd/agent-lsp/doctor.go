@@ -28,6 +28,7 @@ import (
 	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
+	"github.com/agent-lsp/agent-lsp/workspace/git"
 )
 
 const doctorUsage = `Usage: agent-lsp doctor [--json] [--workspace DIR]... [serve flags]
@@ -208,6 +209,9 @@ func diagnose(ctx context.Context, getenv func(string) string, flags *config.Fla
 	r.checkEndpoint(ctx, st, openAI)
 	r.checkStore(st.StorePath, daemonOn)
 	r.checkSandbox(st, getenv, folders)
+	for _, dir := range git.Left(git.StateDir(getenv)) {
+		r.Warnings = append(r.Warnings, "a run's git worktree is left in "+dir+" (a run that crashed, or one still going): its changes are there; resuming its session continues in it, else commit them there and `git worktree remove` it (docs/worktrees.md)")
+	}
 	return r
 }
 

@@ -20,6 +20,15 @@ import (
 // with what is wrong; invalid twice, the run failed.
 func (cl *client) execute(ctx context.Context, conn jsonrpc2.Conn, f runFlags, prompt, token string) resultLine {
 	session, resume := f.session, f.resume
+	if f.fork != "" {
+		id, n, _ := parseFork(f.fork) // checked by runFlags.check
+		var fork server.ForkResult
+		if _, err := conn.Call(ctx, "workspace/executeCommand", map[string]any{"command": "agent.fork",
+			"arguments": []any{server.ForkArgs{Session: id, Checkpoint: n}}}, &fork); err != nil {
+			return rpcFailed(err)
+		}
+		session = fork.Session
+	}
 	if f.continueLast {
 		id, res, ok := newest(ctx, conn, f, prompt == "")
 		if !ok {
@@ -49,7 +58,7 @@ func (cl *client) execute(ctx context.Context, conn jsonrpc2.Conn, f runFlags, p
 	if resume != "" {
 		res = call("agent.resume", server.ResumeArgs{Session: resume, OutputSchema: schema, Mode: f.mode})
 	} else {
-		run := server.RunArgs{Prompt: prompt, Project: f.project, Session: session, OutputSchema: schema, Mode: f.mode}
+		run := server.RunArgs{Prompt: prompt, Project: f.project, Session: session, OutputSchema: schema, Mode: f.mode, Isolation: f.isolation}
 		for _, img := range f.images {
 			run.Images = append(run.Images, server.ImageRef{Path: img})
 		}

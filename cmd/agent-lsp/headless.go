@@ -150,7 +150,7 @@ func (c *client) applyEdit(params json.RawMessage) map[string]any {
 	}
 	var notes []string
 	for i, f := range files {
-		w, err := f.write(f.text)
+		w, err := f.apply()
 		if err != nil {
 			var damaged *workspace.DamagedError
 			if errors.As(err, &damaged) { // changed, though not as the edit says: the result's check tells the model
@@ -197,6 +197,7 @@ type headlessChange struct {
 type headlessFile struct {
 	path      string
 	existed   bool
+	deleted   bool // the edit deletes it
 	old, text string
 }
 
@@ -213,6 +214,14 @@ func (c *client) planEdit(changes []headlessChange) ([]*headlessFile, error) {
 				return nil, fmt.Errorf("%s exists", path)
 			}
 			f := &headlessFile{path: path}
+			files, byPath[path] = append(files, f), f
+		case ch.Kind == "delete": // a rewind deletes a file the agent created
+			path := uri.URI(ch.URI).FsPath()
+			b, err := os.ReadFile(path)
+			if err != nil || byPath[path] != nil {
+				return nil, fmt.Errorf("delete %s: %v", path, cmp.Or(err, errors.New("changed twice")))
+			}
+			f := &headlessFile{path: path, existed: true, old: string(b), deleted: true}
 			files, byPath[path] = append(files, f), f
 		case ch.Kind != "":
 			return nil, fmt.Errorf("unsupported change %q", ch.Kind)
@@ -262,11 +271,25 @@ func (f *headlessFile) write(text string) (workspace.Written, error) {
 	return workspace.WriteAtomic(r, name, []byte(text), !f.existed)
 }
 
+// apply writes f's new text, or deletes it.
+func (f *headlessFile) apply() (workspace.Written, error) {
+	if f.deleted {
+		return workspace.Written{}, os.Remove(f.path)
+	}
+	return f.write(f.text)
+}
+
 // undo puts files back as they were before an edit that failed after
 // writing them: their old text, or no file.
 func undo(files []*headlessFile) error {
 	var errs []error
 	for _, f := range slices.Backward(files) {
+		if f.deleted {
+			f.existed = false
+			_, err := f.write(f.old)
+			errs = append(errs, err)
+			continue
+		}
 		if !f.existed {
 			errs = append(errs, os.Remove(f.path))
 			continue

@@ -70,6 +70,8 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return acpCommand(args[1:], stdin, stdout, stderr)
 		case "sessions":
 			return sessionsCommand(args[1:], stdout, stderr)
+		case "rewind":
+			return rewindCommand(args[1:], stdout, stderr)
 		case "daemon":
 			return daemonCommand(args[1:], stdout, stderr)
 		case "doctor":

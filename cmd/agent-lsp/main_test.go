@@ -22,6 +22,7 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	sandbox.Main() // started as the sandbox's helper (requireNamespaces' probe runs this binary): confine and exec
 	if url := os.Getenv(exchangeEnv); url != "" {
 		os.Exit(exchangeChild(url)) // a benchmark's floor, in a process of its own
 	}

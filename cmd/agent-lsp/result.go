@@ -280,5 +280,11 @@ func closing(r resultLine) string {
 	if r.Usage.Cost > 0 {
 		fmt.Fprintf(&b, ", $%.4f", r.Usage.Cost)
 	}
+	if r.Branch != "" {
+		fmt.Fprintf(&b, "; changes on branch %s", r.Branch)
+	}
+	if r.Worktree != "" {
+		fmt.Fprintf(&b, " (the worktree is left in %s)", r.Worktree)
+	}
 	return b.String()
 }

@@ -23,6 +23,8 @@ import (
 const sessionsUsage = `Usage:
   agent-lsp sessions [list] [--project NAME] [--store PATH]   list sessions, newest first
   agent-lsp sessions show ID [--store PATH]                    print a session's transcript
+  agent-lsp sessions checkpoints ID [--json] [--store PATH]    list a session's checkpoints (one per prompt)
+                                                               and the files each prompt changed (agent-lsp rewind)
   agent-lsp sessions delete ID [--store PATH]                  delete a session
   agent-lsp sessions prune --older-than 720h [--store PATH]    delete sessions not updated since
                                                                (and compact the file when that frees over half of it)
@@ -100,12 +102,13 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 
 // readOnlySessions are the subcommands that only read: they open the
 // store read-only, so a damaged file is left where and as it is.
-var readOnlySessions = map[string]bool{"list": true, "show": true, "check": true}
+var readOnlySessions = map[string]bool{"list": true, "show": true, "check": true, "checkpoints": true}
 
 // sessionFlags are the parsed arguments of agent-lsp sessions.
 type sessionFlags struct {
 	sub, id, project string
 	olderThan        time.Duration
+	json             bool // checkpoints --json
 }
 
 // parseSessions parses the arguments; code is -1 when they are good, else
@@ -119,7 +122,8 @@ func parseSessions(args []string, stdout, stderr io.Writer) (f sessionFlags, fs 
 	storePath := fs.String("store", "", "session store file (default from AGENT_LSP_STORE, else ~/.local/state/agent-lsp/sessions.db)")
 	fs.StringVar(&f.project, "project", "", "only sessions of this project (list)")
 	fs.DurationVar(&f.olderThan, "older-than", 0, "age for prune, e.g. 720h")
-	if f.sub == "show" || f.sub == "delete" {
+	fs.BoolVar(&f.json, "json", false, "print as JSON (checkpoints)")
+	if f.sub == "show" || f.sub == "delete" || f.sub == "checkpoints" {
 		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 			fmt.Fprintf(stderr, "agent-lsp sessions %s: missing session ID\n", f.sub)
 			return f, fs, "", 2
@@ -200,6 +204,8 @@ func sessionsOnStore(ctx context.Context, db sessionStore, running func(string) 
 		tw.Flush()
 	case "show":
 		return show(ctx, db, id, stdout, stderr)
+	case "checkpoints":
+		return printCheckpoints(ctx, db, id, f.json, stdout, stderr)
 	case "delete":
 		if running(id) {
 			fmt.Fprintf(stderr, "agent-lsp sessions: session %s is running; cancel it first\n", id)

@@ -89,6 +89,7 @@ type Settings struct {
 	HookTimeout int             // seconds a hook may run when its entry gives no timeout
 
 	MaxBackground int // background processes a session may have running at once; 0: none
+	BgLinger      int // seconds a done run's background processes may outlive it; 0: none
 }
 
 // Setting is one row of the configuration table.
@@ -387,6 +388,9 @@ var Table = []Setting{
 	{Name: "background processes", Init: "backgroundProcesses", Flag: "background-processes", Default: strconv.Itoa(tools.DefaultMaxBackground),
 		Doc:  "background processes (run_command with background: true) a session may have running at once (0..16; 0: none); they end when the run ends",
 		kind: intKind(func(s *Settings) *int { return &s.MaxBackground }, 0, 16)},
+	{Name: "background linger", Init: "backgroundLinger", Flag: "background-linger", Default: "0",
+		Doc:  "seconds the background processes of a run that is done may outlive it (0..3600; 0: they end with the run); the session's next run takes them over, and they still end with the window, the server and a cancelled run",
+		kind: intKind(func(s *Settings) *int { return &s.BgLinger }, 0, 3600)},
 	{Name: "MCP timeout", Env: "AGENT_LSP_MCP_TIMEOUT", Init: "mcpTimeout", Flag: "mcp-timeout", Default: "60",
 		Doc:  "seconds one MCP tool call may take (1..3600); it is cancelled with its run too",
 		kind: intKind(func(s *Settings) *int { return &s.MCPTimeout }, 1, 3600)},

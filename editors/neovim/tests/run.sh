@@ -13,7 +13,8 @@
 # (e2e.lua) where headless Neovim drives the real agent-lsp binary against the
 # scripted model (a test double that replays testdata/scripts/editors.json;
 # e2e.lua starts a second one with a script of its own for a subagent; the
-# MCP test server, built below, serves mcp_servers), and
+# MCP test server, built below, serves mcp_servers), rewind.lua (:AgentRewind,
+# :AgentFork and :AgentRetry against a scripted model of its own), and
 # the install recipe of README.md loaded the way lazy.nvim loads it (lazy.lua).
 # Installs Debian's neovim when it is missing.
 set -euo pipefail
@@ -71,4 +72,7 @@ rm -rf "$lazy/editors/neovim/bin" "$lazy/editors/neovim/doc/tags"
 cd "$work/sample"
 timeout 300 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$work/plugin" \
 	-c "luafile $here/e2e.lua"
+# Rewind (rewind.lua): :AgentRewind, :AgentFork and :AgentRetry, with a scripted model and a workspace of its own.
+timeout 300 nvim --headless -u NONE -i NONE -n --cmd "set rtp^=$work/plugin" \
+	-c "luafile $here/rewind.lua"
 AGENT_LSP_TEST_LAZY_DIR="$lazy" timeout 300 nvim --headless -u NONE -i NONE -n -c "luafile $here/lazy.lua"

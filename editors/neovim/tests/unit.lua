@@ -2280,4 +2280,167 @@ test("install: the release's platform names, SHA256SUMS lines and the URLs it ac
   end
 end)
 
+-- Rewind (rewind.lua) against a stubbed connection: the picker of checkpoints
+-- with their files, then the scope; a running session refused; :AgentFork
+-- opens the new session in the chat; :AgentRetry sends agent.run with retry.
+local rewind_checkpoints = {
+  checkpoints = {
+    { checkpoint = 1, prompt = "Add Farewell", time = "2026-01-01T00:00:00Z", model = "scripted", files = { { path = "greet.go", uri = "file:///w/greet.go", added = 3, removed = 0, restorable = true } } },
+    {
+      checkpoint = 2,
+      prompt = "Add Sub and test it",
+      time = "2026-01-01T00:01:00Z",
+      model = "scripted",
+      files = {
+        { path = "greet.go", uri = "file:///w/greet.go", added = 2, removed = 1, restorable = true },
+        { path = "out.txt", uri = "file:///w/out.txt", added = 1, removed = 0, restorable = false, reason = "changed by a command, not restorable" },
+      },
+    },
+  },
+}
+
+-- with_select answers each vim.ui.select with answer(items, opts) in turn, recording what was offered.
+local function with_select(answers, fn)
+  local saved, offered = vim.ui.select, {}
+  vim.ui.select = function(items, opts, on_choice)
+    local answer = table.remove(answers, 1)
+    table.insert(offered, { items = items, opts = opts, lines = vim.tbl_map(opts.format_item or tostring, items) })
+    on_choice(answer and answer(items) or nil)
+  end
+  local ok, err = pcall(fn, offered)
+  vim.ui.select = saved
+  if not ok then
+    error(err, 0)
+  end
+end
+
+test(":AgentRewind: a picker of the checkpoints with their files, then the scope with the files since; agent.rewind; its summary", function()
+  with_server(function(calls, notes)
+    state.last_session = "s-1"
+    with_select({ function(items) return items[2] end, function(items) return items[3] end }, function(offered)
+      vim.cmd("AgentRewind")
+      assert(calls[1].command == "agent.checkpoints" and calls[1].args.session == "s-1", vim.inspect(calls[1]))
+      calls[1].on_result(rewind_checkpoints)
+      assert(vim.deep_equal(offered[1].lines, { "1. Add Farewell — greet.go +3 −0", "2. Add Sub and test it — greet.go +2 −1, out.txt +1 −0 (changed by a command, not restorable)" }), vim.inspect(offered[1].lines))
+      local scope = offered[2].opts.prompt
+      assert(scope:find("Rewind to before prompt 2 (Add Sub and test it); files changed since: greet.go +2 −1, out.txt +1 −0 (changed by a command, not restorable)", 1, true), scope)
+      assert(vim.deep_equal(offered[2].lines, { "the conversation and the files", "the conversation only (the files stay as they are)", "the files only (the conversation stays)" }), vim.inspect(offered[2].lines))
+    end)
+    assert(calls[2].command == "agent.rewind" and vim.deep_equal(calls[2].args, { session = "s-1", checkpoint = 2, restore = "files" }), vim.inspect(calls[2]))
+    calls[2].on_result({
+      checkpoint = 2,
+      conversation = false,
+      restored = { { path = "greet.go", uri = "file:///w/greet.go" } },
+      conflicts = {},
+      notRestorable = { { path = "out.txt", uri = "file:///w/out.txt", reason = "changed by a command, not restorable" } },
+    })
+    local note = has_note(notes, "rewound to before prompt 2: restored greet.go; not restorable: out.txt (changed by a command, not restorable)")
+    assert(note and note.level == vim.log.levels.WARN, vim.inspect(notes))
+  end)
+end)
+
+test(":AgentRewind N scope goes straight to agent.rewind; an unknown N or scope is refused; a running session is refused", function()
+  with_server(function(calls, notes)
+    state.last_session = "s-1"
+    vim.cmd("AgentRewind 1 conversation")
+    calls[1].on_result(rewind_checkpoints)
+    assert(calls[2] and vim.deep_equal(calls[2].args, { session = "s-1", checkpoint = 1, restore = "conversation" }), vim.inspect(calls[2]))
+    calls[2].on_result({ checkpoint = 1, conversation = true, restored = {}, conflicts = {}, notRestorable = {} })
+    assert(has_note(notes, "rewound to before prompt 1: the prompt and later left the conversation (kept as a branch)"), vim.inspect(notes))
+    vim.cmd("AgentRewind 7")
+    calls[3].on_result(rewind_checkpoints)
+    assert(#calls == 3 and has_note(notes, "session s-1 has no checkpoint 7 (it has 1 to 2)"), vim.inspect(notes))
+    vim.cmd("AgentRewind 1 everything")
+    assert(#calls == 3 and has_note(notes, 'unknown scope "everything": both, conversation or files'), vim.inspect(notes))
+    state.runs["t"] = { session = "s-1", client_id = 99, progress = {} }
+    vim.cmd("AgentRewind")
+    assert(#calls == 3, "nothing sent for a running session")
+    assert(has_note(notes, "session s-1 is running: :AgentCancel it first, then rewind"), vim.inspect(notes))
+  end)
+end)
+
+test(":AgentFork picks a checkpoint, forks and opens the new session in the chat; :AgentRetry sends agent.run with retry", function()
+  with_server(function(calls, notes)
+    state.last_session = "s-1"
+    local chat = require("agent_lsp.chat")
+    local open, opened = chat.open_session, nil
+    chat.open_session = function(session) opened = session end
+    with_select({ function(items) return items[2] end }, function()
+      vim.cmd("AgentFork")
+      calls[1].on_result(rewind_checkpoints)
+    end)
+    assert(calls[2].command == "agent.fork" and vim.deep_equal(calls[2].args, { session = "s-1", checkpoint = 2 }), vim.inspect(calls[2]))
+    calls[2].on_result({ session = "s-2" })
+    chat.open_session = open
+    assert(opened == "s-2" and state.last_session == "s-2", tostring(opened))
+    assert(has_note(notes, "session s-1 forked before prompt 2: the new session is s-2"), vim.inspect(notes))
+    vim.cmd("AgentRetry")
+    assert(calls[3].command == "agent.checkpoints" and calls[3].args.session == "s-2")
+    calls[3].on_result(rewind_checkpoints)
+    assert(calls[4].command == "agent.run", calls[4].command)
+    local a = calls[4].args
+    assert(a.session == "s-2" and a.retry == true and a.prompt == nil, vim.inspect(a))
+    assert(state.last_run.prompt == "Add Sub and test it", vim.inspect(state.last_run))
+  end)
+end)
+
+test(":AgentBranch: a reported branch's diff, merge and deletion, in a real repository", function()
+  local branches = require("agent_lsp.branches")
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir, "p")
+  local function sh(args)
+    local out = vim.fn.systemlist(args)
+    assert(vim.v.shell_error == 0, table.concat(args, " ") .. ": " .. table.concat(out, "\n"))
+    return out
+  end
+  local g = { "git", "-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgSign=false" }
+  local function git(...) return sh(vim.list_extend(vim.deepcopy(g), { ... })) end
+  git("init", "-q")
+  vim.fn.writefile({ "one" }, dir .. "/a.txt")
+  git("add", "-A")
+  git("commit", "-q", "-m", "one")
+  git("checkout", "-q", "-b", "agent-lsp/abcd1234-1")
+  vim.fn.writefile({ "two" }, dir .. "/a.txt")
+  git("commit", "-q", "-am", "two")
+  git("checkout", "-q", "-")
+  local notes, picks = {}, {}
+  local saved_notify, saved_select = vim.notify, vim.ui.select
+  vim.notify = function(msg) table.insert(notes, msg) end
+  vim.ui.select = function(items, opts, on_choice)
+    local want = table.remove(picks, 1)
+    for _, it in ipairs(items) do
+      if (opts.format_item and opts.format_item(it) or it) == want then
+        return on_choice(it)
+      end
+    end
+    on_choice(nil)
+  end
+  local ok, err = pcall(function()
+    branches.reported = {}
+    client.handlers["agent/event"](nil, { session = "s-1", seq = 9, type = "subagent.end", contextId = "subagent-1", ok = true, status = "done", branch = "agent-lsp/abcd1234-1" }, { client_id = 99 })
+    branches.note({ branch = "agent-lsp/abcd1234-1" }, { dir }) -- the client has no folders here: found in dir
+    branches.note({ branch = "agent-lsp/abcd1234-1" }, { dir }) -- told once
+    assert(#branches.reported == 1 and branches.reported[1].dir == dir, vim.inspect(branches.reported))
+    assert(#notes == 1 and notes[1]:find("changes on branch agent-lsp/abcd1234-1", 1, true), vim.inspect(notes))
+    picks = { "Show the diff" }
+    branches.command("", {})
+    local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+    assert(vim.tbl_contains(lines, "-one") and vim.tbl_contains(lines, "+two"), vim.inspect(lines))
+    assert(vim.bo.filetype == "diff")
+    vim.cmd("bwipe!")
+    picks = { "Merge it into the current branch" }
+    branches.command("agent-lsp/abcd1234-1", {})
+    assert(vim.fn.readfile(dir .. "/a.txt")[1] == "two", "merged")
+    assert(#branches.reported == 0, "a merged branch is no longer offered")
+    picks = { "Delete it" }
+    branches.command("agent-lsp/abcd1234-1", { dir })
+    assert(#git("branch", "--list", "agent-lsp/*") == 0, "deleted")
+    branches.command("agent-lsp/nope", { dir })
+    assert(notes[#notes]:find("no branch agent-lsp/nope", 1, true), notes[#notes])
+  end)
+  vim.notify, vim.ui.select = saved_notify, saved_select
+  vim.fn.delete(dir, "rf")
+  assert(ok, err)
+end)
+
 harness.finish()

@@ -11,8 +11,9 @@
 // edited before it is accepted, and Accept All with a protected file among
 // the edits (rejected from the chat); then conversations in the chat, a
 // Markdown table among them, an image pasted into the chat's box, a plan run
-// with a token budget and its "Run this plan", and a background process
-// stopped from the chat (e2e/plan.mjs).
+// with a token budget and its "Run this plan", a background process
+// stopped from the chat (e2e/plan.mjs), and a rewind from the chat
+// (e2e/rewind.mjs).
 // Waits are generous: the host may be loaded.
 // run.sh sets the environment.
 import assert from "node:assert/strict";
@@ -24,6 +25,7 @@ import puppeteer from "puppeteer-core";
 import { slashCompletion } from "./slash.mjs";
 import { pastedImage } from "./paste.mjs";
 import { backgroundProcesses, runThisPlan } from "./plan.mjs";
+import { rewindFromChat } from "./rewind.mjs";
 
 const url = process.env.E2E_URL;
 const workspace = process.env.E2E_WORKSPACE;
@@ -462,6 +464,7 @@ async function conversations() {
   await pastedImage({ page, chat, chatText, chatSend, waitFor, step, out });
   await runThisPlan({ page, chat, chatText, chatSend, waitFor, step, out, palette, text, setSetting });
   await backgroundProcesses({ page, chat, chatText, chatSend, waitFor, step, out, palette, text, setSetting });
+  await rewindFromChat({ page, chat, chatText, chatSend, chatEnd, waitFor, step, out, workspace, text, openedText, showChat });
 
   // A settings change goes to the running server: the next run uses it, the server is not restarted.
   setSetting("agentLsp.contextTokens", 16384);

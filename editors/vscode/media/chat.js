@@ -73,10 +73,17 @@ const on = {
   },
 };
 
+/** Retry goes with the last prompt only (rewind.ts). */
+function markLastPrompt() {
+  const retries = [...log.querySelectorAll('[data-rewind="retry"]')];
+  retries.forEach((b, i) => /** @type {HTMLElement} */ (b.hidden = i !== retries.length - 1));
+}
+
 window.addEventListener("message", (e) => {
   const m = e.data;
   const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 20;
   on[m.type]?.(m);
+  markLastPrompt();
   if (atEnd) log.scrollTop = log.scrollHeight;
 });
 
@@ -91,6 +98,11 @@ log.addEventListener("click", (e) => {
   if (again instanceof HTMLElement) {
     e.preventDefault();
     vscode.postMessage({ type: "send", text: again.dataset.resend });
+  }
+  const rw = target.closest("[data-rewind]");
+  if (rw instanceof HTMLElement) {
+    e.preventDefault();
+    vscode.postMessage({ type: "rewind", action: rw.dataset.rewind, prompt: Number(rw.dataset.prompt) });
   }
   const r = target.closest("[data-review]");
   if (r instanceof HTMLElement) {

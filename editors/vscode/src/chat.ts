@@ -14,12 +14,13 @@ import { ChatTranscript, parseRefs, reviewItem, type ChatItem, type RefLabel, ty
 import type { CommandId } from "./commands";
 import type { Ctx } from "./ctx";
 import { errorText } from "./format";
-import { cancelRun, followUpRun, runPrompt } from "./launch";
+import { cancelRun, followUpRun, launch, runPrompt } from "./launch";
 import { escapeHtml } from "./markdown";
 import { PlanOffers, runPlan } from "./plan";
 import { ProcessList } from "./processes";
 import { requests, type AgentEvent, type ContextRef, type FinishedRun, type ImageRef, type Mode, type RunResult, type SessionInfo } from "./protocol";
 import { endpointHtml, fixCommand } from "./reasons";
+import { rewindAction, type RewindAction } from "./rewind";
 import type { Run } from "./runs";
 import { slashCommands, type SlashItem } from "./slash";
 
@@ -36,7 +37,8 @@ export type FromPage =
   | { type: "commands" }
   | { type: "mode" }
   | { type: "runPlan"; session: string }
-  | { type: "stopProcess"; session: string; id: string };
+  | { type: "stopProcess"; session: string; id: string }
+  | { type: "rewind"; action: RewindAction; prompt: number };
 
 /** The review's buttons in the chat: the commands they run (reviewCommands.ts). */
 const reviewActions = {
@@ -205,7 +207,23 @@ export class ChatView implements vscode.Disposable {
       await runPlan(this.ctx, this.plans, m.session);
     },
     stopProcess: (m) => this.processes.stop(m.session, m.id),
+    rewind: (m) => rewindAction(this.ctx, { show: (s) => this.pick(s), session: this.session, prompts: this.transcript.prompts, running: (s) => this.running(s), retry: (s) => this.retry(s) }, m.action, m.prompt),
   };
+
+  /** Retry: the session's last prompt again (agent.run with retry), shown as it runs; the chat reads the session again once it ends, without the earlier answer. */
+  private async retry(session: string): Promise<void> {
+    const prompt = this.transcript.prompts.at(-1) ?? "";
+    this.post({ type: "items", items: this.transcript.note(`↻ retrying the last prompt${prompt ? `: ${prompt.split("\n")[0] ?? ""}` : ""}`) });
+    try {
+      const onBegin = () => this.postState(true);
+      await launch(this.ctx, requests.run, { session, retry: true }, { title: prompt || "retry", prompt, fromChat: true, onBegin });
+    } finally {
+      this.postState();
+    }
+    if (this.session === session) {
+      await this.pick(session);
+    }
+  }
 
   /** Sends the page the whole transcript: the empty chat's items when it has none, then the edits waiting for review (they belong to the window, not to a session). */
   private reset(): void {

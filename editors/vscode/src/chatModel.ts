@@ -93,11 +93,15 @@ export class ChatTranscript {
     return item;
   }
 
-  /** A prompt the user sent, with the references attached to it. */
+  /** The prompts shown, in order: a prompt's buttons name its index here (rewind.ts matches it to its checkpoint). */
+  readonly prompts: string[] = [];
+
+  /** A prompt the user sent, with the references attached to it, and its Rewind buttons (rewind.ts). */
   user(prompt: string, refs: RefLabel[] = [], note = ""): ChatItem[] {
     this.closeReply();
     const chips = refs.map((r) => `<span class="ref">#${escapeHtml(r.label)}</span>`).join(" ");
-    return [this.put(`<div class="msg user"><div class="who">You${note ? ` <span class="note">${escapeHtml(note)}</span>` : ""}</div>${renderMarkdown(prompt)}${chips ? `<div class="refs">${chips}</div>` : ""}</div>`)];
+    const actions = promptActions(this.prompts.push(prompt) - 1);
+    return [this.put(`<div class="msg user"><div class="who">You${note ? ` <span class="note">${escapeHtml(note)}</span>` : ""}</div>${renderMarkdown(prompt)}${chips ? `<div class="refs">${chips}</div>` : ""}${actions}</div>`)];
   }
 
   /** A line of the extension's own (an error before the run started, a note). */
@@ -130,6 +134,7 @@ export class ChatTranscript {
       case "message":
         return this.message(ev.message, sub);
       case "message.queued":
+        this.prompts.push(ev.message.content); // a prompt of the session once the run reads it
         return [this.put(`<div class="msg user queued"><div class="who">You <span class="note">queued #${ev.position}: the agent reads it at its next step</span></div>${renderMarkdown(ev.message.content)}</div>`, `q-${ev.message.id}`)];
       case "tool.start": {
         this.closeReply();
@@ -261,6 +266,19 @@ export class ChatTranscript {
     }
     return t;
   }
+}
+
+/** The buttons under the prompt at index i of the transcript's prompts; the page shows Retry on the last one only, and none while a run goes. */
+export function promptActions(i: number): string {
+  const b = (action: string, label: string, title: string) => `<button class="link" data-rewind="${action}" data-prompt="${i}" title="${title}">${label}</button>`;
+  return (
+    `<div class="prompt-actions">` +
+    b("rewind", "Rewind…", "Go back to before this prompt: the conversation, the files, or both") +
+    b("changes", "Changes since here", "Compare the files changed since this prompt with their content before it") +
+    b("fork", "Fork from here", "A new session with the conversation before this prompt; files untouched") +
+    b("retry", "Retry", "Send the last prompt again, its earlier answer rewound") +
+    `</div>`
+  );
 }
 
 function agentHtml(text: string): string {

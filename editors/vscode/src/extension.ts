@@ -6,6 +6,8 @@
 // (settingsChange.ts).
 import * as vscode from "vscode";
 import { ChatView } from "./chat";
+import { registerCheckpointContents } from "./rewind";
+import { Branches } from "./branches";
 import { AgentClient } from "./client";
 import { registerCommands } from "./commands";
 import { readSettings, type SettingProblem, type Settings } from "./config";
@@ -29,7 +31,8 @@ export function activate(context: vscode.ExtensionContext): void {
   registerCommands(ctx);
   watchSettings(ctx);
   const chat = new ChatView(ctx, context.extensionUri);
-  ctx.pushCleanup(chat, chat.register(), ...ctx.reviews.register());
+  ctx.pushCleanup(chat, chat.register(), registerCheckpointContents(), ...ctx.reviews.register());
+  ctx.pushCleanup(new Branches(ctx.onAgentEvent)); // a branch a run in a worktree reports: diff, merge or delete
   // In Restricted Mode (package.json: untrustedWorkspaces "limited") the server waits for trust.
   const autoStart = () => settings().autoStart && void agent.start();
   context.subscriptions.push(ctx, agent, vscode.workspace.onDidGrantWorkspaceTrust(autoStart));

@@ -73,6 +73,8 @@ export interface RunArgs {
   maxTokens?: number;
   /** Most USD the run may spend (the model needs a price); unset: the settings'. */
   maxCost?: number;
+  /** "worktree": run in a git worktree of the project's HEAD on a new branch (docs/worktrees.md). */
+  isolation?: "none" | "worktree";
 }
 
 /** A run's mode: agent reads, edits and runs commands; plan and ask only read, and answer with a plan or an answer. */
@@ -129,6 +131,10 @@ export interface FinishedRun extends RunOutcome {
   limit?: Limit;
   /** A plan run's plan (its answer). */
   plan?: string;
+  /** A run with isolation worktree: the branch its changes were committed to (docs/worktrees.md). */
+  branch?: string;
+  /** The worktree's folder, when it could not be removed. */
+  worktree?: string;
 }
 
 /** The limit that stopped a run: its step limit, or its token or cost budget. */
@@ -389,7 +395,7 @@ export interface CommandInfo {
 
 /** Every server command by its wire name, with its argument and result types. */
 export interface Commands {
-  "agent.run": { args: RunArgs; result: RunResult };
+  "agent.run": { args: RunArgs | RetryArgs; result: RunResult };
   "agent.resume": { args: ResumeArgs; result: FinishedRun };
   "agent.cancel": { args: SessionArgs; result: { cancelled: boolean } };
   "agent.sessions": { args: { project?: string }; result: SessionInfo[] };
@@ -403,6 +409,77 @@ export interface Commands {
   "agent.commands": { args: { project?: string }; result: { commands: CommandInfo[] } };
   "agent.processes": { args: { session?: string }; result: ProcessInfo[] };
   "agent.stopProcess": { args: { session: string; id: string }; result: { stopped: boolean } };
+  "agent.checkpoints": { args: SessionArgs; result: CheckpointsResult };
+  "agent.rewind": { args: RewindArgs; result: RewindResult };
+  "agent.fork": { args: ForkArgs; result: SessionArgs };
+}
+
+/** agent.run with retry: the session's last prompt again, its conversation rewound to before it (docs/rewind.md). */
+export interface RetryArgs {
+  session: string;
+  retry: true;
+  project?: string;
+  edits?: EditMode;
+  model?: string;
+  mode?: Mode;
+}
+
+/** A file a prompt's run changed, as a checkpoint lists it. */
+export interface CheckpointFile {
+  /** Relative to its project. */
+  path: string;
+  uri: string;
+  added: number;
+  removed: number;
+  /** False: its earlier content is not known (a command changed it); reason says why. */
+  restorable: boolean;
+  reason?: string;
+}
+
+/** Checkpoint N: the state just before prompt N of the session (1, 2, … in prompt order). */
+export interface Checkpoint {
+  checkpoint: number;
+  /** The first line of prompt N. */
+  prompt: string;
+  /** RFC 3339. */
+  time: string;
+  model: string;
+  /** The files prompt N's run changed. */
+  files: CheckpointFile[];
+}
+
+export interface CheckpointsResult {
+  checkpoints: Checkpoint[];
+}
+
+/** What a rewind restores: the conversation, the files, or both. */
+export type RewindScope = "both" | "conversation" | "files";
+
+export interface RewindArgs {
+  session: string;
+  checkpoint: number;
+  restore: RewindScope;
+}
+
+/** A file named by a rewind's result. */
+export interface RewoundFile {
+  path: string;
+  uri: string;
+}
+
+export interface RewindResult {
+  checkpoint: number;
+  /** True when prompt N and later left the conversation. */
+  conversation: boolean;
+  restored: RewoundFile[];
+  /** Files the user changed after the agent did; kept says whether the user's content stayed. */
+  conflicts: (RewoundFile & { kept: boolean })[];
+  notRestorable: (RewoundFile & { reason: string })[];
+}
+
+export interface ForkArgs {
+  session: string;
+  checkpoint: number;
 }
 
 /** A background process running now (run_command with background: true). */
@@ -443,6 +520,9 @@ export const requests = {
   commands: request("agent.commands"),
   processes: request("agent.processes"),
   stopProcess: request("agent.stopProcess"),
+  checkpoints: request("agent.checkpoints"),
+  rewind: request("agent.rewind"),
+  fork: request("agent.fork"),
 };
 
 /** Params of agent/saveDocuments: documents the session's agent edited that the editor holds unsaved. */
@@ -599,6 +679,8 @@ export interface SubagentStartEvent extends Envelope<"subagent.start"> {
 export interface SubagentEndEvent extends Envelope<"subagent.end"> {
   ok: boolean;
   status: RunStatus;
+  /** A subagent in a worktree: the branch its changes were committed to (docs/worktrees.md). */
+  branch?: string;
 }
 export interface EditEvent extends Envelope<"edit"> {
   uri: string;
@@ -630,6 +712,10 @@ export interface RunEndEvent extends Envelope<"run.end"> {
   error?: string;
   /** For status limit: which limit stopped the run. */
   limit?: Limit;
+  /** A run in a worktree: the branch its changes were committed to (docs/worktrees.md). */
+  branch?: string;
+  /** The worktree's folder, when it could not be removed. */
+  worktree?: string;
 }
 
 /**

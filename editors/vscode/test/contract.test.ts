@@ -13,6 +13,7 @@ import { deleted, dollars, EventFormatter, mcpReport, modelItem, processItem, pr
 import { eventTypes, requests, serverRequests, type AgentEventOf, type CommandExample, type CommandName, type EventType, type RunResult } from "../src/protocol";
 import { commandExamples, eventExamples } from "./fixtures";
 import { slashItems, type SlashItem } from "../src/slash";
+import { filesSince, forkedLine, rewindSummary, scopeItems } from "../src/rewind";
 import { nth } from "./nth";
 
 /** The page's matcher of the slash commands' list, from media/slash.js itself (the page runs it as it is). */
@@ -271,6 +272,30 @@ const commandShows: { [C in CommandName]: (ex: CommandExample<C>) => void } = {
   },
   "agent.stopProcess": ({ arguments: a, result }) => shows(stoppedProcess(a, result), [a.id, a.session, result.stopped ? "stopped" : "not stopped"], "stop"),
   "agent.switchProject": ({ result }) => shows(switched(result), [result.session, result.project], "switch"),
+  // Rewind…'s quick pick lists, under the scopes that restore files, every file the prompt and later ones changed.
+  "agent.checkpoints": ({ result }) => {
+    for (const c of result.checkpoints) {
+      const files = filesSince(result.checkpoints, c.checkpoint);
+      const detail = scopeItems(c.checkpoint, files)
+        .map((i) => `${i.description ?? ""} ${i.detail ?? ""}`)
+        .join("\n");
+      for (const f of c.files) {
+        shows(detail, [f.path, ...(f.restorable ? [] : ["not restorable", ...(f.reason ? [f.reason] : [])])], `checkpoint ${c.checkpoint}`);
+      }
+      shows(detail, [`prompt ${c.checkpoint}`], `checkpoint ${c.checkpoint}`);
+    }
+  },
+  "agent.rewind": ({ arguments: a, result: r }) => {
+    const { text } = rewindSummary(r, a.restore);
+    shows(text, [`prompt ${r.checkpoint}`, ...r.conflicts.map((f) => f.path), ...r.notRestorable.flatMap((f) => [f.path, f.reason])], "rewind");
+    if (a.restore !== "conversation")
+      shows(
+        text,
+        r.restored.map((f) => f.path),
+        "rewind's restored files",
+      );
+  },
+  "agent.fork": ({ arguments: a, result }) => shows(forkedLine(a, result), [a.session, a.checkpoint, result.session], "fork"),
   // The chat's prompt box offers each command that can run when "/" and the start of its name are typed.
   "agent.commands": ({ result }) => {
     const items = slashItems(result.commands);

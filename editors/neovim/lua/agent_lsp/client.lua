@@ -142,6 +142,9 @@ handlers["agent/event"] = function(_, ev, ctx)
     state.usage = ev.run
     ui.set_status(state.status)
   end
+  if (ev.type == "run.end" or ev.type == "subagent.end") and ev.branch then
+    require("agent_lsp.branches").note(ev, ctx and ctx.client_id and M.folders(ctx.client_id) or { compat.uv.cwd() })
+  end
   -- The chat shows its session's events (when a chat was ever opened).
   local chat = package.loaded["agent_lsp.chat"]
   if chat then

@@ -120,6 +120,9 @@ local function start_run(c, command, args, prompt, on_result)
   return token
 end
 
+-- rewind.lua's :AgentRetry starts its run the same way.
+M.start_run = start_run
+
 -- selection_range is the LSP range of lines line1..line2 (1-based) of bufnr.
 local function selection_range(bufnr, line1, line2, encoding)
   local last = vim.api.nvim_buf_get_lines(bufnr, line2 - 1, line2, false)[1] or ""
@@ -732,9 +735,39 @@ M.list = {
     opts = { nargs = "*", desc = "List the agent's background processes; stop ID [SESSION] stops one" },
   },
   {
+    name = "AgentBranch",
+    fn = function(o)
+      local c = client.current()
+      require("agent_lsp.branches").command(o.args, c and client.folders(c.id) or { vim.fn.getcwd() })
+    end,
+    opts = { nargs = "?", desc = "Show the diff of a branch a run in a worktree reported, merge it or delete it" },
+  },
+  {
     name = "AgentMcp",
     fn = function() M.mcp() end,
     opts = { desc = "List the agent's MCP servers: status, tools, why one does not run" },
+  },
+  {
+    name = "AgentRewind",
+    fn = function(o) require("agent_lsp.rewind").rewind(tonumber(o.fargs[1]), o.fargs[2]) end,
+    opts = {
+      nargs = "*",
+      complete = function(lead, line)
+        local n = #vim.split(line:sub(1, #line - #lead), "%s+", { trimempty = true })
+        return n == 2 and vim.tbl_filter(function(s) return s:sub(1, #lead) == lead end, { "both", "conversation", "files" }) or {}
+      end,
+      desc = "Rewind the agent session to before a prompt: the conversation, the files, or both ([N [both|conversation|files]])",
+    },
+  },
+  {
+    name = "AgentFork",
+    fn = function(o) require("agent_lsp.rewind").fork(tonumber(o.args)) end,
+    opts = { nargs = "?", desc = "Start a new agent session from the conversation before a prompt ([N])" },
+  },
+  {
+    name = "AgentRetry",
+    fn = function() require("agent_lsp.rewind").retry() end,
+    opts = { desc = "Send the agent session's last prompt again, its earlier answer rewound" },
   },
   {
     name = "AgentSwitch",

@@ -37,6 +37,10 @@ M.words = {
   tools = { [-1] = "tools not listed yet" },
   notStored = { [true] = "NOT stored", [false] = "stored" },
   settled = { [true] = "settled", [false] = "not settled yet" },
+  restorable = { [true] = "can be restored", [false] = "not restorable" },
+  conversation = { [true] = "the prompt and later left the conversation (kept as a branch)", [false] = "the conversation did not change" },
+  kept = { [true] = "kept yours", [false] = "restored over yours" },
+  retry = { [true] = "retry the last prompt", [false] = "a new prompt" },
 }
 
 ---The word for field's value (M.words), else the value as text.
@@ -630,6 +634,10 @@ M.results = {
     end
     return #lines > 0 and lines or { "no background processes running" }
   end,
+  -- Rewind (rewind.lua): the checkpoints with their files, what a rewind did, the fork.
+  ["agent.checkpoints"] = function(r) return require("agent_lsp.rewind").checkpoints_lines(r) end,
+  ["agent.rewind"] = function(r, args) return require("agent_lsp.rewind").rewind_lines(r, args) end,
+  ["agent.fork"] = function(r, args) return require("agent_lsp.rewind").fork_lines(r, args) end,
   ["agent.stopProcess"] = function(r, args) return { ("background process %s of session %s %s"):format(M.str(args.id), M.str(args.session), M.word("stopped", r.stopped)) } end,
   ["agent.models"] = M.models,
   -- What the next runs use (agent.endpoint), on one line.

@@ -34,7 +34,8 @@
 
 ---Arguments of agent.run.
 ---@class AgentLsp.RunArgs
----@field prompt string
+---@field prompt? string required, unless retry
+---@field retry? boolean send the session's last prompt again, its conversation rewound to before it (:AgentRetry)
 ---@field project? string default: the session's current project, else the first
 ---@field session? string continue this session; absent: a new one
 ---@field uri? string with range: the selection the prompt is about
@@ -126,7 +127,11 @@
 ---@field position? integer status "queued": the prompt's place in the queue, from 1
 ---@field queued? string[] prompts given to the running session that the run ended without reading (status "cancelled")
 ---@field limit? "steps"|"tokens"|"cost" status "limit": which limit stopped the run
+---@field branch? string a run in a worktree: the branch its changes were committed to
+---@field worktree? string the worktree's folder, when it could not be removed
 ---@field plan? string a plan run's plan (its answer)
+---@field branch? string a run with isolation "worktree": the branch its changes were committed to
+---@field worktree? string the worktree's folder, when it could not be removed
 
 ---Result of agent.cancel.
 ---@class AgentLsp.CancelResult
@@ -335,6 +340,9 @@
 ---| AgentLsp.Call.Commands
 ---| AgentLsp.Call.Processes
 ---| AgentLsp.Call.StopProcess
+---| AgentLsp.Call.Checkpoints
+---| AgentLsp.Call.Rewind
+---| AgentLsp.Call.Fork
 
 ---@class AgentLsp.Call.Run
 ---@field command "agent.run"
@@ -405,6 +413,73 @@
 ---Result of agent.stopProcess.
 ---@class AgentLsp.StopProcessResult
 ---@field stopped boolean
+
+---@class AgentLsp.Call.Checkpoints
+---@field command "agent.checkpoints"
+---@field arguments AgentLsp.SessionArgs
+---@field result AgentLsp.CheckpointsResult
+
+---@class AgentLsp.CheckpointsResult
+---@field checkpoints AgentLsp.Checkpoint[]
+
+---Checkpoint N: the state just before prompt N of the session (1, 2, … in prompt order).
+---@class AgentLsp.Checkpoint
+---@field checkpoint integer
+---@field prompt string the prompt's first line
+---@field time string RFC 3339
+---@field model string
+---@field files AgentLsp.CheckpointFile[] the files prompt N's run changed
+
+---@class AgentLsp.CheckpointFile
+---@field path string relative to its project
+---@field uri string
+---@field added integer lines
+---@field removed integer lines
+---@field restorable boolean false: its earlier content is unknown (a command changed it) or pruned
+---@field reason? string why it is not restorable
+
+---@class AgentLsp.Call.Rewind
+---@field command "agent.rewind"
+---@field arguments AgentLsp.RewindArgs
+---@field result AgentLsp.RewindResult
+
+---What a rewind restores.
+---@alias AgentLsp.RewindScope "both"|"conversation"|"files"
+
+---@class AgentLsp.RewindArgs
+---@field session string
+---@field checkpoint integer
+---@field restore? AgentLsp.RewindScope default both
+
+---@class AgentLsp.RewindResult
+---@field checkpoint integer
+---@field conversation boolean whether prompt N and later left the conversation
+---@field restored AgentLsp.RewoundFile[]
+---@field conflicts AgentLsp.RewindConflict[] files the user changed after the agent did
+---@field notRestorable AgentLsp.NotRestorable[]
+
+---@class AgentLsp.RewoundFile
+---@field path string
+---@field uri string
+
+---@class AgentLsp.RewindConflict
+---@field path string
+---@field uri string
+---@field kept boolean true: the user's content stayed
+
+---@class AgentLsp.NotRestorable
+---@field path string
+---@field uri string
+---@field reason string
+
+---@class AgentLsp.Call.Fork
+---@field command "agent.fork"
+---@field arguments AgentLsp.ForkArgs
+---@field result AgentLsp.SessionArgs
+
+---@class AgentLsp.ForkArgs
+---@field session string
+---@field checkpoint integer
 
 ---@class AgentLsp.Call.Endpoint
 ---@field command "agent.endpoint"
@@ -604,6 +679,7 @@
 ---@field type "subagent.end"
 ---@field ok boolean
 ---@field status AgentLsp.RunStatus
+---@field branch? string a subagent in a worktree: the branch its changes were committed to
 
 ---The editor applied or refused an edit of uri.
 ---@class AgentLsp.Event.Edit: AgentLsp.EventBase

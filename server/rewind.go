@@ -1,0 +1,312 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
+	"go.lsp.dev/uri"
+
+	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/store"
+	"github.com/agent-lsp/agent-lsp/workspace"
+)
+
+// The rewind commands (docs/rewind.md): a session's checkpoints (one per
+// prompt, the state just before it was sent), rewinding the conversation,
+// the files or both to one, and forking a new session from one.
+
+// CheckpointsArgs are agent.checkpoints' arguments.
+type CheckpointsArgs struct {
+	Session string `json:"session" required:"true"`
+}
+
+// CheckpointFile is a file a prompt's run changed.
+type CheckpointFile struct {
+	Path       string `json:"path"` // relative to its project, with slashes
+	URI        string `json:"uri"`
+	Added      int    `json:"added"`   // lines
+	Removed    int    `json:"removed"` // lines
+	Restorable bool   `json:"restorable"`
+	Reason     string `json:"reason,omitempty"` // why it is not restorable
+}
+
+// CheckpointRow is one checkpoint of agent.checkpoints: the state just
+// before prompt Checkpoint was sent, and the files that prompt's run changed.
+type CheckpointRow struct {
+	Checkpoint int              `json:"checkpoint"`
+	Prompt     string           `json:"prompt"` // its first line
+	Time       string           `json:"time"`   // RFC 3339
+	Model      string           `json:"model"`
+	Files      []CheckpointFile `json:"files"`
+}
+
+// CheckpointsResult is agent.checkpoints' result.
+type CheckpointsResult struct {
+	Checkpoints []CheckpointRow `json:"checkpoints"`
+}
+
+// RewindArgs are agent.rewind's arguments.
+type RewindArgs struct {
+	Session    string `json:"session" required:"true"`
+	Checkpoint int    `json:"checkpoint" required:"true"`
+	// Restore is both (""), conversation or files.
+	Restore string `json:"restore,omitempty"`
+}
+
+func (a RewindArgs) validate() error {
+	switch a.Restore {
+	case "", "both", "conversation", "files":
+		return nil
+	}
+	return fmt.Errorf("restore must be \"both\", \"conversation\" or \"files\", not %q", a.Restore)
+}
+
+// FileRef names a file.
+type FileRef struct {
+	Path string `json:"path"`
+	URI  string `json:"uri"`
+}
+
+// RewindConflict is a file the user changed after the agent did.
+type RewindConflict struct {
+	Path string `json:"path"`
+	URI  string `json:"uri"`
+	Kept bool   `json:"kept"` // the user's version was kept
+}
+
+// NotRestorable is a file a rewind could not put back, and why.
+type NotRestorable struct {
+	Path   string `json:"path"`
+	URI    string `json:"uri"`
+	Reason string `json:"reason"`
+}
+
+// RewindResult is agent.rewind's result.
+type RewindResult struct {
+	Checkpoint int `json:"checkpoint"`
+	// Conversation: prompt Checkpoint and what followed left the history.
+	Conversation  bool             `json:"conversation"`
+	Restored      []FileRef        `json:"restored"`
+	Conflicts     []RewindConflict `json:"conflicts"`
+	NotRestorable []NotRestorable  `json:"notRestorable"`
+}
+
+// ForkArgs are agent.fork's arguments.
+type ForkArgs struct {
+	Session    string `json:"session" required:"true"`
+	Checkpoint int    `json:"checkpoint" required:"true"`
+}
+
+// ForkResult is agent.fork's result: the new session.
+type ForkResult struct {
+	Session string `json:"session"`
+}
+
+// rewindCommands are the rewind rows of Commands.
+var rewindCommands = []Command{
+	command("agent.checkpoints", "Lists a session's checkpoints: one per prompt (agent.run, follow-ups, queued prompts), the state just before it was sent, with the files that prompt's run changed (docs/rewind.md).",
+		"`{checkpoints: [{checkpoint, prompt, time, model, files: [{path, uri, added, removed, restorable, reason?}]}]}`; checkpoint counts prompts from 1; prompt is its first line; path is relative to its project; reason says why a file is not restorable (changed by a command whose earlier content is unknown, or its content was pruned)",
+		(*Server).checkpointsCommand),
+	command("agent.rewind", "Returns a session that is not running to checkpoint N (before prompt N): restore both (the default), conversation (prompt N and what followed leave the history, kept in the store as a branch) or files (every file prompts N and later changed is put back, through the editor as one workspace/applyEdit labelled \"Rewind to before prompt N\", or atomically on disk headless). A file the user changed after the agent did is a conflict: the editor is asked (Restore anyway / Keep mine); headless it is kept. Pruned contents and files now outside their project are refused before anything changes.",
+		"`{checkpoint, conversation, restored: [{path, uri}], conflicts: [{path, uri, kept}], notRestorable: [{path, uri, reason}]}`; conversation says whether the history was rewound",
+		(*Server).rewindCommand),
+	command("agent.fork", "Starts a new session whose history is the session's before prompt N (checkpoint N); files are untouched. The new session continues with agent.run and loads with ACP's session/load like any other.",
+		"`{session}`: the new session", (*Server).forkCommand),
+}
+
+func init() { Commands = append(Commands, rewindCommands...) }
+
+// The user's choices about a file changed since the agent changed it.
+const (
+	RestoreAnyway = "Restore anyway"
+	KeepMine      = "Keep mine"
+)
+
+// rewindError turns a rewind's error into the JSON-RPC error command answers.
+func rewindError(command string, err error) error {
+	if agent.IsRewindError(err) {
+		return invalidParams("%s: %v", command, err)
+	}
+	var pe *rewindRefusal
+	if errors.As(err, &pe) {
+		return invalidParams("%s: %v", command, err)
+	}
+	return sessionError(command, err)
+}
+
+// rewindRefusal is a rewind refused before anything changed: a file
+// outside its project, contents pruned.
+type rewindRefusal struct{ err error }
+
+func (e *rewindRefusal) Error() string { return e.err.Error() }
+
+func (s *Server) checkpointsCommand(ctx context.Context, call commandCall, a CheckpointsArgs) (CheckpointsResult, error) {
+	rt := call.b.Runtime
+	cps, err := rt.Checkpoints(ctx, a.Session)
+	if err != nil {
+		return CheckpointsResult{}, rewindError("agent.checkpoints", err)
+	}
+	blobs, err := rt.History().LoadBlobs(ctx, a.Session)
+	if err != nil {
+		return CheckpointsResult{}, jsonrpc2.Errorf(jsonrpc2.InternalError, "agent.checkpoints: %v", err)
+	}
+	return CheckpointRows(cps, blobs), nil
+}
+
+// CheckpointRows is agent.checkpoints' result for cps, whose contents
+// blobs holds (agent-lsp sessions checkpoints prints the same).
+func CheckpointRows(cps []agent.Checkpoint, blobs *store.Blobs) CheckpointsResult {
+	out := CheckpointsResult{Checkpoints: []CheckpointRow{}}
+	for _, c := range cps {
+		row := CheckpointRow{Checkpoint: c.N, Prompt: c.FirstLine(), Time: c.Time.UTC().Format(time.RFC3339), Model: c.Model, Files: []CheckpointFile{}}
+		for _, f := range c.Files {
+			ok, why := f.Restorable(blobs)
+			row.Files = append(row.Files, CheckpointFile{Path: f.Rel, URI: string(uri.File(f.Path())), Added: f.Added, Removed: f.Removed, Restorable: ok, Reason: why})
+		}
+		out.Checkpoints = append(out.Checkpoints, row)
+	}
+	return out
+}
+
+func (s *Server) rewindCommand(ctx context.Context, call commandCall, a RewindArgs) (RewindResult, error) {
+	jsonrpc2.Async(ctx) // it waits for the editor's answers (applyEdit, a conflict's question): the connection reads on
+	rt := call.b.Runtime
+	res := RewindResult{Checkpoint: a.Checkpoint, Restored: []FileRef{}, Conflicts: []RewindConflict{}, NotRestorable: []NotRestorable{}}
+	files := a.Restore != "conversation"
+	err := call.b.Live().CheckRewindable(ctx, rt, a.Session, func() error {
+		var plan []agent.FileRestore
+		if files {
+			var err error
+			if plan, err = rt.PlanRewind(ctx, a.Session, a.Checkpoint); err != nil {
+				if agent.IsRewindError(err) {
+					return err
+				}
+				return &rewindRefusal{err}
+			}
+		} else if _, err := rt.PlanRewind(ctx, a.Session, a.Checkpoint); agent.IsRewindError(err) {
+			return err // an unknown checkpoint, named
+		}
+		if err := s.restoreFiles(ctx, call.b, a.Checkpoint, plan, &res); err != nil {
+			return err
+		}
+		if a.Restore == "files" {
+			return nil
+		}
+		if err := rt.RewindConversation(ctx, a.Session, a.Checkpoint); err != nil {
+			return err
+		}
+		res.Conversation = true
+		return nil
+	})
+	if err != nil {
+		return RewindResult{}, rewindError("agent.rewind", err)
+	}
+	return res, nil
+}
+
+func (s *Server) forkCommand(ctx context.Context, call commandCall, a ForkArgs) (ForkResult, error) {
+	if _, err := storedSession(ctx, call.b, "agent.fork", a.Session); err != nil {
+		return ForkResult{}, err
+	}
+	id, err := call.b.Runtime.Fork(ctx, a.Session, a.Checkpoint)
+	if err != nil {
+		return ForkResult{}, rewindError("agent.fork", err)
+	}
+	return ForkResult{Session: id}, nil
+}
+
+// restoreFiles puts plan's files back through the editor, as one labelled
+// workspace/applyEdit; a conflict is asked about first (headless: kept).
+func (s *Server) restoreFiles(ctx context.Context, b *Backend, n int, plan []agent.FileRestore, res *RewindResult) error {
+	var restore []agent.FileRestore
+	for _, f := range plan {
+		ref := FileRef{Path: f.Rel, URI: string(uri.File(f.Path))}
+		switch {
+		case f.Reason != "":
+			res.NotRestorable = append(res.NotRestorable, NotRestorable{Path: ref.Path, URI: ref.URI, Reason: f.Reason})
+			continue
+		case f.Unchanged():
+			res.Restored = append(res.Restored, ref)
+			continue
+		case f.Conflict:
+			choice, err := s.client.showMessageRequest(ctx, msgWarning, fmt.Sprintf("%s changed after the agent changed it. Rewind to before prompt %d: restore it anyway (your changes are lost), or keep yours?", f.Rel, n), RestoreAnyway, KeepMine)
+			kept := err != nil || choice != RestoreAnyway
+			res.Conflicts = append(res.Conflicts, RewindConflict{Path: ref.Path, URI: ref.URI, Kept: kept})
+			if kept {
+				continue
+			}
+		}
+		restore = append(restore, f)
+		res.Restored = append(res.Restored, ref)
+	}
+	if len(restore) == 0 {
+		return nil
+	}
+	label := fmt.Sprintf("Rewind to before prompt %d", n)
+	edit := rewindEdit(b, label, restore)
+	out, err := s.client.applyEdit(ctx, edit)
+	if err != nil {
+		return fmt.Errorf("workspace/applyEdit: %w", err)
+	}
+	if !out.Applied {
+		why := "no reason given"
+		if out.FailureReason != nil {
+			why = *out.FailureReason
+		}
+		return fmt.Errorf("the editor did not apply the rewind's edit (%s); nothing changed", why)
+	}
+	return nil
+}
+
+// rewindEdit is one WorkspaceEdit that makes every file of restore as
+// at the checkpoint: its whole text replaced, created or deleted; a
+// protected file's change carries the confirmation its edits need.
+func rewindEdit(b *Backend, label string, restore []agent.FileRestore) *protocol.ApplyWorkspaceEditParams {
+	const confirm = "agent-lsp.rewind.protected"
+	var changes []protocol.DocumentChange
+	var why string
+	for _, f := range restore {
+		u := uri.File(f.Path)
+		var annotation protocol.ChangeAnnotationIdentifier
+		if _, d, err := b.Workspace.Decide(f.Path); err != nil || d.Review(b.AllowEdit) != "" {
+			annotation = confirm
+			if err == nil {
+				why = d.Review(b.AllowEdit)
+			} else {
+				why = err.Error()
+			}
+		}
+		if f.Delete {
+			changes = append(changes, &protocol.DeleteFile{Kind: "delete", URI: u, ResourceOperation: protocol.ResourceOperation{AnnotationID: annotation}})
+			continue
+		}
+		var version *int32
+		if d, open := b.Workspace.Document(f.Path); open {
+			v := d.Version
+			version = &v
+		}
+		if !f.Exists {
+			changes = append(changes, &protocol.CreateFile{Kind: "create", URI: u, Options: &protocol.CreateFileOptions{Overwrite: new(false), IgnoreIfExists: new(false)},
+				ResourceOperation: protocol.ResourceOperation{AnnotationID: annotation}})
+		}
+		end := workspace.PositionOf(f.Current, len(f.Current), b.Workspace.Encoding())
+		edit := protocol.TextEdit{Range: lspRange(workspace.Range{End: end}), NewText: f.Text}
+		var el protocol.TextDocumentEditElement = &edit
+		if annotation != "" {
+			el = &protocol.AnnotatedTextEdit{TextEdit: edit, AnnotationID: annotation}
+		}
+		doc := protocol.OptionalVersionedTextDocumentIdentifier{TextDocumentIdentifier: protocol.TextDocumentIdentifier{URI: u}, Version: version}
+		changes = append(changes, &protocol.TextDocumentEdit{TextDocument: doc, Edits: []protocol.TextDocumentEditElement{el}})
+	}
+	we := protocol.WorkspaceEdit{DocumentChanges: changes}
+	if why != "" {
+		we.ChangeAnnotations = map[protocol.ChangeAnnotationIdentifier]protocol.ChangeAnnotation{
+			confirm: {Label: label, NeedsConfirmation: new(true), Description: &why},
+		}
+	}
+	return &protocol.ApplyWorkspaceEditParams{Label: &label, Edit: we}
+}
