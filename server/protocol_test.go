@@ -262,6 +262,7 @@ func runProtocolCommands(t *testing.T, c *lspClient, do func(name string, args a
 	do("agent.switchProject", map[string]any{"session": main, "project": "other"})
 	do("agent.deleteSession", map[string]any{"session": failed})
 	do("agent.checkpoints", map[string]any{"session": main})
+	do("agent.checkpointFile", map[string]any{"session": main, "checkpoint": 1, "uri": string(uri.File(filepath.Join(roots["sample"], "greet.go")))})
 	do("agent.fork", map[string]any{"session": main, "checkpoint": 1})
 	do("agent.rewind", map[string]any{"session": main, "checkpoint": 1, "restore": "both"})
 	c.waitFor("the last run's end", func() bool {

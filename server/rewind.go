@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
@@ -95,6 +96,22 @@ type RewindResult struct {
 	NotRestorable []NotRestorable  `json:"notRestorable"`
 }
 
+// CheckpointFileArgs are agent.checkpointFile's arguments.
+type CheckpointFileArgs struct {
+	Session    string `json:"session" required:"true"`
+	Checkpoint int    `json:"checkpoint" required:"true"`
+	URI        string `json:"uri" required:"true"`
+}
+
+// CheckpointFileResult is agent.checkpointFile's result: a file's content
+// at a checkpoint.
+type CheckpointFileResult struct {
+	Path    string `json:"path"` // relative to its project, with slashes
+	URI     string `json:"uri"`
+	Exists  bool   `json:"exists"` // false: prompt N or a later one created it
+	Content string `json:"content,omitempty"`
+}
+
 // ForkArgs are agent.fork's arguments.
 type ForkArgs struct {
 	Session    string `json:"session" required:"true"`
@@ -114,6 +131,8 @@ var rewindCommands = []Command{
 	command("agent.rewind", "Returns a session that is not running to checkpoint N (before prompt N): restore both (the default), conversation (prompt N and what followed leave the history, kept in the store as a branch) or files (every file prompts N and later changed is put back, through the editor as one workspace/applyEdit labelled \"Rewind to before prompt N\", or atomically on disk headless). A file the user changed after the agent did is a conflict: the editor is asked (Restore anyway / Keep mine); headless it is kept. Pruned contents and files now outside their project are refused before anything changes.",
 		"`{checkpoint, conversation, restored: [{path, uri}], conflicts: [{path, uri, kept}], notRestorable: [{path, uri, reason}]}`; conversation says whether the history was rewound",
 		(*Server).rewindCommand),
+	command("agent.checkpointFile", "A file's content at checkpoint N (before prompt N), for a file prompt N or a later one changed: what a rewind of the files would put back, and the left side of the editors' \"changes since here\". A file no prompt from N on changed, one whose earlier content is unknown or pruned, or one outside its project is refused by name.",
+		"`{path, uri, exists, content?}`; exists false: prompt N or a later one created the file", (*Server).checkpointFileCommand),
 	command("agent.fork", "Starts a new session whose history is the session's before prompt N (checkpoint N); files are untouched. The new session continues with agent.run and loads with ACP's session/load like any other.",
 		"`{session}`: the new session", (*Server).forkCommand),
 }
@@ -206,6 +225,24 @@ func (s *Server) rewindCommand(ctx context.Context, call commandCall, a RewindAr
 		return RewindResult{}, rewindError("agent.rewind", err)
 	}
 	return res, nil
+}
+
+func (s *Server) checkpointFileCommand(ctx context.Context, call commandCall, a CheckpointFileArgs) (CheckpointFileResult, error) {
+	plan, err := call.b.Runtime.PlanRewind(ctx, a.Session, a.Checkpoint)
+	if err != nil {
+		return CheckpointFileResult{}, rewindError("agent.checkpointFile", err)
+	}
+	want := filepath.Clean(filename(a.URI))
+	for _, f := range plan {
+		if filepath.Clean(f.Path) != want {
+			continue
+		}
+		if f.Reason != "" {
+			return CheckpointFileResult{}, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "agent.checkpointFile: %s: %s", f.Rel, f.Reason)
+		}
+		return CheckpointFileResult{Path: f.Rel, URI: string(uri.File(f.Path)), Exists: !f.Delete, Content: f.Text}, nil
+	}
+	return CheckpointFileResult{}, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "agent.checkpointFile: %s: no prompt of session %s from %d on changed it", a.URI, a.Session, a.Checkpoint)
 }
 
 func (s *Server) forkCommand(ctx context.Context, call commandCall, a ForkArgs) (ForkResult, error) {

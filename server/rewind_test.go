@@ -120,6 +120,7 @@ func TestRewind(t *testing.T) {
 		cps[1].Files[0].Path != "a.txt" || !cps[1].Files[0].Restorable || cps[1].Files[0].Added != 1 || cps[1].Files[0].Removed != 1 {
 		t.Fatalf("checkpoints: %+v", cps)
 	}
+	checkCheckpointFile(t, c, session, a, b)
 	os.WriteFile(greet, []byte("// the user's\n"), 0o644) // the user changes a file the agent changed
 	edits := len(c.edits())
 	var rw struct {
@@ -166,6 +167,30 @@ func TestRewind(t *testing.T) {
 	err = rcommand(c, "agent.checkpoints", map[string]any{"session": "s-nosuch"}, &list)
 	if err == nil || !strings.Contains(err.Error(), "s-nosuch") {
 		t.Fatalf("an unknown session: %v", err)
+	}
+}
+
+// checkCheckpointFile: a file's content before prompt 2 (the left side of
+// "changes since here"), a file prompt 2 created, and one no prompt changed.
+func checkCheckpointFile(t *testing.T, c *lspClient, session, a, b string) {
+	t.Helper()
+	var f struct {
+		Path    string
+		Exists  bool
+		Content string
+	}
+	if err := rcommand(c, "agent.checkpointFile", map[string]any{"session": session, "checkpoint": 2, "uri": string(uri.File(a))}, &f); err != nil ||
+		f.Path != "a.txt" || !f.Exists || f.Content != "a1\n" {
+		t.Fatalf("a.txt before prompt 2: %+v %v", f, err)
+	}
+	f.Exists = true
+	if err := rcommand(c, "agent.checkpointFile", map[string]any{"session": session, "checkpoint": 2, "uri": string(uri.File(b))}, &f); err != nil || f.Exists {
+		t.Fatalf("b.txt, created by prompt 2: %+v %v", f, err)
+	}
+	other := filepath.Join(filepath.Dir(a), "notes.md")
+	err := rcommand(c, "agent.checkpointFile", map[string]any{"session": session, "checkpoint": 2, "uri": string(uri.File(other))}, &f)
+	if err == nil || !strings.Contains(err.Error(), "no prompt of session") {
+		t.Fatalf("a file no prompt changed: %v", err)
 	}
 }
 

@@ -412,6 +412,22 @@ export interface Commands {
   "agent.checkpoints": { args: SessionArgs; result: CheckpointsResult };
   "agent.rewind": { args: RewindArgs; result: RewindResult };
   "agent.fork": { args: ForkArgs; result: SessionArgs };
+  "agent.checkpointFile": { args: CheckpointFileArgs; result: CheckpointFileResult };
+}
+
+/** agent.checkpointFile's arguments: a file prompt N or a later one changed. */
+export interface CheckpointFileArgs {
+  session: string;
+  checkpoint: number;
+  uri: string;
+}
+
+/** agent.checkpointFile's answer: the file's content before prompt N (exists false: prompt N or a later one created it). */
+export interface CheckpointFileResult {
+  path: string;
+  uri: string;
+  exists: boolean;
+  content?: string;
 }
 
 /** agent.run with retry: the session's last prompt again, its conversation rewound to before it (docs/rewind.md). */
@@ -523,6 +539,7 @@ export const requests = {
   checkpoints: request("agent.checkpoints"),
   rewind: request("agent.rewind"),
   fork: request("agent.fork"),
+  checkpointFile: request("agent.checkpointFile"),
 };
 
 /** Params of agent/saveDocuments: documents the session's agent edited that the editor holds unsaved. */

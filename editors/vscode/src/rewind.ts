@@ -12,7 +12,7 @@
 import * as vscode from "vscode";
 import type { Ctx } from "./ctx";
 import { errorText } from "./format";
-import { requests, type Checkpoint, type CheckpointFile, type Request, type RewindResult, type RewindScope } from "./protocol";
+import { requests, type Checkpoint, type CheckpointFile, type CheckpointFileResult, type RewindResult, type RewindScope } from "./protocol";
 
 /** What a prompt's buttons ask for. */
 export type RewindAction = "rewind" | "changes" | "fork" | "retry";
@@ -203,18 +203,10 @@ export function checkpointUri(session: string, n: number, f: CheckpointFile): vs
   return vscode.Uri.from({ scheme: checkpointScheme, path: "/" + f.path, query });
 }
 
-/** agent.checkpointFile's answer: a file's content before prompt N (exists false: it did not exist then). */
-export interface CheckpointFileContent {
-  exists: boolean;
-  content?: string;
+/** The diff's left side for agent.checkpointFile's answer about a file at path before prompt n, and the diff's title. */
+export function beforeSide(path: string, n: number, r: CheckpointFileResult): { text: string; title: string } {
+  return { text: r.exists ? (r.content ?? "") : "", title: `${path} (${r.exists ? `before prompt ${n}` : `created since prompt ${n}`} ↔ now)` };
 }
-
-/**
- * The content of a file before prompt N, read from the server. Not in the
- * wire contract yet (docs/rewind.md): a server without the command makes
- * Changes Since Here open the file as it is now, and say so.
- */
-const checkpointFile: Request<{ session: string; checkpoint: number; uri: string }, CheckpointFileContent> = { command: "agent.checkpointFile" };
 
 /** The contents the diffs' left sides show, by their checkpointUri; a diff's tab reads it from here (checkpointContents). */
 const contents = new Map<string, string>();
@@ -249,16 +241,16 @@ export async function changesSince(ctx: Ctx, session: string, shown: readonly st
   }
   const f = pick.file;
   const now = vscode.Uri.parse(f.uri);
-  let before: CheckpointFileContent;
+  let before: CheckpointFileResult;
   try {
-    before = await (await ctx.ready()).send(checkpointFile, { session, checkpoint: at.checkpoint, uri: f.uri });
+    before = await (await ctx.ready()).send(requests.checkpointFile, { session, checkpoint: at.checkpoint, uri: f.uri });
   } catch (e) {
     await vscode.window.showTextDocument(now, { preview: false });
     void vscode.window.showInformationMessage(`${f.path} as it is now: its content before prompt ${at.checkpoint} cannot be shown (${errorText(e)}).`);
     return;
   }
   const left = checkpointUri(session, at.checkpoint, f);
-  contents.set(left.toString(), before.exists ? (before.content ?? "") : "");
-  const title = `${f.path} (${before.exists ? `before prompt ${at.checkpoint}` : `created since prompt ${at.checkpoint}`} ↔ now)`;
-  await vscode.commands.executeCommand("vscode.diff", left, now, title);
+  const side = beforeSide(f.path, at.checkpoint, before);
+  contents.set(left.toString(), side.text);
+  await vscode.commands.executeCommand("vscode.diff", left, now, side.title);
 }

@@ -13,7 +13,7 @@ import { deleted, dollars, EventFormatter, mcpReport, modelItem, processItem, pr
 import { eventTypes, requests, serverRequests, type AgentEventOf, type CommandExample, type CommandName, type EventType, type RunResult } from "../src/protocol";
 import { commandExamples, eventExamples } from "./fixtures";
 import { slashItems, type SlashItem } from "../src/slash";
-import { filesSince, forkedLine, rewindSummary, scopeItems } from "../src/rewind";
+import { beforeSide, filesSince, forkedLine, rewindSummary, scopeItems } from "../src/rewind";
 import { nth } from "./nth";
 
 /** The page's matcher of the slash commands' list, from media/slash.js itself (the page runs it as it is). */
@@ -296,6 +296,12 @@ const commandShows: { [C in CommandName]: (ex: CommandExample<C>) => void } = {
       );
   },
   "agent.fork": ({ arguments: a, result }) => shows(forkedLine(a, result), [a.session, a.checkpoint, result.session], "fork"),
+  // Changes Since Here: the diff's left side is the content before the prompt.
+  "agent.checkpointFile": ({ arguments: a, result: r }) => {
+    const side = beforeSide(r.path, a.checkpoint, r);
+    assert.equal(side.text, r.exists ? r.content : "");
+    shows(side.title, [r.path, `prompt ${a.checkpoint}`], "checkpoint file");
+  },
   // The chat's prompt box offers each command that can run when "/" and the start of its name are typed.
   "agent.commands": ({ result }) => {
     const items = slashItems(result.commands);

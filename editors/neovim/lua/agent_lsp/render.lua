@@ -40,6 +40,7 @@ M.words = {
   restorable = { [true] = "can be restored", [false] = "not restorable" },
   conversation = { [true] = "the prompt and later left the conversation (kept as a branch)", [false] = "the conversation did not change" },
   kept = { [true] = "kept yours", [false] = "restored over yours" },
+  exists = { [true] = "as it was", [false] = "did not exist then" },
   retry = { [true] = "retry the last prompt", [false] = "a new prompt" },
 }
 
@@ -638,6 +639,7 @@ M.results = {
   ["agent.checkpoints"] = function(r) return require("agent_lsp.rewind").checkpoints_lines(r) end,
   ["agent.rewind"] = function(r, args) return require("agent_lsp.rewind").rewind_lines(r, args) end,
   ["agent.fork"] = function(r, args) return require("agent_lsp.rewind").fork_lines(r, args) end,
+  ["agent.checkpointFile"] = function(r, args) return require("agent_lsp.rewind").file_lines(r, args) end,
   ["agent.stopProcess"] = function(r, args) return { ("background process %s of session %s %s"):format(M.str(args.id), M.str(args.session), M.word("stopped", r.stopped)) } end,
   ["agent.models"] = M.models,
   -- What the next runs use (agent.endpoint), on one line.

@@ -134,6 +134,18 @@ end
 ---@param r AgentLsp.SessionArgs
 ---@param args AgentLsp.ForkArgs
 ---@return string[]
+-- file_lines shows agent.checkpointFile's answer: the file before prompt N, then its lines.
+---@param r AgentLsp.CheckpointFileResult
+---@param args AgentLsp.CheckpointFileArgs
+---@return string[]
+function M.file_lines(r, args)
+  local lines = { ("%s (%s) before prompt %s: %s"):format(render.str(r.path), render.str(r.uri), render.str(args.checkpoint), render.word("exists", r.exists)) }
+  if r.exists then
+    vim.list_extend(lines, vim.split(r.content or "", "\n", { plain = true }))
+  end
+  return lines
+end
+
 function M.fork_lines(r, args) return { ("session %s forked before prompt %s: the new session is %s"):format(render.str(args.session), render.str(args.checkpoint), render.str(r.session)) } end
 
 -- The session and its client --------------------------------------------------

@@ -343,6 +343,7 @@
 ---| AgentLsp.Call.Checkpoints
 ---| AgentLsp.Call.Rewind
 ---| AgentLsp.Call.Fork
+---| AgentLsp.Call.CheckpointFile
 
 ---@class AgentLsp.Call.Run
 ---@field command "agent.run"
@@ -480,6 +481,23 @@
 ---@class AgentLsp.ForkArgs
 ---@field session string
 ---@field checkpoint integer
+
+---@class AgentLsp.Call.CheckpointFile
+---@field command "agent.checkpointFile"
+---@field arguments AgentLsp.CheckpointFileArgs
+---@field result AgentLsp.CheckpointFileResult
+
+---@class AgentLsp.CheckpointFileArgs
+---@field session string
+---@field checkpoint integer
+---@field uri string
+
+---A file's content before prompt N (exists false: prompt N or a later one created it).
+---@class AgentLsp.CheckpointFileResult
+---@field path string
+---@field uri string
+---@field exists boolean
+---@field content? string
 
 ---@class AgentLsp.Call.Endpoint
 ---@field command "agent.endpoint"
