@@ -131,10 +131,6 @@ type Config struct {
 	// Hooks gives each project's runs the commands to run on their events
 	// (agent/hooks); nil: none.
 	Hooks HookSource
-	// Registry is the registry of live sessions; nil: the runtime's own.
-	// Runtimes over one store share one (a session runs once), and a prompt
-	// for a session running in another of them is queued into that run.
-	Registry *Registry
 }
 
 // ToolSource provides tools of other programs for a project's runs.
@@ -155,7 +151,13 @@ type Summary struct {
 	UpTo string `json:"upTo"` // ID of the newest message it covers
 }
 
-// Runtime runs agent sessions. It is safe for concurrent use.
+// Runtime runs agent sessions: a stateless executor of graph invocations
+// for the live sessions a Registry gives it (Start, Resume). It holds no
+// registry and no running session; what it keeps is learned knowledge
+// (budgets, token estimates, caches), each behind its own lock. It never
+// reaches another runtime's graph: a prompt for a session another runtime
+// runs goes to that session's Live (Live.Send). It is safe for concurrent
+// use.
 type Runtime struct {
 	cfg         Config
 	graph       *graph.Graph
@@ -169,7 +171,6 @@ type Runtime struct {
 	autoContext bool               // ContextTokens was not configured: each model's known size
 	counter     counter            // token estimates of messages, by ID
 
-	reg  *Registry      // the live sessions, maybe shared with other runtimes
 	hist *store.History // the sessions' rewind history (checkpoints.go)
 
 	lingering lingering // background processes outliving their runs (Config.BackgroundLinger)
@@ -252,10 +253,7 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.MaxBackground = tools.DefaultMaxBackground
 	}
 	s, st := newSchema()
-	if cfg.Registry == nil {
-		cfg.Registry = NewRegistry()
-	}
-	rt := &Runtime{cfg: cfg, schema: s, st: st, reg: cfg.Registry, hist: store.NewHistory(cfg.Store), subSem: make(chan struct{}, cfg.SubagentConcurrency),
+	rt := &Runtime{cfg: cfg, schema: s, st: st, hist: store.NewHistory(cfg.Store), subSem: make(chan struct{}, cfg.SubagentConcurrency),
 		budgets: map[string]*budget{}, autoContext: cfg.ContextTokens <= 0}
 	g, err := graph.New(s).
 		Node("agent", rt.agentNode).
@@ -329,7 +327,7 @@ type Request struct {
 	// Mode is what the run may do: ModeAgent (""), ModePlan or ModeAsk.
 	Mode Mode
 	// Retry rewinds Session's conversation to before its last prompt and
-	// sends that prompt again (Runtime.Retry); Prompt is not given.
+	// sends that prompt again (Registry.Retry); Prompt is not given.
 	Retry bool
 	// Isolation IsolationWorktree runs the prompt in a git worktree of the
 	// project's HEAD on a branch of its own, committed at the run's end
@@ -377,9 +375,6 @@ type Result struct {
 // NewSessionID returns the ID of a new session.
 func NewSessionID() string { return "s-" + message.NewID() }
 
-// Cancel cancels a session's running run and reports whether one was running.
-func (rt *Runtime) Cancel(session string) bool { return rt.reg.Cancel(session) }
-
 // ContextTokens is the model's context size as the runtime knows it: the
 // configured one, or a smaller one a provider's refusal taught it.
 func (rt *Runtime) ContextTokens() int { return rt.budgetFor(rt.cfg.ModelName).limit() }
@@ -400,10 +395,6 @@ func (rt *Runtime) budgetFor(model string) *budget {
 	}
 	return b
 }
-
-// Running reports whether a session has a run in progress (in any runtime
-// sharing this one's Registry).
-func (rt *Runtime) Running(session string) bool { return rt.reg.Running(session) }
 
 func errBusy(session string) error {
 	return fmt.Errorf("%w: %s (cancel it or wait for it to end)", ErrSessionBusy, session)
@@ -444,47 +435,15 @@ func (rt *Runtime) resolveProject(requested, current string) (string, error) {
 	return ps[0].Name(), nil
 }
 
-// session returns a stored session, or ErrUnknownSession; a session that is
+// session returns a stored session, or ErrUnknownSession. The caller
+// checked that it is not running (Registry.Running): a session that is
 // running is busy even before its first checkpoint stored it.
 func (rt *Runtime) session(ctx context.Context, id string) (store.Session, error) {
-	if rt.Running(id) {
-		return store.Session{}, errBusy(id)
-	}
 	s, err := rt.cfg.Store.Session(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Session{}, fmt.Errorf("%w %q", ErrUnknownSession, id)
 	}
 	return s, err
-}
-
-// Run runs the prompt in a new or existing session until the agent answers,
-// the step limit is hit, the run is cancelled or fails. A prompt for a
-// session that is running is sent to its live session instead (Live.send:
-// see Result): the running run reads it at its next step. Otherwise the
-// session is registered live (begin) and its graph runs here (start).
-func (rt *Runtime) Run(ctx context.Context, req Request) (Result, error) {
-	if req.Retry {
-		req.Retry = false
-		return rt.Retry(ctx, req)
-	}
-	if strings.TrimSpace(req.Prompt) == "" && len(req.Images) == 0 {
-		return Result{}, errors.New("prompt is empty")
-	}
-	if req.Session != "" {
-		if res, err := rt.queue(ctx, req); !errors.Is(err, errNotRunning) {
-			return res, err
-		}
-	}
-	sess, err := rt.prepare(ctx, req)
-	if err != nil {
-		return Result{}, err
-	}
-	ctx, l, end, err := rt.begin(ctx, sess.ID)
-	if err != nil {
-		return Result{}, err
-	}
-	defer end()
-	return rt.start(ctx, l, sess, req)
 }
 
 // prepare is the session a prompt runs in, stored or new, with the
@@ -523,10 +482,13 @@ func (rt *Runtime) prepare(ctx context.Context, req Request) (store.Session, err
 	return sess, err
 }
 
-// start runs a prompt's graph invocation for the live session l, which
-// the caller registered for sess (begin): it becomes the Live's thread; in
-// a worktree of its own when the request asks (finish commits it).
-func (rt *Runtime) start(ctx context.Context, l *Live, sess store.Session, req Request) (Result, error) {
+// Start runs a prompt's graph invocation for the live session l, which
+// the registry registered for its session (Registry.Run: the session
+// prepared, stored or new, with its project) and which ctx's cancel ends:
+// the runtime's graph becomes the Live's thread until the run ends; in a
+// worktree of its own when the request asks (finish commits it).
+func (rt *Runtime) Start(ctx context.Context, l *Live, req Request) (Result, error) {
+	sess := l.stored
 	if req.Isolation != IsolationWorktree {
 		return rt.startIn(ctx, l, sess, req, nil)
 	}
@@ -541,7 +503,7 @@ func (rt *Runtime) start(ctx context.Context, l *Live, sess store.Session, req R
 	return res, err
 }
 
-// startIn is start in the project, or in the worktree iso when not nil.
+// startIn is Start in the project, or in the worktree iso when not nil.
 func (rt *Runtime) startIn(ctx context.Context, l *Live, sess store.Session, req Request, iso *isolated) (Result, error) {
 	project := sess.Project
 	if iso != nil {
@@ -584,26 +546,30 @@ func (rt *Runtime) startIn(ctx context.Context, l *Live, sess store.Session, req
 	return rt.finish(ctx, r, res, err)
 }
 
-// Resume continues a session's interrupted run from its last checkpoint.
-func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
+// resumable is a stored session whose interrupted run may continue here,
+// with the request's mode.
+func (rt *Runtime) resumable(ctx context.Context, req Request) (store.Session, error) {
 	sess, err := rt.session(ctx, req.Session)
 	if err != nil {
-		return Result{}, err
+		return store.Session{}, err
 	}
 	if local, err := rt.localProject(sess); err != nil {
-		return Result{}, err
+		return store.Session{}, err
 	} else if local != sess.Project {
-		return Result{}, fmt.Errorf("%w: session %s works in the folder %s, open here as project %s but stored as %s: continue it with a prompt (agent.run) instead",
+		return store.Session{}, fmt.Errorf("%w: session %s works in the folder %s, open here as project %s but stored as %s: continue it with a prompt (agent.run) instead",
 			ErrFolderNotOpen, sess.ID, sess.Root, local, sess.Project)
 	}
 	if req.Mode != "" {
 		sess.Mode = string(req.Mode)
 	}
-	ctx, active, end, err := rt.begin(ctx, sess.ID)
-	if err != nil {
-		return Result{}, err
-	}
-	defer end()
+	return sess, nil
+}
+
+// Resume continues the interrupted run of the live session l, which the
+// registry registered for its stored session (Registry.Resume), from its
+// last checkpoint.
+func (rt *Runtime) Resume(ctx context.Context, l *Live, req Request) (Result, error) {
+	sess := l.stored
 	iso, err := rt.resumeWorktree(ctx, sess)
 	if err != nil {
 		return Result{}, err
@@ -624,7 +590,7 @@ func (rt *Runtime) Resume(ctx context.Context, req Request) (Result, error) {
 	rt.addTools(ctx, r, sess.Project)
 	rt.showTools(r, sess.Project)
 	rt.adoptBackground(r)
-	active.started(rt, r)
+	l.started(rt, r)
 	r.acc.hist.resume(ctx)
 	r.emit(event.RunStart{Project: sess.Project, ContextTokens: r.budget.limit(), Withheld: r.withheld, Mode: r.modeName(), Budget: r.acc.budget()})
 	res, err := rt.graph.Resume(context.WithValue(ctx, runKey{}, r), rt.graphConfig(r, req.MaxSteps))

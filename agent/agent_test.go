@@ -86,6 +86,7 @@ type harness struct {
 	srv    *scripted.Server
 	ws     *workspace.Workspace
 	rt     *Runtime
+	reg    *Registry // the live sessions (the core's, in a server)
 	store  store.Store
 	editor *diskEditor
 	roots  map[string]string
@@ -114,7 +115,7 @@ func newHarness(t testing.TB, script scripted.Script, cfg Config) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	h := &harness{t: t, srv: srv, ws: workspace.New(workspace.UTF16), roots: map[string]string{}}
+	h := &harness{t: t, srv: srv, ws: workspace.New(workspace.UTF16), roots: map[string]string{}, reg: NewRegistry()}
 	for _, name := range []string{"sample", "other"} {
 		root := copyFixture(t, name)
 		if _, err := h.ws.Add(name, root); err != nil {
@@ -156,7 +157,7 @@ func (h *harness) run(ctx context.Context, req Request) Result {
 		h.events = append(h.events, e)
 		h.mu.Unlock()
 	}
-	res, err := h.rt.Run(ctx, req)
+	res, err := h.reg.Run(ctx, h.rt, req)
 	if err != nil {
 		h.t.Fatalf("run: %v", err)
 	}

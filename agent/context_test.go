@@ -235,7 +235,7 @@ func TestFailedSummaryNeverFailsTheRun(t *testing.T) {
 // naming both sizes.
 func TestPromptTooLargeFailsAtStart(t *testing.T) {
 	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{{Text: "never"}}}, Config{ContextTokens: 4000})
-	_, err := h.rt.Run(context.Background(), Request{Prompt: sourceText(40000), Editor: h.editor, Permissions: allowAll(false)})
+	_, err := h.reg.Run(context.Background(), h.rt, Request{Prompt: sourceText(40000), Editor: h.editor, Permissions: allowAll(false)})
 	var tl *TooLargeError
 	if !errors.As(err, &tl) || tl.ContextTokens != 4000 || tl.Need <= tl.Budget || !strings.Contains(err.Error(), "contextTokens 4000") {
 		t.Fatalf("%v", err)
@@ -325,7 +325,7 @@ func TestSteeringARunningAgent(t *testing.T) {
 	waitFor(t, "the slow tool", func() bool { return len(h.eventsOf("tool.start")) > 0 })
 	session := h.eventsOf("tool.start")[0].Session
 	for i, p := range []string{"also do A", "and then B"} {
-		res, err := h.rt.Run(context.Background(), Request{Session: session, Prompt: p})
+		res, err := h.reg.Run(context.Background(), h.rt, Request{Session: session, Prompt: p})
 		if err != nil || res.Status != StatusQueued || res.Position != i+1 {
 			t.Fatalf("queue %q: %+v %v", p, res, err)
 		}
@@ -365,10 +365,10 @@ func TestCancelReturnsQueuedPrompts(t *testing.T) {
 	go func() { done <- h.run(context.Background(), Request{Prompt: "start", Permissions: allowAll(true)}) }()
 	waitFor(t, "the slow tool", func() bool { return len(h.eventsOf("tool.start")) > 0 })
 	session := h.eventsOf("tool.start")[0].Session
-	if res, err := h.rt.Run(context.Background(), Request{Session: session, Prompt: "please also do C"}); err != nil || res.Status != StatusQueued {
+	if res, err := h.reg.Run(context.Background(), h.rt, Request{Session: session, Prompt: "please also do C"}); err != nil || res.Status != StatusQueued {
 		t.Fatalf("%+v %v", res, err)
 	}
-	h.rt.Cancel(session)
+	h.reg.Cancel(session)
 	res := <-done
 	if res.Status != "cancelled" || len(res.Queued) != 1 || res.Queued[0] != "please also do C" {
 		t.Fatalf("%+v", res)

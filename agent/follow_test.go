@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agent-lsp/agent-lsp/agent/event"
+	"github.com/agent-lsp/agent-lsp/store"
 )
 
 type recorder struct {
@@ -37,7 +38,7 @@ func TestFollowersOfASession(t *testing.T) {
 	if reg.Follow("s", follower) != nil {
 		t.Fatal("followed a session that is not running")
 	}
-	_, _, end, err := reg.begin(context.Background(), "s")
+	_, _, end, err := reg.register(context.Background(), store.Session{ID: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestFollowersOfASession(t *testing.T) {
 	publish(run)
 	end()
 	publish(run) // the run's end, published after it left the registry
-	_, _, end, err = reg.begin(context.Background(), "s")
+	_, _, end, err = reg.register(context.Background(), store.Session{ID: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}

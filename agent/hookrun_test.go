@@ -75,7 +75,7 @@ func TestToolHooks(t *testing.T) {
 
 func TestPromptHookRefuses(t *testing.T) {
 	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{{Text: "never"}}}, Config{Hooks: &hookFile{doc: `{"prompt": [{"command": "echo 'no secrets in prompts' >&2; exit 2"}]}`}})
-	_, err := h.rt.Run(context.Background(), Request{Prompt: "here is my password", Project: "sample", Editor: h.editor, Permissions: allowAll(false)})
+	_, err := h.reg.Run(context.Background(), h.rt, Request{Prompt: "here is my password", Project: "sample", Editor: h.editor, Permissions: allowAll(false)})
 	if !errors.Is(err, ErrPromptRefused) || !strings.Contains(err.Error(), "no secrets in prompts") || len(h.srv.Requests()) != 0 {
 		t.Fatalf("%v, %d requests", err, len(h.srv.Requests()))
 	}
@@ -91,10 +91,10 @@ func TestQueuedPromptPassesPromptHooks(t *testing.T) {
 	go func() { done <- h.run(context.Background(), Request{Prompt: "start", Permissions: allowAll(true)}) }()
 	waitFor(t, "the slow tool", func() bool { return len(h.eventsOf("tool.start")) > 0 })
 	session := h.eventsOf("tool.start")[0].Session
-	if _, err := h.rt.Run(context.Background(), Request{Session: session, Prompt: "the secret is 42"}); !errors.Is(err, ErrPromptRefused) {
+	if _, err := h.reg.Run(context.Background(), h.rt, Request{Session: session, Prompt: "the secret is 42"}); !errors.Is(err, ErrPromptRefused) {
 		t.Fatalf("queued: %v", err)
 	}
-	if res, err := h.rt.Run(context.Background(), Request{Session: session, Prompt: "also this"}); err != nil || res.Status != StatusQueued {
+	if res, err := h.reg.Run(context.Background(), h.rt, Request{Session: session, Prompt: "also this"}); err != nil || res.Status != StatusQueued {
 		t.Fatalf("%+v %v", res, err)
 	}
 	if res := <-done; res.Status != "done" {

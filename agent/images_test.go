@@ -83,7 +83,7 @@ func TestImagePromptReachesTheModel(t *testing.T) {
 // before any call.
 func TestImagePromptForAModelWithoutVision(t *testing.T) {
 	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{{Text: "never"}}}, Config{ModelName: "scripted"})
-	_, err := h.rt.Run(context.Background(), Request{Prompt: "look", Images: []ImageInput{{Data: smallPNG(t, 4, 4)}}, Editor: h.editor, Permissions: allowAll(false)})
+	_, err := h.reg.Run(context.Background(), h.rt, Request{Prompt: "look", Images: []ImageInput{{Data: smallPNG(t, 4, 4)}}, Editor: h.editor, Permissions: allowAll(false)})
 	var ie *ImageError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `the model "scripted" is not known to take images: set model.vision to true (--vision true) if it does`) {
 		t.Fatalf("%v", err)
@@ -93,7 +93,7 @@ func TestImagePromptForAModelWithoutVision(t *testing.T) {
 	}
 	h = newHarness(t, scripted.Script{Turns: []scripted.Turn{{Text: "never"}}}, Config{Vision: sees})
 	for _, in := range []ImageInput{{Path: "missing.png"}, {Data: []byte("not an image")}, {Data: []byte("x"), MimeType: "text/plain"}, {}} {
-		if _, err := h.rt.Run(context.Background(), Request{Prompt: "look", Images: []ImageInput{in}, Editor: h.editor, Permissions: allowAll(false)}); !errors.As(err, &ie) {
+		if _, err := h.reg.Run(context.Background(), h.rt, Request{Prompt: "look", Images: []ImageInput{in}, Editor: h.editor, Permissions: allowAll(false)}); !errors.As(err, &ie) {
 			t.Errorf("%+v: %v", in, err)
 		}
 	}
@@ -190,11 +190,10 @@ func TestSessionStoredBeforeImagesLoads(t *testing.T) {
 // model, by its own window's settings: that model sees them. Here it takes
 // none, so the prompt is refused and the run goes on without it.
 func TestQueuedImagesMeetTheRunningModel(t *testing.T) {
-	reg := NewRegistry()
 	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{
 		{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "sleep 2"})}},
-		{Text: "noted"}}}, Config{Registry: reg, ModelName: "scripted"})
-	other, err := New(Config{Registry: reg, Workspace: h.ws, Store: h.store, Model: h.rt.cfg.Model, ModelName: "gpt-4o", Vision: sees})
+		{Text: "noted"}}}, Config{ModelName: "scripted"})
+	other, err := New(Config{Workspace: h.ws, Store: h.store, Model: h.rt.cfg.Model, ModelName: "gpt-4o", Vision: sees})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +203,7 @@ func TestQueuedImagesMeetTheRunningModel(t *testing.T) {
 	}()
 	waitFor(t, "the slow tool", func() bool { return len(h.eventsOf("tool.start")) > 0 })
 	session := h.eventsOf("tool.start")[0].Session
-	_, err = other.Run(context.Background(), Request{Session: session, Prompt: "look", Images: []ImageInput{{Data: smallPNG(t, 4, 4)}}})
+	_, err = h.reg.Run(context.Background(), other, Request{Session: session, Prompt: "look", Images: []ImageInput{{Data: smallPNG(t, 4, 4)}}})
 	var ie *ImageError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `the model "scripted" is not known to take images`) {
 		t.Fatalf("queue an image into a run whose model takes none: %v", err)

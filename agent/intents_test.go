@@ -82,7 +82,7 @@ func crashAndResume(t *testing.T, d store.Durability, script scripted.Script, ed
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const session = "s-crash"
-	go h.rt.Run(ctx, Request{NewID: session, Prompt: "work", Editor: ed, Permissions: allowAll(true)})
+	go h.reg.Run(ctx, h.rt, Request{NewID: session, Prompt: "work", Editor: ed, Permissions: allowAll(true)})
 	log := filepath.Join(h.roots["sample"], "log.txt")
 	deadline := time.After(time.Minute)
 	for stalled := false; !stalled; {
@@ -114,7 +114,8 @@ func crashAndResume(t *testing.T, d store.Durability, script scripted.Script, ed
 	}
 	// A new process: a workspace of its own (the stalled run holds the
 	// old one's edit locks).
-	h2 := &harness{t: t, srv: h.srv, ws: workspace.New(workspace.UTF16), roots: h.roots, store: db2}
+	h2 := &harness{t: t, srv: h.srv, ws: workspace.New(workspace.UTF16), roots: h.roots, store: db2,
+		reg: NewRegistry()} // a new process: its own registry of running sessions
 	for name, root := range h.roots {
 		if _, err := h2.ws.Add(name, root); err != nil {
 			t.Fatal(err)
@@ -123,11 +124,11 @@ func crashAndResume(t *testing.T, d store.Durability, script scripted.Script, ed
 	h2.editor = &diskEditor{ws: h2.ws}
 	cfg := h.rt.cfg
 	cfg.Workspace = h2.ws
-	cfg.Store, cfg.Registry = db2, nil // a new process: its own registry of running sessions
+	cfg.Store = db2
 	if h2.rt, err = New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	res, err := h2.rt.Resume(context.Background(), Request{Session: session, Editor: h2.editor, Permissions: allowAll(true)})
+	res, err := h2.reg.Resume(context.Background(), h2.rt, Request{Session: session, Editor: h2.editor, Permissions: allowAll(true)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func BenchmarkSideEffectRun(b *testing.B) {
 		}
 		os.WriteFile(filepath.Join(h.roots["sample"], "edits.txt"), []byte(anchors.String()), 0o644)
 		start := time.Now()
-		res, err := h.rt.Run(context.Background(), Request{Prompt: "work", Editor: h.editor, Permissions: allowAll(true)})
+		res, err := h.reg.Run(context.Background(), h.rt, Request{Prompt: "work", Editor: h.editor, Permissions: allowAll(true)})
 		elapsed := time.Since(start)
 		if err != nil || res.Status != "done" || res.Edits != calls/2 {
 			b.Fatalf("run: %+v %v", res, err)

@@ -58,7 +58,7 @@ func TestTokenLimitStopsBeforeTheCrossingCall(t *testing.T) {
 		t.Fatalf("stored session status %s, want limit", sess.Status)
 	}
 	// A resume gets its own budget: enough for the rest.
-	res, err := h.rt.Resume(context.Background(), Request{Session: res.Session, Editor: h.editor, Permissions: allowAll(false), Limits: Limits{MaxTokens: 100000}})
+	res, err := h.reg.Resume(context.Background(), h.rt, Request{Session: res.Session, Editor: h.editor, Permissions: allowAll(false), Limits: Limits{MaxTokens: 100000}})
 	if err != nil || res.Status != store.StatusDone || res.Reply != "read it all" {
 		t.Fatalf("resume: %+v %v", res, err)
 	}
@@ -87,7 +87,7 @@ func TestCostLimitStopsBeforeTheCrossingCall(t *testing.T) {
 // A cost limit on a model without a price is refused before any call.
 func TestCostLimitNeedsAPrice(t *testing.T) {
 	h := newHarness(t, scripted.Script{Turns: readTurns(1)}, Config{ModelName: "scripted"})
-	_, err := h.rt.Run(context.Background(), Request{Prompt: "hi", Editor: h.editor, Permissions: allowAll(false), Limits: Limits{MaxCost: 1}})
+	_, err := h.reg.Run(context.Background(), h.rt, Request{Prompt: "hi", Editor: h.editor, Permissions: allowAll(false), Limits: Limits{MaxCost: 1}})
 	if !errors.Is(err, ErrNoPrice) {
 		t.Fatalf("err %v, want ErrNoPrice", err)
 	}
@@ -117,7 +117,7 @@ func TestSubagentsSpendTheRunsBudget(t *testing.T) {
 	if n := len(h.srv.Requests()); n != 2 {
 		t.Fatalf("the model got %d requests, want 2 (parent, child)", n)
 	}
-	res, err := h.rt.Resume(context.Background(), Request{Session: res.Session, Editor: h.editor, Permissions: allowAll(false)})
+	res, err := h.reg.Resume(context.Background(), h.rt, Request{Session: res.Session, Editor: h.editor, Permissions: allowAll(false)})
 	if err != nil || res.Status != store.StatusDone || res.Reply != "all done" {
 		t.Fatalf("resume: %+v %v", res, err)
 	}

@@ -50,7 +50,7 @@ func TestBackgroundLinger(t *testing.T) {
 			if ps := bgProcs(mark); len(ps) == 0 {
 				t.Fatal("the process ended with its run")
 			}
-			if ps := h.rt.Processes(); len(ps) != 1 || ps[0].Session != res.Session || ps[0].ID != "p1" {
+			if ps := h.reg.Processes(h.rt); len(ps) != 1 || ps[0].Session != res.Session || ps[0].ID != "p1" {
 				t.Fatalf("processes %+v", ps)
 			}
 			res = h.run(context.Background(), Request{Session: res.Session, Prompt: "look again", Permissions: allowAll(true)})

@@ -6,14 +6,18 @@ import (
 	"time"
 
 	"github.com/agent-lsp/agent-lsp/agent/message"
+	"github.com/agent-lsp/agent-lsp/store"
 )
 
 // Registry is the process's live sessions: one Live per session running
-// now. A runtime has its own unless Config.Registry gives one that several
-// runtimes share (the daemon's connections: one store, one registry), so
-// that a session running in one window is busy in every other, and a
-// prompt sent from another window is sent to its Live. Registry is safe
-// for concurrent use.
+// now. The core owns it (server/session: one per process, which every
+// connection's runtime shares: one store, one registry) and passes it where
+// it is needed; a Runtime holds none. A run begins here (Run, Resume): a
+// prompt for a session that is live is sent to its Live (Live.Send), else
+// the registry registers the session live and has the runtime run its graph
+// for that Live (Runtime.Start, Runtime.Resume). So a session running in
+// one window is busy in every other, and a prompt sent from another window
+// is sent to its Live. Registry is safe for concurrent use.
 //
 // Lock order: Registry.mu, then Live.mu, then the kernel's (Graph.mu, a
 // runner's inbox); or Registry.mu, then a Live's Broadcast.mu; the
@@ -33,11 +37,13 @@ func NewRegistry() *Registry { return &Registry{live: map[string]*Live{}} }
 // Live is one running session, the single owner of what its run shares
 // with the rest of the process: its graph thread (the runtime whose graph
 // runs it, set once the run has started its graph), its inbox of queued
-// prompts, its cancel and done, its lease, and its event broadcaster. Only a Live calls the
-// kernel's Graph.Queue for its thread: a prompt from any window is sent
-// through it (send), so no runtime reaches another's graph.
+// prompts, its cancel and done, its lease, and its event broadcaster. Only a
+// Live calls the kernel's Graph.Queue for its thread: a prompt from any
+// window is sent through it (Send), so no runtime reaches another's graph.
+// The registry makes it (begin) and removes it when its run ends.
 type Live struct {
 	session string
+	stored  store.Session // the session as its run begins: stored, or new (set by begin, then read-only)
 	cancel  context.CancelFunc
 	done    chan struct{} // closed once the run has ended and left the registry
 	release func()        // gives the session's lease back (store.Leases); set before the run starts
@@ -75,21 +81,41 @@ func (g *Registry) get(session string) *Live {
 	return g.live[session]
 }
 
-// begin registers session as live until the returned func is called;
-// errBusy when it is already.
-func (g *Registry) begin(ctx context.Context, session string) (context.Context, *Live, func(), error) {
+// begin registers sess as live, and takes its lease in st
+// (store.Leases), until the returned func is called; errBusy when it is
+// live already.
+func (g *Registry) begin(ctx context.Context, st store.Store, sess store.Session) (context.Context, *Live, func(), error) {
+	ctx, l, end, err := g.register(ctx, sess)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// A store several processes share (PostgreSQL) keeps the session to
+	// one of them; one process's (a bbolt file) has nothing to keep apart.
+	l.release, err = st.Acquire(ctx, sess.ID, leaseTTL, l.cancel) // a lost lease cancels the run: it checkpoints and resumes elsewhere
+	if err != nil {
+		end()
+		return nil, nil, nil, err
+	}
+	return ctx, l, func() {
+		l.release()
+		end()
+	}, nil
+}
+
+// register makes sess's Live, without a lease.
+func (g *Registry) register(ctx context.Context, sess store.Session) (context.Context, *Live, func(), error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if _, busy := g.live[session]; busy {
-		return nil, nil, nil, errBusy(session)
+	if _, busy := g.live[sess.ID]; busy {
+		return nil, nil, nil, errBusy(sess.ID)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	l := &Live{session: session, cancel: cancel, done: make(chan struct{})}
-	g.live[session] = l
+	l := &Live{session: sess.ID, stored: sess, cancel: cancel, done: make(chan struct{})}
+	g.live[sess.ID] = l
 	return ctx, l, func() {
 		cancel()
 		g.mu.Lock()
-		delete(g.live, session)
+		delete(g.live, sess.ID)
 		g.mu.Unlock()
 		close(l.done)
 	}, nil
@@ -153,23 +179,3 @@ func (l *Live) unread(ids []string) []string {
 // renewing it (a crashed or frozen runner): then another process may
 // resume the session.
 const leaseTTL = 15 * time.Second
-
-// begin registers session as live in the runtime's registry
-// (Registry.begin) and takes its lease in the store (store.Leases).
-func (rt *Runtime) begin(ctx context.Context, session string) (context.Context, *Live, func(), error) {
-	ctx, l, end, err := rt.reg.begin(ctx, session)
-	if err != nil {
-		return ctx, l, end, err
-	}
-	// A store several processes share (PostgreSQL) keeps the session to
-	// one of them; one process's (a bbolt file) has nothing to keep apart.
-	l.release, err = rt.cfg.Store.Acquire(ctx, session, leaseTTL, l.cancel) // a lost lease cancels the run: it checkpoints and resumes elsewhere
-	if err != nil {
-		end()
-		return nil, nil, nil, err
-	}
-	return ctx, l, func() {
-		l.release()
-		end()
-	}, nil
-}

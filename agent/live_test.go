@@ -18,15 +18,15 @@ import (
 // (whose window names the session's folder otherwise) is sent to the live
 // session, which queues it in the graph that runs it; that run reads it.
 func TestPromptFromAnotherWindowGoesToTheLiveSession(t *testing.T) {
-	reg := NewRegistry()
 	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{
 		{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"command": "sleep 2"})}},
-		{Text: "noted"}}}, Config{Registry: reg})
+		{Text: "noted"}}}, Config{})
+	reg := h.reg // the process's, which both windows share
 	ws := workspace.New(workspace.UTF16)
 	if _, err := ws.Add("mine", h.roots["sample"]); err != nil {
 		t.Fatal(err)
 	}
-	other, err := New(Config{Registry: reg, Workspace: ws, Store: h.store, Model: h.rt.cfg.Model})
+	other, err := New(Config{Workspace: ws, Store: h.store, Model: h.rt.cfg.Model})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,10 +36,10 @@ func TestPromptFromAnotherWindowGoesToTheLiveSession(t *testing.T) {
 	}()
 	waitFor(t, "the slow tool", func() bool { return len(h.eventsOf("tool.start")) > 0 })
 	session := h.eventsOf("tool.start")[0].Session
-	if !other.Running(session) || reg.Count() != 1 {
-		t.Fatalf("the other window does not see the session running (running %v, count %d)", other.Running(session), reg.Count())
+	if !reg.Running(session) || reg.Count() != 1 {
+		t.Fatalf("the other window does not see the session running (running %v, count %d)", reg.Running(session), reg.Count())
 	}
-	res, err := other.Run(context.Background(), Request{Session: session, Project: "mine", Prompt: "from the other window"})
+	res, err := reg.Run(context.Background(), other, Request{Session: session, Project: "mine", Prompt: "from the other window"})
 	if err != nil || res.Status != StatusQueued || res.Position != 1 {
 		t.Fatalf("queue from the other window: %+v %v", res, err)
 	}
@@ -58,7 +58,7 @@ func TestPromptFromAnotherWindowGoesToTheLiveSession(t *testing.T) {
 	if q := h.eventsOf("message.queued"); len(q) != 1 {
 		t.Fatalf("%d message.queued events in the running window", len(q))
 	}
-	if other.Running(session) || reg.Count() != 0 {
+	if reg.Running(session) || reg.Count() != 0 {
 		t.Fatal("the session is still live after its run ended")
 	}
 }

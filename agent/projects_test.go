@@ -45,7 +45,7 @@ func TestProjectContextLastsWithTheSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := rt.Run(context.Background(), Request{Session: first.Session, Prompt: "what failed?", Editor: h.editor})
+	res, err := NewRegistry().Run(context.Background(), rt, Request{Session: first.Session, Prompt: "what failed?", Editor: h.editor})
 	if err != nil || res.Status != "done" {
 		t.Fatalf("%+v %v", res, err)
 	}

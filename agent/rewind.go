@@ -147,7 +147,10 @@ func (rt *Runtime) currentText(p *workspace.Project, abs string) (string, bool) 
 // CheckRewindable refuses a session that runs: here (the Live registry),
 // or on another machine (a shared store's lease, which it holds while fn
 // runs).
-func (rt *Runtime) CheckRewindable(ctx context.Context, session string, fn func() error) error {
+func (g *Registry) CheckRewindable(ctx context.Context, rt *Runtime, session string, fn func() error) error {
+	if g.Running(session) {
+		return errBusy(session)
+	}
 	if _, err := rt.session(ctx, session); err != nil {
 		return err
 	}
@@ -156,7 +159,7 @@ func (rt *Runtime) CheckRewindable(ctx context.Context, session string, fn func(
 		return fmt.Errorf("%w: %v", ErrSessionBusy, err)
 	}
 	defer release()
-	if rt.Running(session) {
+	if g.Running(session) {
 		return errBusy(session)
 	}
 	return fn()
@@ -173,7 +176,7 @@ type branch struct {
 
 // RewindConversation takes prompt n and everything after it out of the
 // session's conversation (the caller checked it is not running:
-// CheckRewindable). What it takes out is kept as a branch of the history.
+// Registry.CheckRewindable). What it takes out is kept as a branch of the history.
 func (rt *Runtime) RewindConversation(ctx context.Context, session string, n int) error {
 	c, later, err := rt.checkpointOf(ctx, session, n)
 	if err != nil {
@@ -311,9 +314,9 @@ func (rt *Runtime) copyHistory(ctx context.Context, from, to string, n int) erro
 
 // Retry rewinds the session's conversation to before its last prompt
 // and sends that prompt again (req's model, if given, answers it).
-func (rt *Runtime) Retry(ctx context.Context, req Request) (Result, error) {
+func (g *Registry) Retry(ctx context.Context, rt *Runtime, req Request) (Result, error) {
 	var prompt string
-	err := rt.CheckRewindable(ctx, req.Session, func() error {
+	err := g.CheckRewindable(ctx, rt, req.Session, func() error {
 		cps, err := rt.Checkpoints(ctx, req.Session)
 		if err != nil {
 			return err
@@ -329,7 +332,7 @@ func (rt *Runtime) Retry(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	req.Prompt = prompt
-	return rt.Run(ctx, req)
+	return g.Run(ctx, rt, req)
 }
 
 // IsRewindError reports whether err is the caller's: an unknown

@@ -157,14 +157,14 @@ func TestRunErrors(t *testing.T) {
 		{Request{Prompt: "x", Project: "nope"}, ErrUnknownProject},
 	}
 	for _, c := range cases {
-		if _, err := h.rt.Run(context.Background(), c.req); !errors.Is(err, c.want) {
+		if _, err := h.reg.Run(context.Background(), h.rt, c.req); !errors.Is(err, c.want) {
 			t.Errorf("%+v: err %v, want %v", c.req, err, c.want)
 		}
 	}
-	if _, err := h.rt.Run(context.Background(), Request{Prompt: "  "}); err == nil {
+	if _, err := h.reg.Run(context.Background(), h.rt, Request{Prompt: "  "}); err == nil {
 		t.Error("empty prompt accepted")
 	}
-	if _, err := h.rt.Resume(context.Background(), Request{Session: "nope"}); !errors.Is(err, ErrUnknownSession) {
+	if _, err := h.reg.Resume(context.Background(), h.rt, Request{Session: "nope"}); !errors.Is(err, ErrUnknownSession) {
 		t.Errorf("resume unknown: %v", err)
 	}
 }
@@ -197,7 +197,7 @@ func TestRunOnSessionBeforeItsFirstCheckpointIsBusy(t *testing.T) {
 	started := make(chan struct{})
 	done := make(chan Result, 1)
 	go func() {
-		res, err := h.rt.Run(context.Background(), Request{Prompt: "one", Editor: h.editor, Permissions: allowAll(false), Events: func(e event.Event) {
+		res, err := h.reg.Run(context.Background(), h.rt, Request{Prompt: "one", Editor: h.editor, Permissions: allowAll(false), Events: func(e event.Event) {
 			if e.Type() == "run.start" {
 				mu.Lock()
 				session = e.Session
@@ -215,12 +215,12 @@ func TestRunOnSessionBeforeItsFirstCheckpointIsBusy(t *testing.T) {
 	mu.Lock()
 	id := session
 	mu.Unlock()
-	if _, err := h.rt.Resume(context.Background(), Request{Session: id}); !errors.Is(err, ErrSessionBusy) {
+	if _, err := h.reg.Resume(context.Background(), h.rt, Request{Session: id}); !errors.Is(err, ErrSessionBusy) {
 		t.Errorf("resume of a session that has not checkpointed yet: %v, want ErrSessionBusy", err)
 	}
 	second := make(chan Result, 1)
 	go func() {
-		res, err := h.rt.Run(context.Background(), Request{Session: id, Prompt: "two", Editor: h.editor, Permissions: allowAll(false)})
+		res, err := h.reg.Run(context.Background(), h.rt, Request{Session: id, Prompt: "two", Editor: h.editor, Permissions: allowAll(false)})
 		if err != nil {
 			t.Error(err)
 		}

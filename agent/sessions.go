@@ -41,11 +41,11 @@ func transcriptOf(ctx context.Context, s *graph.Schema, st schema, cp store.Chec
 	return msgs, nil
 }
 
-// SwitchProject moves a session that is not running to another project,
+// switchProject moves a session that is not running (Registry.SwitchProject) to another project,
 // through the graph (the session's one writer): the project channel is set
 // and, when the history can take a message, a note tells the model; the
 // session index follows. The next run or resume works in the new project.
-func (rt *Runtime) SwitchProject(ctx context.Context, session, project string) error {
+func (rt *Runtime) switchProject(ctx context.Context, session, project string) error {
 	if _, ok := rt.cfg.Workspace.Project(project); !ok {
 		return fmt.Errorf("%w %q (projects: %s)", ErrUnknownProject, project, strings.Join(rt.cfg.Workspace.Names(), ", "))
 	}

@@ -13,25 +13,14 @@ import (
 // errNotRunning: the session has no run to queue a prompt for.
 var errNotRunning = errors.New("session is not running")
 
-// queue gives a prompt to the session's live session (Live.send): it is
-// stored at once and read at the run's next step boundary. errNotRunning
-// when the session is not running (or its run has just ended: then once
-// it has).
-func (rt *Runtime) queue(ctx context.Context, req Request) (Result, error) {
-	l := rt.reg.get(req.Session)
-	if l == nil {
-		return Result{}, errNotRunning
-	}
-	return l.send(ctx, rt, req)
-}
-
-// send queues a prompt that from's window sent into the live session's
-// run. from quotes its selection and reads its images (its window's
+// Send queues a prompt that from's window sent into the live session's
+// run: the one way into a running session's graph, whichever runtime runs
+// it. errNotRunning when its run has just ended (then once it has). from quotes its selection and reads its images (its window's
 // files); the live session, which owns the thread, checks the images
 // against its run's model (by the owner's settings: the model that will
 // see them), passes the prompt through the prompt hooks of its run and
 // queues it in its graph.
-func (l *Live) send(ctx context.Context, from *Runtime, req Request) (Result, error) {
+func (l *Live) Send(ctx context.Context, from *Runtime, req Request) (Result, error) {
 	owner, r := l.thread()
 	if r == nil { // the run is starting: it will take input once it has
 		return Result{}, errBusy(req.Session)

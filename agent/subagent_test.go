@@ -104,7 +104,7 @@ func TestCancelParentEndsChildren(t *testing.T) {
 		t.Fatalf("stored after cancel: %+v", msgs)
 	}
 	// The session stays usable: resume continues from the agent.
-	res2, err := h.rt.Resume(context.Background(), Request{Session: res.Session, Editor: h.editor})
+	res2, err := h.reg.Resume(context.Background(), h.rt, Request{Session: res.Session, Editor: h.editor})
 	if err != nil || res2.Status != "done" || res2.Reply != "resumed fine" {
 		t.Fatalf("resume: %+v %v", res2, err)
 	}

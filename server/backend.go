@@ -34,7 +34,7 @@ import (
 type Backend struct {
 	*connection
 	Settings  config.Settings     // immutable: derive changed settings from Settings.Clone()
-	Runtime   *agent.Runtime      // the runtime of the settings (sharing the hub's registry of running sessions)
+	Runtime   *agent.Runtime      // the runtime of the settings: a stateless executor of the runs the hub's registry begins (Backend.Live)
 	Rules     shellrule.Set       // the allow and deny rules of the settings, parsed
 	AllowEdit []workspace.Rule    // protected files the settings let the agent change without confirmation
 	Sandbox   *sandbox.Sandbox    // confines commands (Landlock)
@@ -162,7 +162,7 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 	rt, err := agent.New(agent.Config{Hooks: hk, Model: m, ModelName: s.Model, Endpoint: s.BaseURL, ContextTokens: s.ContextTokens, Workspace: b.Workspace, Store: b.Store,
 		MaxSteps: s.MaxSteps, Window: s.Window, MaxToolOutput: s.ToolOutput, SubagentsReadOnly: s.ReadOnlySubs, Prices: s.Prices, CommandEnv: env, ToolSource: src,
 		SubagentModels: nonEmpty(s.SubagentModel), UserDir: session.UserDir(b.getenv),
-		Sandbox: sb, SandboxSettings: confine, Language: lang, Registry: b.hub.live, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) },
+		Sandbox: sb, SandboxSettings: confine, Language: lang, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) },
 		Vision: newVision(s.Vision, m).check, ImageMaxBytes: s.ImageMaxBytes, Fetch: tools.FetchConfig{Allow: nonEmpty(s.AllowFetch)},
 		MaxBackground: cmp.Or(s.MaxBackground, -1), BackgroundLinger: time.Duration(s.BgLinger) * time.Second})
 	if err != nil {

@@ -37,8 +37,12 @@ const (
 
 // core is what a run takes of b (session.Core).
 func (b *Backend) core() session.Core {
-	return session.Core{Settings: b.Settings, Rules: b.Rules, Runtime: b.Runtime, Store: b.Store}
+	return session.Core{Settings: b.Settings, Rules: b.Rules, Runtime: b.Runtime, Store: b.Store, Live: b.hub.live}
 }
+
+// Live is the registry of the process's live sessions (the hub's, which
+// every connection's backend shares): what runs now, and how to cancel it.
+func (b *Backend) Live() *agent.Registry { return b.hub.live }
 
 // askPermission is the LSP adapter's permission port: the question as
 // window/showMessageRequest.

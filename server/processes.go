@@ -21,7 +21,7 @@ type ProcessesArgs struct {
 
 func (s *Server) processesCommand(ctx context.Context, call commandCall, a ProcessesArgs) ([]ProcessInfo, error) {
 	out := []ProcessInfo{}
-	for _, p := range call.b.Runtime.Processes() {
+	for _, p := range call.b.Live().Processes(call.b.Runtime) {
 		if a.Session == "" || p.Session == a.Session {
 			out = append(out, ProcessInfo{Session: p.Session, ID: p.ID, Command: p.Command, Project: p.Project, Started: p.Started})
 		}
@@ -41,7 +41,7 @@ type StopProcessResult struct {
 }
 
 func (s *Server) stopProcessCommand(ctx context.Context, call commandCall, a StopProcessArgs) (StopProcessResult, error) {
-	if err := call.b.Runtime.StopProcess(a.Session, a.ID); err != nil {
+	if err := call.b.Live().StopProcess(call.b.Runtime, a.Session, a.ID); err != nil {
 		return StopProcessResult{}, invalidParams("agent.stopProcess: %v", err)
 	}
 	return StopProcessResult{Stopped: true}, nil

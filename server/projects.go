@@ -68,7 +68,7 @@ type SwitchProjectResult struct {
 }
 
 func (s *Server) switchProjectCommand(ctx context.Context, call commandCall, a SwitchProjectArgs) (SwitchProjectResult, error) {
-	if err := call.b.Runtime.SwitchProject(ctx, a.Session, a.Project); err != nil {
+	if err := call.b.Live().SwitchProject(ctx, call.b.Runtime, a.Session, a.Project); err != nil {
 		return SwitchProjectResult{}, sessionError("agent.switchProject", err)
 	}
 	return SwitchProjectResult(a), nil

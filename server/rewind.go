@@ -196,7 +196,7 @@ func (s *Server) rewindCommand(ctx context.Context, call commandCall, a RewindAr
 	rt := call.b.Runtime
 	res := RewindResult{Checkpoint: a.Checkpoint, Restored: []FileRef{}, Conflicts: []RewindConflict{}, NotRestorable: []NotRestorable{}}
 	files := a.Restore != "conversation"
-	err := rt.CheckRewindable(ctx, a.Session, func() error {
+	err := call.b.Live().CheckRewindable(ctx, rt, a.Session, func() error {
 		var plan []agent.FileRestore
 		if files {
 			var err error

@@ -236,7 +236,7 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	if s.life.answersLanguage() { // the editor's language features answer, else the servers agent-lsp starts
 		ports.Language = &editorLanguage{c: s.client, ws: call.b.Workspace, wait: time.Duration(settings.DiagnosticsWait) * time.Millisecond, before: k.flush}
 	}
-	if spec.Session != "" && call.b.Runtime.Running(spec.Session) {
+	if spec.Session != "" && call.b.Live().Running(spec.Session) {
 		// Likely queued into a run of another window: follow the session
 		// from now on, so that this window sees its prompt queued.
 		s.opts.Hub.live.Follow(spec.Session, s.client)
@@ -288,9 +288,9 @@ type SessionArgs struct {
 }
 
 func (s *Server) cancelCommand(ctx context.Context, call commandCall, a SessionArgs) (CancelResult, error) {
-	rt := call.b.Runtime
-	if rt.Running(a.Session) {
-		return CancelResult{Cancelled: rt.Cancel(a.Session)}, nil
+	live := call.b.Live()
+	if live.Running(a.Session) {
+		return CancelResult{Cancelled: live.Cancel(a.Session)}, nil
 	}
 	if _, err := storedSession(ctx, call.b, "agent.cancel", a.Session); err != nil {
 		return CancelResult{}, err

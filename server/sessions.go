@@ -42,7 +42,7 @@ func (s *Server) sessionsCommand(ctx context.Context, call commandCall, a Sessio
 // as running that runs nowhere now was cut off by a crash or a kill, and
 // resumes.
 func status(b *Backend, sess store.Session) store.Status {
-	if sess.Status == store.StatusRunning && !b.Runtime.Running(sess.ID) {
+	if sess.Status == store.StatusRunning && !b.Live().Running(sess.ID) {
 		return store.StatusInterrupted
 	}
 	return sess.Status
@@ -118,7 +118,7 @@ type DeleteResult struct {
 }
 
 func (s *Server) deleteSessionCommand(ctx context.Context, call commandCall, a SessionArgs) (DeleteResult, error) {
-	if call.b.Runtime.Running(a.Session) {
+	if call.b.Live().Running(a.Session) {
 		return DeleteResult{}, invalidParams("agent.deleteSession: session %s is running; cancel it first", a.Session)
 	}
 	ok, err := call.b.Store.DeleteSession(ctx, a.Session)

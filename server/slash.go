@@ -302,7 +302,7 @@ func sessionsBuiltin(ctx context.Context, in slashInput) (string, error) {
 // another model for its next runs.
 func storedModelSetter(b *Backend, session string) func(ctx context.Context, name string) error {
 	return func(ctx context.Context, name string) error {
-		if b.Runtime.Running(session) {
+		if b.Live().Running(session) {
 			return fmt.Errorf("%w: session %s is running: switch its model once the run ends", agent.ErrSessionBusy, session)
 		}
 		sess, err := b.Store.Session(ctx, session)

@@ -335,7 +335,7 @@ func (a *acpAgent) Cancel(ctx context.Context, p acp.CancelNotification) error {
 	if cancel != nil {
 		cancel()
 	}
-	a.backend().Runtime.Cancel(s.id)
+	a.backend().Live().Cancel(s.id)
 	return nil
 }
 

@@ -54,13 +54,17 @@ type Ports struct {
 
 // Core is what a run takes of a connection's backend: its settings (never
 // changed: a settings change makes a new backend, hence a new Core), the
-// settings' parsed command rules, the runtime and the store. It holds no
-// state of its own, so a value is as good as a pointer.
+// settings' parsed command rules, the runtime (a stateless executor), the
+// store, and the process's registry of live sessions, which the core owns
+// and every connection's runtime shares (agent.Registry: it begins runs,
+// cancels them and sends a prompt to a running one). Core holds no state
+// of its own, so a value is as good as a pointer.
 type Core struct {
 	Settings config.Settings
 	Rules    shellrule.Set
 	Runtime  *agent.Runtime
 	Store    store.Store
+	Live     *agent.Registry
 }
 
 // defaultMode is the mode of a run that names none: its session's, else
@@ -90,7 +94,7 @@ func (c Core) Run(ctx context.Context, spec RunSpec, p Ports) (agent.Result, err
 		req.Mode = c.defaultMode(ctx, req.Session)
 	}
 	if spec.Resume {
-		return c.Runtime.Resume(ctx, req)
+		return c.Live.Resume(ctx, c.Runtime, req)
 	}
-	return c.Runtime.Run(ctx, req)
+	return c.Live.Run(ctx, c.Runtime, req)
 }
