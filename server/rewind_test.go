@@ -160,6 +160,13 @@ func TestRewind(t *testing.T) {
 	}
 	checkFork(t, c, session, a)
 	checkRetry(t, c, srv, session)
+	checkRefusals(t, c, session)
+}
+
+// checkRefusals: an unknown checkpoint and an unknown session are refused by name.
+func checkRefusals(t *testing.T, c *lspClient, session string) {
+	t.Helper()
+	var list checkpointList
 	err := rcommand(c, "agent.rewind", map[string]any{"session": session, "checkpoint": 9}, &list)
 	if err == nil || !strings.Contains(err.Error(), "unknown checkpoint 9") {
 		t.Fatalf("an unknown checkpoint: %v", err)

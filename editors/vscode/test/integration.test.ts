@@ -6,8 +6,8 @@
 // handler over the stubbed vscode API. scripts/test.sh provides the binaries
 // through the environment.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -82,8 +82,17 @@ before(() => {
     cpSync(sample, join(dir, "sample"), { recursive: true });
   }
 });
-// Retried: a server's daemon that is still ending may create its lock files meanwhile.
-after(() => dir && rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 300 }));
+// The stores' daemons outlive the servers (their idle time): each is stopped first, so none
+// writes into the folder while it is removed (retried: one still ending may remove its socket).
+after(() => {
+  if (!dir) {
+    return;
+  }
+  for (const db of readdirSync(dir).filter((f) => f.endsWith(".db"))) {
+    spawnSync(bin!, ["daemon", "stop", "--now", "--store", join(dir, db)], { stdio: "ignore", timeout: 30_000 });
+  }
+  rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 300 });
+});
 
 async function startServer(settings: Settings, root: string, init = initializationOptions(settings)): Promise<Started> {
   const exe = serverExecutable(settings, "scripted-key", { ...process.env, OPENAI_BASE_URL: modelURL, AGENT_LSP_MODEL: "scripted" });
