@@ -217,7 +217,7 @@ func TestManagerToolsAndCalls(t *testing.T) {
 			if st := statusOf(m, "test"); st.State != StateStopped || st.Tools != -1 {
 				t.Errorf("before use: %+v, want stopped, no listing", st)
 			}
-			want := []string{"add_tool", "crash", "cwd", "echo", "env", "fail", "image", "slow"}
+			want := []string{"add_tool", "crash", "cwd", "echo", "env", "fail", "image", "peek", "slow"}
 			if got := toolNames(t, m, ctx); !slices.Equal(got, want) {
 				t.Errorf("tools %v, want %v", got, want)
 			}
@@ -327,8 +327,8 @@ func TestManagerListChanged(t *testing.T) {
 			if got := toolNames(t, m, ctx); !slices.Contains(got, "added") {
 				t.Errorf("tools %v after list_changed, want added", got)
 			}
-			if st := statusOf(m, "test"); st.Tools != 9 {
-				t.Errorf("status %+v, want 9 tools", st)
+			if st := statusOf(m, "test"); st.Tools != 10 {
+				t.Errorf("status %+v, want 10 tools", st)
 			}
 			if text, _ := call(t, m, ctx, "added", nil); text != "I am added" {
 				t.Errorf("the added tool: %q", text)
@@ -563,7 +563,7 @@ func TestManagerModelTools(t *testing.T) {
 			t.Errorf("tool %+v", tool)
 		}
 	}
-	if len(names) != 8 || names[0] != "mcp__test__add_tool" {
+	if len(names) != 9 || names[0] != "mcp__test__add_tool" {
 		t.Errorf("names %v", names)
 	}
 	if st := statusOf(m, "broken"); st.State != StateFailed {
