@@ -27,7 +27,8 @@ const toolNames = (r) => (r.tools ?? []).map((t) => t.function.name);
 /** Picks mode with Agent: Select Mode and waits for the status bar to show it. */
 async function selectMode(h, mode) {
   await h.palette("Agent: Select Mode");
-  await h.waitFor(() => h.text(".quick-input-list").then((t) => t.includes("plan") && t.includes("ask")), "the modes in the quick pick", 30000);
+  // The palette's own row says "(agent, plan, ask)": wait for the picker's descriptions of the modes.
+  await h.waitFor(() => h.text(".quick-input-list").then((t) => t.includes("answers with a plan") && !t.includes("Select Mode")), "the modes in the quick pick", 30000);
   await h.page.keyboard.type(mode);
   await h.waitFor(() => h.text(".quick-input-list .monaco-list-row.focused").then((t) => t.includes(mode)), `${mode} focused`, 30000);
   await h.page.keyboard.press("Enter");
