@@ -45,7 +45,13 @@ export async function launch<A extends { session?: string; edits?: EditMode; mod
   const model = ctx.models.get();
   // The workspace's model (Agent: Select Model) goes with every run; unset, the session's or the settings' applies.
   // So does its mode (Agent: Select Mode), unless the caller names one.
-  const full = { mode: ctx.mode.get(), ...args, edits: ctx.settings().edits, ...(model && { model }) };
+  // The budget settings go with every run too, as they are when it starts (the server's copy of the
+  // settings follows a change a moment later).
+  const settings = ctx.settings();
+  const maxTokens = settings["limits.maxTokens"];
+  const maxCost = settings["limits.maxCost"];
+  const budget = { ...(maxTokens !== null && { maxTokens }), ...(maxCost !== null && { maxCost }) };
+  const full = { mode: ctx.mode.get(), ...budget, ...args, edits: settings.edits, ...(model && { model }) };
   const { title, onBegin, ...shown } = opts;
   const run = ctx.runs.begin(`agent: ${firstWords(title, 6)}`, { ...shown, session: args.session });
   onBegin?.(run);
