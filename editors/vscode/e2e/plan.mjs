@@ -26,7 +26,7 @@ const toolNames = (r) => (r.tools ?? []).map((t) => t.function.name);
 
 /** Picks mode with Agent: Select Mode and waits for the status bar to show it. */
 async function selectMode(h, mode) {
-  await h.palette("Agent: Select Mode");
+  await h.palette("Agent: Select Mode (agent, plan, ask)"); // its whole title: "Agent: Select Mode" is the start of "Agent: Select Model"
   // The palette's own row says "(agent, plan, ask)": wait for the picker's descriptions of the modes.
   await h.waitFor(() => h.text(".quick-input-list").then((t) => t.includes("answers with a plan") && !t.includes("Select Mode")), "the modes in the quick pick", 30000);
   await h.page.keyboard.type(mode);

@@ -592,13 +592,9 @@ async function palette(command) {
       60000,
     );
     await page.keyboard.type(command);
-    // Enter runs the focused row: wait until it is the command, not another match the list showed
-    // first (nor a longer one: "Agent: Select Mode" is the start of "Agent: Select Model").
-    const whole = new RegExp(command.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") + "(?!\\w)");
+    // Enter runs the focused row: wait until it is the command, not another match the list showed first.
     try {
-      // A recently used longer match is listed first: move down to the command.
-      const focused = async () => whole.test(await text(".quick-input-list .monaco-list-row.focused")) || (await page.keyboard.press("ArrowDown"), false);
-      await waitFor(focused, `${command} focused in the palette`, 30000);
+      await waitFor(() => text(".quick-input-list .monaco-list-row.focused").then((t) => t.includes(command)), `${command} focused in the palette`, 30000);
       break;
     } catch (e) {
       if (attempt === 3) throw e;
