@@ -462,9 +462,11 @@ async function conversations() {
 
   await slashCompletion({ page, chat, chatText, chatSend, waitFor, step, out });
   await pastedImage({ page, chat, chatText, chatSend, waitFor, step, out });
+  // Before the plan and processes steps: the processes step's run goes on (its model waits), and
+  // the rewind needs no run of its session going.
+  await rewindFromChat({ page, chat, chatText, chatSend, chatEnd, waitFor, step, out, workspace, text, openedText, showChat });
   await runThisPlan({ page, chat, chatText, chatSend, waitFor, step, out, palette, text, setSetting });
   await backgroundProcesses({ page, chat, chatText, chatSend, waitFor, step, out, palette, text, setSetting });
-  await rewindFromChat({ page, chat, chatText, chatSend, chatEnd, waitFor, step, out, workspace, text, openedText, showChat });
 
   // A settings change goes to the running server: the next run uses it, the server is not restarted.
   setSetting("agentLsp.contextTokens", 16384);
