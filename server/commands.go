@@ -62,7 +62,7 @@ func command[A any, R any](name, doc, result string, fn func(*Server, context.Co
 }
 
 // Commands is every agent.* command, in the order the docs list them.
-var Commands = []Command{
+var Commands = append([]Command{
 	command("agent.run", "Runs the agent on a prompt, in a new session or continuing one; returns when the run ends. Given the session of a running run (in any window of the daemon), it queues the prompt for that run's next step and returns at once; that window then receives the session's events. A session continues only in a window that has its folder open. mode is agent, plan or ask (plan and ask offer only the tools that read; a plan run's result carries plan); maxTokens and maxCost bound what the run spends (docs/modes.md). images are [{path} | {data, mimeType}] (docs/images-and-fetch.md); a model that takes no images refuses them before any call. retry: true (with session, without prompt) rewinds the conversation to before the session's last prompt and sends that prompt again, with model if given (docs/rewind.md). isolation \"worktree\" runs it in a git worktree of the project's HEAD on a new branch, outside the project; the project's uncommitted changes are not in it (docs/worktrees.md).",
 		"`{session, status, reply, edits, steps, usage, error?, reason?, queued?, position?, limit?, plan?, branch?, worktree?}`; branch: a run with isolation worktree committed its changes to it (docs/worktrees.md); status is done, cancelled, failed (with error, and reason when a setting fixes it), limit (with limit: steps, tokens or cost), or queued (with position; the running run's result covers the prompt); a cancelled run lists the prompts it never read in queued", (*Server).runCommand),
 	command("agent.resume", "Continues an interrupted run from its last checkpoint, without adding a prompt.",
@@ -92,7 +92,7 @@ var Commands = []Command{
 		"`{commands: [{name, description, argumentHint?, source, path?, error?}]}`; name is without the slash; source is builtin, user or project; path is the file; error says why a file cannot run", (*Server).commandsCommand),
 	command("agent.switchProject", "Makes another project the current one of a session that is not running; its next run or resume works there, and the model is told.",
 		"`{session, project}`", (*Server).switchProjectCommand),
-}
+}, rewindCommands...) // the rewind rows: server/rewind.go
 
 // commandNames lists the command names for executeCommandProvider.commands.
 func commandNames() []string {

@@ -137,8 +137,6 @@ var rewindCommands = []Command{
 		"`{session}`: the new session", (*Server).forkCommand),
 }
 
-func init() { Commands = append(Commands, rewindCommands...) }
-
 // The user's choices about a file changed since the agent changed it.
 const (
 	RestoreAnyway = "Restore anyway"
