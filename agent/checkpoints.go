@@ -101,6 +101,7 @@ func (rec *historyRecorder) begin(ctx context.Context, text, id, model string) {
 	if ns := store.Numbers(entries); len(ns) > 0 {
 		n = ns[len(ns)-1] + 1
 	}
+	rec.prune(ctx, entries)
 	rec.cur = &Checkpoint{N: n, Prompt: text, Message: id, Time: time.Now().UTC(), Model: model}
 	rec.before = map[string]string{}
 	rec.put(ctx)
