@@ -44,8 +44,8 @@ func (rec *historyRecorder) prune(ctx context.Context, entries map[int]json.RawM
 		}
 		return
 	}
-	parts := rec.parts(ctx, entries)
-	cut := planPrune(u, parts, limit)
+	total := u.Total()
+	cut := planPrune(u, rec.parts(ctx, entries), limit)
 	for _, hash := range cut.blobs {
 		delete(rec.stored, hash) // stored again if a later change needs it
 	}
@@ -61,8 +61,8 @@ func (rec *historyRecorder) prune(ctx context.Context, entries map[int]json.RawM
 		rec.rt.cfg.Log("rewind history of %s: pruning: %v", rec.session, err)
 		return
 	}
-	rec.rt.cfg.Log("rewind history of %s: %d bytes over the cap of %d: pruned %d contents, %d branches, %d checkpoints (oldest first)",
-		rec.session, u.Total()-limit, limit, len(cut.blobs), len(cut.branches), len(cut.entries))
+	rec.rt.cfg.Log("rewind history of %s: %d bytes, over the cap of %d (rewind.maxHistoryMB): pruned to %d, oldest first: %d contents, %d branches, %d checkpoints",
+		rec.session, total, limit, u.Total(), len(cut.blobs), len(cut.branches), len(cut.entries))
 }
 
 // parts are the session's checkpoints and branches, oldest first.
@@ -117,7 +117,7 @@ type pruneCut struct {
 }
 
 // planPrune chooses what to remove from a history of usage u made of
-// parts (oldest first) for it to fit in limit bytes.
+// parts (oldest first) for it to fit in limit bytes; u is left as it will be.
 func planPrune(u store.HistoryUsage, parts []historyPart, limit int64) pruneCut {
 	var cut pruneCut
 	total := u.Total()
@@ -151,6 +151,7 @@ func planPrune(u store.HistoryUsage, parts []historyPart, limit int64) pruneCut 
 		if p.branch != "" {
 			cut.branches = append(cut.branches, p.branch)
 			total -= int64(u.Branches[p.branch])
+			delete(u.Branches, p.branch)
 		}
 	}
 	newest := 0
@@ -164,6 +165,7 @@ func planPrune(u store.HistoryUsage, parts []historyPart, limit int64) pruneCut 
 		if p.n > 0 && p.n != newest { // the newest stays: the next prompt's number follows it
 			cut.entries = append(cut.entries, p.n)
 			total -= int64(u.Entries[p.n])
+			delete(u.Entries, p.n)
 		}
 	}
 	return cut
