@@ -34,7 +34,9 @@ func TestRewindUndoHeadless(t *testing.T) {
 	if out, errOut, code = c.run(t, "", "run", "--json", "--session", id, "Second prompt"); code != 0 {
 		t.Fatalf("second: exit %d\n%s%s", code, out, errOut)
 	}
-	files := func() string { return readText(filepath.Join(c.workspace, "a.txt")) + readText(filepath.Join(c.workspace, "b.txt")) }
+	files := func() string {
+		return readText(filepath.Join(c.workspace, "a.txt")) + readText(filepath.Join(c.workspace, "b.txt"))
+	}
 	if out, errOut, code = c.run(t, "", "rewind", id, "--to", "2"); code != 0 || files() != "a1\n<absent>" || !strings.Contains(out, "--undo") {
 		t.Fatalf("rewind: exit %d, files %q\n%s%s", code, files(), out, errOut)
 	}
