@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 
 // A rewind of a session another process runs on a shared PostgreSQL store
 // (its lease, as another machine's would be) is refused, naming the
-// holder (its pid), and nothing changes: the session's files and
+// holder (its machine and pid), and nothing changes: the session's files and
 // checkpoints are as the run left them.
 func TestRewindRefusedWhileLeasedOnPostgres(t *testing.T) {
 	db := pgtest.FreshSchema(t)
@@ -40,10 +41,11 @@ func TestRewindRefusedWhileLeasedOnPostgres(t *testing.T) {
 		}
 	}
 	time.Sleep(500 * time.Millisecond) // the run is in its command now
+	host, _ := os.Hostname()
 	for _, scope := range [][]string{nil, {"--files"}, {"--conversation"}} {
 		args := append([]string{"rewind", session, "--to", "1", "--no-daemon"}, scope...)
 		res, errOut, code := c.run(t, "", args...)
-		if code != 1 || !strings.Contains(errOut, "running elsewhere") || !strings.Contains(errOut, "pid") {
+		if code != 1 || !strings.Contains(errOut, "running elsewhere") || !strings.Contains(errOut, host+" pid") {
 			t.Fatalf("rewind %v of the session another process runs: exit %d\n%s%s", scope, code, res, errOut)
 		}
 	}
