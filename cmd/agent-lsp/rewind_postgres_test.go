@@ -36,7 +36,7 @@ func TestRewindRefusedWhileLeasedOnPostgres(t *testing.T) {
 			t.Fatalf("no session started:\n%s", out.String())
 		}
 		list, _, _ := c.run(t, "", "sessions", "--store", db)
-		if l := lineOf(list, "s-"); strings.Contains(l, "running") && readText(c.workspace+"/a.txt") == "a1\n" {
+		if l := lineOf(list, "s-"); strings.Contains(l, "running") && fileText(c.workspace+"/a.txt") == "a1\n" {
 			session = strings.Fields(l)[0]
 		}
 	}
@@ -49,8 +49,8 @@ func TestRewindRefusedWhileLeasedOnPostgres(t *testing.T) {
 			t.Fatalf("rewind %v of the session another process runs: exit %d\n%s%s", scope, code, res, errOut)
 		}
 	}
-	if readText(c.workspace+"/a.txt") != "a1\n" {
-		t.Fatalf("a.txt after the refused rewinds: %q", readText(c.workspace+"/a.txt"))
+	if fileText(c.workspace+"/a.txt") != "a1\n" {
+		t.Fatalf("a.txt after the refused rewinds: %q", fileText(c.workspace+"/a.txt"))
 	}
 	if list, errOut, code := c.run(t, "", "sessions", "checkpoints", session, "--store", db); code != 0 || !strings.Contains(list, "a.txt") {
 		t.Fatalf("checkpoints after the refused rewinds: exit %d\n%s%s", code, list, errOut)

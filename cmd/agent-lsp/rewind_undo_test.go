@@ -35,7 +35,7 @@ func TestRewindUndoHeadless(t *testing.T) {
 		t.Fatalf("second: exit %d\n%s%s", code, out, errOut)
 	}
 	files := func() string {
-		return readText(filepath.Join(c.workspace, "a.txt")) + readText(filepath.Join(c.workspace, "b.txt"))
+		return fileText(filepath.Join(c.workspace, "a.txt")) + fileText(filepath.Join(c.workspace, "b.txt"))
 	}
 	if out, errOut, code = c.run(t, "", "rewind", id, "--to", "2"); code != 0 || files() != "a1\n<absent>" || !strings.Contains(out, "--undo") {
 		t.Fatalf("rewind: exit %d, files %q\n%s%s", code, files(), out, errOut)
@@ -58,4 +58,13 @@ func TestRewindUndoHeadless(t *testing.T) {
 	if _, errOut, code = c.run(t, "", "rewind", id, "--undo", "--to", "1"); code != 2 {
 		t.Fatalf("--undo with --to: exit %d\n%s", code, errOut)
 	}
+}
+
+// fileText is a file's text, "<absent>" when it cannot be read.
+func fileText(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "<absent>"
+	}
+	return string(b)
 }
