@@ -44,8 +44,8 @@ export async function runThisPlan(h) {
   await waitFor(() => chat.evaluate(() => document.body.dataset.session === ""), "the new chat", 60000);
   await chatSend(chat, "VSC plan a farewell for the greeter");
   const planned = await waitFor(() => chatText(chat).then((t) => (t.includes("── done") && t.includes("Run this plan") ? t : "")), "the plan run's end and Run this plan", 120000);
-  // The budget left is not asserted here: the plan run's chat line came without it in code-server
-  // (issue 59 stays open for it); chat.test.ts checks the line from a run.start with a budget.
+  const noteLines = await chat.evaluate(() => [...document.querySelectorAll("#log .line.note")].map((l) => l.innerText));
+  step(`the plan run's note lines: ${JSON.stringify(noteLines.slice(-3))}`);
   assert.match(planned, /plan mode: the agent only reads/, `the run's mode: ${planned}`);
   assert.match(planned, /Add Farewell to greet\.go/, planned);
   const session = await chat.evaluate(() => document.body.dataset.session);

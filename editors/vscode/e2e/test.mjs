@@ -163,6 +163,9 @@ async function run(page) {
   await waitFor(() => text(".statusbar").then((t) => t.includes("edits now open for your review first")), "the edit mode change", 60000);
   await page.keyboard.press("Escape");
   await reviews();
+  // Edits apply directly again: the chat's runs below do not stop at a review.
+  setSetting("agentLsp.edits", "apply");
+  await waitFor(() => text(".statusbar").then((t) => t.includes("edits now apply directly")), "the edit mode change back", 60000);
   await conversations();
   step("passed");
 }
@@ -246,6 +249,8 @@ async function reviews() {
   writeFileSync(join(workspace, "AGENTS.md"), "# Agents\n");
   await page.keyboard.press("Escape");
   const chat = await showChat();
+  // The proposal's run ends first (its review's diff closes then, and with it a quick input).
+  await chatEnd(chat, /── done · 1 edit\b/, "the proposal run's end line");
   await page.keyboard.press("Escape");
   await agentRun("VSC review accept all");
   await waitFor(() => text(".statusbar").then((t) => t.includes("Accept All")), "Accept All in the status bar", 60000);
@@ -570,10 +575,21 @@ async function chatText(chat) {
 }
 
 // agentRun runs Agent: Run from the command palette with prompt.
+// The box closes when the focus moves (a review's diff closing at the end of the run before,
+// a notification): it is opened again, and Enter goes only once the box holds the whole prompt.
 async function agentRun(prompt) {
-  await palette("Agent: Run");
-  await waitFor(() => text(".quick-input-widget").then((t) => t.includes("What should the agent do")), "the prompt input box", 60000);
-  await page.keyboard.type(prompt);
+  for (let attempt = 1; ; attempt++) {
+    await palette("Agent: Run");
+    try {
+      await waitFor(() => text(".quick-input-widget").then((t) => t.includes("What should the agent do")), "the prompt input box", 20000);
+      await page.keyboard.type(prompt);
+      await waitFor(() => page.$eval(".quick-input-widget input", (el) => el.value === prompt).catch(() => false), `the prompt ${JSON.stringify(prompt)} in the box`, 5000);
+      break;
+    } catch (e) {
+      if (attempt === 3) throw e;
+      step(`Agent: Run's box: ${e.message}: again`);
+    }
+  }
   await page.keyboard.press("Enter");
 }
 
