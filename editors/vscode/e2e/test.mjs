@@ -583,7 +583,7 @@ async function agentRun(prompt) {
     try {
       await waitFor(() => text(".quick-input-widget").then((t) => t.includes("What should the agent do")), "the prompt input box", 20000);
       await page.keyboard.type(prompt);
-      await waitFor(() => page.$eval(".quick-input-widget input", (el) => el.value === prompt).catch(() => false), `the prompt ${JSON.stringify(prompt)} in the box`, 5000);
+      await waitFor(() => page.evaluate((p) => [...document.querySelectorAll(".quick-input-widget input")].some((el) => el.value === p), prompt), `the prompt ${JSON.stringify(prompt)} in the box`, 5000);
       break;
     } catch (e) {
       if (attempt === 3) throw e;
