@@ -89,6 +89,8 @@ async function run(page) {
   assert.match(edited, /return "Goodbye, " \+ name/);
   step("edit landed in the editor");
   const done = await chatEnd(chat, /── done · 1 edit\b/, "the run's end line in the chat");
+  // agentLsp.limits.maxTokens is 50,000 (run.sh): the run's line says what its budget leaves.
+  assert.match(done, /[\d.]+k of 50\.0k tokens left/, done);
   step(`end line: ${JSON.stringify(done.match(/── done[^\n]*/)?.[0])}`);
   // The edit row is a diff, one element per line, the added lines marked.
   const diff = await chat.evaluate(() => [...document.querySelectorAll(".tool .diff .ln")].map((l) => `${l.className}|${l.textContent}`));
@@ -390,6 +392,9 @@ function starts() {
 }
 
 /** Sets key to value in the user and machine settings files, as the user editing settings.json. */
+// setSetting writes a setting into the User and Machine settings files. code-server's window is a
+// remote one and notices a change of either file only for window- and machine-scoped settings: an
+// application-scoped one (allow, limits.*, prices) is read at the start only, so run.sh sets those.
 function setSetting(key, value) {
   for (const settingsPath of process.env.E2E_SETTINGS.split(":")) {
     const settings = JSON.parse(readFileSync(settingsPath, "utf8"));
@@ -470,8 +475,8 @@ async function conversations() {
   // Before the plan and processes steps: the processes step's run goes on (its model waits), and
   // the rewind needs no run of its session going.
   await rewindFromChat({ page, chat, chatText, chatSend, chatEnd, waitFor, step, out, workspace, text, openedText, showChat });
-  await runThisPlan({ page, chat, chatText, chatSend, waitFor, step, out, palette, text, setSetting });
-  await backgroundProcesses({ page, chat, chatText, chatSend, waitFor, step, out, palette, text, setSetting });
+  await runThisPlan({ page, chat, chatText, chatSend, waitFor, step, out, palette, text });
+  await backgroundProcesses({ page, chat, chatText, chatSend, waitFor, step, out, palette, text });
 
   // A settings change goes to the running server: the next run uses it, the server is not restarted.
   setSetting("agentLsp.contextTokens", 16384);
