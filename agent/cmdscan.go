@@ -112,7 +112,16 @@ func (s *commandScan) begin(ctx context.Context, line string) {
 		return
 	}
 	s.p, s.line, s.limit = p, line, rec.rt.scanLimit()
+	dirty := make(chan map[string]bool, 1) // git status runs while the files are listed
+	go func() {
+		var d map[string]bool
+		if s.repo = rec.repoFor(ctx, p); s.repo != nil {
+			d = s.repo.dirty(ctx, p)
+		}
+		dirty <- d
+	}()
 	before, err := listFiles(ctx, p, s.limit, nil)
+	s.dirty = <-dirty
 	if errors.Is(err, errTooManyFiles) {
 		s.skipped = true
 		return
@@ -133,10 +142,6 @@ func (s *commandScan) begin(ctx context.Context, line string) {
 				s.known[rel] = text
 			}
 		}
-	}
-	s.repo = rec.repoFor(ctx, p)
-	if s.repo != nil {
-		s.dirty = s.repo.dirty(ctx, p)
 	}
 }
 
@@ -390,10 +395,12 @@ func (rec *historyRecorder) repoFor(ctx context.Context, p *workspace.Project) *
 	return r
 }
 
-// dirty is what git status lists of p's files (modified, staged,
-// untracked, in conflict), relative to p's root; nil when it failed.
+// dirty is what git status lists of p's tracked files (modified, staged,
+// deleted, in conflict), relative to p's root; nil when it failed. An
+// untracked file need not be listed: it is not in HEAD, so its HEAD
+// content is not found (earlier).
 func (r *repoOf) dirty(ctx context.Context, p *workspace.Project) map[string]bool {
-	out, err := r.repo.Run(ctx, p.WalkRoot(), "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--", ".")
+	out, err := r.repo.Run(ctx, p.WalkRoot(), "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", "--", ".")
 	if err != nil {
 		return nil
 	}
