@@ -154,7 +154,7 @@ func listFiles(ctx context.Context, p *workspace.Project, limit int, visit func(
 		if len(out) >= limit {
 			return errTooManyFiles
 		}
-		fi, err := e.Info()
+		fi, err := e.Lstat()
 		if err != nil {
 			return nil // gone since the folder was read
 		}
