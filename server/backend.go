@@ -164,7 +164,8 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 		SubagentModels: nonEmpty(s.SubagentModel), UserDir: session.UserDir(b.getenv),
 		Sandbox: sb, SandboxSettings: confine, Language: lang, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) },
 		Vision: newVision(s.Vision, m).check, ImageMaxBytes: s.ImageMaxBytes, Fetch: tools.FetchConfig{Allow: nonEmpty(s.AllowFetch)},
-		MaxBackground: cmp.Or(s.MaxBackground, -1), BackgroundLinger: time.Duration(s.BgLinger) * time.Second})
+		MaxBackground: cmp.Or(s.MaxBackground, -1), BackgroundLinger: time.Duration(s.BgLinger) * time.Second,
+		ScanLimit: cmp.Or(s.RewindScanLimit, -1)})
 	if err != nil {
 		if lang != b.Lang {
 			lang.Close()
