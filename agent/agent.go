@@ -134,6 +134,10 @@ type Config struct {
 	// Hooks gives each project's runs the commands to run on their events
 	// (agent/hooks); nil: none.
 	Hooks HookSource
+	// ScanLimit is the number of files a project may have for the files a
+	// command changes to be looked for (cmdscan.go); 0: DefaultScanLimit,
+	// negative: never.
+	ScanLimit int
 }
 
 // ToolSource provides tools of other programs for a project's runs.

@@ -31,7 +31,7 @@ type historyPart struct {
 }
 
 // prune keeps the session's history within the cap; the caller holds mu.
-func (rec *historyRecorder) prune(ctx context.Context, entries map[int]json.RawMessage) {
+func (rec *historyRecorder) prune(ctx context.Context) {
 	limit := rec.rt.cfg.MaxHistoryBytes
 	if limit <= 0 {
 		return
@@ -42,6 +42,11 @@ func (rec *historyRecorder) prune(ctx context.Context, entries map[int]json.RawM
 		if err != nil {
 			rec.rt.cfg.Log("rewind history of %s: %v", rec.session, err)
 		}
+		return
+	}
+	entries, err := h.Entries(ctx, rec.session)
+	if err != nil {
+		rec.rt.cfg.Log("rewind history of %s: %v", rec.session, err)
 		return
 	}
 	total := u.Total()

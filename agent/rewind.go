@@ -107,6 +107,9 @@ func (rt *Runtime) restoreOf(first, last FileChange, blobs *store.Blobs) (FileRe
 		return FileRestore{}, fmt.Errorf("%s: %v; refused", first.Rel, err)
 	}
 	r := FileRestore{Path: abs, Rel: first.Rel, Delete: first.Created}
+	if r.Reason = badName(first.Rel); r.Reason != "" {
+		return r, nil
+	}
 	if ok, why := first.Restorable(blobs); !ok {
 		if why == ReasonPruned {
 			return FileRestore{}, fmt.Errorf("%s: %s", first.Rel, why)

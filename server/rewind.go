@@ -44,6 +44,9 @@ type CheckpointRow struct {
 	Time       string           `json:"time"`   // RFC 3339
 	Model      string           `json:"model"`
 	Files      []CheckpointFile `json:"files"`
+	// Notes say what the checkpoint could not record: a command's files
+	// not looked for (the project was over rewind.scanLimit).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // CheckpointsResult is agent.checkpoints' result.
@@ -142,7 +145,7 @@ type ForkResult struct {
 // rewindCommands are the rewind rows of Commands.
 var rewindCommands = []Command{
 	command("agent.checkpoints", "Lists a session's checkpoints: one per prompt (agent.run, follow-ups, queued prompts), the state just before it was sent, with the files that prompt's run changed (docs/rewind.md).",
-		"`{checkpoints: [{checkpoint, prompt, time, model, files: [{path, uri, added, removed, restorable, reason?}]}]}`; checkpoint counts prompts from 1; prompt is its first line; path is relative to its project; reason says why a file is not restorable (changed by a command whose earlier content is unknown, or its content was pruned)",
+		"`{checkpoints: [{checkpoint, prompt, time, model, files: [{path, uri, added, removed, restorable, reason?}], notes?}]}`; checkpoint counts prompts from 1; prompt is its first line; path is relative to its project; files include those commands changed; reason says why a file is not restorable (changed by a command whose earlier content is unknown, its content was pruned, a name with a control character); notes say what was not recorded (a command's files not looked for: the project was over rewind.scanLimit)",
 		(*Server).checkpointsCommand),
 	command("agent.rewind", "Returns a session that is not running to checkpoint N (before prompt N): restore both (the default), conversation (prompt N and what followed leave the history, kept in the store as a branch) or files (every file prompts N and later changed is put back, through the editor as one workspace/applyEdit labelled \"Rewind to before prompt N\", or atomically on disk headless). A file the user changed after the agent did is a conflict: the editor is asked (Restore anyway / Keep mine); headless it is kept. Pruned contents and files now outside their project are refused before anything changes. With undo: true (and no checkpoint) it takes the session's newest rewind back: the files it wrote become as before it (one edit labelled \"Undo the rewind to before prompt N\"; a file changed since the rewind is a conflict, as above) and the conversation it took out comes back, refused before anything changes when the conversation went on since (fork instead) or there is no rewind to undo.",
 		"`{checkpoint, rewind, undone?, conversation, restored: [{path, uri}], conflicts: [{path, uri, kept}], notRestorable: [{path, uri, reason}]}`; rewind is the rewind's ID (an undo answers the one it took back, with undone: true); conversation says whether the history was rewound (or brought back)",
@@ -195,7 +198,7 @@ func (s *Server) checkpointsCommand(ctx context.Context, call commandCall, a Che
 func CheckpointRows(cps []agent.Checkpoint, blobs *store.Blobs) CheckpointsResult {
 	out := CheckpointsResult{Checkpoints: []CheckpointRow{}}
 	for _, c := range cps {
-		row := CheckpointRow{Checkpoint: c.N, Prompt: c.FirstLine(), Time: c.Time.UTC().Format(time.RFC3339), Model: c.Model, Files: []CheckpointFile{}}
+		row := CheckpointRow{Checkpoint: c.N, Prompt: c.FirstLine(), Time: c.Time.UTC().Format(time.RFC3339), Model: c.Model, Files: []CheckpointFile{}, Notes: c.Notes}
 		for _, f := range c.Files {
 			ok, why := f.Restorable(blobs)
 			row.Files = append(row.Files, CheckpointFile{Path: f.Rel, URI: string(uri.File(f.Path())), Added: f.Added, Removed: f.Removed, Restorable: ok, Reason: why})

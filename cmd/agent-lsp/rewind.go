@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/uri"
@@ -85,7 +86,10 @@ func printCheckpoints(ctx context.Context, db store.Store, id string, asJSON boo
 			if !f.Restorable {
 				note = "  (" + f.Reason + ")"
 			}
-			fmt.Fprintf(tw, "\t\t\t  %s +%d -%d%s\n", f.Path, f.Added, f.Removed, note)
+			fmt.Fprintf(tw, "\t\t\t  %s +%d -%d%s\n", shownPath(f.Path), f.Added, f.Removed, note)
+		}
+		for _, n := range c.Notes {
+			fmt.Fprintf(tw, "\t\t\t  (%s)\n", n)
 		}
 	}
 	tw.Flush()
@@ -157,18 +161,28 @@ func printRewind(res server.RewindResult, asJSON bool, stdout io.Writer) {
 		fmt.Fprintf(stdout, "rewound to before prompt %d (conversation: %v; --undo takes it back)\n", res.Checkpoint, res.Conversation)
 	}
 	for _, r := range res.Restored {
-		fmt.Fprintf(stdout, "  restored %s\n", r.Path)
+		fmt.Fprintf(stdout, "  restored %s\n", shownPath(r.Path))
 	}
 	for _, c := range res.Conflicts {
 		by := "agent"
 		if res.Undone {
 			by = "rewind"
 		}
-		fmt.Fprintf(stdout, "  kept %s: changed since the %s changed it\n", c.Path, by)
+		fmt.Fprintf(stdout, "  kept %s: changed since the %s changed it\n", shownPath(c.Path), by)
 	}
 	for _, n := range res.NotRestorable {
-		fmt.Fprintf(stdout, "  not restored %s: %s\n", n.Path, n.Reason)
+		fmt.Fprintf(stdout, "  not restored %s: %s\n", shownPath(n.Path), n.Reason)
 	}
+}
+
+// shownPath is a path as a line of text shows it: quoted when it holds a
+// control character (a newline, which a command may put in a file's name,
+// would forge a line).
+func shownPath(path string) string {
+	if strings.ContainsFunc(path, unicode.IsControl) {
+		return strconv.Quote(path)
+	}
+	return path
 }
 
 // withServer runs fn with a connection to an initialized server (the
