@@ -109,13 +109,13 @@ func (rec *historyRecorder) begin(ctx context.Context, text, id, model string) {
 		if ns := store.Numbers(entries); len(ns) > 0 {
 			rec.next = ns[len(ns)-1] + 1
 		}
+		rec.prune(ctx, entries) // the size cap, once per run (historycap.go)
 	}
 	if rec.cur != nil && rec.earlierPaths != nil {
 		for _, f := range rec.cur.Files {
 			rec.earlierPaths[f.Path()] = true
 		}
 	}
-	rec.prune(ctx)
 	rec.cur = &Checkpoint{N: rec.next, Prompt: text, Message: id, Time: time.Now().UTC(), Model: model}
 	rec.next++
 	rec.before = map[string]string{}

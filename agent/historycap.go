@@ -12,8 +12,10 @@ import (
 )
 
 // The size cap of a session's rewind history (Config.MaxHistoryBytes,
-// the rewind.maxHistoryMB setting): as each prompt's checkpoint begins,
-// a history over the cap loses its oldest parts first until it fits:
+// the rewind.maxHistoryMB setting): as each run begins (its first
+// prompt's checkpoint: counting the history reads the whole of it, so a
+// run's queued prompts do not count it again), a history over the cap
+// loses its oldest parts first until it fits:
 // contents no checkpoint or branch names any more, then, oldest first, the
 // contents only a checkpoint (or a rewind's branch) names, and last, if it
 // still does not fit, the oldest checkpoints' entries themselves. A
@@ -31,7 +33,7 @@ type historyPart struct {
 }
 
 // prune keeps the session's history within the cap; the caller holds mu.
-func (rec *historyRecorder) prune(ctx context.Context) {
+func (rec *historyRecorder) prune(ctx context.Context, entries map[int]json.RawMessage) {
 	limit := rec.rt.cfg.MaxHistoryBytes
 	if limit <= 0 {
 		return
@@ -42,11 +44,6 @@ func (rec *historyRecorder) prune(ctx context.Context) {
 		if err != nil {
 			rec.rt.cfg.Log("rewind history of %s: %v", rec.session, err)
 		}
-		return
-	}
-	entries, err := h.Entries(ctx, rec.session)
-	if err != nil {
-		rec.rt.cfg.Log("rewind history of %s: %v", rec.session, err)
 		return
 	}
 	total := u.Total()

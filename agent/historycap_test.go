@@ -24,9 +24,9 @@ func noise(n int) string {
 	return base64.StdEncoding.EncodeToString(b)[:n]
 }
 
-// TestHistoryCap: with a cap of 64 KB, six prompts each writing a new
-// 20 KB content to the same file keep the history within the cap as each
-// prompt starts: the oldest checkpoints lose their contents first (their
+// TestHistoryCap: with a cap of 64 KB, six runs of a prompt each writing
+// a new 20 KB content to the same file keep the history within the cap as
+// each run starts: the oldest checkpoints lose their contents first (their
 // file is listed with ReasonPruned, and planning a rewind to them names it
 // before anything changes), the newest stay restorable, and an entry whose
 // content is still named by a later checkpoint keeps it.
@@ -40,9 +40,9 @@ func TestHistoryCap(t *testing.T) {
 	if err := h.store.PutSession(ctx, store.Session{ID: session, Project: "sample", Root: root, Status: store.StatusDone}); err != nil {
 		t.Fatal(err)
 	}
-	rec := h.rt.newHistoryRecorder(session, "")
 	text := noise(20 << 10)
 	for i := range 6 {
+		rec := h.rt.newHistoryRecorder(session, "") // each prompt its own run, as agent.run's are
 		rec.begin(ctx, fmt.Sprintf("prompt %d", i+1), message.NewID(), "m")
 		if u, err := h.rt.hist.Usage(ctx, session); err != nil || u.Total() > limit {
 			t.Fatalf("history at prompt %d: %d bytes over a cap of %d (%v)", i+1, u.Total(), limit, err)
