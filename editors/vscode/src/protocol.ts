@@ -462,6 +462,8 @@ export interface Checkpoint {
   model: string;
   /** The files prompt N's run changed. */
   files: CheckpointFile[];
+  /** What the checkpoint could not record (a command's files not looked for: the project was over rewind.scanLimit). */
+  notes?: string[];
 }
 
 export interface CheckpointsResult {

@@ -430,6 +430,7 @@
 ---@field time string RFC 3339
 ---@field model string
 ---@field files AgentLsp.CheckpointFile[] the files prompt N's run changed
+---@field notes? string[] what the checkpoint could not record (a command's files not looked for: over rewind.scanLimit)
 
 ---@class AgentLsp.CheckpointFile
 ---@field path string relative to its project
