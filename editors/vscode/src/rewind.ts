@@ -114,6 +114,11 @@ export function filesSince(list: readonly Checkpoint[], n: number): CheckpointFi
   return [...byUri.values()].sort((a, b) => a.path.localeCompare(b.path));
 }
 
+/** What checkpoint n and the later ones could not record, each once. */
+export function notesSince(list: readonly Checkpoint[], n: number): string[] {
+  return [...new Set(list.filter((c) => c.checkpoint >= n).flatMap((c) => c.notes ?? []))];
+}
+
 /** A file's line in a list: "greet.go +3 −1", and why it cannot be restored. */
 export function fileLabel(f: CheckpointFile): string {
   return `${f.path} +${f.added} −${f.removed}${f.restorable ? "" : ` (${f.reason ?? "not restorable"})`}`;
@@ -124,9 +129,9 @@ export interface ScopeItem extends vscode.QuickPickItem {
   scope: RewindScope;
 }
 
-/** The Rewind… quick pick's items for checkpoint n: the three scopes, those that restore files listing them. */
-export function scopeItems(n: number, files: readonly CheckpointFile[]): ScopeItem[] {
-  const list = files.length ? files.map(fileLabel).join(", ") : "no file changed since";
+/** The Rewind… quick pick's items for checkpoint n: the three scopes, those that restore files listing them and what was not recorded. */
+export function scopeItems(n: number, files: readonly CheckpointFile[], notes: readonly string[] = []): ScopeItem[] {
+  const list = [files.length ? files.map(fileLabel).join(", ") : "no file changed since", ...notes].join("; ");
   const count = files.length === 1 ? "1 file goes" : `${files.length} files go`;
   return [
     { scope: "both", label: "Conversation and files", description: `prompt ${n} and later leave the conversation; ${count} back`, detail: list },
@@ -177,7 +182,7 @@ async function checkpointOf(ctx: Ctx, session: string, shown: readonly string[],
 export async function rewind(ctx: Ctx, host: RewindHost, session: string, shown: readonly string[], i: number): Promise<void> {
   const { at, list } = await checkpointOf(ctx, session, shown, i);
   const files = filesSince(list, at.checkpoint);
-  const pick = await vscode.window.showQuickPick(scopeItems(at.checkpoint, files), {
+  const pick = await vscode.window.showQuickPick(scopeItems(at.checkpoint, files, notesSince(list, at.checkpoint)), {
     title: `Rewind to before prompt ${at.checkpoint}: “${firstLine(at.prompt)}”`,
     placeHolder: "What goes back: the conversation, the files, or both",
   });

@@ -12,7 +12,7 @@ import { registerCommands } from "../src/commands";
 import { defaultSettings } from "../src/config";
 import { Ctx, type AgentServer, type Client, type SendOptions } from "../src/ctx";
 import type { Checkpoint, FinishedRun, Message, ProgressValue, Request, RewindResult } from "../src/protocol";
-import { checkpointScheme, filesSince, matchCheckpoint, registerCheckpointContents, rewindSummary, scopeItems } from "../src/rewind";
+import { checkpointScheme, filesSince, matchCheckpoint, notesSince, registerCheckpointContents, rewindSummary, scopeItems } from "../src/rewind";
 import { Uri, stub } from "./vscode-stub";
 
 class FakeServer implements AgentServer {
@@ -130,6 +130,20 @@ test("the files since a checkpoint: each once, counts summed, not restorable wit
   assert.equal(both?.detail, "greet.go +2 −1, out.txt +1 −0 (changed by a command, not restorable), sub_test.go +9 −0");
   assert.equal(conv?.detail, undefined, "the conversation only: no file listed");
   assert.match(files?.description ?? "", /3 files go back to before prompt 2; the conversation stays/);
+});
+
+test("what a checkpoint could not record shows with the files of the scopes that restore them, each note once", () => {
+  const note = "the files of `make` were not looked for: 25000 files, over rewind.scanLimit (20000)";
+  const list = [
+    { ...checkpoints[0]!, checkpoint: 1, notes: ["an older note"] },
+    { ...checkpoints[0]!, checkpoint: 2, files: [], notes: [note] },
+    { ...checkpoints[0]!, checkpoint: 3, files: [], notes: [note] },
+  ];
+  assert.deepEqual(notesSince(list, 2), [note]);
+  const [both, conv, files] = scopeItems(2, [], notesSince(list, 2));
+  assert.equal(both?.detail, `no file changed since; ${note}`);
+  assert.equal(files?.detail, `no file changed since; ${note}`);
+  assert.equal(conv?.detail, undefined);
 });
 
 test("a rewind's summary: what went back, the conflicts kept or overwritten, what could not be restored", () => {

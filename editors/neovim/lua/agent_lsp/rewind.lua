@@ -65,7 +65,29 @@ end
 ---@return string
 function M.checkpoint_item(c)
   local files = vim.tbl_map(M.file_label, type(c.files) == "table" and c.files or {})
-  return ("%s. %s — %s"):format(render.str(c.checkpoint), render.oneline(c.prompt), #files > 0 and table.concat(files, ", ") or "no file changed")
+  local notes = vim.tbl_map(render.oneline, type(c.notes) == "table" and c.notes or {})
+  local line = ("%s. %s — %s"):format(render.str(c.checkpoint), render.oneline(c.prompt), #files > 0 and table.concat(files, ", ") or "no file changed")
+  return #notes > 0 and (line .. "; " .. table.concat(notes, "; ")) or line
+end
+
+---What checkpoint n and the later ones could not record, each once.
+---@param list AgentLsp.Checkpoint[]
+---@param n integer
+---@return string[]
+function M.notes_since(list, n)
+  local out, seen = {}, {}
+  for _, c in ipairs(list) do
+    if type(c.checkpoint) == "number" and c.checkpoint >= n then
+      for _, note in ipairs(type(c.notes) == "table" and c.notes or {}) do
+        local line = render.oneline(note)
+        if not seen[line] then
+          seen[line] = true
+          table.insert(out, line)
+        end
+      end
+    end
+  end
+  return out
 end
 
 ---agent.checkpoints for the event log: each checkpoint, then its files with their URIs.
@@ -77,6 +99,9 @@ function M.checkpoints_lines(r)
     table.insert(lines, ("checkpoint %s: %s (%s · %s)"):format(render.str(c.checkpoint), render.oneline(c.prompt), render.time(c.time), render.str(c.model)))
     for _, f in ipairs(type(c.files) == "table" and c.files or {}) do
       table.insert(lines, ("    %s · %s · %s"):format(M.file_label(f), render.word("restorable", f.restorable), render.str(f.uri)))
+    end
+    for _, note in ipairs(type(c.notes) == "table" and c.notes or {}) do
+      table.insert(lines, "    note: " .. render.oneline(note))
     end
   end
   return #lines > 0 and lines or { "no checkpoints" }
@@ -298,6 +323,9 @@ function M.rewind(n, scope)
       end
       local files = vim.tbl_map(M.file_label, M.files_since(list, cp.checkpoint))
       local changed = #files > 0 and ("; files changed since: " .. table.concat(files, ", ")) or "; no file changed since"
+      for _, note in ipairs(M.notes_since(list, cp.checkpoint)) do
+        changed = changed .. "; " .. note
+      end
       vim.ui.select(M.scopes, {
         prompt = ("Rewind to before prompt %d (%s)%s. What goes back?"):format(cp.checkpoint, render.oneline(cp.prompt), changed),
         format_item = function(s) return s[2] end,

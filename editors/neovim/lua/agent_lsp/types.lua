@@ -240,7 +240,7 @@
 ---@class AgentLsp.SandboxReport
 ---@field mode AgentLsp.SandboxMode the sandbox setting
 ---@field landlockABI integer the kernel's Landlock ABI; 0: none
----@field isolation? "namespaces"|"snapshot"|"none" the mechanism in force (snapshot: user namespaces are refused)
+---@field isolation? "namespaces"|"snapshot"|"seatbelt"|"restricted-token"|"none" the mechanism in force (snapshot: user namespaces are refused; seatbelt: macOS; restricted-token: Windows)
 ---@field processes? string what bounds a command's processes ("pids cgroup v1", "RLIMIT_NPROC")
 ---@field enforced string[] the rights actually enforced, human-readable
 ---@field notEnforced? string[] what is not enforced, and why
@@ -430,6 +430,7 @@
 ---@field time string RFC 3339
 ---@field model string
 ---@field files AgentLsp.CheckpointFile[] the files prompt N's run changed
+---@field notes? string[] what the checkpoint could not record (a command's files not looked for: over rewind.scanLimit)
 
 ---@class AgentLsp.CheckpointFile
 ---@field path string relative to its project
