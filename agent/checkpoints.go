@@ -109,6 +109,7 @@ func (rec *historyRecorder) begin(ctx context.Context, text, id, model string) {
 		if ns := store.Numbers(entries); len(ns) > 0 {
 			rec.next = ns[len(ns)-1] + 1
 		}
+		rec.prune(ctx, entries) // the size cap, once per run (historycap.go)
 	}
 	if rec.cur != nil && rec.earlierPaths != nil {
 		for _, f := range rec.cur.Files {

@@ -165,7 +165,8 @@ func (b *Backend) with(s config.Settings) (*Backend, error) {
 		Sandbox: sb, SandboxSettings: confine, Language: lang, Log: func(format string, args ...any) { warn(fmt.Sprintf(format, args...)) },
 		Vision: newVision(s.Vision, m).check, ImageMaxBytes: s.ImageMaxBytes, Fetch: tools.FetchConfig{Allow: nonEmpty(s.AllowFetch)},
 		MaxBackground: cmp.Or(s.MaxBackground, -1), BackgroundLinger: time.Duration(s.BgLinger) * time.Second,
-		ScanLimit: cmp.Or(s.RewindScanLimit, -1)})
+		MaxHistoryBytes: int64(s.MaxHistoryMB) << 20,
+		ScanLimit:       cmp.Or(s.RewindScanLimit, -1)})
 	if err != nil {
 		if lang != b.Lang {
 			lang.Close()

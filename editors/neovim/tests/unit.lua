@@ -2376,6 +2376,21 @@ test(":AgentRewind N scope goes straight to agent.rewind; an unknown N or scope 
   end)
 end)
 
+test(":AgentRewind undo sends agent.rewind with undo and says what came back; a kept file is a warning", function()
+  with_server(function(calls, notes)
+    state.last_session = "s-1"
+    vim.cmd("AgentRewind undo")
+    assert(calls[1] and calls[1].command == "agent.rewind" and vim.deep_equal(calls[1].args, { session = "s-1", undo = true }), vim.inspect(calls[1]))
+    calls[1].on_result({ checkpoint = 2, rewind = "01R", undone = true, conversation = true, restored = { { path = "greet.go", uri = "file:///w/greet.go" } }, conflicts = {}, notRestorable = {} })
+    local note = has_note(notes, "undid the rewind to before prompt 2 (the prompt and later left the conversation (kept as a branch)): the conversation is back; put back greet.go")
+    assert(note and note.level == vim.log.levels.INFO, vim.inspect(notes))
+    vim.cmd("AgentRewind undo")
+    calls[2].on_result({ checkpoint = 2, rewind = "01S", undone = true, conversation = false, restored = {}, conflicts = { { path = "a.txt", uri = "file:///w/a.txt", kept = true } }, notRestorable = {} })
+    note = has_note(notes, "undid the rewind to before prompt 2 (the conversation did not change): no file needed putting back; changed by you since: a.txt (kept yours)")
+    assert(note and note.level == vim.log.levels.WARN, vim.inspect(notes))
+  end)
+end)
+
 test(":AgentFork picks a checkpoint, forks and opens the new session in the chat; :AgentRetry sends agent.run with retry", function()
   with_server(function(calls, notes)
     state.last_session = "s-1"

@@ -473,11 +473,8 @@ export interface CheckpointsResult {
 /** What a rewind restores: the conversation, the files, or both. */
 export type RewindScope = "both" | "conversation" | "files";
 
-export interface RewindArgs {
-  session: string;
-  checkpoint: number;
-  restore: RewindScope;
-}
+/** A rewind to checkpoint N; or, with undo (alone), the session's newest rewind taken back. */
+export type RewindArgs = { session: string; checkpoint: number; restore: RewindScope } | { session: string; undo: true };
 
 /** A file named by a rewind's result. */
 export interface RewoundFile {
@@ -487,7 +484,11 @@ export interface RewoundFile {
 
 export interface RewindResult {
   checkpoint: number;
-  /** True when prompt N and later left the conversation. */
+  /** The rewind's ID; an undo answers the one it took back. */
+  rewind: string;
+  /** An undo: the files it wrote are as before it, the conversation is back when conversation is true. */
+  undone?: boolean;
+  /** True when prompt N and later left the conversation (an undo: came back). */
   conversation: boolean;
   restored: RewoundFile[];
   /** Files the user changed after the agent did; kept says whether the user's content stayed. */

@@ -144,10 +144,15 @@ export function scopeItems(n: number, files: readonly CheckpointFile[], notes: r
 export function rewindSummary(r: RewindResult, scope: RewindScope): { text: string; warn: boolean } {
   const names = (l: readonly { path: string }[]) => l.map((f) => f.path).join(", ");
   const parts = [`Rewound to before prompt ${r.checkpoint}:`];
-  if (scope !== "files") {
+  if (r.undone) {
+    parts[0] = `Undid the rewind to before prompt ${r.checkpoint}:`;
+    if (r.conversation) parts.push(`prompt ${r.checkpoint} and later are back in the conversation.`);
+    if (r.restored.length || !r.conversation) parts.push(r.restored.length ? `put back ${names(r.restored)}.` : "no file needed putting back.");
+  }
+  if (scope !== "files" && !r.undone) {
     parts.push(r.conversation ? `prompt ${r.checkpoint} and later left the conversation (kept as a branch).` : "the conversation did not change.");
   }
-  if (scope !== "conversation") {
+  if (scope !== "conversation" && !r.undone) {
     parts.push(r.restored.length ? `restored ${names(r.restored)}.` : "no file needed restoring.");
   }
   const kept = r.conflicts.filter((c) => c.kept);
@@ -187,6 +192,27 @@ export async function rewind(ctx: Ctx, host: RewindHost, session: string, shown:
   const result = await (await ctx.ready()).send(requests.rewind, { session, checkpoint: at.checkpoint, restore: pick.scope });
   const { text, warn } = rewindSummary(result, pick.scope);
   ctx.output.appendLine(`↶ ${text}`);
+  if (result.conversation) {
+    await host.show(session);
+  }
+  void (warn ? vscode.window.showWarningMessage(text, undoButton) : vscode.window.showInformationMessage(text, undoButton)).then(async (choice) => {
+    if (choice !== undoButton) return;
+    try {
+      await undoRewind(ctx, host, session);
+    } catch (err) {
+      void vscode.window.showErrorMessage(errorText(err));
+    }
+  });
+}
+
+/** The button of a rewind's notification that takes it back. */
+export const undoButton = "Undo Rewind";
+
+/** Undo Rewind: the session's newest rewind taken back (its files and conversation); the chat shows the session again. */
+export async function undoRewind(ctx: Ctx, host: RewindHost, session: string): Promise<void> {
+  const result = await (await ctx.ready()).send(requests.rewind, { session, undo: true });
+  const { text, warn } = rewindSummary(result, "both");
+  ctx.output.appendLine(`↷ ${text}`);
   if (result.conversation) {
     await host.show(session);
   }

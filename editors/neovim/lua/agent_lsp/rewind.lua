@@ -118,12 +118,23 @@ end
 ---@return string text
 ---@return boolean warn
 function M.summary(r, scope)
-  local parts = { ("rewound to before prompt %s:"):format(render.str(r.checkpoint)) }
-  if scope ~= "files" then
+  local parts = { ("%s to before prompt %s:"):format(render.word("undone", false), render.str(r.checkpoint)) }
+  local restored = type(r.restored) == "table" and r.restored or {}
+  if r.undone == true then
+    -- (the rewind's own words: what it did, which the undo took back)
+    parts = { ("%s to before prompt %s (%s):"):format(render.word("undone", true), render.str(r.checkpoint), render.word("conversation", r.conversation)) }
+    if r.conversation == true then
+      table.insert(parts, "the conversation is back;")
+    end
+    if #restored > 0 or r.conversation ~= true then
+      table.insert(parts, #restored > 0 and ("put back " .. names(restored) .. ";") or "no file needed putting back;")
+    end
+    scope = "undo"
+  end
+  if scope ~= "files" and scope ~= "undo" then
     table.insert(parts, render.word("conversation", r.conversation) .. ";")
   end
-  local restored = type(r.restored) == "table" and r.restored or {}
-  if scope ~= "conversation" then
+  if scope ~= "conversation" and scope ~= "undo" then
     table.insert(parts, #restored > 0 and ("restored " .. names(restored) .. ";") or "no file needed restoring;")
   end
   local conflicts = type(r.conflicts) == "table" and r.conflicts or {}
@@ -147,6 +158,9 @@ end
 ---@return string[]
 function M.rewind_lines(r, args)
   local lines = { ("session %s: %s"):format(render.str(args.session), (M.summary(r, args.restore or "both"))) }
+  if r.rewind then
+    table.insert(lines, ("    rewind %s%s"):format(render.str(r.rewind), r.undone and " (taken back)" or " (:AgentRewind undo takes it back)"))
+  end
   for _, kind in ipairs({ "restored", "conflicts", "notRestorable" }) do
     for _, f in ipairs(type(r[kind]) == "table" and r[kind] or {}) do
       table.insert(lines, ("    %s %s %s"):format(kind, render.str(f.path), render.str(f.uri)))
@@ -273,6 +287,22 @@ local function do_rewind(c, session, n, scope)
     if r.conversation then
       reload_chat(session)
     end
+  end)
+end
+
+---:AgentRewind undo: the session's newest rewind taken back (the files it
+---wrote as before it, one workspace edit; the conversation it took out).
+function M.undo()
+  with_session("rewind", function(session, c)
+    local args = { session = session, undo = true }
+    client.execute(c, "agent.rewind", args, function(r)
+      require("agent_lsp.log").add(M.rewind_lines(r, args))
+      local text, warn = M.summary(r, "both")
+      ui.notify(text, warn and vim.log.levels.WARN or vim.log.levels.INFO)
+      if r.conversation then
+        reload_chat(session)
+      end
+    end)
   end)
 end
 

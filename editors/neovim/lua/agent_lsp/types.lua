@@ -450,12 +450,15 @@
 
 ---@class AgentLsp.RewindArgs
 ---@field session string
----@field checkpoint integer
+---@field checkpoint? integer required unless undo
 ---@field restore? AgentLsp.RewindScope default both
+---@field undo? boolean take the session's newest rewind back (alone)
 
 ---@class AgentLsp.RewindResult
 ---@field checkpoint integer
----@field conversation boolean whether prompt N and later left the conversation
+---@field rewind string the rewind's ID (an undo: the one it took back)
+---@field undone? boolean an undo: the files it wrote are as before it
+---@field conversation boolean whether prompt N and later left the conversation (an undo: came back)
 ---@field restored AgentLsp.RewoundFile[]
 ---@field conflicts AgentLsp.RewindConflict[] files the user changed after the agent did
 ---@field notRestorable AgentLsp.NotRestorable[]
