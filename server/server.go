@@ -1,9 +1,9 @@
 // Package server is the LSP adapter: it turns JSON-RPC messages from an editor
 // (or the headless client) into agent runs, and run events into progress,
 // agent/event notifications and workspace/applyEdit requests. It is a thin
-// layer over a Backend (workspace, store, runtime), one file per area:
-// lifecycle, text sync, folders, commands, runs, progress and events,
-// permissions, edits, and the typed client that calls the editor.
+// layer over the core's Backend (server/session: workspace, store, runtime),
+// one file per area: lifecycle, text sync, folders, commands, runs, progress
+// and events, permissions, edits, and the typed client that calls the editor.
 package server
 
 import (
