@@ -1,8 +1,10 @@
 // Package session is the core both front ends share, in no protocol's
-// terms: a run as a front end asks for it (RunSpec), the ports a front end
-// implements for it (Ports), the permission policy and the user's
-// "always" answers (Allowances), and Run, the one place a run's agent
-// request is built.
+// terms: the Backend of a connection (its immutable Options, workspace,
+// store and runtime; NewBackend, Reconfigure) and the Hub the process's
+// connections share, a run as a front end asks for it (RunSpec), the ports
+// a front end implements for it (Ports), the permission policy and the
+// user's "always" answers (Allowances), the slash commands, and Run, the
+// one place a run's agent request is built.
 //
 // The LSP adapter (package server) and the ACP adapter (server/acp) keep
 // only their wire types and their implementations of the ports: how events,

@@ -2128,7 +2128,7 @@ end)
 
 -- Language intelligence: agent/diagnostics and agent/languageRequest -------
 
-test("language: diagnostics settle on DiagnosticChanged after the buffer's last change; a buffer no server serves is not waited for", function()
+test("language: diagnostics settle on DiagnosticChanged after the buffer's last change and a quiet period; a buffer no server serves is not waited for", function()
   local language = require("agent_lsp.language")
   language.setup()
   local b = vim.api.nvim_create_buf(true, false)
@@ -2154,6 +2154,12 @@ test("language: diagnostics settle on DiagnosticChanged after the buffer's last 
   vim.api.nvim_buf_set_lines(b, 0, -1, false, { "package main", "" })
   r = language.diagnostics({ uris = { uri }, settle = 100 })
   assert(r.settled == false, "no event: not settled " .. vim.inspect(r))
+  -- Reported in parts: the stale error again with the first part, the answer is the last part's.
+  vim.api.nvim_buf_set_lines(b, 0, -1, false, { "package main", "", "" })
+  vim.defer_fn(function() vim.diagnostic.set(ns, b, { { lnum = 0, col = 0, severity = 1, message = "stale", source = "ts" } }) end, 20)
+  vim.defer_fn(function() vim.diagnostic.set(ns, b, {}) end, 20 + language.quiet.min / 2)
+  r = language.diagnostics({ uris = { uri }, settle = 5000 })
+  assert(r.settled == true and #r.items[1].diagnostics == 0, "the last part: " .. vim.inspect(r))
   language.clients = clients
   -- Every buffer's, without uris: those with diagnostics.
   vim.diagnostic.set(ns, b, { { lnum = 0, col = 0, severity = 2, message = "w", source = "vet" } })

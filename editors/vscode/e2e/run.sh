@@ -69,12 +69,15 @@ cat >"$work/data/User/settings.json" <<JSON
   "agentLsp.path": "$work/bin/agent-lsp-e2e",
   "agentLsp.baseURL": "$(head -n1 "$work/model-url")",
   "agentLsp.model": "scripted",
-  "agentLsp.storePath": "$work/sessions.db"
+  "agentLsp.storePath": "$work/sessions.db",
+  "agentLsp.limits.maxTokens": 50000
 }
 JSON
 
 # code-server's window is a remote one: the machine-scoped agentLsp.path, baseURL and storePath are
-# read from the Machine settings only, the application-scoped ones (allow, deny, ...) from User only.
+# read from the Machine settings only, the application-scoped ones (allow, deny, limits.*, ...) from User
+# only, and those only at the start (a later change of the file does not reach the extension host): the
+# budget every run of the test has is set here.
 cp "$work/data/User/settings.json" "$work/data/Machine/settings.json"
 
 cs=("$node24/node" "$e2e/node_modules/code-server/out/node/entry.js" --user-data-dir "$work/data" --extensions-dir "$work/extensions")

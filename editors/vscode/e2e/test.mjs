@@ -89,6 +89,8 @@ async function run(page) {
   assert.match(edited, /return "Goodbye, " \+ name/);
   step("edit landed in the editor");
   const done = await chatEnd(chat, /── done · 1 edit\b/, "the run's end line in the chat");
+  // agentLsp.limits.maxTokens is 50,000 (run.sh): the run's line says what its budget leaves.
+  assert.match(done, /[\d.]+k of 50\.0k tokens left/, done);
   step(`end line: ${JSON.stringify(done.match(/── done[^\n]*/)?.[0])}`);
   // The edit row is a diff, one element per line, the added lines marked.
   const diff = await chat.evaluate(() => [...document.querySelectorAll(".tool .diff .ln")].map((l) => `${l.className}|${l.textContent}`));
@@ -163,6 +165,9 @@ async function run(page) {
   await waitFor(() => text(".statusbar").then((t) => t.includes("edits now open for your review first")), "the edit mode change", 60000);
   await page.keyboard.press("Escape");
   await reviews();
+  // Edits apply directly again: the chat's runs below do not stop at a review.
+  setSetting("agentLsp.edits", "apply");
+  await waitFor(() => text(".statusbar").then((t) => t.includes("edits now apply directly")), "the edit mode change back", 60000);
   await conversations();
   step("passed");
 }
@@ -246,6 +251,8 @@ async function reviews() {
   writeFileSync(join(workspace, "AGENTS.md"), "# Agents\n");
   await page.keyboard.press("Escape");
   const chat = await showChat();
+  // The proposal's run ends first (its review's diff closes then, and with it a quick input).
+  await chatEnd(chat, /── done · 1 edit\b/, "the proposal run's end line");
   await page.keyboard.press("Escape");
   await agentRun("VSC review accept all");
   await waitFor(() => text(".statusbar").then((t) => t.includes("Accept All")), "Accept All in the status bar", 60000);
@@ -385,6 +392,9 @@ function starts() {
 }
 
 /** Sets key to value in the user and machine settings files, as the user editing settings.json. */
+// setSetting writes a setting into the User and Machine settings files. code-server's window is a
+// remote one and notices a change of either file only for window- and machine-scoped settings: an
+// application-scoped one (allow, limits.*, prices) is read at the start only, so run.sh sets those.
 function setSetting(key, value) {
   for (const settingsPath of process.env.E2E_SETTINGS.split(":")) {
     const settings = JSON.parse(readFileSync(settingsPath, "utf8"));
@@ -465,8 +475,8 @@ async function conversations() {
   // Before the plan and processes steps: the processes step's run goes on (its model waits), and
   // the rewind needs no run of its session going.
   await rewindFromChat({ page, chat, chatText, chatSend, chatEnd, waitFor, step, out, workspace, text, openedText, showChat });
-  await runThisPlan({ page, chat, chatText, chatSend, waitFor, step, out, palette, text, setSetting });
-  await backgroundProcesses({ page, chat, chatText, chatSend, waitFor, step, out, palette, text, setSetting });
+  await runThisPlan({ page, chat, chatText, chatSend, waitFor, step, out, palette, text });
+  await backgroundProcesses({ page, chat, chatText, chatSend, waitFor, step, out, palette, text });
 
   // A settings change goes to the running server: the next run uses it, the server is not restarted.
   setSetting("agentLsp.contextTokens", 16384);
@@ -570,10 +580,21 @@ async function chatText(chat) {
 }
 
 // agentRun runs Agent: Run from the command palette with prompt.
+// The box closes when the focus moves (a review's diff closing at the end of the run before,
+// a notification): it is opened again, and Enter goes only once the box holds the whole prompt.
 async function agentRun(prompt) {
-  await palette("Agent: Run");
-  await waitFor(() => text(".quick-input-widget").then((t) => t.includes("What should the agent do")), "the prompt input box", 60000);
-  await page.keyboard.type(prompt);
+  for (let attempt = 1; ; attempt++) {
+    await palette("Agent: Run");
+    try {
+      await waitFor(() => text(".quick-input-widget").then((t) => t.includes("What should the agent do")), "the prompt input box", 20000);
+      await page.keyboard.type(prompt);
+      await waitFor(() => page.evaluate((p) => [...document.querySelectorAll(".quick-input-widget input")].some((el) => el.value === p), prompt), `the prompt ${JSON.stringify(prompt)} in the box`, 5000);
+      break;
+    } catch (e) {
+      if (attempt === 3) throw e;
+      step(`Agent: Run's box: ${e.message}: again`);
+    }
+  }
   await page.keyboard.press("Enter");
 }
 

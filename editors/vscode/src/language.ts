@@ -46,39 +46,80 @@ const capability: StaticFeature = {
 };
 
 /**
- * When each document last changed and when its diagnostics last changed: a
- * document's diagnostics are settled once they changed after its text did.
+ * How long a document's diagnostics must stay unchanged to count as settled:
+ * as long as the first report after its text changed took, within these
+ * bounds (ms).
+ */
+export const quiet = { min: 250, max: 2000 } as const;
+
+/** A document's changes: its text's and its diagnostics', on the tracker's clock and in ms. */
+interface Changes {
+  text?: { at: number; ms: number };
+  diag?: { at: number; ms: number };
+  /** The ms of the first diagnostics report after the text's last change. */
+  firstDiagMs?: number;
+}
+
+/**
+ * When each document's text and diagnostics last changed. A language server
+ * may report a document's diagnostics in parts (VS Code's TypeScript: the
+ * syntax first, the semantic ones a moment later, the earlier semantic ones
+ * shown meanwhile), so a document's diagnostics are settled once they changed
+ * after its text did and then stayed unchanged for as long as that first
+ * report took (the server's pace now, within quiet's bounds). A document whose
+ * text never changed is settled at its first report.
  */
 export class SettleTracker {
-  private textAt = new Map<string, number>();
-  private diagAt = new Map<string, number>();
+  private docs = new Map<string, Changes>();
   private waiters = new Set<() => void>();
   private clock = 0; // a counter, not the time: two changes in one millisecond stay ordered
 
   constructor(
     onText: (f: (e: vscode.TextDocumentChangeEvent) => void) => unknown = (f) => vscode.workspace.onDidChangeTextDocument(f),
     onDiagnostics: (f: (e: vscode.DiagnosticChangeEvent) => void) => unknown = (f) => vscode.languages.onDidChangeDiagnostics(f),
+    private readonly now: () => number = Date.now,
   ) {
     onText((e) => {
       if (e.contentChanges.length > 0) {
-        this.textAt.set(e.document.uri.toString(), ++this.clock);
+        const d = this.doc(e.document.uri.toString());
+        d.text = { at: ++this.clock, ms: this.now() };
+        delete d.firstDiagMs;
       }
     });
     onDiagnostics((e) => {
       for (const u of e.uris) {
-        this.diagAt.set(u.toString(), ++this.clock);
+        const d = this.doc(u.toString());
+        d.diag = { at: ++this.clock, ms: this.now() };
+        d.firstDiagMs ??= d.diag.ms;
       }
       this.waiters.forEach((w) => w());
     });
   }
 
+  private doc(uri: string): Changes {
+    let d = this.docs.get(uri);
+    if (!d) {
+      d = {};
+      this.docs.set(uri, d);
+    }
+    return d;
+  }
+
   settled(uri: string): boolean {
-    return (this.diagAt.get(uri) ?? 0) > (this.textAt.get(uri) ?? 0);
+    const { text, diag, firstDiagMs } = this.docs.get(uri) ?? {};
+    if (!diag || (text && diag.at < text.at)) {
+      return false;
+    }
+    if (!text || firstDiagMs === undefined) {
+      return true;
+    }
+    const wait = Math.min(Math.max(firstDiagMs - text.ms, quiet.min), quiet.max);
+    return this.now() - diag.ms >= wait;
   }
 
   /** Whether the editor ever reported diagnostics for uri: a file no language feature checks (a .txt) never gets any. */
   private checked(uri: string): boolean {
-    return this.diagAt.has(uri);
+    return this.docs.get(uri)?.diag !== undefined;
   }
 
   /**
@@ -95,6 +136,7 @@ export class SettleTracker {
     return new Promise((resolve) => {
       const done = (ok: boolean) => {
         clearTimeout(timer);
+        clearInterval(tick);
         this.waiters.delete(check);
         resolve(ok);
       };
@@ -103,7 +145,10 @@ export class SettleTracker {
           done(true);
         }
       };
-      const timer = setTimeout(() => done(atEnd()), ms);
+      const timer = setTimeout(() => {
+        done(atEnd());
+      }, ms);
+      const tick = setInterval(check, 50); // a quiet period ends without an event
       this.waiters.add(check);
     });
   }

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { beforeEach, test } from "node:test";
 import type { ClientCapabilities, StaticFeature } from "vscode-languageclient";
-import { SettleTracker, diagnostics, languageForAgent, languageRequest, lspResult } from "../src/language";
+import { SettleTracker, diagnostics, languageForAgent, languageRequest, lspResult, quiet } from "../src/language";
 import { requestExamples } from "./fixtures";
 import { Range, Uri, stub } from "./vscode-stub";
 
@@ -34,7 +34,7 @@ test("the contract's fixture: agent/diagnostics answers the editor's diagnostics
   }
 });
 
-test("diagnostics settle on the change event after the document's last change, else the wait runs out", async () => {
+test("diagnostics settle after a change event after the document's last change and a quiet period, else the wait runs out", async () => {
   const t = tracker();
   const u = Uri.file("/w/main.ts");
   stub.diagnostics.set(u.toString(), [vsDiagnostic({ range: { start: { line: 2, character: 12 }, end: { line: 2, character: 18 } }, message: "old" })]);
@@ -53,6 +53,52 @@ test("diagnostics settle on the change event after the document's last change, e
   const settled = await diagnostics({ uris: [u.toString()], settle: 5000 }, t);
   assert.deepEqual(settled, { items: [{ uri: u.toString(), diagnostics: [] }], settled: true });
   stub.docChanges.fire({ document: { uri: u }, contentChanges: [] }); // a change of nothing (a save): still settled
+  assert.equal(t.settled(u.toString()), true);
+});
+
+test("diagnostics reported in parts settle on the last part: the stale semantic error VS Code's TypeScript shows with the new syntax report is not the answer", async () => {
+  const t = tracker();
+  const u = Uri.file("/w/main.ts");
+  const stale = [vsDiagnostic({ range: { start: { line: 2, character: 12 }, end: { line: 2, character: 18 } }, message: "Cannot find name 'greett'." })];
+  stub.diagnostics.set(u.toString(), stale);
+  stub.diagnosticsChanged.fire({ uris: [u] });
+  stub.docChanges.fire({ document: { uri: u }, contentChanges: [{}] }); // the fix
+  setTimeout(() => {
+    stub.diagnosticsChanged.fire({ uris: [u] }); // the syntax part: the old semantic error still shown
+  }, 20);
+  setTimeout(
+    () => {
+      stub.diagnostics.set(u.toString(), []);
+      stub.diagnosticsChanged.fire({ uris: [u] }); // the semantic part, within the quiet period
+    },
+    20 + quiet.min / 2,
+  );
+  const r = await diagnostics({ uris: [u.toString()], settle: 5000 }, t);
+  assert.deepEqual(r, { items: [{ uri: u.toString(), diagnostics: [] }], settled: true });
+});
+
+test("the quiet period is as long as the first report took, within its bounds", () => {
+  let now = 1000;
+  const t = new SettleTracker(stub.docChanges.event as any, stub.diagnosticsChanged.event as any, () => now);
+  const u = Uri.file("/w/slow.ts");
+  stub.docChanges.fire({ document: { uri: u }, contentChanges: [{}] });
+  now += 600; // a loaded server: its first report after 600 ms
+  stub.diagnosticsChanged.fire({ uris: [u] });
+  now += 599;
+  assert.equal(t.settled(u.toString()), false, "quiet for less than the first report took");
+  now += 1;
+  assert.equal(t.settled(u.toString()), true);
+  stub.docChanges.fire({ document: { uri: u }, contentChanges: [{}] });
+  now += 10_000; // a report after 10 s: the quiet period is at most quiet.max
+  stub.diagnosticsChanged.fire({ uris: [u] });
+  now += quiet.max;
+  assert.equal(t.settled(u.toString()), true);
+  stub.docChanges.fire({ document: { uri: u }, contentChanges: [{}] });
+  now += 1; // a quick first report: at least quiet.min
+  stub.diagnosticsChanged.fire({ uris: [u] });
+  now += quiet.min - 1;
+  assert.equal(t.settled(u.toString()), false);
+  now += 1;
   assert.equal(t.settled(u.toString()), true);
 });
 

@@ -20,6 +20,17 @@ M.bounds = { per_document = 500, documents = 5000, items = 2000 }
 ---@type table<integer, integer>
 M.settled_at = {}
 
+---When (vim.loop.now(), ms) each buffer's diagnostics were first and last
+---reported for its changedtick in M.settled_at.
+---@type table<integer, {first: integer, last: integer}>
+M.reported = {}
+
+---How long a buffer's diagnostics must stay unchanged before agent/diagnostics
+---answers: as long as their first report for its text took, within these
+---bounds (ms). A server may report in parts (typescript-language-server: the
+---syntax first, the semantic part a moment later, the earlier one shown meanwhile).
+M.quiet = { min = 250, max = 2000 }
+
 local group
 
 ---Starts following diagnostic changes (once).
@@ -35,7 +46,10 @@ function M.setup()
     callback = function(args)
       local b = args.buf
       if b and b > 0 and vim.api.nvim_buf_is_valid(b) then
-        M.settled_at[b] = vim.api.nvim_buf_get_changedtick(b)
+        local tick, now = vim.api.nvim_buf_get_changedtick(b), vim.loop.now()
+        local r = M.settled_at[b] == tick and M.reported[b] or { first = now }
+        r.last = now
+        M.settled_at[b], M.reported[b] = tick, r
       end
     end,
   })
@@ -45,6 +59,21 @@ end
 ---@param b integer
 ---@return boolean
 function M.settled(b) return vim.api.nvim_buf_is_valid(b) and M.settled_at[b] == vim.api.nvim_buf_get_changedtick(b) end
+
+---Whether buffer b's diagnostics are settled for its current text and have
+---stayed unchanged for the quiet period: as long as their first report after
+---start (when the agent asked) took, within M.quiet.
+---@param b integer
+---@param start integer vim.loop.now() when the wait began
+---@return boolean
+function M.quiet_since(b, start)
+  local r = M.reported[b]
+  if not M.settled(b) or not r then
+    return false
+  end
+  local wait = math.min(math.max(r.first - start, M.quiet.min), M.quiet.max)
+  return vim.loop.now() - r.last >= wait
+end
 
 local function extension(b) return vim.fn.fnamemodify(vim.api.nvim_buf_get_name(b), ":e") end
 
@@ -137,9 +166,10 @@ function M.diagnostics(params)
   end
   local settled
   if #served > 0 then
+    local start = vim.loop.now()
     settled = vim.wait(params.settle, function()
       for _, b in ipairs(served) do
-        if not M.settled(b) then
+        if not M.quiet_since(b, start) then
           return false
         end
       end
