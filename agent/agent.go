@@ -99,6 +99,9 @@ type Config struct {
 	// session's next run takes them over; Runtime.Close, the server's end
 	// and a cancelled run end them at once. 0: they end with their run.
 	BackgroundLinger time.Duration
+	// MaxHistoryBytes caps a session's rewind history (historycap.go),
+	// oldest first; 0: no cap.
+	MaxHistoryBytes int64
 	// CommandEnv is the environment commands run with: the caller's scrubbed
 	// of credentials and sockets (tools.ScrubEnv). Nil: this process's
 	// environment scrubbed with the defaults.
@@ -131,6 +134,10 @@ type Config struct {
 	// Hooks gives each project's runs the commands to run on their events
 	// (agent/hooks); nil: none.
 	Hooks HookSource
+	// ScanLimit is the number of files a project may have for the files a
+	// command changes to be looked for (cmdscan.go); 0: DefaultScanLimit,
+	// negative: never.
+	ScanLimit int
 }
 
 // ToolSource provides tools of other programs for a project's runs.

@@ -40,6 +40,8 @@ type Checkpoint struct {
 	Model   string    `json:"model"`
 	// Files are the files changed while prompt N was the run's newest.
 	Files []FileChange `json:"files,omitempty"`
+	// Notes tell what the history could not record (cmdscan.go).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // FirstLine is the prompt's first line.
@@ -74,10 +76,15 @@ type historyRecorder struct {
 	session string
 	d       store.Durability
 
-	mu     sync.Mutex // guards cur, before and stored
+	mu     sync.Mutex // guards cur, before, stored, next, earlierPaths and repos
 	cur    *Checkpoint
 	before map[string]string // path -> its text before cur's first change of it
 	stored map[string]bool   // hashes stored by this run
+	next   int               // the next checkpoint's number; 0: read it from the store
+	// earlierPaths are the files of the checkpoints before cur (nil: not
+	// read yet); repos the git repositories of projects (cmdscan.go).
+	earlierPaths map[string]bool
+	repos        map[string]*repoOf
 }
 
 func (rt *Runtime) newHistoryRecorder(session string, d store.Durability) *historyRecorder {
@@ -92,16 +99,25 @@ func (rec *historyRecorder) begin(ctx context.Context, text, id, model string) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	entries, err := rec.rt.hist.Entries(ctx, rec.session)
-	if err != nil {
-		rec.rt.cfg.Log("rewind history of %s: %v", rec.session, err)
-		return
+	if rec.next == 0 { // read once: while the run goes, only it adds checkpoints
+		entries, err := rec.rt.hist.Entries(ctx, rec.session)
+		if err != nil {
+			rec.rt.cfg.Log("rewind history of %s: %v", rec.session, err)
+			return
+		}
+		rec.next = 1
+		if ns := store.Numbers(entries); len(ns) > 0 {
+			rec.next = ns[len(ns)-1] + 1
+		}
+		rec.prune(ctx, entries) // the size cap, once per run (historycap.go)
 	}
-	n := 1
-	if ns := store.Numbers(entries); len(ns) > 0 {
-		n = ns[len(ns)-1] + 1
+	if rec.cur != nil && rec.earlierPaths != nil {
+		for _, f := range rec.cur.Files {
+			rec.earlierPaths[f.Path()] = true
+		}
 	}
-	rec.cur = &Checkpoint{N: n, Prompt: text, Message: id, Time: time.Now().UTC(), Model: model}
+	rec.cur = &Checkpoint{N: rec.next, Prompt: text, Message: id, Time: time.Now().UTC(), Model: model}
+	rec.next++
 	rec.before = map[string]string{}
 	rec.put(ctx)
 }
@@ -251,6 +267,8 @@ func LoadCheckpoints(ctx context.Context, h *store.History, session string) ([]C
 // checkpoint, and if not why.
 func (f FileChange) Restorable(blobs *store.Blobs) (bool, string) {
 	switch {
+	case badName(f.Rel) != "":
+		return false, badName(f.Rel)
 	case f.Unknown:
 		return false, ReasonCommand
 	case !f.Created && !blobs.Has(f.Before):
@@ -272,5 +290,5 @@ func (rec *historyRecorder) resume(ctx context.Context) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	last := cps[len(cps)-1]
-	rec.cur, rec.before = &last, map[string]string{}
+	rec.cur, rec.before, rec.next = &last, map[string]string{}, last.N+1
 }

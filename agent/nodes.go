@@ -195,13 +195,17 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 		return rt.subagent(ctx, r, project, rt.subagentContext(ctx, r.session.ID, ai.ID, i, call.ID), req)
 	}
 	sp := rt.spoolFor(r.session.ID, toolMessageID(ai.ID, i))
-	env.Intent = r.acc.hist.intentPort(rt.intentPort(ai, i, sp))
+	scan := r.acc.hist.commandWatch(usedProject(rt, call, project)) // the files a command changes (cmdscan.go)
+	env.Intent = scan.port(r.acc.hist.intentPort(rt.intentPort(ai, i, sp)))
 	if sp != nil && call.Name == "run_command" {
 		env.Output = sp
 		defer sp.close()
 	}
 	r.emit(event.ToolStart{Name: call.Name, Args: call.Args, CallID: call.ID})
 	res := rt.callTool(ctx, r, env, ai, i, rest)
+	if note := scan.finish(ctx); note != "" {
+		res.Content += "\n[" + note + "]"
+	}
 	if ctx.Err() != nil {
 		return message.Message{}, nil, nil, ctx.Err()
 	}

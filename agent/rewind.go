@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,6 +107,9 @@ func (rt *Runtime) restoreOf(first, last FileChange, blobs *store.Blobs) (FileRe
 		return FileRestore{}, fmt.Errorf("%s: %v; refused", first.Rel, err)
 	}
 	r := FileRestore{Path: abs, Rel: first.Rel, Delete: first.Created}
+	if r.Reason = badName(first.Rel); r.Reason != "" {
+		return r, nil
+	}
 	if ok, why := first.Restorable(blobs); !ok {
 		if why == ReasonPruned {
 			return FileRestore{}, fmt.Errorf("%s: %s", first.Rel, why)
@@ -172,12 +176,19 @@ type branch struct {
 	Time     time.Time         `json:"time"`
 	Messages []json.RawMessage `json:"messages"`
 	Entries  []Checkpoint      `json:"checkpoints"`
+	undoable                   // undo.go
 }
 
 // RewindConversation takes prompt n and everything after it out of the
 // session's conversation (the caller checked it is not running:
 // Registry.CheckRewindable). What it takes out is kept as a branch of the history.
 func (rt *Runtime) RewindConversation(ctx context.Context, session string, n int) error {
+	return rt.rewindConversation(ctx, session, n, &branch{})
+}
+
+// rewindConversation is RewindConversation, keeping b (with what it took
+// out) as the branch.
+func (rt *Runtime) rewindConversation(ctx context.Context, session string, n int, b *branch) error {
 	c, later, err := rt.checkpointOf(ctx, session, n)
 	if err != nil {
 		return err
@@ -196,23 +207,26 @@ func (rt *Runtime) RewindConversation(ctx context.Context, session string, n int
 		return fmt.Errorf("checkpoint %d of session %s: its prompt is not in the conversation any more", n, session)
 	}
 	gone := map[string]bool{}
-	b := branch{From: n, Time: time.Now().UTC(), Entries: later}
+	b.From, b.Time, b.Entries = n, time.Now().UTC(), later
+	b.noteConversation(msgs[:idx])
 	var ops []store.Op
 	for _, it := range msgs[idx:] {
 		gone[it.ID] = true
 		ops = append(ops, store.Op{Kind: store.OpRemove, ID: it.ID})
 		b.Messages = append(b.Messages, it.Body)
+		b.IDs = append(b.IDs, it.ID)
 	}
 	values := map[string]json.RawMessage{"runStart": json.RawMessage(`""`)}
 	var sum Summary
 	if json.Unmarshal(st.Values["summary"], &sum) == nil && gone[sum.UpTo] {
 		values["summary"] = json.RawMessage(`{"text":"","upTo":""}`)
+		b.Summary = st.Values["summary"]
 	}
 	body, err := json.Marshal(b)
 	if err != nil {
 		return err
 	}
-	if err := rt.hist.DropEntries(ctx, session, n, message.NewID(), body, store.Sync); err != nil {
+	if err := rt.hist.DropEntries(ctx, session, n, cmp.Or(b.ID, message.NewID()), body, store.Sync); err != nil {
 		return err
 	}
 	sess.Messages, sess.Updated, sess.Status = idx, time.Now(), store.StatusDone

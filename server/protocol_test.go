@@ -265,6 +265,7 @@ func runProtocolCommands(t *testing.T, c *lspClient, do func(name string, args a
 	do("agent.checkpointFile", map[string]any{"session": main, "checkpoint": 1, "uri": string(uri.File(filepath.Join(roots["sample"], "greet.go")))})
 	do("agent.fork", map[string]any{"session": main, "checkpoint": 1})
 	do("agent.rewind", map[string]any{"session": main, "checkpoint": 1, "restore": "both"})
+	do("agent.rewind", map[string]any{"session": main, "undo": true})
 	c.waitFor("the last run's end", func() bool {
 		n := 0
 		for _, e := range c.events() {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,9 @@ type CheckpointRow struct {
 	Time       string           `json:"time"`   // RFC 3339
 	Model      string           `json:"model"`
 	Files      []CheckpointFile `json:"files"`
+	// Notes say what the checkpoint could not record: a command's files
+	// not looked for (the project was over rewind.scanLimit).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // CheckpointsResult is agent.checkpoints' result.
@@ -52,13 +56,22 @@ type CheckpointsResult struct {
 
 // RewindArgs are agent.rewind's arguments.
 type RewindArgs struct {
-	Session    string `json:"session" required:"true"`
-	Checkpoint int    `json:"checkpoint" required:"true"`
+	Session string `json:"session" required:"true"`
+	// Checkpoint is required unless Undo.
+	Checkpoint int `json:"checkpoint,omitzero"`
 	// Restore is both (""), conversation or files.
 	Restore string `json:"restore,omitempty"`
+	// Undo takes the session's newest rewind back (rewindundo.go), alone.
+	Undo bool `json:"undo,omitzero"`
 }
 
 func (a RewindArgs) validate() error {
+	switch {
+	case a.Undo && (a.Checkpoint != 0 || a.Restore != ""):
+		return errors.New("undo takes back the newest rewind: give it without checkpoint and restore")
+	case !a.Undo && a.Checkpoint <= 0:
+		return errors.New("missing required argument \"checkpoint\" (from 1), or undo: true")
+	}
 	switch a.Restore {
 	case "", "both", "conversation", "files":
 		return nil
@@ -89,6 +102,12 @@ type NotRestorable struct {
 // RewindResult is agent.rewind's result.
 type RewindResult struct {
 	Checkpoint int `json:"checkpoint"`
+	// Rewind is the rewind's ID: agent.rewind with undo takes it back
+	// (and answers with the ID of the rewind it took back).
+	Rewind string `json:"rewind"`
+	// Undone: this was an undo; Restored are the files it put back as they
+	// were before the rewind, Conversation says the conversation came back.
+	Undone bool `json:"undone,omitzero"`
 	// Conversation: prompt Checkpoint and what followed left the history.
 	Conversation  bool             `json:"conversation"`
 	Restored      []FileRef        `json:"restored"`
@@ -126,10 +145,10 @@ type ForkResult struct {
 // rewindCommands are the rewind rows of Commands.
 var rewindCommands = []Command{
 	command("agent.checkpoints", "Lists a session's checkpoints: one per prompt (agent.run, follow-ups, queued prompts), the state just before it was sent, with the files that prompt's run changed (docs/rewind.md).",
-		"`{checkpoints: [{checkpoint, prompt, time, model, files: [{path, uri, added, removed, restorable, reason?}]}]}`; checkpoint counts prompts from 1; prompt is its first line; path is relative to its project; reason says why a file is not restorable (changed by a command whose earlier content is unknown, or its content was pruned)",
+		"`{checkpoints: [{checkpoint, prompt, time, model, files: [{path, uri, added, removed, restorable, reason?}], notes?}]}`; checkpoint counts prompts from 1; prompt is its first line; path is relative to its project; files include those commands changed; reason says why a file is not restorable (changed by a command whose earlier content is unknown, its content was pruned, a name with a control character); notes say what was not recorded (a command's files not looked for: the project was over rewind.scanLimit)",
 		(*Server).checkpointsCommand),
-	command("agent.rewind", "Returns a session that is not running to checkpoint N (before prompt N): restore both (the default), conversation (prompt N and what followed leave the history, kept in the store as a branch) or files (every file prompts N and later changed is put back, through the editor as one workspace/applyEdit labelled \"Rewind to before prompt N\", or atomically on disk headless). A file the user changed after the agent did is a conflict: the editor is asked (Restore anyway / Keep mine); headless it is kept. Pruned contents and files now outside their project are refused before anything changes.",
-		"`{checkpoint, conversation, restored: [{path, uri}], conflicts: [{path, uri, kept}], notRestorable: [{path, uri, reason}]}`; conversation says whether the history was rewound",
+	command("agent.rewind", "Returns a session that is not running to checkpoint N (before prompt N): restore both (the default), conversation (prompt N and what followed leave the history, kept in the store as a branch) or files (every file prompts N and later changed is put back, through the editor as one workspace/applyEdit labelled \"Rewind to before prompt N\", or atomically on disk headless). A file the user changed after the agent did is a conflict: the editor is asked (Restore anyway / Keep mine); headless it is kept. Pruned contents and files now outside their project are refused before anything changes. With undo: true (and no checkpoint) it takes the session's newest rewind back: the files it wrote become as before it (one edit labelled \"Undo the rewind to before prompt N\"; a file changed since the rewind is a conflict, as above) and the conversation it took out comes back, refused before anything changes when the conversation went on since (fork instead) or there is no rewind to undo.",
+		"`{checkpoint, rewind, undone?, conversation, restored: [{path, uri}], conflicts: [{path, uri, kept}], notRestorable: [{path, uri, reason}]}`; rewind is the rewind's ID (an undo answers the one it took back, with undone: true); conversation says whether the history was rewound (or brought back)",
 		(*Server).rewindCommand),
 	command("agent.checkpointFile", "A file's content at checkpoint N (before prompt N), for a file prompt N or a later one changed: what a rewind of the files would put back, and the left side of the editors' \"changes since here\". A file no prompt from N on changed, one whose earlier content is unknown or pruned, or one outside its project is refused by name.",
 		"`{path, uri, exists, content?}`; exists false: prompt N or a later one created the file", (*Server).checkpointFileCommand),
@@ -179,7 +198,7 @@ func (s *Server) checkpointsCommand(ctx context.Context, call commandCall, a Che
 func CheckpointRows(cps []agent.Checkpoint, blobs *store.Blobs) CheckpointsResult {
 	out := CheckpointsResult{Checkpoints: []CheckpointRow{}}
 	for _, c := range cps {
-		row := CheckpointRow{Checkpoint: c.N, Prompt: c.FirstLine(), Time: c.Time.UTC().Format(time.RFC3339), Model: c.Model, Files: []CheckpointFile{}}
+		row := CheckpointRow{Checkpoint: c.N, Prompt: c.FirstLine(), Time: c.Time.UTC().Format(time.RFC3339), Model: c.Model, Files: []CheckpointFile{}, Notes: c.Notes}
 		for _, f := range c.Files {
 			ok, why := f.Restorable(blobs)
 			row.Files = append(row.Files, CheckpointFile{Path: f.Rel, URI: string(uri.File(f.Path())), Added: f.Added, Removed: f.Removed, Restorable: ok, Reason: why})
@@ -191,6 +210,9 @@ func CheckpointRows(cps []agent.Checkpoint, blobs *store.Blobs) CheckpointsResul
 
 func (s *Server) rewindCommand(ctx context.Context, call commandCall, a RewindArgs) (RewindResult, error) {
 	jsonrpc2.Async(ctx) // it waits for the editor's answers (applyEdit, a conflict's question): the connection reads on
+	if a.Undo {
+		return s.undoRewind(ctx, call, a.Session)
+	}
 	rt := call.b.Runtime
 	res := RewindResult{Checkpoint: a.Checkpoint, Restored: []FileRef{}, Conflicts: []RewindConflict{}, NotRestorable: []NotRestorable{}}
 	files := a.Restore != "conversation"
@@ -207,17 +229,13 @@ func (s *Server) rewindCommand(ctx context.Context, call commandCall, a RewindAr
 		} else if _, err := rt.PlanRewind(ctx, a.Session, a.Checkpoint); agent.IsRewindError(err) {
 			return err // an unknown checkpoint, named
 		}
-		if err := s.restoreFiles(ctx, call.b, a.Checkpoint, plan, &res); err != nil {
+		written, err := s.restoreFiles(ctx, call.b, restoreAsk{label: fmt.Sprintf("Rewind to before prompt %d", a.Checkpoint)}, plan, &res)
+		if err != nil {
 			return err
 		}
-		if a.Restore == "files" {
-			return nil
-		}
-		if err := rt.RewindConversation(ctx, a.Session, a.Checkpoint); err != nil {
-			return err
-		}
-		res.Conversation = true
-		return nil
+		res.Rewind, err = rt.Rewound(ctx, a.Session, a.Checkpoint, a.Restore, written)
+		res.Conversation = err == nil && a.Restore != "files"
+		return err
 	})
 	if err != nil {
 		return RewindResult{}, rewindError("agent.rewind", err)
@@ -254,9 +272,16 @@ func (s *Server) forkCommand(ctx context.Context, call commandCall, a ForkArgs) 
 	return ForkResult{Session: id}, nil
 }
 
+// restoreAsk words a restore's edit and its conflicts' question.
+type restoreAsk struct {
+	label string // the edit's label, which the question names
+	since string // since what a conflict's file changed; "" after the agent changed it
+}
+
 // restoreFiles puts plan's files back through the editor, as one labelled
 // workspace/applyEdit; a conflict is asked about first (headless: kept).
-func (s *Server) restoreFiles(ctx context.Context, b *Backend, n int, plan []agent.FileRestore, res *RewindResult) error {
+// It returns the files it wrote.
+func (s *Server) restoreFiles(ctx context.Context, b *Backend, ask restoreAsk, plan []agent.FileRestore, res *RewindResult) ([]agent.FileRestore, error) {
 	var restore []agent.FileRestore
 	for _, f := range plan {
 		ref := FileRef{Path: f.Rel, URI: string(uri.File(f.Path))}
@@ -268,7 +293,7 @@ func (s *Server) restoreFiles(ctx context.Context, b *Backend, n int, plan []age
 			res.Restored = append(res.Restored, ref)
 			continue
 		case f.Conflict:
-			choice, err := s.client.showMessageRequest(ctx, msgWarning, fmt.Sprintf("%s changed after the agent changed it. Rewind to before prompt %d: restore it anyway (your changes are lost), or keep yours?", f.Rel, n), RestoreAnyway, KeepMine)
+			choice, err := s.client.showMessageRequest(ctx, msgWarning, fmt.Sprintf("%s changed %s. %s: restore it anyway (your changes are lost), or keep yours?", f.Rel, cmp.Or(ask.since, "after the agent changed it"), ask.label), RestoreAnyway, KeepMine)
 			kept := err != nil || choice != RestoreAnyway
 			res.Conflicts = append(res.Conflicts, RewindConflict{Path: ref.Path, URI: ref.URI, Kept: kept})
 			if kept {
@@ -279,22 +304,21 @@ func (s *Server) restoreFiles(ctx context.Context, b *Backend, n int, plan []age
 		res.Restored = append(res.Restored, ref)
 	}
 	if len(restore) == 0 {
-		return nil
+		return nil, nil
 	}
-	label := fmt.Sprintf("Rewind to before prompt %d", n)
-	edit := rewindEdit(b, label, restore)
+	edit := rewindEdit(b, ask.label, restore)
 	out, err := s.client.applyEdit(ctx, edit)
 	if err != nil {
-		return fmt.Errorf("workspace/applyEdit: %w", err)
+		return nil, fmt.Errorf("workspace/applyEdit: %w", err)
 	}
 	if !out.Applied {
 		why := "no reason given"
 		if out.FailureReason != nil {
 			why = *out.FailureReason
 		}
-		return fmt.Errorf("the editor did not apply the rewind's edit (%s); nothing changed", why)
+		return nil, fmt.Errorf("the editor did not apply the edit %q (%s); nothing changed", ask.label, why)
 	}
-	return nil
+	return restore, nil
 }
 
 // rewindEdit is one WorkspaceEdit that makes every file of restore as

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/uri"
@@ -28,16 +29,21 @@ import (
 // checkpoints, agent-lsp rewind, and run --fork ID@N.
 
 const rewindUsage = `Usage: agent-lsp rewind ID --to N [--conversation | --files] [flags]
+       agent-lsp rewind ID --undo [flags]
 
 Returns session ID to checkpoint N, the state just before its prompt N was
 sent (agent-lsp sessions checkpoints ID lists them): by default both the
 conversation (prompt N and what followed leave it, kept in the store as a
 branch) and the files (every file prompts N and later changed is put back
 as it was, atomically). A file changed since the agent changed it is kept
-and listed as a conflict. A running session is refused.
+and listed as a conflict. A running session is refused. --undo takes the
+session's newest rewind back: the files it wrote as they were before it
+(a file changed since is kept and listed) and the conversation it took out
+(refused when a prompt was sent since).
 
   agent-lsp rewind s-01J... --to 2
   agent-lsp rewind s-01J... --to 2 --files --json
+  agent-lsp rewind s-01J... --undo
 
 Exit status: 0 rewound, 1 refused or failed, 2 usage error.
 
@@ -80,7 +86,10 @@ func printCheckpoints(ctx context.Context, db store.Store, id string, asJSON boo
 			if !f.Restorable {
 				note = "  (" + f.Reason + ")"
 			}
-			fmt.Fprintf(tw, "\t\t\t  %s +%d -%d%s\n", f.Path, f.Added, f.Removed, note)
+			fmt.Fprintf(tw, "\t\t\t  %s +%d -%d%s\n", shownPath(f.Path), f.Added, f.Removed, note)
+		}
+		for _, n := range c.Notes {
+			fmt.Fprintf(tw, "\t\t\t  (%s)\n", n)
 		}
 	}
 	tw.Flush()
@@ -97,6 +106,7 @@ func rewindCommand(args []string, stdout, stderr io.Writer) int {
 	to := fs.Int("to", 0, "the checkpoint to return to (required)")
 	conversation := fs.Bool("conversation", false, "rewind only the conversation")
 	files := fs.Bool("files", false, "rewind only the files")
+	undo := fs.Bool("undo", false, "take the session's newest rewind back (without --to)")
 	fs.BoolVar(&f.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&f.noDaemon, "no-daemon", false, "run in-process even when a daemon owns the store (also AGENT_LSP_DAEMON=off)")
 	f.settings = config.Register(fs)
@@ -107,8 +117,8 @@ func rewindCommand(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if id == "" || *to <= 0 || (*conversation && *files) {
-		fmt.Fprintln(stderr, "agent-lsp rewind: give a session ID, --to N (from 1), and at most one of --conversation and --files")
+	if id == "" || (*to <= 0) != *undo || (*conversation && *files) || (*undo && (*conversation || *files)) {
+		fmt.Fprintln(stderr, "agent-lsp rewind: give a session ID and either --to N (from 1), with at most one of --conversation and --files, or --undo alone")
 		return 2
 	}
 	if len(f.workspaces) == 0 {
@@ -121,10 +131,13 @@ func rewindCommand(args []string, stdout, stderr io.Writer) int {
 	} else if *files {
 		restore = "files"
 	}
+	rargs := server.RewindArgs{Session: id, Checkpoint: *to, Restore: restore}
+	if *undo {
+		rargs = server.RewindArgs{Session: id, Undo: true}
+	}
 	var res server.RewindResult
 	err := withServer(f, stderr, func(ctx context.Context, conn jsonrpc2.Conn) error {
-		_, err := conn.Call(ctx, "workspace/executeCommand", map[string]any{"command": "agent.rewind",
-			"arguments": []any{server.RewindArgs{Session: id, Checkpoint: *to, Restore: restore}}}, &res)
+		_, err := conn.Call(ctx, "workspace/executeCommand", map[string]any{"command": "agent.rewind", "arguments": []any{rargs}}, &res)
 		return err
 	})
 	if err != nil {
@@ -142,16 +155,34 @@ func printRewind(res server.RewindResult, asJSON bool, stdout io.Writer) {
 		fmt.Fprintf(stdout, "%s\n", b)
 		return
 	}
-	fmt.Fprintf(stdout, "rewound to before prompt %d (conversation: %v)\n", res.Checkpoint, res.Conversation)
+	if res.Undone {
+		fmt.Fprintf(stdout, "undid the rewind to before prompt %d (conversation: %v)\n", res.Checkpoint, res.Conversation)
+	} else {
+		fmt.Fprintf(stdout, "rewound to before prompt %d (conversation: %v; --undo takes it back)\n", res.Checkpoint, res.Conversation)
+	}
 	for _, r := range res.Restored {
-		fmt.Fprintf(stdout, "  restored %s\n", r.Path)
+		fmt.Fprintf(stdout, "  restored %s\n", shownPath(r.Path))
 	}
 	for _, c := range res.Conflicts {
-		fmt.Fprintf(stdout, "  kept %s: changed since the agent changed it\n", c.Path)
+		by := "agent"
+		if res.Undone {
+			by = "rewind"
+		}
+		fmt.Fprintf(stdout, "  kept %s: changed since the %s changed it\n", shownPath(c.Path), by)
 	}
 	for _, n := range res.NotRestorable {
-		fmt.Fprintf(stdout, "  not restored %s: %s\n", n.Path, n.Reason)
+		fmt.Fprintf(stdout, "  not restored %s: %s\n", shownPath(n.Path), n.Reason)
 	}
+}
+
+// shownPath is a path as a line of text shows it: quoted when it holds a
+// control character (a newline, which a command may put in a file's name,
+// would forge a line).
+func shownPath(path string) string {
+	if strings.ContainsFunc(path, unicode.IsControl) {
+		return strconv.Quote(path)
+	}
+	return path
 }
 
 // withServer runs fn with a connection to an initialized server (the

@@ -90,6 +90,9 @@ type Settings struct {
 
 	MaxBackground int // background processes a session may have running at once; 0: none
 	BgLinger      int // seconds a done run's background processes may outlive it; 0: none
+
+	MaxHistoryMB    int // megabytes of rewind history a session keeps (docs/rewind.md); 0: no cap
+	RewindScanLimit int // files a project may have for a command's changes to be looked for (docs/rewind.md); 0: never
 }
 
 // Setting is one row of the configuration table.
@@ -391,6 +394,12 @@ var Table = []Setting{
 	{Name: "background linger", Init: "backgroundLinger", Flag: "background-linger", Default: "0",
 		Doc:  "seconds the background processes of a run that is done may outlive it (0..3600; 0: they end with the run); the session's next run takes them over, and they still end with the window, the server and a cancelled run",
 		kind: intKind(func(s *Settings) *int { return &s.BgLinger }, 0, 3600)},
+	{Name: "rewind history", Init: "rewind.maxHistoryMB", Flag: "max-history-mb", Default: "256",
+		Doc:  "megabytes of rewind history (checkpoints and the files' earlier contents, compressed) one session keeps (0..1000000; 0: no cap); over it, the oldest checkpoints' contents go first as each run starts, and a rewind that needs them says so before anything changes (docs/rewind.md)",
+		kind: intKind(func(s *Settings) *int { return &s.MaxHistoryMB }, 0, 1_000_000)},
+	{Name: "rewind scan limit", Init: "rewind.scanLimit", Default: strconv.Itoa(agent.DefaultScanLimit),
+		Doc:  "files (tracked and untracked, not ignored) a project may have for the files a command changes to be looked for, so that a rewind can restore them (0..1000000; 0: never); above it the scan is skipped and the checkpoint says so (docs/rewind.md)",
+		kind: intKind(func(s *Settings) *int { return &s.RewindScanLimit }, 0, 1000000)},
 	{Name: "MCP timeout", Env: "AGENT_LSP_MCP_TIMEOUT", Init: "mcpTimeout", Flag: "mcp-timeout", Default: "60",
 		Doc:  "seconds one MCP tool call may take (1..3600); it is cancelled with its run too",
 		kind: intKind(func(s *Settings) *int { return &s.MCPTimeout }, 1, 3600)},

@@ -227,7 +227,8 @@ func (b *Backend) newRuntime() (*agent.Runtime, error) {
 		SubagentModels: nonEmpty(s.SubagentModel), UserDir: UserDir(b.Getenv),
 		Sandbox: b.Sandbox, SandboxSettings: b.Confine, Language: b.Lang, Log: b.logf,
 		Vision: newVision(s.Vision, b.Model).check, ImageMaxBytes: s.ImageMaxBytes, Fetch: tools.FetchConfig{Allow: nonEmpty(s.AllowFetch)},
-		MaxBackground: cmp.Or(s.MaxBackground, -1), BackgroundLinger: time.Duration(s.BgLinger) * time.Second})
+		MaxBackground: cmp.Or(s.MaxBackground, -1), BackgroundLinger: time.Duration(s.BgLinger) * time.Second,
+		MaxHistoryBytes: int64(s.MaxHistoryMB) << 20, ScanLimit: cmp.Or(s.RewindScanLimit, -1)})
 }
 
 // logf tells the user a formatted line (Warn).

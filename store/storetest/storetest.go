@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Leases", func(t *testing.T) { testLeases(t, fresh(t)) })
 	t.Run("Approvals", func(t *testing.T) { testApprovals(t, fresh(t)) })
 	t.Run("History", func(t *testing.T) { testHistory(t, fresh(t)) })
+	t.Run("HistoryUsage", func(t *testing.T) { testHistoryUsage(t, fresh(t)) })
 }
 
 // durable is a store whose writes that choose no durability choose d.

@@ -3,7 +3,9 @@
 -- rewind.txt; :AgentFork from the picker opens a session whose history is
 -- the first exchange; :AgentRewind from the picker (checkpoint 2, both)
 -- puts the buffer back as it was before the second prompt and leaves one
--- prompt in the session and its chat; :AgentRetry sends that prompt again.
+-- prompt in the session and its chat; :AgentRewind undo brings both back
+-- (and a second rewind takes them out again); :AgentRetry sends that prompt
+-- again.
 -- run.sh sets the environment; the exit code is the verdict.
 local bin = assert(os.getenv("AGENT_LSP_TEST_BIN"), "AGENT_LSP_TEST_BIN")
 local model_bin = assert(os.getenv("AGENT_LSP_TEST_MODEL_BIN"), "AGENT_LSP_TEST_MODEL_BIN")
@@ -154,6 +156,19 @@ test(":AgentRewind from the picker: checkpoint 2, conversation and files; the bu
   end)
   wait_for("the restored buffer", function() return vim.deep_equal(buffer_lines(buf), { "one", "first" }) end, 10000)
   assert(has_note("the prompt and later left the conversation") and has_note("restored rewind.txt"), vim.inspect(notes))
+  assert(vim.deep_equal(prompts(session_detail(session)), { "NVIM rewind one" }), vim.inspect(session_detail(session)))
+end)
+
+test(":AgentRewind undo: the buffer and the second prompt are back; rewinding again takes them out", function()
+  vim.cmd("AgentRewind undo")
+  wait_for("the undo's note", function() return has_note("undid the rewind to before prompt 2") end)
+  wait_for("the buffer as before the rewind", function() return vim.deep_equal(buffer_lines(buf), { "one", "first", "second" }) end, 10000)
+  assert(has_note("put back rewind.txt"), vim.inspect(notes))
+  assert(vim.deep_equal(prompts(session_detail(session)), { "NVIM rewind one", "and two" }), vim.inspect(session_detail(session)))
+  local n = #notes
+  vim.cmd("AgentRewind 2 both")
+  wait_for("the second rewind's note", function() return #notes > n and notes[#notes]:find("rewound to before prompt 2", 1, true) ~= nil end)
+  wait_for("the restored buffer", function() return vim.deep_equal(buffer_lines(buf), { "one", "first" }) end, 10000)
   assert(vim.deep_equal(prompts(session_detail(session)), { "NVIM rewind one" }), vim.inspect(session_detail(session)))
 end)
 

@@ -2301,6 +2301,7 @@ local rewind_checkpoints = {
         { path = "greet.go", uri = "file:///w/greet.go", added = 2, removed = 1, restorable = true },
         { path = "out.txt", uri = "file:///w/out.txt", added = 1, removed = 0, restorable = false, reason = "changed by a command, not restorable" },
       },
+      notes = { "make's files not looked for: over rewind.scanLimit" },
     },
   },
 }
@@ -2320,16 +2321,26 @@ local function with_select(answers, fn)
   end
 end
 
-test(":AgentRewind: a picker of the checkpoints with their files, then the scope with the files since; agent.rewind; its summary", function()
+test(":AgentRewind: a picker of the checkpoints with their files and notes, then the scope with the files since; agent.rewind; its summary", function()
   with_server(function(calls, notes)
     state.last_session = "s-1"
     with_select({ function(items) return items[2] end, function(items) return items[3] end }, function(offered)
       vim.cmd("AgentRewind")
       assert(calls[1].command == "agent.checkpoints" and calls[1].args.session == "s-1", vim.inspect(calls[1]))
       calls[1].on_result(rewind_checkpoints)
-      assert(vim.deep_equal(offered[1].lines, { "1. Add Farewell — greet.go +3 −0", "2. Add Sub and test it — greet.go +2 −1, out.txt +1 −0 (changed by a command, not restorable)" }), vim.inspect(offered[1].lines))
+      assert(
+        vim.deep_equal(offered[1].lines, { "1. Add Farewell — greet.go +3 −0", "2. Add Sub and test it — greet.go +2 −1, out.txt +1 −0 (changed by a command, not restorable); make's files not looked for: over rewind.scanLimit" }),
+        vim.inspect(offered[1].lines)
+      )
       local scope = offered[2].opts.prompt
-      assert(scope:find("Rewind to before prompt 2 (Add Sub and test it); files changed since: greet.go +2 −1, out.txt +1 −0 (changed by a command, not restorable)", 1, true), scope)
+      assert(
+        scope:find(
+          "Rewind to before prompt 2 (Add Sub and test it); files changed since: greet.go +2 −1, out.txt +1 −0 (changed by a command, not restorable); make's files not looked for: over rewind.scanLimit. What goes back?",
+          1,
+          true
+        ),
+        scope
+      )
       assert(vim.deep_equal(offered[2].lines, { "the conversation and the files", "the conversation only (the files stay as they are)", "the files only (the conversation stays)" }), vim.inspect(offered[2].lines))
     end)
     assert(calls[2].command == "agent.rewind" and vim.deep_equal(calls[2].args, { session = "s-1", checkpoint = 2, restore = "files" }), vim.inspect(calls[2]))
@@ -2362,6 +2373,21 @@ test(":AgentRewind N scope goes straight to agent.rewind; an unknown N or scope 
     vim.cmd("AgentRewind")
     assert(#calls == 3, "nothing sent for a running session")
     assert(has_note(notes, "session s-1 is running: :AgentCancel it first, then rewind"), vim.inspect(notes))
+  end)
+end)
+
+test(":AgentRewind undo sends agent.rewind with undo and says what came back; a kept file is a warning", function()
+  with_server(function(calls, notes)
+    state.last_session = "s-1"
+    vim.cmd("AgentRewind undo")
+    assert(calls[1] and calls[1].command == "agent.rewind" and vim.deep_equal(calls[1].args, { session = "s-1", undo = true }), vim.inspect(calls[1]))
+    calls[1].on_result({ checkpoint = 2, rewind = "01R", undone = true, conversation = true, restored = { { path = "greet.go", uri = "file:///w/greet.go" } }, conflicts = {}, notRestorable = {} })
+    local note = has_note(notes, "undid the rewind to before prompt 2 (the prompt and later left the conversation (kept as a branch)): the conversation is back; put back greet.go")
+    assert(note and note.level == vim.log.levels.INFO, vim.inspect(notes))
+    vim.cmd("AgentRewind undo")
+    calls[2].on_result({ checkpoint = 2, rewind = "01S", undone = true, conversation = false, restored = {}, conflicts = { { path = "a.txt", uri = "file:///w/a.txt", kept = true } }, notRestorable = {} })
+    note = has_note(notes, "undid the rewind to before prompt 2 (the conversation did not change): no file needed putting back; changed by you since: a.txt (kept yours)")
+    assert(note and note.level == vim.log.levels.WARN, vim.inspect(notes))
   end)
 end)
 

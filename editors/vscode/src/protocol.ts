@@ -277,8 +277,8 @@ export interface SandboxReport {
   mode: SandboxMode;
   /** The kernel's Landlock ABI; 0: none. */
   landlockABI: number;
-  /** The mechanism in force: namespaces, or snapshot where user namespaces are refused; none when not confined. */
-  isolation?: "namespaces" | "snapshot" | "none";
+  /** The mechanism in force: namespaces, or snapshot where user namespaces are refused; seatbelt on macOS, restricted-token on Windows; none when not confined. */
+  isolation?: "namespaces" | "snapshot" | "seatbelt" | "restricted-token" | "none";
   /** What bounds a command's processes ("pids cgroup v1", "RLIMIT_NPROC"); absent when nothing does. */
   processes?: string;
   /** The rights actually enforced at that ABI, human-readable; empty when nothing is. */
@@ -462,6 +462,8 @@ export interface Checkpoint {
   model: string;
   /** The files prompt N's run changed. */
   files: CheckpointFile[];
+  /** What the checkpoint could not record (a command's files not looked for: the project was over rewind.scanLimit). */
+  notes?: string[];
 }
 
 export interface CheckpointsResult {
@@ -471,11 +473,8 @@ export interface CheckpointsResult {
 /** What a rewind restores: the conversation, the files, or both. */
 export type RewindScope = "both" | "conversation" | "files";
 
-export interface RewindArgs {
-  session: string;
-  checkpoint: number;
-  restore: RewindScope;
-}
+/** A rewind to checkpoint N; or, with undo (alone), the session's newest rewind taken back. */
+export type RewindArgs = { session: string; checkpoint: number; restore: RewindScope } | { session: string; undo: true };
 
 /** A file named by a rewind's result. */
 export interface RewoundFile {
@@ -485,7 +484,11 @@ export interface RewoundFile {
 
 export interface RewindResult {
   checkpoint: number;
-  /** True when prompt N and later left the conversation. */
+  /** The rewind's ID; an undo answers the one it took back. */
+  rewind: string;
+  /** An undo: the files it wrote are as before it, the conversation is back when conversation is true. */
+  undone?: boolean;
+  /** True when prompt N and later left the conversation (an undo: came back). */
   conversation: boolean;
   restored: RewoundFile[];
   /** Files the user changed after the agent did; kept says whether the user's content stayed. */

@@ -114,6 +114,11 @@ export function filesSince(list: readonly Checkpoint[], n: number): CheckpointFi
   return [...byUri.values()].sort((a, b) => a.path.localeCompare(b.path));
 }
 
+/** What checkpoint n and the later ones could not record, each once. */
+export function notesSince(list: readonly Checkpoint[], n: number): string[] {
+  return [...new Set(list.filter((c) => c.checkpoint >= n).flatMap((c) => c.notes ?? []))];
+}
+
 /** A file's line in a list: "greet.go +3 −1", and why it cannot be restored. */
 export function fileLabel(f: CheckpointFile): string {
   return `${f.path} +${f.added} −${f.removed}${f.restorable ? "" : ` (${f.reason ?? "not restorable"})`}`;
@@ -124,9 +129,9 @@ export interface ScopeItem extends vscode.QuickPickItem {
   scope: RewindScope;
 }
 
-/** The Rewind… quick pick's items for checkpoint n: the three scopes, those that restore files listing them. */
-export function scopeItems(n: number, files: readonly CheckpointFile[]): ScopeItem[] {
-  const list = files.length ? files.map(fileLabel).join(", ") : "no file changed since";
+/** The Rewind… quick pick's items for checkpoint n: the three scopes, those that restore files listing them and what was not recorded. */
+export function scopeItems(n: number, files: readonly CheckpointFile[], notes: readonly string[] = []): ScopeItem[] {
+  const list = [files.length ? files.map(fileLabel).join(", ") : "no file changed since", ...notes].join("; ");
   const count = files.length === 1 ? "1 file goes" : `${files.length} files go`;
   return [
     { scope: "both", label: "Conversation and files", description: `prompt ${n} and later leave the conversation; ${count} back`, detail: list },
@@ -139,10 +144,15 @@ export function scopeItems(n: number, files: readonly CheckpointFile[]): ScopeIt
 export function rewindSummary(r: RewindResult, scope: RewindScope): { text: string; warn: boolean } {
   const names = (l: readonly { path: string }[]) => l.map((f) => f.path).join(", ");
   const parts = [`Rewound to before prompt ${r.checkpoint}:`];
-  if (scope !== "files") {
+  if (r.undone) {
+    parts[0] = `Undid the rewind to before prompt ${r.checkpoint}:`;
+    if (r.conversation) parts.push(`prompt ${r.checkpoint} and later are back in the conversation.`);
+    if (r.restored.length || !r.conversation) parts.push(r.restored.length ? `put back ${names(r.restored)}.` : "no file needed putting back.");
+  }
+  if (scope !== "files" && !r.undone) {
     parts.push(r.conversation ? `prompt ${r.checkpoint} and later left the conversation (kept as a branch).` : "the conversation did not change.");
   }
-  if (scope !== "conversation") {
+  if (scope !== "conversation" && !r.undone) {
     parts.push(r.restored.length ? `restored ${names(r.restored)}.` : "no file needed restoring.");
   }
   const kept = r.conflicts.filter((c) => c.kept);
@@ -172,7 +182,7 @@ async function checkpointOf(ctx: Ctx, session: string, shown: readonly string[],
 export async function rewind(ctx: Ctx, host: RewindHost, session: string, shown: readonly string[], i: number): Promise<void> {
   const { at, list } = await checkpointOf(ctx, session, shown, i);
   const files = filesSince(list, at.checkpoint);
-  const pick = await vscode.window.showQuickPick(scopeItems(at.checkpoint, files), {
+  const pick = await vscode.window.showQuickPick(scopeItems(at.checkpoint, files, notesSince(list, at.checkpoint)), {
     title: `Rewind to before prompt ${at.checkpoint}: “${firstLine(at.prompt)}”`,
     placeHolder: "What goes back: the conversation, the files, or both",
   });
@@ -182,6 +192,27 @@ export async function rewind(ctx: Ctx, host: RewindHost, session: string, shown:
   const result = await (await ctx.ready()).send(requests.rewind, { session, checkpoint: at.checkpoint, restore: pick.scope });
   const { text, warn } = rewindSummary(result, pick.scope);
   ctx.output.appendLine(`↶ ${text}`);
+  if (result.conversation) {
+    await host.show(session);
+  }
+  void (warn ? vscode.window.showWarningMessage(text, undoButton) : vscode.window.showInformationMessage(text, undoButton)).then(async (choice) => {
+    if (choice !== undoButton) return;
+    try {
+      await undoRewind(ctx, host, session);
+    } catch (err) {
+      void vscode.window.showErrorMessage(errorText(err));
+    }
+  });
+}
+
+/** The button of a rewind's notification that takes it back. */
+export const undoButton = "Undo Rewind";
+
+/** Undo Rewind: the session's newest rewind taken back (its files and conversation); the chat shows the session again. */
+export async function undoRewind(ctx: Ctx, host: RewindHost, session: string): Promise<void> {
+  const result = await (await ctx.ready()).send(requests.rewind, { session, undo: true });
+  const { text, warn } = rewindSummary(result, "both");
+  ctx.output.appendLine(`↷ ${text}`);
   if (result.conversation) {
     await host.show(session);
   }

@@ -286,9 +286,11 @@ const commandShows: { [C in CommandName]: (ex: CommandExample<C>) => void } = {
     }
   },
   "agent.rewind": ({ arguments: a, result: r }) => {
-    const { text } = rewindSummary(r, a.restore);
+    const scope = "restore" in a ? a.restore : "both";
+    const { text } = rewindSummary(r, scope);
     shows(text, [`prompt ${r.checkpoint}`, ...r.conflicts.map((f) => f.path), ...r.notRestorable.flatMap((f) => [f.path, f.reason])], "rewind");
-    if (a.restore !== "conversation")
+    if ("undo" in a) shows(text, ["Undid the rewind"], "undo of a rewind");
+    if (scope !== "conversation")
       shows(
         text,
         r.restored.map((f) => f.path),

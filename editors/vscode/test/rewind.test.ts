@@ -12,7 +12,7 @@ import { registerCommands } from "../src/commands";
 import { defaultSettings } from "../src/config";
 import { Ctx, type AgentServer, type Client, type SendOptions } from "../src/ctx";
 import type { Checkpoint, FinishedRun, Message, ProgressValue, Request, RewindResult } from "../src/protocol";
-import { checkpointScheme, filesSince, matchCheckpoint, registerCheckpointContents, rewindSummary, scopeItems } from "../src/rewind";
+import { checkpointScheme, filesSince, matchCheckpoint, notesSince, registerCheckpointContents, rewindSummary, scopeItems } from "../src/rewind";
 import { Uri, stub } from "./vscode-stub";
 
 class FakeServer implements AgentServer {
@@ -132,9 +132,24 @@ test("the files since a checkpoint: each once, counts summed, not restorable wit
   assert.match(files?.description ?? "", /3 files go back to before prompt 2; the conversation stays/);
 });
 
+test("what a checkpoint could not record shows with the files of the scopes that restore them, each note once", () => {
+  const note = "the files of `make` were not looked for: 25000 files, over rewind.scanLimit (20000)";
+  const list = [
+    { ...checkpoints[0]!, checkpoint: 1, notes: ["an older note"] },
+    { ...checkpoints[0]!, checkpoint: 2, files: [], notes: [note] },
+    { ...checkpoints[0]!, checkpoint: 3, files: [], notes: [note] },
+  ];
+  assert.deepEqual(notesSince(list, 2), [note]);
+  const [both, conv, files] = scopeItems(2, [], notesSince(list, 2));
+  assert.equal(both?.detail, `no file changed since; ${note}`);
+  assert.equal(files?.detail, `no file changed since; ${note}`);
+  assert.equal(conv?.detail, undefined);
+});
+
 test("a rewind's summary: what went back, the conflicts kept or overwritten, what could not be restored", () => {
   const r: RewindResult = {
     checkpoint: 2,
+    rewind: "01R",
     conversation: true,
     restored: [{ path: "greet.go", uri: "file:///w/greet.go" }],
     conflicts: [{ path: "notes.md", uri: "file:///w/notes.md", kept: true }],
@@ -147,12 +162,21 @@ test("a rewind's summary: what went back, the conflicts kept or overwritten, wha
   assert.deepEqual(rewindSummary({ ...r, conflicts: [], notRestorable: [], restored: [] }, "conversation"), { text: "Rewound to before prompt 2: prompt 2 and later left the conversation (kept as a branch).", warn: false });
 });
 
+test("an undo's summary: what came back, a file kept because it changed since the rewind", () => {
+  const r: RewindResult = { checkpoint: 2, rewind: "01R", undone: true, conversation: true, restored: [{ path: "greet.go", uri: "file:///w/greet.go" }], conflicts: [], notRestorable: [] };
+  assert.deepEqual(rewindSummary(r, "both"), { text: "Undid the rewind to before prompt 2: prompt 2 and later are back in the conversation. put back greet.go.", warn: false });
+  assert.deepEqual(rewindSummary({ ...r, conversation: false, restored: [], conflicts: [{ path: "a.txt", uri: "file:///w/a.txt", kept: true }] }, "both"), {
+    text: "Undid the rewind to before prompt 2: no file needed putting back. Kept your changes: a.txt.",
+    warn: true,
+  });
+});
+
 test("Rewind… on the second prompt: the scope asked with the files, agent.rewind sent, the chat shows the session again with one prompt", async () => {
   let offered: any[] = [];
   stub.picks.push((items) => ((offered = items), items.find((i: any) => i.scope === "both")));
   server.handlers["agent.rewind"] = (args): RewindResult => {
     stored = stored.slice(0, 2);
-    return { checkpoint: args.checkpoint, conversation: true, restored: [{ path: "greet.go", uri: "file:///w/greet.go" }], conflicts: [], notRestorable: [] };
+    return { checkpoint: args.checkpoint, rewind: "01R", conversation: true, restored: [{ path: "greet.go", uri: "file:///w/greet.go" }], conflicts: [], notRestorable: [] };
   };
   await press("rewind", 1);
   assert.deepEqual(
@@ -167,6 +191,29 @@ test("Rewind… on the second prompt: the scope asked with the files, agent.rewi
   assert.deepEqual(stub.messages, [{ level: "info", text: "Rewound to before prompt 2: prompt 2 and later left the conversation (kept as a branch). restored greet.go." }]);
 });
 
+test("Undo Rewind on a rewind's notification sends agent.rewind with undo; the chat shows the session again with both prompts", async () => {
+  stub.picks.push((items) => items.find((i: any) => i.scope === "both"));
+  stub.buttons.push("Undo Rewind");
+  const all = stored;
+  server.handlers["agent.rewind"] = (args): RewindResult => {
+    if (args.undo) {
+      stored = all;
+      return { checkpoint: 2, rewind: "01R", undone: true, conversation: true, restored: [{ path: "greet.go", uri: "file:///w/greet.go" }], conflicts: [], notRestorable: [] };
+    }
+    stored = stored.slice(0, 2);
+    return { checkpoint: args.checkpoint, rewind: "01R", conversation: true, restored: [{ path: "greet.go", uri: "file:///w/greet.go" }], conflicts: [], notRestorable: [] };
+  };
+  await press("rewind", 1);
+  for (let i = 0; i < 100 && stub.messages.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(stub.buttonsShown[0], ["Undo Rewind"], "the rewind's notification offers the undo");
+  assert.deepEqual(server.args("agent.rewind"), [
+    { session: "s-1", checkpoint: 2, restore: "both" },
+    { session: "s-1", undo: true },
+  ]);
+  assert.deepEqual(stub.messages[1], { level: "info", text: "Undid the rewind to before prompt 2: prompt 2 and later are back in the conversation. put back greet.go." });
+  assert.match(view.html(), /Add Sub and test it/, "the prompt the rewind took out is back in the chat");
+});
+
 test("Rewind… files only: the conversation stays, the chat is not read again; cancelling the pick sends nothing", async () => {
   stub.picks.push(() => undefined);
   await press("rewind", 0);
@@ -174,6 +221,7 @@ test("Rewind… files only: the conversation stays, the chat is not read again; 
   stub.picks.push((items) => items.find((i: any) => i.scope === "files"));
   server.handlers["agent.rewind"] = (args): RewindResult => ({
     checkpoint: args.checkpoint,
+    rewind: "01R",
     conversation: false,
     restored: [],
     conflicts: [],

@@ -749,14 +749,21 @@ M.list = {
   },
   {
     name = "AgentRewind",
-    fn = function(o) require("agent_lsp.rewind").rewind(tonumber(o.fargs[1]), o.fargs[2]) end,
+    fn = function(o)
+      local rewind = require("agent_lsp.rewind")
+      if o.fargs[1] == "undo" then
+        return rewind.undo()
+      end
+      rewind.rewind(tonumber(o.fargs[1]), o.fargs[2])
+    end,
     opts = {
       nargs = "*",
       complete = function(lead, line)
         local n = #vim.split(line:sub(1, #line - #lead), "%s+", { trimempty = true })
-        return n == 2 and vim.tbl_filter(function(s) return s:sub(1, #lead) == lead end, { "both", "conversation", "files" }) or {}
+        local words = ({ { "undo" }, { "both", "conversation", "files" } })[n] or {}
+        return vim.tbl_filter(function(s) return s:sub(1, #lead) == lead end, words)
       end,
-      desc = "Rewind the agent session to before a prompt: the conversation, the files, or both ([N [both|conversation|files]])",
+      desc = "Rewind the agent session to before a prompt: the conversation, the files, or both ([N [both|conversation|files]]); undo takes the last rewind back",
     },
   },
   {

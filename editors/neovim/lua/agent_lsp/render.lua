@@ -40,6 +40,8 @@ M.words = {
   restorable = { [true] = "can be restored", [false] = "not restorable" },
   conversation = { [true] = "the prompt and later left the conversation (kept as a branch)", [false] = "the conversation did not change" },
   kept = { [true] = "kept yours", [false] = "restored over yours" },
+  undone = { [true] = "undid the rewind", [false] = "rewound" },
+  undo = { [true] = "take the newest rewind back", [false] = "rewind to a checkpoint" },
   exists = { [true] = "as it was", [false] = "did not exist then" },
   retry = { [true] = "retry the last prompt", [false] = "a new prompt" },
 }

@@ -65,7 +65,29 @@ end
 ---@return string
 function M.checkpoint_item(c)
   local files = vim.tbl_map(M.file_label, type(c.files) == "table" and c.files or {})
-  return ("%s. %s — %s"):format(render.str(c.checkpoint), render.oneline(c.prompt), #files > 0 and table.concat(files, ", ") or "no file changed")
+  local notes = vim.tbl_map(render.oneline, type(c.notes) == "table" and c.notes or {})
+  local line = ("%s. %s — %s"):format(render.str(c.checkpoint), render.oneline(c.prompt), #files > 0 and table.concat(files, ", ") or "no file changed")
+  return #notes > 0 and (line .. "; " .. table.concat(notes, "; ")) or line
+end
+
+---What checkpoint n and the later ones could not record, each once.
+---@param list AgentLsp.Checkpoint[]
+---@param n integer
+---@return string[]
+function M.notes_since(list, n)
+  local out, seen = {}, {}
+  for _, c in ipairs(list) do
+    if type(c.checkpoint) == "number" and c.checkpoint >= n then
+      for _, note in ipairs(type(c.notes) == "table" and c.notes or {}) do
+        local line = render.oneline(note)
+        if not seen[line] then
+          seen[line] = true
+          table.insert(out, line)
+        end
+      end
+    end
+  end
+  return out
 end
 
 ---agent.checkpoints for the event log: each checkpoint, then its files with their URIs.
@@ -77,6 +99,9 @@ function M.checkpoints_lines(r)
     table.insert(lines, ("checkpoint %s: %s (%s · %s)"):format(render.str(c.checkpoint), render.oneline(c.prompt), render.time(c.time), render.str(c.model)))
     for _, f in ipairs(type(c.files) == "table" and c.files or {}) do
       table.insert(lines, ("    %s · %s · %s"):format(M.file_label(f), render.word("restorable", f.restorable), render.str(f.uri)))
+    end
+    for _, note in ipairs(type(c.notes) == "table" and c.notes or {}) do
+      table.insert(lines, "    note: " .. render.oneline(note))
     end
   end
   return #lines > 0 and lines or { "no checkpoints" }
@@ -93,12 +118,23 @@ end
 ---@return string text
 ---@return boolean warn
 function M.summary(r, scope)
-  local parts = { ("rewound to before prompt %s:"):format(render.str(r.checkpoint)) }
-  if scope ~= "files" then
+  local parts = { ("%s to before prompt %s:"):format(render.word("undone", false), render.str(r.checkpoint)) }
+  local restored = type(r.restored) == "table" and r.restored or {}
+  if r.undone == true then
+    -- (the rewind's own words: what it did, which the undo took back)
+    parts = { ("%s to before prompt %s (%s):"):format(render.word("undone", true), render.str(r.checkpoint), render.word("conversation", r.conversation)) }
+    if r.conversation == true then
+      table.insert(parts, "the conversation is back;")
+    end
+    if #restored > 0 or r.conversation ~= true then
+      table.insert(parts, #restored > 0 and ("put back " .. names(restored) .. ";") or "no file needed putting back;")
+    end
+    scope = "undo"
+  end
+  if scope ~= "files" and scope ~= "undo" then
     table.insert(parts, render.word("conversation", r.conversation) .. ";")
   end
-  local restored = type(r.restored) == "table" and r.restored or {}
-  if scope ~= "conversation" then
+  if scope ~= "conversation" and scope ~= "undo" then
     table.insert(parts, #restored > 0 and ("restored " .. names(restored) .. ";") or "no file needed restoring;")
   end
   local conflicts = type(r.conflicts) == "table" and r.conflicts or {}
@@ -122,6 +158,9 @@ end
 ---@return string[]
 function M.rewind_lines(r, args)
   local lines = { ("session %s: %s"):format(render.str(args.session), (M.summary(r, args.restore or "both"))) }
+  if r.rewind then
+    table.insert(lines, ("    rewind %s%s"):format(render.str(r.rewind), r.undone and " (taken back)" or " (:AgentRewind undo takes it back)"))
+  end
   for _, kind in ipairs({ "restored", "conflicts", "notRestorable" }) do
     for _, f in ipairs(type(r[kind]) == "table" and r[kind] or {}) do
       table.insert(lines, ("    %s %s %s"):format(kind, render.str(f.path), render.str(f.uri)))
@@ -251,6 +290,22 @@ local function do_rewind(c, session, n, scope)
   end)
 end
 
+---:AgentRewind undo: the session's newest rewind taken back (the files it
+---wrote as before it, one workspace edit; the conversation it took out).
+function M.undo()
+  with_session("rewind", function(session, c)
+    local args = { session = session, undo = true }
+    client.execute(c, "agent.rewind", args, function(r)
+      require("agent_lsp.log").add(M.rewind_lines(r, args))
+      local text, warn = M.summary(r, "both")
+      ui.notify(text, warn and vim.log.levels.WARN or vim.log.levels.INFO)
+      if r.conversation then
+        reload_chat(session)
+      end
+    end)
+  end)
+end
+
 ---:AgentRewind [N [both|conversation|files]]: a checkpoint of the session
 ---(picked, with the files each prompt changed, unless N is given), then what
 ---goes back (picked, listing the files prompt N and later changed, unless
@@ -268,6 +323,9 @@ function M.rewind(n, scope)
       end
       local files = vim.tbl_map(M.file_label, M.files_since(list, cp.checkpoint))
       local changed = #files > 0 and ("; files changed since: " .. table.concat(files, ", ")) or "; no file changed since"
+      for _, note in ipairs(M.notes_since(list, cp.checkpoint)) do
+        changed = changed .. "; " .. note
+      end
       vim.ui.select(M.scopes, {
         prompt = ("Rewind to before prompt %d (%s)%s. What goes back?"):format(cp.checkpoint, render.oneline(cp.prompt), changed),
         format_item = function(s) return s[2] end,

@@ -240,7 +240,7 @@
 ---@class AgentLsp.SandboxReport
 ---@field mode AgentLsp.SandboxMode the sandbox setting
 ---@field landlockABI integer the kernel's Landlock ABI; 0: none
----@field isolation? "namespaces"|"snapshot"|"none" the mechanism in force (snapshot: user namespaces are refused)
+---@field isolation? "namespaces"|"snapshot"|"seatbelt"|"restricted-token"|"none" the mechanism in force (snapshot: user namespaces are refused; seatbelt: macOS; restricted-token: Windows)
 ---@field processes? string what bounds a command's processes ("pids cgroup v1", "RLIMIT_NPROC")
 ---@field enforced string[] the rights actually enforced, human-readable
 ---@field notEnforced? string[] what is not enforced, and why
@@ -430,6 +430,7 @@
 ---@field time string RFC 3339
 ---@field model string
 ---@field files AgentLsp.CheckpointFile[] the files prompt N's run changed
+---@field notes? string[] what the checkpoint could not record (a command's files not looked for: over rewind.scanLimit)
 
 ---@class AgentLsp.CheckpointFile
 ---@field path string relative to its project
@@ -449,12 +450,15 @@
 
 ---@class AgentLsp.RewindArgs
 ---@field session string
----@field checkpoint integer
+---@field checkpoint? integer required unless undo
 ---@field restore? AgentLsp.RewindScope default both
+---@field undo? boolean take the session's newest rewind back (alone)
 
 ---@class AgentLsp.RewindResult
 ---@field checkpoint integer
----@field conversation boolean whether prompt N and later left the conversation
+---@field rewind string the rewind's ID (an undo: the one it took back)
+---@field undone? boolean an undo: the files it wrote are as before it
+---@field conversation boolean whether prompt N and later left the conversation (an undo: came back)
 ---@field restored AgentLsp.RewoundFile[]
 ---@field conflicts AgentLsp.RewindConflict[] files the user changed after the agent did
 ---@field notRestorable AgentLsp.NotRestorable[]
