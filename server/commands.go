@@ -12,6 +12,7 @@ import (
 	"go.lsp.dev/protocol"
 
 	"github.com/agent-lsp/agent-lsp/agent"
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/store"
 )
 
@@ -180,7 +181,7 @@ func sessionError(command string, err error) error {
 		return invalidParams("%s: %v", command, err)
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, agent.ErrUnknownSession), errors.Is(err, agent.ErrUnknownProject),
 		errors.Is(err, agent.ErrSessionBusy), errors.Is(err, agent.ErrNoProject), errors.Is(err, agent.ErrBadSelection),
-		errors.Is(err, agent.ErrFolderNotOpen), errors.Is(err, agent.ErrNoPrice), slashError(err):
+		errors.Is(err, agent.ErrFolderNotOpen), errors.Is(err, agent.ErrNoPrice), session.SlashError(err):
 		return invalidParams("%s: %v", command, err)
 	}
 	return jsonrpc2.Errorf(jsonrpc2.InternalError, "%s: %v", command, err)

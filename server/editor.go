@@ -10,6 +10,7 @@ import (
 	"go.lsp.dev/uri"
 
 	"github.com/agent-lsp/agent-lsp/agent/tools"
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
@@ -112,7 +113,7 @@ func (e *editor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResult,
 // needs none: its path as decided (a protected name allowEdit does not
 // match, hard links), and review mode.
 func (e *editor) confirmation(fe tools.FileEdit) string {
-	d, err := decided(e.ws, fe)
+	d, err := session.Decided(e.ws, fe)
 	if err != nil {
 		return err.Error() + "; accept or reject"
 	}
@@ -161,20 +162,6 @@ func (e *editor) workspaceEdit(fe tools.FileEdit, why string) *protocol.ApplyWor
 		}
 	}
 	return &protocol.ApplyWorkspaceEditParams{Label: &fe.Label, Edit: we}
-}
-
-// decided is the decision on an edit's path: the tool's, and for an edit
-// that comes without one, decided now. A path that cannot be decided (it
-// left its project since) needs the user's confirmation, for that reason.
-func decided(ws *workspace.Workspace, fe tools.FileEdit) (workspace.Decision, error) {
-	if fe.Decision.Abs == fe.Path && fe.Path != "" {
-		return fe.Decision, nil
-	}
-	_, d, err := ws.Decide(fe.Path)
-	if err != nil {
-		return d, fmt.Errorf("its path cannot be decided: %w", err)
-	}
-	return d, nil
 }
 
 func lspRange(r workspace.Range) protocol.Range {

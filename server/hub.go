@@ -1,62 +1,18 @@
 package server
 
 import (
-	"fmt"
-	"path/filepath"
-
-	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/event"
 	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/store"
-	"github.com/agent-lsp/agent-lsp/store/postgres"
 )
 
-// Hub is what the connections of one process share: in the daemon, every
-// window's connection. It holds the store they all use and the registry of
-// live sessions (agent.Registry: the sessions running in any of them, one
-// event sequence per session, and the connections that follow each: the
-// run's own and those that queued a prompt into it). A Serve without a hub
-// has its own and opens the store its settings name.
-type Hub struct {
-	store     store.Store     // nil: each connection opens the store its settings name
-	storePath string          // the file of store
-	live      *agent.Registry // the live sessions of every connection, their event sequences and followers
-	mcp       session.MCPPool // MCP servers, shared by connections that define them alike
-}
+// Hub is what the connections of one process share (session.Hub): the
+// store, the live sessions and the MCP pool.
+type Hub = session.Hub
 
 // NewHub returns a hub over st, the store at path, which it never closes;
 // st nil makes a hub whose connections open their own store.
-func NewHub(st store.Store, path string) *Hub {
-	abs, err := filepath.Abs(path)
-	if err != nil || postgres.IsURL(path) {
-		abs = path
-	}
-	return &Hub{store: st, storePath: abs, live: agent.NewRegistry()}
-}
-
-// Running is how many sessions run now, in all connections.
-func (h *Hub) Running() int { return h.live.Count() }
-
-// Live is the registry of the sessions running in the hub's connections.
-func (h *Hub) Live() *agent.Registry { return h.live }
-
-// sharedStore returns the hub's store for settings that name path, or nil
-// when the hub has none; an error when the hub serves another file.
-func (h *Hub) sharedStore(path string) (store.Store, error) {
-	if h.store == nil {
-		return nil, nil
-	}
-	if postgres.IsURL(path) {
-		if path != h.storePath {
-			return nil, fmt.Errorf("this agent-lsp process serves the store %s, not %s", postgres.Redact(h.storePath), postgres.Redact(path))
-		}
-		return h.store, nil
-	}
-	if abs, err := filepath.Abs(path); err != nil || abs != h.storePath {
-		return nil, fmt.Errorf("this agent-lsp daemon serves the store %s, not %s", h.storePath, path)
-	}
-	return h.store, nil
-}
+func NewHub(st store.Store, path string) *Hub { return session.NewHub(st, path) }
 
 // Deliver queues one of a followed session's events (agent.Subscriber):
 // through the connection's outbox, which never waits for it (a client

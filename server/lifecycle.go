@@ -15,6 +15,7 @@ import (
 
 	"github.com/agent-lsp/agent-lsp/agent/sandbox"
 	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
@@ -211,10 +212,12 @@ func (s *Server) initialize(ctx context.Context, _ jsonrpc2.ID, params json.RawM
 		return nil, invalidParams("%v", err)
 	}
 	enc := p.encoding()
-	b, notices, err := NewBackend(s.opts.Hub, st, enc, p.folders(), s.opts.Environ(), s.opts.Getenv, func(msg string) { s.notice(msgWarning, "%s", msg) },
-		func(ctx context.Context, message string, actions ...string) (string, error) {
+	o := session.Options{Settings: st, Environ: s.opts.Environ(), Getenv: s.opts.Getenv, Version: s.opts.Version,
+		Warn: func(msg string) { s.notice(msgWarning, "%s", msg) },
+		Ask: func(ctx context.Context, message string, actions ...string) (string, error) {
 			return s.client.showMessageRequest(ctx, msgWarning, message, actions...)
-		})
+		}}
+	b, notices, err := session.NewBackend(s.opts.Hub, o, enc, p.folders())
 	if err != nil {
 		return nil, invalidParams("initialize: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	"go.lsp.dev/jsonrpc2"
 
@@ -25,37 +24,23 @@ type ModelsResult struct {
 	Models  []model.ModelInfo `json:"models"`
 }
 
-// modelsTimeout bounds asking the endpoint for its models.
-const modelsTimeout = 10 * time.Second
-
 func (s *Server) modelsCommand(ctx context.Context, call commandCall, _ ModelsArgs) (ModelsResult, error) {
 	if err := s.checkKey(call.b, "agent.models"); err != nil {
 		return ModelsResult{}, err
 	}
-	list, err := call.b.models(ctx)
+	list, err := call.b.Models(ctx)
 	switch {
 	case errors.Is(err, model.ErrKeyRefused) && call.b.Settings.APIKey == "":
 		s.keys.refused(call.b.Settings.BaseURL)
-		return ModelsResult{}, reasonError(call.b.reasonData(agent.ReasonNoAPIKey, "model.apiKeyEnv"), "agent.models: %v", err)
+		return ModelsResult{}, reasonError(reasonData(call.b, agent.ReasonNoAPIKey, "model.apiKeyEnv"), "agent.models: %v", err)
 	case errors.Is(err, model.ErrKeyRefused):
-		return ModelsResult{}, reasonError(call.b.reasonData(agent.ReasonKeyRefused, "model.apiKeyEnv"), "agent.models: %v", err)
+		return ModelsResult{}, reasonError(reasonData(call.b, agent.ReasonKeyRefused, "model.apiKeyEnv"), "agent.models: %v", err)
 	case errors.Is(err, model.ErrUnreachable):
-		return ModelsResult{}, reasonError(call.b.reasonData(agent.ReasonUnreachable, "model.baseURL"), "agent.models: %v", err)
+		return ModelsResult{}, reasonError(reasonData(call.b, agent.ReasonUnreachable, "model.baseURL"), "agent.models: %v", err)
 	case err != nil:
 		return ModelsResult{}, jsonrpc2.Errorf(jsonrpc2.InternalError, "agent.models: %v", err)
 	}
 	return ModelsResult{BaseURL: call.b.Settings.BaseURL, Current: call.b.Settings.Model, Models: list}, nil
-}
-
-// models lists the endpoint's models.
-func (b *Backend) models(ctx context.Context) ([]model.ModelInfo, error) {
-	ctx, cancel := context.WithTimeout(ctx, modelsTimeout)
-	defer cancel()
-	list, err := b.Model.Models(ctx)
-	if list == nil && err == nil {
-		list = []model.ModelInfo{}
-	}
-	return list, err
 }
 
 // checkModel refuses a model the endpoint does not offer, when it has a
@@ -65,7 +50,7 @@ func (s *Server) checkModel(ctx context.Context, b *Backend, command, name strin
 	if name == "" {
 		return nil
 	}
-	list, err := b.models(ctx)
+	list, err := b.Models(ctx)
 	if err != nil {
 		if !errors.Is(err, model.ErrNoModelList) {
 			s.logf("%s: could not check model %q: %v", command, name, err)
@@ -79,7 +64,7 @@ func (s *Server) checkModel(ctx context.Context, b *Backend, command, name strin
 	for i, m := range list {
 		ids[i] = m.ID
 	}
-	d := b.reasonData(agent.ReasonModelUnknown, "model.model")
+	d := reasonData(b, agent.ReasonModelUnknown, "model.model")
 	d.Model, d.Models = name, ids
 	return reasonError(d, "%s: the endpoint %s does not offer the model %q; it offers: %s", command, b.Settings.BaseURL, name, strings.Join(ids, ", "))
 }

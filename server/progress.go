@@ -61,7 +61,7 @@ func newReporter(c *client, hub *Hub, token protocol.ProgressToken, title string
 // follower.
 func (k *reporter) event(e event.Event) {
 	if k.bound == nil {
-		if k.bound = k.hub.live.Follow(e.Session, k.c); k.bound == nil {
+		if k.bound = k.hub.Live().Follow(e.Session, k.c); k.bound == nil {
 			k.bound = &agent.Broadcast{} // not a live session's event: for this connection only
 			k.bound.Follow(k.c)
 		}
@@ -233,7 +233,7 @@ func (k *reporter) flushText(b *batch) {
 // send numbers an event in its session's sequence and publishes it to the
 // run's subscribers (a run's end is never dropped).
 func (k *reporter) send(e event.Event) {
-	e.Seq = k.hub.live.Seq(e.Session)
+	e.Seq = k.hub.Live().Seq(e.Session)
 	k.to.Publish(e)
 }
 

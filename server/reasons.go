@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/server/config"
+	"github.com/agent-lsp/agent-lsp/server/session"
 )
 
 // Failing fast and in plain words: a run that cannot succeed with the
@@ -23,15 +23,8 @@ import (
 // refused the key) says so in its result's reason.
 
 // ReasonData is the data of a JSON-RPC error refused for a Reason, and of
-// agent.endpoint's answer: what the next runs would use.
-type ReasonData struct {
-	Reason    string   `json:"reason"`           // agent.Reason*: no-api-key, key-refused, model-unknown, endpoint-unreachable
-	Setting   string   `json:"setting"`          // the setting that fixes it (initializationOptions' name)
-	BaseURL   string   `json:"baseURL"`          // the endpoint
-	Model     string   `json:"model"`            // the model runs would use
-	APIKeyEnv string   `json:"apiKeyEnv"`        // the variable the key is read from
-	Models    []string `json:"models,omitempty"` // model-unknown: the models the endpoint offers
-}
+// agent.endpoint's answer: what the next runs would use (session.ReasonData).
+type ReasonData = session.ReasonData
 
 // reasonError is a JSON-RPC error (InvalidParams: the request cannot be
 // served with these settings) carrying data.
@@ -49,9 +42,9 @@ type keyGate struct {
 }
 
 // NeedsKey reports whether baseURL is known to need an API key when key is
-// empty: OpenAI's endpoint always does. (A server also knows the endpoints
-// that refused a request without one.)
-func NeedsKey(baseURL, key string) bool { return key == "" && isOpenAI(baseURL) }
+// empty (session.NeedsKey). (A server also knows the endpoints that refused
+// a request without one.)
+func NeedsKey(baseURL, key string) bool { return session.NeedsKey(baseURL, key) }
 
 // needsKey reports whether baseURL needs a key the settings do not have.
 func (g *keyGate) needsKey(baseURL, key string) bool {
@@ -76,21 +69,15 @@ func (g *keyGate) refused(baseURL string) {
 	g.wants[strings.TrimRight(baseURL, "/")] = true
 }
 
-// isOpenAI reports whether baseURL is OpenAI's API, which always needs a key.
-func isOpenAI(baseURL string) bool {
-	u, err := url.Parse(baseURL)
-	return err == nil && (u.Hostname() == "api.openai.com" || strings.HasSuffix(u.Hostname(), ".openai.com"))
+// ReasonDataOf is the ReasonData of settings st for reason and the setting
+// that fixes it (session.ReasonDataOf).
+func ReasonDataOf(st config.Settings, reason, setting string) ReasonData {
+	return session.ReasonDataOf(st, reason, setting)
 }
 
 // reasonData is b's endpoint as a ReasonData for reason.
-func (b *Backend) reasonData(reason, setting string) ReasonData {
+func reasonData(b *Backend, reason, setting string) ReasonData {
 	return ReasonDataOf(b.Settings, reason, setting)
-}
-
-// ReasonDataOf is the ReasonData of settings st for reason and the setting
-// that fixes it.
-func ReasonDataOf(st config.Settings, reason, setting string) ReasonData {
-	return ReasonData{Reason: reason, Setting: setting, BaseURL: strings.TrimRight(st.BaseURL, "/"), Model: st.Model, APIKeyEnv: st.APIKeyEnv}
 }
 
 // checkKey refuses, before any request leaves, a command that would call
@@ -99,14 +86,9 @@ func (s *Server) checkKey(b *Backend, command string) error {
 	if !s.keys.needsKey(b.Settings.BaseURL, b.Settings.APIKey) {
 		return nil
 	}
-	d := b.reasonData(agent.ReasonNoAPIKey, "model.apiKeyEnv")
+	d := reasonData(b, agent.ReasonNoAPIKey, "model.apiKeyEnv")
 	return reasonError(d, "%s: no API key: %s needs one, and %s is not set (set it, or point model.baseURL at a server that needs none)",
 		command, d.BaseURL, d.APIKeyEnv)
-}
-
-// noKeyWords says why the endpoint is not asked: it needs a key none is set.
-func noKeyWords(b *Backend) string {
-	return fmt.Sprintf("%s needs an API key and %s is not set", strings.TrimRight(b.Settings.BaseURL, "/"), b.Settings.APIKeyEnv)
 }
 
 // learn takes what a run's result teaches: an endpoint that refused a

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agent-lsp/agent-lsp/agent"
 	"github.com/agent-lsp/agent-lsp/agent/transcript"
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/store"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
@@ -157,7 +158,7 @@ func (s *Server) runCommand(ctx context.Context, call commandCall, a RunArgs) (a
 	return s.startRun(ctx, call, "agent.run", title, o, RunSpec{Request: req})
 }
 
-// slash expands a prompt that starts with /name (expandSlash): a
+// slash expands a prompt that starts with /name (Backend.ExpandSlash): a
 // built-in's reply is the result at once (done), without a run; a file
 // command's prompt, model, tools and mode go into req and o. An agent.run
 // that names a model or an edit mode keeps it.
@@ -166,30 +167,28 @@ func (s *Server) slash(ctx context.Context, b *Backend, req *agent.Request, o *r
 	if err != nil {
 		return agent.Result{}, false, sessionError("agent.run", err)
 	}
-	in := slashInput{b: b, project: project, session: req.Session, model: cmp.Or(req.Model, b.Settings.Model)}
-	if s.keys.needsKey(b.Settings.BaseURL, b.Settings.APIKey) {
-		in.noKey = noKeyWords(b)
-	}
+	in := session.SlashInput{Project: project, Session: req.Session, Model: cmp.Or(req.Model, b.Settings.Model),
+		NeedsKey: s.keys.needsKey(b.Settings.BaseURL, b.Settings.APIKey)}
 	if req.Session != "" {
 		if sess, err := b.Store.Session(ctx, req.Session); err == nil {
-			in.model = cmp.Or(req.Model, sess.Model, b.Settings.Model)
-			in.setModel = storedModelSetter(b, req.Session)
+			in.Model = cmp.Or(req.Model, sess.Model, b.Settings.Model)
+			in.SetModel = func(ctx context.Context, name string) error { return b.SetStoredModel(ctx, req.Session, name) }
 		}
 	}
-	res, ok, err := expandSlash(ctx, in, req.Prompt)
+	res, ok, err := b.ExpandSlash(ctx, in, req.Prompt)
 	switch {
 	case !ok:
 		return agent.Result{}, false, nil
 	case err != nil:
 		return agent.Result{}, false, sessionError("agent.run", err)
-	case res.builtin:
-		return agent.Result{Session: req.Session, Status: store.StatusDone, Reply: res.reply}, true, nil
+	case res.Builtin:
+		return agent.Result{Session: req.Session, Status: store.StatusDone, Reply: res.Reply}, true, nil
 	}
-	req.Title, req.Prompt, req.Tools = req.Prompt, res.prompt, res.tools
+	req.Title, req.Prompt, req.Tools = req.Prompt, res.Prompt, res.Tools
 	if req.Model == "" {
-		req.Model = res.model
+		req.Model = res.Model
 	}
-	if res.review && o.edits == "" {
+	if res.Review && o.edits == "" {
 		o.edits = "review"
 	}
 	return agent.Result{}, false, nil
@@ -239,7 +238,7 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	if spec.Session != "" && call.b.Live().Running(spec.Session) {
 		// Likely queued into a run of another window: follow the session
 		// from now on, so that this window sees its prompt queued.
-		s.opts.Hub.live.Follow(spec.Session, s.client)
+		s.opts.Hub.Live().Follow(spec.Session, s.client)
 	}
 	res, err := call.b.Run(runCtx, spec, ports)
 	if err != nil {
@@ -248,7 +247,7 @@ func (s *Server) startRun(ctx context.Context, call commandCall, command, title 
 	}
 	if res.Status == agent.StatusQueued {
 		k.close(fmt.Sprintf("queued for the running session (position %d)", res.Position))
-		s.opts.Hub.live.Follow(res.Session, s.client) // its run may be another window's
+		s.opts.Hub.Live().Follow(res.Session, s.client) // its run may be another window's
 		return res, nil
 	}
 	s.learn(call.b, &res)

@@ -1,18 +1,18 @@
 // Package server is the LSP adapter: it turns JSON-RPC messages from an editor
 // (or the headless client) into agent runs, and run events into progress,
 // agent/event notifications and workspace/applyEdit requests. It is a thin
-// layer over a Backend (workspace, store, runtime), one file per area:
-// lifecycle, text sync, folders, commands, runs, progress and events,
-// permissions, edits, and the typed client that calls the editor.
+// layer over the core's Backend (server/session: workspace, store, runtime),
+// one file per area: lifecycle, text sync, folders, commands, runs, progress
+// and events, permissions, edits, and the typed client that calls the editor.
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -21,7 +21,6 @@ import (
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 
-	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/server/session"
 )
 
@@ -35,46 +34,9 @@ var Version = "0.2.0"
 // RequestCancelled is LSP's error code for a request cancelled by $/cancelRequest.
 const RequestCancelled jsonrpc2.Code = -32800
 
-// Options are the server's settings from its command line.
-type Options struct {
-	// Flags are the settings given as flags; they win over initializationOptions.
-	Flags *config.Flags
-	// Getenv reads the environment; nil means os.Getenv.
-	Getenv func(string) string
-	// Environ lists the environment commands start from (scrubbed of
-	// credentials); nil means os.Environ.
-	Environ func() []string
-	// Logf writes a log line to stderr; nil discards.
-	Logf func(format string, args ...any)
-	// Exit is called when the parent process named in initialize dies; nil means os.Exit.
-	Exit func(code int)
-	// Hub is what this connection shares with others of the process (the
-	// daemon's store and running sessions); nil: its own.
-	Hub *Hub
-	// Notices are problems the user must hear of once the client is
-	// initialized (window/showMessage): the daemon could not be used, say.
-	Notices []string
-}
-
-// withDefaults fills the options left nil.
-func (o Options) withDefaults() Options {
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
-	}
-	if o.Environ == nil {
-		o.Environ = os.Environ
-	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
-	if o.Exit == nil {
-		o.Exit = os.Exit
-	}
-	if o.Hub == nil {
-		o.Hub = NewHub(nil, "")
-	}
-	return o
-}
+// Options are the server's settings from its command line and what it
+// shares with the process's other connections (session.Host).
+type Options = session.Host
 
 // Server serves one editor connection. Each piece of its shared state has one
 // owner with its own lock; no method holds a lock while it calls the client.
@@ -98,7 +60,8 @@ type Server struct {
 // Serve runs the server on in and out until the client exits or the
 // connection ends. It returns nil after shutdown and exit.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
+	opts.Version = cmp.Or(opts.Version, Version)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &Server{opts: opts, ctx: ctx, exited: make(chan struct{})}
@@ -126,7 +89,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 		// of stdin ends only at EOF (the caller closes a socket).
 	}
 	s.stopRuns()
-	opts.Hub.live.Forget(s.client)
+	opts.Hub.Live().Forget(s.client)
 	shutdown := s.life.close()
 	select {
 	case <-s.exited:

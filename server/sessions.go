@@ -32,20 +32,10 @@ func (s *Server) sessionsCommand(ctx context.Context, call commandCall, a Sessio
 	}
 	rows := make([]SessionRow, len(list))
 	for i, sess := range list {
-		sess.Status = status(call.b, sess)
+		sess.Status = call.b.Status(sess)
 		rows[i] = SessionRow{Session: sess, NotStored: call.b.NotStored}
 	}
 	return rows, nil
-}
-
-// status is a session's status as the user should see it: a session stored
-// as running that runs nowhere now was cut off by a crash or a kill, and
-// resumes.
-func status(b *Backend, sess store.Session) store.Status {
-	if sess.Status == store.StatusRunning && !b.Live().Running(sess.ID) {
-		return store.StatusInterrupted
-	}
-	return sess.Status
 }
 
 // SessionDetailArgs are agent.session's arguments: a session, and one of
@@ -94,7 +84,7 @@ func (s *Server) sessionCommand(ctx context.Context, call commandCall, a Session
 	if err != nil {
 		return SessionDetail{}, jsonrpc2.Errorf(jsonrpc2.InternalError, "agent.session: subagents of %s: %v", a.Session, err)
 	}
-	d := SessionDetail{Session: sess.ID, Context: a.Context, Project: sess.Project, Status: status(call.b, sess), Title: sess.Title, Messages: msgs, Subagents: subs}
+	d := SessionDetail{Session: sess.ID, Context: a.Context, Project: sess.Project, Status: call.b.Status(sess), Title: sess.Title, Messages: msgs, Subagents: subs}
 	if a.Context != "" {
 		if len(msgs) == 0 {
 			return SessionDetail{}, invalidParams("agent.session: session %s has no subagent context %q", a.Session, a.Context)

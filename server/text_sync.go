@@ -2,12 +2,10 @@ package server
 
 import (
 	"encoding/json"
-	"runtime"
-	"strings"
 
 	"go.lsp.dev/protocol"
-	"go.lsp.dev/uri"
 
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
@@ -67,25 +65,5 @@ func workspaceRange(r protocol.Range) workspace.Range {
 	}
 }
 
-// filename turns a file URI into a path of this platform.
-func filename(u string) string { return filenameOn(hostPlatform(), u) }
-
-// hostPlatform is how this platform spells paths in file URIs.
-func hostPlatform() uri.Platform {
-	if runtime.GOOS == "windows" {
-		return uri.PlatformWindows
-	}
-	return uri.PlatformPOSIX
-}
-
-// filenameOn turns a file URI into a path of platform, as VS Code does:
-// file:///c%3A/Users/me/a.go is c:\Users\me\a.go on Windows.
-func filenameOn(platform uri.Platform, u string) string {
-	if !strings.HasPrefix(u, "file:") {
-		return u
-	}
-	if parsed, err := uri.Parse(u); err == nil {
-		return uri.FsPathFor(parsed, platform, false)
-	}
-	return strings.TrimPrefix(u, "file://")
-}
+// filename turns a file URI into a path of this platform (session.Filename).
+func filename(u string) string { return session.Filename(u) }

@@ -3,6 +3,7 @@ package server
 import (
 	"testing"
 
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"go.lsp.dev/uri"
 )
 
@@ -22,8 +23,8 @@ func TestFileURIsPerPlatform(t *testing.T) {
 		{uri.PlatformPOSIX, "file:///home/me/proj/a.go", "/home/me/proj/a.go"},
 	}
 	for _, c := range cases {
-		if got := filenameOn(c.platform, c.uri); got != c.path {
-			t.Errorf("filenameOn(%v, %q) = %q, want %q", c.platform, c.uri, got, c.path)
+		if got := session.FilenameOn(c.platform, c.uri); got != c.path {
+			t.Errorf("session.FilenameOn(%v, %q) = %q, want %q", c.platform, c.uri, got, c.path)
 		}
 		if got := string(uri.FileFor(c.platform, c.path)); got != c.uri {
 			t.Errorf("FileFor(%v, %q) = %q, want %q", c.platform, c.path, got, c.uri)
@@ -32,11 +33,11 @@ func TestFileURIsPerPlatform(t *testing.T) {
 	// VS Code's spellings of one Windows file are one path: an upper-case
 	// drive letter, an unescaped colon.
 	for _, u := range []string{"file:///C:/Users/me/a.go", "file:///c:/Users/me/a.go", "file:///C%3A/Users/me/a.go"} {
-		if got := filenameOn(uri.PlatformWindows, u); got != `c:\Users\me\a.go` {
-			t.Errorf("filenameOn(windows, %q) = %q", u, got)
+		if got := session.FilenameOn(uri.PlatformWindows, u); got != `c:\Users\me\a.go` {
+			t.Errorf("session.FilenameOn(windows, %q) = %q", u, got)
 		}
 	}
-	if got := filenameOn(uri.PlatformWindows, "untitled:Untitled-1"); got != "untitled:Untitled-1" {
+	if got := session.FilenameOn(uri.PlatformWindows, "untitled:Untitled-1"); got != "untitled:Untitled-1" {
 		t.Errorf("a URI of another scheme changed: %q", got)
 	}
 }

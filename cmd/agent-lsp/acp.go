@@ -61,7 +61,7 @@ func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	serve := func(ctx context.Context, in io.Reader, out io.Writer, notices []string) int {
-		if err := acp.Serve(ctx, in, out, server.Options{Flags: settings, Logf: logger.Printf, Notices: notices}, folders); err != nil {
+		if err := acp.Serve(ctx, in, out, server.Options{Flags: settings, Logf: logger.Printf, Notices: notices, Version: server.Version}, folders); err != nil {
 			logger.Printf("%v", err)
 			return 1
 		}

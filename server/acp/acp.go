@@ -16,7 +16,6 @@ import (
 	"github.com/coder/acp-go-sdk"
 
 	"github.com/agent-lsp/agent-lsp/agent"
-	"github.com/agent-lsp/agent-lsp/server"
 	"github.com/agent-lsp/agent-lsp/server/config"
 	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/store"
@@ -78,23 +77,25 @@ func acpRunMode(m string) (agent.Mode, string) {
 //
 // folders are workspace folders to open from the start (agent-lsp acp
 // --workspace); each session's cwd is added when it is not one of them.
-func Serve(ctx context.Context, in io.Reader, out io.Writer, opts server.Options, folders []string) error {
+func Serve(ctx context.Context, in io.Reader, out io.Writer, opts session.Host, folders []string) error {
 	opts = opts.WithDefaults()
+	opts.Version = cmp.Or(opts.Version, "unknown")
 	st, warnings, err := config.Resolve(opts.Getenv, nil, opts.Flags)
 	if err != nil {
 		return err
 	}
 	st.Interactive = true // the client answers session/request_permission
 	a := &acpAgent{opts: opts, sessions: map[string]*acpSession{}, ready: make(chan struct{})}
-	fs := make([]server.Folder, len(folders))
+	fs := make([]session.Folder, len(folders))
 	for i, f := range folders {
 		abs, err := filepath.Abs(f)
 		if err != nil {
 			return fmt.Errorf("workspace %s: %w", f, err)
 		}
-		fs[i] = server.Folder{Path: abs}
+		fs[i] = session.Folder{Path: abs}
 	}
-	b, notices, err := server.NewBackend(opts.Hub, st, workspace.UTF8, fs, opts.Environ(), opts.Getenv, a.log, a.askMCP)
+	o := session.Options{Settings: st, Environ: opts.Environ(), Getenv: opts.Getenv, Warn: a.log, Ask: a.askMCP, Version: opts.Version}
+	b, notices, err := session.NewBackend(opts.Hub, o, workspace.UTF8, fs)
 	if err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts server.Options
 	for _, n := range append(append(warnings, opts.Notices...), notices...) {
 		a.log(n)
 	}
-	a.log(fmt.Sprintf("agent-lsp %s serving ACP: model %s at %s, store %s", server.Version, st.Model, st.BaseURL, b.StoreName()))
+	a.log(fmt.Sprintf("agent-lsp %s serving ACP: model %s at %s, store %s", opts.Version, st.Model, st.BaseURL, b.StoreName()))
 	select {
 	case <-conn.Done():
 	case <-ctx.Done():
@@ -120,7 +121,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts server.Options
 // acpAgent serves one ACP connection: acp.Agent over a backend. Each ACP
 // session is a store session of the same ID.
 type acpAgent struct {
-	opts   server.Options
+	opts   session.Host
 	conn   *acp.AgentSideConnection // set once, before ready closes; read through client
 	out    *acpOut                  // the connection's output, set once before conn
 	ready  chan struct{}
@@ -128,7 +129,7 @@ type acpAgent struct {
 	runs   sync.WaitGroup     // prompts in progress
 
 	mu       sync.Mutex             // guards b, caps, sessions and mcp
-	b        *server.Backend        // replaced when a session brings MCP servers
+	b        *session.Backend       // replaced when a session brings MCP servers
 	caps     acp.ClientCapabilities // what the client offers (initialize)
 	sessions map[string]*acpSession // by ID: the sessions this connection created or loaded
 	mcp      map[string]json.RawMessage
@@ -169,7 +170,7 @@ func (a *acpAgent) client() *acp.AgentSideConnection {
 	return a.conn
 }
 
-func (a *acpAgent) backend() *server.Backend {
+func (a *acpAgent) backend() *session.Backend {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.b
@@ -203,7 +204,7 @@ func (a *acpAgent) Initialize(ctx context.Context, p acp.InitializeRequest) (acp
 	a.mu.Unlock()
 	return acp.InitializeResponse{
 		ProtocolVersion: acp.ProtocolVersionNumber,
-		AgentInfo:       &acp.Implementation{Name: "agent-lsp", Title: ptr("agent-lsp"), Version: server.Version},
+		AgentInfo:       &acp.Implementation{Name: "agent-lsp", Title: ptr("agent-lsp"), Version: a.opts.Version},
 		AgentCapabilities: acp.AgentCapabilities{
 			LoadSession:         true,
 			PromptCapabilities:  acp.PromptCapabilities{EmbeddedContext: true, Image: true},
@@ -408,8 +409,8 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	if done, err := a.acpSlash(ctx, s, &req, &review); done || err != nil {
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, err // a built-in answers without the model
 	}
-	if server.NeedsKey(b.Settings.BaseURL, b.Settings.APIKey) { // no request to an endpoint that needs a key when there is none
-		d := server.ReasonDataOf(b.Settings, agent.ReasonNoAPIKey, "model.apiKeyEnv")
+	if session.NeedsKey(b.Settings.BaseURL, b.Settings.APIKey) { // no request to an endpoint that needs a key when there is none
+		d := session.ReasonDataOf(b.Settings, agent.ReasonNoAPIKey, "model.apiKeyEnv")
 		return acp.PromptResponse{}, &acp.RequestError{Code: -32602, Data: d,
 			Message: fmt.Sprintf("no API key: %s needs one and %s is not set (set it in the environment the client starts agent-lsp with, or point OPENAI_BASE_URL at a server that needs none)", d.BaseURL, d.APIKeyEnv)}
 	}
@@ -670,7 +671,7 @@ func fenceFor(text string) string {
 // uriPath is the path of a file:// URI, else the URI.
 func uriPath(u string) string {
 	if strings.HasPrefix(u, "file://") {
-		return server.Filename(u)
+		return session.Filename(u)
 	}
 	return u
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/coder/acp-go-sdk"
 
 	"github.com/agent-lsp/agent-lsp/agent"
-	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/server/session"
 )
 
 // Slash commands over ACP: the session's commands are announced with
@@ -105,7 +105,7 @@ func (a *acpAgent) acpSlash(ctx context.Context, s *acpSession, req *agent.Reque
 	s.mu.Lock()
 	chosen, stored := s.model, s.stored
 	s.mu.Unlock()
-	in := server.SlashInput{Project: s.project, Model: cmp.Or(chosen, b.Settings.Model)}
+	in := session.SlashInput{Project: s.project, Model: cmp.Or(chosen, b.Settings.Model)}
 	if stored {
 		in.Session = s.id
 		if sess, err := b.Store.Session(ctx, s.id); err == nil {
@@ -128,7 +128,7 @@ func (a *acpAgent) acpSlash(ctx context.Context, s *acpSession, req *agent.Reque
 	case !ok:
 		return false, nil
 	case err != nil:
-		if server.SlashError(err) || errorsIsBusy(err) {
+		if session.SlashError(err) || errorsIsBusy(err) {
 			return false, acp.NewInvalidParams(map[string]any{"error": err.Error()})
 		}
 		return false, err

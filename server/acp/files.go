@@ -11,7 +11,7 @@ import (
 	"github.com/coder/acp-go-sdk"
 
 	"github.com/agent-lsp/agent-lsp/agent/tools"
-	"github.com/agent-lsp/agent-lsp/server"
+	"github.com/agent-lsp/agent-lsp/server/session"
 	"github.com/agent-lsp/agent-lsp/workspace"
 )
 
@@ -83,7 +83,7 @@ func (e *acpEditor) Edit(ctx context.Context, fe tools.FileEdit) (tools.EditResu
 	callID, _ := e.session.calls.find(func(c *acpCall) bool {
 		return (c.name == "edit_file" || c.name == "create_file") && e.updates.abs(fmt.Sprint(c.args["path"]), c.args) == fe.Path
 	})
-	d, err := server.Decided(e.ws, fe)
+	d, err := session.Decided(e.ws, fe)
 	if err != nil {
 		return tools.EditResult{FailureReason: err.Error()}, nil
 	}

@@ -538,6 +538,7 @@ func (d *Daemon) serveACP(ctx context.Context, c net.Conn, br *bufio.Reader, hel
 		Environ: func() []string { return env },
 		Logf:    k.logf,
 		Hub:     d.hub,
+		Version: server.Version,
 	}, folders)
 	d.finish(c, k, err, func(code int) { fmt.Fprintf(c, "%s: %d\n", endHeader, code) })
 }
