@@ -91,6 +91,16 @@ func (l *liveScans) settle(s *commandScan, n int, rel func(int) string, after ma
 	return mine
 }
 
+// attach gives env, a call's, its intent port (port, the scan begun when
+// a command's intent is recorded) and, for a background process it starts,
+// the scan's end when the process ends (watch).
+func (s *commandScan) attach(env *tools.Env, port func(context.Context, tools.Intent) error) {
+	env.Intent = s.port(port)
+	if s != nil {
+		env.WatchBackground = s.watch
+	}
+}
+
 // watch is the scan's tools.Env.WatchBackground: the process started, and
 // ended (the func returned) finishes the scan when it has ended.
 func (s *commandScan) watch() func() {
