@@ -209,8 +209,24 @@ func (rec *historyRecorder) updateLocked(ctx context.Context, n int, msg string,
 	}
 	c.N = n
 	cur, before := rec.cur, rec.before
-	rec.cur, rec.before = &c, map[string]string{}
+	rec.cur, rec.before = &c, rec.textsBefore(ctx, c)
 	fn()
 	rec.put(ctx)
 	rec.cur, rec.before = cur, before
+}
+
+// textsBefore are the texts before checkpoint c of its files, as far as
+// the history holds them: a file's line counts are against them.
+func (rec *historyRecorder) textsBefore(ctx context.Context, c Checkpoint) map[string]string {
+	out := map[string]string{}
+	blobs, err := rec.rt.hist.LoadBlobs(context.WithoutCancel(ctx), rec.session)
+	if err != nil {
+		return out
+	}
+	for _, f := range c.Files {
+		if b, err := blobs.Get(f.Before); err == nil && !f.Created && !f.Unknown {
+			out[f.Path()] = string(b)
+		}
+	}
+	return out
 }

@@ -69,12 +69,14 @@ func checkBgRewind(t *testing.T, h *harness, session, original string) {
 // A background process's files go to the checkpoint of the prompt that
 // started it: one that outlives its run (BackgroundLinger), is taken over
 // by the session's next prompt and writes while that prompt runs is still
-// prompt 1's. greet.go, clean in git, is restorable to HEAD's text; the
-// file it made is deleted by a rewind.
+// prompt 1's. greet.go, which the agent edited first, is restorable to
+// its text before prompt 1, its lines counted against it; the file the
+// process made is deleted by a rewind.
 func TestBackgroundChangesGoToTheirPrompt(t *testing.T) {
 	h := newHarness(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{call("edit_file", map[string]any{"path": "greet.go", "old_text": "Hello, ", "new_text": "Hi, "})}},
 		{ToolCalls: []scripted.ToolCall{call("run_command", map[string]any{"background": true,
-			"command": "while [ ! -e ignored/go ]; do sleep 0.05; done; sed -i s/Hello/Howdy/ greet.go; echo made > made.txt"})}},
+			"command": "while [ ! -e ignored/go ]; do sleep 0.05; done; sed -i s/Hi,/Howdy,/ greet.go; echo made > made.txt"})}},
 		{Text: "started"},
 		{ToolCalls: []scripted.ToolCall{call("process_wait", map[string]any{"id": "p1", "timeout_seconds": 600})}},
 		{Text: "it ended"},
