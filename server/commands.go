@@ -79,7 +79,7 @@ var Commands = append([]Command{
 		"`[{session, id, command, project, started}]`", (*Server).processesCommand),
 	command("agent.stopProcess", "Stops a background process of a running session, and every process it started; returns once they are gone.",
 		"`{stopped}`; an error when the session is not running or has no such process", (*Server).stopProcessCommand),
-	command("agent.projects", "Lists the projects (workspace folders) with what detection found, their runtime context, and how their commands are sandboxed here (isolation: namespaces, snapshot where user namespaces are refused, seatbelt on macOS, or none; docs/security.md).",
+	command("agent.projects", "Lists the projects (workspace folders) with what detection found, their runtime context, and how their commands are sandboxed here (isolation: namespaces, snapshot where user namespaces are refused, seatbelt on macOS, restricted-token on Windows, or none; docs/security.md).",
 		"`[{name, path, type, techStack: {language, languageVersion?, packageManager?, buildCommand?, testCommand?, manifests?, others?}, gitBranch?, context: {openFiles, pendingChanges, lastBuild, lastTest, recentErrors}, sandbox: {mode, landlockABI, isolation, processes?, enforced, notEnforced?, writable?, network}}]`",
 		(*Server).projectsCommand),
 	command("agent.models", "Lists the models the endpoint offers (its GET /models), and the one runs use unless agent.run names another.",

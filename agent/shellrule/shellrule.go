@@ -149,6 +149,11 @@ type Decision struct {
 	// Reason says why: the deny rule and the command it matched, or why
 	// the line must ask; "" for Allow.
 	Reason string
+	// Ruled: an Ask only because no allow rule matches one of its simple
+	// commands, so an allow rule naming it would let the line run. A line
+	// that asks for its form (a substitution, a file redirection, a
+	// wrapper...) asks whatever the rules say.
+	Ruled bool
 }
 
 // Set is a set of allow and deny rules.
@@ -202,7 +207,7 @@ func (s Set) Decide(line string) Decision {
 			return d
 		}
 		if !s.allows(c) {
-			d.Verdict, d.Reason = Ask, fmt.Sprintf("no allow rule matches %q", c.Text)
+			d.Verdict, d.Reason, d.Ruled = Ask, fmt.Sprintf("no allow rule matches %q", c.Text), true
 			if c.codeAt > 0 {
 				d.Reason = fmt.Sprintf("%q runs interpreter code: only an allow rule that names %s allows it (%q)", c.Text, c.codeName(), c.codeRule())
 			}

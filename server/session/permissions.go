@@ -83,6 +83,9 @@ func (p *permissions) AllowCommand(ctx context.Context, req tools.CommandRequest
 		if req.AlwaysAsk { // no rule allows it
 			return tools.Permission{Reason: fmt.Sprintf("%s; this run cannot ask (headless), so it is denied", lower(d.Reason, req.Note))}, nil
 		}
+		if !d.Ruled { // its form asks whatever the rules say: no --allow would help
+			return tools.Permission{Reason: fmt.Sprintf("%s; a line like this always asks and this run cannot ask (headless), so it is denied: no --allow rule allows it", lower(d.Reason, req.Note))}, nil
+		}
 		hint := fmt.Sprintf("--allow %q", req.Command)
 		return tools.Permission{Reason: fmt.Sprintf("%s; this run cannot ask (headless), so it is denied: allow it with %s", lower(d.Reason, req.Note), hint), Hint: hint}, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agent-lsp/agent-lsp/agent/shellrule"
 	"github.com/agent-lsp/agent-lsp/agent/tools"
 )
 
@@ -35,5 +36,39 @@ func TestAllowTool(t *testing.T) {
 	}
 	if perm, _ := p.AllowTool(context.Background(), tools.ToolRequest{Session: "other", Tool: "mcp__db__drop"}); perm.Allowed {
 		t.Error("an always answer leaked to another session")
+	}
+}
+
+// A headless run's refusal names the --allow that would let the line run,
+// and only when one would: a line that asks for its form (a redirection to
+// a file, a wrapper) asks whatever the rules say, even one naming it.
+func TestHeadlessCommandHint(t *testing.T) {
+	for _, c := range []struct {
+		line, want, hint string
+	}{
+		{"make lint", `allow it with --allow "make lint"`, `--allow "make lint"`},
+		{"echo x > out.txt", "a line like this always asks and this run cannot ask (headless), so it is denied: no --allow rule allows it", ""},
+		{"sh -c 'make lint'", "no --allow rule allows it", ""},
+	} {
+		for _, allow := range [][]string{nil, {c.line}} {
+			rules, err := shellrule.NewSet(allow, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &permissions{rules: rules, always: &Allowances{}, before: func() {}}
+			perm, err := p.AllowCommand(context.Background(), tools.CommandRequest{Session: "s", Project: "p", Command: c.line})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if allow != nil && c.hint != "" {
+				if !perm.Allowed {
+					t.Errorf("%q with --allow naming it: %+v", c.line, perm)
+				}
+				continue
+			}
+			if perm.Allowed || !strings.Contains(perm.Reason, c.want) || perm.Hint != c.hint {
+				t.Errorf("%q (allow %q): %+v, want the reason to say %q and the hint %q", c.line, allow, perm, c.want, c.hint)
+			}
+		}
 	}
 }

@@ -277,8 +277,8 @@ export interface SandboxReport {
   mode: SandboxMode;
   /** The kernel's Landlock ABI; 0: none. */
   landlockABI: number;
-  /** The mechanism in force: namespaces, or snapshot where user namespaces are refused; none when not confined. */
-  isolation?: "namespaces" | "snapshot" | "none";
+  /** The mechanism in force: namespaces, or snapshot where user namespaces are refused; seatbelt on macOS, restricted-token on Windows; none when not confined. */
+  isolation?: "namespaces" | "snapshot" | "seatbelt" | "restricted-token" | "none";
   /** What bounds a command's processes ("pids cgroup v1", "RLIMIT_NPROC"); absent when nothing does. */
   processes?: string;
   /** The rights actually enforced at that ABI, human-readable; empty when nothing is. */

@@ -240,7 +240,7 @@
 ---@class AgentLsp.SandboxReport
 ---@field mode AgentLsp.SandboxMode the sandbox setting
 ---@field landlockABI integer the kernel's Landlock ABI; 0: none
----@field isolation? "namespaces"|"snapshot"|"none" the mechanism in force (snapshot: user namespaces are refused)
+---@field isolation? "namespaces"|"snapshot"|"seatbelt"|"restricted-token"|"none" the mechanism in force (snapshot: user namespaces are refused; seatbelt: macOS; restricted-token: Windows)
 ---@field processes? string what bounds a command's processes ("pids cgroup v1", "RLIMIT_NPROC")
 ---@field enforced string[] the rights actually enforced, human-readable
 ---@field notEnforced? string[] what is not enforced, and why
