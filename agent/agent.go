@@ -181,6 +181,7 @@ type Runtime struct {
 	hist *store.History // the sessions' rewind history (checkpoints.go)
 
 	lingering lingering // background processes outliving their runs (Config.BackgroundLinger)
+	scans     liveScans // the command scans under way (bgscan.go)
 
 	instructionFiles fileCache // the projects' instruction files, as last read
 }
@@ -726,6 +727,7 @@ func (rt *Runtime) finish(ctx context.Context, r *run, res graph.Result, err err
 	if out.Status != graph.StatusDone || r.iso != nil || !rt.lingering.linger(r.session.ID, r.acc.bg, rt.cfg.BackgroundLinger) {
 		r.acc.bg.Close() // the run's background processes end with it
 	}
+	r.acc.hist.settle(ctx) // their files are in the checkpoints before the run ends
 	rt.stopHooks(ctx, r, project, out)
 	out.Branch, out.Worktree = rt.commitRun(ctx, r)
 	r.emit(event.RunEnd{Status: out.Status, Error: out.Error, Limit: out.Limit, Branch: out.Branch, Worktree: out.Worktree})

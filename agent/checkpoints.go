@@ -76,7 +76,7 @@ type historyRecorder struct {
 	session string
 	d       store.Durability
 
-	mu     sync.Mutex // guards cur, before, stored, next, earlierPaths and repos
+	mu     sync.Mutex // guards cur, before, stored, next, earlierPaths, repos, ended, scanning and idle
 	cur    *Checkpoint
 	before map[string]string // path -> its text before cur's first change of it
 	stored map[string]bool   // hashes stored by this run
@@ -85,6 +85,13 @@ type historyRecorder struct {
 	// read yet); repos the git repositories of projects (cmdscan.go).
 	earlierPaths map[string]bool
 	repos        map[string]*repoOf
+	// ended: the run is over (a background process's scan records into
+	// the stored checkpoint); scanning the scans of ended background
+	// processes under way (true: abandoned), idle closed when none is
+	// (bgscan.go).
+	ended    bool
+	scanning map[*commandScan]bool
+	idle     chan struct{}
 }
 
 func (rt *Runtime) newHistoryRecorder(session string, d store.Durability) *historyRecorder {

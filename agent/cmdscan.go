@@ -45,11 +45,16 @@ var errTooManyFiles = errors.New("too many files")
 
 // commandScan is the look for the files one command changes: begun when
 // its intent is recorded (right before it starts), finished after it ends.
-// It is used by one goroutine, the tool call's.
+// It is used by one goroutine at a time: the tool call's, then for a
+// background process the one that ends it (bgscan.go).
 type commandScan struct {
 	rec     *historyRecorder
 	project string // the project the command runs in (its name)
 	line    string // the command line
+	bg      bool   // a background process's (bgscan.go)
+	handed  bool   // its process started: the process's end finishes it
+	n       int    // the checkpoint current when it began, and its prompt's message
+	msg     string
 
 	p       *workspace.Project // set when begun
 	limit   int
@@ -88,7 +93,7 @@ func (rec *historyRecorder) commandWatch(project string) *commandScan {
 }
 
 // port wraps a call's intent port: a command's intent, once recorded,
-// begins the scan (a background command is not scanned: it runs on).
+// begins the scan (a background process's ends when the process does).
 func (s *commandScan) port(port func(context.Context, tools.Intent) error) func(context.Context, tools.Intent) error {
 	if s == nil || port == nil {
 		return port
@@ -97,7 +102,8 @@ func (s *commandScan) port(port func(context.Context, tools.Intent) error) func(
 		if err := port(ctx, in); err != nil {
 			return err
 		}
-		if in.Command != "" && !in.Background && s.p == nil {
+		if in.Command != "" && s.p == nil {
+			s.bg = in.Background
 			s.begin(ctx, in.Command)
 		}
 		return nil
@@ -108,10 +114,14 @@ func (s *commandScan) port(port func(context.Context, tools.Intent) error) func(
 func (s *commandScan) begin(ctx context.Context, line string) {
 	rec := s.rec
 	p, ok := rec.rt.cfg.Workspace.Project(s.project)
-	if !ok || !rec.recording() {
+	if !ok {
+		return
+	}
+	if s.n, s.msg, ok = rec.current(); !ok {
 		return
 	}
 	s.p, s.line, s.limit = p, line, rec.rt.scanLimit()
+	rec.rt.scans.join(s)                   // before the listing: what another records from now on is not this one's
 	dirty := make(chan map[string]bool, 1) // git status runs while the files are listed
 	go func() {
 		var d map[string]bool
@@ -124,10 +134,12 @@ func (s *commandScan) begin(ctx context.Context, line string) {
 	s.dirty = <-dirty
 	if errors.Is(err, errTooManyFiles) {
 		s.skipped = true
+		rec.rt.scans.leave(s)
 		return
 	}
 	if err != nil {
 		s.p = nil
+		rec.rt.scans.leave(s)
 		return
 	}
 	s.before = before
@@ -193,18 +205,36 @@ type cmdChange struct {
 	read    bool   // after was read (a regular file within MaxReadSize)
 }
 
-// finish lists the files again after the command ended and records the
-// changed ones in the prompt's checkpoint. It returns a note for the
-// user when the scan was skipped.
+// finish, after the call ran its command, lists the files again and
+// records the changed ones in the prompt's checkpoint; a background
+// process's are looked for when it ends (bgscan.go). It returns a note
+// for the user when the scan was skipped.
 func (s *commandScan) finish(ctx context.Context) string {
 	if s == nil || s.p == nil {
 		return ""
 	}
 	if s.skipped {
-		note := fmt.Sprintf("files changed by this command were not looked for: project %s has more than %d files (the rewind.scanLimit setting), so a rewind cannot restore them", s.p.Name(), s.limit)
+		what := "this command"
+		if s.bg {
+			what = "this background process"
+		}
+		note := fmt.Sprintf("files changed by %s were not looked for: project %s has more than %d files (the rewind.scanLimit setting), so a rewind cannot restore them", what, s.p.Name(), s.limit)
 		s.rec.note(ctx, note)
 		return note
 	}
+	if s.bg {
+		if !s.handed { // it did not start
+			s.rec.rt.scans.leave(s)
+		}
+		return ""
+	}
+	s.conclude(ctx)
+	return ""
+}
+
+// conclude lists the files again after the command ended and records the
+// changed ones in the checkpoint current when it began.
+func (s *commandScan) conclude(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx) // a cancelled run's command changed files all the same
 	var changes []cmdChange
 	after, err := listFiles(ctx, s.p, int(^uint(0)>>1), func(e workspace.Entry, st fileStat) {
@@ -222,21 +252,22 @@ func (s *commandScan) finish(ctx context.Context) string {
 		changes = append(changes, c)
 	})
 	if err != nil {
+		s.rec.rt.scans.leave(s)
 		s.rec.rt.cfg.Log("rewind history of %s: files changed by %q: %v", s.rec.session, s.line, err)
-		return ""
+		return
 	}
 	for rel := range s.before {
 		if _, ok := after[rel]; !ok {
 			changes = append(changes, cmdChange{rel: rel, existed: true})
 		}
 	}
-	s.record(ctx, changes)
-	return ""
+	s.record(ctx, changes, after)
 }
 
-// record puts changes in the prompt's checkpoint, with their content
-// before the command where it is known.
-func (s *commandScan) record(ctx context.Context, changes []cmdChange) {
+// record puts changes in the checkpoint, with their content before the
+// command where it is known; of those another scan recorded while this
+// one ran, only the ones changed again since (liveScans.settle).
+func (s *commandScan) record(ctx context.Context, changes []cmdChange, after map[string]fileStat) {
 	type found struct {
 		c      cmdChange
 		before string
@@ -253,19 +284,15 @@ func (s *commandScan) record(ctx context.Context, changes []cmdChange) {
 		}
 		keep = append(keep, f)
 	}
-	if len(keep) == 0 {
+	mine := s.rec.rt.scans.settle(s, len(keep), func(i int) string { return keep[i].c.rel }, after)
+	if len(mine) == 0 {
 		return
 	}
-	rec := s.rec
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if rec.cur == nil {
-		return
-	}
-	for _, f := range keep {
-		rec.commandChange(ctx, s.p, f.c, f.before, f.known)
-	}
-	rec.put(ctx)
+	s.rec.update(ctx, s, func() {
+		for _, i := range mine {
+			s.rec.commandChange(ctx, s.p, keep[i].c, keep[i].before, keep[i].known)
+		}
+	})
 }
 
 // earlier is rel's text before the command, when known: the history's
@@ -315,11 +342,15 @@ func (rec *historyRecorder) commandChange(ctx context.Context, p *workspace.Proj
 	}
 }
 
-// recording reports whether a prompt's checkpoint is current.
-func (rec *historyRecorder) recording() bool {
+// current is the number of the checkpoint current now and its prompt's
+// message; false when none is.
+func (rec *historyRecorder) current() (int, string, bool) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	return rec.cur != nil
+	if rec.cur == nil {
+		return 0, "", false
+	}
+	return rec.cur.N, rec.cur.Message, true
 }
 
 // note adds a note to the current checkpoint (and the log).

@@ -196,7 +196,7 @@ func (rt *Runtime) runCall(ctx context.Context, r *run, s graph.State, ai messag
 	}
 	sp := rt.spoolFor(r.session.ID, toolMessageID(ai.ID, i))
 	scan := r.acc.hist.commandWatch(usedProject(rt, call, project)) // the files a command changes (cmdscan.go)
-	env.Intent = scan.port(r.acc.hist.intentPort(rt.intentPort(ai, i, sp)))
+	scan.attach(env, r.acc.hist.intentPort(rt.intentPort(ai, i, sp)))
 	if sp != nil && call.Name == "run_command" {
 		env.Output = sp
 		defer sp.close()

@@ -84,6 +84,7 @@ type startSpec struct {
 	env                 []string
 	sb                  *sandbox.Sandbox // nil: unconfined
 	policy              sandbox.Policy
+	watch               func() (ended func()) // Env.WatchBackground
 }
 
 // errLimit: the run has as many background processes running as it may.
@@ -149,6 +150,10 @@ func (p *process) run(ctx context.Context, s startSpec, started chan<- error) {
 		started <- err
 		return
 	}
+	var ended func()
+	if s.watch != nil {
+		ended = s.watch() // before start returns: the call knows it was handed on
+	}
 	started <- nil
 	t.wait() // the exit status says how it ended; a stop, end.stopped
 	t.kill() // what it left (unconfined: its process group)
@@ -158,6 +163,9 @@ func (p *process) run(ctx context.Context, s startSpec, started chan<- error) {
 	}
 	if cmd.ProcessState != nil {
 		end.code = cmd.ProcessState.ExitCode()
+	}
+	if ended != nil {
+		ended() // (bounded by stop's wait for done, like the process)
 	}
 	p.mu.Lock()
 	p.end = end

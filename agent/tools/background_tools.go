@@ -35,7 +35,7 @@ func startBackground(ctx context.Context, env *Env, p *workspace.Project, kind, 
 	if err := env.intend(ctx, Intent{Command: line, Background: true}); err != nil {
 		return errNotRecorded(fmt.Sprintf("starting %q", line), err), nil
 	}
-	spec := startSpec{project: p.Name(), root: p.Root(), line: line, env: env.commandEnv(), policy: policy}
+	spec := startSpec{project: p.Name(), root: p.Root(), line: line, env: env.commandEnv(), policy: policy, watch: env.WatchBackground}
 	if confined {
 		spec.sb = env.Sandbox
 	}

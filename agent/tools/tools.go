@@ -212,6 +212,11 @@ type Env struct {
 	Output io.Writer
 	// Background holds the run's background processes; nil: none may start.
 	Background *Background
+	// WatchBackground, when set, is called once a background process this
+	// call starts is running; the func it returns (nil: none) runs when the
+	// process has ended, before process_wait, process_stop or the run's end
+	// see it end (the agent looks there for the files it changed).
+	WatchBackground func() (ended func())
 	// RulesOnly is the mode of a run whose commands run only where the
 	// rules allow them, never after asking (CommandRequest.RulesOnly).
 	RulesOnly string
