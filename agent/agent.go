@@ -178,7 +178,7 @@ type Runtime struct {
 	autoContext bool               // ContextTokens was not configured: each model's known size
 	counter     counter            // token estimates of messages, by ID
 
-	hist *store.History // the sessions' rewind history (checkpoints.go)
+	hist *history // the sessions' rewind history (checkpoints.go), its writes counted (historysize.go)
 
 	lingering lingering // background processes outliving their runs (Config.BackgroundLinger)
 	scans     liveScans // the command scans under way (bgscan.go)
@@ -261,7 +261,7 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.MaxBackground = tools.DefaultMaxBackground
 	}
 	s, st := newSchema()
-	rt := &Runtime{cfg: cfg, schema: s, st: st, hist: store.NewHistory(cfg.Store), subSem: make(chan struct{}, cfg.SubagentConcurrency),
+	rt := &Runtime{cfg: cfg, schema: s, st: st, hist: &history{History: store.NewHistory(cfg.Store)}, subSem: make(chan struct{}, cfg.SubagentConcurrency),
 		budgets: map[string]*budget{}, autoContext: cfg.ContextTokens <= 0}
 	g, err := graph.New(s).
 		Node("agent", rt.agentNode).

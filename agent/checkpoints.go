@@ -249,7 +249,7 @@ func (rt *Runtime) Checkpoints(ctx context.Context, session string) ([]Checkpoin
 		}
 		return nil, err
 	}
-	return LoadCheckpoints(ctx, rt.hist, session)
+	return LoadCheckpoints(ctx, rt.hist.History, session)
 }
 
 // LoadCheckpoints reads a session's checkpoints from h, in order.
@@ -284,8 +284,9 @@ func (f FileChange) Restorable(blobs *store.Blobs) (bool, string) {
 	return true, ""
 }
 
-// History is the runtime's rewind history.
-func (rt *Runtime) History() *store.History { return rt.hist }
+// History is the runtime's rewind history, for reading: a write through
+// it is not counted towards the size cap (historysize.go).
+func (rt *Runtime) History() *store.History { return rt.hist.History }
 
 // resume makes the session's newest checkpoint the current one again: a
 // resumed run's changes belong to the prompt it was running.

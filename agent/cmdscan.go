@@ -373,7 +373,7 @@ func (rec *historyRecorder) historyPaths(ctx context.Context) []string {
 	rec.mu.Unlock()
 	if !loaded {
 		paths := map[string]bool{}
-		if cps, err := LoadCheckpoints(ctx, rec.rt.hist, rec.session); err == nil {
+		if cps, err := LoadCheckpoints(ctx, rec.rt.hist.History, rec.session); err == nil {
 			for _, c := range cps {
 				for _, f := range c.Files {
 					paths[f.Path()] = true

@@ -22,7 +22,12 @@ import (
 // checkpoint whose earlier contents are gone lists its files with
 // ReasonPruned, and a rewind of its files is refused before anything
 // changes. The size is counted from what the store holds
-// (store.History.Usage), so it is right after a crash.
+// (store.History.Usage), so it is right after a crash: once per session
+// in a process, and again only when what this runtime wrote since
+// (historySizes, an upper bound) could have crossed the cap. Another
+// process writing the same session (another daemon client has its own
+// Runtime) is only seen at this runtime's next count, so the cap is a
+// bound checked as runs start, not a hard limit.
 
 // historyPart is a checkpoint or a branch of the history, as the cap sees it.
 type historyPart struct {
@@ -39,11 +44,18 @@ func (rec *historyRecorder) prune(ctx context.Context, entries map[int]json.RawM
 		return
 	}
 	h := rec.rt.hist
+	if h.sizes.below(rec.session, limit) {
+		return // counted before, and what this runtime wrote since fits
+	}
+	start := h.sizes.counting(rec.session)
 	u, err := h.Usage(ctx, rec.session)
-	if err != nil || u.Total() <= limit {
-		if err != nil {
-			rec.rt.cfg.Log("rewind history of %s: %v", rec.session, err)
-		}
+	if err != nil {
+		h.sizes.forget(rec.session)
+		rec.rt.cfg.Log("rewind history of %s: %v", rec.session, err)
+		return
+	}
+	if u.Total() <= limit {
+		h.sizes.counted(rec.session, u.Total(), start)
 		return
 	}
 	total := u.Total()
@@ -60,9 +72,11 @@ func (rec *historyRecorder) prune(ctx context.Context, entries map[int]json.RawM
 		err = h.DeleteEntries(ctx, rec.session, cut.entries, rec.d)
 	}
 	if err != nil {
+		h.sizes.forget(rec.session)
 		rec.rt.cfg.Log("rewind history of %s: pruning: %v", rec.session, err)
 		return
 	}
+	h.sizes.counted(rec.session, u.Total(), start)
 	rec.rt.cfg.Log("rewind history of %s: %d bytes, over the cap of %d (rewind.maxHistoryMB): pruned to %d, oldest first: %d contents, %d branches, %d checkpoints",
 		rec.session, total, limit, u.Total(), len(cut.blobs), len(cut.branches), len(cut.entries))
 }

@@ -19,8 +19,9 @@ import (
 // a run's first checkpoint (and recording its change of 3 files) in a
 // session whose history already holds 200 such prompts, in a bbolt store
 // at the default (batched) durability, with the cap on (256 MB, not
-// reached: the history's size is counted from the store as each run starts)
-// and off, interleaved. Reported: ms/prompt with the cap, and cap-ratio,
+// reached: counted from the store at the session's first run here, then
+// known from what this runtime wrote since, historysize.go) and off,
+// interleaved. Reported: ms/prompt with the cap, and cap-ratio,
 // its time over the time without (1.0 is free).
 func BenchmarkHistoryCap(b *testing.B) {
 	db, err := store.Open(filepath.Join(b.TempDir(), "s.db"), store.WithDefaultDurability(store.Batched))

@@ -94,7 +94,7 @@ func TestHistoryNoCap(t *testing.T) {
 		text = next
 	}
 	blobs, _ := h.rt.hist.LoadBlobs(ctx, "s-nocap")
-	cps, _ := LoadCheckpoints(ctx, h.rt.hist, "s-nocap")
+	cps, _ := LoadCheckpoints(ctx, h.rt.hist.History, "s-nocap")
 	for _, c := range cps {
 		if ok, why := c.Files[0].Restorable(blobs); !ok {
 			t.Fatalf("checkpoint %d without a cap: %s", c.N, why)
