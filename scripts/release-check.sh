@@ -31,14 +31,17 @@ sha256sum --check --quiet SHA256SUMS || fail "an artifact does not match SHA256S
 
 [[ "$(./agent-lsp-linux-x64 --version)" == "agent-lsp $version ("* ]] || fail "the server says $(./agent-lsp-linux-x64 --version), not $version"
 
-unzip -Z agent-lsp-linux-x64.vsix | grep -qE '^-rwx.* extension/bin/agent-lsp$' || fail "agent-lsp-linux-x64.vsix has no executable extension/bin/agent-lsp"
+# Listings are read whole before grep: with pipefail, grep -q ending early fails unzip with SIGPIPE.
+listing="$(unzip -Z agent-lsp-linux-x64.vsix)"
+grep -qE '^-rwx.* extension/bin/agent-lsp$' <<<"$listing" || fail "agent-lsp-linux-x64.vsix has no executable extension/bin/agent-lsp"
 mkdir x && (cd x && unzip -q ../agent-lsp-linux-x64.vsix)
 cmp -s x/extension/bin/agent-lsp agent-lsp-linux-x64 || fail "the .vsix's server is not the released agent-lsp-linux-x64"
 [[ "$(x/extension/bin/agent-lsp --version)" == "agent-lsp $version ("* ]] || fail "the bundled server does not run --version"
 grep -q 'TargetPlatform="linux-x64"' x/extension.vsixmanifest || fail "agent-lsp-linux-x64.vsix does not target linux-x64"
 
-if unzip -Z1 agent-lsp.vsix | grep -q '^extension/bin/'; then
-	fail "the universal agent-lsp.vsix carries a server: $(unzip -Z1 agent-lsp.vsix | grep '^extension/bin/')"
+listing="$(unzip -Z1 agent-lsp.vsix)"
+if grep -q '^extension/bin/' <<<"$listing"; then
+	fail "the universal agent-lsp.vsix carries a server: $(grep '^extension/bin/' <<<"$listing")"
 fi
 mkdir u && (cd u && unzip -q ../agent-lsp.vsix)
 ! grep -q 'TargetPlatform=' u/extension.vsixmanifest || fail "the universal agent-lsp.vsix targets a platform"
