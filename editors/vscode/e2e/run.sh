@@ -52,7 +52,8 @@ for _ in $(seq 100); do [[ -s "$work/model-url" ]] && break; sleep 0.1; done
 # files.autoSave off: VS Code for the Web saves after a second by default, and whether that save or the
 # extension's (asked for by agent/saveDocuments) writes greet.go first would depend on load; the test
 # checks the extension's. VS Code's own chat is off and its side bar hidden: its input took the focus
-# as the window loaded, and with it the keys typed into Quick Open.
+# as the window loaded, and with it the keys typed into Quick Open. Ports are not forwarded: code-server
+# watched every listener the machine's other tests opened and notified about them.
 cat >"$work/data/User/settings.json" <<JSON
 {
   "workbench.startupEditor": "none",
@@ -65,6 +66,7 @@ cat >"$work/data/User/settings.json" <<JSON
   "window.restoreWindows": "none",
   "files.autoSave": "off",
   "chat.disableAIFeatures": true,
+  "remote.autoForwardPorts": false,
   "workbench.secondarySideBar.defaultVisibility": "hidden",
   "agentLsp.path": "$work/bin/agent-lsp-e2e",
   "agentLsp.baseURL": "$(head -n1 "$work/model-url")",

@@ -531,10 +531,10 @@ async function noKey() {
   step(`no key: Set API Key after ${took} ms, no request`);
 }
 
-/** The frame of the chat view's page. A frame still loading can leave a query pending: each gets two seconds. */
+/** The frame of the chat view's page. A frame still loading can leave a query pending: each gets five seconds (a loaded host is slow to answer). */
 async function chatFrame() {
   for (const f of page.frames()) {
-    const prompt = await Promise.race([f.$("#prompt").catch(() => null), new Promise((r) => setTimeout(() => r(null), 2000))]);
+    const prompt = await Promise.race([f.$("#prompt").catch(() => null), new Promise((r) => setTimeout(() => r(null), 5000))]);
     if (prompt) return f;
   }
   return undefined;
