@@ -32,19 +32,8 @@ func TestRewindBackgroundFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gitIn(t, c.workspace, "init", "-q")
-	gitIn(t, c.workspace, "add", ".")
-	gitIn(t, c.workspace, "commit", "-q", "-m", "start")
-	prompt := func(args ...string) string {
-		t.Helper()
-		out, errOut, code := c.run(t, "", append([]string{"run", "--json", "--allow", "cp *"}, args...)...)
-		_, res := jsonLines(t, out)
-		if code != 0 || res["status"] != "done" {
-			t.Fatalf("%v: exit %d %v\n%s", args, code, res, errOut)
-		}
-		id, _ := res["session"].(string)
-		return id
-	}
+	commitAll(t, c.workspace)
+	prompt := func(args ...string) string { t.Helper(); return c.runCp(t, args...) }
 	id := prompt("First prompt")
 	prompt("--session", id, "Second prompt")
 	if b, _ := os.ReadFile(path("made.txt")); string(b) != "new\n" {

@@ -96,20 +96,9 @@ func TestRewindCommandFiles(t *testing.T) {
 	for _, name := range []string{"one", "two", "changed", "mine2", "new", "three", "again"} {
 		write("src/"+name, name+"\n")
 	}
-	gitIn(t, c.workspace, "init", "-q")
-	gitIn(t, c.workspace, "add", ".")
-	gitIn(t, c.workspace, "commit", "-q", "-m", "start")
+	commitAll(t, c.workspace)
 	write("notes.txt", "n0\n") // untracked: its content is not known to the history
-	prompt := func(args ...string) string {
-		t.Helper()
-		out, errOut, code := c.run(t, "", append([]string{"run", "--json", "--allow", "cp *"}, args...)...)
-		_, res := jsonLines(t, out)
-		if code != 0 || res["status"] != "done" {
-			t.Fatalf("%v: exit %d %v\n%s", args, code, res, errOut)
-		}
-		id, _ := res["session"].(string)
-		return id
-	}
+	prompt := func(args ...string) string { t.Helper(); return c.runCp(t, args...) }
 	id := prompt("First prompt")
 	prompt("--session", id, "Second prompt")
 	if read("out.txt") != "two\n" || read("tracked.txt") != "changed\n" || read("made.txt") != "new\n" {
@@ -192,9 +181,7 @@ func TestRewindCommandHostile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(c.workspace, "linked.txt"), []byte("tracked\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitIn(t, c.workspace, "init", "-q")
-	gitIn(t, c.workspace, "add", ".")
-	gitIn(t, c.workspace, "commit", "-q", "-m", "start")
+	commitAll(t, c.workspace)
 	out, errOut, code := c.run(t, "", "run", "--json", "--allow", "touch *", "make a file")
 	_, res := jsonLines(t, out)
 	id, _ := res["session"].(string)
@@ -239,4 +226,25 @@ func TestRewindCommandHostile(t *testing.T) {
 	if target, err := os.Readlink(filepath.Join(c.workspace, "linked.txt")); err != nil || target != "/etc/passwd" {
 		t.Fatalf("the refused rewind changed the link: %q %v", target, err)
 	}
+}
+
+// commitAll makes dir a git repository with everything in it committed.
+func commitAll(t *testing.T, dir string) {
+	t.Helper()
+	gitIn(t, dir, "init", "-q")
+	gitIn(t, dir, "add", ".")
+	gitIn(t, dir, "commit", "-q", "-m", "start")
+}
+
+// runCp runs a headless prompt that may run cp, and returns its session;
+// it fails the test unless the run is done.
+func (c *cli) runCp(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, code := c.run(t, "", append([]string{"run", "--json", "--allow", "cp *"}, args...)...)
+	_, res := jsonLines(t, out)
+	if code != 0 || res["status"] != "done" {
+		t.Fatalf("%v: exit %d %v\n%s", args, code, res, errOut)
+	}
+	id, _ := res["session"].(string)
+	return id
 }
